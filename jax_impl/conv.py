@@ -1,0 +1,90 @@
+"""The article's conv op in JAX, on one device and data-parallel (pmap, shard_map)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from jax_impl.devices import placement
+from parity.api import Prepared
+from parity.workloads import check_divisible
+
+
+def _conv(x, w, stride: int, padding: str):
+    return jax.lax.conv_general_dilated(
+        x, w, window_strides=(stride, stride), padding=padding, dimension_numbers=("NHWC", "HWIO", "NHWC")
+    )
+
+
+_conv_jit = jax.jit(_conv, static_argnums=(2, 3))
+
+
+def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> jax.Array:
+    """NHWC images x HWIO kernels, TF's SAME/VALID convention; returns a jax.Array."""
+    return _conv_jit(images, kernels, stride, padding)
+
+
+def _rows(out: jax.Array, idx: Sequence[int], per: int = 0) -> np.ndarray:
+    """Global batch rows read from the device shards that hold them (no cross-device gather).
+
+    per > 0 means pmap's layout, (devices, per, ...): global row i is out[i // per, i % per].
+    """
+    rows = []
+    for i in idx:
+        lead, rest = (i // per, (i % per,)) if per else (i, ())
+        for shard in out.addressable_shards:
+            start, stop, _ = shard.index[0].indices(out.shape[0])
+            if start <= lead < stop:
+                rows.append(np.asarray(shard.data[(lead - start, *rest)]))
+                break
+    return np.stack(rows)
+
+
+def conv_variants(replicas: int) -> tuple[str, ...]:
+    """Names of the ways this framework runs the conv over `replicas` devices."""
+    return ("jit",) if replicas == 1 else ("pmap", "shard_map")
+
+
+def prepare_conv(
+    variant: str,
+    images: np.ndarray,
+    kernels: np.ndarray,
+    devices: Sequence[jax.Device],
+    stride: int = 2,
+    padding: str = "SAME",
+) -> Prepared:
+    """Place the inputs on `devices` (batch split across them) and return the callable.
+
+    Raises:
+        ValueError: unknown variant, or a batch that does not divide by len(devices).
+    """
+    n = len(devices)
+    per = check_divisible(images.shape[0], n)
+    conv = partial(_conv, stride=stride, padding=padding)
+    if variant not in conv_variants(n):
+        raise ValueError(f"unknown JAX conv variant {variant!r} for {n} replicas; have {conv_variants(n)}")
+    if variant == "jit":
+        x, w = jax.device_put(images, devices[0]), jax.device_put(kernels, devices[0])
+        f = jax.jit(conv)
+        return Prepared(lambda: f(x, w), lambda o: tuple(o.shape), _rows, placement)
+    mesh = jax.make_mesh((n,), ("batch",), devices=devices)
+    replicated = NamedSharding(mesh, P())
+    w = jax.device_put(kernels, replicated)
+    if variant == "pmap":
+        # pmap maps over a leading device axis: (n, per, H, W, C); JAX runs it on shard_map today.
+        x = jax.device_put(images.reshape(n, per, *images.shape[1:]), NamedSharding(mesh, P("batch")))
+        f = jax.pmap(conv, axis_name="batch", in_axes=(0, None), devices=devices)
+        return Prepared(
+            lambda: f(x, w),
+            lambda o: (o.shape[0] * o.shape[1], *o.shape[2:]),
+            lambda o, idx: _rows(o, idx, per),
+            placement,
+        )
+    x = jax.device_put(images, NamedSharding(mesh, P("batch")))
+    f = jax.jit(jax.shard_map(conv, mesh=mesh, in_specs=(P("batch"), P()), out_specs=P("batch")))
+    return Prepared(lambda: f(x, w), lambda o: tuple(o.shape), _rows, placement)

@@ -1,0 +1,47 @@
+"""Float64 NumPy references: the judge that decides which framework is off when they disagree."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from parity.workloads import same_pads
+
+
+def conv2d(images: np.ndarray, kernels: np.ndarray, stride: int = 2, padding: str = "SAME") -> np.ndarray:
+    """NHWC x HWIO convolution in float64 by im2col + matmul, TF's SAME/VALID conventions.
+
+    Args:
+        images: (N, H, W, Cin) array.
+        kernels: (Kh, Kw, Cin, Cout) array.
+        stride: the same stride along height and width.
+        padding: "SAME" or "VALID".
+    Returns:
+        (N, Ho, Wo, Cout) float64 array.
+    """
+    x = np.asarray(images, dtype=np.float64)
+    w = np.asarray(kernels, dtype=np.float64)
+    kh, kw, cin, cout = w.shape
+    if x.shape[-1] != cin:
+        raise ValueError(f"images have {x.shape[-1]} channels, kernels expect {cin}")
+    if padding == "SAME":
+        (pt, pb), (pl, pr) = same_pads(x.shape[1], kh, stride), same_pads(x.shape[2], kw, stride)
+        x = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
+    elif padding != "VALID":
+        raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
+    win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))[:, ::stride, ::stride]
+    n, ho, wo = win.shape[:3]
+    patches = win.transpose(0, 1, 2, 4, 5, 3).reshape(n * ho * wo, kh * kw * cin)
+    return (patches @ w.reshape(kh * kw * cin, cout)).reshape(n, ho, wo, cout)
+
+
+def compare(got: np.ndarray, ref: np.ndarray) -> dict[str, float]:
+    """Max abs error and max abs error relative to max |ref| (shapes must match)."""
+    got = np.asarray(got, dtype=np.float64)
+    ref = np.asarray(ref, dtype=np.float64)
+    if got.shape != ref.shape:
+        raise ValueError(f"shape {got.shape} does not match reference shape {ref.shape}")
+    if not np.all(np.isfinite(got)):
+        return {"max_abs_err": float("inf"), "max_rel_err": float("inf")}
+    err = float(np.max(np.abs(got - ref))) if got.size else 0.0
+    scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+    return {"max_abs_err": err, "max_rel_err": err / scale if scale > 0 else err}

@@ -1,0 +1,125 @@
+"""The workloads, declared once: shapes, dtypes, FLOP formulas and tolerances.
+
+Both implementations and the harness read these; nothing else hard-codes a shape.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+PRECISIONS = ("default", "highest")
+DEVICES = ("cpu", "gpu", "tpu")
+
+
+@dataclass(frozen=True)
+class ConvSpec:
+    """The article's single large convolution (NHWC images, HWIO kernels)."""
+
+    batch: int = 128
+    height: int = 256
+    width: int = 256
+    cin: int = 3
+    cout: int = 256
+    kh: int = 5
+    kw: int = 5
+    stride: int = 2
+    padding: str = "SAME"
+    dtype: str = "float32"
+    seed: int = 0
+
+    @property
+    def image_shape(self) -> tuple[int, int, int, int]:
+        return (self.batch, self.height, self.width, self.cin)
+
+    @property
+    def kernel_shape(self) -> tuple[int, int, int, int]:
+        return (self.kh, self.kw, self.cin, self.cout)
+
+    @property
+    def out_hw(self) -> tuple[int, int]:
+        return conv_out_size(self.height, self.kh, self.stride, self.padding), conv_out_size(
+            self.width, self.kw, self.stride, self.padding
+        )
+
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        return (self.batch, *self.out_hw, self.cout)
+
+    def flops(self) -> int:
+        """Multiply-adds counted as 2 FLOPs: 2 * N * Ho * Wo * Cout * Kh * Kw * Cin."""
+        ho, wo = self.out_hw
+        return 2 * self.batch * ho * wo * self.cout * self.kh * self.kw * self.cin
+
+    def min_bytes(self) -> int:
+        """Bytes that must cross memory at least once: read images and kernels, write the output."""
+        item = np.dtype(self.dtype).itemsize
+        return item * (math.prod(self.image_shape) + math.prod(self.kernel_shape) + math.prod(self.output_shape))
+
+    def inputs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Standard-normal images and kernels, the same bytes in every process for a given seed."""
+        rng = np.random.default_rng(self.seed)
+        images = rng.standard_normal(self.image_shape, dtype=np.float32)
+        kernels = rng.standard_normal(self.kernel_shape, dtype=np.float32)
+        return images.astype(self.dtype), kernels.astype(self.dtype)
+
+    def oracle_indices(self, replicas: int) -> list[int]:
+        """A few batch rows for the float64 oracle: the first and last row, so first and last shard."""
+        return sorted({0, self.batch - 1}) if replicas > 1 else [0]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+CONV_FULL = ConvSpec()
+CONV_QUICK = ConvSpec(batch=16, height=64, width=64, cout=32)
+
+
+def conv_out_size(size: int, k: int, stride: int, padding: str) -> int:
+    """Output length of a strided conv along one axis, TF/XLA convention."""
+    if padding == "SAME":
+        return -(-size // stride)
+    if padding == "VALID":
+        return (size - k) // stride + 1
+    raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
+
+
+def same_pads(size: int, k: int, stride: int) -> tuple[int, int]:
+    """TF's SAME padding: floor(total/2) before, the rest after."""
+    total = max((conv_out_size(size, k, stride, "SAME") - 1) * stride + k - size, 0)
+    return total // 2, total - total // 2
+
+
+# Maximum error relative to max |oracle| that still counts as agreement, by (device, precision).
+# float32 accumulation over a 75-deep contraction sits near 1e-6; TF32 (10-bit mantissa) on GPUs
+# near 1e-3; one bfloat16 pass (8-bit mantissa) on TPUs near 1e-2.
+TOLERANCES = {
+    ("cpu", "default"): 1e-5,
+    ("cpu", "highest"): 1e-5,
+    ("gpu", "default"): 5e-3,
+    ("gpu", "highest"): 1e-5,
+    ("tpu", "default"): 3e-2,
+    ("tpu", "highest"): 1e-4,
+}
+
+
+def tolerance(device: str, precision: str) -> float:
+    """Agreement threshold (relative to max |reference|) for outputs computed on `device`."""
+    try:
+        return TOLERANCES[(device, precision)]
+    except KeyError:
+        raise ValueError(f"no tolerance for device={device!r} precision={precision!r}") from None
+
+
+def check_divisible(batch: int, replicas: int) -> int:
+    """Per-replica batch; a batch that does not split evenly is an error, never padded or dropped."""
+    if replicas < 1:
+        raise ValueError(f"replicas must be >= 1, got {replicas}")
+    if batch % replicas:
+        raise ValueError(
+            f"global batch {batch} does not divide by {replicas} replicas "
+            f"({batch} = {batch // replicas} x {replicas} + {batch % replicas}); choose a batch that does"
+        )
+    return batch // replicas

@@ -1,0 +1,77 @@
+"""The article's conv op in TensorFlow, on one device and data-parallel (tf.distribute)."""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from parity.api import Prepared
+from parity.workloads import check_divisible
+from tf_impl.devices import graph_placement, local_tensors, placement, strategy
+
+
+def _conv(x, w, stride: int, padding: str):
+    return tf.nn.conv2d(x, w, strides=[1, stride, stride, 1], padding=padding)
+
+
+_conv_fn = tf.function(_conv)
+
+
+def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> tf.Tensor:
+    """NHWC images x HWIO kernels, TF's SAME/VALID convention; returns a tf.Tensor."""
+    return _conv_fn(tf.convert_to_tensor(images), tf.convert_to_tensor(kernels), stride, padding)
+
+
+def conv_variants(replicas: int) -> tuple[str, ...]:
+    """Names of the ways this framework runs the conv over `replicas` devices."""
+    return ("function", "function+xla") if replicas == 1 else ("strategy",)
+
+
+def _rows(out, idx) -> np.ndarray:
+    parts = local_tensors(out)
+    per = parts[0].shape[0]
+    return np.stack([parts[i // per][i % per].numpy() for i in idx])
+
+
+def _shape(out) -> tuple[int, ...]:
+    parts = local_tensors(out)
+    return (sum(p.shape[0] for p in parts), *parts[0].shape[1:])
+
+
+def prepare_conv(
+    variant: str, images: np.ndarray, kernels: np.ndarray, devices: list[str], stride: int = 2, padding: str = "SAME"
+) -> Prepared:
+    """Place the inputs on `devices` (batch split across them) and return the callable.
+
+    'function' is a tf.function, 'function+xla' the same with jit_compile=True, 'strategy' runs
+    under TPUStrategy on a TPU and MirroredStrategy on GPUs or logical CPUs.
+
+    Raises:
+        ValueError: unknown variant, or a batch that does not divide by len(devices).
+    """
+    n = len(devices)
+    check_divisible(images.shape[0], n)
+    if variant not in conv_variants(n):
+        raise ValueError(f"unknown TF conv variant {variant!r} for {n} replicas; have {conv_variants(n)}")
+    if variant.startswith("function"):
+        with tf.device(devices[0]):
+            x, w = tf.constant(images), tf.constant(kernels)
+        f = tf.function(lambda a, b: _conv(a, b, stride, padding), jit_compile=variant.endswith("xla"))
+
+        def run():
+            with tf.device(devices[0]):
+                return f(x, w)
+
+        return Prepared(run, _shape, _rows, placement)
+    s = strategy(devices)
+    shards = np.split(images, n)
+    x = s.experimental_distribute_values_from_function(lambda ctx: tf.constant(shards[ctx.replica_id_in_sync_group]))
+    w = s.experimental_distribute_values_from_function(lambda ctx: tf.constant(kernels))
+
+    @tf.function
+    def step(a, b):
+        return s.run(lambda xa, wb: _conv(xa, wb, stride, padding), args=(a, b))
+
+    # Function outputs on logical CPUs all report CPU:0 (shared host memory); the graph says where
+    # each replica's conv really ran.
+    return Prepared(lambda: step(x, w), _shape, _rows, lambda o: graph_placement(step, (x, w), "Conv2D"))

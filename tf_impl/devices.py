@@ -1,0 +1,146 @@
+"""Device set-up for TensorFlow: logical CPU devices, GPU/TPU checks, strategies, precision."""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import tensorflow as tf  # noqa: E402
+
+from parity.api import DeviceUnavailable  # noqa: E402
+
+FRAMEWORK = "tf"
+_KIND = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
+_state: dict = {}
+
+
+def setup_devices(device: str, replicas: int) -> list[str]:
+    """Make `replicas` devices of kind `device` available; return their logical device names.
+
+    On the CPU, N > 1 replicas are logical CPU devices, which must be configured before the TF
+    runtime starts; call this first thing in a process. On a TPU this connects to the local TPU
+    system and initialises it (TPU VM; unverified on the CI machine, which has none).
+
+    Raises:
+        DeviceUnavailable: the device kind is absent or has fewer than `replicas` cores.
+    """
+    kind = _KIND[device]
+    if device == "tpu":
+        try:
+            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
+            tf.config.experimental_connect_to_cluster(resolver)
+            tf.tpu.experimental.initialize_tpu_system(resolver)
+        except Exception as e:  # the resolver raises assorted types when no TPU is present
+            raise DeviceUnavailable(
+                f"--device tpu asked for, but TensorFlow found no TPU ({type(e).__name__}: "
+                f"{str(e).splitlines()[0] if str(e) else 'no detail'}); it sees: {describe_devices()}"
+            ) from None
+        _state["tpu_resolver"] = resolver
+    phys = tf.config.list_physical_devices(kind)
+    if device == "cpu" and replicas > 1:
+        try:
+            tf.config.set_logical_device_configuration(
+                phys[0], [tf.config.LogicalDeviceConfiguration() for _ in range(replicas)]
+            )
+        except RuntimeError:
+            pass  # runtime already up (a test session configured it): check the count below
+    if device == "gpu":
+        for gpu in phys:
+            try:  # share the card with the other framework's process instead of grabbing it all
+                tf.config.experimental.set_memory_growth(gpu, True)
+            except RuntimeError:
+                pass
+    logical = tf.config.list_logical_devices(kind)
+    if not logical:
+        raise DeviceUnavailable(f"--device {device} asked for, but TensorFlow found only: {describe_devices()}")
+    if len(logical) < replicas:
+        raise DeviceUnavailable(
+            f"--replicas {replicas} asked for on {device}, but TensorFlow found {len(logical)}: "
+            f"{describe_devices()}"
+        )
+    names = [d.name for d in logical[:replicas]]
+    _state["devices"] = names
+    _state["device"] = device
+    return names
+
+
+def strategy(devices: list[str]) -> tf.distribute.Strategy:
+    """TPUStrategy on a TPU, MirroredStrategy over the given GPUs or logical CPUs (cached)."""
+    key = tuple(devices)
+    if key not in _state.setdefault("strategies", {}):
+        if "tpu_resolver" in _state:
+            s = tf.distribute.TPUStrategy(_state["tpu_resolver"])
+        elif "GPU" in devices[0]:
+            s = tf.distribute.MirroredStrategy(devices)
+        else:
+            # NCCL is GPU-only; on CPUs the all-reduce goes through one device.
+            s = tf.distribute.MirroredStrategy(devices, cross_device_ops=tf.distribute.ReductionToOneDevice())
+        _state["strategies"][key] = s
+    return _state["strategies"][key]
+
+
+def describe_devices() -> str:
+    """What TensorFlow sees, e.g. 'CPU x8'."""
+    logical = tf.config.list_logical_devices()
+    counts: dict[str, int] = {}
+    for d in logical:
+        counts[d.device_type] = counts.get(d.device_type, 0) + 1
+    return ", ".join(f"{k} x{v}" for k, v in counts.items()) or "nothing"
+
+
+def list_devices() -> list[str]:
+    """Every logical device TensorFlow sees."""
+    return [f"{d.name} ({d.device_type})" for d in tf.config.list_logical_devices()]
+
+
+def device_kind() -> str:
+    """Device model where TF reports one (GPU name), else the device type."""
+    gpus = tf.config.list_physical_devices("GPU")
+    if _state.get("device") == "gpu" and gpus:
+        return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
+    return _KIND.get(_state.get("device", "cpu"), "CPU")
+
+
+def set_precision(precision: str) -> None:
+    """'default': TF32 on Ampere+ GPUs, bfloat16 passes on TPU; 'highest': full float32."""
+    tf.config.experimental.enable_tensor_float_32_execution(precision == "default")
+
+
+def local_tensors(out) -> list[tf.Tensor]:
+    """The per-device tensors of an output (a plain tensor, a PerReplica value, or a nest of them)."""
+    tensors = []
+    for leaf in tf.nest.flatten(out, expand_composites=False):
+        if isinstance(leaf, tf.distribute.DistributedValues):
+            tensors.extend(leaf.values)
+        else:
+            tensors.append(leaf)
+    return tensors
+
+
+def block(out) -> None:
+    """Wait until every per-device tensor of `out` is computed (reads one element of each)."""
+    for t in local_tensors(out):
+        if t.shape.rank:
+            t[(0,) * t.shape.rank].numpy()
+        else:
+            t.numpy()
+
+
+def placement(out) -> list[str]:
+    """Devices holding the tensors of `out`, as 'platform:id' (e.g. 'cpu:3')."""
+    found = set()
+    for t in local_tensors(out):
+        spec = tf.DeviceSpec.from_string(t.device)
+        found.add(f"{spec.device_type.lower()}:{spec.device_index}")
+    return sorted(found)
+
+
+def graph_placement(fn, args, op_type: str) -> list[str]:
+    """Devices the ops of `op_type` in the traced graph of tf.function `fn(*args)` are placed on."""
+    graph = fn.get_concrete_function(*args).graph
+    found = set()
+    for op in graph.get_operations():
+        if op.type == op_type and op.device:
+            spec = tf.DeviceSpec.from_string(op.device)
+            found.add(f"{spec.device_type.lower()}:{spec.device_index}")
+    return sorted(found)
