@@ -10,7 +10,7 @@ FRAMEWORK = "jax"
 
 
 def setup_devices(device: str, replicas: int) -> list[jax.Device]:
-    """Make `replicas` devices of kind `device` available and return them.
+    """Make `replicas` devices of kind `device` available and return them (0: all of them).
 
     On the CPU, N > 1 replicas are simulated devices (`jax_num_cpu_devices`), which must be set
     before JAX's backend starts; call this first thing in a process.
@@ -26,9 +26,8 @@ def setup_devices(device: str, replicas: int) -> list[jax.Device]:
     try:
         devs = jax.devices(device)
     except RuntimeError:
-        raise DeviceUnavailable(
-            f"--device {device} asked for, but JAX found only: {describe_devices()}"
-        ) from None
+        raise DeviceUnavailable(f"--device {device} asked for, but JAX found only: {describe_devices()}") from None
+    replicas = replicas or len(devs)
     if len(devs) < replicas:
         raise DeviceUnavailable(
             f"--replicas {replicas} asked for on {device}, but JAX found {len(devs)}: {describe_devices()}"

@@ -65,9 +65,9 @@ class ConvSpec:
         kernels = rng.standard_normal(self.kernel_shape, dtype=np.float32)
         return images.astype(self.dtype), kernels.astype(self.dtype)
 
-    def oracle_indices(self, replicas: int) -> list[int]:
-        """A few batch rows for the float64 oracle: the first and last row, so first and last shard."""
-        return sorted({0, self.batch - 1}) if replicas > 1 else [0]
+    def oracle_indices(self) -> list[int]:
+        """Batch rows checked against the float64 oracle: first and last, so first and last shard."""
+        return sorted({0, self.batch - 1})
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -75,6 +75,9 @@ class ConvSpec:
 
 CONV_FULL = ConvSpec()
 CONV_QUICK = ConvSpec(batch=16, height=64, width=64, cout=32)
+
+# workload name -> (full-size spec, --quick spec)
+SPECS = {"conv": (CONV_FULL, CONV_QUICK)}
 
 
 def conv_out_size(size: int, k: int, stride: int, padding: str) -> int:

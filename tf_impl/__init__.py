@@ -1,5 +1,6 @@
 """TensorFlow / Keras implementations of the article's workloads (mirror image of `jax_impl`)."""
 
+from tf_impl.conv import conv_op, conv_variants, prepare_conv
 from tf_impl.devices import (
     FRAMEWORK,
     block,
@@ -10,7 +11,6 @@ from tf_impl.devices import (
     set_precision,
     setup_devices,
 )
-from tf_impl.conv import conv_op, conv_variants, prepare_conv  # isort: skip  (devices sets TF's log level first)
 
 __all__ = [
     "FRAMEWORK",

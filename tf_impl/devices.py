@@ -15,7 +15,7 @@ _state: dict = {}
 
 
 def setup_devices(device: str, replicas: int) -> list[str]:
-    """Make `replicas` devices of kind `device` available; return their logical device names.
+    """Make `replicas` devices of kind `device` available (0: all); return their logical names.
 
     On the CPU, N > 1 replicas are logical CPU devices, which must be configured before the TF
     runtime starts; call this first thing in a process. On a TPU this connects to the local TPU
@@ -31,9 +31,10 @@ def setup_devices(device: str, replicas: int) -> list[str]:
             tf.config.experimental_connect_to_cluster(resolver)
             tf.tpu.experimental.initialize_tpu_system(resolver)
         except Exception as e:  # the resolver raises assorted types when no TPU is present
+            detail = (str(e).split(". ")[0] or "no detail")[:120]
             raise DeviceUnavailable(
-                f"--device tpu asked for, but TensorFlow found no TPU ({type(e).__name__}: "
-                f"{str(e).splitlines()[0] if str(e) else 'no detail'}); it sees: {describe_devices()}"
+                f"--device tpu asked for, but TensorFlow found no TPU ({type(e).__name__}: {detail}); "
+                f"it sees: {describe_devices()}"
             ) from None
         _state["tpu_resolver"] = resolver
     phys = tf.config.list_physical_devices(kind)
@@ -53,10 +54,10 @@ def setup_devices(device: str, replicas: int) -> list[str]:
     logical = tf.config.list_logical_devices(kind)
     if not logical:
         raise DeviceUnavailable(f"--device {device} asked for, but TensorFlow found only: {describe_devices()}")
+    replicas = replicas or len(logical)
     if len(logical) < replicas:
         raise DeviceUnavailable(
-            f"--replicas {replicas} asked for on {device}, but TensorFlow found {len(logical)}: "
-            f"{describe_devices()}"
+            f"--replicas {replicas} asked for on {device}, but TensorFlow found {len(logical)}: {describe_devices()}"
         )
     names = [d.name for d in logical[:replicas]]
     _state["devices"] = names

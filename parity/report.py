@@ -1,0 +1,150 @@
+"""Tables and result files: what the user reads and what other tools parse."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+ENV_FLAGS = (
+    "XLA_FLAGS",
+    "JAX_DEFAULT_MATMUL_PRECISION",
+    "TF_ENABLE_ONEDNN_OPTS",
+    "KERAS_BACKEND",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "OMP_NUM_THREADS",
+)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
+        return out.stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def environment(cfg, hello: dict, skipped: list[dict], argv: list[str]) -> dict:
+    """Everything needed to read a result file from another machine."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "argv": argv,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "host_cpu": cpu_model(),
+        "host_cores": os.cpu_count(),
+        "device": cfg.device,
+        "precision": cfg.precision,
+        "quick": cfg.quick,
+        "reps": cfg.reps,
+        "warmup": cfg.warmup,
+        "git_commit": git_commit(),
+        "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ},
+        "frameworks": {fw: {k: h[k] for k in ("versions", "device_kind", "devices")} for fw, h in hello.items()},
+        "skipped": skipped,
+    }
+
+
+def write_json(path: Path, doc: dict) -> None:
+    """Write atomically: a crash never leaves a half-written results file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def _f(x, fmt: str, none: str = "-") -> str:
+    return none if x is None else format(x, fmt)
+
+
+def _time(s: float | None) -> str:
+    if s is None:
+        return "-"
+    return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.3f} s"
+
+
+COLUMNS = (
+    "workload",
+    "framework",
+    "variant",
+    "device",
+    "replicas",
+    "precision",
+    "median",
+    "IQR",
+    "compile",
+    "GFLOP/s",
+    "err vs f64",
+    "err vs other",
+    "verified",
+)
+
+
+def table(rows: list[dict]) -> str:
+    """The speed table; an invalid row shows its reason instead of figures."""
+    body = []
+    for r in rows:
+        ok = r["verified"]
+        body.append(
+            (
+                r["workload"],
+                r["framework"],
+                r["variant"],
+                r["device"],
+                str(r["replicas"]),
+                r["precision"],
+                _time(r["median_s"]) if ok else "INVALID",
+                _time(r["iqr_s"]) if ok else "-",
+                _time(r["compile_s"]) if ok else "-",
+                _f(r["gflops_per_s"], ".1f") if ok else "-",
+                _f(r["max_rel_err"], ".1e"),
+                _f(r.get("xfw_max_rel_err"), ".1e"),
+                "yes" if ok else f"NO: {r['invalid_reason']}",
+            )
+        )
+    widths = [max(len(c), *(len(b[i]) for b in body)) if body else len(c) for i, c in enumerate(COLUMNS)]
+    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()  # noqa: E731
+    out = [line(COLUMNS), line(["-" * w for w in widths])]
+    out += [line(b) for b in body]
+    return "\n".join(out)
+
+
+def footnotes(doc: dict) -> str:
+    env = doc["env"]
+    notes = [
+        "median/IQR: steady-state time per call over reps, every call synchronised and its output checked",
+        "compile: first call (tracing + compilation + one execution), kept out of the median",
+        "err vs f64: max |out - oracle| / max |oracle| on the first and last batch rows (float64 NumPy oracle); "
+        "err vs other: the same against the other framework's output",
+    ]
+    for s in env.get("skipped", []):
+        notes.append(f"not run: {s['framework']}: {s['reason']}")
+    notes.append(
+        f"host: {env['host_cpu']}, {env['host_cores']} cores; "
+        + "; ".join(
+            f"{fw} {' '.join(f'{k} {v}' for k, v in f['versions'].items())}" for fw, f in env["frameworks"].items()
+        )
+    )
+    return "\n".join(f"  * {n}" for n in notes)

@@ -1,0 +1,151 @@
+"""`python -m parity.run`: measure the workloads in TensorFlow and JAX, check them, print the table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from parity import harness, report
+from parity.workloads import DEVICES, PRECISIONS, SPECS
+
+EXAMPLES = """examples:
+  python -m parity.run --device cpu --quick        # seconds: both frameworks, tiny shapes
+  python -m parity.run --device cpu                # the article's full-size workloads, 1 and 8 replicas
+  python -m parity.run --device gpu --framework jax --precision highest
+  python -m parity.run --list-devices              # what each framework sees (the article's first step)
+"""
+
+
+def positive(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m parity.run",
+        description=__doc__,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cpu",
+        help="where to run; an absent device is an error, never a silent fallback (default: cpu)",
+    )
+    ap.add_argument(
+        "--framework",
+        choices=("tf", "jax", "all"),
+        default="all",
+        help="which implementation(s) to run, each in its own process (default: all)",
+    )
+    ap.add_argument(
+        "--workload", choices=(*SPECS, "all"), default="all", help="which workload(s) to run (default: all)"
+    )
+    ap.add_argument(
+        "--replicas",
+        type=positive,
+        nargs="+",
+        metavar="N",
+        help="data-parallel replica counts; the batch must divide by each. Default: 1 and 8 "
+        "on the CPU (8 = simulated devices), every core on a GPU or TPU",
+    )
+    ap.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="default",
+        help="float32 matmul/conv precision: 'default' is the framework's choice (TF32 on "
+        "Ampere+ GPUs, bfloat16 passes on TPUs, float32 on CPUs), 'highest' forces float32; "
+        "recorded in every row and sets the agreement tolerance (default: default)",
+    )
+    ap.add_argument(
+        "--quick", action="store_true", help="same structure at tiny sizes: seconds on 2 CPU cores, for smoke tests"
+    )
+    ap.add_argument("--reps", type=positive, default=5, help="timed repetitions per row (default: 5)")
+    ap.add_argument("--warmup", type=int, default=1, help="untimed calls after the first (default: 1)")
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=1800.0,
+        help="seconds any one worker step may take before the run is stopped (default: 1800)",
+    )
+    ap.add_argument("--out", type=Path, default=Path("results"), help="directory for results.json (default: results/)")
+    ap.add_argument("--list-devices", action="store_true", help="show what each framework sees and exit")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return ap
+
+
+def config(args) -> harness.Config:
+    if args.warmup < 0:
+        raise harness.HarnessError(f"--warmup must be >= 0, got {args.warmup}")
+    return harness.Config(
+        device=args.device,
+        frameworks=harness.FRAMEWORKS if args.framework == "all" else (args.framework,),
+        workloads=tuple(SPECS) if args.workload == "all" else (args.workload,),
+        replicas=tuple(args.replicas or ()),
+        precision=args.precision,
+        quick=args.quick,
+        reps=args.reps,
+        warmup=args.warmup,
+        timeout_s=args.timeout,
+        progress=not args.quiet,
+    )
+
+
+def list_devices(cfg: harness.Config) -> None:
+    for fw in cfg.frameworks:
+        w = harness.Worker(fw, "cpu", 1, cfg.precision, 300)
+        try:
+            msg = w.recv(300)
+        finally:
+            w.close()
+        name = harness.FRAMEWORK_NAMES[fw]
+        if msg["status"] != "ready":
+            print(f"{name}: {msg['error']}")
+            continue
+        print(f"{name} ({', '.join(f'{k} {v}' for k, v in msg['versions'].items())}):")
+        for d in msg["devices"]:
+            print(f"  {d}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = parser().parse_args(argv)
+    try:
+        cfg = config(args)
+        if args.list_devices:
+            list_devices(cfg)
+            return 0
+        with tempfile.TemporaryDirectory(prefix="parity-") as tmp:
+            res = harness.run_suite(cfg, Path(tmp))
+    except (harness.HarnessError, ValueError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; no results written", file=sys.stderr)
+        return 130
+    if not res["rows"]:
+        print("error: nothing ran: " + "; ".join(s["reason"] for s in res["skipped"]), file=sys.stderr)
+        return 2
+    doc = {
+        "env": report.environment(cfg, res["hello"], res["skipped"], ["python", "-m", "parity.run", *argv]),
+        "rows": res["rows"],
+    }
+    print(report.table(doc["rows"]))
+    print(report.footnotes(doc))
+    path = args.out / "results.json"
+    report.write_json(path, doc)
+    print(f"wrote {path}")
+    return 0 if all(r["verified"] for r in doc["rows"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

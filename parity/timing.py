@@ -1,0 +1,134 @@
+"""The one timing core for both frameworks.
+
+Every timed call is synchronised (the framework's `block` on every output) and its output is
+verified afterwards (shape, placement, values against the float64 oracle on a few rows). A call
+that fails verification invalidates the whole measurement: its row is never printed as a result.
+Compile (first call) time is kept apart from the steady-state repetitions.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+# verify(out) -> error figures; raises Invalid when the output is not what was asked for.
+Verifier = Callable[[Any], dict[str, float]]
+
+
+class Invalid(Exception):
+    """The timed computation's output was not what was asked for."""
+
+
+@dataclass
+class Measurement:
+    """Times of one computation: first call apart, then the steady-state repetitions."""
+
+    compile_s: float | None = None
+    times: list[float] = field(default_factory=list)
+    errors: dict[str, float] = field(default_factory=dict)
+    invalid: str | None = None
+
+    @property
+    def verified(self) -> bool:
+        return self.invalid is None and self.compile_s is not None and bool(self.times)
+
+    def stats(self) -> dict[str, float | int | None]:
+        """median, IQR, min and count of the steady-state times (None when not verified)."""
+        if not self.verified:
+            return {"median_s": None, "iqr_s": None, "min_s": None, "reps": len(self.times)}
+        q1, med, q3 = np.percentile(self.times, [25, 50, 75])
+        return {"median_s": float(med), "iqr_s": float(q3 - q1), "min_s": min(self.times), "reps": len(self.times)}
+
+
+class Timer:
+    """Times calls of `run`, synchronising with `block` and checking each output with `verify`.
+
+    Use `first()` once (compile + first execution), then `rep()` as often as wanted; a harness
+    can interleave `rep()` calls of several Timers (or processes) so drift hits them all.
+    """
+
+    def __init__(self, run: Callable[[], Any], block: Callable[[Any], None], verify: Verifier):
+        self.run, self.block, self.verify = run, block, verify
+        self.m = Measurement()
+
+    def warm(self) -> float | None:
+        """One synchronised, verified call that is not recorded; returns its time."""
+        if self.m.invalid is not None:
+            return None
+        t0 = time.perf_counter()
+        out = self.run()
+        self.block(out)
+        dt = time.perf_counter() - t0
+        try:
+            errs = self.verify(out)
+        except Invalid as e:
+            self.m.invalid = str(e)
+            return None
+        finally:
+            del out
+        for k, v in errs.items():
+            self.m.errors[k] = max(self.m.errors.get(k, 0.0), v)
+        return dt
+
+    def first(self) -> float | None:
+        """Compile and run once; returns the first-call time (None if the output is invalid)."""
+        self.m.compile_s = self.warm()
+        return self.m.compile_s
+
+    def rep(self) -> float | None:
+        """One synchronised, verified steady-state call; returns its time (None if invalid)."""
+        if self.m.compile_s is None and self.m.invalid is None:
+            raise RuntimeError("call first() before rep()")
+        dt = self.warm()
+        if dt is not None:
+            self.m.times.append(dt)
+        return dt
+
+
+def measure(run, block, verify: Verifier, warmup: int = 1, reps: int = 5) -> Measurement:
+    """First call, `warmup` untimed calls, then `reps` timed calls, all in this process."""
+    t = Timer(run, block, verify)
+    t.first()
+    for _ in range(warmup):
+        t.warm()
+    for _ in range(reps):
+        t.rep()
+    return t.m
+
+
+def output_verifier(
+    shape: Callable[[Any], tuple[int, ...]],
+    rows: Callable[[Any, list[int]], np.ndarray],
+    placement: Callable[[Any], list[str]],
+    expected_shape: tuple[int, ...],
+    indices: list[int],
+    reference: np.ndarray,
+    tol: float,
+    device: str,
+    replicas: int,
+) -> Verifier:
+    """Checks an output's shape, where it was computed, and its values on `indices` vs `reference`."""
+    from parity.oracle import compare
+
+    def verify(out) -> dict[str, float]:
+        if out is None:
+            raise Invalid("the computation returned nothing")
+        try:
+            got_shape = tuple(shape(out))
+        except Exception as e:  # a stand-in returning the wrong kind of object
+            raise Invalid(f"output has no readable shape ({type(e).__name__}: {e})") from None
+        if got_shape != tuple(expected_shape):
+            raise Invalid(f"output shape {got_shape}, expected {tuple(expected_shape)}")
+        where = placement(out)
+        if len(where) != replicas or any(not w.startswith(device + ":") for w in where):
+            raise Invalid(f"computed on {where}, expected {replicas} {device} device(s)")
+        errs = compare(rows(out, indices), reference)
+        if not errs["max_rel_err"] <= tol:
+            raise Invalid(f"max_rel_err {errs['max_rel_err']:.3g} vs the float64 oracle exceeds {tol:g}")
+        return errs
+
+    return verify

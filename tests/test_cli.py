@@ -1,0 +1,111 @@
+"""`python -m parity.run` end to end, in subprocesses as a user runs it."""
+
+import json
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROW_KEYS = {
+    "workload",
+    "framework",
+    "variant",
+    "device",
+    "replicas",
+    "precision",
+    "median_s",
+    "iqr_s",
+    "compile_s",
+    "gflops_per_s",
+    "max_rel_err",
+    "verified",
+}
+
+
+def run(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "parity.run", *args], capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def quick_conv(tmp_path_factory):
+    out = tmp_path_factory.mktemp("quick")
+    p = run("--device", "cpu", "--quick", "--workload", "conv", "--reps", "2", "--out", str(out))
+    return p, out
+
+
+def test_quick_run_prints_a_verified_table(quick_conv):
+    p, _ = quick_conv
+    assert p.returncode == 0, p.stderr[-2000:]
+    for variant in ("jit", "pmap", "shard_map", "function", "function+xla", "strategy"):
+        assert f" {variant} " in p.stdout
+    assert "INVALID" not in p.stdout
+
+
+def test_results_json_schema(quick_conv):
+    _, out = quick_conv
+    doc = json.loads((out / "results.json").read_text())
+    assert {"python", "device", "precision", "frameworks"} <= set(doc["env"])
+    assert set(doc["env"]["frameworks"]) == {"tf", "jax"}
+    rows = doc["rows"]
+    assert {(r["framework"], r["replicas"]) for r in rows} == {("tf", 1), ("tf", 8), ("jax", 1), ("jax", 8)}
+    for r in rows:
+        assert ROW_KEYS <= set(r)
+        assert r["verified"] is True and r["median_s"] > 0 and r["compile_s"] > 0
+        assert r["max_rel_err"] < r["tolerance"] and r["xfw_max_rel_err"] < r["tolerance"]
+        assert r["gflops_per_s"] == pytest.approx(r["flops"] / r["median_s"] / 1e9)
+
+
+def test_absent_device_is_one_clear_line():
+    t0 = time.monotonic()
+    p = run("--device", "tpu", "--quick", "--quiet")
+    assert time.monotonic() - t0 < 60
+    assert p.returncode == 2
+    assert "Traceback" not in p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "--device tpu asked for" in lines[0]
+    assert "found" in lines[0]
+
+
+def test_absent_framework_device_for_jax_only():
+    p = run("--device", "gpu", "--framework", "jax", "--quick", "--quiet")
+    assert p.returncode == 2
+    assert re.fullmatch(r"error: JAX: --device gpu asked for, but JAX found only: cpu x\d+ \(cpu\)", p.stderr.strip())
+
+
+def test_non_dividing_replicas(tmp_path):
+    p = run("--quick", "--replicas", "3", "--out", str(tmp_path))
+    assert p.returncode == 2 and "does not divide by 3 replicas" in p.stderr
+    assert not (tmp_path / "results.json").exists()
+
+
+@pytest.mark.parametrize("args", [["--device", "npu"], ["--reps", "0"], ["--replicas", "two"], ["--bogus"]])
+def test_bad_flags(args):
+    p = run(*args)
+    assert p.returncode == 2 and "error:" in p.stderr and "Traceback" not in p.stderr
+
+
+def test_list_devices():
+    p = run("--list-devices")
+    assert p.returncode == 0
+    assert "JAX" in p.stdout and "TensorFlow" in p.stdout and "cpu:0" in p.stdout
+
+
+def test_help_explains_every_flag():
+    p = run("--help")
+    for flag in (
+        "--device",
+        "--framework",
+        "--workload",
+        "--replicas",
+        "--precision",
+        "--quick",
+        "--reps",
+        "--warmup",
+        "--timeout",
+        "--out",
+        "--list-devices",
+        "--quiet",
+    ):
+        assert flag in p.stdout

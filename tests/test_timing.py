@@ -1,0 +1,75 @@
+"""The timing core refuses to time what it cannot verify."""
+
+import numpy as np
+import pytest
+
+import jax_impl
+from parity import oracle
+from parity.timing import Timer, measure, output_verifier
+from parity.workloads import ConvSpec
+
+SPEC = ConvSpec(batch=8, height=8, width=8, cout=4)
+X, W = SPEC.inputs()
+IDX = SPEC.oracle_indices()
+REF = oracle.conv2d(X[IDX], W)
+
+
+def verifier(placement=lambda o: ["cpu:0"], replicas=1):
+    return output_verifier(
+        shape=lambda o: tuple(o.shape),
+        rows=lambda o, idx: np.asarray(o)[idx],
+        placement=placement,
+        expected_shape=SPEC.output_shape,
+        indices=IDX,
+        reference=REF,
+        tol=1e-5,
+        device="cpu",
+        replicas=replicas,
+    )
+
+
+def real():
+    return jax_impl.conv_op(X, W)
+
+
+def test_a_real_computation_is_verified_with_statistics():
+    m = measure(real, jax_impl.block, verifier(), warmup=1, reps=4)
+    assert m.verified and m.invalid is None
+    s = m.stats()
+    assert s["reps"] == 4 and s["median_s"] > 0 and s["iqr_s"] >= 0 and m.compile_s > 0
+    assert m.errors["max_rel_err"] < 1e-5
+
+
+@pytest.mark.parametrize(
+    "stand_in, reason",
+    [
+        (lambda: None, "returned nothing"),  # the article's 1.22 ms: a program that outputs nothing
+        (lambda: np.zeros((8, 4, 4, 3), np.float32), "shape"),
+        (lambda: np.zeros(SPEC.output_shape, np.float32), "oracle"),
+        (lambda: np.full(SPEC.output_shape, np.nan, np.float32), "oracle"),
+        (lambda: object(), "no readable shape"),
+    ],
+)
+def test_a_wrong_output_is_marked_invalid(stand_in, reason):
+    m = measure(stand_in, lambda o: None, verifier(), warmup=0, reps=3)
+    assert not m.verified
+    assert reason in m.invalid
+    assert m.stats()["median_s"] is None  # an invalid row never carries a time
+
+
+def test_the_wrong_device_is_marked_invalid():
+    m = measure(real, jax_impl.block, verifier(placement=lambda o: ["cpu:0"], replicas=8), warmup=0, reps=1)
+    assert not m.verified and "expected 8 cpu device(s)" in m.invalid
+    m = measure(real, jax_impl.block, verifier(placement=lambda o: ["gpu:0"]), warmup=0, reps=1)
+    assert not m.verified and "computed on ['gpu:0']" in m.invalid
+
+
+def test_one_bad_repetition_invalidates_the_row():
+    calls = iter([real, real, lambda: None, real])
+    m = measure(lambda: next(calls)(), jax_impl.block, verifier(), warmup=0, reps=3)
+    assert not m.verified and m.stats()["median_s"] is None
+
+
+def test_rep_before_first_is_an_error():
+    with pytest.raises(RuntimeError, match="first"):
+        Timer(real, jax_impl.block, verifier()).rep()
