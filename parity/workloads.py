@@ -76,8 +76,67 @@ class ConvSpec:
 CONV_FULL = ConvSpec()
 CONV_QUICK = ConvSpec(batch=16, height=64, width=64, cout=32)
 
+
+@dataclass(frozen=True)
+class CnnSpec:
+    """The notebook's Fashion-MNIST CNN training run (global batch = per-replica batch x replicas)."""
+
+    global_batch: int = 1024
+    steps_per_epoch: int = 100
+    epochs: int = 10
+    learning_rate: float = 1e-3
+    adam_epsilon: float = 1e-7  # Keras 3's default, set on both sides (optax's is 1e-8)
+    seed: int = 0
+    train_size: int = 60000
+    test_size: int = 10000
+
+    @property
+    def batch(self) -> int:
+        return self.global_batch
+
+    def step_flops(self) -> int:
+        """Training FLOPs of one step: forward + backward ~ 3 x forward (multiply-adds x 2)."""
+        return 3 * self.global_batch * cnn_forward_flops()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# The notebook's schedule (GPU/TPU default), the CPU default (shortened to finish in minutes on
+# 2 cores; the output says so) and --quick.
+CNN_FULL = CnnSpec()
+CNN_CPU = CnnSpec(global_batch=256, steps_per_epoch=6, epochs=2, train_size=60000)
+CNN_QUICK = CnnSpec(global_batch=64, steps_per_epoch=3, epochs=2, train_size=2048, test_size=512)
+
+# Layer name and kind, in the order Keras's Model.get_weights() lists this model's weights.
+CNN_LAYERS = (
+    ("bn1", "bn"), ("conv1", "conv"), ("bn2", "bn"), ("conv2", "conv"), ("bn3", "bn"), ("conv3", "conv"),
+    ("dense1", "dense"), ("dense2", "dense"),
+)  # fmt: skip
+CNN_PARAMS = {"total": 1_619_470, "trainable": 1_619_084, "non_trainable": 386}
+
+
+def cnn_forward_flops() -> int:
+    """Multiply-adds x 2 of one image's forward pass through the convs and dense layers."""
+    convs = [(28, 1, 64), (14, 64, 128), (7, 128, 256)]  # (spatial size, in, out), 5x5 SAME
+    flops = sum(2 * s * s * 25 * i * o for s, i, o in convs)
+    return flops + 2 * (2304 * 256 + 256 * 10)
+
+
+def check_weights(weights, expected: list[tuple[str, tuple[int, ...], np.dtype]]) -> None:
+    """Raise ValueError naming the layer when a Keras-order weight list does not fit the model."""
+    if len(weights) != len(expected):
+        raise ValueError(f"expected {len(expected)} weight arrays (Keras get_weights() order), got {len(weights)}")
+    for i, (w, (layer, shape, dtype)) in enumerate(zip(weights, expected, strict=True)):
+        w = np.asarray(w)
+        if tuple(w.shape) != tuple(shape):
+            raise ValueError(f"weight {i} (layer {layer}): shape {tuple(w.shape)}, expected {tuple(shape)}")
+        if w.dtype != dtype:
+            raise ValueError(f"weight {i} (layer {layer}): dtype {w.dtype}, expected {dtype}")
+
+
 # workload name -> (full-size spec, --quick spec)
-SPECS = {"conv": (CONV_FULL, CONV_QUICK)}
+SPECS = {"conv": (CONV_FULL, CONV_QUICK), "cnn": (CNN_FULL, CNN_QUICK)}
 
 
 def conv_out_size(size: int, k: int, stride: int, padding: str) -> int:

@@ -1,0 +1,269 @@
+"""The notebook's 5-layer Fashion-MNIST CNN as a Flax NNX module, with Keras-order weight exchange."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from parity.workloads import CNN_LAYERS, check_weights
+
+BLOCKS = ("block1", "block2", "block3", "dense1", "logits", "probs")
+
+
+class CNN(nnx.Module):
+    """Layer for layer the Keras Sequential model of the tensorflow/tpu notebook (NHWC)."""
+
+    def __init__(self, rngs: nnx.Rngs, dropout: bool = True):
+        def bn(c):
+            # Keras defaults, set explicitly: Flax's epsilon is 1e-5, and its fast variance
+            # (E[x^2] - E[x]^2) loses digits on raw 0..255 pixels; Keras uses tf.nn.moments.
+            return nnx.BatchNorm(c, epsilon=1e-3, momentum=0.99, use_fast_variance=False, rngs=rngs)
+
+        def conv(i, o):
+            return nnx.Conv(i, o, (5, 5), padding="SAME", kernel_init=glorot, rngs=rngs)
+
+        glorot = nnx.initializers.glorot_uniform()  # Keras's initialiser (Flax's is lecun_normal)
+        self.bn1, self.conv1 = bn(1), conv(1, 64)
+        self.bn2, self.conv2 = bn(64), conv(64, 128)
+        self.bn3, self.conv3 = bn(128), conv(128, 256)
+        self.dense1 = nnx.Linear(3 * 3 * 256, 256, kernel_init=glorot, rngs=rngs)
+        self.dense2 = nnx.Linear(256, 10, kernel_init=glorot, rngs=rngs)
+        rate = (lambda r: r) if dropout else (lambda r: 0.0)
+        self.rates = (rate(0.25), rate(0.25), rate(0.25), rate(0.5))
+
+    def blocks(self, x: jax.Array, train: bool = False, key: jax.Array | None = None) -> dict[str, jax.Array]:
+        """Every block's output. train: batch statistics and dropout (needs `key` if dropout is on)."""
+        keys = list(jax.random.split(key, 4)) if key is not None else [None] * 4
+
+        def drop(h, i):
+            r = self.rates[i]
+            if not train or r == 0.0:
+                return h
+            keep = jax.random.bernoulli(keys[i], 1.0 - r, h.shape)
+            return jnp.where(keep, h / (1.0 - r), 0.0)
+
+        def pool(h):
+            return nnx.max_pool(h, (2, 2), strides=(2, 2), padding="VALID")
+
+        out = {}
+        h = x
+        for i, (bn, conv) in enumerate(((self.bn1, self.conv1), (self.bn2, self.conv2), (self.bn3, self.conv3))):
+            h = drop(pool(jax.nn.elu(conv(bn(h, use_running_average=not train)))), i)
+            out[f"block{i + 1}"] = h
+        h = jax.nn.elu(self.dense1(h.reshape(h.shape[0], -1)))  # NHWC flatten: Keras's order
+        out["dense1"] = h
+        out["logits"] = self.dense2(drop(h, 3))
+        out["probs"] = jax.nn.softmax(out["logits"])
+        return out
+
+    def logits(self, x, train: bool = False, key=None) -> jax.Array:
+        return self.blocks(x, train, key)["logits"]
+
+    def __call__(self, x, train: bool = False, key=None) -> jax.Array:
+        """Softmax probabilities, as the notebook's model outputs."""
+        return self.blocks(x, train, key)["probs"]
+
+
+def build_cnn(seed: int = 0, dropout: bool = True) -> CNN:
+    """The CNN with Keras's initialisers; dropout=False keeps the layers at rate 0 (for parity)."""
+    return CNN(nnx.Rngs(params=seed), dropout=dropout)
+
+
+_FIELDS = {"bn": ("scale", "bias", "mean", "var"), "conv": ("kernel", "bias"), "dense": ("kernel", "bias")}
+
+
+def _slots(model: CNN):
+    """(layer name, variable) in the order Keras's Model.get_weights() lists them."""
+    for name, kind in CNN_LAYERS:
+        layer = getattr(model, name)
+        for f in _FIELDS[kind]:
+            yield name, getattr(layer, f)
+
+
+def get_weights(model: CNN) -> list[np.ndarray]:
+    """All weights as NumPy arrays, in Keras's get_weights() order (BN: gamma, beta, mean, var)."""
+    return [np.asarray(v.value) for _, v in _slots(model)]
+
+
+def set_weights(model: CNN, weights: Sequence[np.ndarray]) -> None:
+    """Load weights in Keras's order. Raises ValueError naming the layer on a length/shape/dtype mismatch."""
+    slots = list(_slots(model))
+    check_weights(weights, [(n, tuple(v.value.shape), np.dtype(v.value.dtype)) for n, v in slots])
+    for (_, v), w in zip(slots, weights, strict=True):
+        v.value = jnp.asarray(w)
+
+
+def count_params(model: CNN) -> dict[str, int]:
+    """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them."""
+    trainable = sum(int(np.prod(p.shape)) for p in jax.tree.leaves(nnx.state(model, nnx.Param)))
+    stats = sum(int(np.prod(p.shape)) for p in jax.tree.leaves(nnx.state(model, nnx.BatchStat)))
+    return {"total": trainable + stats, "trainable": trainable, "non_trainable": stats}
+
+
+def cnn_variants(replicas: int) -> tuple[str, ...]:
+    """Names of the ways this framework trains the CNN over `replicas` devices."""
+    return ("jit",) if replicas == 1 else ("pmap", "shard_map")
+
+
+def forward_layers(model: CNN, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Inference (BatchNorm on moving statistics): every block's output as NumPy, by block name."""
+    return {k: np.asarray(v) for k, v in _infer_blocks(model, jnp.asarray(x)).items()}
+
+
+@nnx.jit
+def _infer_blocks(model, x):
+    return model.blocks(x, train=False)
+
+
+def _loss(logits, y):
+    # Keras on TF computes sparse CE from the softmax's cached logits: the same quantity as this.
+    return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+
+def loss_and_grads(model: CNN, x: np.ndarray, y: np.ndarray) -> tuple[float, list[np.ndarray]]:
+    """Training-mode loss and gradients of one batch, grads in Keras's trainable_weights order.
+
+    Batch statistics as in training, dropout off (build the model with dropout=False); the model
+    itself is not changed.
+    """
+    if any(model.rates):
+        raise ValueError("loss_and_grads compares without dropout: build the model with dropout=False")
+    graphdef, params, stats = nnx.split(model, nnx.Param, nnx.BatchStat)
+    loss, g = _loss_and_grads(graphdef, params, stats, jnp.asarray(x), jnp.asarray(y))
+    gm = nnx.merge(graphdef, g, stats)
+    return float(loss), [np.asarray(v.value) for _, v in _slots(gm) if isinstance(v, nnx.Param)]
+
+
+@partial(jax.jit, static_argnums=0)
+def _loss_and_grads(graphdef, params, stats, x, y):
+    m = nnx.merge(graphdef, params, stats)  # a copy: the caller's model keeps its moving statistics
+    return nnx.value_and_grad(lambda m: _loss(m.logits(x, train=True), y))(m)
+
+
+def keras_adam(learning_rate: float, epsilon: float, b1: float = 0.9, b2: float = 0.999):
+    """Keras 3's Adam update rule as an optax transformation.
+
+    Keras adds epsilon to sqrt(v) before bias correction (lr * sqrt(1-b2^t)/(1-b1^t) * m/(sqrt(v)+eps));
+    optax.adam adds it after, so the two differ slightly at every step. This is Keras's rule.
+    """
+
+    def init(params):
+        zeros = jax.tree.map(jnp.zeros_like, params)
+        return {"m": zeros, "v": jax.tree.map(jnp.zeros_like, params), "t": jnp.zeros((), jnp.int32)}
+
+    def update(grads, state, params=None):
+        t = state["t"] + 1
+        m = jax.tree.map(lambda m, g: m + (g - m) * (1 - b1), state["m"], grads)
+        v = jax.tree.map(lambda v, g: v + (g * g - v) * (1 - b2), state["v"], grads)
+        tf32 = t.astype(jnp.float32)
+        alpha = learning_rate * jnp.sqrt(1 - b2**tf32) / (1 - b1**tf32)
+        updates = jax.tree.map(lambda m, v: -alpha * m / (jnp.sqrt(v) + epsilon), m, v)
+        return updates, {"m": m, "v": v, "t": t}
+
+    return optax.GradientTransformation(init, update)
+
+
+def _train_step(graphdef, tx, seed, axis, replicated, state, x, y, i):
+    params, stats, opt = state
+    # shard_map types replicated params as invariant, and autodiff would then psum (not average)
+    # their gradients over replicas: differentiate a per-replica copy so pmean below averages.
+    local = jax.lax.pcast(params, axis, to="varying") if replicated else params
+    key = jax.random.fold_in(jax.random.key(seed), i)
+    if axis:
+        key = jax.random.fold_in(key, jax.lax.axis_index(axis))  # each replica its own dropout mask
+
+    def f(m):
+        logits = m.logits(x, train=True, key=key)
+        return _loss(logits, y), jnp.mean(jnp.argmax(logits, -1) == y)
+
+    m = nnx.merge(graphdef, local, stats)
+    (loss, acc), grads = nnx.value_and_grad(f, has_aux=True)(m)  # updates m's batch statistics
+    new_stats = nnx.state(m, nnx.BatchStat)
+    if axis:
+        # Gradients averaged over replicas; batch statistics stay per replica (Keras's default,
+        # synchronized=False) and the moving statistics are averaged, so every replica keeps the same.
+        grads, loss, acc, new_stats = jax.lax.pmean((grads, loss, acc, new_stats), axis)
+    updates, opt = tx.update(grads, opt, params)
+    return (optax.apply_updates(params, updates), new_stats, opt), jnp.stack([loss, acc])
+
+
+class Trainer:
+    """Data-parallel training of a CNN: a pure jitted step over split state (no graph walk per step)."""
+
+    def __init__(self, model: CNN, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
+        n = len(devices)
+        if variant not in cnn_variants(n):
+            raise ValueError(f"unknown JAX CNN variant {variant!r} for {n} replicas; have {cnn_variants(n)}")
+        self.model_, self.variant, self.n, self.i = model, variant, n, 0
+        graphdef, params, stats = nnx.split(model, nnx.Param, nnx.BatchStat)
+        tx = keras_adam(learning_rate, adam_epsilon)
+        state = (params, stats, tx.init(params))
+        axis = None if variant == "jit" else "batch"
+        step = partial(_train_step, graphdef, tx, seed, axis, variant == "shard_map")
+        if variant == "jit":
+            self.data_sharding = devices[0]
+            self.state = jax.device_put(state, devices[0])
+            self._step = jax.jit(step, donate_argnums=0)
+            return
+        mesh = jax.make_mesh((n,), ("batch",), devices=devices)
+        self.data_sharding = NamedSharding(mesh, P("batch"))
+        if variant == "pmap":
+            stacked = jax.tree.map(lambda a: np.broadcast_to(a, (n, *np.shape(a))), state)
+            self.state = jax.device_put(stacked, NamedSharding(mesh, P("batch")))
+            self._step = jax.pmap(step, axis_name="batch", in_axes=(0, 0, 0, None), devices=devices,
+                                  donate_argnums=0)  # fmt: skip
+        else:
+            self.state = jax.device_put(state, NamedSharding(mesh, P()))
+            self._step = jax.jit(
+                jax.shard_map(step, mesh=mesh, in_specs=(P(), P("batch"), P("batch"), P()), out_specs=(P(), P())),
+                donate_argnums=0,
+            )
+
+    def steps(self, x: np.ndarray, y: np.ndarray) -> jax.Array:
+        """Train on each global batch x[k], y[k] in turn; returns (K, 2) per-step [loss, accuracy]."""
+        out = []
+        for xb, yb in zip(x, y, strict=True):
+            if self.variant == "pmap":
+                xb, yb = xb.reshape(self.n, -1, *xb.shape[1:]), yb.reshape(self.n, -1)
+            xb, yb = jax.device_put((xb, yb), self.data_sharding)
+            self.state, m = self._step(self.state, xb, yb, self.i)
+            out.append(m[0] if self.variant == "pmap" else m)
+            self.i += 1
+        return jnp.stack(out)
+
+    def model(self) -> CNN:
+        """The trained model (the passed-in model, updated in place)."""
+        params, stats, _ = self.state
+        if self.variant == "pmap":
+            params, stats = jax.tree.map(lambda a: a[0], (params, stats))
+        nnx.update(self.model_, params, stats)
+        return self.model_
+
+    def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
+        """Inference loss and accuracy of the current weights on (x, y)."""
+        model = self.model()
+        loss = acc = 0.0
+        for s in range(0, len(x), batch_size):
+            logits = _infer_blocks(model, jnp.asarray(x[s : s + batch_size], jnp.float32))["logits"]
+            yb = jnp.asarray(y[s : s + batch_size])
+            loss += float(_loss(logits, yb)) * len(yb)
+            acc += float(jnp.sum(jnp.argmax(logits, -1) == yb))
+        return {"loss": loss / len(x), "accuracy": acc / len(x)}
+
+
+def make_trainer(model: CNN, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7,
+                 seed: int = 0) -> Trainer:  # fmt: skip
+    """A trainer for `model` over `devices` ('jit' on one device; 'pmap' or 'shard_map' over several).
+
+    Raises:
+        ValueError: unknown variant.
+    """
+    return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)

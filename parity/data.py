@@ -1,0 +1,194 @@
+"""Fashion-MNIST from TFDS or the four IDX .gz files, or a learnable synthetic stand-in; batch order.
+
+Pixels stay raw 0..255 (float32 when used), as the notebook fed them: the first BatchNorm normalises.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import struct
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+IDX_FILES = {
+    "x_train": "train-images-idx3-ubyte.gz",
+    "y_train": "train-labels-idx1-ubyte.gz",
+    "x_test": "t10k-images-idx3-ubyte.gz",
+    "y_test": "t10k-labels-idx1-ubyte.gz",
+}
+HOW_TO = (
+    "put the four Fashion-MNIST IDX files (" + ", ".join(IDX_FILES.values()) + ") in a directory and pass "
+    "--data-dir DIR, or prepare TFDS's fashion_mnist there (python -c \"import tensorflow_datasets as tfds; "
+    "tfds.load('fashion_mnist', data_dir='DIR')\" on a machine with network)"
+)
+
+
+class DataError(ValueError):
+    """Data that is absent, truncated or corrupt; the message says which file and why."""
+
+
+@dataclass
+class Dataset:
+    x_train: np.ndarray  # uint8 (n, 28, 28, 1)
+    y_train: np.ndarray  # int32 (n,)
+    x_test: np.ndarray
+    y_test: np.ndarray
+    source: str  # 'tfds', 'idx' or 'synthetic'
+
+    def save(self, path: Path) -> None:
+        np.savez(path, x_train=self.x_train, y_train=self.y_train, x_test=self.x_test, y_test=self.y_test,
+                 source=np.array(self.source))  # fmt: skip
+
+    @classmethod
+    def load(cls, path: Path) -> Dataset:
+        with np.load(path, allow_pickle=False) as f:
+            return cls(f["x_train"], f["y_train"], f["x_test"], f["y_test"], str(f["source"]))
+
+
+def read_idx(path: Path) -> np.ndarray:
+    """One gzipped IDX file (unsigned bytes). Raises DataError on a truncated or corrupt file."""
+    try:
+        with gzip.open(path, "rb") as f:
+            raw = f.read()
+    except (OSError, EOFError, gzip.BadGzipFile) as e:
+        raise DataError(f"{path}: not a readable gzip file ({type(e).__name__}: {e})") from None
+    if len(raw) < 4:
+        raise DataError(f"{path}: truncated ({len(raw)} bytes, no IDX header)")
+    zero, dtype, ndim = struct.unpack(">HBB", raw[:4])
+    if zero != 0 or dtype != 0x08 or not 1 <= ndim <= 4:
+        raise DataError(f"{path}: not an unsigned-byte IDX file (magic {raw[:4].hex()})")
+    if len(raw) < 4 + 4 * ndim:
+        raise DataError(f"{path}: truncated header")
+    shape = struct.unpack(f">{ndim}I", raw[4 : 4 + 4 * ndim])
+    need = int(np.prod(shape))
+    body = raw[4 + 4 * ndim :]
+    if len(body) != need:
+        raise DataError(f"{path}: header says {shape} = {need} bytes, file holds {len(body)}: truncated or corrupt")
+    return np.frombuffer(body, np.uint8).reshape(shape)
+
+
+def load_idx(directory: Path) -> Dataset:
+    """The four standard files from `directory`, checked for shape and label range."""
+    arrays = {k: read_idx(directory / name) for k, name in IDX_FILES.items()}
+    for split in ("train", "test"):
+        x, y = arrays[f"x_{split}"], arrays[f"y_{split}"]
+        if x.ndim != 3 or x.shape[1:] != (28, 28) or y.shape != (x.shape[0],):
+            raise DataError(f"{directory}: {split} images {x.shape} and labels {y.shape} are not Fashion-MNIST")
+        if y.max(initial=0) > 9:
+            raise DataError(f"{directory}: {split} labels outside 0..9")
+    return Dataset(arrays["x_train"][..., None], arrays["y_train"].astype(np.int32), arrays["x_test"][..., None],
+                   arrays["y_test"].astype(np.int32), "idx")  # fmt: skip
+
+
+def load_tfds(data_dir: str | None) -> Dataset:
+    """TFDS's fashion_mnist from `data_dir`, without downloading. Raises DataError when absent."""
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+    import tensorflow_datasets as tfds
+
+    tf.config.set_visible_devices([], "GPU")  # the data loader must not take an accelerator
+    try:
+        ds = tfds.load("fashion_mnist", data_dir=data_dir, download=False, batch_size=-1, as_supervised=True)
+    except Exception as e:  # tfds raises assorted types for absent or broken data
+        raise DataError(f"TFDS fashion_mnist not found in {data_dir or 'the default data dir'} "
+                        f"({type(e).__name__})") from None  # fmt: skip
+    (xtr, ytr), (xte, yte) = tfds.as_numpy(ds["train"]), tfds.as_numpy(ds["test"])
+    return Dataset(xtr.astype(np.uint8), ytr.astype(np.int32), xte.astype(np.uint8), yte.astype(np.int32), "tfds")
+
+
+def _templates() -> np.ndarray:
+    """Ten visually distinct 28x28 patterns, one per class."""
+    r, c = np.mgrid[:28, :28]
+    d = np.hypot(r - 13.5, c - 13.5)
+    t = [
+        (abs(r - 14) < 3),  # horizontal bar
+        (abs(c - 14) < 3),  # vertical bar
+        (abs(r - c) < 3),  # diagonal
+        (abs(r + c - 27) < 3),  # anti-diagonal
+        (abs(r - 14) < 7) & (abs(c - 14) < 7),  # filled square
+        (abs(d - 9) < 2),  # ring
+        (abs(r - 14) < 2) | (abs(c - 14) < 2),  # plus
+        (abs(r - c) < 2) | (abs(r + c - 27) < 2),  # X
+        ((r // 7 + c // 7) % 2 == 0),  # checkerboard
+        (c < 12),  # left half
+    ]
+    return np.stack(t).astype(np.float32)
+
+
+def synthetic(train_size: int = 60000, test_size: int = 10000, seed: int = 0) -> Dataset:
+    """A deterministic, learnable stand-in with Fashion-MNIST's shapes: shifted, scaled, noisy patterns."""
+    rng = np.random.default_rng(seed)
+    tpl = _templates()
+
+    def make(n):
+        y = rng.integers(0, 10, n).astype(np.int32)
+        dy, dx = rng.integers(-3, 4, (2, n))
+        rows = (np.arange(28)[None, :] - dy[:, None]) % 28
+        cols = (np.arange(28)[None, :] - dx[:, None]) % 28
+        img = tpl[y[:, None, None], rows[:, :, None], cols[:, None, :]]
+        img = img * rng.uniform(120, 255, (n, 1, 1)) + rng.normal(0, 30, (n, 28, 28))
+        return np.clip(img, 0, 255).astype(np.uint8)[..., None], y
+
+    xtr, ytr = make(train_size)
+    xte, yte = make(test_size)
+    return Dataset(xtr, ytr, xte, yte, "synthetic")
+
+
+def load(data: str, data_dir: str | None, train_size: int = 60000, test_size: int = 10000) -> tuple[Dataset, str]:
+    """Resolve --data auto|real|synthetic; returns (dataset, a note for the table).
+
+    auto: IDX files in data_dir, else TFDS in data_dir (or its default), else synthetic (said so).
+    real: the same but absent data is a DataError that says how to provide it.
+    TFDS is read in a child process, so the caller never loads TensorFlow.
+    """
+    if data == "synthetic":
+        return synthetic(train_size, test_size), "synthetic data (asked for)"
+    if data_dir and all((Path(data_dir) / f).exists() for f in IDX_FILES.values()):
+        return load_idx(Path(data_dir)), f"Fashion-MNIST from IDX files in {data_dir}"
+    try:
+        return _tfds_in_child(data_dir), f"Fashion-MNIST from TFDS ({data_dir or 'default data dir'})"
+    except DataError as e:
+        if data == "real":
+            raise DataError(f"{e}; to provide it: {HOW_TO}") from None
+    return synthetic(train_size, test_size), "SYNTHETIC data: Fashion-MNIST not found on disk (pass --data-dir)"
+
+
+def _tfds_in_child(data_dir: str | None) -> Dataset:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "fm.npz"
+        cmd = [sys.executable, "-m", "parity.data", "--tfds", data_dir or "", str(out)]
+        p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+        if p.returncode != 0:
+            lines = [ln for ln in p.stderr.splitlines() if ln.startswith("DataError:")]
+            raise DataError(lines[-1].removeprefix("DataError: ") if lines else "TFDS loading failed")
+        return Dataset.load(out)
+
+
+def batch_offsets(seed: int, steps: int, n_train: int, batch: int) -> np.ndarray:
+    """The notebook's train_gen: contiguous `batch`-image slices at uniformly random offsets."""
+    if batch > n_train:
+        raise ValueError(f"batch {batch} is larger than the training set ({n_train})")
+    return np.random.default_rng(seed).integers(0, n_train - batch + 1, steps)
+
+
+def batches(ds: Dataset, offsets: np.ndarray, batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """(steps, batch, 28, 28, 1) float32 raw pixels and (steps, batch) int32 labels for `offsets`."""
+    x = np.stack([ds.x_train[o : o + batch] for o in offsets]).astype(np.float32)
+    y = np.stack([ds.y_train[o : o + batch] for o in offsets])
+    return x, y
+
+
+if __name__ == "__main__":  # the child process of _tfds_in_child
+    if len(sys.argv) == 4 and sys.argv[1] == "--tfds":
+        try:
+            load_tfds(sys.argv[2] or None).save(Path(sys.argv[3]))
+        except DataError as e:
+            print(f"DataError: {e}", file=sys.stderr)
+            sys.exit(1)

@@ -1,0 +1,187 @@
+"""The notebook's 5-layer Fashion-MNIST CNN in Keras 3 (TensorFlow backend), trained with model.fit."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from contextlib import nullcontext
+
+if "keras" in sys.modules and os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow":
+    raise ImportError(
+        f"tf_impl needs Keras on the TensorFlow backend, but keras is already loaded with "
+        f"KERAS_BACKEND={os.environ['KERAS_BACKEND']}; import tf_impl first or unset KERAS_BACKEND"
+    )
+os.environ["KERAS_BACKEND"] = "tensorflow"  # a user's KERAS_BACKEND=jax must not change what tf_impl runs
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from parity.workloads import CNN_LAYERS, check_weights  # noqa: E402
+from tf_impl.devices import strategy  # noqa: E402
+
+if keras.backend.backend() != "tensorflow":
+    raise ImportError(f"tf_impl needs Keras's TensorFlow backend, got {keras.backend.backend()!r}")
+
+BLOCKS = ("block1", "block2", "block3", "dense1", "logits", "probs")
+_BLOCK_ENDS = {"drop1": "block1", "drop2": "block2", "drop3": "block3", "elu4": "dense1", "dense2": "logits",
+               "probs": "probs"}  # fmt: skip
+
+
+def build_cnn(seed: int = 0, dropout: bool = True) -> keras.Sequential:
+    """The notebook's Sequential model; dropout=False keeps the layers at rate 0 (for parity checks)."""
+    L = keras.layers
+
+    def rate(r):
+        return r if dropout else 0.0
+
+    def init(i):
+        return keras.initializers.GlorotUniform(seed=seed * 1000 + i)
+
+    def bn(name):
+        return L.BatchNormalization(epsilon=1e-3, momentum=0.99, name=name)  # Keras defaults, stated
+
+    layers = [keras.Input((28, 28, 1))]
+    for i, c in enumerate((64, 128, 256)):
+        layers += [
+            bn(f"bn{i + 1}"),
+            L.Conv2D(c, (5, 5), padding="same", activation="elu", kernel_initializer=init(i), name=f"conv{i + 1}"),
+            L.MaxPooling2D(pool_size=(2, 2), strides=(2, 2), name=f"pool{i + 1}"),
+            L.Dropout(rate(0.25), seed=seed * 1000 + 10 + i, name=f"drop{i + 1}"),
+        ]
+    layers += [
+        L.Flatten(name="flatten"),
+        L.Dense(256, kernel_initializer=init(3), name="dense1"),
+        L.Activation("elu", name="elu4"),
+        L.Dropout(rate(0.5), seed=seed * 1000 + 13, name="drop4"),
+        L.Dense(10, kernel_initializer=init(4), name="dense2"),
+        L.Activation("softmax", name="probs"),
+    ]
+    return keras.Sequential(layers, name="fashion_mnist_cnn")
+
+
+def _expected(model) -> list[tuple[str, tuple[int, ...], np.dtype]]:
+    names = [n for n, _ in CNN_LAYERS]
+    return [(layer.name, tuple(w.shape), np.dtype(w.dtype)) for layer in model.layers if layer.name in names
+            for w in layer.weights]  # fmt: skip
+
+
+def get_weights(model) -> list[np.ndarray]:
+    """All weights as NumPy arrays, in Keras's get_weights() order."""
+    return [np.asarray(w) for w in model.get_weights()]
+
+
+def set_weights(model, weights: Sequence[np.ndarray]) -> None:
+    """Load weights in Keras's order. Raises ValueError naming the layer on a length/shape/dtype mismatch."""
+    check_weights(weights, _expected(model))
+    model.set_weights([np.asarray(w) for w in weights])
+
+
+def count_params(model) -> dict[str, int]:
+    """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them."""
+    t = sum(int(np.prod(w.shape)) for w in model.trainable_weights)
+    n = sum(int(np.prod(w.shape)) for w in model.non_trainable_weights)
+    return {"total": t + n, "trainable": t, "non_trainable": n}
+
+
+def cnn_variants(replicas: int) -> tuple[str, ...]:
+    """Names of the ways this framework trains the CNN over `replicas` devices."""
+    return ("fit",) if replicas == 1 else ("strategy",)
+
+
+def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Inference (BatchNorm on moving statistics): every block's output as NumPy, by block name."""
+    out, h = {}, tf.convert_to_tensor(x, tf.float32)
+    for layer in model.layers:
+        h = layer(h, training=False)
+        if layer.name in _BLOCK_ENDS:
+            out[_BLOCK_ENDS[layer.name]] = h.numpy()
+    return out
+
+
+def _loss(y, probs):
+    # On the TF backend this uses the softmax's cached logits (no clipping of p).
+    return tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(y, probs))
+
+
+def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> tuple[float, list[np.ndarray]]:
+    """Training-mode loss and gradients of one batch, grads in Keras's trainable_weights order.
+
+    Batch statistics as in training, dropout off (build the model with dropout=False); the model
+    itself is not changed (the moving statistics the call updates are restored).
+    """
+    if any(layer.rate for layer in model.layers if isinstance(layer, keras.layers.Dropout)):
+        raise ValueError("loss_and_grads compares without dropout: build the model with dropout=False")
+    saved = model.get_weights()
+    with tf.GradientTape() as tape:
+        loss = _loss(tf.convert_to_tensor(y), model(tf.convert_to_tensor(x, tf.float32), training=True))
+    grads = tape.gradient(loss, model.trainable_weights)
+    model.set_weights(saved)
+    return float(loss), [g.numpy() for g in grads]
+
+
+class _StepLogs(keras.callbacks.Callback):
+    """Per-step loss and accuracy from fit's running means (Keras logs the mean over the epoch so far)."""
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.means = []
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.means.append((float(logs["loss"]), float(logs["accuracy"])))
+
+    def per_step(self) -> np.ndarray:
+        m = np.array(self.means, np.float64).reshape(-1, 2)
+        k = np.arange(1, len(m) + 1)[:, None]
+        prev = np.vstack([np.zeros((1, 2)), m[:-1] * (k[:-1])])
+        return m * k - prev
+
+
+class Trainer:
+    """model.compile + model.fit under the strategy's scope (a copy of the model lives there)."""
+
+    def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
+        n = len(devices)
+        if variant not in cnn_variants(n):
+            raise ValueError(f"unknown TF CNN variant {variant!r} for {n} replicas; have {cnn_variants(n)}")
+        self.src, self.variant = model, variant
+        keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as JAX's)
+        scope = strategy(devices).scope() if variant == "strategy" else nullcontext()
+        with scope, tf.device(devices[0]) if variant == "fit" else nullcontext():
+            self.m = keras.models.clone_model(model)
+            self.m.set_weights(model.get_weights())
+            self.m.compile(
+                optimizer=keras.optimizers.Adam(learning_rate, epsilon=adam_epsilon),  # epsilon set on both sides
+                loss="sparse_categorical_crossentropy",
+                metrics=["accuracy"],
+            )
+        self.device = devices[0]
+        self.logs = _StepLogs()
+
+    def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Train on each global batch x[k], y[k] in turn (one model.fit epoch); returns (K, 2) [loss, acc]."""
+        k, b = y.shape
+        ds = tf.data.Dataset.from_tensor_slices((x.reshape(k * b, *x.shape[2:]), y.reshape(k * b))).batch(b)
+        with tf.device(self.device) if self.variant == "fit" else nullcontext():
+            self.m.fit(ds, epochs=1, steps_per_epoch=k, verbose=0, callbacks=[self.logs], shuffle=False)
+        return self.logs.per_step()
+
+    def model(self):
+        """The trained model (the passed-in model, updated in place)."""
+        self.src.set_weights(self.m.get_weights())
+        return self.src
+
+    def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
+        """Inference loss and accuracy of the current weights on (x, y)."""
+        r = self.m.evaluate(x.astype(np.float32), y, batch_size=batch_size, verbose=0, return_dict=True)
+        return {"loss": float(r["loss"]), "accuracy": float(r["accuracy"])}
+
+
+def make_trainer(model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7,
+                 seed: int = 0) -> Trainer:  # fmt: skip
+    """A trainer for `model` over `devices` ('fit' on one device; 'strategy' over several).
+
+    Raises:
+        ValueError: unknown variant.
+    """
+    return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)
