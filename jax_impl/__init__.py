@@ -1,5 +1,20 @@
 """JAX / Flax NNX implementations of the article's workloads (mirror image of `tf_impl`)."""
 
+from jax_impl.cnn import (
+    build_cnn,
+    cnn_variants,
+    count_params,
+    forward_layers,
+    get_weights,
+    infer_variants,
+    load_weights,
+    loss_and_grads,
+    make_trainer,
+    prepare_inference,
+    save_weights,
+    set_weights,
+    trainer_placement,
+)
 from jax_impl.conv import conv_op, conv_variants, prepare_conv
 from jax_impl.devices import (
     FRAMEWORK,
@@ -13,6 +28,19 @@ from jax_impl.devices import (
 )
 
 __all__ = [
+    "build_cnn",
+    "cnn_variants",
+    "count_params",
+    "forward_layers",
+    "get_weights",
+    "infer_variants",
+    "loss_and_grads",
+    "make_trainer",
+    "prepare_inference",
+    "set_weights",
+    "trainer_placement",
+    "save_weights",
+    "load_weights",
     "FRAMEWORK",
     "block",
     "conv_op",

@@ -13,6 +13,8 @@ from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jax_impl.devices import placement
+from parity.api import Prepared, load_npz, save_npz
 from parity.workloads import CNN_LAYERS, check_weights
 
 BLOCKS = ("block1", "block2", "block3", "dense1", "logits", "probs")
@@ -267,3 +269,32 @@ def make_trainer(model: CNN, devices, variant: str, learning_rate: float = 1e-3,
         ValueError: unknown variant.
     """
     return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)
+
+
+def infer_variants(replicas: int) -> tuple[str, ...]:
+    """Inference is timed on one device."""
+    return ("predict",) if replicas == 1 else ()
+
+
+def prepare_inference(model: CNN, images: np.ndarray, devices) -> Prepared:
+    """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand."""
+    graphdef, state = nnx.split(model)
+    x = jax.device_put(jnp.asarray(images, jnp.float32), devices[0])
+    state = jax.device_put(state, devices[0])
+    f = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x))
+    return Prepared(lambda: f(state, x), lambda o: tuple(o.shape), lambda o, idx: np.asarray(o)[list(idx)], placement)
+
+
+def trainer_placement(trainer: Trainer) -> list[str]:
+    """Devices holding the trainer's parameters."""
+    return placement(trainer.state[0])
+
+
+def save_weights(model, path) -> None:
+    """Save to .npz in Keras's get_weights() order: loadable by either framework."""
+    save_npz(get_weights(model), path)
+
+
+def load_weights(model, path) -> None:
+    """Load a .npz written by either framework's save_weights (checked like set_weights)."""
+    set_weights(model, load_npz(path))

@@ -31,3 +31,26 @@ class Prepared:
     shape: Callable[[Any], tuple[int, ...]]
     rows: Callable[[Any, Sequence[int]], np.ndarray]
     placement: Callable[[Any], list[str]]
+
+
+def save_npz(weights: Sequence[np.ndarray], path) -> None:
+    """Weights in Keras's get_weights() order to a .npz file (no pickle), written atomically."""
+    import os
+    from pathlib import Path
+
+    path = Path(path)
+    tmp = path.with_name(f".{path.stem}.tmp.npz")
+    np.savez(tmp, **{f"w{i:03d}": np.asarray(w) for i, w in enumerate(weights)})
+    os.replace(tmp, path)
+
+
+def load_npz(path) -> list[np.ndarray]:
+    """The weight list saved by save_npz. Raises ValueError on a file that is not one."""
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            keys = sorted(f.files)
+            if not keys or keys != [f"w{i:03d}" for i in range(len(keys))]:
+                raise ValueError(f"{path}: not a parity weight file (keys {keys[:3]}...)")
+            return [f[k] for k in keys]
+    except (OSError, EOFError) as e:
+        raise ValueError(f"{path}: unreadable weight file ({e})") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import queue
@@ -15,11 +16,16 @@ from pathlib import Path
 
 import numpy as np
 
-from parity.oracle import compare
-from parity.workloads import SPECS, check_divisible, tolerance
+from parity import checks, data
+from parity.api import load_npz, save_npz
+from parity.oracle import cnn_forward, compare
+from parity.workloads import CNN_CPU, CNN_FULL, CNN_QUICK, SPECS, check_divisible, cnn_tolerances, tolerance
 
 FRAMEWORKS = ("tf", "jax")
 FRAMEWORK_NAMES = {"tf": "TensorFlow", "jax": "JAX"}
+# What each workload measures: one timed case kind or several.
+KINDS = {"conv": ("conv",), "cnn": ("cnn", "cnn_infer")}
+ROW_NAMES = {"conv": "conv", "cnn": "cnn_train", "cnn_infer": "cnn_infer"}
 
 
 class HarnessError(RuntimeError):
@@ -38,7 +44,17 @@ class Config:
     warmup: int = 1
     timeout_s: float = 1800.0
     progress: bool = True
-    extra: dict = field(default_factory=dict)
+    data: str = "auto"
+    data_dir: str | None = None
+    cnn: dict = field(default_factory=dict)  # overrides of CnnSpec fields (global_batch, epochs, ...)
+    parity_steps: int = 20
+
+    def spec(self, wl: str):
+        """The workload's spec for this run: --quick, the device's default schedule, then overrides."""
+        if wl == "conv":
+            return SPECS[wl][1 if self.quick else 0]
+        base = CNN_QUICK if self.quick else (CNN_CPU if self.device == "cpu" else CNN_FULL)
+        return dataclasses.replace(base, **self.cnn)
 
     def replica_counts(self) -> tuple[int, ...]:
         """What was asked, else 1 and 8 simulated devices on a CPU, else every core (0)."""
@@ -160,13 +176,28 @@ def start_workers(cfg: Config, replicas: int) -> tuple[dict[str, Worker], dict[s
 
 
 def run_suite(cfg: Config, save_dir: Path) -> dict:
-    """Run every workload x framework x variant x replica count; returns {"rows", "hello", "skipped"}."""
-    rows, hello_all, skipped = [], {}, []
+    """Run every workload x framework x variant x replica count.
+
+    Returns {"rows", "checks", "hello", "skipped", "notes"}.
+    """
+    rows, parity, hello_all, skipped, notes = [], [], {}, [], []
     for wl in cfg.workloads:
-        spec = SPECS[wl][1 if cfg.quick else 0]
         for r in cfg.replica_counts():
             if r:
-                check_divisible(spec.batch, r)
+                check_divisible(cfg.spec(wl).batch, r)
+    ctx = {}
+    if "cnn" in cfg.workloads:
+        spec = cfg.spec("cnn")
+        ds, note = data.load(cfg.data, cfg.data_dir, spec.train_size, spec.test_size)
+        ds.save(save_dir / "data.npz")
+        ctx = {"data": str(save_dir / "data.npz"), "weights": str(save_dir / "w0.npz"), "source": ds.source}
+        notes.append(f"cnn: {note}")
+        if cfg.device == "cpu" and not cfg.quick and spec.epochs < CNN_FULL.epochs:
+            notes.append(
+                f"cnn: CPU schedule shortened to {spec.epochs} epochs x {spec.steps_per_epoch} steps at "
+                f"global batch {spec.global_batch} (notebook: {CNN_FULL.epochs} x {CNN_FULL.steps_per_epoch}"
+                f" at {CNN_FULL.global_batch}); --epochs/--steps-per-epoch/--batch restore it"
+            )
     for r in cfg.replica_counts():
         log(
             cfg,
@@ -178,81 +209,147 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
             for fw, h in hello.items():
                 hello_all.setdefault(fw, h)
             for wl in cfg.workloads:
-                rows.extend(_run_workload(cfg, wl, workers, hello, save_dir))
+                if wl == "cnn" and not Path(ctx["weights"]).exists():
+                    next(iter(workers.values())).ask(cmd="init_weights", seed=cfg.spec("cnn").seed, out=ctx["weights"])
+                for kind in KINDS[wl]:
+                    rows.extend(_run_workload(cfg, wl, kind, workers, hello, save_dir, ctx))
+                if wl == "cnn":
+                    parity.extend(_cnn_parity(cfg, workers, hello, save_dir, ctx, first=not parity))
         finally:
             for w in workers.values():
                 w.close()
-    _cross_check(rows, save_dir)
-    return {"rows": rows, "hello": hello_all, "skipped": skipped}
+    _cross_check(rows)
+    if "cnn" in cfg.workloads:
+        band = cnn_tolerances(cfg.device, cfg.precision)["accuracy_band"]
+        parity.extend(checks.accuracy([r for r in rows if r["workload"] == "cnn_train" and r["verified"]], band))
+    return {"rows": rows, "checks": parity, "hello": hello_all, "skipped": skipped, "notes": notes}
 
 
-def _run_workload(cfg: Config, wl: str, workers: dict[str, Worker], hello: dict, save_dir: Path) -> list[dict]:
-    spec = SPECS[wl][1 if cfg.quick else 0]
+def _run_workload(cfg: Config, wl: str, kind: str, workers: dict[str, Worker], hello: dict, save_dir: Path,
+                  ctx: dict) -> list[dict]:  # fmt: skip
+    spec = cfg.spec(wl)
+    name = ROW_NAMES[kind]
     cases = []
     for fw, w in workers.items():
         n = hello[fw]["replicas"]
-        for variant in w.ask(cmd="variants", workload=wl)["variants"]:
-            key = f"{wl}-{fw}-{variant}-r{n}".replace("+", "_")
-            cases.append((fw, variant, n, key))
+        for variant in w.ask(cmd="variants", workload=kind)["variants"]:
+            cases.append((fw, variant, n, f"{kind}-{fw}-{variant}-r{n}".replace("+", "_")))
+    if not cases:
+        return []
+    extra = {k: ctx[k] for k in ("data", "weights")} if wl == "cnn" else {}
     for fw, variant, n, key in cases:
-        log(cfg, f"{wl}: compiling {FRAMEWORK_NAMES[fw]} {variant} x{n}")
-        resp = workers[fw].ask(
-            cmd="prepare", id=key, workload=wl, variant=variant, spec=spec.to_dict(), save=str(save_dir / f"{key}.npy")
-        )
+        log(cfg, f"{name}: {'first epoch' if kind == 'cnn' else 'compiling'} {FRAMEWORK_NAMES[fw]} {variant} x{n}")
+        resp = workers[fw].ask(cmd="prepare", id=key, workload=kind, variant=variant, spec=spec.to_dict(),
+                               save=str(save_dir / f"{key}.npy"), **extra)  # fmt: skip
         if resp["invalid"]:
             log(cfg, f"  INVALID: {resp['invalid']}")
         else:
             log(cfg, f"  first call {resp['compile_s']:.3f} s, output verified")
-    for _ in range(cfg.warmup):
+    # Training: the first epoch is the first call, each later epoch one repetition.
+    reps, warmup = (spec.epochs - 1, 0) if kind == "cnn" else (cfg.reps, cfg.warmup)
+    for _ in range(warmup):
         for fw, _v, _n, key in cases:
             workers[fw].ask(cmd="warm", id=key)
-    for i in range(cfg.reps):
+    for i in range(reps):
         order = cases if i % 2 == 0 else cases[::-1]  # alternate so no case always runs first
-        times = []
+        said = []
         for fw, variant, _n, key in order:
-            t = workers[fw].ask(cmd="rep", id=key)["time"]
-            times.append(f"{fw} {variant} {t:.4f}s" if t is not None else f"{fw} {variant} invalid")
-        log(cfg, f"{wl} rep {i + 1}/{cfg.reps}: " + ", ".join(times))
+            resp = workers[fw].ask(cmd="rep", id=key)
+            t, last = resp["time"], resp.get("last") or {}
+            fig = f"{t:.4f}s" if t is not None else f"INVALID ({resp['invalid']})"
+            if kind == "cnn" and t is not None:
+                fig += f" loss {last['loss']:.4f} acc {last['accuracy']:.3f}"
+            said.append(f"{fw} {variant} {fig}")
+        what = f"epoch {i + 2}/{spec.epochs}" if kind == "cnn" else f"rep {i + 1}/{reps}"
+        log(cfg, f"{name} {what}: " + ", ".join(said))
     rows = []
     for fw, variant, n, key in cases:
         res = workers[fw].ask(cmd="result", id=key)
         med = res.get("median_s")
+        tol = tolerance(cfg.device, cfg.precision) if kind == "conv" else cnn_tolerances(cfg.device, cfg.precision)[
+            "forward"]  # fmt: skip
         row = {
-            "workload": wl,
-            "framework": fw,
-            "variant": variant,
-            "device": cfg.device,
-            "device_kind": hello[fw]["device_kind"],
-            "replicas": n,
-            "precision": cfg.precision,
-            "quick": cfg.quick,
-            "median_s": med,
-            "iqr_s": res.get("iqr_s"),
-            "min_s": res.get("min_s"),
-            "reps": res.get("reps"),
-            "compile_s": res.get("compile_s"),
-            "gflops_per_s": res["flops"] / med / 1e9 if med else None,
-            "flops": res["flops"],
-            "min_bytes": res["min_bytes"],
-            "max_abs_err": res.get("max_abs_err"),
-            "max_rel_err": res.get("max_rel_err"),
-            "tolerance": tolerance(cfg.device, cfg.precision),
-            "verified": res["invalid"] is None and med is not None,
-            "invalid_reason": res["invalid"],
+            "workload": name, "framework": fw, "variant": variant, "device": cfg.device,
+            "device_kind": hello[fw]["device_kind"], "replicas": n, "precision": cfg.precision,
+            "quick": cfg.quick, "median_s": med, "iqr_s": res.get("iqr_s"), "min_s": res.get("min_s"),
+            "reps": res.get("reps"), "compile_s": res.get("compile_s"),
+            "gflops_per_s": res["flops"] / med / 1e9 if med else None, "flops": res["flops"],
+            "min_bytes": res["min_bytes"], "max_abs_err": res.get("max_abs_err"),
+            "max_rel_err": res.get("max_rel_err"), "tolerance": tol,
+            "verified": res["invalid"] is None and med is not None, "invalid_reason": res["invalid"],
             "_save": str(save_dir / f"{key}.npy"),
-        }
+        }  # fmt: skip
+        if wl == "cnn":
+            row.update(images_per_s=res["images"] / med if med else None, data=res["data"], spec=spec.to_dict())
+        if kind == "cnn":
+            row.update(time_unit="epoch", first_epoch_s=res.get("compile_s"), test_loss=res.get("test_loss"),
+                       test_accuracy=res.get("test_accuracy"))  # fmt: skip
+            if med:  # the article's figure: 5 epochs of 100 steps at global batch 1024
+                per_step = med / spec.steps_per_epoch * (CNN_FULL.global_batch / spec.global_batch)
+                row["est_5_notebook_epochs_s"] = (res["compile_s"] - med) + 5 * CNN_FULL.steps_per_epoch * per_step
         rows.append(row)
     return rows
 
 
-def _cross_check(rows: list[dict], save_dir: Path) -> None:
+def _cnn_parity(cfg: Config, workers: dict[str, Worker], hello: dict, save_dir: Path, ctx: dict,
+                first: bool) -> list[dict]:  # fmt: skip
+    """Gradient and trajectory parity at this replica count; the forward pass once (first=True)."""
+    spec = cfg.spec("cnn")
+    tols = cnn_tolerances(cfg.device, cfg.precision)
+    n = next(iter(hello.values()))["replicas"]
+    ds = data.Dataset.load(Path(ctx["data"]))
+    b = max(2 * n, min(spec.global_batch, 64))
+    x, y = data.batches(ds, data.batch_offsets(spec.seed + 1, cfg.parity_steps, len(ds.x_train), b), b)
+    np.savez(save_dir / "parity_batches.npz", x=x, y=y)
+    log(cfg, f"cnn parity x{n}: gradients and a {cfg.parity_steps}-step trajectory (dropout off, batch {b})")
+    saved = {}
+    for fw, w in workers.items():
+        out = save_dir / f"parity-{fw}-r{n}.npz"
+        w.ask(cmd="cnn_parity", spec=spec.to_dict(), weights=ctx["weights"],
+              batches=str(save_dir / "parity_batches.npz"), out=str(out))  # fmt: skip
+        saved[fw] = dict(np.load(out))
+    rows = []
+    if len(saved) == 2:
+        rows += checks.grads(saved["tf"], saved["jax"], tols["grads"], n)
+        tf_v = [k.split("/")[1] for k in saved["tf"] if k.startswith("traj/") and k.endswith("/loss")]
+        jx_v = [k.split("/")[1] for k in saved["jax"] if k.startswith("traj/") and k.endswith("/loss")]
+        for tv in tf_v:
+            for jv in jx_v:
+                rows += checks.trajectory(saved["tf"], saved["jax"], tv, jv, tols, n)
+    if first:
+        src = saved.get("tf") or saved["jax"]
+        v = next(k.split("/")[1] for k in src if k.startswith("traj/") and k.endswith("/loss"))
+        trained = [src[f"traj/{v}/w{i:03d}"] for i in range(len(checks.WEIGHT_NAMES))]
+        save_npz(trained, save_dir / "w_fwd.npz")
+        xf = ds.x_test[:16].astype(np.float32)
+        np.save(save_dir / "fwd_x.npy", xf)
+        fwd = {}
+        for fw, w in workers.items():
+            out = save_dir / f"fwd-{fw}.npz"
+            w.ask(cmd="cnn_parity", spec=spec.to_dict(), weights=str(save_dir / "w_fwd.npz"),
+                  forward=str(save_dir / "fwd_x.npy"), out=str(out))  # fmt: skip
+            fwd[fw] = dict(np.load(out))
+        rows = checks.forward(fwd, cnn_forward(load_npz(save_dir / "w_fwd.npz"), xf), tols["forward"]) + rows
+    for r in rows:
+        r.setdefault("replicas", n)
+        log(
+            cfg,
+            f"  {'PASS' if r['passed'] else 'FAIL'} {r['check']}: "
+            + ", ".join(f"{k} {v:.2e}" for k, v in r["figures"].items())
+            + f" (tolerance {r['tolerance']:g})",
+        )
+    return rows
+
+
+def _cross_check(rows: list[dict]) -> None:
     """Each row's oracle rows against every other framework's, same workload: max relative error."""
     for row in rows:
         worst = None
         for other in rows:
             if other["framework"] == row["framework"] or other["workload"] != row["workload"]:
                 continue
-            if not (row["verified"] and other["verified"]):
+            if not (row["verified"] and other["verified"] and Path(row["_save"]).exists()
+                    and Path(other["_save"]).exists()):  # fmt: skip
                 continue
             a, b = np.load(row["_save"]), np.load(other["_save"])
             err = compare(a, b)["max_rel_err"]

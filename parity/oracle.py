@@ -45,3 +45,42 @@ def compare(got: np.ndarray, ref: np.ndarray) -> dict[str, float]:
     err = float(np.max(np.abs(got - ref))) if got.size else 0.0
     scale = float(np.max(np.abs(ref))) if ref.size else 0.0
     return {"max_abs_err": err, "max_rel_err": err / scale if scale > 0 else err}
+
+
+def _bn(x, gamma, beta, mean, var, eps=1e-3):
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+def _elu(x):
+    return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
+
+
+def _pool(x):
+    n, h, w, c = x.shape
+    h2, w2 = h // 2, w // 2
+    return x[:, : 2 * h2, : 2 * w2].reshape(n, h2, 2, w2, 2, c).max(axis=(2, 4))
+
+
+def cnn_forward(weights: list[np.ndarray], x: np.ndarray) -> dict[str, np.ndarray]:
+    """Float64 inference pass of the notebook's CNN (BatchNorm on moving statistics, dropout off).
+
+    Args:
+        weights: the 22 arrays in Keras's get_weights() order.
+        x: (N, 28, 28, 1) raw pixels.
+    Returns:
+        Every block's output by name (block1..3, dense1, logits, probs), as the implementations name them.
+    """
+    w = [np.asarray(a, np.float64) for a in weights]
+    h = np.asarray(x, np.float64)
+    out = {}
+    for i in range(3):
+        g, b, m, v, k, bias = w[6 * i : 6 * i + 6]
+        h = _pool(_elu(conv2d(_bn(h, g, b, m, v), k, stride=1, padding="SAME") + bias))
+        out[f"block{i + 1}"] = h
+    h = _elu(h.reshape(len(h), -1) @ w[18] + w[19])
+    out["dense1"] = h
+    logits = h @ w[20] + w[21]
+    out["logits"] = logits
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    out["probs"] = e / e.sum(-1, keepdims=True)
+    return out

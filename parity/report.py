@@ -85,21 +85,17 @@ def _time(s: float | None) -> str:
     return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.3f} s"
 
 
-COLUMNS = (
-    "workload",
-    "framework",
-    "variant",
-    "device",
-    "replicas",
-    "precision",
-    "median",
-    "IQR",
-    "compile",
-    "GFLOP/s",
-    "err vs f64",
-    "err vs other",
-    "verified",
-)
+COLUMNS = ("workload", "framework", "variant", "device", "replicas", "precision", "median", "IQR", "compile",
+           "GFLOP/s", "img/s", "err vs f64", "err vs other", "verified")  # fmt: skip
+
+
+def _grid(header, body) -> str:
+    widths = [max(len(c), *(len(b[i]) for b in body)) if body else len(c) for i, c in enumerate(header)]
+
+    def line(cells):
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(b) for b in body)])
 
 
 def table(rows: list[dict]) -> str:
@@ -107,28 +103,32 @@ def table(rows: list[dict]) -> str:
     body = []
     for r in rows:
         ok = r["verified"]
-        body.append(
-            (
-                r["workload"],
-                r["framework"],
-                r["variant"],
-                r["device"],
-                str(r["replicas"]),
-                r["precision"],
-                _time(r["median_s"]) if ok else "INVALID",
-                _time(r["iqr_s"]) if ok else "-",
-                _time(r["compile_s"]) if ok else "-",
-                _f(r["gflops_per_s"], ".1f") if ok else "-",
-                _f(r["max_rel_err"], ".1e"),
-                _f(r.get("xfw_max_rel_err"), ".1e"),
-                "yes" if ok else f"NO: {r['invalid_reason']}",
-            )
-        )
-    widths = [max(len(c), *(len(b[i]) for b in body)) if body else len(c) for i, c in enumerate(COLUMNS)]
-    line = lambda cells: "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()  # noqa: E731
-    out = [line(COLUMNS), line(["-" * w for w in widths])]
-    out += [line(b) for b in body]
-    return "\n".join(out)
+        body.append((
+            r["workload"], r["framework"], r["variant"], r["device"], str(r["replicas"]), r["precision"],
+            _time(r["median_s"]) if ok else "INVALID",
+            _time(r["iqr_s"]) if ok and r["reps"] > 1 else "-",
+            _time(r["compile_s"]) if ok else "-",
+            _f(r["gflops_per_s"], ".1f") if ok else "-",
+            _f(r.get("images_per_s"), ".1f") if ok else "-",
+            _f(r["max_rel_err"], ".1e"),
+            _f(r.get("xfw_max_rel_err"), ".1e"),
+            "yes" if ok else f"NO: {r['invalid_reason']}",
+        ))  # fmt: skip
+    return _grid(COLUMNS, body)
+
+
+def _figure(k: str, v) -> str:
+    return f"{k} {v:.2e}" if "_vs_" in k else f"{k} {v:.4f}"
+
+
+def checks_table(checks: list[dict]) -> str:
+    """The CNN parity checks: figures, tolerance, pass/fail."""
+    body = [
+        (c["check"], str(c.get("replicas") or "-"), ", ".join(_figure(k, v) for k, v in c["figures"].items()),
+         f"{c['tolerance']:g}", {True: "PASS", False: "FAIL", None: "-"}[c["passed"]], c.get("detail", ""))
+        for c in checks
+    ]  # fmt: skip
+    return _grid(("parity check", "replicas", "figures", "tolerance", "result", "note"), body)
 
 
 def footnotes(doc: dict) -> str:
@@ -139,6 +139,10 @@ def footnotes(doc: dict) -> str:
         "err vs f64: max |out - oracle| / max |oracle| on the first and last batch rows (float64 NumPy oracle); "
         "err vs other: the same against the other framework's output",
     ]
+    if any(r["workload"] == "cnn_train" for r in doc["rows"]):
+        notes.append("cnn_train: median/IQR per epoch after the first; compile = the first epoch (includes "
+                     "compilation); img/s = images per second of a steady-state epoch; err columns: see checks")
+    notes += env.get("notes", [])
     for s in env.get("skipped", []):
         notes.append(f"not run: {s['framework']}: {s['reason']}")
     notes.append(

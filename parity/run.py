@@ -66,6 +66,17 @@ def parser() -> argparse.ArgumentParser:
         "Ampere+ GPUs, bfloat16 passes on TPUs, float32 on CPUs), 'highest' forces float32; "
         "recorded in every row and sets the agreement tolerance (default: default)",
     )
+    ap.add_argument("--data", choices=("auto", "real", "synthetic"), default="auto",
+                    help="CNN data: 'auto' uses Fashion-MNIST if found on disk (IDX files or TFDS in --data-dir) "
+                         "and otherwise a learnable synthetic stand-in, said in every row; 'real' makes absent "
+                         "data an error; 'synthetic' always uses the stand-in (default: auto)")
+    ap.add_argument("--data-dir", help="directory with the four Fashion-MNIST IDX .gz files, or a TFDS data_dir")
+    ap.add_argument("--batch", type=positive, dest="global_batch",
+                    help="CNN global batch, split across replicas (notebook: 1024; CPU default: 256)")
+    ap.add_argument("--epochs", type=positive, help="CNN epochs (notebook: 10; CPU default: shortened)")
+    ap.add_argument("--steps-per-epoch", type=positive, help="CNN steps per epoch (notebook: 100)")
+    ap.add_argument("--parity-steps", type=positive, default=20,
+                    help="steps of the dropout-free TF-vs-JAX training trajectory check (default: 20)")
     ap.add_argument(
         "--quick", action="store_true", help="same structure at tiny sizes: seconds on 2 CPU cores, for smoke tests"
     )
@@ -97,6 +108,10 @@ def config(args) -> harness.Config:
         warmup=args.warmup,
         timeout_s=args.timeout,
         progress=not args.quiet,
+        data=args.data,
+        data_dir=args.data_dir,
+        cnn={k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None},
+        parity_steps=3 if args.quick and args.parity_steps == 20 else args.parity_steps,
     )
 
 
@@ -126,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         with tempfile.TemporaryDirectory(prefix="parity-") as tmp:
             res = harness.run_suite(cfg, Path(tmp))
-    except (harness.HarnessError, ValueError) as e:
+    except (harness.HarnessError, ValueError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
@@ -135,17 +150,19 @@ def main(argv: list[str] | None = None) -> int:
     if not res["rows"]:
         print("error: nothing ran: " + "; ".join(s["reason"] for s in res["skipped"]), file=sys.stderr)
         return 2
-    doc = {
-        "env": report.environment(cfg, res["hello"], res["skipped"], ["python", "-m", "parity.run", *argv]),
-        "rows": res["rows"],
-    }
+    env = report.environment(cfg, res["hello"], res["skipped"], ["python", "-m", "parity.run", *argv])
+    env["notes"] = res["notes"]
+    doc = {"env": env, "rows": res["rows"], "checks": res["checks"]}
     print(report.table(doc["rows"]))
+    if doc["checks"]:
+        print()
+        print(report.checks_table(doc["checks"]))
     print(report.footnotes(doc))
     path = args.out / "results.json"
     report.write_json(path, doc)
     print(f"wrote {path}")
-    return 0 if all(r["verified"] for r in doc["rows"]) else 1
-
+    ok = all(r["verified"] for r in doc["rows"]) and all(c["passed"] is not False for c in doc["checks"])
+    return 0 if ok else 1
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -31,6 +31,7 @@ class Measurement:
     times: list[float] = field(default_factory=list)
     errors: dict[str, float] = field(default_factory=dict)
     invalid: str | None = None
+    last: dict[str, float] = field(default_factory=dict)  # the last call's verification figures
 
     @property
     def verified(self) -> bool:
@@ -70,8 +71,10 @@ class Timer:
             return None
         finally:
             del out
+        self.m.last = errs
         for k, v in errs.items():
-            self.m.errors[k] = max(self.m.errors.get(k, 0.0), v)
+            if k.startswith("max_"):
+                self.m.errors[k] = max(self.m.errors.get(k, 0.0), v)
         return dt
 
     def first(self) -> float | None:

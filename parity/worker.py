@@ -26,9 +26,10 @@ from functools import cache
 import numpy as np
 
 from parity import oracle
-from parity.api import DeviceUnavailable
-from parity.timing import Timer, output_verifier
-from parity.workloads import ConvSpec, tolerance
+from parity.api import DeviceUnavailable, load_npz, save_npz
+from parity.data import Dataset, batch_offsets, batches
+from parity.timing import Invalid, Timer, output_verifier
+from parity.workloads import CnnSpec, ConvSpec, tolerance
 
 IMPLS = {"jax": "jax_impl", "tf": "tf_impl"}
 DIST = {"jax": ("jax", "jaxlib", "flax", "optax"), "tf": ("tensorflow", "tensorflow-cpu", "keras")}
@@ -46,6 +47,18 @@ def versions(framework: str) -> dict[str, str]:
     return found
 
 
+def _saving(rows, save: str | None):
+    """rows(), also saving what it read, for the parent's framework-vs-framework comparison."""
+
+    def read(out, indices):
+        got = rows(out, indices)
+        if save:
+            np.save(save, got)
+        return got
+
+    return read
+
+
 @cache
 def _conv_inputs(spec: ConvSpec):
     images, kernels = spec.inputs()
@@ -53,25 +66,118 @@ def _conv_inputs(spec: ConvSpec):
     return images, kernels, idx, oracle.conv2d(images[idx], kernels, spec.stride, spec.padding)
 
 
-def conv_case(impl, devices, spec: dict, variant: str, device: str, precision: str, save: str | None):
+def conv_case(impl, devices, spec: dict, variant: str, device: str, precision: str, save: str | None, **_):
     """The conv op as a Timer plus the figures a row needs."""
     s = ConvSpec(**spec)
     images, kernels, idx, ref = _conv_inputs(s)
     p = impl.prepare_conv(variant, images, kernels, devices, s.stride, s.padding)
-
-    def rows(out, indices):
-        got = p.rows(out, indices)
-        if save:
-            np.save(save, got)
-        return got
-
     verify = output_verifier(
-        p.shape, rows, p.placement, s.output_shape, idx, ref, tolerance(device, precision), device, len(devices)
+        p.shape,
+        _saving(p.rows, save),
+        p.placement,
+        s.output_shape,
+        idx,
+        ref,
+        tolerance(device, precision),
+        device,
+        len(devices),
     )
-    return Timer(p.run, impl.block, verify), {"flops": s.flops(), "min_bytes": s.min_bytes()}
+    return Timer(p.run, impl.block, verify), {"flops": s.flops(), "min_bytes": s.min_bytes()}, dict
 
 
-CASES = {"conv": (conv_case, "conv_variants")}
+@cache
+def _dataset(path: str) -> Dataset:
+    return Dataset.load(path)
+
+
+def _cnn_model(impl, s: CnnSpec, weights: str, dropout: bool = True):
+    model = impl.build_cnn(s.seed, dropout=dropout)
+    impl.set_weights(model, load_npz(weights))  # both frameworks start from the same weights
+    return model
+
+
+def cnn_train_case(impl, devices, spec: dict, variant: str, device: str, precision: str, save, data, weights):
+    """One epoch per timed call (steps_per_epoch global batches in the notebook's order)."""
+    s = CnnSpec(**spec)
+    ds = _dataset(data)
+    k, b = s.steps_per_epoch, s.global_batch
+    offsets = batch_offsets(s.seed, s.epochs * k, len(ds.x_train), b)
+    trainer = impl.make_trainer(_cnn_model(impl, s, weights), devices, variant, s.learning_rate, s.adam_epsilon, s.seed)
+    epoch = [0]
+
+    def run():
+        e = epoch[0]
+        epoch[0] += 1
+        return trainer.steps(*batches(ds, offsets[e * k : (e + 1) * k], b))
+
+    def verify(out):
+        steps = np.asarray(out, np.float64)
+        bad = np.flatnonzero(~np.isfinite(steps[:, 0]))
+        if bad.size:
+            step = (epoch[0] - 1) * k + int(bad[0]) + 1
+            raise Invalid(f"loss is {steps[bad[0], 0]} at step {step}: training diverged, stopped")
+        where = impl.trainer_placement(trainer)
+        if len(where) != len(devices) or any(not w.startswith(device + ":") for w in where):
+            raise Invalid(f"trained on {where}, expected {len(devices)} {device} device(s)")
+        return {"loss": float(steps[-1, 0]), "accuracy": float(steps[-1, 1])}
+
+    def finish():
+        ev = trainer.evaluate(ds.x_test, ds.y_test)
+        return {"test_loss": ev["loss"], "test_accuracy": ev["accuracy"], "epochs_run": epoch[0]}
+
+    info = {"flops": s.step_flops() * k, "min_bytes": None, "images": k * b, "data": ds.source}
+    return Timer(run, impl.block, verify), info, finish
+
+
+def cnn_infer_case(impl, devices, spec: dict, variant: str, device: str, precision: str, save, data, weights):
+    """Inference on one global batch of test images, checked against the float64 forward pass."""
+    from parity.workloads import cnn_forward_flops, cnn_tolerances
+
+    s = CnnSpec(**spec)
+    ds = _dataset(data)
+    x = ds.x_test[: s.global_batch].astype(np.float32)
+    w = load_npz(weights)
+    idx = [0, len(x) - 1]
+    ref = oracle.cnn_forward(w, x[idx])["probs"]
+    p = impl.prepare_inference(_cnn_model(impl, s, weights), x, devices)
+    verify = output_verifier(p.shape, _saving(p.rows, save), p.placement, (len(x), 10), idx, ref,
+                             cnn_tolerances(device, precision)["forward"], device, len(devices))  # fmt: skip
+    info = {"flops": cnn_forward_flops() * len(x), "min_bytes": None, "images": len(x), "data": ds.source}
+    return Timer(p.run, impl.block, verify), info, dict
+
+
+def cnn_parity(impl, devices, req: dict) -> dict:
+    """Forward blocks, one batch's loss and gradients, and a short dropout-free trajectory, to .npz."""
+    s = CnnSpec(**req["spec"])
+    w = req["weights"]
+    out = {}
+    if req.get("forward"):
+        x = np.load(req["forward"])
+        for name, v in impl.forward_layers(_cnn_model(impl, s, w, dropout=False), x).items():
+            out[f"forward/{name}"] = v
+        np.savez(req["out"], **out)
+        return {}
+    with np.load(req["batches"]) as f:
+        x, y = f["x"], f["y"]
+    loss, grads = impl.loss_and_grads(_cnn_model(impl, s, w, dropout=False), x[0], y[0])
+    out["loss"] = np.array(loss)
+    for i, g in enumerate(grads):
+        out[f"grad/{i:03d}"] = g
+    for variant in impl.cnn_variants(len(devices)):
+        t = impl.make_trainer(_cnn_model(impl, s, w, dropout=False), devices, variant, s.learning_rate,
+                              s.adam_epsilon, s.seed)  # fmt: skip
+        out[f"traj/{variant}/loss"] = np.asarray(t.steps(x, y))[:, 0]
+        for i, a in enumerate(impl.get_weights(t.model())):
+            out[f"traj/{variant}/w{i:03d}"] = a
+    np.savez(req["out"], **out)
+    return {"variants": list(impl.cnn_variants(len(devices)))}
+
+
+CASES = {
+    "conv": (conv_case, "conv_variants"),
+    "cnn": (cnn_train_case, "cnn_variants"),
+    "cnn_infer": (cnn_infer_case, "infer_variants"),
+}
 
 
 def serve(args, out) -> None:
@@ -110,18 +216,25 @@ def serve(args, out) -> None:
                 say({"variants": list(getattr(impl, CASES[req["workload"]][1])(len(devices)))})
             elif cmd == "prepare":
                 build = CASES[req["workload"]][0]
-                timer, info = build(
-                    impl, devices, req["spec"], req["variant"], args.device, args.precision, req.get("save")
+                extra = {k: req[k] for k in ("data", "weights") if k in req}
+                timer, info, finish = build(
+                    impl, devices, req["spec"], req["variant"], args.device, args.precision, req.get("save"), **extra
                 )
-                timers[req["id"]] = (timer, info)
+                timers[req["id"]] = (timer, info, finish)
                 say({"compile_s": timer.first(), "invalid": timer.m.invalid})
             elif cmd in ("warm", "rep"):
                 timer = timers[req["id"]][0]
-                say({"time": getattr(timer, cmd)(), "invalid": timer.m.invalid})
+                say({"time": getattr(timer, cmd)(), "invalid": timer.m.invalid, "last": timer.m.last})
             elif cmd == "result":
-                timer, info = timers.pop(req["id"])
+                timer, info, finish = timers.pop(req["id"])
                 m = timer.m
-                say({**info, **m.stats(), **m.errors, "compile_s": m.compile_s, "invalid": m.invalid})
+                done = finish() if m.invalid is None else {}
+                say({**info, **m.stats(), **m.errors, **done, "compile_s": m.compile_s, "invalid": m.invalid})
+            elif cmd == "init_weights":
+                save_npz(impl.get_weights(impl.build_cnn(req["seed"])), req["out"])
+                say({})
+            elif cmd == "cnn_parity":
+                say(cnn_parity(impl, devices, req))
             else:
                 say({"error": f"unknown command {cmd!r}"})
         except Exception as e:

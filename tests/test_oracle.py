@@ -59,3 +59,18 @@ def test_compare_flags_non_finite_and_shape():
     assert oracle.compare(np.array([np.nan]), np.array([1.0]))["max_rel_err"] == float("inf")
     with pytest.raises(ValueError, match="shape"):
         oracle.compare(np.zeros(2), np.zeros(3))
+
+
+def test_cnn_oracle_blocks_have_the_notebook_shapes():
+    rng = np.random.default_rng(0)
+    shapes = [(1,)] * 4 + [(5, 5, 1, 64), (64,)] + [(64,)] * 4 + [(5, 5, 64, 128), (128,)] + [(128,)] * 4
+    shapes += [(5, 5, 128, 256), (256,), (2304, 256), (256,), (256, 10), (10,)]
+    w = [rng.standard_normal(s) * 0.05 for s in shapes]
+    for i in (2, 8, 14):  # positive moving variances, unit gammas
+        w[i + 1] = np.abs(w[i + 1]) + 1.0
+    out = oracle.cnn_forward(w, rng.uniform(0, 255, (2, 28, 28, 1)))
+    assert {k: v.shape for k, v in out.items()} == {
+        "block1": (2, 14, 14, 64), "block2": (2, 7, 7, 128), "block3": (2, 3, 3, 256), "dense1": (2, 256),
+        "logits": (2, 10), "probs": (2, 10),
+    }  # fmt: skip
+    np.testing.assert_allclose(out["probs"].sum(-1), 1.0)

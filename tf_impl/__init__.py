@@ -1,5 +1,24 @@
 """TensorFlow / Keras implementations of the article's workloads (mirror image of `jax_impl`)."""
 
+import os
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: its C++ log noise
+
+from tf_impl.cnn import (  # noqa: E402
+    build_cnn,
+    cnn_variants,
+    count_params,
+    forward_layers,
+    get_weights,
+    infer_variants,
+    load_weights,
+    loss_and_grads,
+    make_trainer,
+    prepare_inference,
+    save_weights,
+    set_weights,
+    trainer_placement,
+)
 from tf_impl.conv import conv_op, conv_variants, prepare_conv
 from tf_impl.devices import (
     FRAMEWORK,
@@ -13,6 +32,19 @@ from tf_impl.devices import (
 )
 
 __all__ = [
+    "build_cnn",
+    "cnn_variants",
+    "count_params",
+    "forward_layers",
+    "get_weights",
+    "infer_variants",
+    "loss_and_grads",
+    "make_trainer",
+    "prepare_inference",
+    "set_weights",
+    "trainer_placement",
+    "save_weights",
+    "load_weights",
     "FRAMEWORK",
     "block",
     "conv_op",

@@ -18,8 +18,9 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from parity.api import Prepared, load_npz, save_npz  # noqa: E402
 from parity.workloads import CNN_LAYERS, check_weights  # noqa: E402
-from tf_impl.devices import strategy  # noqa: E402
+from tf_impl.devices import placement, strategy  # noqa: E402
 
 if keras.backend.backend() != "tensorflow":
     raise ImportError(f"tf_impl needs Keras's TensorFlow backend, got {keras.backend.backend()!r}")
@@ -27,6 +28,20 @@ if keras.backend.backend() != "tensorflow":
 BLOCKS = ("block1", "block2", "block3", "dense1", "logits", "probs")
 _BLOCK_ENDS = {"drop1": "block1", "drop2": "block2", "drop3": "block3", "elu4": "dense1", "dense2": "logits",
                "probs": "probs"}  # fmt: skip
+
+
+class BatchNormalization(keras.layers.BatchNormalization):
+    """Keras's BatchNormalization with its moving statistics averaged over replicas.
+
+    Keras 3 creates them with aggregation='none': under MirroredStrategy each replica's copy then
+    follows only its own batches, and get_weights()/saving return replica 0's. 'mean' keeps the
+    copies equal (the mean of the replicas' updates), which is what the JAX side does.
+    """
+
+    def add_weight(self, *args, **kwargs):
+        if kwargs.get("trainable") is False:
+            kwargs["aggregation"] = "mean"
+        return super().add_weight(*args, **kwargs)
 
 
 def build_cnn(seed: int = 0, dropout: bool = True) -> keras.Sequential:
@@ -40,7 +55,7 @@ def build_cnn(seed: int = 0, dropout: bool = True) -> keras.Sequential:
         return keras.initializers.GlorotUniform(seed=seed * 1000 + i)
 
     def bn(name):
-        return L.BatchNormalization(epsilon=1e-3, momentum=0.99, name=name)  # Keras defaults, stated
+        return BatchNormalization(epsilon=1e-3, momentum=0.99, name=name)  # Keras defaults, stated
 
     layers = [keras.Input((28, 28, 1))]
     for i, c in enumerate((64, 128, 256)):
@@ -185,3 +200,39 @@ def make_trainer(model, devices, variant: str, learning_rate: float = 1e-3, adam
         ValueError: unknown variant.
     """
     return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)
+
+
+def infer_variants(replicas: int) -> tuple[str, ...]:
+    """Inference is timed on one device."""
+    return ("predict",) if replicas == 1 else ()
+
+
+def prepare_inference(model, images: np.ndarray, devices) -> Prepared:
+    """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand."""
+    with tf.device(devices[0]):
+        x = tf.constant(images, tf.float32)
+    f = tf.function(lambda x: model(x, training=False))
+
+    def run():
+        with tf.device(devices[0]):
+            return f(x)
+
+    return Prepared(run, lambda o: tuple(o.shape), lambda o, idx: o.numpy()[list(idx)], placement)
+
+
+def trainer_placement(trainer: Trainer) -> list[str]:
+    """Devices holding the trainer's first weight (every replica's copy under a strategy)."""
+    v = trainer.m.trainable_weights[0].value
+    copies = getattr(v, "values", (v,))
+    return sorted({f"{tf.DeviceSpec.from_string(c.device).device_type.lower()}:"
+                   f"{tf.DeviceSpec.from_string(c.device).device_index}" for c in copies})  # fmt: skip
+
+
+def save_weights(model, path) -> None:
+    """Save to .npz in Keras's get_weights() order: loadable by either framework."""
+    save_npz(get_weights(model), path)
+
+
+def load_weights(model, path) -> None:
+    """Load a .npz written by either framework's save_weights (checked like set_weights)."""
+    set_weights(model, load_npz(path))

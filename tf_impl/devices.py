@@ -121,6 +121,8 @@ def local_tensors(out) -> list[tf.Tensor]:
 def block(out) -> None:
     """Wait until every per-device tensor of `out` is computed (reads one element of each)."""
     for t in local_tensors(out):
+        if not isinstance(t, tf.Tensor):
+            continue  # already a host (NumPy) value
         if t.shape.rank:
             t[(0,) * t.shape.rank].numpy()
         else:
