@@ -46,11 +46,16 @@ def save_npz(weights: Sequence[np.ndarray], path) -> None:
 
 def load_npz(path) -> list[np.ndarray]:
     """The weight list saved by save_npz. Raises ValueError on a file that is not one."""
+    import zipfile
+
     try:
-        with np.load(path, allow_pickle=False) as f:
-            keys = sorted(f.files)
-            if not keys or keys != [f"w{i:03d}" for i in range(len(keys))]:
-                raise ValueError(f"{path}: not a parity weight file (keys {keys[:3]}...)")
-            return [f[k] for k in keys]
-    except (OSError, EOFError) as e:
-        raise ValueError(f"{path}: unreadable weight file ({e})") from None
+        f = np.load(path, allow_pickle=False)
+    except (OSError, EOFError, ValueError, zipfile.BadZipFile) as e:
+        raise ValueError(f"{path}: unreadable weight file ({type(e).__name__})") from None
+    if not isinstance(f, np.lib.npyio.NpzFile):
+        raise ValueError(f"{path}: not a weight file (.npz of arrays w000, w001, ...)")
+    with f:
+        keys = sorted(f.files)
+        if not keys or keys != [f"w{i:03d}" for i in range(len(keys))]:
+            raise ValueError(f"{path}: not a parity weight file (keys {keys[:3]}...)")
+        return [f[k] for k in keys]

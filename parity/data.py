@@ -93,12 +93,18 @@ def load_tfds(data_dir: str | None) -> Dataset:
 
     tf.config.set_visible_devices([], "GPU")  # the data loader must not take an accelerator
     try:
-        ds = tfds.load("fashion_mnist", data_dir=data_dir, download=False, batch_size=-1, as_supervised=True)
+        splits = tfds.load("fashion_mnist", split=["train", "test"], data_dir=data_dir, download=False,
+                           as_supervised=True)  # fmt: skip
+        (xtr, ytr), (xte, yte) = (_stack(tfds.as_numpy(s.batch(10000))) for s in splits)
     except Exception as e:  # tfds raises assorted types for absent or broken data
         raise DataError(f"TFDS fashion_mnist not found in {data_dir or 'the default data dir'} "
                         f"({type(e).__name__})") from None  # fmt: skip
-    (xtr, ytr), (xte, yte) = tfds.as_numpy(ds["train"]), tfds.as_numpy(ds["test"])
     return Dataset(xtr.astype(np.uint8), ytr.astype(np.int32), xte.astype(np.uint8), yte.astype(np.int32), "tfds")
+
+
+def _stack(batches) -> tuple[np.ndarray, np.ndarray]:
+    xs, ys = zip(*batches, strict=True)
+    return np.concatenate(xs), np.concatenate(ys)
 
 
 def _templates() -> np.ndarray:

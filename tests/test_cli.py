@@ -109,3 +109,25 @@ def test_help_explains_every_flag():
         "--quiet",
     ):
         assert flag in p.stdout
+
+
+def test_cnn_quick_one_replica(tmp_path):
+    p = run("--workload", "cnn", "--quick", "--replicas", "1", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads((tmp_path / "results.json").read_text())
+    kinds = {(r["workload"], r["framework"], r["variant"]) for r in doc["rows"]}
+    assert kinds == {("cnn_train", "tf", "fit"), ("cnn_train", "jax", "jit"), ("cnn_infer", "tf", "predict"),
+                     ("cnn_infer", "jax", "predict")}  # fmt: skip
+    for r in doc["rows"]:
+        assert r["verified"] and r["data"] == "synthetic" and r["images_per_s"] > 0
+    names = [c["check"] for c in doc["checks"]]
+    assert "forward block1" in names and "gradients (every parameter)" in names
+    assert any(n.startswith("trajectory loss (tf fit vs jax jit") for n in names)
+    assert all(c["passed"] for c in doc["checks"] if not c["check"].startswith("test accuracy"))
+    assert "SYNTHETIC" in p.stdout  # the table says which data it used
+
+
+def test_real_data_absent_is_a_clear_error(tmp_path):
+    p = run("--workload", "cnn", "--quick", "--data", "real", "--data-dir", str(tmp_path), "--quiet")
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "not found" in p.stderr and "--data-dir" in p.stderr

@@ -73,3 +73,22 @@ def test_one_bad_repetition_invalidates_the_row():
 def test_rep_before_first_is_an_error():
     with pytest.raises(RuntimeError, match="first"):
         Timer(real, jax_impl.block, verifier()).rep()
+
+
+def test_a_diverging_training_run_names_the_step(tmp_path):
+    from conftest import JAX_DEVICES
+
+    from parity import data
+    from parity.api import save_npz
+    from parity.worker import cnn_train_case
+    from parity.workloads import CNN_QUICK
+
+    data.synthetic(256, 32).save(tmp_path / "d.npz")
+    save_npz(jax_impl.get_weights(jax_impl.build_cnn(0)), tmp_path / "w.npz")
+    spec = {**CNN_QUICK.to_dict(), "learning_rate": 1e30, "global_batch": 16}  # Adam steps of ~1e30
+    timer, _, _ = cnn_train_case(jax_impl, JAX_DEVICES[:1], spec, "jit", "cpu", "default", None,
+                                 data=str(tmp_path / "d.npz"), weights=str(tmp_path / "w.npz"))  # fmt: skip
+    timer.first()
+    timer.rep()
+    assert not timer.m.verified
+    assert "training diverged" in timer.m.invalid and "at step" in timer.m.invalid

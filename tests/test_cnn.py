@@ -1,0 +1,179 @@
+"""The Fashion-MNIST CNN: same network in both frameworks, same numbers, same training."""
+
+import numpy as np
+import pytest
+from conftest import JAX_DEVICES, TF_DEVICES
+
+import jax_impl
+import tf_impl
+from parity import checks, data, oracle
+from parity.workloads import CNN_PARAMS, cnn_tolerances
+
+TOL = cnn_tolerances("cpu", "highest")
+DS = data.synthetic(512, 64, seed=3)
+
+
+def batch(steps, size, seed=0):
+    return data.batches(DS, data.batch_offsets(seed, steps, len(DS.x_train), size), size)
+
+
+@pytest.fixture(scope="module")
+def weights():
+    """Trained-looking weights: Keras's init, then a few steps so BN moving statistics are not 0/1."""
+    model = tf_impl.build_cnn(seed=0, dropout=False)
+    t = tf_impl.make_trainer(model, TF_DEVICES[:1], "fit")
+    t.steps(*batch(3, 32))
+    return tf_impl.get_weights(t.model())
+
+
+def models(w, dropout=False):
+    tm, jm = tf_impl.build_cnn(0, dropout=dropout), jax_impl.build_cnn(0, dropout=dropout)
+    tf_impl.set_weights(tm, w)
+    jax_impl.set_weights(jm, w)
+    return tm, jm
+
+
+@pytest.mark.parametrize("mod", [tf_impl, jax_impl], ids=["tf", "jax"])
+def test_parameter_counts(mod):
+    assert mod.count_params(mod.build_cnn(seed=0)) == CNN_PARAMS
+
+
+def test_weights_round_trip_bit_exact(tmp_path):
+    w0 = tf_impl.get_weights(tf_impl.build_cnn(seed=7))
+    assert len(w0) == 22
+    jm = jax_impl.build_cnn(seed=1)
+    jax_impl.set_weights(jm, w0)
+    jax_impl.save_weights(jm, tmp_path / "w.npz")
+    tm = tf_impl.build_cnn(seed=2)
+    tf_impl.load_weights(tm, tmp_path / "w.npz")
+    back = tf_impl.get_weights(tm)
+    assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(w0, back, strict=True))
+
+
+@pytest.mark.parametrize("mod", [tf_impl, jax_impl], ids=["tf", "jax"])
+def test_bad_weights_name_the_layer(mod):
+    model = mod.build_cnn(0)
+    w = mod.get_weights(model)
+    with pytest.raises(ValueError, match="expected 22 weight arrays"):
+        mod.set_weights(model, w[:-1])
+    bad = list(w)
+    bad[10] = bad[10][..., :3]
+    with pytest.raises(ValueError, match=r"layer conv2\): shape \(5, 5, 64, 3\)"):
+        mod.set_weights(model, bad)
+    bad = list(w)
+    bad[2] = bad[2].astype(np.float64)
+    with pytest.raises(ValueError, match=r"layer bn1\): dtype float64"):
+        mod.set_weights(model, bad)
+
+
+def test_corrupt_weight_file(tmp_path):
+    (tmp_path / "w.npz").write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="weight file"):
+        jax_impl.load_weights(jax_impl.build_cnn(0), tmp_path / "w.npz")
+
+
+def test_forward_layer_by_layer_matches_oracle(weights):
+    tm, jm = models(weights)
+    x = DS.x_test[:6].astype(np.float32)
+    ref = oracle.cnn_forward(weights, x)
+    rows = checks.forward({"tf": _prefixed(tf_impl.forward_layers(tm, x)),
+                           "jax": _prefixed(jax_impl.forward_layers(jm, x))}, ref, TOL["forward"])  # fmt: skip
+    assert [r["check"] for r in rows] == [f"forward {b}" for b in checks.BLOCKS]
+    for r in rows:
+        assert r["passed"], r
+        assert set(r["figures"]) == {"tf_vs_f64", "jax_vs_f64", "tf_vs_jax"}
+
+
+def _prefixed(blocks):
+    return {f"forward/{k}": v for k, v in blocks.items()}
+
+
+def test_loss_and_gradients_agree(weights):
+    tm, jm = models(weights)
+    x, y = batch(1, 16, seed=5)
+    lt, gt = tf_impl.loss_and_grads(tm, x[0], y[0])
+    lj, gj = jax_impl.loss_and_grads(jm, x[0], y[0])
+    assert len(gt) == len(gj) == len(checks.GRAD_NAMES) == 16
+    assert abs(lt - lj) / lt < TOL["grads"]
+    for name, a, b in zip(checks.GRAD_NAMES, gt, gj, strict=True):
+        assert oracle.compare(b, a)["max_rel_err"] < TOL["grads"], name
+    assert np.array_equal(tf_impl.get_weights(tm), weights) or all(
+        np.array_equal(a, b) for a, b in zip(tf_impl.get_weights(tm), weights, strict=True)
+    )  # the model is left unchanged
+
+
+def test_gradients_refuse_dropout(weights):
+    tm, jm = models(weights, dropout=True)
+    x, y = batch(1, 4)
+    for mod, m in ((tf_impl, tm), (jax_impl, jm)):
+        with pytest.raises(ValueError, match="dropout=False"):
+            mod.loss_and_grads(m, x[0], y[0])
+
+
+def _trajectory(w, replicas, tf_variant, jax_variant, steps=3, size=16):
+    x, y = batch(steps, size, seed=11)
+    tm, jm = models(w)
+    tt = tf_impl.make_trainer(tm, TF_DEVICES[:replicas], tf_variant)
+    jt = jax_impl.make_trainer(jm, JAX_DEVICES[:replicas], jax_variant)
+    saved = {"tf": {f"traj/{tf_variant}/loss": tt.steps(x, y)[:, 0]},
+             "jax": {f"traj/{jax_variant}/loss": np.asarray(jt.steps(x, y))[:, 0]}}  # fmt: skip
+    for fw, mod, t in (("tf", tf_impl, tt), ("jax", jax_impl, jt)):
+        v = tf_variant if fw == "tf" else jax_variant
+        for i, a in enumerate(mod.get_weights(t.model())):
+            saved[fw][f"traj/{v}/w{i:03d}"] = a
+    return checks.trajectory(saved["tf"], saved["jax"], tf_variant, jax_variant, TOL, replicas), saved
+
+
+def test_three_step_trajectory_one_replica(weights):
+    rows, _ = _trajectory(weights, 1, "fit", "jit")
+    assert len(rows) == 3
+    for r in rows:
+        assert r["passed"], r
+
+
+@pytest.mark.parametrize("jax_variant", ["pmap", "shard_map"])
+def test_eight_replica_trajectory(weights, jax_variant):
+    rows, saved = _trajectory(weights, 8, "strategy", jax_variant, steps=2, size=16)
+    for r in rows:
+        assert r["passed"], r
+    # per-replica batch statistics (2 images each) differ from global ones: the 1-replica run must
+    # not give the same first-step loss as the 8-replica run unless BN really was per replica
+    one, _ = _trajectory(weights, 1, "fit", "jit", steps=2, size=16)
+    l8 = saved["tf"]["traj/strategy/loss"][0]
+    x, y = batch(2, 16, seed=11)
+    l1 = tf_impl.loss_and_grads(models(weights)[0], x[0], y[0])[0]
+    assert abs(l8 - l1) / l1 > 1e-3
+
+
+def test_moving_statistics_equal_across_tf_replicas(weights):
+    tm, _ = models(weights)
+    t = tf_impl.make_trainer(tm, TF_DEVICES, "strategy")
+    t.steps(*batch(1, 16))
+    for layer in ("bn1", "bn2", "bn3"):
+        copies = [c.numpy() for c in t.m.get_layer(layer).moving_mean.value.values]
+        assert len(copies) == 8 and all(np.array_equal(copies[0], c) for c in copies), layer
+
+
+@pytest.mark.parametrize("mod,variant", [(tf_impl, "fit"), (jax_impl, "jit")], ids=["tf", "jax"])
+def test_training_with_dropout_learns(mod, variant):
+    model = mod.build_cnn(seed=0, dropout=True)
+    t = mod.make_trainer(model, (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:1], variant)
+    x, y = batch(12, 32, seed=2)
+    out = np.asarray(t.steps(x, y))  # per step [loss, accuracy] on the training batch
+    assert out.shape == (12, 2) and np.all(np.isfinite(out))
+    assert out[-4:, 0].mean() < 0.5 * out[:2, 0].mean(), out[:, 0]
+    assert out[-4:, 1].mean() > out[:2, 1].mean() + 0.2, out[:, 1]
+    ev = t.evaluate(DS.x_test, DS.y_test)  # BN moving statistics have barely moved after 12 steps
+    assert np.isfinite(ev["loss"]) and 0.0 <= ev["accuracy"] <= 1.0
+
+
+@pytest.mark.parametrize("mod", [tf_impl, jax_impl], ids=["tf", "jax"])
+def test_unknown_variant(mod):
+    with pytest.raises(ValueError, match="unknown"):
+        mod.make_trainer(mod.build_cnn(0), (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:1], "nope")
+
+
+def test_keras_backend_is_pinned():
+    import keras
+
+    assert keras.backend.backend() == "tensorflow"
