@@ -204,7 +204,7 @@ class Trainer:
         n = len(devices)
         if variant not in cnn_variants(n):
             raise ValueError(f"unknown JAX CNN variant {variant!r} for {n} replicas; have {cnn_variants(n)}")
-        self.model_, self.variant, self.n, self.i = model, variant, n, 0
+        self.model_, self.variant, self.n, self.i, self.devices = model, variant, n, 0, devices
         graphdef, params, stats = nnx.split(model, nnx.Param, nnx.BatchStat)
         tx = keras_adam(learning_rate, adam_epsilon)
         state = (params, stats, tx.init(params))
@@ -246,7 +246,8 @@ class Trainer:
         params, stats, _ = self.state
         if self.variant == "pmap":
             params, stats = jax.tree.map(lambda a: a[0], (params, stats))
-        nnx.update(self.model_, params, stats)
+        # one copy on the first device: a replicated copy would make every later call run 8 times
+        nnx.update(self.model_, *jax.device_put((params, stats), self.devices[0]))
         return self.model_
 
     def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:

@@ -11,7 +11,7 @@ from parity import harness, report
 from parity.workloads import DEVICES, PRECISIONS, SPECS
 
 EXAMPLES = """examples:
-  python -m parity.run --device cpu --quick        # seconds: both frameworks, tiny shapes
+  python -m parity.run --device cpu --quick        # minutes: both frameworks, tiny shapes, every check
   python -m parity.run --device cpu                # the article's full-size workloads, 1 and 8 replicas
   python -m parity.run --device gpu --framework jax --precision highest
   python -m parity.run --list-devices              # what each framework sees (the article's first step)
@@ -78,7 +78,10 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--parity-steps", type=positive, default=20,
                     help="steps of the dropout-free TF-vs-JAX training trajectory check (default: 20)")
     ap.add_argument(
-        "--quick", action="store_true", help="same structure at tiny sizes: seconds on 2 CPU cores, for smoke tests"
+        "--quick",
+        action="store_true",
+        help="same structure at tiny sizes, for smoke tests (conv: seconds; cnn: about 2 minutes on 2 CPU "
+        "cores, most of it compilation)",
     )
     ap.add_argument("--reps", type=positive, default=5, help="timed repetitions per row (default: 5)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed calls after the first (default: 1)")
