@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import jax
 
 from parity.api import DeviceUnavailable
@@ -19,6 +21,11 @@ def setup_devices(device: str, replicas: int) -> list[jax.Device]:
         DeviceUnavailable: the device kind is absent or has fewer than `replicas` devices.
     """
     if device == "cpu":
+        flag = "--xla_cpu_collective_call_terminate_timeout_seconds"
+        if flag not in os.environ.get("XLA_FLAGS", ""):
+            # N simulated devices share 2 cores: one can reach an all-reduce long after the others,
+            # and XLA aborts the process after 40 s of waiting by default.
+            os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}=1200".strip()
         try:
             jax.config.update("jax_num_cpu_devices", max(replicas, 1))
         except RuntimeError:

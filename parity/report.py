@@ -67,12 +67,16 @@ def environment(cfg, hello: dict, skipped: list[dict], argv: list[str]) -> dict:
     }
 
 
-def write_json(path: Path, doc: dict) -> None:
+def write_text(path: Path, text: str) -> None:
     """Write atomically: a crash never leaves a half-written results file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2) + "\n")
+    tmp.write_text(text)
     os.replace(tmp, path)
+
+
+def write_json(path: Path, doc: dict) -> None:
+    write_text(path, json.dumps(doc, indent=2) + "\n")
 
 
 def _f(x, fmt: str, none: str = "-") -> str:
@@ -152,3 +156,35 @@ def footnotes(doc: dict) -> str:
         )
     )
     return "\n".join(f"  * {n}" for n in notes)
+
+
+def _md(header, body) -> str:
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                     + ["| " + " | ".join(b) + " |" for b in body])  # fmt: skip
+
+
+def markdown(doc: dict) -> str:
+    """The speed table, the parity checks and the environment as Markdown (for docs/ and reviews)."""
+    env = doc["env"]
+    rows = [
+        (r["workload"], r["framework"], r["variant"], str(r["replicas"]), r["precision"],
+         _time(r["median_s"]) if r["verified"] else "INVALID",
+         _time(r["iqr_s"]) if r["verified"] and r["reps"] > 1 else "-", _time(r["compile_s"]),
+         _f(r["gflops_per_s"], ".1f"), _f(r.get("images_per_s"), ".1f"), _f(r["max_rel_err"], ".1e"),
+         _f(r.get("xfw_max_rel_err"), ".1e"), "yes" if r["verified"] else f"no: {r['invalid_reason']}")
+        for r in doc["rows"]
+    ]  # fmt: skip
+    out = [_md(COLUMNS[:3] + COLUMNS[4:], rows)]
+    if doc.get("checks"):
+        out += ["", _md(("parity check", "replicas", "figures", "tolerance", "result", "note"), [
+            (c["check"], str(c.get("replicas") or "-"), ", ".join(_figure(k, v) for k, v in c["figures"].items()),
+             f"{c['tolerance']:g}", {True: "PASS", False: "FAIL", None: "not judged"}[c["passed"]], c.get("detail", ""))
+            for c in doc["checks"]])]  # fmt: skip
+    fw = "; ".join(f"{k}: {' '.join(f'{n} {v}' for n, v in f['versions'].items())} ({f['device_kind']})"
+                   for k, f in env["frameworks"].items())  # fmt: skip
+    out += ["", f"Device `{env['device']}`, precision `{env['precision']}`, host {env['host_cpu']} "
+            f"({env['host_cores']} cores), Python {env['python']}, {env['timestamp']}, commit {env['git_commit']}.",
+            f"Frameworks: {fw}."]  # fmt: skip
+    out += [f"Note: {n}" for n in env.get("notes", [])] + [f"Not run: {s['framework']}: {s['reason']}"
+                                                            for s in env.get("skipped", [])]  # fmt: skip
+    return "\n".join(out) + "\n"

@@ -163,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
     print(report.footnotes(doc))
     path = args.out / "results.json"
     report.write_json(path, doc)
-    print(f"wrote {path}")
+    report.write_text(args.out / "results.md", report.markdown(doc))
+    print(f"wrote {path} and results.md")
     ok = all(r["verified"] for r in doc["rows"]) and all(c["passed"] is not False for c in doc["checks"])
     return 0 if ok else 1
 

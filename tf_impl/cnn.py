@@ -30,20 +30,6 @@ _BLOCK_ENDS = {"drop1": "block1", "drop2": "block2", "drop3": "block3", "elu4": 
                "probs": "probs"}  # fmt: skip
 
 
-class BatchNormalization(keras.layers.BatchNormalization):
-    """Keras's BatchNormalization with its moving statistics averaged over replicas.
-
-    Keras 3 creates them with aggregation='none': under MirroredStrategy each replica's copy then
-    follows only its own batches, and get_weights()/saving return replica 0's. 'mean' keeps the
-    copies equal (the mean of the replicas' updates), which is what the JAX side does.
-    """
-
-    def add_weight(self, *args, **kwargs):
-        if kwargs.get("trainable") is False:
-            kwargs["aggregation"] = "mean"
-        return super().add_weight(*args, **kwargs)
-
-
 def build_cnn(seed: int = 0, dropout: bool = True) -> keras.Sequential:
     """The notebook's Sequential model; dropout=False keeps the layers at rate 0 (for parity checks)."""
     L = keras.layers
@@ -55,7 +41,7 @@ def build_cnn(seed: int = 0, dropout: bool = True) -> keras.Sequential:
         return keras.initializers.GlorotUniform(seed=seed * 1000 + i)
 
     def bn(name):
-        return BatchNormalization(epsilon=1e-3, momentum=0.99, name=name)  # Keras defaults, stated
+        return L.BatchNormalization(epsilon=1e-3, momentum=0.99, name=name)  # Keras defaults, stated
 
     layers = [keras.Input((28, 28, 1))]
     for i, c in enumerate((64, 128, 256)):
@@ -181,13 +167,25 @@ class Trainer:
             self.m.fit(ds, epochs=1, steps_per_epoch=k, verbose=0, callbacks=[self.logs], shuffle=False)
         return self.logs.per_step()
 
+    def _average_moving_stats(self) -> None:
+        # Keras 3 creates BatchNorm moving statistics with aggregation='none': under a strategy each
+        # replica's copy follows only its own batches, and get_weights() would return replica 0's.
+        # The EMA is linear, so the mean of the copies is the EMA of the replica-mean statistics:
+        # exactly what the JAX side keeps (and what tf.keras's ON_READ/MEAN variables gave).
+        for v in self.m.non_trainable_weights:
+            copies = getattr(v.value, "values", None)
+            if copies and len(copies) > 1:
+                v.assign(np.mean([c.numpy() for c in copies], axis=0))
+
     def model(self):
         """The trained model (the passed-in model, updated in place)."""
+        self._average_moving_stats()
         self.src.set_weights(self.m.get_weights())
         return self.src
 
     def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
         """Inference loss and accuracy of the current weights on (x, y)."""
+        self._average_moving_stats()
         r = self.m.evaluate(x.astype(np.float32), y, batch_size=batch_size, verbose=0, return_dict=True)
         return {"loss": float(r["loss"]), "accuracy": float(r["accuracy"])}
 
