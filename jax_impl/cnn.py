@@ -205,6 +205,10 @@ class Trainer:
         if variant not in cnn_variants(n):
             raise ValueError(f"unknown JAX CNN variant {variant!r} for {n} replicas; have {cnn_variants(n)}")
         self.model_, self.variant, self.n, self.i, self.devices = model, variant, n, 0, devices
+        # XLA:CPU runs simulated devices on one shared thread pool; with several multi-device steps
+        # in flight their all-reduces can wait on each other forever (seen on 2 cores: a deadlock
+        # within 20 steps). One step at a time there; accelerators keep asynchronous dispatch.
+        self.serial = n > 1 and devices[0].platform == "cpu"
         graphdef, params, stats = nnx.split(model, nnx.Param, nnx.BatchStat)
         tx = keras_adam(learning_rate, adam_epsilon)
         state = (params, stats, tx.init(params))
@@ -239,6 +243,8 @@ class Trainer:
             self.state, m = self._step(self.state, xb, yb, self.i)
             out.append(m[0] if self.variant == "pmap" else m)
             self.i += 1
+            if self.serial:
+                jax.block_until_ready(m)
         return jnp.stack(out)
 
     def model(self) -> CNN:

@@ -190,7 +190,7 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         spec = cfg.spec("cnn")
         ds, note = data.load(cfg.data, cfg.data_dir, spec.train_size, spec.test_size)
         ds.save(save_dir / "data.npz")
-        ctx = {"data": str(save_dir / "data.npz"), "weights": str(save_dir / "w0.npz"), "source": ds.source}
+        ctx = {"data": str(save_dir / "data.npz"), "weights": str(save_dir / "w0.npz")}
         notes.append(f"cnn: {note}")
         if cfg.device == "cpu" and not cfg.quick and spec.epochs < CNN_FULL.epochs:
             notes.append(
@@ -205,6 +205,8 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         )
         workers, hello, skip = start_workers(cfg, r)
         skipped.extend(s for s in skip if s not in skipped)
+        if not workers:
+            continue
         try:
             for fw, h in hello.items():
                 hello_all.setdefault(fw, h)

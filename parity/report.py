@@ -146,6 +146,13 @@ def footnotes(doc: dict) -> str:
     if any(r["workload"] == "cnn_train" for r in doc["rows"]):
         notes.append("cnn_train: median/IQR per epoch after the first; compile = the first epoch (includes "
                      "compilation); img/s = images per second of a steady-state epoch; err columns: see checks")
+    five = [r for r in doc["rows"] if r.get("est_5_notebook_epochs_s") is not None]
+    if five:
+        notes.append("the article's comparison, 5 notebook epochs (500 steps at global batch 1024), extrapolated from "
+                     "each row's measured step time plus its first-epoch overhead: "
+                     + ", ".join(f"{r['framework']} {r['variant']} x{r['replicas']} "
+                                 f"{r['est_5_notebook_epochs_s']:.0f} s" for r in five)
+                     + " (article: TPU v2-8 ~40 s, K80 GPU over 2 minutes)")  # fmt: skip
     notes += env.get("notes", [])
     for s in env.get("skipped", []):
         notes.append(f"not run: {s['framework']}: {s['reason']}")

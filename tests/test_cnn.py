@@ -1,5 +1,9 @@
 """The Fashion-MNIST CNN: same network in both frameworks, same numbers, same training."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from conftest import JAX_DEVICES, TF_DEVICES
@@ -183,3 +187,11 @@ def test_keras_backend_is_pinned():
     import keras
 
     assert keras.backend.backend() == "tensorflow"
+
+
+def test_keras_backend_env_cannot_change_tf_impl():
+    code = "import tf_impl, keras; print(keras.backend.backend())"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "KERAS_BACKEND": "jax"})  # fmt: skip
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert p.stdout.strip() == "tensorflow"
