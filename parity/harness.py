@@ -48,6 +48,7 @@ class Config:
     data_dir: str | None = None
     cnn: dict = field(default_factory=dict)  # overrides of CnnSpec fields (global_batch, epochs, ...)
     parity_steps: int = 20
+    seeds: int = 1  # CNN training runs per variant (init, dropout and batch order seeded differently)
 
     def spec(self, wl: str):
         """The workload's spec for this run: --quick, the device's default schedule, then overrides."""
@@ -190,7 +191,7 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         spec = cfg.spec("cnn")
         ds, note = data.load(cfg.data, cfg.data_dir, spec.train_size, spec.test_size)
         ds.save(save_dir / "data.npz")
-        ctx = {"data": str(save_dir / "data.npz"), "weights": str(save_dir / "w0.npz")}
+        ctx = {"data": str(save_dir / "data.npz"), "weights": str(save_dir / f"w0-s{spec.seed}.npz")}
         notes.append(f"cnn: {note}")
         if cfg.device == "cpu" and not cfg.quick and spec.epochs < CNN_FULL.epochs:
             notes.append(
@@ -211,10 +212,9 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
             for fw, h in hello.items():
                 hello_all.setdefault(fw, h)
             for wl in cfg.workloads:
-                if wl == "cnn" and not Path(ctx["weights"]).exists():
-                    next(iter(workers.values())).ask(cmd="init_weights", seed=cfg.spec("cnn").seed, out=ctx["weights"])
                 for kind in KINDS[wl]:
-                    rows.extend(_run_workload(cfg, wl, kind, workers, hello, save_dir, ctx))
+                    for k in range(cfg.seeds if kind == "cnn" else 1):
+                        rows.extend(_run_workload(cfg, wl, kind, workers, hello, save_dir, ctx, k))
                 if wl == "cnn":
                     parity.extend(_cnn_parity(cfg, workers, hello, save_dir, ctx, first=not parity))
         finally:
@@ -228,19 +228,26 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
 
 
 def _run_workload(cfg: Config, wl: str, kind: str, workers: dict[str, Worker], hello: dict, save_dir: Path,
-                  ctx: dict) -> list[dict]:  # fmt: skip
+                  ctx: dict, seed_offset: int = 0) -> list[dict]:  # fmt: skip
     spec = cfg.spec(wl)
     name = ROW_NAMES[kind]
+    extra, tag = {}, ""
+    if wl == "cnn":
+        spec = dataclasses.replace(spec, seed=spec.seed + seed_offset)
+        weights = save_dir / f"w0-s{spec.seed}.npz"
+        if not weights.exists():  # both frameworks start from the same (Keras-initialised) weights
+            next(iter(workers.values())).ask(cmd="init_weights", seed=spec.seed, out=str(weights))
+        extra, tag = {"data": ctx["data"], "weights": str(weights)}, f"-s{spec.seed}"
     cases = []
     for fw, w in workers.items():
         n = hello[fw]["replicas"]
         for variant in w.ask(cmd="variants", workload=kind)["variants"]:
-            cases.append((fw, variant, n, f"{kind}-{fw}-{variant}-r{n}".replace("+", "_")))
+            cases.append((fw, variant, n, f"{kind}-{fw}-{variant}-r{n}{tag}".replace("+", "_")))
     if not cases:
         return []
-    extra = {k: ctx[k] for k in ("data", "weights")} if wl == "cnn" else {}
     for fw, variant, n, key in cases:
-        log(cfg, f"{name}: {'first epoch' if kind == 'cnn' else 'compiling'} {FRAMEWORK_NAMES[fw]} {variant} x{n}")
+        what = f"first epoch (seed {spec.seed})" if kind == "cnn" else "compiling"
+        log(cfg, f"{name}: {what} {FRAMEWORK_NAMES[fw]} {variant} x{n}")
         resp = workers[fw].ask(cmd="prepare", id=key, workload=kind, variant=variant, spec=spec.to_dict(),
                                save=str(save_dir / f"{key}.npy"), **extra)  # fmt: skip
         if resp["invalid"]:
@@ -282,7 +289,8 @@ def _run_workload(cfg: Config, wl: str, kind: str, workers: dict[str, Worker], h
             "_save": str(save_dir / f"{key}.npy"),
         }  # fmt: skip
         if wl == "cnn":
-            row.update(images_per_s=res["images"] / med if med else None, data=res["data"], spec=spec.to_dict())
+            row.update(images_per_s=res["images"] / med if med else None, data=res["data"], spec=spec.to_dict(),
+                       seed=spec.seed)  # fmt: skip
         if kind == "cnn":
             row.update(time_unit="epoch", first_epoch_s=res.get("compile_s"), test_loss=res.get("test_loss"),
                        test_accuracy=res.get("test_accuracy"))  # fmt: skip

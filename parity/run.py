@@ -75,6 +75,9 @@ def parser() -> argparse.ArgumentParser:
                     help="CNN global batch, split across replicas (notebook: 1024; CPU default: 256)")
     ap.add_argument("--epochs", type=positive, help="CNN epochs (notebook: 10; CPU default: shortened)")
     ap.add_argument("--steps-per-epoch", type=positive, help="CNN steps per epoch (notebook: 100)")
+    ap.add_argument("--seeds", type=positive, default=1,
+                    help="CNN training runs per variant, each with its own initial weights, dropout and batch "
+                         "order; the accuracy check compares the frameworks' mean (default: 1)")
     ap.add_argument("--parity-steps", type=positive, default=20,
                     help="steps of the dropout-free TF-vs-JAX training trajectory check (default: 20)")
     ap.add_argument(
@@ -114,6 +117,7 @@ def config(args) -> harness.Config:
         data=args.data,
         data_dir=args.data_dir,
         cnn={k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None},
+        seeds=args.seeds,
         parity_steps=3 if args.quick and args.parity_steps == 20 else args.parity_steps,
     )
 

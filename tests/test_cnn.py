@@ -195,3 +195,21 @@ def test_keras_backend_env_cannot_change_tf_impl():
                        env={**os.environ, "KERAS_BACKEND": "jax"})  # fmt: skip
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.strip() == "tensorflow"
+
+
+def _acc_row(fw, variant, acc, steps, seed):
+    spec = {"epochs": 1, "steps_per_epoch": steps}
+    return {"framework": fw, "variant": variant, "replicas": 1, "test_accuracy": acc, "spec": spec, "seed": seed}
+
+
+def test_accuracy_check_compares_seed_means_and_refuses_short_runs():
+    rows = [_acc_row("tf", "fit", 0.90, 200, 0), _acc_row("tf", "fit", 0.86, 200, 1),
+            _acc_row("jax", "jit", 0.85, 200, 0), _acc_row("jax", "jit", 0.87, 200, 1)]  # fmt: skip
+    (c,) = checks.accuracy(rows, band=0.05)
+    assert c["passed"] is True and c["figures"] == pytest.approx({"tf fit": 0.88, "jax jit": 0.86})
+    assert c["max_abs_gap"] == pytest.approx(0.02) and "2 seed(s)" in c["detail"]
+    (c,) = checks.accuracy(rows, band=0.01)
+    assert c["passed"] is False
+    short = [dict(r, spec={"epochs": 1, "steps_per_epoch": 10}) for r in rows]
+    (c,) = checks.accuracy(short, band=0.05)
+    assert c["passed"] is None and "not judged" in c["detail"]
