@@ -17,8 +17,6 @@ from jax_impl.devices import placement
 from parity.api import Prepared, load_npz, save_npz
 from parity.workloads import CNN_LAYERS, check_weights
 
-BLOCKS = ("block1", "block2", "block3", "dense1", "logits", "probs")
-
 
 class CNN(nnx.Module):
     """Layer for layer the Keras Sequential model of the tensorflow/tpu notebook (NHWC)."""

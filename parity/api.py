@@ -13,10 +13,6 @@ class DeviceUnavailable(RuntimeError):
     """The requested device is absent, or has fewer cores than replicas asked for."""
 
 
-class FrameworkMissing(ImportError):
-    """A framework the run needs is not installed."""
-
-
 @dataclass(frozen=True)
 class Prepared:
     """A computation with its inputs already placed on the devices, ready to call.

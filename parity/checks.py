@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from parity.oracle import compare
+from parity.workloads import CNN_BLOCKS as BLOCKS
 from parity.workloads import CNN_LAYERS
 
-BLOCKS = ("block1", "block2", "block3", "dense1", "logits", "probs")
 _FIELDS = {"bn": ("gamma", "beta", "moving_mean", "moving_variance"), "conv": ("kernel", "bias"),
            "dense": ("kernel", "bias")}  # fmt: skip
 WEIGHT_NAMES = [f"{layer}.{f}" for layer, kind in CNN_LAYERS for f in _FIELDS[kind]]

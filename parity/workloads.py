@@ -114,6 +114,8 @@ CNN_LAYERS = (
     ("dense1", "dense"), ("dense2", "dense"),
 )  # fmt: skip
 CNN_PARAMS = {"total": 1_619_470, "trainable": 1_619_084, "non_trainable": 386}
+# The outputs forward_layers() returns on both sides, in order: what the layer-by-layer check compares.
+CNN_BLOCKS = ("block1", "block2", "block3", "dense1", "logits", "probs")
 
 
 def cnn_forward_flops() -> int:

@@ -25,7 +25,6 @@ from tf_impl.devices import placement, strategy  # noqa: E402
 if keras.backend.backend() != "tensorflow":
     raise ImportError(f"tf_impl needs Keras's TensorFlow backend, got {keras.backend.backend()!r}")
 
-BLOCKS = ("block1", "block2", "block3", "dense1", "logits", "probs")
 _BLOCK_ENDS = {"drop1": "block1", "drop2": "block2", "drop3": "block3", "elu4": "dense1", "dense2": "logits",
                "probs": "probs"}  # fmt: skip
 
