@@ -36,11 +36,12 @@ class CNN(nnx.Module):
         self.bn3, self.conv3 = bn(128), conv(128, 256)
         self.dense1 = nnx.Linear(3 * 3 * 256, 256, kernel_init=glorot, rngs=rngs)
         self.dense2 = nnx.Linear(256, 10, kernel_init=glorot, rngs=rngs)
-        rate = (lambda r: r) if dropout else (lambda r: 0.0)
-        self.rates = (rate(0.25), rate(0.25), rate(0.25), rate(0.5))
+        self.rates = (0.25, 0.25, 0.25, 0.5) if dropout else (0.0, 0.0, 0.0, 0.0)
 
     def blocks(self, x: jax.Array, train: bool = False, key: jax.Array | None = None) -> dict[str, jax.Array]:
         """Every block's output. train: batch statistics and dropout (needs `key` if dropout is on)."""
+        if train and key is None and any(self.rates):
+            raise ValueError("training with dropout needs a PRNG key (or build the model with dropout=False)")
         keys = list(jax.random.split(key, 4)) if key is not None else [None] * 4
 
         def drop(h, i):

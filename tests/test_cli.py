@@ -1,6 +1,7 @@
 """`python -m parity.run` end to end, in subprocesses as a user runs it."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -131,3 +132,18 @@ def test_real_data_absent_is_a_clear_error(tmp_path):
     p = run("--workload", "cnn", "--quick", "--data", "real", "--data-dir", str(tmp_path), "--quiet")
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "not found" in p.stderr and "--data-dir" in p.stderr
+
+
+def test_a_framework_that_is_not_installed_is_a_note_not_a_crash(tmp_path):
+    fake = tmp_path / "site" / "tensorflow"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow (a stand-in)')\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake.parent), os.environ.get("PYTHONPATH", "")])}
+    args = ["--quick", "--workload", "conv", "--replicas", "1", "--out", str(tmp_path / "out")]
+    p = subprocess.run([sys.executable, "-m", "parity.run", *args], capture_output=True, text=True, timeout=600,
+                       env=env)  # fmt: skip
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "not run: tf: tf is not installed" in p.stdout
+    doc = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert {r["framework"] for r in doc["rows"]} == {"jax"}
+    assert doc["env"]["skipped"][0]["framework"] == "tf"
