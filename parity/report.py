@@ -17,6 +17,7 @@ ENV_FLAGS = (
     "TF_ENABLE_ONEDNN_OPTS",
     "KERAS_BACKEND",
     "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "TF_FORCE_GPU_ALLOW_GROWTH",
     "OMP_NUM_THREADS",
 )
 
@@ -62,7 +63,8 @@ def environment(cfg, hello: dict, skipped: list[dict], argv: list[str]) -> dict:
         "warmup": cfg.warmup,
         "git_commit": git_commit(),
         "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ},
-        "frameworks": {fw: {k: h[k] for k in ("versions", "device_kind", "devices")} for fw, h in hello.items()},
+        "frameworks": {fw: {k: h.get(k) for k in ("versions", "device_kind", "devices", "env_flags")}
+                       for fw, h in hello.items()},  # fmt: skip
         "skipped": skipped,
     }
 

@@ -28,6 +28,7 @@ import numpy as np
 from parity import oracle
 from parity.api import DeviceUnavailable, load_npz, save_npz
 from parity.data import Dataset, batch_offsets, batches
+from parity.report import ENV_FLAGS
 from parity.timing import Invalid, Timer, output_verifier
 from parity.workloads import CnnSpec, ConvSpec, cnn_forward_flops, cnn_tolerances, tolerance
 
@@ -205,6 +206,8 @@ def serve(args, out) -> None:
             "device_kind": impl.device_kind(),
             "devices": impl.list_devices(),
             "versions": versions(args.framework),
+            # what this process really ran with (the harness and setup_devices add settings of their own)
+            "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ},
         }
     )
     timers: dict[str, tuple[Timer, dict]] = {}
