@@ -18,6 +18,7 @@ from jax_impl.cnn import (
 from jax_impl.conv import conv_op, conv_variants, prepare_conv
 from jax_impl.devices import (
     FRAMEWORK,
+    TUNED_VARIANTS,
     block,
     describe_devices,
     device_kind,
@@ -42,6 +43,7 @@ __all__ = [
     "save_weights",
     "load_weights",
     "FRAMEWORK",
+    "TUNED_VARIANTS",
     "block",
     "conv_op",
     "conv_variants",

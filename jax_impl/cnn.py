@@ -13,7 +13,7 @@ from flax import nnx
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jax_impl.devices import placement
+from jax_impl.devices import lowered_flops, placement
 from parity.api import Prepared, load_npz, save_npz
 from parity.workloads import CNN_LAYERS, check_weights
 
@@ -239,12 +239,18 @@ class Trainer:
             if self.variant == "pmap":
                 xb, yb = xb.reshape(self.n, -1, *xb.shape[1:]), yb.reshape(self.n, -1)
             xb, yb = jax.device_put((xb, yb), self.data_sharding)
+            self._batch = (xb, yb)
             self.state, m = self._step(self.state, xb, yb, self.i)
             out.append(m[0] if self.variant == "pmap" else m)
             self.i += 1
             if self.serial:
                 jax.block_until_ready(m)
         return jnp.stack(out)
+
+    def step_cost(self) -> tuple[float | None, str]:
+        """FLOPs of one global training step by XLA's cost analysis (after at least one step)."""
+        per = 1 if self.variant == "jit" else self.n  # sharded programs are costed per device
+        return lowered_flops(self._step, self.state, *self._batch, self.i, devices=per)
 
     def model(self) -> CNN:
         """The trained model (the passed-in model, updated in place)."""
@@ -288,7 +294,8 @@ def prepare_inference(model: CNN, images: np.ndarray, devices) -> Prepared:
     x = jax.device_put(jnp.asarray(images, jnp.float32), devices[0])
     state = jax.device_put(state, devices[0])
     f = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x))
-    return Prepared(lambda: f(state, x), lambda o: tuple(o.shape), lambda o, idx: np.asarray(o)[list(idx)], placement)
+    return Prepared(lambda: f(state, x), lambda o: tuple(o.shape), lambda o, idx: np.asarray(o)[list(idx)], placement,
+                    lambda: lowered_flops(f, state, x))  # fmt: skip
 
 
 def trainer_placement(trainer: Trainer) -> list[str]:

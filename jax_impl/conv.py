@@ -10,7 +10,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jax_impl.devices import placement
+from jax_impl.devices import lowered_flops, placement
 from parity.api import Prepared
 from parity.workloads import check_divisible
 
@@ -71,7 +71,7 @@ def prepare_conv(
     if variant == "jit":
         x, w = jax.device_put(images, devices[0]), jax.device_put(kernels, devices[0])
         f = jax.jit(conv)
-        return Prepared(lambda: f(x, w), lambda o: tuple(o.shape), _rows, placement)
+        return Prepared(lambda: f(x, w), lambda o: tuple(o.shape), _rows, placement, lambda: lowered_flops(f, x, w))
     mesh = jax.make_mesh((n,), ("batch",), devices=devices)
     replicated = NamedSharding(mesh, P())
     w = jax.device_put(kernels, replicated)
@@ -84,7 +84,9 @@ def prepare_conv(
             lambda o: (o.shape[0] * o.shape[1], *o.shape[2:]),
             lambda o, idx: _rows(o, idx, per),
             placement,
+            lambda: lowered_flops(f, x, w, devices=n),  # the cost of one device's program
         )
     x = jax.device_put(images, NamedSharding(mesh, P("batch")))
     f = jax.jit(jax.shard_map(conv, mesh=mesh, in_specs=(P("batch"), P()), out_specs=P("batch")))
-    return Prepared(lambda: f(x, w), lambda o: tuple(o.shape), _rows, placement)
+    return Prepared(lambda: f(x, w), lambda o: tuple(o.shape), _rows, placement,
+                    lambda: lowered_flops(f, x, w, devices=n))  # fmt: skip

@@ -9,6 +9,9 @@ import jax
 from parity.api import DeviceUnavailable
 
 FRAMEWORK = "jax"
+# Variants that are not the framework out of the box (none: JAX's tuned settings are process-wide
+# XLA_FLAGS, which parity.harness.TUNED gives a worker of their own).
+TUNED_VARIANTS: tuple[str, ...] = ()
 
 
 def setup_devices(device: str, replicas: int) -> list[jax.Device]:
@@ -62,6 +65,17 @@ def device_kind() -> str:
 def set_precision(precision: str) -> None:
     """Process default for float32 matmul/conv: 'default' (backend's choice) or 'highest' (fp32)."""
     jax.config.update("jax_default_matmul_precision", None if precision == "default" else precision)
+
+
+def lowered_flops(fn, *args, devices: int = 1) -> tuple[float | None, str]:
+    """FLOPs of one call of jitted/pmapped `fn` by XLA's cost analysis (per device, times `devices`)."""
+    try:
+        ca = fn.lower(*args).cost_analysis()
+    except Exception as e:  # best effort: the analytic count stays the primary figure
+        return None, f"XLA cost analysis failed ({type(e).__name__})"
+    ca = ca[0] if isinstance(ca, (list, tuple)) and ca else ca
+    flops = ca.get("flops") if isinstance(ca, dict) else None
+    return (flops * devices if flops else None), "XLA cost analysis"
 
 
 def block(out) -> None:

@@ -21,12 +21,15 @@ class Prepared:
     shape: global shape of an output, whatever its per-device layout.
     rows: copies the given global batch rows of an output to a NumPy array.
     placement: the devices ('cpu:3', 'gpu:0', ...) that computed an output.
+    cost: FLOPs of one call as the framework's compiler or profiler counts them, and which counter
+        said so; (None, why) where the framework offers no count. Cross-checks the analytic formula.
     """
 
     run: Callable[[], Any]
     shape: Callable[[Any], tuple[int, ...]]
     rows: Callable[[Any, Sequence[int]], np.ndarray]
     placement: Callable[[Any], list[str]]
+    cost: Callable[[], tuple[float | None, str]] = lambda: (None, "no FLOP count offered")
 
 
 def save_npz(weights: Sequence[np.ndarray], path) -> None:

@@ -167,6 +167,9 @@ def load(data: str, data_dir: str | None, train_size: int = 60000, test_size: in
 def _tfds_in_child(data_dir: str | None) -> Dataset:
     import tempfile
 
+    root = Path(data_dir or os.environ.get("TFDS_DATA_DIR") or "~/tensorflow_datasets").expanduser()
+    if not (root / "fashion_mnist").is_dir():  # no need to start TensorFlow (seconds) to learn that
+        raise DataError(f"Fashion-MNIST not found: no fashion_mnist folder in the TFDS data dir {root}")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "fm.npz"
         cmd = [sys.executable, "-m", "parity.data", "--tfds", data_dir or "", str(out)]

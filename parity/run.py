@@ -86,7 +86,12 @@ def parser() -> argparse.ArgumentParser:
         help="same structure at tiny sizes, for smoke tests (conv: seconds; cnn: about 2 minutes on 2 CPU "
         "cores, most of it compilation)",
     )
-    ap.add_argument("--reps", type=positive, default=5, help="timed repetitions per row (default: 5)")
+    ap.add_argument("--reps", type=positive, default=5,
+                    help="minimum timed repetitions per row; more are added until --min-time (default: 5)")
+    ap.add_argument("--min-time", type=float, metavar="S",
+                    help="repeat each row until its timed calls add up to S seconds, as pytest-benchmark "
+                         "calibrates (default: 5; --quick: 0.5). CNN training is timed per epoch instead")
+    ap.add_argument("--max-reps", type=positive, default=200, help="cap on the calibrated repetitions (default: 200)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed calls after the first (default: 1)")
     ap.add_argument(
         "--timeout",
@@ -94,7 +99,12 @@ def parser() -> argparse.ArgumentParser:
         default=1800.0,
         help="seconds any one worker step may take before the run is stopped (default: 1800)",
     )
-    ap.add_argument("--out", type=Path, default=Path("results"), help="directory for results.json (default: results/)")
+    ap.add_argument("--configs", choices=("all", "default"),
+                    help="'default': each framework out of the box only; 'all': also the process-wide settings "
+                         "that make it faster here (JAX on a CPU: XLA's YNNPACK kernels, rows named '+ynn'), "
+                         "each in a worker of its own (default: all; with --quick: default)")
+    ap.add_argument("--out", type=Path, default=Path("results"),
+                    help="directory for results.json, .csv, .md and the .png chart (default: results/)")
     ap.add_argument("--list-devices", action="store_true", help="show what each framework sees and exit")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return ap
@@ -103,6 +113,8 @@ def parser() -> argparse.ArgumentParser:
 def config(args) -> harness.Config:
     if args.warmup < 0:
         raise harness.HarnessError(f"--warmup must be >= 0, got {args.warmup}")
+    if args.min_time is not None and args.min_time < 0:
+        raise harness.HarnessError(f"--min-time must be >= 0, got {args.min_time}")
     return harness.Config(
         device=args.device,
         frameworks=harness.FRAMEWORKS if args.framework == "all" else (args.framework,),
@@ -111,7 +123,10 @@ def config(args) -> harness.Config:
         precision=args.precision,
         quick=args.quick,
         reps=args.reps,
+        min_time_s=args.min_time if args.min_time is not None else (0.5 if args.quick else 5.0),
+        max_reps=max(args.max_reps, args.reps),
         warmup=args.warmup,
+        tuned=(args.configs or ("default" if args.quick else "all")) == "all",
         timeout_s=args.timeout,
         progress=not args.quiet,
         data=args.data,
@@ -159,16 +174,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     env = report.environment(cfg, res["hello"], res["skipped"], ["python", "-m", "parity.run", *argv])
     env["notes"] = res["notes"]
+    env["peak"] = res["peak"]
     doc = {"env": env, "rows": res["rows"], "checks": res["checks"]}
     print(report.table(doc["rows"]))
     if doc["checks"]:
         print()
         print(report.checks_table(doc["checks"]))
     print(report.footnotes(doc))
-    path = args.out / "results.json"
-    report.write_json(path, doc)
-    report.write_text(args.out / "results.md", report.markdown(doc))
-    print(f"wrote {path} and results.md")
+    paths = report.write_all(doc, args.out)
+    print(f"wrote {', '.join(str(p) for p in paths)}")
     ok = all(r["verified"] for r in doc["rows"]) and all(c["passed"] is not False for c in doc["checks"])
     return 0 if ok else 1
 

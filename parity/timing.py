@@ -38,11 +38,13 @@ class Measurement:
         return self.invalid is None and self.compile_s is not None and bool(self.times)
 
     def stats(self) -> dict[str, float | int | None]:
-        """median, IQR, min and count of the steady-state times (None when not verified)."""
+        """median, IQR (and its quartiles), min and count of the steady-state times (None when not verified)."""
         if not self.verified:
-            return {"median_s": None, "iqr_s": None, "min_s": None, "reps": len(self.times)}
-        q1, med, q3 = np.percentile(self.times, [25, 50, 75])
-        return {"median_s": float(med), "iqr_s": float(q3 - q1), "min_s": min(self.times), "reps": len(self.times)}
+            return {"median_s": None, "iqr_s": None, "q1_s": None, "q3_s": None, "min_s": None,
+                    "reps": len(self.times)}  # fmt: skip
+        q1, med, q3 = (float(q) for q in np.percentile(self.times, [25, 50, 75]))
+        return {"median_s": med, "iqr_s": q3 - q1, "q1_s": q1, "q3_s": q3, "min_s": min(self.times),
+                "reps": len(self.times)}  # fmt: skip
 
 
 class Timer:

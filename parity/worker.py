@@ -83,7 +83,9 @@ def conv_case(impl, devices, spec: dict, variant: str, device: str, precision: s
         device,
         len(devices),
     )
-    return Timer(p.run, impl.block, verify), {"flops": s.flops(), "min_bytes": s.min_bytes()}, dict
+    info = {"flops": s.flops(), "flops_unpadded": s.flops_unpadded(), "flops_formula": ConvSpec.flops.__doc__,
+            "min_bytes": s.min_bytes(), "cost": p.cost}  # fmt: skip
+    return Timer(p.run, impl.block, verify), info, dict
 
 
 @cache
@@ -130,7 +132,13 @@ def cnn_train_case(impl, devices, spec: dict, variant: str, device: str, precisi
         ev = trainer.evaluate(ds.x_test, ds.y_test)
         return {"test_loss": ev["loss"], "test_accuracy": ev["accuracy"], "epochs_run": epoch[0]}
 
-    info = {"flops": s.step_flops() * k, "min_bytes": None, "images": k * b, "data": ds.source}
+    def cost():
+        flops, source = trainer.step_cost()
+        return (flops * k if flops else None), source
+
+    info = {"flops": s.step_flops() * k, "flops_unpadded": s.step_flops(padded=False) * k,
+            "flops_formula": CnnSpec.step_flops.__doc__,
+            "min_bytes": s.step_min_bytes() * k, "images": k * b, "data": ds.source, "cost": cost}  # fmt: skip
     return Timer(run, impl.block, verify), info, finish
 
 
@@ -145,7 +153,9 @@ def cnn_infer_case(impl, devices, spec: dict, variant: str, device: str, precisi
     p = impl.prepare_inference(_cnn_model(impl, s, weights), x, devices)
     verify = output_verifier(p.shape, _saving(p.rows, save), p.placement, (len(x), 10), idx, ref,
                              cnn_tolerances(device, precision)["forward"], device, len(devices))  # fmt: skip
-    info = {"flops": cnn_forward_flops() * len(x), "min_bytes": None, "images": len(x), "data": ds.source}
+    info = {"flops": cnn_forward_flops() * len(x), "flops_unpadded": cnn_forward_flops(padded=False) * len(x),
+            "flops_formula": cnn_forward_flops.__doc__,
+            "min_bytes": s.infer_min_bytes(len(x)), "images": len(x), "data": ds.source, "cost": p.cost}  # fmt: skip
     return Timer(p.run, impl.block, verify), info, dict
 
 
@@ -218,7 +228,8 @@ def serve(args, out) -> None:
             if cmd == "quit":
                 return
             if cmd == "variants":
-                say({"variants": list(getattr(impl, CASES[req["workload"]][1])(len(devices)))})
+                every = getattr(impl, CASES[req["workload"]][1])(len(devices))
+                say({"variants": [v for v in every if req.get("tuned", True) or v not in impl.TUNED_VARIANTS]})
             elif cmd == "prepare":
                 build = CASES[req["workload"]][0]
                 extra = {k: req[k] for k in ("data", "weights") if k in req}
@@ -226,14 +237,18 @@ def serve(args, out) -> None:
                     impl, devices, req["spec"], req["variant"], args.device, args.precision, req.get("save"), **extra
                 )
                 timers[req["id"]] = (timer, info, finish)
-                say({"compile_s": timer.first(), "invalid": timer.m.invalid})
+                compile_s = timer.first()
+                cost = info.pop("cost")
+                # after the first call: the compiler's own FLOP count, to cross-check the formula
+                info["compiler_flops"], info["compiler_flops_source"] = cost() if compile_s is not None else (None, "")
+                say({"compile_s": compile_s, "invalid": timer.m.invalid})
             elif cmd in ("warm", "rep"):
                 timer = timers[req["id"]][0]
                 say({"time": getattr(timer, cmd)(), "invalid": timer.m.invalid, "last": timer.m.last})
             elif cmd == "result":
                 timer, info, finish = timers.pop(req["id"])
                 m = timer.m
-                done = finish() if m.invalid is None else {}
+                done = finish() if m.invalid is None and req.get("evaluate", True) else {}
                 say({**info, **m.stats(), **m.errors, **done, "compile_s": m.compile_s, "invalid": m.invalid})
             elif cmd == "init_weights":
                 save_npz(impl.get_weights(impl.build_cnn(req["seed"])), req["out"])

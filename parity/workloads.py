@@ -53,6 +53,12 @@ class ConvSpec:
         ho, wo = self.out_hw
         return 2 * self.batch * ho * wo * self.cout * self.kh * self.kw * self.cin
 
+    def flops_unpadded(self) -> int:
+        """The same without the multiply-adds against SAME padding's zeros (what XLA's cost analysis counts)."""
+        th = valid_taps(self.height, self.kh, self.stride, self.padding)
+        tw = valid_taps(self.width, self.kw, self.stride, self.padding)
+        return 2 * self.batch * th * tw * self.cout * self.cin
+
     def min_bytes(self) -> int:
         """Bytes that must cross memory at least once: read images and kernels, write the output."""
         item = np.dtype(self.dtype).itemsize
@@ -94,9 +100,20 @@ class CnnSpec:
     def batch(self) -> int:
         return self.global_batch
 
-    def step_flops(self) -> int:
-        """Training FLOPs of one step: forward + backward ~ 3 x forward (multiply-adds x 2)."""
-        return 3 * self.global_batch * cnn_forward_flops()
+    def step_flops(self, padded: bool = True) -> int:
+        """Training FLOPs of one step: forward + backward = 3 x forward (the backward pass computes two
+        products per layer, for the input gradient and the weight gradient; conv and dense multiply-adds x 2
+        only, BatchNorm/ELU/pooling/Adam's elementwise work not counted)."""
+        return 3 * self.global_batch * cnn_forward_flops(padded)
+
+    def step_min_bytes(self) -> int:
+        """A lower bound on one step's memory traffic: the batch (float32 pixels, int32 labels) read
+        once, and parameters and Adam's two moments each read and written once (float32)."""
+        return self.global_batch * (28 * 28 * 4 + 4) + 6 * 4 * CNN_PARAMS["trainable"]
+
+    def infer_min_bytes(self, images: int) -> int:
+        """A lower bound on inference traffic: the images, every weight once, the probabilities."""
+        return images * (28 * 28 * 4 + 10 * 4) + 4 * CNN_PARAMS["total"]
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -118,10 +135,12 @@ CNN_PARAMS = {"total": 1_619_470, "trainable": 1_619_084, "non_trainable": 386}
 CNN_BLOCKS = ("block1", "block2", "block3", "dense1", "logits", "probs")
 
 
-def cnn_forward_flops() -> int:
-    """Multiply-adds x 2 of one image's forward pass through the convs and dense layers."""
-    convs = [(28, 1, 64), (14, 64, 128), (7, 128, 256)]  # (spatial size, in, out), 5x5 SAME
-    flops = sum(2 * s * s * 25 * i * o for s, i, o in convs)
+def cnn_forward_flops(padded: bool = True) -> int:
+    """Forward FLOPs of one image: conv and dense multiply-adds x 2 (BatchNorm, ELU, pooling not counted);
+    padded=False leaves out the multiply-adds against SAME padding's zeros (31% of conv3's on 7x7 maps)."""
+    convs = [(28, 1, 64), (14, 64, 128), (7, 128, 256)]  # (spatial size, in, out), 5x5 SAME, stride 1
+    taps = {s: (s * 5 if padded else valid_taps(s, 5, 1, "SAME")) for s, _, _ in convs}
+    flops = sum(2 * taps[s] ** 2 * i * o for s, i, o in convs)
     return flops + 2 * (2304 * 256 + 256 * 10)
 
 
@@ -167,6 +186,13 @@ def conv_out_size(size: int, k: int, stride: int, padding: str) -> int:
     raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
 
 
+def valid_taps(size: int, k: int, stride: int, padding: str) -> int:
+    """Kernel taps that land inside the input, summed over the output positions along one axis."""
+    lo = same_pads(size, k, stride)[0] if padding == "SAME" else 0
+    out = conv_out_size(size, k, stride, padding)
+    return sum(min(o * stride - lo + k, size) - max(o * stride - lo, 0) for o in range(out))
+
+
 def same_pads(size: int, k: int, stride: int) -> tuple[int, int]:
     """TF's SAME padding: floor(total/2) before, the rest after."""
     total = max((conv_out_size(size, k, stride, "SAME") - 1) * stride + k - size, 0)
@@ -204,3 +230,20 @@ def check_divisible(batch: int, replicas: int) -> int:
             f"({batch} = {batch // replicas} x {replicas} + {batch % replicas}); choose a batch that does"
         )
     return batch // replicas
+
+
+# The 2018 article's own figures: a labelled reference set, never mixed with measured rows. Times
+# are per conv call, or 5 epochs of the notebook's schedule for cnn_train (500 steps at batch 1024).
+ARTICLE_ROWS = (
+    {"workload": "conv", "device": "cpu", "device_kind": "Colab CPU (2018)", "time_s": 2.44, "invalid_reason": None},
+    {"workload": "conv", "device": "gpu", "device_kind": "Tesla K80", "time_s": 0.280, "invalid_reason": None},
+    {"workload": "conv", "device": "tpu", "device_kind": "TPU v2-8, unchanged code", "time_s": 2.47,
+     "invalid_reason": "no TPU code path: it ran on the host CPU"},
+    {"workload": "conv", "device": "tpu", "device_kind": "TPU v2-8, batch_parallel", "time_s": 1.22e-3,
+     "invalid_reason": "measured nothing: conv_op returned no output, so the conv was pruned (80.5 GFLOP in "
+                       "1.22 ms would be 66 TFLOP/s)"},
+    {"workload": "cnn_train", "device": "tpu", "device_kind": "TPU v2-8", "time_s": 40.0, "invalid_reason": None,
+     "approx": "about"},
+    {"workload": "cnn_train", "device": "gpu", "device_kind": "Tesla K80", "time_s": 120.0, "invalid_reason": None,
+     "approx": "over"},
+)  # fmt: skip

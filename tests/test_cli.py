@@ -32,14 +32,14 @@ def run(*args, timeout=600):
 @pytest.fixture(scope="module")
 def quick_conv(tmp_path_factory):
     out = tmp_path_factory.mktemp("quick")
-    p = run("--device", "cpu", "--quick", "--workload", "conv", "--reps", "2", "--out", str(out))
+    p = run("--device", "cpu", "--quick", "--workload", "conv", "--reps", "2", "--configs", "all", "--out", str(out))
     return p, out
 
 
 def test_quick_run_prints_a_verified_table(quick_conv):
     p, _ = quick_conv
     assert p.returncode == 0, p.stderr[-2000:]
-    for variant in ("jit", "pmap", "shard_map", "function", "function+xla", "strategy"):
+    for variant in ("jit", "pmap", "shard_map", "function", "function+xla", "strategy", "jit+ynn", "shard_map+ynn"):
         assert f" {variant} " in p.stdout
     assert "INVALID" not in p.stdout
 
@@ -48,7 +48,7 @@ def test_results_json_schema(quick_conv):
     _, out = quick_conv
     doc = json.loads((out / "results.json").read_text())
     assert {"python", "device", "precision", "frameworks"} <= set(doc["env"])
-    assert set(doc["env"]["frameworks"]) == {"tf", "jax"}
+    assert set(doc["env"]["frameworks"]) == {"tf", "jax", "jax+ynn"}
     rows = doc["rows"]
     assert {(r["framework"], r["replicas"]) for r in rows} == {("tf", 1), ("tf", 8), ("jax", 1), ("jax", 8)}
     for r in rows:
@@ -56,6 +56,12 @@ def test_results_json_schema(quick_conv):
         assert r["verified"] is True and r["median_s"] > 0 and r["compile_s"] > 0
         assert r["max_rel_err"] < r["tolerance"] and r["xfw_max_rel_err"] < r["tolerance"]
         assert r["gflops_per_s"] == pytest.approx(r["flops"] / r["median_s"] / 1e9)
+        assert 0 < r["pct_peak"] < 100 and r["bound"] in ("compute", "memory")
+        assert r["reps"] >= 2 and r["q1_s"] <= r["median_s"] <= r["q3_s"]
+    peak = doc["env"]["peak"]
+    assert peak["measured_flops"] > 0 and peak["computed_flops"] > 0
+    assert (out / "results.csv").read_text().count("\n") == len(rows) + 1
+    assert (out / "results.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_absent_device_is_one_clear_line():
@@ -108,6 +114,9 @@ def test_help_explains_every_flag():
         "--out",
         "--list-devices",
         "--quiet",
+        "--min-time",
+        "--max-reps",
+        "--configs",
     ):
         assert flag in p.stdout
 

@@ -47,6 +47,19 @@ def test_every_variant_matches_oracle(impl, replicas):
         assert rel_err(p.rows(out, idx), ref) < TOL, variant
 
 
+@pytest.mark.parametrize("replicas", [1, 8])
+def test_compiler_flop_count_agrees_with_the_formula(impl, replicas):
+    # XLA leaves out SAME padding's zeros, TF's profiler counts them: each matches one analytic count
+    mod, devices = impl
+    spec = ConvSpec(batch=8, height=32, width=32, cin=3, cout=8, kh=5, kw=5, stride=2)
+    x, w = spec.inputs()
+    for variant in mod.conv_variants(replicas):
+        flops, source = mod.prepare_conv(variant, x, w, devices[:replicas], spec.stride, spec.padding).cost()
+        assert flops is not None, (variant, source)
+        closest = min(abs(flops / spec.flops() - 1), abs(flops / spec.flops_unpadded() - 1))
+        assert closest < 0.01, (variant, source, flops, spec.flops(), spec.flops_unpadded())
+
+
 def test_frameworks_agree():
     import jax_impl
     import tf_impl

@@ -22,6 +22,7 @@ from tf_impl.cnn import (  # noqa: E402
 from tf_impl.conv import conv_op, conv_variants, prepare_conv
 from tf_impl.devices import (
     FRAMEWORK,
+    TUNED_VARIANTS,
     block,
     describe_devices,
     device_kind,
@@ -46,6 +47,7 @@ __all__ = [
     "save_weights",
     "load_weights",
     "FRAMEWORK",
+    "TUNED_VARIANTS",
     "block",
     "conv_op",
     "conv_variants",

@@ -20,7 +20,7 @@ import tensorflow as tf  # noqa: E402
 
 from parity.api import Prepared, load_npz, save_npz  # noqa: E402
 from parity.workloads import CNN_LAYERS, check_weights  # noqa: E402
-from tf_impl.devices import placement, strategy  # noqa: E402
+from tf_impl.devices import graph_flops, placement, strategy  # noqa: E402
 
 if keras.backend.backend() != "tensorflow":
     raise ImportError(f"tf_impl needs Keras's TensorFlow backend, got {keras.backend.backend()!r}")
@@ -86,8 +86,12 @@ def count_params(model) -> dict[str, int]:
 
 
 def cnn_variants(replicas: int) -> tuple[str, ...]:
-    """Names of the ways this framework trains the CNN over `replicas` devices."""
-    return ("fit",) if replicas == 1 else ("strategy",)
+    """Names of the ways this framework trains the CNN over `replicas` devices.
+
+    'fit' is Keras out of the box (jit_compile='auto': XLA on GPUs and TPUs, not on a CPU-only
+    machine); 'fit+xla' forces XLA everywhere.
+    """
+    return ("fit", "fit+xla") if replicas == 1 else ("strategy",)
 
 
 def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -147,13 +151,14 @@ class Trainer:
         self.src, self.variant = model, variant
         keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as JAX's)
         scope = strategy(devices).scope() if variant == "strategy" else nullcontext()
-        with scope, tf.device(devices[0]) if variant == "fit" else nullcontext():
+        with scope, tf.device(devices[0]) if variant != "strategy" else nullcontext():
             self.m = keras.models.clone_model(model)
             self.m.set_weights(model.get_weights())
             self.m.compile(
                 optimizer=keras.optimizers.Adam(learning_rate, epsilon=adam_epsilon),  # epsilon set on both sides
                 loss="sparse_categorical_crossentropy",
                 metrics=["accuracy"],
+                jit_compile=True if variant == "fit+xla" else "auto",
             )
         self.device = devices[0]
         self.logs = _StepLogs()
@@ -161,10 +166,19 @@ class Trainer:
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn (one model.fit epoch); returns (K, 2) [loss, acc]."""
         k, b = y.shape
+        self.batch = b
         ds = tf.data.Dataset.from_tensor_slices((x.reshape(k * b, *x.shape[2:]), y.reshape(k * b))).batch(b)
-        with tf.device(self.device) if self.variant == "fit" else nullcontext():
+        with tf.device(self.device) if self.variant != "strategy" else nullcontext():
             self.m.fit(ds, epochs=1, steps_per_epoch=k, verbose=0, callbacks=[self.logs], shuffle=False)
         return self.logs.per_step()
+
+    def step_cost(self) -> tuple[float | None, str]:
+        """FLOPs of one global training step by TF's profiler on Keras's train_step graph."""
+        if self.variant == "strategy":
+            return None, "TF profiler: not traced under a strategy"
+        spec = (tf.TensorSpec((self.batch, 28, 28, 1), tf.float32), tf.TensorSpec((self.batch,), tf.int32))
+        with tf.device(self.device):
+            return graph_flops(tf.function(self.m.train_step), spec)
 
     def _average_moving_stats(self) -> None:
         # Keras 3 creates BatchNorm moving statistics with aggregation='none': under a strategy each
@@ -214,7 +228,8 @@ def prepare_inference(model, images: np.ndarray, devices) -> Prepared:
         with tf.device(devices[0]):
             return f(x)
 
-    return Prepared(run, lambda o: tuple(o.shape), lambda o, idx: o.numpy()[list(idx)], placement)
+    return Prepared(run, lambda o: tuple(o.shape), lambda o, idx: o.numpy()[list(idx)], placement,
+                    lambda: graph_flops(f, x))  # fmt: skip
 
 
 def trainer_placement(trainer: Trainer) -> list[str]:

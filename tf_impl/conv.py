@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from parity.api import Prepared
 from parity.workloads import check_divisible
-from tf_impl.devices import graph_placement, local_tensors, placement, strategy
+from tf_impl.devices import graph_flops, graph_placement, local_tensors, placement, strategy
 
 
 def _conv(x, w, stride: int, padding: str):
@@ -62,7 +62,7 @@ def prepare_conv(
             with tf.device(devices[0]):
                 return f(x, w)
 
-        return Prepared(run, _shape, _rows, placement)
+        return Prepared(run, _shape, _rows, placement, lambda: graph_flops(f, x, w))
     s = strategy(devices)
     shards = np.split(images, n)
     x = s.experimental_distribute_values_from_function(lambda ctx: tf.constant(shards[ctx.replica_id_in_sync_group]))
@@ -74,4 +74,5 @@ def prepare_conv(
 
     # Function outputs on logical CPUs all report CPU:0 (shared host memory); the graph says where
     # each replica's conv really ran.
-    return Prepared(lambda: step(x, w), _shape, _rows, lambda o: graph_placement(step, (x, w), "Conv2D"))
+    return Prepared(lambda: step(x, w), _shape, _rows, lambda o: graph_placement(step, (x, w), "Conv2D"),
+                    lambda: graph_flops(step, x, w))  # the graph holds every replica's conv

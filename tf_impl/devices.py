@@ -10,6 +10,8 @@ import tensorflow as tf  # noqa: E402
 from parity.api import DeviceUnavailable  # noqa: E402
 
 FRAMEWORK = "tf"
+# Variants that are not the framework out of the box: XLA forced on where TF and Keras leave it off.
+TUNED_VARIANTS: tuple[str, ...] = ("function+xla", "fit+xla")
 _KIND = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
 _state: dict = {}
 
@@ -100,6 +102,17 @@ def device_kind() -> str:
     if _state.get("device") == "gpu" and gpus:
         return tf.config.experimental.get_device_details(gpus[0]).get("device_name", "GPU")
     return _KIND.get(_state.get("device", "cpu"), "CPU")
+
+
+def graph_flops(fn, *args) -> tuple[float | None, str]:
+    """FLOPs of one call of tf.function `fn` by TF's profiler on its graph (multiplies and adds counted apart)."""
+    try:
+        graph = fn.get_concrete_function(*args).graph
+        opts = tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
+        opts["output"] = "none"
+        return float(tf.compat.v1.profiler.profile(graph=graph, options=opts).total_float_ops) or None, "TF profiler"
+    except Exception as e:  # best effort: the analytic count stays the primary figure
+        return None, f"TF profiler failed ({type(e).__name__})"
 
 
 def set_precision(precision: str) -> None:

@@ -1,0 +1,90 @@
+"""Which XLA:CPU options speed up JAX here: the full conv op and the CNN train step under each XLA_FLAGS.
+
+    python benchmarks/xla_cpu_flags.py [--flags "--xla_cpu_use_onednn=true" ...] > flags.jsonl
+
+Each flag set runs in a fresh process, one after another (XLA reads XLA_FLAGS once, at start-up):
+the full-size conv (first call, then the best of 3 synchronised calls, row 127 checked against
+the float64 oracle) and jax_impl's CNN train step (jit, one device, batch 256, best of 2 x 3 steps).
+Single runs on a noisy 2-core machine: a screen, not a measurement; parity.run measures the winner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+CANDIDATES = (
+    "",
+    "--xla_cpu_use_onednn=true",
+    "--xla_cpu_experimental_onednn_custom_call=true",
+    "--xla_cpu_use_onednn=true --xla_cpu_experimental_onednn_custom_call=true",
+    "--xla_cpu_use_xnnpack=true",
+    "--xla_cpu_experimental_xnn_graph_fusion_mode=XNN_GRAPH_FUSION_MODE_GREEDY",
+    "--xla_cpu_experimental_xnn_fusion_type=dot,eltwise",
+    "--xla_cpu_experimental_ynn_fusion_type=individual_convolution",
+    "--xla_cpu_experimental_ynn_fusion_type=individual_convolution,individual_dot",
+    "--xla_cpu_experimental_ynn_fusion_type=dot,eltwise,reduce",
+    "--xla_cpu_experimental_ynn_fusion_type=dot,eltwise,reduce,individual_convolution",
+    "--xla_cpu_enable_fast_math=true",
+)
+
+
+def child() -> dict:
+    import jax
+    import numpy as np
+
+    import jax_impl
+    from parity.oracle import compare, conv2d
+    from parity.workloads import CONV_FULL
+
+    out = {"flags": os.environ.get("XLA_FLAGS", "")}
+    x, w = CONV_FULL.inputs()
+    xd, wd = jax.device_put(x), jax.device_put(w)
+    t0 = time.perf_counter()
+    jax_impl.conv_op(xd, wd).block_until_ready()
+    out["conv_first_s"] = time.perf_counter() - t0
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        r = jax_impl.conv_op(xd, wd).block_until_ready()
+        best = min(best, time.perf_counter() - t0)
+    out["conv_s"], out["conv_gflops"] = best, CONV_FULL.flops() / best / 1e9
+    out["conv_max_rel_err"] = compare(np.asarray(r[-1:]), conv2d(x[-1:], w, 2, "SAME"))["max_rel_err"]
+    del r
+    devs = jax_impl.setup_devices("cpu", 1)
+    tr = jax_impl.make_trainer(jax_impl.build_cnn(0), devs, "jit", 1e-3, 1e-7, 0)
+    rng = np.random.default_rng(0)
+    xb = rng.integers(0, 255, (3, 256, 28, 28, 1)).astype(np.float32)
+    yb = rng.integers(0, 10, (3, 256)).astype(np.int32)
+    jax.block_until_ready(tr.steps(xb[:1], yb[:1]))
+    best = float("inf")
+    for _ in range(2):
+        t0 = time.perf_counter()
+        losses = jax.block_until_ready(tr.steps(xb, yb))
+        best = min(best, time.perf_counter() - t0)
+    out["cnn_images_per_s"] = 3 * 256 / best
+    out["cnn_last_loss"] = float(np.asarray(losses)[-1, 0])
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--flags", nargs="+", default=CANDIDATES, help="XLA_FLAGS values to try (default: the list)")
+    ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child()))
+        return
+    for flags in args.flags:
+        env = dict(os.environ, XLA_FLAGS=flags, TF_CPP_MIN_LOG_LEVEL="2")
+        p = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True)
+        last = (p.stdout.strip().splitlines() or [""])[-1]
+        print(last if p.returncode == 0 else json.dumps({"flags": flags, "error": p.stderr.strip()[-300:]}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

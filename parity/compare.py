@@ -1,0 +1,97 @@
+"""`python -m parity.compare OLD.json NEW.json --fail-over 10%`: per-row time ratios; non-zero exit on a regression.
+
+Rows are matched on what was measured (workload, framework, variant, device kind, replicas, precision,
+--quick, seed). A row slower than OLD by more than the threshold, or verified in OLD and invalid in
+NEW, is a regression: exit 1. Unreadable files, a bad threshold or no common rows: exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from parity.report import ResultsError, _grid, _time, load_results
+
+KEY = ("workload", "framework", "variant", "device", "device_kind", "replicas", "precision", "quick", "seed")
+
+
+def threshold(text: str) -> float:
+    """'10%' or '10' -> 0.10 (a percentage either way)."""
+    t = text.strip().removesuffix("%")
+    try:
+        v = float(t) / 100
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a percentage like 10% or 10, got {text!r}") from None
+    if not v >= 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return v
+
+
+def key(row: dict) -> tuple:
+    return tuple(row.get(k) for k in KEY)
+
+
+def compare(old: dict, new: dict, fail_over: float) -> tuple[list[dict], bool]:
+    """One line per row present in both; returns (lines, any regression)."""
+    olds = {key(r): r for r in old["rows"]}
+    lines, bad = [], False
+    for r in new["rows"]:
+        o = olds.get(key(r))
+        if o is None:
+            continue
+        line = {"row": r, "old": o.get("median_s") if o["verified"] else None,
+                "new": r.get("median_s") if r["verified"] else None, "ratio": None}  # fmt: skip
+        if o["verified"] and not r["verified"]:
+            line["verdict"] = f"REGRESSION: now invalid ({r.get('invalid_reason')})"
+        elif not o["verified"]:
+            line["verdict"] = "was invalid: not compared"
+        else:
+            line["ratio"] = line["new"] / line["old"]
+            if line["ratio"] > 1 + fail_over:
+                line["verdict"] = f"REGRESSION: {100 * (line['ratio'] - 1):.1f}% slower"
+            elif line["ratio"] < 1 / (1 + fail_over):
+                line["verdict"] = f"faster by {100 * (1 - line['ratio']):.1f}%"
+            else:
+                line["verdict"] = "ok"
+            if o.get("noisy") or r.get("noisy"):
+                line["verdict"] += " (noisy: IQR > 10% of median)"
+        bad |= line["verdict"].startswith("REGRESSION")
+        lines.append(line)
+    return lines, bad
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m parity.compare", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("old", type=Path, help="the reference results.json")
+    ap.add_argument("new", type=Path, help="the results.json to judge")
+    ap.add_argument("--fail-over", type=threshold, default=0.10, metavar="PCT",
+                    help="slowdown (NEW median / OLD median - 1) that counts as a regression, e.g. 10%% "
+                         "(default: 10%%)")  # fmt: skip
+    args = ap.parse_args(argv)
+    try:
+        old, new = load_results(args.old), load_results(args.new)
+    except ResultsError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    lines, bad = compare(old, new, args.fail_over)
+    if not lines:
+        print(f"error: no row of {args.new} matches a row of {args.old} (same workload, framework, variant, device "
+              f"kind, replicas, precision, --quick)", file=sys.stderr)  # fmt: skip
+        return 2
+    body = [(ln["row"]["workload"], ln["row"]["framework"], ln["row"]["variant"], str(ln["row"]["replicas"]),
+             _time(ln["old"]), _time(ln["new"]), "-" if ln["ratio"] is None else f"{ln['ratio']:.3f}", ln["verdict"])
+            for ln in lines]  # fmt: skip
+    print(_grid(("workload", "framework", "variant", "replicas", "old", "new", "new/old", "verdict"), body))
+    unmatched = len(new["rows"]) - len(lines)
+    if unmatched:
+        print(f"  * {unmatched} row(s) of {args.new} have no counterpart in {args.old}")
+    n_bad = sum(ln["verdict"].startswith("REGRESSION") for ln in lines)
+    print(f"{n_bad} regression(s) beyond {100 * args.fail_over:g}%" if bad else
+          f"no regression beyond {100 * args.fail_over:g}%")  # fmt: skip
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""Device peaks and roofline figures: what "% of peak" means on this machine, and which rows are impossible.
+
+Accelerators: a table of published dense peaks keyed by device kind, per framework device (a TPU v2/v3
+device is one core, half a chip; later TPUs and GPUs are one chip). CPUs: a computed peak from what
+the machine reports (cores x FMA units x SIMD lanes x 2 x clock) and a measured one (a large float32
+matrix product timed in the same run), because the reported clock is often the base clock and turbo
+runs faster. A row faster than every peak it could run at is a broken measurement, never a result.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+T, G = 1e12, 1e9
+
+# device-kind substring (lower case) -> published dense peak FLOP/s per framework device by number
+# format, and memory bandwidth in bytes/s. First match wins, so longer names come first.
+ACCELERATORS: tuple[tuple[str, dict[str, float], float], ...] = (
+    ("tpu v2", {"bf16": 22.5 * T}, 300 * G),  # v2-8: 4 chips x 45 TFLOP/s, 8 cores
+    ("tpu v3", {"bf16": 61.5 * T}, 450 * G),  # 123 TFLOP/s per 2-core chip
+    ("tpu v4", {"bf16": 275 * T}, 1200 * G),
+    ("tpu v5 lite", {"bf16": 197 * T}, 819 * G),
+    ("tpu v5e", {"bf16": 197 * T}, 819 * G),
+    ("tpu v6 lite", {"bf16": 918 * T}, 1638 * G),
+    ("tpu v6e", {"bf16": 918 * T}, 1638 * G),
+    ("h200", {"fp32": 67 * T, "tf32": 495 * T, "bf16": 989 * T}, 4800 * G),
+    ("h100", {"fp32": 67 * T, "tf32": 495 * T, "bf16": 989 * T}, 3350 * G),
+    ("a100", {"fp32": 19.5 * T, "tf32": 156 * T, "bf16": 312 * T}, 1555 * G),
+    ("t4", {"fp32": 8.1 * T}, 320 * G),
+    ("k80", {"fp32": 4.1 * T}, 240 * G),
+)
+
+
+@dataclass
+class Peak:
+    """Peak FLOP/s and memory bandwidth of one framework device, and where the figures come from."""
+
+    device_kind: str
+    number_format: str  # the format the peak is quoted for: fp32, tf32, bf16
+    flops: float | None  # the peak "% of peak" divides by (measured on a CPU, else the table's)
+    bandwidth: float | None  # bytes/s
+    source: str
+    computed_flops: float | None = None  # CPU: from the reported clock and SIMD width
+    measured_flops: float | None = None  # CPU: a timed float32 matrix product
+    measured_bandwidth: float | None = None
+
+    def limit(self) -> float | None:
+        """The most any honest row can achieve per device: the larger of every peak known."""
+        known = [f for f in (self.flops, self.computed_flops, self.measured_flops) if f]
+        return max(known) if known else None
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def number_format(device: str, device_kind: str, precision: str) -> str:
+    """The arithmetic a float32 matmul/conv really runs in, by device and --precision."""
+    kind = device_kind.lower()
+    if device == "tpu":
+        return "bf16"  # default: one bfloat16 pass; 'highest' several passes on the same units
+    if device == "gpu" and precision == "default" and any(k in kind for k in ("a100", "h100", "h200")):
+        return "tf32"
+    return "fp32"
+
+
+def accelerator_peak(device: str, device_kind: str, precision: str) -> Peak:
+    """The table's peak for a GPU/TPU device kind; figures are None for a kind the table lacks."""
+    fmt = number_format(device, device_kind, precision)
+    for key, flops, bw in ACCELERATORS:
+        if key in device_kind.lower():
+            peak = flops.get(fmt) or flops.get("bf16")
+            note = "" if fmt in flops else f" (no {fmt} figure; bf16 peak used)"
+            return Peak(device_kind, fmt, peak, bw, f"published dense {fmt} peak for {key!r}{note}")
+    return Peak(device_kind, fmt, None, None, f"no peak on record for device kind {device_kind!r}")
+
+
+def cpu_info() -> dict:
+    """Physical cores this process may use, SIMD width, FMA, and the clock /proc/cpuinfo reports."""
+    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+    cores, flags, mhz, cur = set(), set(), [], {}
+    try:
+        blocks = Path("/proc/cpuinfo").read_text().split("\n\n")
+    except OSError:
+        blocks = []
+    for block in blocks:
+        for line in block.splitlines():
+            if ":" in line:
+                k, v = (s.strip() for s in line.split(":", 1))
+                cur[k] = v
+        if "processor" in cur and int(cur["processor"]) in allowed:
+            cores.add((cur.get("physical id", "0"), cur.get("core id", cur["processor"])))
+            flags = set(cur.get("flags", "").split())
+            if "cpu MHz" in cur:
+                mhz.append(float(cur["cpu MHz"]))
+        cur = {}
+    lanes = 16 if "avx512f" in flags else 8 if "avx2" in flags or "avx" in flags else 4
+    return {
+        "cores": len(cores) or len(allowed),
+        "simd_lanes_fp32": lanes,
+        "fma_units": 2 if "fma" in flags or "avx512f" in flags else 1,
+        "fma": "fma" in flags or "avx512f" in flags,
+        "clock_hz": max(mhz) * 1e6 if mhz else None,
+        "bf16": bool({"avx512_bf16", "amx_bf16"} & flags),
+    }
+
+
+def computed_cpu_peak(info: dict) -> float | None:
+    """cores x FMA units x fp32 SIMD lanes x 2 (multiply + add) x clock; None without a clock."""
+    if not info["clock_hz"]:
+        return None
+    per_cycle = info["fma_units"] * info["simd_lanes_fp32"] * (2 if info["fma"] else 1)
+    return info["cores"] * per_cycle * info["clock_hz"]
+
+
+def measure_cpu(n: int = 4096, reps: int = 5) -> tuple[float, float]:
+    """(FLOP/s of the best n x n float32 matmul, bytes/s of the best 256 MiB copy), both checked.
+
+    NumPy's BLAS (OpenBLAS in the pinned wheels) is the fastest float32 matmul on most CPUs; the
+    product is spot-checked against float64 so a broken BLAS cannot inflate the peak.
+    """
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    c = a @ b
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        c = a @ b
+        best = min(best, time.perf_counter() - t0)
+    ref = a[:4].astype(np.float64) @ b.astype(np.float64)
+    if not np.allclose(c[:4], ref, rtol=1e-3, atol=1e-2 * np.sqrt(n)):
+        raise RuntimeError("the peak-measuring matrix product gave wrong numbers; refusing to use it")
+    x = np.ones(64 * 2**20, np.float32)
+    y = np.empty_like(x)
+    copy = float("inf")
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        np.copyto(y, x)
+        copy = min(copy, time.perf_counter() - t0)
+    if y[-1] != 1.0:
+        raise RuntimeError("the bandwidth-measuring copy did not copy")
+    return 2 * n**3 / best, 2 * x.nbytes / copy
+
+
+def cpu_peak(measure: bool = True, n: int = 4096) -> Peak:
+    """Computed and (when `measure`) measured fp32 peak of the CPU cores this process may use."""
+    info = cpu_info()
+    computed = computed_cpu_peak(info)
+    measured = bw = None
+    if measure:
+        measured, bw = measure_cpu(n)
+    clock = f"{info['clock_hz'] / 1e9:.2f} GHz" if info["clock_hz"] else "no clock reported"
+    source = (f"computed: {info['cores']} cores x {info['fma_units']} FMA x {info['simd_lanes_fp32']} lanes x 2 x "
+              f"{clock}; measured: best {n}x{n} float32 NumPy matmul and 256 MiB copy")  # fmt: skip
+    return Peak("cpu", "fp32", measured or computed, bw, source, computed, measured, bw)
+
+
+def device_peak(device: str, device_kind: str, precision: str, measure: bool = True, n: int = 4096) -> Peak:
+    """The peak every row on this device is judged against."""
+    if device == "cpu":
+        return cpu_peak(measure, n)
+    return accelerator_peak(device, device_kind, precision)
+
+
+def roofline(row: dict, peak: Peak, devices: int) -> dict:
+    """Achieved throughput against the peak of the `devices` the row ran on (simulated CPU devices share
+    the same cores, so a CPU row is judged against the whole CPU whatever its replica count).
+
+    Returns the row's roofline fields; `impossible` is a reason when the row beats every known peak.
+    """
+    flops, bytes_, med = row.get("flops"), row.get("min_bytes"), row.get("median_s")
+    n = 1 if peak.device_kind == "cpu" else max(devices, 1)
+    out = {"peak_flops": peak.flops * n if peak.flops else None, "peak_format": peak.number_format,
+           "arith_intensity": flops / bytes_ if flops and bytes_ else None, "pct_peak": None, "bound": None,
+           "impossible": None}  # fmt: skip
+    if not (flops and med):
+        return out
+    achieved = flops / med
+    if out["peak_flops"]:
+        out["pct_peak"] = 100 * achieved / out["peak_flops"]
+    limit = peak.limit()
+    if limit and achieved > limit * n:
+        out["impossible"] = (f"{achieved / 1e9:.1f} GFLOP/s exceeds the device's peak of {limit * n / 1e9:.1f} "
+                             f"GFLOP/s: the timed call cannot have done the work")  # fmt: skip
+    if out["arith_intensity"] and peak.flops and peak.bandwidth:
+        ridge = peak.flops / peak.bandwidth  # FLOP/byte where the roofline's two limits meet
+        out["bound"] = "compute" if out["arith_intensity"] >= ridge else "memory"
+    return out

@@ -1,0 +1,222 @@
+"""Roofline figures, the impossible-throughput guard, cross-device reports and regression comparison."""
+
+import json
+import math
+
+import pytest
+
+from parity import compare, harness, report, roofline
+from parity.workloads import CNN_PARAMS, CONV_FULL, CnnSpec, cnn_forward_flops
+
+
+def test_conv_flops_and_bytes_by_hand():
+    # 2 * N * Ho * Wo * Cout * Kh * Kw * Cin, REFERENCE.md's 80.5 GFLOP
+    assert CONV_FULL.flops() == 2 * 128 * 128 * 128 * 256 * 5 * 5 * 3 == 80_530_636_800
+    # images + kernels + the 2 GiB output, float32: ~2.25 GB, ~36 FLOP/byte
+    assert CONV_FULL.min_bytes() == 4 * (128 * 256 * 256 * 3 + 5 * 5 * 3 * 256 + 128 * 128 * 128 * 256)
+    assert 35 < CONV_FULL.flops() / CONV_FULL.min_bytes() < 37
+
+
+def test_cnn_flops_by_hand():
+    conv1 = 2 * 28 * 28 * 25 * 1 * 64
+    conv2 = 2 * 14 * 14 * 25 * 64 * 128
+    conv3 = 2 * 7 * 7 * 25 * 128 * 256
+    dense = 2 * (2304 * 256 + 256 * 10)
+    assert cnn_forward_flops() == conv1 + conv2 + conv3 + dense == 164_256_768
+    assert CnnSpec(global_batch=8).step_flops() == 3 * 8 * 164_256_768
+    assert CnnSpec(global_batch=8).step_min_bytes() == 8 * (784 * 4 + 4) + 24 * CNN_PARAMS["trainable"]
+
+
+def test_computed_cpu_peak_is_the_reference_formula():
+    # REFERENCE.md: 2 Zen 3 cores with AVX2 at 2.45 GHz: 2*2*8*2*2.45e9 = 157 GFLOP/s fp32
+    info = {"cores": 2, "fma_units": 2, "simd_lanes_fp32": 8, "fma": True, "clock_hz": 2.45e9}
+    assert roofline.computed_cpu_peak(info) == pytest.approx(156.8e9)
+    assert roofline.computed_cpu_peak({**info, "clock_hz": None}) is None
+
+
+def test_this_cpu_is_described():
+    info = roofline.cpu_info()
+    assert info["cores"] >= 1 and info["simd_lanes_fp32"] in (4, 8, 16)
+
+
+def test_measured_cpu_peak_is_checked_and_plausible():
+    flops, bw = roofline.measure_cpu(n=512, reps=2)
+    assert 1e8 < flops < 1e14 and 1e8 < bw < 1e13
+
+
+@pytest.mark.parametrize(
+    ("device", "kind", "precision", "fmt", "peak"),
+    [
+        ("gpu", "NVIDIA H200", "default", "tf32", 495e12),
+        ("gpu", "NVIDIA H200", "highest", "fp32", 67e12),
+        ("gpu", "Tesla K80", "default", "fp32", 4.1e12),
+        ("tpu", "TPU v2", "default", "bf16", 22.5e12),
+        ("gpu", "Some Future GPU", "default", "fp32", None),
+    ],
+)
+def test_accelerator_peaks_are_precision_aware(device, kind, precision, fmt, peak):
+    p = roofline.accelerator_peak(device, kind, precision)
+    assert p.number_format == fmt and p.flops == (pytest.approx(peak) if peak else None)
+
+
+def _row(**kw):
+    base = {"workload": "conv", "framework": "tf", "variant": "function", "device": "cpu", "device_kind": "CPU",
+            "replicas": 1, "precision": "default", "quick": False, "median_s": 1.0, "iqr_s": 0.01, "q1_s": 0.995,
+            "q3_s": 1.005, "min_s": 0.99, "reps": 5, "compile_s": 1.5, "flops": CONV_FULL.flops(),
+            "compiler_flops": 79.8e9, "compiler_flops_source": "XLA cost analysis", "min_bytes": CONV_FULL.min_bytes(),
+            "gflops_per_s": CONV_FULL.flops() / 1e9, "max_rel_err": 1e-7, "xfw_max_rel_err": 1e-8, "verified": True,
+            "invalid_reason": None, "seed": None}  # fmt: skip
+    return {**base, **kw}
+
+
+CPU = roofline.Peak("cpu", "fp32", 180e9, 30e9, "test", computed_flops=157e9, measured_flops=180e9)
+
+
+def test_roofline_columns():
+    row = _row()
+    harness._judge(row, CPU)
+    assert row["verified"]
+    assert row["pct_peak"] == pytest.approx(100 * 80.53 / 180, rel=1e-3)
+    assert row["arith_intensity"] == pytest.approx(CONV_FULL.flops() / CONV_FULL.min_bytes())
+    assert row["bound"] == "compute"  # 36 FLOP/byte against a ridge of 6
+    assert row["compiler_flops_ratio"] == pytest.approx(79.8e9 / CONV_FULL.flops())
+
+
+def test_impossible_throughput_is_invalid():
+    # the article's TPU figure on this CPU: 80.5 GFLOP in 1.22 ms
+    row = _row(median_s=1.22e-3)
+    harness._judge(row, CPU)
+    assert not row["verified"]
+    assert "exceeds the device's peak" in row["invalid_reason"]
+    assert "INVALID" in report.table([row])
+
+
+def test_one_tpu_v2_core_cannot_do_the_conv_in_1_22_ms():
+    row = _row(device="tpu", device_kind="TPU v2", median_s=1.22e-3)
+    harness._judge(row, roofline.accelerator_peak("tpu", "TPU v2", "default"))
+    assert not row["verified"]
+
+
+def test_large_spread_is_flagged():
+    row = _row(iqr_s=0.3)
+    harness._judge(row, CPU)
+    assert row["noisy"] and row["verified"]
+    assert "!" in report.table([row])
+
+
+def test_calibrated_reps():
+    cfg = harness.Config(reps=5, min_time_s=2.0, max_reps=50)
+    assert harness.calibrated_reps(1.0, cfg) == 5  # slow calls: the minimum
+    assert harness.calibrated_reps(0.01, cfg) == 50  # fast calls: capped
+    assert harness.calibrated_reps(0.1, cfg) == 20
+    assert harness.calibrated_reps(None, cfg) == 5
+
+
+def _doc(rows, device="cpu", kind="CPU", host="Test CPU"):
+    return {"env": {"schema_version": report.SCHEMA_VERSION, "device": device, "host_cpu": host, "precision": "default",
+                    "frameworks": {"tf": {"device_kind": kind, "versions": {"tensorflow": "x"}}}},
+            "rows": rows, "checks": []}  # fmt: skip
+
+
+def _write(tmp_path, name, doc):
+    p = tmp_path / name
+    p.write_text(json.dumps(doc))
+    return p
+
+
+def test_csv_and_chart(tmp_path):
+    pytest.importorskip("matplotlib")
+    rows = [_row(), _row(framework="jax", variant="jit", median_s=2.0),
+            _row(workload="cnn_train", variant="fit", images=1280, median_s=10.0)]  # fmt: skip
+    doc = _doc(rows)
+    doc["env"].update(reps=5, min_time_s=5.0, timestamp="t", git_commit=None, python="3", host_cores=2, notes=[],
+                      skipped=[], peak=CPU.to_dict())  # fmt: skip
+    paths = report.write_all(doc, tmp_path)
+    assert [p.name for p in paths] == ["results.json", "results.csv", "results.md", "results.png"]
+    csv_lines = (tmp_path / "results.csv").read_text().splitlines()
+    assert csv_lines[0].startswith("workload,framework,variant") and len(csv_lines) == 4
+    png = (tmp_path / "results.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
+
+
+def test_report_merges_machines_with_speedups_and_article_rows(tmp_path, capsys):
+    cpu = _write(tmp_path, "cpu.json", _doc([_row(median_s=2.0)]))
+    gpu = _write(tmp_path, "gpu.json", _doc([_row(device="gpu", device_kind="NVIDIA H200", median_s=0.01)],
+                                            device="gpu", kind="NVIDIA H200", host="Box"))  # fmt: skip
+    assert report.report_main([str(cpu), str(gpu), "--baseline", "cpu:tf:function", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "200.00x" in out  # 2 s / 10 ms
+    assert "2018 article" in out and "measured nothing" in out
+    merged = json.loads((tmp_path / "merged.json").read_text())
+    ref = [r for r in merged["rows"] if r["reference"]]
+    assert ref and all(r["median_s"] is None for r in ref)  # never mixed up with measured rows
+    tpu = next(r for r in ref if r["time"] == 1.22e-3)
+    assert not tpu["verified"] and tpu["speedup"] is None
+    k80 = next(r for r in ref if r["workload"] == "conv" and r["device_kind"] == "Tesla K80")
+    assert k80["speedup"] == pytest.approx(2.0 / 0.28)
+
+
+def test_report_article_baseline(tmp_path, capsys):
+    cpu = _write(tmp_path, "cpu.json", _doc([_row(median_s=1.22)]))
+    assert report.report_main([str(cpu), "--baseline", "article:cpu", "--workload", "conv"]) == 0
+    assert "2.00x" in capsys.readouterr().out  # 2.44 s / 1.22 s
+
+
+@pytest.mark.parametrize(
+    ("content", "msg"),
+    [("{not json", "not JSON"), ('{"rows": []}', "not a parity.run results file"),
+     ('{"env": {"schema_version": 99}, "rows": []}', "schema_version")],
+)  # fmt: skip
+def test_report_bad_file_is_one_line(tmp_path, capsys, content, msg):
+    p = tmp_path / "bad.json"
+    p.write_text(content)
+    assert report.report_main([str(p)]) == 2
+    err = capsys.readouterr().err
+    assert msg in err and err.count("\n") == 1
+
+
+def test_compare_passes_within_threshold_and_fails_a_regression(tmp_path, capsys):
+    old = _write(tmp_path, "old.json", _doc([_row(), _row(framework="jax", variant="jit", median_s=3.0)]))
+    ok = _write(tmp_path, "ok.json", _doc([_row(median_s=1.05), _row(framework="jax", variant="jit", median_s=2.0)]))
+    slow = _write(tmp_path, "slow.json", _doc([_row(median_s=1.25), _row(framework="jax", variant="jit", median_s=3)]))
+    assert compare.main([str(old), str(ok), "--fail-over", "10%"]) == 0
+    out = capsys.readouterr().out
+    assert "faster by 33.3%" in out and "no regression" in out
+    assert compare.main([str(old), str(slow), "--fail-over", "10%"]) == 1
+    out = capsys.readouterr().out
+    assert "REGRESSION: 25.0% slower" in out
+    assert compare.main([str(old), str(slow), "--fail-over", "30"]) == 0
+
+
+def test_compare_fails_a_row_that_became_invalid(tmp_path, capsys):
+    old = _write(tmp_path, "old.json", _doc([_row()]))
+    new = _write(tmp_path, "new.json", _doc([_row(verified=False, median_s=None, invalid_reason="output shape")]))
+    assert compare.main([str(old), str(new)]) == 1
+    assert "now invalid" in capsys.readouterr().out
+
+
+def test_compare_bad_input(tmp_path, capsys):
+    old = _write(tmp_path, "old.json", _doc([_row()]))
+    other = _write(tmp_path, "other.json", _doc([_row(workload="cnn_infer")]))
+    assert compare.main([str(old), str(other)]) == 2
+    assert "no row" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        compare.main([str(old), str(old), "--fail-over", "ten"])
+    assert e.value.code == 2
+    assert compare.main([str(old), str(tmp_path / "missing.json")]) == 2
+
+
+def test_threshold_parsing():
+    assert compare.threshold("10%") == pytest.approx(0.10)
+    assert compare.threshold("2.5") == pytest.approx(0.025)
+    assert math.isclose(compare.threshold("0%"), 0.0)
+
+
+def test_unpadded_flops_match_xla_cost_analysis_convention():
+    # REFERENCE.md: XLA's cost analysis reports 79.8 GFLOP for the 80.5 GFLOP conv (SAME padding's zeros)
+    assert CONV_FULL.flops_unpadded() / 1e9 == pytest.approx(79.8, abs=0.05)
+    # per axis, 256 -> 128 with k=5, s=2, pads (1, 2): 4 + 126 * 5 + 3 taps
+    from parity.workloads import valid_taps
+
+    assert valid_taps(256, 5, 2, "SAME") == 637 and valid_taps(7, 5, 1, "SAME") == 29
+    assert valid_taps(9, 3, 1, "VALID") == 7 * 3
