@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
-from jax.sharding import NamedSharding
+from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jax_impl.devices import lowered_flops, placement
@@ -218,7 +218,10 @@ class Trainer:
             self.state = jax.device_put(state, devices[0])
             self._step = jax.jit(step, donate_argnums=0)
             return
-        mesh = jax.make_mesh((n,), ("batch",), devices=devices)
+        # pmap hands its outputs back on an Auto-typed mesh: state placed on make_mesh's default
+        # (Explicit) mesh would differ from the step's output and cost a second compilation.
+        axis_types = (AxisType.Auto,) if variant == "pmap" else None
+        mesh = jax.make_mesh((n,), ("batch",), devices=devices, axis_types=axis_types)
         self.data_sharding = NamedSharding(mesh, P("batch"))
         if variant == "pmap":
             stacked = jax.tree.map(lambda a: np.broadcast_to(a, (n, *np.shape(a))), state)

@@ -232,9 +232,6 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
                 f"global batch {spec.global_batch} (notebook: {CNN_FULL.epochs} x {CNN_FULL.steps_per_epoch}"
                 f" at {CNN_FULL.global_batch}); --epochs/--steps-per-epoch/--batch restore it"
             )
-    if cfg.quick:
-        notes.append("--quick: a smoke test at tiny shapes; first calls of different workers overlap, so "
-                     "compile times include contention")  # fmt: skip
     for r in cfg.replica_counts():
         log(
             cfg,
@@ -247,6 +244,11 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         try:
             for key, h in hello.items():
                 hello_all.setdefault(key, h)
+            if "cnn" in cfg.workloads:  # untimed, every worker at once: their one-off model set-up
+                for w in workers.values():
+                    w.send(cmd="warm_cnn")
+                for w in workers.values():
+                    w.answer()
             if peak is None:
                 h = next(iter(hello.values()))
                 peak = roofline.device_peak(cfg.device, h["device_kind"], cfg.precision)
@@ -308,18 +310,17 @@ def _run_workload(cfg: Config, wl: str, kind: str, workers: dict[str, Worker], h
             cases.append((wk, shown, n, f"{kind}-{wk}-{variant}-r{n}{tag}".replace("+", "_"), variant))
     if not cases:
         return []
-    answers = {}
-    for fw, variant, n, key, base in cases:
+    first_s = {}
+    for fw, variant, n, key, base in cases:  # one at a time: a first call's time is its own
         what = f"first epoch (seed {spec.seed})" if kind == "cnn" else "compiling"
-        log(cfg, f"{name}: {what} {FRAMEWORK_NAMES[workers[fw].framework]} {variant} x{n}"
-                 + (" (workers overlap: --quick)" if cfg.quick else ""))  # fmt: skip
-        workers[fw].send(cmd="prepare", id=key, workload=kind, variant=base, spec=spec.to_dict(),
-                         save=str(save_dir / f"{key}.npy"), **extra)  # fmt: skip
-        if not cfg.quick:  # --quick is a smoke test: first calls overlap across workers, and it says so
-            _said_first(cfg, answers.setdefault(key, workers[fw].answer()))
-    for fw, _v, _n, key, _b in cases if cfg.quick else ():
-        _said_first(cfg, answers.setdefault(key, workers[fw].answer()))
-    first_s = {key: resp["compile_s"] for key, resp in answers.items()}
+        log(cfg, f"{name}: {what} {FRAMEWORK_NAMES[workers[fw].framework]} {variant} x{n}")
+        resp = workers[fw].ask(cmd="prepare", id=key, workload=kind, variant=base, spec=spec.to_dict(),
+                               save=str(save_dir / f"{key}.npy"), **extra)  # fmt: skip
+        first_s[key] = resp["compile_s"]
+        if resp["invalid"]:
+            log(cfg, f"  INVALID: {resp['invalid']}")
+        else:
+            log(cfg, f"  first call {resp['compile_s']:.3f} s, output verified")
     # Training: the first epoch is the first call, each later epoch one repetition.
     warmup = 0 if kind == "cnn" else cfg.warmup
     last_s = dict(first_s)
@@ -387,13 +388,6 @@ def _run_workload(cfg: Config, wl: str, kind: str, workers: dict[str, Worker], h
     return rows
 
 
-def _said_first(cfg: Config, resp: dict) -> None:
-    if resp["invalid"]:
-        log(cfg, f"  INVALID: {resp['invalid']}")
-    else:
-        log(cfg, f"  first call {resp['compile_s']:.3f} s, output verified")
-
-
 def calibrated_reps(call_s: float | None, cfg: Config) -> int:
     """Timed calls for one row: at least cfg.reps, more until cfg.min_time_s of timed work, at most cfg.max_reps."""
     if not call_s:  # invalid already: the reps only confirm it
@@ -415,7 +409,7 @@ def _cnn_parity(cfg: Config, workers: dict[str, Worker], hello: dict, save_dir: 
     log(cfg, f"cnn parity x{n}: gradients and a {cfg.parity_steps}-step trajectory (dropout off, batch {b})")
     saved = {}
     for fw, w in workers.items():  # untimed: both frameworks at once
-        w.send(cmd="cnn_parity", spec=spec.to_dict(), weights=ctx["weights"],
+        w.send(cmd="cnn_parity", spec=spec.to_dict(), weights=ctx["weights"], tuned=cfg.tuned,
                batches=str(save_dir / "parity_batches.npz"), out=str(save_dir / f"parity-{fw}-r{n}.npz"))  # fmt: skip
     for fw, w in workers.items():
         w.answer()

@@ -176,14 +176,15 @@ def cnn_parity(impl, devices, req: dict) -> dict:
     out["loss"] = np.array(loss)
     for i, g in enumerate(grads):
         out[f"grad/{i:03d}"] = g
-    for variant in impl.cnn_variants(len(devices)):
+    variants = [v for v in impl.cnn_variants(len(devices)) if req.get("tuned", True) or v not in impl.TUNED_VARIANTS]
+    for variant in variants:
         t = impl.make_trainer(_cnn_model(impl, s, w, dropout=False), devices, variant, s.learning_rate,
                               s.adam_epsilon, s.seed)  # fmt: skip
         out[f"traj/{variant}/loss"] = np.asarray(t.steps(x, y))[:, 0]
         for i, a in enumerate(impl.get_weights(t.model())):
             out[f"traj/{variant}/w{i:03d}"] = a
     np.savez(req["out"], **out)
-    return {"variants": list(impl.cnn_variants(len(devices)))}
+    return {"variants": variants}
 
 
 CASES = {
@@ -250,6 +251,9 @@ def serve(args, out) -> None:
                 m = timer.m
                 done = finish() if m.invalid is None and req.get("evaluate", True) else {}
                 say({**info, **m.stats(), **m.errors, **done, "compile_s": m.compile_s, "invalid": m.invalid})
+            elif cmd == "warm_cnn":  # a framework's first model build runs its one-off set-up (seconds)
+                impl.build_cnn(0)
+                say({})
             elif cmd == "init_weights":
                 save_npz(impl.get_weights(impl.build_cnn(req["seed"])), req["out"])
                 say({})

@@ -114,11 +114,11 @@ def test_gradients_refuse_dropout(weights):
             mod.loss_and_grads(m, x[0], y[0])
 
 
-def _trajectory(w, replicas, tf_variant, jax_variant, steps=3, size=16):
+def _trajectory(w, replicas, tf_variant, jax_variant, steps=3, size=16, jax_lr=1e-3):
     x, y = batch(steps, size, seed=11)
     tm, jm = models(w)
     tt = tf_impl.make_trainer(tm, TF_DEVICES[:replicas], tf_variant)
-    jt = jax_impl.make_trainer(jm, JAX_DEVICES[:replicas], jax_variant)
+    jt = jax_impl.make_trainer(jm, JAX_DEVICES[:replicas], jax_variant, learning_rate=jax_lr)
     saved = {"tf": {f"traj/{tf_variant}/loss": tt.steps(x, y)[:, 0]},
              "jax": {f"traj/{jax_variant}/loss": np.asarray(jt.steps(x, y))[:, 0]}}  # fmt: skip
     for fw, mod, t in (("tf", tf_impl, tt), ("jax", jax_impl, jt)):
@@ -128,11 +128,17 @@ def _trajectory(w, replicas, tf_variant, jax_variant, steps=3, size=16):
     return checks.trajectory(saved["tf"], saved["jax"], tf_variant, jax_variant, TOL, replicas), saved
 
 
-def test_three_step_trajectory_one_replica(weights):
-    rows, _ = _trajectory(weights, 1, "fit", "jit")
+@pytest.mark.parametrize("tf_variant", ["fit", "fit+xla"])
+def test_three_step_trajectory_one_replica(weights, tf_variant):
+    rows, _ = _trajectory(weights, 1, tf_variant, "jit")
     assert len(rows) == 3
     for r in rows:
         assert r["passed"], r
+
+
+def test_trajectory_check_catches_a_different_learning_rate(weights):
+    rows, _ = _trajectory(weights, 1, "fit", "jit", jax_lr=1.5e-3)
+    assert not rows[0]["passed"] and not rows[1]["passed"], rows
 
 
 @pytest.mark.parametrize("jax_variant", ["pmap", "shard_map"])
