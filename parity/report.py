@@ -254,7 +254,10 @@ def csv_text(rows: list[dict]) -> str:
 
 def _throughput(r: dict) -> tuple[float, float, float, str]:
     """(median, low, high) throughput of a row from its median and quartiles, and the unit."""
-    work, unit = (r["images"], "images/s") if r.get("images") else (r["flops"] / 1e9, "GFLOP/s")
+    if r.get("images_per_s"):  # the CNN rows: images per call, from the row's own figures
+        work, unit = r["images_per_s"] * r["median_s"], "images/s"
+    else:
+        work, unit = r["flops"] / 1e9, "GFLOP/s"
     q1, q3 = r.get("q1_s") or r["median_s"], r.get("q3_s") or r["median_s"]
     return work / r["median_s"], work / q3, work / q1, unit
 

@@ -122,7 +122,7 @@ class CnnSpec:
 # The notebook's schedule (GPU/TPU default), the CPU default (shortened to finish in minutes on
 # 2 cores; the output says so) and --quick.
 CNN_FULL = CnnSpec()
-CNN_CPU = CnnSpec(global_batch=256, steps_per_epoch=5, epochs=2)
+CNN_CPU = CnnSpec(global_batch=256, steps_per_epoch=3, epochs=4)  # 3 timed epochs: a median and an IQR
 CNN_QUICK = CnnSpec(global_batch=64, steps_per_epoch=3, epochs=2, train_size=2048, test_size=512)
 
 # Layer name and kind, in the order Keras's Model.get_weights() lists this model's weights.

@@ -127,7 +127,7 @@ def _write(tmp_path, name, doc):
 def test_csv_and_chart(tmp_path):
     pytest.importorskip("matplotlib")
     rows = [_row(), _row(framework="jax", variant="jit", median_s=2.0),
-            _row(workload="cnn_train", variant="fit", images=1280, median_s=10.0)]  # fmt: skip
+            _row(workload="cnn_train", variant="fit", images_per_s=128.0, median_s=10.0)]  # fmt: skip
     doc = _doc(rows)
     doc["env"].update(reps=5, min_time_s=5.0, timestamp="t", git_commit=None, python="3", host_cores=2, notes=[],
                       skipped=[], peak=CPU.to_dict())  # fmt: skip
