@@ -1,19 +1,22 @@
 """`python -m parity.compare OLD.json NEW.json --fail-over 10%`: per-row time ratios; non-zero exit on a regression.
 
 Rows are matched on what was measured (workload, framework, variant, device kind, replicas, precision,
---quick, seed). A row slower than OLD by more than the threshold, or verified in OLD and invalid in
-NEW, is a regression: exit 1. Unreadable files, a bad threshold or no common rows: exit 2.
+--quick, seed, and a CNN row's schedule and batch). A row slower than OLD by more than the threshold,
+or verified in OLD and invalid in NEW, is a regression: exit 1. Unreadable files, a bad threshold or
+no common rows: exit 2.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
 from parity.report import ResultsError, _grid, _time, load_results
 
 KEY = ("workload", "framework", "variant", "device", "device_kind", "replicas", "precision", "quick", "seed")
+# a CNN row's schedule and batch: an epoch of 5 steps is not a slower epoch of 3
 
 
 def threshold(text: str) -> float:
@@ -29,7 +32,7 @@ def threshold(text: str) -> float:
 
 
 def key(row: dict) -> tuple:
-    return tuple(row.get(k) for k in KEY)
+    return (*(row.get(k) for k in KEY), json.dumps(row.get("spec"), sort_keys=True))
 
 
 def compare(old: dict, new: dict, fail_over: float) -> tuple[list[dict], bool]:

@@ -375,8 +375,9 @@ def load_results(path: Path) -> dict:
 def machine(doc: dict) -> str:
     """A short label for the machine a results file came from."""
     env = doc["env"]
-    kinds = sorted({str(f.get("device_kind")) for f in env.get("frameworks", {}).values()} - {"None"})
-    what = env["device"] + (f" {'/'.join(kinds)}" if kinds and kinds != [env["device"].upper()] else "")
+    kinds = {str(f.get("device_kind")) for f in env.get("frameworks", {}).values()} - {"None"}
+    kinds = sorted({k for k in kinds if k.lower() != env["device"]})  # 'CPU' and 'cpu' say nothing new
+    what = env["device"] + (f" {'/'.join(kinds)}" if kinds else "")
     return f"{what}, {env.get('host_cpu', '?')}"
 
 
@@ -491,7 +492,8 @@ def report_main(argv: list[str] | None = None) -> int:
         return 2
     print(cross_table(rows))
     for wl, b in bases.items():
-        print(f"  * {wl} baseline: {b['source']} {b['framework']} {b['variant']} x{b['replicas']}")
+        what = b["source"] if b["reference"] else f"{b['source']} {b['framework']} {b['variant']} x{b['replicas']}"
+        print(f"  * {wl} baseline: {what}")
     if not args.no_article:
         print("  * reference rows are the 2018 article's own figures, not measured here")
     if args.out:

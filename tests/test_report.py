@@ -220,3 +220,11 @@ def test_unpadded_flops_match_xla_cost_analysis_convention():
 
     assert valid_taps(256, 5, 2, "SAME") == 637 and valid_taps(7, 5, 1, "SAME") == 29
     assert valid_taps(9, 3, 1, "VALID") == 7 * 3
+
+
+def test_compare_never_matches_different_cnn_schedules(tmp_path, capsys):
+    three = _row(workload="cnn_train", variant="fit", spec={"global_batch": 256, "steps_per_epoch": 3})
+    five = _row(workload="cnn_train", variant="fit", spec={"global_batch": 256, "steps_per_epoch": 5}, median_s=2.0)
+    old, new = _write(tmp_path, "old.json", _doc([three])), _write(tmp_path, "new.json", _doc([five]))
+    assert compare.main([str(old), str(new)]) == 2  # nothing comparable, not a 100% regression
+    assert "no row" in capsys.readouterr().err
