@@ -228,3 +228,12 @@ def test_compare_never_matches_different_cnn_schedules(tmp_path, capsys):
     old, new = _write(tmp_path, "old.json", _doc([three])), _write(tmp_path, "new.json", _doc([five]))
     assert compare.main([str(old), str(new)]) == 2  # nothing comparable, not a 100% regression
     assert "no row" in capsys.readouterr().err
+
+
+def test_a_compiler_count_far_from_both_formulas_is_shown():
+    rows = [_row(), _row(variant="jit", compiler_flops=50e9, flops_unpadded=CONV_FULL.flops_unpadded())]
+    doc = _doc(rows)
+    notes = [n for n in report.roofline_notes(doc) if "FLOPs" in n]
+    assert len(notes) == 1 and "DISAGREES by more than 10% in: jit x1" in notes[0]
+    rows[1]["compiler_flops"] = CONV_FULL.flops_unpadded()  # XLA's convention: no padding zeros
+    assert "all within 10%" in report.roofline_notes(_doc(rows))[0]
