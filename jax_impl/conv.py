@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from functools import partial
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -40,14 +41,14 @@ def _rows(out: jax.Array, idx: Sequence[int], per: int = 0) -> np.ndarray:
         for shard in out.addressable_shards:
             start, stop, _ = shard.index[0].indices(out.shape[0])
             if start <= lead < stop:
-                rows.append(np.asarray(shard.data[(lead - start, *rest)]))
+                rows.append(np.asarray(shard.data[(lead - start, *rest)], np.float32))
                 break
     return np.stack(rows)
 
 
 def conv_variants(replicas: int) -> tuple[str, ...]:
     """Names of the ways this framework runs the conv over `replicas` devices."""
-    return ("jit",) if replicas == 1 else ("pmap", "shard_map")
+    return ("jit", "jit+bf16") if replicas == 1 else ("pmap", "shard_map")
 
 
 def prepare_conv(
@@ -68,8 +69,10 @@ def prepare_conv(
     conv = partial(_conv, stride=stride, padding=padding)
     if variant not in conv_variants(n):
         raise ValueError(f"unknown JAX conv variant {variant!r} for {n} replicas; have {conv_variants(n)}")
-    if variant == "jit":
-        x, w = jax.device_put(images, devices[0]), jax.device_put(kernels, devices[0])
+    if variant in ("jit", "jit+bf16"):
+        # +bf16: bfloat16 images and kernels (cast once, beforehand), bfloat16 out, as Flax's dtype=bfloat16
+        dtype = jnp.bfloat16 if variant.endswith("bf16") else images.dtype
+        x, w = (jax.device_put(a.astype(dtype), devices[0]) for a in (images, kernels))
         f = jax.jit(conv)
         return Prepared(lambda: f(x, w), lambda o: tuple(o.shape), _rows, placement, lambda: lowered_flops(f, x, w))
     mesh = jax.make_mesh((n,), ("batch",), devices=devices)

@@ -9,9 +9,10 @@ import jax
 from parity.api import DeviceUnavailable
 
 FRAMEWORK = "jax"
-# Variants that are not the framework out of the box (none: JAX's tuned settings are process-wide
-# XLA_FLAGS, which parity.harness.TUNED gives a worker of their own).
-TUNED_VARIANTS: tuple[str, ...] = ()
+# Variants that are not the framework out of the box: bfloat16 inputs (the harness runs '+bf16' only
+# where the device computes in bfloat16 natively). JAX's other tuned settings are process-wide
+# XLA_FLAGS, which parity.harness.TUNED gives a worker of their own.
+TUNED_VARIANTS: tuple[str, ...] = ("jit+bf16",)
 
 
 def setup_devices(device: str, replicas: int) -> list[jax.Device]:

@@ -79,6 +79,25 @@ def accelerator_peak(device: str, device_kind: str, precision: str) -> Peak:
     return Peak(device_kind, fmt, None, None, f"no peak on record for device kind {device_kind!r}")
 
 
+def native_bf16(device: str, device_kind: str) -> bool:
+    """Whether the device multiplies bfloat16 in hardware (elsewhere '+bf16' rows would be emulation)."""
+    if device == "tpu":
+        return True
+    if device == "gpu":
+        return any(key in device_kind.lower() and "bf16" in flops for key, flops, _ in ACCELERATORS)
+    return cpu_info()["bf16"]
+
+
+def bf16_peak(device: str, device_kind: str, run_peak: Peak) -> Peak:
+    """The peak a '+bf16' row is judged against: the table's bf16 figure; none modelled for CPUs."""
+    if device == "cpu":
+        return Peak(device_kind, "bf16", None, run_peak.bandwidth, "no bfloat16 peak modelled for CPUs")
+    for key, flops, bw in ACCELERATORS:
+        if key in device_kind.lower() and "bf16" in flops:
+            return Peak(device_kind, "bf16", flops["bf16"], bw, f"published dense bf16 peak for {key!r}")
+    return Peak(device_kind, "bf16", None, None, f"no bf16 peak on record for device kind {device_kind!r}")
+
+
 def cpu_info() -> dict:
     """Physical cores this process may use, SIMD width, FMA, and the clock /proc/cpuinfo reports."""
     allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))

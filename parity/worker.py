@@ -79,12 +79,12 @@ def conv_case(impl, devices, spec: dict, variant: str, device: str, precision: s
         s.output_shape,
         idx,
         ref,
-        tolerance(device, precision),
+        tolerance(device, precision, variant),
         device,
         len(devices),
     )
     info = {"flops": s.flops(), "flops_unpadded": s.flops_unpadded(), "flops_formula": ConvSpec.flops.__doc__,
-            "min_bytes": s.min_bytes(), "cost": p.cost}  # fmt: skip
+            "min_bytes": s.min_bytes(2 if variant.endswith("+bf16") else None), "cost": p.cost}  # fmt: skip
     return Timer(p.run, impl.block, verify), info, dict
 
 

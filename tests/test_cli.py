@@ -41,6 +41,10 @@ def test_quick_run_prints_a_verified_table(quick_conv):
     assert p.returncode == 0, p.stderr[-2000:]
     for variant in ("jit", "pmap", "shard_map", "function", "function+xla", "strategy", "jit+ynn", "shard_map+ynn"):
         assert f" {variant} " in p.stdout
+    from parity.roofline import cpu_info
+
+    if not cpu_info()["bf16"]:  # no bfloat16 hardware: no emulated '+bf16' rows
+        assert "+bf16" not in p.stdout
     assert "INVALID" not in p.stdout
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from parity import oracle
-from parity.workloads import ConvSpec
+from parity.workloads import BF16_TOLERANCE, ConvSpec
 
 TOL = 1e-5  # float32 at highest precision, relative to max |reference|
 
@@ -44,7 +44,11 @@ def test_every_variant_matches_oracle(impl, replicas):
         assert p.shape(out) == spec.output_shape, variant
         assert p.placement(out) == [f"cpu:{i}" for i in range(replicas)], variant
         idx = list(range(spec.batch))
-        assert rel_err(p.rows(out, idx), ref) < TOL, variant
+        err = rel_err(p.rows(out, idx), ref)
+        if variant.endswith("+bf16"):  # bfloat16 in and out: rounding, not float32 accumulation
+            assert 1e-4 < err < BF16_TOLERANCE, (variant, err)
+        else:
+            assert err < TOL, variant
 
 
 @pytest.mark.parametrize("replicas", [1, 8])

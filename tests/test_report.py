@@ -237,3 +237,19 @@ def test_a_compiler_count_far_from_both_formulas_is_shown():
     assert len(notes) == 1 and "DISAGREES by more than 10% in: jit x1" in notes[0]
     rows[1]["compiler_flops"] = CONV_FULL.flops_unpadded()  # XLA's convention: no padding zeros
     assert "all within 10%" in report.roofline_notes(_doc(rows))[0]
+
+
+def test_bf16_rows_only_where_the_hardware_has_it():
+    assert roofline.native_bf16("tpu", "TPU v2")
+    assert roofline.native_bf16("gpu", "NVIDIA H200") and not roofline.native_bf16("gpu", "Tesla K80")
+    assert roofline.native_bf16("cpu", "cpu") == roofline.cpu_info()["bf16"]
+    h200 = roofline.accelerator_peak("gpu", "NVIDIA H200", "default")
+    assert roofline.bf16_peak("gpu", "NVIDIA H200", h200).flops == pytest.approx(989e12)
+    assert roofline.bf16_peak("cpu", "cpu", CPU).flops is None  # not modelled: no guard, no % peak
+
+
+def test_bf16_row_is_judged_against_the_bf16_peak():
+    row = _row(device="gpu", device_kind="NVIDIA H200", variant="jit+bf16", median_s=80.53e9 / 600e12)
+    harness._judge(row, roofline.accelerator_peak("gpu", "NVIDIA H200", "default"))  # 600 TFLOP/s: > TF32 peak
+    assert row["verified"] and row["peak_format"] == "bf16"
+    assert row["pct_peak"] == pytest.approx(100 * 600 / 989, rel=1e-3)

@@ -24,13 +24,13 @@ def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> tf.Tenso
 
 def conv_variants(replicas: int) -> tuple[str, ...]:
     """Names of the ways this framework runs the conv over `replicas` devices."""
-    return ("function", "function+xla") if replicas == 1 else ("strategy",)
+    return ("function", "function+xla", "function+bf16") if replicas == 1 else ("strategy",)
 
 
 def _rows(out, idx) -> np.ndarray:
     parts = local_tensors(out)
     per = parts[0].shape[0]
-    return np.stack([parts[i // per][i % per].numpy() for i in idx])
+    return np.stack([parts[i // per][i % per].numpy().astype(np.float32) for i in idx])
 
 
 def _shape(out) -> tuple[int, ...]:
@@ -43,7 +43,9 @@ def prepare_conv(
 ) -> Prepared:
     """Place the inputs on `devices` (batch split across them) and return the callable.
 
-    'function' is a tf.function, 'function+xla' the same with jit_compile=True, 'strategy' runs
+    'function' is a tf.function, 'function+xla' the same with jit_compile=True, 'function+bf16' the
+    same on bfloat16 images and kernels (cast once, beforehand; bfloat16 out, as under Keras's
+    mixed_bfloat16 policy), 'strategy' runs
     under TPUStrategy on a TPU and MirroredStrategy on GPUs or logical CPUs.
 
     Raises:
@@ -56,6 +58,8 @@ def prepare_conv(
     if variant.startswith("function"):
         with tf.device(devices[0]):
             x, w = tf.constant(images), tf.constant(kernels)
+            if variant.endswith("bf16"):
+                x, w = tf.cast(x, tf.bfloat16), tf.cast(w, tf.bfloat16)
         f = tf.function(lambda a, b: _conv(a, b, stride, padding), jit_compile=variant.endswith("xla"))
 
         def run():

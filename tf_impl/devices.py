@@ -10,8 +10,9 @@ import tensorflow as tf  # noqa: E402
 from parity.api import DeviceUnavailable  # noqa: E402
 
 FRAMEWORK = "tf"
-# Variants that are not the framework out of the box: XLA forced on where TF and Keras leave it off.
-TUNED_VARIANTS: tuple[str, ...] = ("function+xla", "fit+xla")
+# Variants that are not the framework out of the box: XLA forced on where TF and Keras leave it off,
+# and bfloat16 inputs (the harness runs '+bf16' only where the device computes in bfloat16 natively).
+TUNED_VARIANTS: tuple[str, ...] = ("function+xla", "fit+xla", "function+bf16")
 _KIND = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
 _state: dict = {}
 
