@@ -90,7 +90,7 @@ def _f(x, fmt: str, none: str = "-") -> str:
 def _time(s: float | None) -> str:
     if s is None:
         return "-"
-    return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.3f} s"
+    return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.3f} s" if s < 100 else f"{s:.0f} s"
 
 
 COLUMNS = ("workload", "framework", "variant", "device", "replicas", "precision", "median", "IQR", "compile",
@@ -499,6 +499,9 @@ def report_main(argv: list[str] | None = None) -> int:
     for wl, b in bases.items():
         what = b["source"] if b["reference"] else f"{b['source']} {b['framework']} {b['variant']} x{b['replicas']}"
         print(f"  * {wl} baseline: {what}")
+    for wl in dict.fromkeys(r["workload"] for r in rows):
+        if wl not in bases:
+            print(f"  * {wl}: no verified row matches --baseline {args.baseline}: no speedups")
     if not args.no_article:
         print("  * reference rows are the 2018 article's own figures, not measured here")
     if args.out:
