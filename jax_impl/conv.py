@@ -13,7 +13,7 @@ from jax.sharding import PartitionSpec as P
 
 from jax_impl.devices import lowered_flops, placement
 from parity.api import Prepared
-from parity.workloads import check_divisible
+from parity.workloads import check_divisible, is_bf16
 
 
 def _conv(x, w, stride: int, padding: str):
@@ -71,7 +71,7 @@ def prepare_conv(
         raise ValueError(f"unknown JAX conv variant {variant!r} for {n} replicas; have {conv_variants(n)}")
     if variant in ("jit", "jit+bf16"):
         # +bf16: bfloat16 images and kernels (cast once, beforehand), bfloat16 out, as Flax's dtype=bfloat16
-        dtype = jnp.bfloat16 if variant.endswith("bf16") else images.dtype
+        dtype = jnp.bfloat16 if is_bf16(variant) else images.dtype
         x, w = (jax.device_put(a.astype(dtype), devices[0]) for a in (images, kernels))
         f = jax.jit(conv)
         return Prepared(lambda: f(x, w), lambda o: tuple(o.shape), _rows, placement, lambda: lowered_flops(f, x, w))

@@ -20,7 +20,7 @@ import numpy as np
 from parity import checks, data, roofline
 from parity.api import load_npz, save_npz
 from parity.oracle import cnn_forward, compare
-from parity.workloads import CNN_CPU, CNN_FULL, CNN_QUICK, SPECS, check_divisible, cnn_tolerances, tolerance
+from parity.workloads import CNN_CPU, CNN_FULL, CNN_QUICK, SPECS, check_divisible, cnn_tolerances, is_bf16, tolerance
 
 FRAMEWORKS = ("tf", "jax")
 FRAMEWORK_NAMES = {"tf": "TensorFlow", "jax": "JAX"}
@@ -49,7 +49,6 @@ class Config:
     reps: int = 5  # the minimum; calibrated_reps() adds calls until min_time_s of timed work
     min_time_s: float = 5.0
     max_reps: int = 200
-    measure_peak: bool = True
     tuned: bool = True  # also run each framework's TUNED configurations, as rows of their own
     warmup: int = 1
     timeout_s: float = 1800.0
@@ -212,7 +211,7 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
     peak = None
     if cfg.device == "cpu":  # measured before any worker starts, on an idle machine
         log(cfg, "measuring the CPU's float32 peak (matrix product) and memory bandwidth (copy)")
-        peak = roofline.cpu_peak(measure=cfg.measure_peak, n=2048 if cfg.quick else 4096)
+        peak = roofline.cpu_peak(n=2048 if cfg.quick else 4096)
         log(cfg, f"  computed {_g(peak.computed_flops)}, measured {_g(peak.measured_flops)} GFLOP/s; "
                  f"copy {_g(peak.measured_bandwidth)} GB/s")  # fmt: skip
     for wl in cfg.workloads:
@@ -282,17 +281,14 @@ def _g(x: float | None) -> str:
 
 def _judge(row: dict, peak) -> None:
     """Roofline fields, the impossible-throughput guard, and the spread warning for one row."""
-    if peak and row["variant"].endswith("+bf16"):  # judged against the device's bfloat16 peak
+    if peak and is_bf16(row["variant"]):  # judged against the device's bfloat16 peak
         peak = roofline.bf16_peak(row["device"], row["device_kind"], peak)
     row.update(roofline.roofline(row, peak, row["replicas"]) if peak else {})
     if row.get("impossible"):
         row.update(verified=False, invalid_reason=row["impossible"])
     med, iqr = row.get("median_s"), row.get("iqr_s")
     row["noisy"] = bool(med and iqr is not None and row["reps"] > 1 and iqr / med > SPREAD_WARN)
-    f, c = row.get("flops"), row.get("compiler_flops")
-    row["compiler_flops_ratio"] = c / f if f and c else None
-    u = row.get("flops_unpadded")
-    row["compiler_flops_ratio_unpadded"] = c / u if u and c else None
+    row["compiler_flops_ratio"], row["compiler_flops_ratio_unpadded"] = roofline.compiler_ratios(row)
 
 
 def _run_workload(cfg: Config, wl: str, kind: str, workers: dict[str, Worker], hello: dict, save_dir: Path,
@@ -310,7 +306,7 @@ def _run_workload(cfg: Config, wl: str, kind: str, workers: dict[str, Worker], h
     for wk, w in workers.items():
         n = hello[wk]["replicas"]
         for variant in w.ask(cmd="variants", workload=kind, tuned=cfg.tuned)["variants"]:
-            if variant.endswith("+bf16") and not roofline.native_bf16(cfg.device, hello[wk]["device_kind"]):
+            if is_bf16(variant) and not roofline.native_bf16(cfg.device, hello[wk]["device_kind"]):
                 # emulated bfloat16 would only show a slower configuration; the table says why it is absent
                 ctx["skipped_bf16"] = f"'+bf16' variants not run: {hello[wk]['device_kind']} has no native bfloat16"
                 continue
@@ -464,7 +460,7 @@ def _cross_check(rows: list[dict]) -> None:
         for other in rows:
             if other["framework"] == row["framework"] or other["workload"] != row["workload"]:
                 continue
-            if other["variant"].endswith("+bf16") != row["variant"].endswith("+bf16"):
+            if is_bf16(other["variant"]) != is_bf16(row["variant"]):
                 continue
             if not (row["verified"] and other["verified"] and Path(row["_save"]).exists()
                     and Path(other["_save"]).exists()):  # fmt: skip

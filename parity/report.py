@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+from parity.roofline import compiler_ratios
+
 SCHEMA_VERSION = 1
 ENV_FLAGS = (
     "XLA_FLAGS",
@@ -198,9 +200,7 @@ def roofline_notes(doc: dict) -> list[str]:
         r = rs[0]
         c, f, u = r["compiler_flops"], r["flops"], r.get("flops_unpadded") or r["flops"]
         # a counter may or may not count the padding's zeros: each row is judged against the closer count
-        bad = [x for x in rs if min(abs(x["compiler_flops"] / x["flops"] - 1),
-                                    abs(x["compiler_flops"] / (x.get("flops_unpadded") or x["flops"]) - 1))
-               > FLOPS_DISAGREE]  # fmt: skip
+        bad = [x for x in rs if min(abs(q - 1) for q in compiler_ratios(x)) > FLOPS_DISAGREE]
         names = ", ".join(f"{x['variant']} x{x['replicas']}" for x in bad)
         flag = f" DISAGREES by more than 10% in: {names}" if bad else f" ({len(rs)} row(s) counted, all within 10%)"
         notes.append(f"{wl} FLOPs per call: formula {f / 1e9:.4g} G ({u / 1e9:.4g} G without SAME padding's zeros), "

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import asdict, dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +99,7 @@ def bf16_peak(device: str, device_kind: str, run_peak: Peak) -> Peak:
     return Peak(device_kind, "bf16", None, None, f"no bf16 peak on record for device kind {device_kind!r}")
 
 
+@cache
 def cpu_info() -> dict:
     """Physical cores this process may use, SIMD width, FMA, and the clock /proc/cpuinfo reports."""
     allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
@@ -184,6 +186,13 @@ def device_peak(device: str, device_kind: str, precision: str, measure: bool = T
     if device == "cpu":
         return cpu_peak(measure, n)
     return accelerator_peak(device, device_kind, precision)
+
+
+def compiler_ratios(row: dict) -> tuple[float | None, float | None]:
+    """The compiler's FLOP count over the formula's, with and without SAME padding's zeros."""
+    c, f = row.get("compiler_flops"), row.get("flops")
+    u = row.get("flops_unpadded") or f
+    return (c / f if c and f else None), (c / u if c and u else None)
 
 
 def roofline(row: dict, peak: Peak, devices: int) -> dict:

@@ -30,7 +30,7 @@ from parity.api import DeviceUnavailable, load_npz, save_npz
 from parity.data import Dataset, batch_offsets, batches
 from parity.report import ENV_FLAGS
 from parity.timing import Invalid, Timer, output_verifier
-from parity.workloads import CnnSpec, ConvSpec, cnn_forward_flops, cnn_tolerances, tolerance
+from parity.workloads import CnnSpec, ConvSpec, cnn_forward_flops, cnn_tolerances, is_bf16, tolerance
 
 IMPLS = {"jax": "jax_impl", "tf": "tf_impl"}
 DIST = {"jax": ("jax", "jaxlib", "flax", "optax"), "tf": ("tensorflow", "tensorflow-cpu", "keras")}
@@ -84,7 +84,7 @@ def conv_case(impl, devices, spec: dict, variant: str, device: str, precision: s
         len(devices),
     )
     info = {"flops": s.flops(), "flops_unpadded": s.flops_unpadded(), "flops_formula": ConvSpec.flops.__doc__,
-            "min_bytes": s.min_bytes(2 if variant.endswith("+bf16") else None), "cost": p.cost}  # fmt: skip
+            "min_bytes": s.min_bytes(2 if is_bf16(variant) else None), "cost": p.cost}  # fmt: skip
     return Timer(p.run, impl.block, verify), info, dict
 
 
@@ -159,6 +159,11 @@ def cnn_infer_case(impl, devices, spec: dict, variant: str, device: str, precisi
     return Timer(p.run, impl.block, verify), info, dict
 
 
+def _offered(impl, variants, tuned: bool) -> list[str]:
+    """The variants a run asks for: all of them, or (tuned=False) the framework out of the box only."""
+    return [v for v in variants if tuned or v not in impl.TUNED_VARIANTS]
+
+
 def cnn_parity(impl, devices, req: dict) -> dict:
     """Forward blocks, one batch's loss and gradients, and a short dropout-free trajectory, to .npz."""
     s = CnnSpec(**req["spec"])
@@ -176,7 +181,7 @@ def cnn_parity(impl, devices, req: dict) -> dict:
     out["loss"] = np.array(loss)
     for i, g in enumerate(grads):
         out[f"grad/{i:03d}"] = g
-    variants = [v for v in impl.cnn_variants(len(devices)) if req.get("tuned", True) or v not in impl.TUNED_VARIANTS]
+    variants = _offered(impl, impl.cnn_variants(len(devices)), req.get("tuned", True))
     for variant in variants:
         t = impl.make_trainer(_cnn_model(impl, s, w, dropout=False), devices, variant, s.learning_rate,
                               s.adam_epsilon, s.seed)  # fmt: skip
@@ -230,7 +235,7 @@ def serve(args, out) -> None:
                 return
             if cmd == "variants":
                 every = getattr(impl, CASES[req["workload"]][1])(len(devices))
-                say({"variants": [v for v in every if req.get("tuned", True) or v not in impl.TUNED_VARIANTS]})
+                say({"variants": _offered(impl, every, req.get("tuned", True))})
             elif cmd == "prepare":
                 build = CASES[req["workload"]][0]
                 extra = {k: req[k] for k in ("data", "weights") if k in req}

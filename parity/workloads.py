@@ -219,13 +219,18 @@ TOLERANCES = {
 BF16_TOLERANCE = 1e-2
 
 
+def is_bf16(variant: str) -> bool:
+    """A variant computing in bfloat16 (images, kernels and output), named '...+bf16' on both sides."""
+    return variant.endswith("+bf16")
+
+
 def tolerance(device: str, precision: str, variant: str = "") -> float:
     """Agreement threshold (relative to max |reference|) for outputs computed on `device`."""
     try:
         tol = TOLERANCES[(device, precision)]
     except KeyError:
         raise ValueError(f"no tolerance for device={device!r} precision={precision!r}") from None
-    return max(tol, BF16_TOLERANCE) if variant.endswith("+bf16") else tol
+    return max(tol, BF16_TOLERANCE) if is_bf16(variant) else tol
 
 
 def check_divisible(batch: int, replicas: int) -> int:

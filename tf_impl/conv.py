@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from parity.api import Prepared
-from parity.workloads import check_divisible
+from parity.workloads import check_divisible, is_bf16
 from tf_impl.devices import graph_flops, graph_placement, local_tensors, placement, strategy
 
 
@@ -58,7 +58,7 @@ def prepare_conv(
     if variant.startswith("function"):
         with tf.device(devices[0]):
             x, w = tf.constant(images), tf.constant(kernels)
-            if variant.endswith("bf16"):
+            if is_bf16(variant):
                 x, w = tf.cast(x, tf.bfloat16), tf.cast(w, tf.bfloat16)
         f = tf.function(lambda a, b: _conv(a, b, stride, padding), jit_compile=variant.endswith("xla"))
 
