@@ -24,6 +24,7 @@ from jax_impl.devices import (
     device_kind,
     list_devices,
     placement,
+    process_info,
     set_precision,
     setup_devices,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "list_devices",
     "placement",
     "prepare_conv",
+    "process_info",
     "set_precision",
     "setup_devices",
 ]

@@ -13,7 +13,7 @@ from flax import nnx
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jax_impl.devices import lowered_flops, placement
+from jax_impl.devices import local_device, lowered_flops, placement, put_global
 from parity.api import Prepared, load_npz, save_npz
 from parity.workloads import CNN_LAYERS, check_weights
 
@@ -223,13 +223,14 @@ class Trainer:
         axis_types = (AxisType.Auto,) if variant == "pmap" else None
         mesh = jax.make_mesh((n,), ("batch",), devices=devices, axis_types=axis_types)
         self.data_sharding = NamedSharding(mesh, P("batch"))
+        # put_global: in a multi-process run each process places only its own devices' copies.
         if variant == "pmap":
             stacked = jax.tree.map(lambda a: np.broadcast_to(a, (n, *np.shape(a))), state)
-            self.state = jax.device_put(stacked, NamedSharding(mesh, P("batch")))
+            self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P("batch"))), stacked)
             self._step = jax.pmap(step, axis_name="batch", in_axes=(0, 0, 0, None), devices=devices,
                                   donate_argnums=0)  # fmt: skip
         else:
-            self.state = jax.device_put(state, NamedSharding(mesh, P()))
+            self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P())), state)
             self._step = jax.jit(
                 jax.shard_map(step, mesh=mesh, in_specs=(P(), P("batch"), P("batch"), P()), out_specs=(P(), P())),
                 donate_argnums=0,
@@ -241,9 +242,13 @@ class Trainer:
         for xb, yb in zip(x, y, strict=True):
             if self.variant == "pmap":
                 xb, yb = xb.reshape(self.n, -1, *xb.shape[1:]), yb.reshape(self.n, -1)
-            xb, yb = jax.device_put((xb, yb), self.data_sharding)
+            if self.variant == "jit":
+                xb, yb = jax.device_put((xb, yb), self.data_sharding)
+            else:  # each process feeds only its own devices' share of the global batch
+                xb, yb = put_global(xb, self.data_sharding), put_global(yb, self.data_sharding)
             self._batch = (xb, yb)
             self.state, m = self._step(self.state, xb, yb, self.i)
+            m = m.addressable_data(0)  # this process's copy (pmap: its first device's row)
             out.append(m[0] if self.variant == "pmap" else m)
             self.i += 1
             if self.serial:
@@ -258,10 +263,12 @@ class Trainer:
     def model(self) -> CNN:
         """The trained model (the passed-in model, updated in place)."""
         params, stats, _ = self.state
+        # this process's first copy (every replica holds the same after the step's pmean)
+        params, stats = jax.tree.map(lambda a: a.addressable_data(0), (params, stats))
         if self.variant == "pmap":
             params, stats = jax.tree.map(lambda a: a[0], (params, stats))
-        # one copy on the first device: a replicated copy would make every later call run 8 times
-        nnx.update(self.model_, *jax.device_put((params, stats), self.devices[0]))
+        # one copy on one device: a replicated copy would make every later call run 8 times
+        nnx.update(self.model_, *jax.device_put((params, stats), local_device(self.devices)))
         return self.model_
 
     def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:

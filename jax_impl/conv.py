@@ -8,10 +8,11 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jax_impl.devices import lowered_flops, placement
+from jax_impl.devices import gather_rows, lowered_flops, placement, put_global
 from parity.api import Prepared
 from parity.workloads import check_divisible, is_bf16
 
@@ -30,11 +31,19 @@ def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> jax.Arra
     return _conv_jit(images, kernels, stride, padding)
 
 
-def _rows(out: jax.Array, idx: Sequence[int], per: int = 0) -> np.ndarray:
+def _rows(out: jax.Array, idx: Sequence[int], per: int = 0, mesh=None) -> np.ndarray:
     """Global batch rows read from the device shards that hold them (no cross-device gather).
 
     per > 0 means pmap's layout, (devices, per, ...): global row i is out[i // per, i % per].
+    In a multi-process run the rows are gathered from whichever process holds them (a collective:
+    every process reads the same rows); pmap's per-process output is first seen as the global
+    array over `mesh`.
     """
+    if jax.process_count() > 1:
+        if per and out.is_fully_addressable:
+            out = multihost_utils.host_local_array_to_global_array(out, mesh, P("batch"))
+        idx = np.asarray(idx)
+        return gather_rows(out, (idx // per, idx % per) if per else (idx,))
     rows = []
     for i in idx:
         lead, rest = (i // per, (i % per,)) if per else (i, ())
@@ -76,20 +85,22 @@ def prepare_conv(
         f = jax.jit(conv)
         return Prepared(lambda: f(x, w), lambda o: tuple(o.shape), _rows, placement, lambda: lowered_flops(f, x, w))
     mesh = jax.make_mesh((n,), ("batch",), devices=devices)
-    replicated = NamedSharding(mesh, P())
-    w = jax.device_put(kernels, replicated)
+    # Each process places only its own devices' blocks (all of them in a one-process run).
+    w = put_global(kernels, NamedSharding(mesh, P()))
     if variant == "pmap":
         # pmap maps over a leading device axis: (n, per, H, W, C); JAX runs it on shard_map today.
-        x = jax.device_put(images.reshape(n, per, *images.shape[1:]), NamedSharding(mesh, P("batch")))
+        # In a multi-process run it computes this process's devices' part and returns only that.
+        x = put_global(images.reshape(n, per, *images.shape[1:]), NamedSharding(mesh, P("batch")))
         f = jax.pmap(conv, axis_name="batch", in_axes=(0, None), devices=devices)
+        local = sum(d.process_index == jax.process_index() for d in devices)
         return Prepared(
             lambda: f(x, w),
-            lambda o: (o.shape[0] * o.shape[1], *o.shape[2:]),
-            lambda o, idx: _rows(o, idx, per),
+            lambda o: (o.shape[0] * o.shape[1] * n // local, *o.shape[2:]),
+            lambda o, idx: _rows(o, idx, per, mesh),
             placement,
             lambda: lowered_flops(f, x, w, devices=n),  # the cost of one device's program
         )
-    x = jax.device_put(images, NamedSharding(mesh, P("batch")))
+    x = put_global(images, NamedSharding(mesh, P("batch")))
     f = jax.jit(jax.shard_map(conv, mesh=mesh, in_specs=(P("batch"), P()), out_specs=P("batch")))
     return Prepared(lambda: f(x, w), lambda o: tuple(o.shape), _rows, placement,
                     lambda: lowered_flops(f, x, w, devices=n))  # fmt: skip

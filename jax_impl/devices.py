@@ -5,8 +5,12 @@ from __future__ import annotations
 import os
 
 import jax
+import numpy as np
+from jax.sharding import NamedSharding
+from jax.sharding import PartitionSpec as P
 
 from parity.api import DeviceUnavailable
+from parity.cluster import Cluster
 
 FRAMEWORK = "jax"
 # Variants that are not the framework out of the box: bfloat16 inputs (the harness runs '+bf16' only
@@ -15,21 +19,25 @@ FRAMEWORK = "jax"
 TUNED_VARIANTS: tuple[str, ...] = ("jit+bf16",)
 
 
-def setup_devices(device: str, replicas: int) -> list[jax.Device]:
+def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) -> list[jax.Device]:
     """Make `replicas` devices of kind `device` available and return them (0: all of them).
 
     On the CPU, N > 1 replicas are simulated devices (`jax_num_cpu_devices`), which must be set
     before JAX's backend starts; call this first thing in a process.
 
+    With a `cluster`, this process joins JAX's multi-controller runtime (`jax.distributed`) and the
+    devices returned are every process's (the global mesh); `replicas` must be 0 then. On the CPU
+    each process has `cluster.local_devices` simulated devices and talks to the others through
+    XLA's gloo CPU collectives.
+
     Raises:
-        DeviceUnavailable: the device kind is absent or has fewer than `replicas` devices.
+        DeviceUnavailable: the device kind is absent or has fewer than `replicas` devices, or the
+            other processes cannot be reached.
     """
+    if cluster is not None:
+        return _join(device, cluster)
     if device == "cpu":
-        flag = "--xla_cpu_collective_call_terminate_timeout_seconds"
-        if flag not in os.environ.get("XLA_FLAGS", ""):
-            # N simulated devices share 2 cores: one can reach an all-reduce long after the others,
-            # and XLA aborts the process after 40 s of waiting by default.
-            os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}=1200".strip()
+        _collective_timeout()
         try:
             jax.config.update("jax_num_cpu_devices", max(replicas, 1))
         except RuntimeError:
@@ -44,6 +52,44 @@ def setup_devices(device: str, replicas: int) -> list[jax.Device]:
             f"--replicas {replicas} asked for on {device}, but JAX found {len(devs)}: {describe_devices()}"
         )
     return devs[:replicas]
+
+
+def _join(device: str, cluster: Cluster) -> list[jax.Device]:
+    if device == "cpu":
+        _collective_timeout()
+        jax.config.update("jax_num_cpu_devices", max(cluster.local_devices, 1))
+        jax.config.update("jax_cpu_collectives_implementation", "gloo")  # cross-process all-reduce on CPUs
+    timeout = max(1, int(cluster.timeout_s))
+    try:
+        jax.distributed.initialize(
+            cluster.jax_address(), cluster.num_processes, cluster.process_id,
+            initialization_timeout=timeout, heartbeat_timeout_seconds=timeout,
+        )  # fmt: skip
+    except Exception as e:  # XlaRuntimeError / ValueError / RuntimeError, by cause
+        detail = " ".join(str(e).split())[:300]
+        raise DeviceUnavailable(
+            f"JAX process {cluster.process_id} could not join the coordinator at {cluster.jax_address() or 'auto'} "
+            f"within {timeout} s ({type(e).__name__}: {detail})"
+        ) from None
+    try:
+        devs = jax.devices(device)
+    except RuntimeError:
+        raise DeviceUnavailable(f"--device {device} asked for, but JAX found only: {describe_devices()}") from None
+    return devs
+
+
+def _collective_timeout() -> None:
+    flag = "--xla_cpu_collective_call_terminate_timeout_seconds"
+    if flag not in os.environ.get("XLA_FLAGS", ""):
+        # N simulated devices share 2 cores: one can reach an all-reduce long after the others,
+        # and XLA aborts the process after 40 s of waiting by default.
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {flag}=1200".strip()
+
+
+def process_info(devices) -> dict:
+    """This process's place among the run's: {'process_id', 'num_processes', 'local_replicas'}."""
+    return {"process_id": jax.process_index(), "num_processes": jax.process_count(),
+            "local_replicas": sum(d.process_index == jax.process_index() for d in devices)}  # fmt: skip
 
 
 def describe_devices() -> str:
@@ -79,12 +125,31 @@ def lowered_flops(fn, *args, devices: int = 1) -> tuple[float | None, str]:
     return (flops * devices if flops else None), "XLA cost analysis"
 
 
+def put_global(a, sharding):
+    """Host array `a` (the same on every process) placed with `sharding`: each process copies only
+    the blocks its own devices hold (in one process: every block)."""
+    a = np.asarray(a)
+    return jax.make_array_from_callback(a.shape, sharding, lambda idx: a[idx])
+
+
+def local_device(devices):
+    """This process's first device among `devices`."""
+    return next(d for d in devices if d.process_index == jax.process_index())
+
+
+def gather_rows(out, lead) -> np.ndarray:
+    """Rows `lead` (an index tuple) of a sharded array, on every process (a collective across processes)."""
+    mesh = out.sharding.mesh
+    got = jax.jit(lambda o: o.at[lead].get(out_sharding=NamedSharding(mesh, P())))(out)
+    return np.asarray(got.addressable_data(0), np.float32)
+
+
 def block(out) -> None:
     """Wait until every leaf of `out` is computed."""
     jax.block_until_ready(out)
 
 
 def placement(out) -> list[str]:
-    """Devices holding the leaves of `out`, as 'platform:id'."""
-    devs = {d for leaf in jax.tree.leaves(out) for d in leaf.devices()}
+    """Devices of this process holding the leaves of `out`, as 'platform:id' (all of them in one process)."""
+    devs = {s.device for leaf in jax.tree.leaves(out) for s in leaf.addressable_shards}
     return sorted(f"{d.platform}:{d.id}" for d in devs)

@@ -27,6 +27,7 @@ import numpy as np
 
 from parity import oracle
 from parity.api import DeviceUnavailable, load_npz, save_npz
+from parity.cluster import Cluster
 from parity.data import Dataset, batch_offsets, batches
 from parity.report import ENV_FLAGS
 from parity.timing import Invalid, Timer, output_verifier
@@ -81,7 +82,7 @@ def conv_case(impl, devices, spec: dict, variant: str, device: str, precision: s
         ref,
         tolerance(device, precision, variant),
         device,
-        len(devices),
+        impl.process_info(devices)["local_replicas"],  # where this process's share ran
     )
     info = {"flops": s.flops(), "flops_unpadded": s.flops_unpadded(), "flops_formula": ConvSpec.flops.__doc__,
             "min_bytes": s.min_bytes(2 if is_bf16(variant) else None), "cost": p.cost}  # fmt: skip
@@ -123,9 +124,10 @@ def cnn_train_case(impl, devices, spec: dict, variant: str, device: str, precisi
         if bad.size:
             step = (epoch[0] - 1) * k + int(bad[0]) + 1
             raise Invalid(f"loss is {steps[bad[0], 0]} at step {step}: training diverged, stopped")
-        where = impl.trainer_placement(trainer)
-        if len(where) != len(devices) or any(not w.startswith(device + ":") for w in where):
-            raise Invalid(f"trained on {where}, expected {len(devices)} {device} device(s)")
+        where = impl.trainer_placement(trainer)  # this process's replicas
+        local = impl.process_info(devices)["local_replicas"]
+        if len(where) != local or any(not w.startswith(device + ":") for w in where):
+            raise Invalid(f"trained on {where}, expected {local} {device} device(s) in this process")
         return {"loss": float(steps[-1, 0]), "accuracy": float(steps[-1, 1])}
 
     def finish():
@@ -210,7 +212,8 @@ def serve(args, out) -> None:
         say({"status": "missing", "error": f"{args.framework} is not installed ({e})"})
         return
     try:
-        devices = impl.setup_devices(args.device, args.replicas)
+        cluster = Cluster.from_json(args.cluster) if args.cluster else None
+        devices = impl.setup_devices(args.device, 0 if cluster else args.replicas, cluster)
     except DeviceUnavailable as e:
         say({"status": "unavailable", "error": str(e)})
         return
@@ -219,6 +222,7 @@ def serve(args, out) -> None:
         {
             "status": "ready",
             "replicas": len(devices),
+            **impl.process_info(devices),
             "device_kind": impl.device_kind(),
             "devices": impl.list_devices(),
             "versions": versions(args.framework),
@@ -276,6 +280,7 @@ def main(argv=None) -> None:
     ap.add_argument("--device", choices=("cpu", "gpu", "tpu"), required=True)
     ap.add_argument("--replicas", type=int, default=1, help="0: every core of the device")
     ap.add_argument("--precision", choices=("default", "highest"), default="default")
+    ap.add_argument("--cluster", help="JSON of parity.cluster.Cluster: join a multi-process run (--replicas ignored)")
     args = ap.parse_args(argv)
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # keep the frameworks' prints off the answer channel

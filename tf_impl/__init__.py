@@ -28,6 +28,7 @@ from tf_impl.devices import (
     device_kind,
     list_devices,
     placement,
+    process_info,
     set_precision,
     setup_devices,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "list_devices",
     "placement",
     "prepare_conv",
+    "process_info",
     "set_precision",
     "setup_devices",
 ]

@@ -20,7 +20,7 @@ import tensorflow as tf  # noqa: E402
 
 from parity.api import Prepared, load_npz, save_npz  # noqa: E402
 from parity.workloads import CNN_LAYERS, check_weights  # noqa: E402
-from tf_impl.devices import graph_flops, placement, strategy  # noqa: E402
+from tf_impl.devices import graph_flops, multiworker, placement, strategy  # noqa: E402
 
 if keras.backend.backend() != "tensorflow":
     raise ImportError(f"tf_impl needs Keras's TensorFlow backend, got {keras.backend.backend()!r}")
@@ -90,8 +90,14 @@ def cnn_variants(replicas: int) -> tuple[str, ...]:
 
     'fit' is Keras out of the box (jit_compile='auto': XLA on GPUs and TPUs, not on a CPU-only
     machine); 'fit+xla' forces XLA everywhere.
+    In a multi-process run (MultiWorkerMirroredStrategy) Keras 3's fit fails (tensorflow#72388:
+    it reduces scalar logs over axis 0), so 'loop' is offered there instead: a custom training loop
+    of strategy.run steps with the same model, loss, Adam and per-replica batches. make_trainer
+    also takes 'loop' in one process, over several devices.
     """
-    return ("fit", "fit+xla") if replicas == 1 else ("strategy",)
+    if replicas == 1:
+        return ("fit", "fit+xla")
+    return ("loop",) if multiworker() is not None else ("strategy",)
 
 
 def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -141,17 +147,66 @@ class _StepLogs(keras.callbacks.Callback):
         return m * k - prev
 
 
+def _worker_batches(s: tf.distribute.Strategy, x: np.ndarray, y: np.ndarray) -> tf.distribute.DistributedDataset:
+    """This worker's share of each global batch x[k], y[k]: global replica r gets rows r*per .. (r+1)*per,
+    as MirroredStrategy splits a batch over its devices in one process. Only those rows enter its pipeline."""
+    n = s.num_replicas_in_sync
+    per = y.shape[1] // n
+
+    def fn(ctx: tf.distribute.InputContext):
+        local = n // ctx.num_input_pipelines  # replicas fed by this pipeline, in order
+        first = ctx.input_pipeline_id * local
+        parts = [slice((first + j) * per, (first + j + 1) * per) for j in range(local)]
+        xs = np.concatenate([x[:, p] for p in parts], axis=1).reshape(-1, per, *x.shape[2:])
+        ys = np.concatenate([y[:, p] for p in parts], axis=1).reshape(-1, per)
+        ds = tf.data.Dataset.from_tensor_slices((xs, ys))  # already per-replica batches, replica order
+        opts = tf.data.Options()
+        opts.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+        return ds.with_options(opts)
+
+    return s.distribute_datasets_from_function(fn)
+
+
+def _loop_step(s: tf.distribute.Strategy, model) -> tf.types.experimental.PolymorphicFunction:
+    """One training step as Keras's fit takes it: per-replica loss scaled by 1/replicas (the
+    optimizer all-reduces by sum), per-replica BatchNorm statistics, Keras's Adam; returns the
+    global batch's mean loss and accuracy."""
+    n = s.num_replicas_in_sync
+
+    def replica_step(x, y):
+        with tf.GradientTape() as tape:
+            probs = model(tf.cast(x, tf.float32), training=True)
+            loss = _loss(y, probs)
+            scaled = loss / n
+        grads = tape.gradient(scaled, model.trainable_weights)
+        model.optimizer.apply_gradients(zip(grads, model.trainable_weights, strict=True))
+        acc = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(probs, -1, output_type=tf.int32), tf.cast(y, tf.int32)),
+                                     tf.float32))  # fmt: skip
+        return loss, acc
+
+    @tf.function
+    def step(x, y):
+        loss, acc = s.run(replica_step, args=(x, y))
+        return s.reduce("MEAN", loss, axis=None), s.reduce("MEAN", acc, axis=None)
+
+    return step
+
+
 class Trainer:
     """model.compile + model.fit under the strategy's scope (a copy of the model lives there)."""
 
     def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         n = len(devices)
-        if variant not in cnn_variants(n):
-            raise ValueError(f"unknown TF CNN variant {variant!r} for {n} replicas; have {cnn_variants(n)}")
+        known = (*cnn_variants(n), "loop") if n > 1 else cnn_variants(n)
+        if variant not in known:
+            raise ValueError(f"unknown TF CNN variant {variant!r} for {n} replicas; have {known}")
+        if variant == "strategy" and multiworker() is not None:
+            raise ValueError("Keras 3's fit fails under MultiWorkerMirroredStrategy (tensorflow#72388): use 'loop'")
         self.src, self.variant = model, variant
+        self.distributed = variant in ("strategy", "loop")
         keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as JAX's)
-        scope = strategy(devices).scope() if variant == "strategy" else nullcontext()
-        with scope, tf.device(devices[0]) if variant != "strategy" else nullcontext():
+        scope = strategy(devices).scope() if self.distributed else nullcontext()
+        with scope, tf.device(devices[0]) if not self.distributed else nullcontext():
             self.m = keras.models.clone_model(model)
             self.m.set_weights(model.get_weights())
             self.m.compile(
@@ -160,21 +215,28 @@ class Trainer:
                 metrics=["accuracy"],
                 jit_compile=True if variant == "fit+xla" else "auto",
             )
+            if variant == "loop":  # fit builds it on its first call; the loop's step must not create variables
+                self.m.optimizer.build(self.m.trainable_variables)
         self.device = devices[0]
         self.logs = _StepLogs()
+        if variant == "loop":
+            self.s = strategy(devices)
+            self._step = _loop_step(self.s, self.m)
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn (one model.fit epoch); returns (K, 2) [loss, acc]."""
         k, b = y.shape
         self.batch = b
+        if self.variant == "loop":
+            return np.array([[float(v) for v in self._step(xb, yb)] for xb, yb in _worker_batches(self.s, x, y)])
         ds = tf.data.Dataset.from_tensor_slices((x.reshape(k * b, *x.shape[2:]), y.reshape(k * b))).batch(b)
-        with tf.device(self.device) if self.variant != "strategy" else nullcontext():
+        with tf.device(self.device) if not self.distributed else nullcontext():
             self.m.fit(ds, epochs=1, steps_per_epoch=k, verbose=0, callbacks=[self.logs], shuffle=False)
         return self.logs.per_step()
 
     def step_cost(self) -> tuple[float | None, str]:
         """FLOPs of one global training step by TF's profiler on Keras's train_step graph."""
-        if self.variant == "strategy":
+        if self.distributed:
             return None, "TF profiler: not traced under a strategy"
         spec = (tf.TensorSpec((self.batch, 28, 28, 1), tf.float32), tf.TensorSpec((self.batch,), tf.int32))
         with tf.device(self.device):
@@ -185,6 +247,13 @@ class Trainer:
         # replica's copy follows only its own batches, and get_weights() would return replica 0's.
         # The EMA is linear, so the mean of the copies is the EMA of the replica-mean statistics:
         # exactly what the JAX side keeps (and what tf.keras's ON_READ/MEAN variables gave).
+        s = multiworker()
+        if s is not None and self.distributed:  # the copies live on several workers: all-reduce
+            stats = self.m.non_trainable_weights
+            copies = s.run(lambda: [tf.identity(v.value) for v in stats])
+            for v, c in zip(stats, copies, strict=True):
+                v.assign(s.reduce(tf.distribute.ReduceOp.MEAN, c, axis=None))
+            return
         for v in self.m.non_trainable_weights:
             copies = getattr(v.value, "values", None)
             if copies and len(copies) > 1:
@@ -198,6 +267,12 @@ class Trainer:
 
     def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
         """Inference loss and accuracy of the current weights on (x, y)."""
+        if self.variant == "loop":  # every worker the same, from its copy of the trained weights (no collectives)
+            m = self.model()
+            probs = np.concatenate([m(x[i : i + batch_size].astype(np.float32), training=False).numpy()
+                                    for i in range(0, len(x), batch_size)])  # fmt: skip
+            loss = float(_loss(tf.constant(y), tf.constant(probs)))
+            return {"loss": loss, "accuracy": float(np.mean(np.argmax(probs, -1) == y))}
         self._average_moving_stats()
         r = self.m.evaluate(x.astype(np.float32), y, batch_size=batch_size, verbose=0, return_dict=True)
         return {"loss": float(r["loss"]), "accuracy": float(r["accuracy"])}

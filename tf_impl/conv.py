@@ -7,7 +7,15 @@ import tensorflow as tf
 
 from parity.api import Prepared
 from parity.workloads import check_divisible, is_bf16
-from tf_impl.devices import graph_flops, graph_placement, local_tensors, placement, strategy
+from tf_impl.devices import (
+    gather_rows,
+    graph_flops,
+    graph_placement,
+    local_tensors,
+    multiworker,
+    placement,
+    strategy,
+)
 
 
 def _conv(x, w, stride: int, padding: str):
@@ -76,7 +84,12 @@ def prepare_conv(
     def step(a, b):
         return s.run(lambda xa, wb: _conv(xa, wb, stride, padding), args=(a, b))
 
+    def shape(out):  # every replica's share is the same; a worker of several holds only its own
+        part = local_tensors(out)[0]
+        return (n * part.shape[0], *part.shape[1:])
+
     # Function outputs on logical CPUs all report CPU:0 (shared host memory); the graph says where
-    # each replica's conv really ran.
-    return Prepared(lambda: step(x, w), _shape, _rows, lambda o: graph_placement(step, (x, w), "Conv2D"),
+    # each replica's conv really ran (in a multi-process run: this worker's replicas).
+    return Prepared(lambda: step(x, w), shape, gather_rows if multiworker() else _rows,
+                    lambda o: graph_placement(step, (x, w), "Conv2D"),
                     lambda: graph_flops(step, x, w))  # the graph holds every replica's conv

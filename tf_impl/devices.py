@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
+
+import numpy as np
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from parity.api import DeviceUnavailable  # noqa: E402
+from parity.cluster import Cluster, ClusterError, port_free  # noqa: E402
 
 FRAMEWORK = "tf"
 # Variants that are not the framework out of the box: XLA forced on where TF and Keras leave it off,
@@ -17,17 +21,23 @@ _KIND = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
 _state: dict = {}
 
 
-def setup_devices(device: str, replicas: int) -> list[str]:
+def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) -> list[str]:
     """Make `replicas` devices of kind `device` available (0: all); return their logical names.
 
     On the CPU, N > 1 replicas are logical CPU devices, which must be configured before the TF
     runtime starts; call this first thing in a process. On a TPU this connects to the local TPU
     system and initialises it (TPU VM; unverified on the CI machine, which has none).
 
+    With a `cluster`, this process is one worker of a MultiWorkerMirroredStrategy (TF_CONFIG) and
+    the names returned are every worker's replicas; `replicas` must be 0 then. On CPUs TensorFlow
+    gives each worker one replica whatever its logical devices; on GPUs, every local GPU.
+
     Raises:
         DeviceUnavailable: the device kind is absent or has fewer than `replicas` cores.
     """
     kind = _KIND[device]
+    if cluster is not None:
+        return _join(device, cluster)
     if device == "tpu":
         try:
             resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
@@ -68,8 +78,80 @@ def setup_devices(device: str, replicas: int) -> list[str]:
     return names
 
 
+def _join(device: str, cluster: Cluster) -> list[str]:
+    if device == "tpu":
+        raise DeviceUnavailable(
+            "multi-process TensorFlow on TPUs is not supported here: TensorFlow drives a TPU pod slice from "
+            "one process (TPUStrategy over the slice's TPUClusterResolver); run without --coordinator"
+        )
+    try:
+        config = cluster.tf_config()
+    except ClusterError as e:
+        raise DeviceUnavailable(str(e)) from None
+    os.environ["TF_CONFIG"] = json.dumps(config)
+    if device == "gpu":
+        for gpu in tf.config.list_physical_devices("GPU"):
+            tf.config.experimental.set_memory_growth(gpu, True)
+    elif tf.config.list_physical_devices("GPU"):
+        tf.config.set_visible_devices([], "GPU")  # --device cpu: the workers' replicas are their CPUs
+    workers = config["cluster"]["worker"]
+    task = config["task"]["index"]
+    host, port = workers[task].rsplit(":", 1)
+    if not port_free(host.strip("[]"), int(port)):
+        raise DeviceUnavailable(f"TensorFlow worker {task}'s port {workers[task]} is already taken")
+    try:
+        s = tf.distribute.MultiWorkerMirroredStrategy(
+            cluster_resolver=tf.distribute.cluster_resolver.TFConfigClusterResolver(),
+            communication_options=tf.distribute.experimental.CommunicationOptions(timeout_seconds=cluster.timeout_s),
+        )
+    except Exception as e:  # gRPC server errors, bad TF_CONFIG
+        raise DeviceUnavailable(f"TensorFlow worker {task} could not start ({type(e).__name__}: "
+                                f"{' '.join(str(e).split())[:200]})") from None  # fmt: skip
+    local = list(s.extended.worker_devices)
+    if not local or _KIND[device] not in local[0].upper():
+        raise DeviceUnavailable(f"--device {device} asked for, but TensorFlow's worker {task} has {local}")
+    names = [d.replace(f"/task:{task}/", f"/task:{t}/") for t in range(len(workers)) for d in local]
+    if len(names) != s.num_replicas_in_sync:
+        raise DeviceUnavailable(f"TensorFlow counts {s.num_replicas_in_sync} replicas, expected {len(names)}")
+    _state.update(devices=names, device=device, multiworker=s, task=task)
+    _state.setdefault("strategies", {})[tuple(names)] = s
+    return names
+
+
+def process_info(devices) -> dict:
+    """This process's place among the run's: {'process_id', 'num_processes', 'local_replicas'}."""
+    s = _state.get("multiworker")
+    if s is None:
+        return {"process_id": 0, "num_processes": 1, "local_replicas": len(devices)}
+    return {"process_id": _state["task"], "num_processes": len(devices) // len(s.extended.worker_devices),
+            "local_replicas": len(s.extended.worker_devices)}  # fmt: skip
+
+
+def multiworker() -> tf.distribute.Strategy | None:
+    """The MultiWorkerMirroredStrategy of a multi-process run, else None."""
+    return _state.get("multiworker")
+
+
+def gather_rows(out, idx) -> np.ndarray:
+    """Global batch rows `idx` of a per-replica output, on every worker (a collective: each worker
+    contributes the rows its replicas hold, zeros elsewhere, summed exactly across workers)."""
+    s = _state["multiworker"]
+    idx = np.asarray(idx)
+
+    def pick(t):
+        per = tf.shape(t)[0]
+        local = tf.constant(idx, tf.int32) - tf.distribute.get_replica_context().replica_id_in_sync_group * per
+        inside = (local >= 0) & (local < per)
+        rows = tf.gather(t, tf.clip_by_value(local, 0, per - 1))
+        mask = tf.reshape(inside, [-1] + [1] * (len(t.shape) - 1))
+        return tf.where(mask, tf.cast(rows, tf.float32), tf.zeros_like(rows, tf.float32))
+
+    return s.reduce(tf.distribute.ReduceOp.SUM, s.run(pick, args=(out,)), axis=None).numpy()
+
+
 def strategy(devices: list[str]) -> tf.distribute.Strategy:
-    """TPUStrategy on a TPU, MirroredStrategy over the given GPUs or logical CPUs (cached)."""
+    """TPUStrategy on a TPU, MirroredStrategy over the given GPUs or logical CPUs (cached); in a
+    multi-process run, the MultiWorkerMirroredStrategy made at start-up."""
     key = tuple(devices)
     if key not in _state.setdefault("strategies", {}):
         if "tpu_resolver" in _state:

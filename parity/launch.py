@@ -1,0 +1,153 @@
+"""`python -m parity.launch`: start P processes of one multi-process run on this machine.
+
+Each process is `python -m parity.run <args>` (or --module) with PARITY_COORDINATOR (a free loopback
+port), PARITY_NUM_PROCESSES, PARITY_PROCESS_ID and PARITY_LOCAL_DEVICES set; JAX's runtime and
+TensorFlow's workers take their ports from there (parity.cluster). Process 0's output is shown;
+the others' is kept and shown when one fails. The launcher waits for all of them, forwards Ctrl-C,
+and when one dies or the run outlives --timeout it stops every process (and their children) and
+says which one failed and how.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+from parity.cluster import ENV, TF_PORT_OFFSET, free_port, port_free
+
+EXAMPLES = """examples:
+  python -m parity.launch --processes 2 --devices-per-process 4 -- --device cpu --workload conv
+  python -m parity.launch --processes 2 -- --framework tf --quick --out results/mp
+  python -m parity.launch --processes 2 --module my_training_script -- --steps 10
+"""
+GRACE_S = 10.0  # after Ctrl-C or a failure: how long processes get to exit before they are killed
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m parity.launch", description=__doc__, epilog=EXAMPLES,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("--processes", type=int, required=True, metavar="P", help="how many processes to start (>= 1)")
+    ap.add_argument("--devices-per-process", type=int, default=1, metavar="D",
+                    help="simulated CPU devices per process for JAX (TensorFlow's multi-worker strategy uses "
+                         "one CPU per worker whatever this says); GPUs and TPUs: every local one (default: 1)")
+    ap.add_argument("--port", type=int, help="coordinator port on 127.0.0.1; the run uses it and the next "
+                                             f"{TF_PORT_OFFSET} + P ports (default: a free one)")
+    ap.add_argument("--timeout", type=float, default=7200.0, metavar="S",
+                    help="stop every process when the run takes longer than S seconds (default: 7200)")
+    ap.add_argument("--module", default="parity.run",
+                    help="the Python module each process runs (default: parity.run)")
+    ap.add_argument("args", nargs=argparse.REMAINDER, help="after --: the arguments of every process")
+    return ap
+
+
+def _stop(procs: list[subprocess.Popen], sig: int = signal.SIGTERM) -> None:
+    """Signal every live process's group (its children too), then kill what is left after GRACE_S."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                pass
+    deadline = time.monotonic() + GRACE_S
+    for p in procs:
+        try:
+            p.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    for p in procs:  # the group may hold children that outlived their parent
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        p.wait()
+
+
+def _tail(log, n: int = 20) -> str:
+    log.flush()
+    log.seek(0)
+    lines = [ln for ln in log.read().splitlines() if ln.strip()]
+    return "\n".join("    " + ln for ln in lines[-n:])
+
+
+def _how(code: int) -> str:
+    if code < 0:
+        return f"was killed by {signal.Signals(-code).name}"
+    return f"exited with code {code}"
+
+
+def launch(processes: int, devices: int, port: int | None, timeout_s: float, module: str, args: list[str]) -> int:
+    """Run the processes; returns the exit code the launcher should end with."""
+    if port is None:
+        port = free_port(span=TF_PORT_OFFSET + processes)
+    elif not port_free("127.0.0.1", port):
+        print(f"error: coordinator port 127.0.0.1:{port} is already taken", file=sys.stderr)
+        return 2
+    procs, logs = [], []
+    print(f"launching {processes} x python -m {module} {' '.join(args)} (coordinator 127.0.0.1:{port}, "
+          f"{devices} device(s) per process)", file=sys.stderr, flush=True)  # fmt: skip
+    start = time.monotonic()
+    try:
+        for i in range(processes):
+            env = dict(os.environ, PYTHONUNBUFFERED="1")
+            env.update({ENV["coordinator"]: f"127.0.0.1:{port}", ENV["num_processes"]: str(processes),
+                        ENV["process_id"]: str(i), ENV["local_devices"]: str(devices)})  # fmt: skip
+            log = tempfile.TemporaryFile("w+")
+            logs.append(log)
+            out = {} if i == 0 else {"stdout": log, "stderr": subprocess.STDOUT}
+            # own session: a signal to its group reaches the process's framework workers too
+            procs.append(subprocess.Popen([sys.executable, "-m", module, *args], env=env, start_new_session=True,
+                                          **out))  # fmt: skip
+        while True:
+            codes = [p.poll() for p in procs]
+            failed = [i for i, c in enumerate(codes) if c not in (None, 0)]
+            if failed:
+                i = failed[0]
+                _stop(procs)
+                detail = f":\n{_tail(logs[i])}" if i else " (its output is above)"
+                print(f"error: process {i} of {processes} {_how(codes[i])}; stopped the others{detail}",
+                      file=sys.stderr)  # fmt: skip
+                return codes[i] if codes[i] > 0 else 1
+            if all(c == 0 for c in codes):
+                return 0
+            if time.monotonic() - start > timeout_s:
+                hung = [i for i, c in enumerate(codes) if c is None]
+                _stop(procs)
+                print(f"error: process(es) {', '.join(map(str, hung))} still running after {timeout_s:.0f} s "
+                      f"(--timeout); stopped all", file=sys.stderr)  # fmt: skip
+                return 124
+            time.sleep(0.2)
+    except KeyboardInterrupt:
+        print("interrupted: stopping every process", file=sys.stderr)
+        _stop(procs, signal.SIGINT)
+        return 130
+    finally:
+        _stop(procs)
+        for log in logs:
+            log.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
+    a = ap.parse_args(sys.argv[1:] if argv is None else argv)
+    if a.processes < 1:
+        ap.error(f"--processes must be >= 1, got {a.processes}")
+    if a.devices_per_process < 1:
+        ap.error(f"--devices-per-process must be >= 1, got {a.devices_per_process}")
+    if a.timeout <= 0:
+        ap.error(f"--timeout must be > 0, got {a.timeout}")
+    args = a.args[1:] if a.args[:1] == ["--"] else a.args
+    return launch(a.processes, a.devices_per_process, a.port, a.timeout, a.module, args)
+
+
+def _terminated(signum, frame):
+    raise KeyboardInterrupt  # a SIGTERM to the launcher stops the processes as Ctrl-C does
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, _terminated)
+    sys.exit(main())
