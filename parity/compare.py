@@ -32,7 +32,7 @@ def threshold(text: str) -> float:
 
 
 def key(row: dict) -> tuple:
-    return (*(row.get(k) for k in KEY), json.dumps(row.get("spec"), sort_keys=True))
+    return (*(row.get(k) for k in KEY), row.get("processes") or 1, json.dumps(row.get("spec"), sort_keys=True))
 
 
 def compare(old: dict, new: dict, fail_over: float) -> tuple[list[dict], bool]:

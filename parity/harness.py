@@ -19,6 +19,7 @@ import numpy as np
 
 from parity import checks, data, roofline
 from parity.api import load_npz, save_npz
+from parity.cluster import Cluster
 from parity.oracle import cnn_forward, compare
 from parity.workloads import CNN_CPU, CNN_FULL, CNN_QUICK, SPECS, check_divisible, cnn_tolerances, is_bf16, tolerance
 
@@ -58,6 +59,7 @@ class Config:
     cnn: dict = field(default_factory=dict)  # overrides of CnnSpec fields (global_batch, epochs, ...)
     parity_steps: int = 20
     seeds: int = 1  # CNN training runs per variant (init, dropout and batch order seeded differently)
+    cluster: Cluster | None = None  # one process of a multi-process run (parity.cluster); None: the only one
 
     def spec(self, wl: str):
         """The workload's spec for this run: --quick, the device's default schedule, then overrides."""
@@ -67,7 +69,11 @@ class Config:
         return dataclasses.replace(base, **self.cnn)
 
     def replica_counts(self) -> tuple[int, ...]:
-        """What was asked, else 1 and 8 simulated devices on a CPU, else every core (0)."""
+        """What was asked, else 1 and 8 simulated devices on a CPU, else every core (0).
+
+        A multi-process run has one: every process's devices (0)."""
+        if self.cluster is not None:
+            return (0,)
         if self.replicas:
             return self.replicas
         return (1, 8) if self.device == "cpu" else (0,)
@@ -82,7 +88,7 @@ class Worker:
     """A `parity.worker` process for one framework on one device set."""
 
     def __init__(self, framework: str, device: str, replicas: int, precision: str, timeout_s: float,
-                 config: str = "default", config_env: dict | None = None):  # fmt: skip
+                 config: str = "default", config_env: dict | None = None, cluster: Cluster | None = None):  # fmt: skip
         self.framework, self.timeout_s, self.config = framework, timeout_s, config
         self.config_env = config_env or {}
         self.label = FRAMEWORK_NAMES[framework] + ("" if config == "default" else f" ({config})")
@@ -106,6 +112,8 @@ class Worker:
             "--precision",
             precision,
         ]
+        if cluster is not None:
+            cmd += ["--cluster", cluster.to_json()]
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env
         )
@@ -175,13 +183,18 @@ def start_workers(cfg: Config, replicas: int) -> tuple[dict[str, Worker], dict[s
     """
     workers = {}
     for fw in cfg.frameworks:
-        workers[fw] = Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s)
-        for name, env in (TUNED.get((fw, cfg.device), {}) if cfg.tuned else {}).items():
-            workers[f"{fw}+{name}"] = Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, name, env)
+        # multi-process: each configuration's JAX workers meet at a coordinator port of their own
+        tuned = list(TUNED.get((fw, cfg.device), {}).items()) if cfg.tuned else []
+        clusters = [cfg.cluster.for_config(k) if cfg.cluster else None for k in range(len(tuned) + 1)]
+        workers[fw] = Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, cluster=clusters[0])
+        for k, (name, env) in enumerate(tuned, 1):
+            workers[f"{fw}+{name}"] = Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, name, env,
+                                             clusters[k])  # fmt: skip
     ready, hello, skipped, absent = {}, {}, [], []
+    wait_s = 300 + (cfg.cluster.timeout_s if cfg.cluster else 0)  # joining waits for every process
     try:
         for key, w in workers.items():
-            msg = w.recv(timeout_s=300)
+            msg = w.recv(timeout_s=wait_s)
             if msg["status"] == "ready":
                 ready[key], hello[key] = w, msg
                 continue
@@ -209,7 +222,9 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
     """
     rows, parity, hello_all, skipped, notes = [], [], {}, [], []
     peak = None
-    if cfg.device == "cpu":  # measured before any worker starts, on an idle machine
+    if cfg.cluster is not None:
+        notes.append(multiprocess_note(cfg))
+    if cfg.device == "cpu" and cfg.cluster is None:  # measured before any worker starts, on an idle machine
         log(cfg, "measuring the CPU's float32 peak (matrix product) and memory bandwidth (copy)")
         peak = roofline.cpu_peak(n=2048 if cfg.quick else 4096)
         log(cfg, f"  computed {_g(peak.computed_flops)}, measured {_g(peak.measured_flops)} GFLOP/s; "
@@ -248,7 +263,7 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
                     w.send(cmd="warm_cnn")
                 for w in workers.values():
                     w.answer()
-            if peak is None:
+            if peak is None and not (cfg.device == "cpu" and cfg.cluster is not None):
                 h = next(iter(hello.values()))
                 peak = roofline.device_peak(cfg.device, h["device_kind"], cfg.precision)
             for wl in cfg.workloads:
@@ -260,8 +275,9 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         finally:
             for w in workers.values():
                 w.close()
-    if "skipped_bf16" in ctx:
-        notes.append(ctx["skipped_bf16"])
+    for key in ("skipped_bf16", "traj_skipped"):
+        if key in ctx:
+            notes.append(ctx[key])
     _cross_check(rows)
     for row in rows:
         _judge(row, peak)
@@ -270,6 +286,19 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         parity.extend(checks.accuracy([r for r in rows if r["workload"] == "cnn_train" and r["verified"]], band))
     return {"rows": rows, "checks": parity, "hello": hello_all, "skipped": skipped, "notes": notes,
             "peak": peak.to_dict() if peak else None}  # fmt: skip
+
+
+def multiprocess_note(cfg: Config) -> str:
+    c = cfg.cluster
+    note = (f"multi-process run: {c.num_processes or 'auto'} processes (coordinator {c.coordinator}); times are "
+            f"process 0's, each row's output gathered from every process and checked; repetitions fixed at "
+            f"--reps {cfg.reps} (every process must make the same calls)")  # fmt: skip
+    if cfg.device == "cpu":
+        note += ("; no % of peak: the processes' CPUs may be one machine's or several, and a peak measured "
+                 "while the others start would be wrong")
+        if "tf" in cfg.frameworks:
+            note += "; TensorFlow's MultiWorkerMirroredStrategy gives each worker one CPU replica"
+    return note
 
 
 SPREAD_WARN = 0.10  # IQR / median above this: the machine was too noisy for the median to be trusted
@@ -367,7 +396,8 @@ def _run_workload(cfg: Config, wl: str, kind: str, workers: dict[str, Worker], h
         row = {
             "workload": name, "framework": workers[fw].framework, "variant": variant,
             "config_env": workers[fw].config_env, "device": cfg.device,
-            "device_kind": hello[fw]["device_kind"], "replicas": n, "precision": cfg.precision,
+            "device_kind": hello[fw]["device_kind"], "replicas": n, "processes": hello[fw].get("num_processes", 1),
+            "precision": cfg.precision,
             "quick": cfg.quick, "median_s": med, "iqr_s": res.get("iqr_s"), "q1_s": res.get("q1_s"),
             "q3_s": res.get("q3_s"), "min_s": res.get("min_s"), "reps": res.get("reps"),
             "compile_s": res.get("compile_s"),
@@ -394,8 +424,8 @@ def _run_workload(cfg: Config, wl: str, kind: str, workers: dict[str, Worker], h
 
 def calibrated_reps(call_s: float | None, cfg: Config) -> int:
     """Timed calls for one row: at least cfg.reps, more until cfg.min_time_s of timed work, at most cfg.max_reps."""
-    if not call_s:  # invalid already: the reps only confirm it
-        return cfg.reps
+    if not call_s or cfg.cluster is not None:  # invalid already: the reps only confirm it
+        return cfg.reps  # multi-process: every process must make the same calls, whatever its own timings
     return max(cfg.reps, min(cfg.max_reps, math.ceil(cfg.min_time_s / call_s)))
 
 
@@ -404,10 +434,12 @@ def _cnn_parity(cfg: Config, workers: dict[str, Worker], hello: dict, save_dir: 
     """Trajectory parity at this replica count; the forward pass and gradients once (first=True)."""
     spec = cfg.spec("cnn")
     tols = cnn_tolerances(cfg.device, cfg.precision)
-    n = next(iter(hello.values()))["replicas"]
+    counts = {w.framework: hello[k]["replicas"] for k, w in workers.items() if w.config == "default"}
+    n = max(counts.values())
     workers = {w.framework: w for w in workers.values() if w.config == "default"}  # parity: out of the box
     ds = data.Dataset.load(Path(ctx["data"]))
     b = max(2 * n, min(spec.global_batch, 64))
+    b += -b % math.lcm(*counts.values())  # every framework's replicas get the same share
     x, y = data.batches(ds, data.batch_offsets(spec.seed + 1, cfg.parity_steps, len(ds.x_train), b), b)
     np.savez(save_dir / "parity_batches.npz", x=x, y=y)
     log(cfg, f"cnn parity x{n}: gradients and a {cfg.parity_steps}-step trajectory (dropout off, batch {b})")
@@ -424,6 +456,10 @@ def _cnn_parity(cfg: Config, workers: dict[str, Worker], hello: dict, save_dir: 
             rows += checks.grads(saved["tf"], saved["jax"], tols["grads"], 1)
         tf_v = [k.split("/")[1] for k in saved["tf"] if k.startswith("traj/") and k.endswith("/loss")]
         jx_v = [k.split("/")[1] for k in saved["jax"] if k.startswith("traj/") and k.endswith("/loss")]
+        if counts["tf"] != counts["jax"]:  # BatchNorm statistics are per replica: a different split is another model
+            tf_v = []
+            ctx["traj_skipped"] = (f"cnn: no TF-vs-JAX trajectory check: TensorFlow trained on {counts['tf']} "
+                                   f"replicas, JAX on {counts['jax']} (BatchNorm statistics: per replica)")
         for tv in tf_v:
             for jv in jx_v:
                 rows += checks.trajectory(saved["tf"], saved["jax"], tv, jv, tols, n)

@@ -65,6 +65,9 @@ def environment(cfg, hello: dict, skipped: list[dict], argv: list[str]) -> dict:
         "min_time_s": cfg.min_time_s,
         "max_reps": cfg.max_reps,
         "warmup": cfg.warmup,
+        "cluster": None if cfg.cluster is None else {"coordinator": cfg.cluster.coordinator,
+                                                     "num_processes": cfg.cluster.num_processes,
+                                                     "local_devices": cfg.cluster.local_devices},  # fmt: skip
         "git_commit": git_commit(),
         "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ},
         "frameworks": {fw: {k: h.get(k) for k in ("versions", "device_kind", "devices", "env_flags")}
@@ -123,9 +126,15 @@ def _grid(header, body) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *(line(b) for b in body)])
 
 
+def replicas_cell(r: dict) -> str:
+    """'8', or '8 (2 proc)' for a multi-process row."""
+    p = r.get("processes") or 1
+    return f"{r['replicas']}" + (f" ({p} proc)" if p > 1 else "")
+
+
 def table(rows: list[dict]) -> str:
     """The speed table; an invalid row shows its reason instead of figures."""
-    body = [(r["workload"], r["framework"], r["variant"], r["device"], str(r["replicas"]), r["precision"],
+    body = [(r["workload"], r["framework"], r["variant"], r["device"], replicas_cell(r), r["precision"],
              *_cells(r), "yes" if r["verified"] else f"NO: {r['invalid_reason']}") for r in rows]  # fmt: skip
     return _grid(COLUMNS, body)
 
@@ -146,10 +155,12 @@ def checks_table(checks: list[dict]) -> str:
 
 def footnotes(doc: dict) -> str:
     env = doc["env"]
+    calls = (f"{env['reps']} calls per row (fixed: a multi-process run)" if env.get("cluster") else
+             f"at least {env['reps']} calls per row, more until {env.get('min_time_s', 0):g} s of timed calls (each "
+             f"row's count is in the JSON)")  # fmt: skip
     notes = [
-        f"median/IQR: steady-state time per call, every call synchronised and its output checked; at least "
-        f"{env['reps']} calls per row, more until {env.get('min_time_s', 0):g} s of timed calls (each row's count is "
-        f"in the JSON), frameworks interleaved",
+        f"median/IQR: steady-state time per call, every call synchronised and its output checked; {calls}, "
+        f"frameworks interleaved",
         "compile: first call (tracing + compilation + one execution), kept out of the median",
         "err vs f64: max |out - oracle| / max |oracle| on the first and last batch rows (float64 NumPy oracle); "
         "err vs other: the same against the other framework's output",
@@ -237,7 +248,8 @@ def best_notes(rows: list[dict]) -> list[str]:
     return notes
 
 
-CSV_FIELDS = ("workload", "framework", "variant", "device", "device_kind", "replicas", "precision", "quick",
+CSV_FIELDS = ("workload", "framework", "variant", "device", "device_kind", "replicas", "processes", "precision",
+              "quick",
               "median_s", "q1_s", "q3_s", "iqr_s", "min_s", "reps", "compile_s", "flops", "compiler_flops",
               "compiler_flops_source", "gflops_per_s", "peak_flops", "pct_peak", "min_bytes", "arith_intensity",
               "bound", "images_per_s", "max_rel_err", "xfw_max_rel_err", "noisy", "verified",
@@ -331,7 +343,7 @@ def _md(header, body) -> str:
 def markdown(doc: dict) -> str:
     """The speed table, the parity checks and the environment as Markdown (for docs/ and reviews)."""
     env = doc["env"]
-    rows = [(r["workload"], r["framework"], r["variant"], str(r["replicas"]), r["precision"], *_cells(r),
+    rows = [(r["workload"], r["framework"], r["variant"], replicas_cell(r), r["precision"], *_cells(r),
              "yes" if r["verified"] else f"no: {r['invalid_reason']}") for r in doc["rows"]]  # fmt: skip
     out = [_md(COLUMNS[:3] + COLUMNS[4:], rows)]
     if doc.get("checks"):

@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 from parity import harness, report
+from parity.cluster import from_settings
 from parity.workloads import DEVICES, PRECISIONS, SPECS
 
 EXAMPLES = """examples:
@@ -105,6 +106,22 @@ def parser() -> argparse.ArgumentParser:
                          "each in a worker of its own (default: all; with --quick: default)")
     ap.add_argument("--out", type=Path, default=Path("results"),
                     help="directory for results.json, .csv, .md and the .png chart (default: results/)")
+    mp = ap.add_argument_group(
+        "multi-process runs (one process of several; docs/multihost.md; parity.launch starts them on one machine)")
+    mp.add_argument("--coordinator", metavar="HOST:PORT",
+                    help="process 0's address: JAX's coordinator listens on PORT (PORT+1.. for tuned configurations), "
+                         "TensorFlow worker i on PORT+4+i unless TF_CONFIG says otherwise; 'auto': JAX finds it "
+                         "(Cloud TPU VMs, Slurm, Open MPI) and TensorFlow reads TF_CONFIG (env: PARITY_COORDINATOR)")
+    mp.add_argument("--num-processes", type=positive, metavar="P",
+                    help="processes in the run (env: PARITY_NUM_PROCESSES)")
+    mp.add_argument("--process-id", type=int, metavar="I",
+                    help="this process, 0..P-1; process 0 prints and writes the results (env: PARITY_PROCESS_ID)")
+    mp.add_argument("--local-devices", type=int, metavar="D",
+                    help="simulated CPU devices per process for JAX (env: PARITY_LOCAL_DEVICES; default 1; GPUs and "
+                         "TPUs: every local one). The run's replicas are every process's devices")
+    mp.add_argument("--join-timeout", type=float, default=120.0, metavar="S",
+                    help="seconds to wait for the other processes at start-up, and for a peer in a collective "
+                         "(default: 120)")
     ap.add_argument("--list-devices", action="store_true", help="show what each framework sees and exit")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     return ap
@@ -115,6 +132,17 @@ def config(args) -> harness.Config:
         raise harness.HarnessError(f"--warmup must be >= 0, got {args.warmup}")
     if args.min_time is not None and args.min_time < 0:
         raise harness.HarnessError(f"--min-time must be >= 0, got {args.min_time}")
+    if args.join_timeout <= 0:
+        raise harness.HarnessError(f"--join-timeout must be > 0, got {args.join_timeout}")
+    cluster = from_settings(args.coordinator, args.num_processes, args.process_id, args.local_devices,
+                            args.join_timeout)  # fmt: skip
+    if cluster is not None and args.replicas:
+        raise harness.HarnessError("--replicas is for one process; a multi-process run uses every process's devices "
+                                   "(--local-devices per process on a CPU)")  # fmt: skip
+    if cluster is not None and args.list_devices:
+        raise harness.HarnessError("--list-devices looks at this machine only: run it without --coordinator")
+    if cluster is not None and cluster.process_id:  # process 0 speaks for the run
+        args.quiet = True
     return harness.Config(
         device=args.device,
         frameworks=harness.FRAMEWORKS if args.framework == "all" else (args.framework,),
@@ -134,6 +162,7 @@ def config(args) -> harness.Config:
         cnn={k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None},
         seeds=args.seeds,
         parity_steps=3 if args.quick and args.parity_steps == 20 else args.parity_steps,
+        cluster=cluster,
     )
 
 
@@ -156,15 +185,18 @@ def list_devices(cfg: harness.Config) -> None:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
+    who = ""  # in a multi-process run, which process an error comes from
     try:
         cfg = config(args)
+        if cfg.cluster is not None and cfg.cluster.process_id is not None:
+            who = f"process {cfg.cluster.process_id}: "
         if args.list_devices:
             list_devices(cfg)
             return 0
         with tempfile.TemporaryDirectory(prefix="parity-") as tmp:
             res = harness.run_suite(cfg, Path(tmp))
     except (harness.HarnessError, ValueError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {who}{e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; no results written", file=sys.stderr)
@@ -172,6 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     if not res["rows"]:
         print("error: nothing ran: " + "; ".join(s["reason"] for s in res["skipped"]), file=sys.stderr)
         return 2
+    ok = all(r["verified"] for r in res["rows"]) and all(c["passed"] is not False for c in res["checks"])
+    if any(h.get("process_id") for h in res["hello"].values()):
+        return 0 if ok else 1  # not process 0: it prints and writes the run's results
     env = report.environment(cfg, res["hello"], res["skipped"], ["python", "-m", "parity.run", *argv])
     env["notes"] = res["notes"]
     env["peak"] = res["peak"]
@@ -183,7 +218,6 @@ def main(argv: list[str] | None = None) -> int:
     print(report.footnotes(doc))
     paths = report.write_all(doc, args.out)
     print(f"wrote {', '.join(str(p) for p in paths)}")
-    ok = all(r["verified"] for r in doc["rows"]) and all(c["passed"] is not False for c in doc["checks"])
     return 0 if ok else 1
 
 if __name__ == "__main__":
