@@ -10,7 +10,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from parity.api import DeviceUnavailable
-from parity.cluster import Cluster
+from parity.cluster import Cluster, port_free, split_address
 
 FRAMEWORK = "jax"
 # Variants that are not the framework out of the box: bfloat16 inputs (the harness runs '+bf16' only
@@ -60,6 +60,10 @@ def _join(device: str, cluster: Cluster) -> list[jax.Device]:
         jax.config.update("jax_num_cpu_devices", max(cluster.local_devices, 1))
         jax.config.update("jax_cpu_collectives_implementation", "gloo")  # cross-process all-reduce on CPUs
     timeout = max(1, int(cluster.timeout_s))
+    if cluster.process_id == 0 and cluster.jax_address():
+        host, port = split_address(cluster.jax_address())
+        if not port_free("", port) or not port_free(host, port):  # JAX would crash binding it, not raise
+            raise DeviceUnavailable(f"JAX coordinator port {port} is already taken on this host")
     try:
         jax.distributed.initialize(
             cluster.jax_address(), cluster.num_processes, cluster.process_id,

@@ -35,6 +35,15 @@ TUNED = {("jax", "cpu"): {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusio
 ROW_NAMES = {"conv": "conv", "cnn": "cnn_train", "cnn_infer": "cnn_infer"}
 
 
+# What a worker's last words mean, where the framework's own are obscure.
+DEATH_HINTS = (
+    (("RegisterTask", "DEADLINE_EXCEEDED"), ": it could not reach the JAX coordinator in time"),
+    (("distributed service detected fatal errors",), ": another process of the run stopped"),
+    (("Failed to add port to server",), ": a port it needs is already taken"),
+    (("Timeout (", "_initialize_multi_worker"), ": it could not reach the other TensorFlow workers in time"),
+)
+
+
 class HarnessError(RuntimeError):
     """A run that cannot go on; the message is the one line the user sees."""
 
@@ -126,9 +135,11 @@ class Worker:
         self.lines.put(None)
 
     def stderr_tail(self, n: int = 15) -> str:
+        """The last lines the worker wrote, without C++ stack-trace frames."""
         self.log.flush()
         self.log.seek(0)
-        lines = [ln for ln in self.log.read().splitlines() if ln.strip()]
+        lines = [ln for ln in self.log.read().splitlines()
+                 if ln.strip() and not ln.lstrip().startswith(("@ ", "*** Check failure"))]  # fmt: skip
         return "\n".join(lines[-n:])
 
     def recv(self, timeout_s: float | None = None) -> dict:
@@ -142,10 +153,11 @@ class Worker:
             ) from None
         if line is None:
             self.proc.wait()
-            raise HarnessError(
-                f"{self.label} worker died (exit code "
-                f"{self.proc.returncode}):\n{self.stderr_tail()}"
-            )
+            tail = self.stderr_tail()
+            why = next((hint for marks, hint in DEATH_HINTS if all(m in tail for m in marks)), "")
+            if why:  # the framework's own words, shortened
+                tail = "\n".join(tail.splitlines()[:4])
+            raise HarnessError(f"{self.label} worker died (exit code {self.proc.returncode}){why}:\n{tail}")
         return json.loads(line)
 
     def send(self, **msg) -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import sys
 
 import numpy as np
 
@@ -99,6 +101,11 @@ def _join(device: str, cluster: Cluster) -> list[str]:
     host, port = workers[task].rsplit(":", 1)
     if not port_free(host.strip("[]"), int(port)):
         raise DeviceUnavailable(f"TensorFlow worker {task}'s port {workers[task]} is already taken")
+    # The strategy waits for every worker inside TF's C++ runtime, holding the GIL, with no timeout
+    # of its own: faulthandler's C-level watchdog ends the process (traceback on stderr) if it hangs.
+    print(f"TensorFlow worker {task}: joining {', '.join(workers)} (at most {cluster.timeout_s:g} s)",
+          file=sys.stderr, flush=True)  # fmt: skip
+    faulthandler.dump_traceback_later(cluster.timeout_s, exit=True)
     try:
         s = tf.distribute.MultiWorkerMirroredStrategy(
             cluster_resolver=tf.distribute.cluster_resolver.TFConfigClusterResolver(),
@@ -107,6 +114,8 @@ def _join(device: str, cluster: Cluster) -> list[str]:
     except Exception as e:  # gRPC server errors, bad TF_CONFIG
         raise DeviceUnavailable(f"TensorFlow worker {task} could not start ({type(e).__name__}: "
                                 f"{' '.join(str(e).split())[:200]})") from None  # fmt: skip
+    finally:
+        faulthandler.cancel_dump_traceback_later()
     local = list(s.extended.worker_devices)
     if not local or _KIND[device] not in local[0].upper():
         raise DeviceUnavailable(f"--device {device} asked for, but TensorFlow's worker {task} has {local}")
