@@ -1,0 +1,274 @@
+"""Multi-process runs on localhost: 2 processes against 1, through the engines, and their failures.
+
+JAX: 2 processes x 4 simulated CPU devices (jax.distributed, gloo collectives) against this session's
+1 process x 8. TensorFlow: MultiWorkerMirroredStrategy gives a CPU worker one replica whatever its
+logical devices, so 2 worker processes are checked against MirroredStrategy over 2 logical devices.
+"""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import JAX_DEVICES, TF_DEVICES
+from multiproc_case import case
+
+import jax_impl
+import tf_impl
+from parity import cluster as cl
+
+TESTS = str(Path(__file__).parent)
+# Same framework, same arithmetic; only the all-reduce's summation order differs (gloo / gRPC across
+# processes, in-process otherwise). Adam divides each gradient by its own scale, so a near-zero bias
+# gradient summed in another order moves its weight by a relative 5e-5 after 3 steps (measured);
+# the losses agree to 1e-7. (TF-vs-JAX trajectories are allowed 2e-2 on the weights.)
+LOSS_RTOL, WEIGHT_RTOL = 1e-5, 1e-4
+ENV = {k: v for k, v in os.environ.items() if not k.startswith(("PARITY_", "JAX_NUM_CPU"))}
+ENV["PYTHONPATH"] = os.pathsep.join(p for p in (TESTS, os.environ.get("PYTHONPATH")) if p)
+
+
+def launch(processes: int, devices: int, args: list[str], module: str = "multiproc_case", timeout: float = 600,
+           extra: tuple = ()) -> subprocess.CompletedProcess:  # fmt: skip
+    cmd = [sys.executable, "-m", "parity.launch", "--processes", str(processes), "--devices-per-process",
+           str(devices), "--module", module, *extra, "--", *args]  # fmt: skip
+    return subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)
+
+
+def run(args: list[str], timeout: float = 300) -> tuple[subprocess.CompletedProcess, float]:
+    t0 = time.monotonic()
+    p = subprocess.run([sys.executable, "-m", "parity.run", *args], env=ENV, capture_output=True, text=True,
+                       timeout=timeout)  # fmt: skip
+    return p, time.monotonic() - t0
+
+
+def launched_case(tmp_path, framework: str, workload: str, variants: str, processes: int, devices: int) -> dict:
+    out = tmp_path / f"{framework}-{workload}.npz"
+    p = launch(processes, devices, ["--framework", framework, "--workload", workload, "--variants", variants,
+                                    "--out", str(out)])  # fmt: skip
+    assert p.returncode == 0, p.stderr[-3000:]
+    return dict(np.load(out))
+
+
+def assert_close(got: np.ndarray, ref: np.ndarray, rtol: float, what: str) -> None:
+    err = float(np.max(np.abs(np.asarray(got, np.float64) - ref)) / max(float(np.max(np.abs(ref))), 1e-30))
+    assert err <= rtol, f"{what}: relative error {err:.2e} > {rtol:g}"
+
+
+# ---- 2 processes give what 1 process gives --------------------------------------------------------
+
+
+def test_jax_conv_2x4_equals_1x8(tmp_path):
+    got = launched_case(tmp_path, "jax", "conv", "pmap,shard_map", 2, 4)
+    assert (int(got["replicas"]), int(got["processes"])) == (8, 2)
+    for v in ("pmap", "shard_map"):
+        ref = case(jax_impl, JAX_DEVICES, "conv", v)
+        assert tuple(got[f"{v}/shape"]) == tuple(ref[f"{v}/shape"])
+        assert_close(got[f"{v}/out"], ref[f"{v}/out"], 1e-6, f"jax {v} conv, 2x4 vs 1x8")
+
+
+def test_tf_conv_2_workers_equal_mirrored(tmp_path):
+    got = launched_case(tmp_path, "tf", "conv", "strategy", 2, 1)
+    assert (int(got["replicas"]), int(got["processes"])) == (2, 2)
+    ref = case(tf_impl, TF_DEVICES[:2], "conv", "strategy")
+    assert tuple(got["strategy/shape"]) == tuple(ref["strategy/shape"])
+    assert_close(got["strategy/out"], ref["strategy/out"], 1e-6, "tf strategy conv, 2 workers vs 1 process")
+
+
+def test_jax_cnn_2x4_follows_1x8(tmp_path):
+    got = launched_case(tmp_path, "jax", "cnn", "pmap,shard_map", 2, 4)
+    for v in ("pmap", "shard_map"):
+        ref = case(jax_impl, JAX_DEVICES, "cnn", v)
+        assert_close(got[f"{v}/loss"], ref[f"{v}/loss"], LOSS_RTOL, f"jax {v} losses")
+        for k in (k for k in ref if k.startswith(f"{v}/w")):
+            assert_close(got[k], ref[k], WEIGHT_RTOL, f"jax {v} trained weight {k}")
+
+
+def test_tf_cnn_2_workers_follow_one_process(tmp_path):
+    got = launched_case(tmp_path, "tf", "cnn", "loop", 2, 1)
+    # the same custom loop under MirroredStrategy; and Keras's fit (what one process times), whose
+    # step reduces in another order than the loop's (measured: 1.2e-4 on conv1's bias)
+    for v, weight_rtol in (("loop", WEIGHT_RTOL), ("strategy", 10 * WEIGHT_RTOL)):
+        ref = case(tf_impl, TF_DEVICES[:2], "cnn", v)
+        assert_close(got["loop/loss"], ref[f"{v}/loss"], LOSS_RTOL, f"tf loop (2 workers) vs {v} losses")
+        for k in (k for k in ref if k.startswith(f"{v}/w")):
+            assert_close(got[k.replace(v, "loop", 1)], ref[k], weight_rtol, f"tf loop (2 workers) vs {v} weight {k}")
+
+
+def test_run_two_processes_end_to_end(tmp_path):
+    """parity.run under the launcher, both frameworks, one device per process (so TF and JAX both have 2
+    replicas and the TF-vs-JAX trajectory check runs): every row verified, process 0 writes once."""
+    out = tmp_path / "mp"
+    p = launch(2, 1, ["--device", "cpu", "--quick", "--out", str(out)], module="parity.run", timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.count("wrote ") == 1
+    doc = json.loads((out / "results.json").read_text())
+    rows = doc["rows"]
+    assert {(r["framework"], r["variant"]) for r in rows} == {
+        ("tf", "strategy"), ("jax", "pmap"), ("jax", "shard_map"), ("tf", "loop")}  # fmt: skip
+    assert all(r["verified"] and r["processes"] == 2 and r["replicas"] == 2 for r in rows)
+    assert all(r["xfw_max_rel_err"] is not None for r in rows if r["workload"] == "conv")
+    traj = [c for c in doc["checks"] if c["check"].startswith("trajectory")]
+    assert traj and all(c["passed"] for c in traj)
+    assert doc["env"]["cluster"]["num_processes"] == 2
+    assert any("multi-process run" in n for n in doc["env"]["notes"])
+
+
+# ---- failures end the run with one clear line, in bounded time -------------------------------------
+
+
+@pytest.mark.parametrize("framework", ["jax", "tf"])
+def test_unreachable_coordinator(framework):
+    port = cl.free_port(span=8)
+    p, took = run(["--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", "1",
+                   "--join-timeout", "5", "--framework", framework, "--workload", "conv", "--quick"])  # fmt: skip
+    assert p.returncode == 2
+    assert "error: process 1:" in p.stderr and "could not reach" in p.stderr, p.stderr[-2000:]
+    assert took < 120
+
+
+def _hold(port: int) -> socket.socket:
+    s = socket.socket()
+    s.bind(("127.0.0.1", port))
+    s.listen()
+    return s
+
+
+@pytest.mark.parametrize("framework,offset", [("jax", 0), ("tf", cl.TF_PORT_OFFSET)])
+def test_port_taken(framework, offset):
+    port = cl.free_port(span=8)
+    with _hold(port + offset):
+        p, took = run(["--coordinator", f"127.0.0.1:{port}", "--num-processes", "1", "--process-id", "0",
+                       "--framework", framework, "--workload", "conv", "--quick"])  # fmt: skip
+    assert p.returncode == 2
+    assert f"{port + offset}" in p.stderr and "already taken" in p.stderr, p.stderr[-2000:]
+
+
+def test_launcher_port_taken():
+    port = cl.free_port()
+    with _hold(port):
+        p = launch(2, 1, ["--quick"], module="parity.run", extra=("--port", str(port)), timeout=60)
+    assert p.returncode == 2 and "already taken" in p.stderr
+
+
+def test_launcher_stops_a_hung_run():
+    t0 = time.monotonic()
+    p = launch(2, 1, ["-n", "1", "-r", "1", "import time; time.sleep(120)"], module="timeit", extra=("--timeout", "3"),
+               timeout=60)  # fmt: skip
+    assert p.returncode == 124 and "still running after 3 s" in p.stderr
+    assert time.monotonic() - t0 < 30
+
+
+def _processes() -> list[tuple[int, str, int, int]]:
+    """(pid, state, parent pid, process group) of every process."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            found.append((int(d.name), fields[0], int(fields[1]), int(fields[2])))
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    return [p for p, _s, parent, _g in _processes() if parent == pid]
+
+
+def _running_in_group(group: int) -> list[int]:
+    return [p for p, state, _p, g in _processes() if g == group and state != "Z"]
+
+
+def test_killed_process_ends_the_run():
+    """SIGKILL to process 1 mid-run: the launcher stops process 0 and every framework worker, and says why."""
+    cmd = [sys.executable, "-m", "parity.launch", "--processes", "2", "--devices-per-process", "2", "--",
+           "--framework", "jax", "--workload", "cnn", "--quick"]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen, err = threading.Event(), []
+
+    def read():
+        for line in proc.stderr:
+            err.append(line)
+            if "first epoch" in line or "first call" in line:
+                seen.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    try:
+        assert seen.wait(300), "".join(err)[-2000:]
+        groups = _children(proc.pid)  # each process leads its own group, its workers inside
+        assert len(groups) == 2
+        victim = next(g for g in groups if b"PARITY_PROCESS_ID=1\0" in Path(f"/proc/{g}/environ").read_bytes())
+        os.kill(victim, signal.SIGKILL)
+        t0 = time.monotonic()
+        proc.wait(120)
+        took = time.monotonic() - t0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    time.sleep(0.5)
+    text = "".join(err)
+    assert proc.returncode == 1, text[-2000:]
+    assert "process 1 of 2 was killed by SIGKILL; stopped the others" in text
+    assert took < 60
+    for g in groups:  # no orphans: nothing of either group still runs (a zombie awaits only its reaper)
+        assert not _running_in_group(g), f"process group {g} still has running processes"
+
+
+# ---- settings ---------------------------------------------------------------------------------------
+
+
+def test_cluster_settings(monkeypatch):
+    for k in cl.ENV.values():
+        monkeypatch.delenv(k, raising=False)
+    assert cl.from_settings(None, None, None, None) is None
+    c = cl.from_settings("127.0.0.1:20000", 3, 2, 4)
+    assert (c.num_processes, c.process_id, c.local_devices, c.jax_address()) == (3, 2, 4, "127.0.0.1:20000")
+    assert c.for_config(1).jax_address() == "127.0.0.1:20001"
+    monkeypatch.delenv("TF_CONFIG", raising=False)
+    tf_config = c.tf_config()
+    assert tf_config["cluster"]["worker"] == ["127.0.0.1:20004", "127.0.0.1:20005", "127.0.0.1:20006"]
+    assert tf_config["task"] == {"type": "worker", "index": 2}
+    monkeypatch.setenv("PARITY_COORDINATOR", "127.0.0.1:20000")
+    monkeypatch.setenv("PARITY_NUM_PROCESSES", "2")
+    monkeypatch.setenv("PARITY_PROCESS_ID", "1")
+    assert cl.from_settings(None, None, None, None).process_id == 1
+
+
+@pytest.mark.parametrize("args,message", [
+    (("127.0.0.1", 2, 0), "HOST:PORT"),
+    (("127.0.0.1:20000", None, 0), "without the process count"),
+    (("127.0.0.1:20000", 2, 2), "not in 0..1"),
+    ((None, 2, 1), "without a coordinator"),
+    (("10.0.0.7:20000", 2, 0), None),  # valid for JAX; TensorFlow then needs TF_CONFIG (below)
+])  # fmt: skip
+def test_cluster_settings_errors(monkeypatch, args, message):
+    for k in (*cl.ENV.values(), "TF_CONFIG"):
+        monkeypatch.delenv(k, raising=False)
+    if message is None:
+        with pytest.raises(cl.ClusterError, match="need TF_CONFIG"):
+            cl.from_settings(*args, None).tf_config()
+        return
+    with pytest.raises(cl.ClusterError, match=message):
+        cl.from_settings(*args, None)
+
+
+@pytest.mark.parametrize("extra,message", [
+    (["--replicas", "2"], "--replicas is for one process"),
+    (["--list-devices"], "--list-devices looks at this machine only"),
+    (["--num-processes", "2"], "without the process count"),
+])  # fmt: skip
+def test_run_rejects_contradictory_flags(extra, message):
+    args = ["--coordinator", "127.0.0.1:20000", "--process-id", "0", *extra]
+    if "--num-processes" not in extra:
+        args += ["--num-processes", "2"]
+    else:
+        args = ["--coordinator", "127.0.0.1:20000", "--num-processes", "2"]
+    p, _ = run(args, timeout=60)
+    assert p.returncode == 2 and message in p.stderr, p.stderr
