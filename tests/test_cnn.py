@@ -141,15 +141,16 @@ def test_trajectory_check_catches_a_different_learning_rate(weights):
     assert not rows[0]["passed"] and not rows[1]["passed"], rows
 
 
-@pytest.mark.parametrize("jax_variant", ["pmap", "shard_map"])
-def test_eight_replica_trajectory(weights, jax_variant):
-    rows, saved = _trajectory(weights, 8, "strategy", jax_variant, steps=2, size=16)
+@pytest.mark.parametrize("tf_variant,jax_variant", [("strategy", "pmap"), ("strategy", "shard_map"),
+                                                     ("loop", "shard_map")])  # fmt: skip
+def test_eight_replica_trajectory(weights, tf_variant, jax_variant):
+    rows, saved = _trajectory(weights, 8, tf_variant, jax_variant, steps=2, size=16)
     for r in rows:
         assert r["passed"], r
     # per-replica batch statistics (2 images each) differ from global ones: the 1-replica run must
     # not give the same first-step loss as the 8-replica run unless BN really was per replica
     one, _ = _trajectory(weights, 1, "fit", "jit", steps=2, size=16)
-    l8 = saved["tf"]["traj/strategy/loss"][0]
+    l8 = saved["tf"][f"traj/{tf_variant}/loss"][0]
     x, y = batch(2, 16, seed=11)
     l1 = tf_impl.loss_and_grads(models(weights)[0], x[0], y[0])[0]
     assert abs(l8 - l1) / l1 > 1e-3

@@ -90,14 +90,14 @@ def cnn_variants(replicas: int) -> tuple[str, ...]:
 
     'fit' is Keras out of the box (jit_compile='auto': XLA on GPUs and TPUs, not on a CPU-only
     machine); 'fit+xla' forces XLA everywhere.
-    In a multi-process run (MultiWorkerMirroredStrategy) Keras 3's fit fails (tensorflow#72388:
-    it reduces scalar logs over axis 0), so 'loop' is offered there instead: a custom training loop
-    of strategy.run steps with the same model, loss, Adam and per-replica batches. make_trainer
-    also takes 'loop' in one process, over several devices.
+    Over several devices: 'strategy' is model.fit under the strategy; 'loop' a custom training loop
+    of strategy.run steps with the same model, loss, Adam and per-replica batches. In a
+    multi-process run (MultiWorkerMirroredStrategy) only 'loop' is offered: Keras 3's fit fails
+    there (tensorflow#72388: it reduces scalar logs over axis 0).
     """
     if replicas == 1:
         return ("fit", "fit+xla")
-    return ("loop",) if multiworker() is not None else ("strategy",)
+    return ("loop",) if multiworker() is not None else ("strategy", "loop")
 
 
 def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -193,15 +193,15 @@ def _loop_step(s: tf.distribute.Strategy, model) -> tf.types.experimental.Polymo
 
 
 class Trainer:
-    """model.compile + model.fit under the strategy's scope (a copy of the model lives there)."""
+    """model.compile + model.fit ('loop': a custom strategy.run loop) under the strategy's scope (a copy
+    of the model lives there)."""
 
     def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         n = len(devices)
-        known = (*cnn_variants(n), "loop") if n > 1 else cnn_variants(n)
-        if variant not in known:
-            raise ValueError(f"unknown TF CNN variant {variant!r} for {n} replicas; have {known}")
         if variant == "strategy" and multiworker() is not None:
             raise ValueError("Keras 3's fit fails under MultiWorkerMirroredStrategy (tensorflow#72388): use 'loop'")
+        if variant not in cnn_variants(n):
+            raise ValueError(f"unknown TF CNN variant {variant!r} for {n} replicas; have {cnn_variants(n)}")
         self.src, self.variant = model, variant
         self.distributed = variant in ("strategy", "loop")
         keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as JAX's)
