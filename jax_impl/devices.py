@@ -35,6 +35,8 @@ def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) ->
             other processes cannot be reached.
     """
     if cluster is not None:
+        if replicas:
+            raise ValueError(f"a multi-process run uses every process's devices: replicas must be 0, got {replicas}")
         return _join(device, cluster)
     if device == "cpu":
         _collective_timeout()

@@ -436,8 +436,10 @@ def _run_workload(cfg: Config, wl: str, kind: str, workers: dict[str, Worker], h
 
 def calibrated_reps(call_s: float | None, cfg: Config) -> int:
     """Timed calls for one row: at least cfg.reps, more until cfg.min_time_s of timed work, at most cfg.max_reps."""
-    if not call_s or cfg.cluster is not None:  # invalid already: the reps only confirm it
-        return cfg.reps  # multi-process: every process must make the same calls, whatever its own timings
+    # Invalid already: the reps only confirm it. Multi-process: every process must make the same
+    # (collective) calls, whatever its own timings say.
+    if not call_s or cfg.cluster is not None:
+        return cfg.reps
     return max(cfg.reps, min(cfg.max_reps, math.ceil(cfg.min_time_s / call_s)))
 
 

@@ -26,6 +26,9 @@ EXAMPLES = """examples:
   python -m parity.launch --processes 2 --module my_training_script -- --steps 10
 """
 GRACE_S = 10.0  # after Ctrl-C or a failure: how long processes get to exit before they are killed
+# Exit codes that mean "finished, but some result failed its check" rather than "broke down": the
+# other processes are left to finish (parity.run: 1; 2 is a run that could not be done, 3 a crash).
+FINISHED_WITH_FAILURES = {"parity.run": 1}
 
 
 def parser() -> argparse.ArgumentParser:
@@ -102,9 +105,10 @@ def launch(processes: int, devices: int, port: int | None, timeout_s: float, mod
             # own session: a signal to its group reaches the process's framework workers too
             procs.append(subprocess.Popen([sys.executable, "-m", module, *args], env=env, start_new_session=True,
                                           **out))  # fmt: skip
+        finished = (0, FINISHED_WITH_FAILURES.get(module, 0))
         while True:
             codes = [p.poll() for p in procs]
-            failed = [i for i, c in enumerate(codes) if c not in (None, 0)]
+            failed = [i for i, c in enumerate(codes) if c not in (None, *finished)]
             if failed:
                 i = failed[0]
                 _stop(procs)
@@ -112,8 +116,12 @@ def launch(processes: int, devices: int, port: int | None, timeout_s: float, mod
                 print(f"error: process {i} of {processes} {_how(codes[i])}; stopped the others{detail}",
                       file=sys.stderr)  # fmt: skip
                 return codes[i] if codes[i] > 0 else 1
-            if all(c == 0 for c in codes):
-                return 0
+            if all(c in finished for c in codes):
+                bad = [i for i, c in enumerate(codes) if c]
+                if bad:
+                    print(f"process(es) {', '.join(map(str, bad))} finished with failed checks (exit {codes[bad[0]]})",
+                          file=sys.stderr)  # fmt: skip
+                return codes[bad[0]] if bad else 0
             if time.monotonic() - start > timeout_s:
                 hung = [i for i, c in enumerate(codes) if c is None]
                 _stop(procs)

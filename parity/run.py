@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 
 from parity import harness, report
@@ -201,6 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted; no results written", file=sys.stderr)
         return 130
+    except Exception:  # a bug: exit 3, so that 1 always means a finished run whose checks failed
+        traceback.print_exc()
+        print(f"error: {who}internal error (the traceback above); no results written", file=sys.stderr)
+        return 3
     if not res["rows"]:
         print("error: nothing ran: " + "; ".join(s["reason"] for s in res["skipped"]), file=sys.stderr)
         return 2

@@ -186,8 +186,10 @@ def _running_in_group(group: int) -> list[int]:
     return [p for p, state, _p, g in _processes() if g == group and state != "Z"]
 
 
-def test_killed_process_ends_the_run():
-    """SIGKILL to process 1 mid-run: the launcher stops process 0 and every framework worker, and says why."""
+@pytest.mark.parametrize("how", ["kill process 1", "Ctrl-C"])
+def test_interrupted_run_stops_everything(how):
+    """SIGKILL to process 1 mid-run, or Ctrl-C (SIGINT) to the launcher: it stops process 0 and every
+    framework worker, and says why."""
     cmd = [sys.executable, "-m", "parity.launch", "--processes", "2", "--devices-per-process", "2", "--",
            "--framework", "jax", "--workload", "cnn", "--quick"]  # fmt: skip
     proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -204,8 +206,11 @@ def test_killed_process_ends_the_run():
         assert seen.wait(300), "".join(err)[-2000:]
         groups = _children(proc.pid)  # each process leads its own group, its workers inside
         assert len(groups) == 2
-        victim = next(g for g in groups if b"PARITY_PROCESS_ID=1\0" in Path(f"/proc/{g}/environ").read_bytes())
-        os.kill(victim, signal.SIGKILL)
+        if how == "Ctrl-C":
+            proc.send_signal(signal.SIGINT)
+        else:
+            victim = next(g for g in groups if b"PARITY_PROCESS_ID=1\0" in Path(f"/proc/{g}/environ").read_bytes())
+            os.kill(victim, signal.SIGKILL)
         t0 = time.monotonic()
         proc.wait(120)
         took = time.monotonic() - t0
@@ -214,8 +219,11 @@ def test_killed_process_ends_the_run():
             proc.kill()
     time.sleep(0.5)
     text = "".join(err)
-    assert proc.returncode == 1, text[-2000:]
-    assert "process 1 of 2 was killed by SIGKILL; stopped the others" in text
+    if how == "Ctrl-C":
+        assert proc.returncode == 130 and "interrupted: stopping every process" in text, text[-2000:]
+    else:
+        assert proc.returncode == 1, text[-2000:]
+        assert "process 1 of 2 was killed by SIGKILL; stopped the others" in text
     assert took < 60
     for g in groups:  # no orphans: nothing of either group still runs (a zombie awaits only its reaper)
         assert not _running_in_group(g), f"process group {g} still has running processes"

@@ -13,7 +13,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
 from parity.api import DeviceUnavailable  # noqa: E402
-from parity.cluster import Cluster, ClusterError, port_free  # noqa: E402
+from parity.cluster import LOCAL_HOSTS, Cluster, ClusterError, port_free  # noqa: E402
 
 FRAMEWORK = "tf"
 # Variants that are not the framework out of the box: XLA forced on where TF and Keras leave it off,
@@ -39,6 +39,8 @@ def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) ->
     """
     kind = _KIND[device]
     if cluster is not None:
+        if replicas:
+            raise ValueError(f"a multi-process run uses every process's devices: replicas must be 0, got {replicas}")
         return _join(device, cluster)
     if device == "tpu":
         try:
@@ -99,7 +101,8 @@ def _join(device: str, cluster: Cluster) -> list[str]:
     workers = config["cluster"]["worker"]
     task = config["task"]["index"]
     host, port = workers[task].rsplit(":", 1)
-    if not port_free(host.strip("[]"), int(port)):
+    host = host.strip("[]")
+    if host in LOCAL_HOSTS and not port_free(host, int(port)):  # one clear line, before TF tries to bind it
         raise DeviceUnavailable(f"TensorFlow worker {task}'s port {workers[task]} is already taken")
     # The strategy waits for every worker inside TF's C++ runtime, holding the GIL, with no timeout
     # of its own: faulthandler's C-level watchdog ends the process (traceback on stderr) if it hangs.
