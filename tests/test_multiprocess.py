@@ -24,6 +24,8 @@ import jax_impl
 import tf_impl
 from parity import cluster as cl
 
+pytestmark = pytest.mark.multiprocess  # every test here starts processes (-m "not multiprocess" deselects them)
+
 TESTS = str(Path(__file__).parent)
 # Same framework, same arithmetic; only the all-reduce's summation order differs (gloo / gRPC across
 # processes, in-process otherwise). Adam divides each gradient by its own scale, so a near-zero bias
