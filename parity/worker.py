@@ -162,8 +162,11 @@ def cnn_infer_case(impl, devices, spec: dict, variant: str, device: str, precisi
 
 
 def _offered(impl, variants, tuned: bool) -> list[str]:
-    """The variants a run asks for: all of them, or (tuned=False) the framework out of the box only."""
-    return [v for v in variants if tuned or v not in impl.TUNED_VARIANTS]
+    """The variants a run asks for: all of them, or (tuned=False) the framework out of the box only.
+
+    Where the framework offers no out-of-the-box way (TF's multi-worker CNN: only 'loop'), the others stand in.
+    """
+    return [v for v in variants if tuned or v not in impl.TUNED_VARIANTS] or list(variants)
 
 
 def cnn_parity(impl, devices, req: dict) -> dict:
