@@ -99,9 +99,8 @@ def launch(processes: int, devices: int, port: int | None, timeout_s: float, mod
             env = dict(os.environ, PYTHONUNBUFFERED="1")
             env.update({ENV["coordinator"]: f"127.0.0.1:{port}", ENV["num_processes"]: str(processes),
                         ENV["process_id"]: str(i), ENV["local_devices"]: str(devices)})  # fmt: skip
-            log = tempfile.TemporaryFile("w+")
-            logs.append(log)
-            out = {} if i == 0 else {"stdout": log, "stderr": subprocess.STDOUT}
+            logs.append(None if i == 0 else tempfile.TemporaryFile("w+"))  # process 0 writes to the terminal
+            out = {} if i == 0 else {"stdout": logs[i], "stderr": subprocess.STDOUT}
             # own session: a signal to its group reaches the process's framework workers too
             procs.append(subprocess.Popen([sys.executable, "-m", module, *args], env=env, start_new_session=True,
                                           **out))  # fmt: skip
@@ -135,7 +134,7 @@ def launch(processes: int, devices: int, port: int | None, timeout_s: float, mod
         return 130
     finally:
         _stop(procs)
-        for log in logs:
+        for log in logs[1:]:
             log.close()
 
 
