@@ -14,8 +14,12 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jax_impl.devices import local_device, lowered_flops, placement, put_global
-from parity.api import Prepared, load_npz, save_npz
-from parity.workloads import CNN_LAYERS, check_weights
+from parity.api import Gradients, Prepared, load_npz, save_npz
+from parity.workloads import CNN_BLOCKS, CNN_LAYERS, check_weights
+
+
+def _pool(h: jax.Array) -> jax.Array:
+    return nnx.max_pool(h, (2, 2), strides=(2, 2), padding="VALID")
 
 
 class CNN(nnx.Module):
@@ -39,7 +43,8 @@ class CNN(nnx.Module):
         self.rates = (0.25, 0.25, 0.25, 0.5) if dropout else (0.0, 0.0, 0.0, 0.0)
 
     def blocks(self, x: jax.Array, train: bool = False, key: jax.Array | None = None) -> dict[str, jax.Array]:
-        """Every block's output. train: batch statistics and dropout (needs `key` if dropout is on)."""
+        """Every block's output, and each pooling layer's input ('pool1_input', ...). train: batch statistics
+        and dropout (needs `key` if dropout is on)."""
         if train and key is None and any(self.rates):
             raise ValueError("training with dropout needs a PRNG key (or build the model with dropout=False)")
         keys = list(jax.random.split(key, 4)) if key is not None else [None] * 4
@@ -51,13 +56,12 @@ class CNN(nnx.Module):
             keep = jax.random.bernoulli(keys[i], 1.0 - r, h.shape)
             return jnp.where(keep, h / (1.0 - r), 0.0)
 
-        def pool(h):
-            return nnx.max_pool(h, (2, 2), strides=(2, 2), padding="VALID")
-
         out = {}
         h = x
         for i, (bn, conv) in enumerate(((self.bn1, self.conv1), (self.bn2, self.conv2), (self.bn3, self.conv3))):
-            h = drop(pool(jax.nn.elu(conv(bn(h, use_running_average=not train)))), i)
+            h = jax.nn.elu(conv(bn(h, use_running_average=not train)))
+            out[f"pool{i + 1}_input"] = h
+            h = drop(_pool(h), i)
             out[f"block{i + 1}"] = h
         h = jax.nn.elu(self.dense1(h.reshape(h.shape[0], -1)))  # NHWC flatten: Keras's order
         out["dense1"] = h
@@ -116,7 +120,8 @@ def cnn_variants(replicas: int) -> tuple[str, ...]:
 
 def forward_layers(model: CNN, x: np.ndarray) -> dict[str, np.ndarray]:
     """Inference (BatchNorm on moving statistics): every block's output as NumPy, by block name."""
-    return {k: np.asarray(v) for k, v in _infer_blocks(model, jnp.asarray(x)).items()}
+    blocks = _infer_blocks(model, jnp.asarray(x))
+    return {k: np.asarray(blocks[k]) for k in CNN_BLOCKS}
 
 
 @nnx.jit
@@ -129,8 +134,9 @@ def _loss(logits, y):
     return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
 
-def loss_and_grads(model: CNN, x: np.ndarray, y: np.ndarray) -> tuple[float, list[np.ndarray]]:
-    """Training-mode loss and gradients of one batch, grads in Keras's trainable_weights order.
+def loss_and_grads(model: CNN, x: np.ndarray, y: np.ndarray) -> Gradients:
+    """Training-mode loss and gradients of one batch, grads in Keras's trainable_weights order, and how
+    each max-pooling layer routed its gradient in this pass.
 
     Batch statistics as in training, dropout off (build the model with dropout=False); the model
     itself is not changed.
@@ -138,15 +144,28 @@ def loss_and_grads(model: CNN, x: np.ndarray, y: np.ndarray) -> tuple[float, lis
     if any(model.rates):
         raise ValueError("loss_and_grads compares without dropout: build the model with dropout=False")
     graphdef, params, stats = nnx.split(model, nnx.Param, nnx.BatchStat)
-    loss, g = _loss_and_grads(graphdef, params, stats, jnp.asarray(x), jnp.asarray(y))
+    (loss, pool_inputs), g = _loss_and_grads(graphdef, params, stats, jnp.asarray(x), jnp.asarray(y))
     gm = nnx.merge(graphdef, g, stats)
-    return float(loss), [np.asarray(v.value) for _, v in _slots(gm) if isinstance(v, nnx.Param)]
+    grads = [np.asarray(v.value) for _, v in _slots(gm) if isinstance(v, nnx.Param)]
+    return Gradients(float(loss), grads, [np.asarray(_routing(a)) for a in pool_inputs])
 
 
 @partial(jax.jit, static_argnums=0)
 def _loss_and_grads(graphdef, params, stats, x, y):
     m = nnx.merge(graphdef, params, stats)  # a copy: the caller's model keeps its moving statistics
-    return nnx.value_and_grad(lambda m: _loss(m.logits(x, train=True), y))(m)
+
+    def f(m):
+        out = m.blocks(x, train=True)
+        return _loss(out["logits"], y), [out[f"pool{i}_input"] for i in (1, 2, 3)]
+
+    return nnx.value_and_grad(f, has_aux=True)(m)
+
+
+@jax.jit
+def _routing(a: jax.Array) -> jax.Array:
+    """Max pooling's own gradient at `a` for a cotangent of ones: where each window's gradient goes."""
+    out, vjp = jax.vjp(_pool, a)
+    return vjp(jnp.ones_like(out))[0]
 
 
 def keras_adam(learning_rate: float, epsilon: float, b1: float = 0.9, b2: float = 0.999):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -30,6 +30,20 @@ class Prepared:
     rows: Callable[[Any, Sequence[int]], np.ndarray]
     placement: Callable[[Any], list[str]]
     cost: Callable[[], tuple[float | None, str]] = lambda: (None, "no FLOP count offered")
+
+
+class Gradients(NamedTuple):
+    """One training batch's loss and gradients, as both implementations' loss_and_grads return them.
+
+    loss: the mean cross-entropy. grads: every trainable weight's gradient, in Keras's
+    trainable_weights order. routing: for each max-pooling layer, the weight the framework's own
+    max-pool gradient gives each position of the pooling input in this very pass (1 at the position a
+    window's gradient goes to, 0 elsewhere): how it broke that batch's ties and near-ties.
+    """
+
+    loss: float
+    grads: list[np.ndarray]
+    routing: list[np.ndarray]
 
 
 def save_npz(weights: Sequence[np.ndarray], path) -> None:

@@ -47,7 +47,10 @@ def compare(got: np.ndarray, ref: np.ndarray) -> dict[str, float]:
     return {"max_abs_err": err, "max_rel_err": err / scale if scale > 0 else err}
 
 
-def _bn(x, gamma, beta, mean, var, eps=1e-3):
+BN_EPSILON = 1e-3  # Keras's default, set explicitly on both sides
+
+
+def _bn(x, gamma, beta, mean, var, eps=BN_EPSILON):
     return (x - mean) / np.sqrt(var + eps) * gamma + beta
 
 
@@ -55,10 +58,51 @@ def _elu(x):
     return np.where(x > 0, x, np.expm1(np.minimum(x, 0)))
 
 
-def _pool(x):
+def _windows(x: np.ndarray) -> np.ndarray:
+    """(N, H, W, C) -> (N, H//2, W//2, C, 4): each 2x2 pooling window's values, row-major; an odd last
+    row or column is dropped, as VALID pooling does."""
     n, h, w, c = x.shape
     h2, w2 = h // 2, w // 2
-    return x[:, : 2 * h2, : 2 * w2].reshape(n, h2, 2, w2, 2, c).max(axis=(2, 4))
+    return x[:, : 2 * h2, : 2 * w2].reshape(n, h2, 2, w2, 2, c).transpose(0, 1, 3, 5, 2, 4).reshape(n, h2, w2, c, 4)
+
+
+def _unwindows(win: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    n, h2, w2, c, _ = win.shape
+    out = np.zeros(shape, win.dtype)
+    out[:, : 2 * h2, : 2 * w2] = win.reshape(n, h2, w2, c, 2, 2).transpose(0, 1, 4, 2, 5, 3).reshape(
+        n, 2 * h2, 2 * w2, c)
+    return out
+
+
+def _pool(x):
+    return _windows(x).max(axis=-1)
+
+
+def pool_routing(x: np.ndarray) -> np.ndarray:
+    """Max pooling's subgradient at `x`: 1 at each 2x2 window's first largest value (row-major), 0 elsewhere.
+
+    Frameworks may break ties differently; pass their own routing to cnn_loss_and_grads instead."""
+    win = _windows(np.asarray(x))
+    onehot = np.zeros(win.shape, np.float64)
+    np.put_along_axis(onehot, win.argmax(axis=-1)[..., None], 1.0, axis=-1)
+    return _unwindows(onehot, x.shape)
+
+
+def pool_window_stats(a: np.ndarray, routings: dict[str, np.ndarray], ulps: int = 4) -> dict[str, int]:
+    """Pooling windows of activations `a`: how many, how many are near-ties (the two largest values within
+    `ulps` float32 ulps of the largest, exact ties included), and how many are routed differently by
+    the given routings (the weights each framework's max-pool gradient puts on each position)."""
+    win = _windows(np.asarray(a, np.float64))
+    top = np.sort(win, axis=-1)
+    gap = top[..., -1] - top[..., -2]
+    ulp = np.spacing(np.abs(top[..., -1]).astype(np.float32)).astype(np.float64)
+    out = {"windows": int(gap.size), "near_ties": int(np.sum(gap <= ulps * ulp))}
+    names = sorted(routings)
+    for i, p in enumerate(names):
+        for q in names[i + 1 :]:
+            d = np.abs(_windows(routings[p]) - _windows(routings[q])).max(axis=-1)
+            out[f"routed_differently_{p}_{q}"] = int(np.sum(d > 0))
+    return out
 
 
 def cnn_forward(weights: list[np.ndarray], x: np.ndarray) -> dict[str, np.ndarray]:
@@ -84,3 +128,81 @@ def cnn_forward(weights: list[np.ndarray], x: np.ndarray) -> dict[str, np.ndarra
     e = np.exp(logits - logits.max(-1, keepdims=True))
     out["probs"] = e / e.sum(-1, keepdims=True)
     return out
+
+
+def _conv_same_grads(x: np.ndarray, k: np.ndarray, dz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Gradients of a stride-1 SAME conv (odd kernel: symmetric padding) for its input and its kernel."""
+    kh, kw, cin, cout = k.shape
+    ph, pw = kh // 2, kw // 2
+    xp = np.pad(x, ((0, 0), (ph, ph), (pw, pw), (0, 0)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(1, 2))  # (N, H, W, Cin, kh, kw)
+    dk = np.einsum("nhwcij,nhwo->ijco", win, dz, optimize=True)
+    dx = conv2d(dz, k[::-1, ::-1].transpose(0, 1, 3, 2), stride=1, padding="SAME")
+    return dx, dk
+
+
+def cnn_loss_and_grads(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray,
+                       routing: list[np.ndarray] | None = None) -> tuple[float, list[np.ndarray], dict]:  # fmt: skip
+    """Float64 training-mode loss and gradients of one batch, written out by hand (no framework code).
+
+    Training mode as both implementations' loss_and_grads: BatchNorm on the batch's statistics
+    (biased variance, two-pass), dropout off, mean sparse cross-entropy on the logits.
+
+    Args:
+        weights: the 22 arrays in Keras's get_weights() order (moving statistics unused).
+        x: (N, 28, 28, 1) raw pixels; y: (N,) integer labels.
+        routing: max pooling's subgradient for each of the 3 pooling layers, as weights on the
+            pooling inputs' positions (each framework's own, from its max-pool gradient); None: the
+            first largest value of each window in this float64 pass.
+    Returns:
+        (loss, the 16 gradients in Keras's trainable_weights order, {"pool_inputs": the 3 float64
+        pooling inputs, "routing": the routing used}). A window's pooled value is the routed
+        combination of its values, so loss and gradients belong to one smooth function.
+    """
+    w = [np.asarray(a, np.float64) for a in weights]
+    h = np.asarray(x, np.float64)
+    y = np.asarray(y)
+    n = len(h)
+    tape, pool_in, used = [], [], []
+    for i in range(3):
+        g, b, _, _, k, bias = w[6 * i : 6 * i + 6]
+        mean = h.mean(axis=(0, 1, 2))
+        var = ((h - mean) ** 2).mean(axis=(0, 1, 2))
+        std = np.sqrt(var + BN_EPSILON)
+        xhat = (h - mean) / std
+        u = xhat * g + b
+        z = conv2d(u, k, stride=1, padding="SAME") + bias
+        a = _elu(z)
+        r = pool_routing(a) if routing is None else np.asarray(routing[i], np.float64)
+        if r.shape != a.shape:
+            raise ValueError(f"routing {i}: shape {r.shape}, pooling input {a.shape}")
+        tape.append((h.shape, xhat, std, g, u, k, z))
+        pool_in.append(a)
+        used.append(r)
+        h = (_windows(a) * _windows(r)).sum(axis=-1)
+    flat = h.reshape(n, -1)
+    z4 = flat @ w[18] + w[19]
+    h4 = _elu(z4)
+    logits = h4 @ w[20] + w[21]
+    top = logits.max(-1, keepdims=True)
+    lse = top[:, 0] + np.log(np.exp(logits - top).sum(-1))
+    loss = float(np.mean(lse - logits[np.arange(n), y]))
+    # backward
+    d = np.exp(logits - lse[:, None])
+    d[np.arange(n), y] -= 1.0
+    d /= n
+    grads = [None] * 16
+    grads[14], grads[15] = h4.T @ d, d.sum(0)
+    dz4 = (d @ w[20].T) * np.where(z4 > 0, 1.0, np.exp(np.minimum(z4, 0)))
+    grads[12], grads[13] = flat.T @ dz4, dz4.sum(0)
+    dh = (dz4 @ w[18].T).reshape(h.shape)
+    for i in reversed(range(3)):
+        shape, xhat, std, g, u, k, z = tape[i]
+        da = _unwindows(_windows(used[i]) * dh[..., None], shape[:3] + (k.shape[-1],))
+        dz = da * np.where(z > 0, 1.0, np.exp(np.minimum(z, 0)))
+        du, dk = _conv_same_grads(u, k, dz)
+        grads[4 * i + 2], grads[4 * i + 3] = dk, dz.sum(axis=(0, 1, 2))
+        grads[4 * i], grads[4 * i + 1] = (du * xhat).sum(axis=(0, 1, 2)), du.sum(axis=(0, 1, 2))
+        dxhat = du * g
+        dh = (dxhat - dxhat.mean(axis=(0, 1, 2)) - xhat * (dxhat * xhat).mean(axis=(0, 1, 2))) / std
+    return loss, grads, {"pool_inputs": pool_in, "routing": used}

@@ -18,7 +18,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from parity.api import Prepared, load_npz, save_npz  # noqa: E402
+from parity.api import Gradients, Prepared, load_npz, save_npz  # noqa: E402
 from parity.workloads import CNN_LAYERS, check_weights  # noqa: E402
 from tf_impl.devices import graph_flops, multiworker, placement, strategy  # noqa: E402
 
@@ -115,8 +115,9 @@ def _loss(y, probs):
     return tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(y, probs))
 
 
-def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> tuple[float, list[np.ndarray]]:
-    """Training-mode loss and gradients of one batch, grads in Keras's trainable_weights order.
+def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
+    """Training-mode loss and gradients of one batch, grads in Keras's trainable_weights order, and how
+    each max-pooling layer routed its gradient in this pass.
 
     Batch statistics as in training, dropout off (build the model with dropout=False); the model
     itself is not changed (the moving statistics the call updates are restored).
@@ -124,11 +125,23 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> tuple[float, list[np.
     if any(layer.rate for layer in model.layers if isinstance(layer, keras.layers.Dropout)):
         raise ValueError("loss_and_grads compares without dropout: build the model with dropout=False")
     saved = model.get_weights()
+    pool_inputs = []
     with tf.GradientTape() as tape:
-        loss = _loss(tf.convert_to_tensor(y), model(tf.convert_to_tensor(x, tf.float32), training=True))
+        h = tf.convert_to_tensor(x, tf.float32)
+        for layer in model.layers:  # what model(x, training=True) runs, op for op, keeping the pooling inputs
+            if isinstance(layer, keras.layers.MaxPooling2D):
+                pool_inputs.append((layer, h))
+            h = layer(h, training=True)
+        loss = _loss(tf.convert_to_tensor(y), h)
     grads = tape.gradient(loss, model.trainable_weights)
     model.set_weights(saved)
-    return float(loss), [g.numpy() for g in grads]
+    routing = []
+    for layer, a in pool_inputs:  # TF's own max-pool gradient on the same activations
+        with tf.GradientTape() as t:
+            t.watch(a)
+            out = layer(a)
+        routing.append(t.gradient(out, a, output_gradients=tf.ones_like(out)).numpy())
+    return Gradients(float(loss), [g.numpy() for g in grads], routing)
 
 
 class _StepLogs(keras.callbacks.Callback):
