@@ -17,6 +17,7 @@ from jax_impl.cnn import (
 )
 from jax_impl.conv import conv_op, conv_variants, prepare_conv
 from jax_impl.devices import (
+    BFLOAT16_VARIANTS,
     FRAMEWORK,
     TUNED_VARIANTS,
     block,
@@ -44,6 +45,7 @@ __all__ = [
     "save_weights",
     "load_weights",
     "FRAMEWORK",
+    "BFLOAT16_VARIANTS",
     "TUNED_VARIANTS",
     "block",
     "conv_op",

@@ -12,9 +12,9 @@ from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jax_impl.devices import gather_rows, lowered_flops, placement, put_global
+from jax_impl.devices import BFLOAT16_VARIANTS, gather_rows, lowered_flops, placement, put_global
 from parity.api import Prepared
-from parity.workloads import check_divisible, is_bf16
+from parity.workloads import check_divisible
 
 
 def _conv(x, w, stride: int, padding: str):
@@ -80,7 +80,7 @@ def prepare_conv(
         raise ValueError(f"unknown JAX conv variant {variant!r} for {n} replicas; have {conv_variants(n)}")
     if variant in ("jit", "jit+bf16"):
         # +bf16: bfloat16 images and kernels (cast once, beforehand), bfloat16 out, as Flax's dtype=bfloat16
-        dtype = jnp.bfloat16 if is_bf16(variant) else images.dtype
+        dtype = jnp.bfloat16 if variant in BFLOAT16_VARIANTS else images.dtype
         x, w = (jax.device_put(a.astype(dtype), devices[0]) for a in (images, kernels))
         f = jax.jit(conv)
         return Prepared(lambda: f(x, w), lambda o: tuple(o.shape), _rows, placement, lambda: lowered_flops(f, x, w))

@@ -17,6 +17,8 @@ FRAMEWORK = "jax"
 # where the device computes in bfloat16 natively). JAX's other tuned settings are process-wide
 # XLA_FLAGS, which parity.harness.TUNED gives a worker of their own.
 TUNED_VARIANTS: tuple[str, ...] = ("jit+bf16",)
+# Variants whose inputs and outputs are bfloat16: a row's number format, declared here, never read off its name.
+BFLOAT16_VARIANTS: tuple[str, ...] = ("jit+bf16",)
 
 
 def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) -> list[jax.Device]:

@@ -21,7 +21,17 @@ from parity import checks, data, roofline
 from parity.api import load_npz, save_npz
 from parity.cluster import Cluster
 from parity.oracle import cnn_forward, compare
-from parity.workloads import CNN_CPU, CNN_FULL, CNN_QUICK, SPECS, check_divisible, cnn_tolerances, is_bf16, tolerance
+from parity.workloads import (
+    CNN_CPU,
+    CNN_FULL,
+    CNN_QUICK,
+    SPECS,
+    check_divisible,
+    cnn_grad_tolerance,
+    cnn_loss_tolerance,
+    cnn_tolerances,
+    tolerance,
+)
 
 FRAMEWORKS = ("tf", "jax")
 FRAMEWORK_NAMES = {"tf": "TensorFlow", "jax": "JAX"}
@@ -287,12 +297,19 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         finally:
             for w in workers.values():
                 w.close()
+        if peak is not None and peak.measured_flops:  # the workers are gone: measure again, keep the best
+            peak = roofline.remeasured(peak, n=2048 if cfg.quick else 4096)
+            log(cfg, f"CPU peak measured again: best so far {_g(peak.measured_flops)} GFLOP/s")
     for key in ("skipped_bf16", "traj_skipped"):
         if key in ctx:
             notes.append(ctx[key])
     _cross_check(rows)
     for row in rows:
         _judge(row, peak)
+    if peak and any(r["dtype"] == "bfloat16" for r in rows):
+        bf16 = roofline.bf16_peak(cfg.device, next(r["device_kind"] for r in rows), peak)
+        notes.append(f"bfloat16 rows: % peak over the bf16 peak, {_g(bf16.flops)} GFLOP/s ({bf16.source}); their "
+                     f"'err vs other' compares only bfloat16 rows")  # fmt: skip
     if "cnn" in cfg.workloads:
         band = cnn_tolerances(cfg.device, cfg.precision)["accuracy_band"]
         parity.extend(checks.accuracy([r for r in rows if r["workload"] == "cnn_train" and r["verified"]], band))
@@ -322,7 +339,7 @@ def _g(x: float | None) -> str:
 
 def _judge(row: dict, peak) -> None:
     """Roofline fields, the impossible-throughput guard, and the spread warning for one row."""
-    if peak and is_bf16(row["variant"]):  # judged against the device's bfloat16 peak
+    if peak and row["dtype"] == "bfloat16":  # judged against the device's bfloat16 peak
         peak = roofline.bf16_peak(row["device"], row["device_kind"], peak)
     row.update(roofline.roofline(row, peak, row["replicas"]) if peak else {})
     if row.get("impossible"):
@@ -343,16 +360,20 @@ def _run_workload(cfg: Config, wl: str, kind: str, workers: dict[str, Worker], h
         if not weights.exists():  # both frameworks start from the same (Keras-initialised) weights
             next(iter(workers.values())).ask(cmd="init_weights", seed=spec.seed, out=str(weights))
         extra, tag = {"data": ctx["data"], "weights": str(weights)}, f"-s{spec.seed}"
-    cases = []
+    cases, dtypes = [], {}
     for wk, w in workers.items():
         n = hello[wk]["replicas"]
-        for variant in w.ask(cmd="variants", workload=kind, tuned=cfg.tuned)["variants"]:
-            if is_bf16(variant) and not roofline.native_bf16(cfg.device, hello[wk]["device_kind"]):
+        offered = w.ask(cmd="variants", workload=kind, tuned=cfg.tuned)
+        for variant in offered["variants"]:
+            dtype = offered["dtypes"][variant]
+            if dtype == "bfloat16" and not roofline.native_bf16(cfg.device, hello[wk]["device_kind"]):
                 # emulated bfloat16 would only show a slower configuration; the table says why it is absent
                 ctx["skipped_bf16"] = f"'+bf16' variants not run: {hello[wk]['device_kind']} has no native bfloat16"
                 continue
             shown = variant if w.config == "default" else f"{variant}+{w.config}"
-            cases.append((wk, shown, n, f"{kind}-{wk}-{variant}-r{n}{tag}".replace("+", "_"), variant))
+            key = f"{kind}-{wk}-{variant}-r{n}{tag}".replace("+", "_")
+            cases.append((wk, shown, n, key, variant))
+            dtypes[key] = dtype
     if not cases:
         return []
     first_s = {}
@@ -403,13 +424,14 @@ def _run_workload(cfg: Config, wl: str, kind: str, workers: dict[str, Worker], h
         res = results[key]
         med = res.get("median_s")
         # Training rows are checked for finite losses and placement; their numbers are judged by the checks.
-        tol = {"conv": tolerance(cfg.device, cfg.precision, variant), "cnn": None,
+        tol = {"conv": tolerance(cfg.device, cfg.precision, dtypes[key]), "cnn": None,
                "cnn_infer": cnn_tolerances(cfg.device, cfg.precision)["forward"]}[kind]  # fmt: skip
         row = {
             "workload": name, "framework": workers[fw].framework, "variant": variant,
             "config_env": workers[fw].config_env, "device": cfg.device,
             "device_kind": hello[fw]["device_kind"], "replicas": n, "processes": hello[fw].get("num_processes", 1),
-            "precision": cfg.precision,
+            # bfloat16 inputs: the float32 --precision setting does not apply, the format is what the row ran in
+            "dtype": dtypes[key], "precision": "bfloat16" if dtypes[key] == "bfloat16" else cfg.precision,
             "quick": cfg.quick, "median_s": med, "iqr_s": res.get("iqr_s"), "q1_s": res.get("q1_s"),
             "q3_s": res.get("q3_s"), "min_s": res.get("min_s"), "reps": res.get("reps"),
             "compile_s": res.get("compile_s"),
@@ -465,9 +487,11 @@ def _cnn_parity(cfg: Config, workers: dict[str, Worker], hello: dict, save_dir: 
         w.answer()
         saved[fw] = dict(np.load(save_dir / f"parity-{fw}-r{n}.npz"))
     rows = []
+    if first:  # one batch on one device: the same at every replica count; judged against float64
+        rows += checks.grads(saved, load_npz(ctx["weights"]), x[0], y[0],
+                             cnn_grad_tolerance(b, cfg.device, cfg.precision),
+                             cnn_loss_tolerance(b, cfg.device, cfg.precision))  # fmt: skip
     if len(saved) == 2:
-        if first:  # one batch on one device: the same at every replica count
-            rows += checks.grads(saved["tf"], saved["jax"], tols["grads"], 1)
         tf_v = [k.split("/")[1] for k in saved["tf"] if k.startswith("traj/") and k.endswith("/loss")]
         jx_v = [k.split("/")[1] for k in saved["jax"] if k.startswith("traj/") and k.endswith("/loss")]
         if counts["tf"] != counts["jax"]:  # BatchNorm statistics are per replica: a different split is another model
@@ -498,26 +522,25 @@ def _cnn_parity(cfg: Config, workers: dict[str, Worker], hello: dict, save_dir: 
             cfg,
             f"  {'PASS' if r['passed'] else 'FAIL'} {r['check']}: "
             + ", ".join(f"{k} {v:.2e}" for k, v in r["figures"].items())
-            + f" (tolerance {r['tolerance']:g})",
+            + f" (tolerance {r['tolerance']:.2g})" + (f"; {r['detail']}" if r.get("detail") else ""),
         )
     return rows
 
 
-def _cross_check(rows: list[dict]) -> None:
-    """Each row's oracle rows against every other framework's, same workload and number format."""
+def _saved_error(a: str, b: str) -> float | None:
+    """Max error between two saved outputs relative to the second's largest value; None if one is missing."""
+    if not (Path(a).exists() and Path(b).exists()):
+        return None
+    return compare(np.load(a), np.load(b))["max_rel_err"]
+
+
+def _cross_check(rows: list[dict], error=_saved_error) -> None:
+    """Each row's oracle rows against every other framework's, same workload and number format (dtype)."""
     for row in rows:
-        worst = None
-        for other in rows:
-            if other["framework"] == row["framework"] or other["workload"] != row["workload"]:
-                continue
-            if is_bf16(other["variant"]) != is_bf16(row["variant"]):
-                continue
-            if not (row["verified"] and other["verified"] and Path(row["_save"]).exists()
-                    and Path(other["_save"]).exists()):  # fmt: skip
-                continue
-            a, b = np.load(row["_save"]), np.load(other["_save"])
-            err = compare(a, b)["max_rel_err"]
-            worst = err if worst is None else max(worst, err)
-        row["xfw_max_rel_err"] = worst
+        errs = [error(row["_save"], other["_save"]) for other in rows
+                if other["framework"] != row["framework"] and other["workload"] == row["workload"]
+                and other["dtype"] == row["dtype"] and row["verified"] and other["verified"]]  # fmt: skip
+        errs = [e for e in errs if e is not None]
+        row["xfw_max_rel_err"] = max(errs) if errs else None
     for row in rows:
         row.pop("_save")

@@ -147,7 +147,7 @@ def checks_table(checks: list[dict]) -> str:
     """The CNN parity checks: figures, tolerance, pass/fail."""
     body = [
         (c["check"], str(c.get("replicas") or "-"), ", ".join(_figure(k, v) for k, v in c["figures"].items()),
-         f"{c['tolerance']:g}", {True: "PASS", False: "FAIL", None: "-"}[c["passed"]], c.get("detail", ""))
+         f"{c['tolerance']:.2g}", {True: "PASS", False: "FAIL", None: "-"}[c["passed"]], c.get("detail", ""))
         for c in checks
     ]  # fmt: skip
     return _grid(("parity check", "replicas", "figures", "tolerance", "result", "note"), body)
@@ -349,7 +349,8 @@ def markdown(doc: dict) -> str:
     if doc.get("checks"):
         out += ["", _md(("parity check", "replicas", "figures", "tolerance", "result", "note"), [
             (c["check"], str(c.get("replicas") or "-"), ", ".join(_figure(k, v) for k, v in c["figures"].items()),
-             f"{c['tolerance']:g}", {True: "PASS", False: "FAIL", None: "not judged"}[c["passed"]], c.get("detail", ""))
+             f"{c['tolerance']:.2g}", {True: "PASS", False: "FAIL", None: "not judged"}[c["passed"]],
+             c.get("detail", ""))
             for c in doc["checks"]])]  # fmt: skip
     fw = "; ".join(f"{k}: {' '.join(f'{n} {v}' for n, v in f['versions'].items())} ({f['device_kind']})"
                    for k, f in env["frameworks"].items())  # fmt: skip

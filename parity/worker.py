@@ -4,7 +4,7 @@
 answers on its original stdout (the framework's own chatter goes to stderr):
 
     start-up      -> {"status": "ready" | "missing" | "unavailable", ...}
-    {"cmd": "variants", "workload": W}                      -> {"variants": [...]}
+    {"cmd": "variants", "workload": W}                      -> {"variants": [...], "dtypes": {V: D}}
     {"cmd": "prepare", "id": K, "workload": W, "variant": V, "spec": {...}, "save": PATH|null}
                                                             -> {"compile_s": s|null, "invalid": ...}
     {"cmd": "warm" | "rep", "id": K}                        -> {"time": s|null, "invalid": ...}
@@ -31,7 +31,7 @@ from parity.cluster import Cluster
 from parity.data import Dataset, batch_offsets, batches
 from parity.report import ENV_FLAGS
 from parity.timing import Invalid, Timer, output_verifier
-from parity.workloads import CnnSpec, ConvSpec, cnn_forward_flops, cnn_tolerances, is_bf16, tolerance
+from parity.workloads import CnnSpec, ConvSpec, cnn_forward_flops, cnn_tolerances, tolerance
 
 IMPLS = {"jax": "jax_impl", "tf": "tf_impl"}
 DIST = {"jax": ("jax", "jaxlib", "flax", "optax"), "tf": ("tensorflow", "tensorflow-cpu", "keras")}
@@ -71,6 +71,7 @@ def _conv_inputs(spec: ConvSpec):
 def conv_case(impl, devices, spec: dict, variant: str, device: str, precision: str, save: str | None, **_):
     """The conv op as a Timer plus the figures a row needs."""
     s = ConvSpec(**spec)
+    dtype = variant_dtype(impl, variant)
     images, kernels, idx, ref = _conv_inputs(s)
     p = impl.prepare_conv(variant, images, kernels, devices, s.stride, s.padding)
     verify = output_verifier(
@@ -80,12 +81,12 @@ def conv_case(impl, devices, spec: dict, variant: str, device: str, precision: s
         s.output_shape,
         idx,
         ref,
-        tolerance(device, precision, variant),
+        tolerance(device, precision, dtype),
         device,
         impl.process_info(devices)["local_replicas"],  # where this process's share ran
     )
     info = {"flops": s.flops(), "flops_unpadded": s.flops_unpadded(), "flops_formula": ConvSpec.flops.__doc__,
-            "min_bytes": s.min_bytes(2 if is_bf16(variant) else None), "cost": p.cost}  # fmt: skip
+            "min_bytes": s.min_bytes(2 if dtype == "bfloat16" else None), "cost": p.cost}  # fmt: skip
     return Timer(p.run, impl.block, verify), info, dict
 
 
@@ -161,6 +162,11 @@ def cnn_infer_case(impl, devices, spec: dict, variant: str, device: str, precisi
     return Timer(p.run, impl.block, verify), info, dict
 
 
+def variant_dtype(impl, variant: str) -> str:
+    """The number format of a variant's inputs and outputs, as its implementation declares it."""
+    return "bfloat16" if variant in impl.BFLOAT16_VARIANTS else "float32"
+
+
 def _offered(impl, variants, tuned: bool) -> list[str]:
     """The variants a run asks for: all of them, or (tuned=False) the framework out of the box only.
 
@@ -182,10 +188,12 @@ def cnn_parity(impl, devices, req: dict) -> dict:
         return {}
     with np.load(req["batches"]) as f:
         x, y = f["x"], f["y"]
-    loss, grads = impl.loss_and_grads(_cnn_model(impl, s, w, dropout=False), x[0], y[0])
-    out["loss"] = np.array(loss)
-    for i, g in enumerate(grads):
-        out[f"grad/{i:03d}"] = g
+    g = impl.loss_and_grads(_cnn_model(impl, s, w, dropout=False), x[0], y[0])
+    out["loss"] = np.array(g.loss)
+    for i, a in enumerate(g.grads):
+        out[f"grad/{i:03d}"] = a
+    for i, a in enumerate(g.routing):  # how this framework's max pooling broke the batch's ties
+        out[f"routing/{i}"] = a
     variants = _offered(impl, impl.cnn_variants(len(devices)), req.get("tuned", True))
     for variant in variants:
         t = impl.make_trainer(_cnn_model(impl, s, w, dropout=False), devices, variant, s.learning_rate,
@@ -242,7 +250,8 @@ def serve(args, out) -> None:
                 return
             if cmd == "variants":
                 every = getattr(impl, CASES[req["workload"]][1])(len(devices))
-                say({"variants": _offered(impl, every, req.get("tuned", True))})
+                offered = _offered(impl, every, req.get("tuned", True))
+                say({"variants": offered, "dtypes": {v: variant_dtype(impl, v) for v in offered}})
             elif cmd == "prepare":
                 build = CASES[req["workload"]][0]
                 extra = {k: req[k] for k in ("data", "weights") if k in req}

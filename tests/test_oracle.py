@@ -3,8 +3,18 @@
 import numpy as np
 import pytest
 
-from parity import oracle
-from parity.workloads import CONV_FULL, CONV_QUICK, check_divisible, conv_out_size, same_pads
+from parity import checks, oracle
+from parity.workloads import (
+    CNN_CONVS,
+    CNN_DENSE,
+    CONV_FULL,
+    CONV_QUICK,
+    check_divisible,
+    cnn_grad_tolerance,
+    cnn_loss_tolerance,
+    conv_out_size,
+    same_pads,
+)
 
 
 def loop_conv(x, w, stride, padding):
@@ -74,3 +84,145 @@ def test_cnn_oracle_blocks_have_the_notebook_shapes():
         "logits": (2, 10), "probs": (2, 10),
     }  # fmt: skip
     np.testing.assert_allclose(out["probs"].sum(-1), 1.0)
+
+
+def random_cnn_weights(seed: int = 0) -> list[np.ndarray]:
+    """22 arrays in Keras's order with the notebook's shapes: a generic point, not a trained model."""
+    rng = np.random.default_rng(seed)
+    w = []
+    for _, cin, cout in CNN_CONVS:
+        lim = np.sqrt(6 / (25 * (cin + cout)))
+        w += [rng.uniform(0.5, 1.5, cin), rng.normal(0, 0.1, cin), np.zeros(cin), np.ones(cin),
+              rng.uniform(-lim, lim, (5, 5, cin, cout)), rng.normal(0, 0.1, cout)]  # fmt: skip
+    for a, b in zip(CNN_DENSE[:-1], CNN_DENSE[1:], strict=True):
+        lim = np.sqrt(6 / (a + b))
+        w += [rng.uniform(-lim, lim, (a, b)), rng.normal(0, 0.1, b)]
+    return w
+
+
+TRAINABLE = [i for i in range(22) if i >= 18 or i % 6 not in (2, 3)]  # Keras order, moving statistics left out
+
+
+def _other_routing(a: np.ndarray, seed: int) -> np.ndarray:
+    """A valid routing that is not the argmax: one random position of every window."""
+    win = oracle._windows(a)
+    pick = np.random.default_rng(seed).integers(0, 4, win.shape[:-1])
+    onehot = (np.arange(4) == pick[..., None]).astype(np.float64)
+    return oracle._unwindows(onehot, a.shape)
+
+
+@pytest.mark.parametrize("routing", ["argmax", "arbitrary"])
+def test_cnn_gradients_match_central_differences(routing):
+    # For a fixed routing the loss is smooth, so central differences along a random direction in each
+    # parameter must agree with the hand-written backward pass to float64 accuracy.
+    w = random_cnn_weights()
+    rng = np.random.default_rng(1)
+    x, y = rng.uniform(0, 255, (2, 28, 28, 1)), np.array([3, 7])
+    _, _, info = oracle.cnn_loss_and_grads(w, x, y)
+    r = info["routing"] if routing == "argmax" else [_other_routing(a, k) for k, a in enumerate(info["pool_inputs"])]
+    _, grads, _ = oracle.cnn_loss_and_grads(w, x, y, r)
+    assert [g.shape for g in grads] == [w[i].shape for i in TRAINABLE]
+    for g, i in zip(grads, TRAINABLE, strict=True):
+        d = rng.standard_normal(w[i].shape)
+        h = 1e-6 * np.linalg.norm(w[i]) / np.linalg.norm(d)
+        plus, minus = list(w), list(w)
+        plus[i], minus[i] = w[i] + h * d, w[i] - h * d
+        fd = (oracle.cnn_loss_and_grads(plus, x, y, r)[0] - oracle.cnn_loss_and_grads(minus, x, y, r)[0]) / (2 * h)
+        assert abs(fd - np.sum(g * d)) <= 1e-6 * np.linalg.norm(g) * np.linalg.norm(d), i
+
+
+def test_pool_routing_and_window_stats():
+    a = np.zeros((1, 4, 5, 1))  # 2 x 2 windows; the odd last column is outside every window
+    a[0, :2, :2, 0] = [[1.0, 3.0], [3.0, 2.0]]  # an exact tie: the first (row-major) takes it
+    a[0, :2, 2:4, 0] = [[5.0, np.nextafter(np.float32(5), np.float32(9))], [0.0, 0.0]]  # one float32 ulp apart
+    a[0, 2:, :2, 0] = [[0.0, 1.0], [2.0, 9.0]]
+    r = oracle.pool_routing(a)
+    assert r.sum() == 4 and r[0, 0, 1, 0] == 1 and r[0, 0, 3, 0] == 1 and r[0, :, 4].sum() == 0
+    other = r.copy()
+    other[0, 0, 1, 0], other[0, 1, 0, 0] = 0, 1  # the tie broken the other way
+    stats = oracle.pool_window_stats(a, {"jax": r, "tf": other})
+    # windows: the exact tie, the 1-ulp near-tie, and the flat all-zero window are near-ties
+    assert stats == {"windows": 4, "near_ties": 3, "routed_differently_jax_tf": 1}
+
+
+# The gradient check's verdicts, on saved arrays made here: a test of the harness's logic that holds on
+# any CPU, whatever its kernels. Each "framework" is the oracle itself rounded to float32, with a routing.
+def _saved(w, x, y, routing, planted: dict[str, float] | None = None) -> dict:
+    loss, grads, _ = oracle.cnn_loss_and_grads(w, x, y, routing)
+    out = {"loss": np.float32(loss), **{f"routing/{k}": r.astype(np.float32) for k, r in enumerate(routing)}}
+    for i, (name, g) in enumerate(zip(checks.GRAD_NAMES, grads, strict=True)):
+        g = g.astype(np.float32)
+        if name in (planted or {}):
+            g = g.copy()
+            g.flat[0] += planted[name] * np.abs(g).max()
+        out[f"grad/{i:03d}"] = g
+    return out
+
+
+@pytest.fixture(scope="module")
+def batch_with_a_tie():
+    w = random_cnn_weights()
+    rng = np.random.default_rng(2)
+    x, y = rng.uniform(0, 255, (4, 28, 28, 1)), np.array([0, 3, 7, 9])
+    _, _, info = oracle.cnn_loss_and_grads(w, x, y)
+    routing = info["routing"]
+    flipped = [r.copy() for r in routing]  # one pool1 window's gradient sent to another position
+    win = oracle._windows(flipped[0])
+    k = int(np.argmax(win[0, 3, 4, 5]))
+    win[0, 3, 4, 5, k], win[0, 3, 4, 5, (k + 1) % 4] = 0.0, 1.0
+    flipped[0] = oracle._unwindows(win, flipped[0].shape)
+    return w, x, y, routing, flipped
+
+
+GRADS = "gradients (every parameter)"
+
+
+def _check(w, x, y, saved):
+    tol = cnn_grad_tolerance(len(y))
+    return {r["check"]: r for r in checks.grads(saved, w, x, y, tol, cnn_loss_tolerance(len(y)))}
+
+
+def test_agreement_passes(batch_with_a_tie):
+    w, x, y, routing, _ = batch_with_a_tie
+    g = _check(w, x, y, {"jax": _saved(w, x, y, routing), "tf": _saved(w, x, y, routing)})[GRADS]
+    assert g["passed"] and set(g["figures"]) == {"jax_vs_f64", "tf_vs_f64", "tf_vs_jax"}
+    assert g["figures"]["tf_vs_jax"] == 0.0 and g["max_rel_err"] < 1e-6
+    assert set(g["per_parameter"]) == set(checks.GRAD_NAMES)
+    assert [p["routed_differently_jax_tf"] for p in g["pooling"]] == [0, 0, 0]
+
+
+def test_a_tie_broken_differently_is_explained_not_failed(batch_with_a_tie):
+    w, x, y, routing, flipped = batch_with_a_tie
+    g = _check(w, x, y, {"jax": _saved(w, x, y, routing), "tf": _saved(w, x, y, flipped)})[GRADS]
+    assert g["figures"]["tf_vs_jax"] > g["tolerance"]  # the raw comparison alone would fail
+    assert g["passed"], g["detail"]
+    assert [p["routed_differently_jax_tf"] for p in g["pooling"]] == [1, 0, 0]
+    assert "route 1 of" in g["detail"] and "pool1: 1" in g["detail"]
+
+
+@pytest.mark.parametrize("culprit", ["tf", "jax"])
+def test_a_planted_error_names_the_framework_and_parameter(batch_with_a_tie, culprit):
+    w, x, y, routing, flipped = batch_with_a_tie
+    tol = cnn_grad_tolerance(len(y))
+    saved = {"jax": _saved(w, x, y, routing), "tf": _saved(w, x, y, flipped)}  # a tie broken differently too
+    saved[culprit] = _saved(w, x, y, routing if culprit == "jax" else flipped, {"conv2.kernel": 5 * tol})
+    g = _check(w, x, y, saved)[GRADS]
+    assert not g["passed"]
+    other = "jax" if culprit == "tf" else "tf"
+    assert g["figures"][f"{culprit}_vs_f64"] > tol >= g["figures"][f"{other}_vs_f64"]
+    assert g["detail"].startswith(f"{checks.FW[culprit]} is off float64") and "conv2.kernel" in g["detail"]
+    assert checks.FW[other] not in g["detail"]
+
+
+def test_one_framework_is_judged_alone(batch_with_a_tie):
+    w, x, y, routing, _ = batch_with_a_tie
+    rows = _check(w, x, y, {"jax": _saved(w, x, y, routing, {"dense1.bias": 1e-2})})
+    assert set(rows[GRADS]["figures"]) == {"jax_vs_f64"}
+    assert not rows[GRADS]["passed"] and rows["loss (one batch)"]["passed"]
+
+
+def test_gradient_tolerance_grows_with_the_reductions():
+    assert cnn_grad_tolerance(4) < cnn_grad_tolerance(64) < cnn_grad_tolerance(1024)
+    assert 1e-4 < cnn_grad_tolerance(64) < 1e-3  # the batch the harness checks gradients on
+    assert cnn_loss_tolerance(64) < cnn_grad_tolerance(64)
+    assert cnn_grad_tolerance(64, "tpu", "default") == 5e-2  # bfloat16 passes: the reduced table

@@ -34,6 +34,25 @@ def test_computed_cpu_peak_is_the_reference_formula():
     assert roofline.computed_cpu_peak({**info, "clock_hz": None}) is None
 
 
+def test_cpu_peaks_by_class():
+    zen3 = {"cores": 2, "fma_units": 2, "simd_lanes_fp32": 8, "fma": True, "clock_hz": 2.45e9, "bf16": False}
+    assert roofline.computed_cpu_bf16_peak(zen3) is None
+    spr = {**zen3, "simd_lanes_fp32": 16, "clock_hz": 2.1e9, "bf16": True, "amx": True}
+    assert roofline.computed_cpu_peak(spr) == pytest.approx(268.8e9)  # REFERENCE.md's Intel class
+    assert roofline.computed_cpu_bf16_peak(spr) == pytest.approx(2 * 1024 * 2.1e9)
+    assert roofline.computed_cpu_bf16_peak({**spr, "amx": False}) == pytest.approx(2 * 268.8e9)
+
+
+def test_the_peak_divides_by_the_larger_and_keeps_the_best():
+    low = roofline.Peak("cpu", "fp32", 157e9, 30e9, "test", computed_flops=157e9, measured_flops=120e9)
+    again = roofline.remeasured(low, n=256)
+    assert again.measured_flops >= 120e9 and again.flops == max(again.measured_flops, 157e9)
+    assert roofline.remeasured(again, n=256).source.count("best of") == 1
+    row = _row(median_s=CONV_FULL.flops() / 150e9)  # 150 GFLOP/s: above the busy measurement, below computed
+    harness._judge(row, low)
+    assert row["verified"] and row["pct_peak"] <= 100
+
+
 def test_this_cpu_is_described():
     info = roofline.cpu_info()
     assert info["cores"] >= 1 and info["simd_lanes_fp32"] in (4, 8, 16)
@@ -61,7 +80,8 @@ def test_accelerator_peaks_are_precision_aware(device, kind, precision, fmt, pea
 
 def _row(**kw):
     base = {"workload": "conv", "framework": "tf", "variant": "function", "device": "cpu", "device_kind": "CPU",
-            "replicas": 1, "precision": "default", "quick": False, "median_s": 1.0, "iqr_s": 0.01, "q1_s": 0.995,
+            "replicas": 1, "precision": "default", "dtype": "float32", "quick": False, "median_s": 1.0, "iqr_s": 0.01,
+            "q1_s": 0.995,
             "q3_s": 1.005, "min_s": 0.99, "reps": 5, "compile_s": 1.5, "flops": CONV_FULL.flops(),
             "compiler_flops": 79.8e9, "compiler_flops_source": "XLA cost analysis", "min_bytes": CONV_FULL.min_bytes(),
             "gflops_per_s": CONV_FULL.flops() / 1e9, "max_rel_err": 1e-7, "xfw_max_rel_err": 1e-8, "verified": True,
@@ -245,11 +265,24 @@ def test_bf16_rows_only_where_the_hardware_has_it():
     assert roofline.native_bf16("cpu", "cpu") == roofline.cpu_info()["bf16"]
     h200 = roofline.accelerator_peak("gpu", "NVIDIA H200", "default")
     assert roofline.bf16_peak("gpu", "NVIDIA H200", h200).flops == pytest.approx(989e12)
-    assert roofline.bf16_peak("cpu", "cpu", CPU).flops is None  # not modelled: no guard, no % peak
+    bf16 = roofline.bf16_peak("cpu", "cpu", CPU)
+    assert bf16.flops == roofline.computed_cpu_bf16_peak(roofline.cpu_info())  # None without a bfloat16 unit
+    assert bf16.limit() >= CPU.measured_flops  # never below the float32 peak measured in the run
+
+
+def test_number_format_is_data_not_a_name():
+    # a tuned worker's suffix must not hide a bfloat16 row (the old endswith('+bf16') test did)
+    rows = [_row(framework="tf", variant="function", _save="tf32"), _row(framework="jax", variant="jit", _save="j32"),
+            _row(framework="tf", variant="function+bf16", dtype="bfloat16", _save="tf16"),
+            _row(framework="jax", variant="jit+bf16+ynn", dtype="bfloat16", _save="j16")]  # fmt: skip
+    pairs = []
+    harness._cross_check(rows, lambda a, b: pairs.append((a, b)) or 0.0)
+    assert sorted(pairs) == [("j16", "tf16"), ("j32", "tf32"), ("tf16", "j16"), ("tf32", "j32")]
+    assert all(r["xfw_max_rel_err"] == 0.0 and "_save" not in r for r in rows)
 
 
 def test_bf16_row_is_judged_against_the_bf16_peak():
-    row = _row(device="gpu", device_kind="NVIDIA H200", variant="jit+bf16", median_s=80.53e9 / 600e12)
+    row = _row(device="gpu", device_kind="NVIDIA H200", variant="jit+bf16", dtype="bfloat16", median_s=80.53e9 / 600e12)
     harness._judge(row, roofline.accelerator_peak("gpu", "NVIDIA H200", "default"))  # 600 TFLOP/s: > TF32 peak
     assert row["verified"] and row["peak_format"] == "bf16"
     assert row["pct_peak"] == pytest.approx(100 * 600 / 989, rel=1e-3)

@@ -21,6 +21,7 @@ from tf_impl.cnn import (  # noqa: E402
 )
 from tf_impl.conv import conv_op, conv_variants, prepare_conv
 from tf_impl.devices import (
+    BFLOAT16_VARIANTS,
     FRAMEWORK,
     TUNED_VARIANTS,
     block,
@@ -48,6 +49,7 @@ __all__ = [
     "save_weights",
     "load_weights",
     "FRAMEWORK",
+    "BFLOAT16_VARIANTS",
     "TUNED_VARIANTS",
     "block",
     "conv_op",

@@ -6,8 +6,9 @@ import numpy as np
 import tensorflow as tf
 
 from parity.api import Prepared
-from parity.workloads import check_divisible, is_bf16
+from parity.workloads import check_divisible
 from tf_impl.devices import (
+    BFLOAT16_VARIANTS,
     gather_rows,
     graph_flops,
     graph_placement,
@@ -67,7 +68,7 @@ def prepare_conv(
     if variant.startswith("function"):
         with tf.device(devices[0]):
             x, w = tf.constant(images), tf.constant(kernels)
-            if is_bf16(variant):
+            if variant in BFLOAT16_VARIANTS:
                 x, w = tf.cast(x, tf.bfloat16), tf.cast(w, tf.bfloat16)
         f = tf.function(lambda a, b: _conv(a, b, stride, padding), jit_compile=variant.endswith("xla"))
 

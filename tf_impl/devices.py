@@ -20,6 +20,8 @@ FRAMEWORK = "tf"
 # bfloat16 inputs (the harness runs '+bf16' only where the device computes in bfloat16 natively), and
 # a custom training loop instead of model.fit (the only way under MultiWorkerMirroredStrategy).
 TUNED_VARIANTS: tuple[str, ...] = ("function+xla", "fit+xla", "function+bf16", "loop")
+# Variants whose inputs and outputs are bfloat16: a row's number format, declared here, never read off its name.
+BFLOAT16_VARIANTS: tuple[str, ...] = ("function+bf16",)
 _KIND = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
 _state: dict = {}
 
