@@ -199,10 +199,11 @@ def roofline_notes(doc: dict) -> list[str]:
         figs = [f"measured {m / 1e9:.1f} GFLOP/s" if m else None, f"computed {c / 1e9:.1f} GFLOP/s" if c else None]
         figs = ", ".join(f for f in figs if f) or (f"{peak['flops'] / 1e12:.1f} TFLOP/s" if peak["flops"] else "none")
         bw = f"; memory {peak['bandwidth'] / 1e9:.1f} GB/s" if peak.get("bandwidth") else ""
-        notes.append(f"% peak: achieved GFLOP/s over the {peak['number_format']} peak of the devices used "
-                     f"({peak['device_kind']}: {figs}{bw}; {peak['source']}); bound: compute or memory, by "
-                     f"the row's FLOP per minimum byte against the peak's ridge point; a row above every peak "
-                     f"is marked invalid")  # fmt: skip
+        notes.append(f"% peak: the necessary arithmetic per second (FLOPs without SAME padding's zeros) over the "
+                     f"larger {peak['number_format']} peak of the devices used ({peak['device_kind']}: {figs}{bw}; "
+                     f"{peak['source']}); bound: compute or memory, by the row's FLOP per minimum byte against the "
+                     f"peak's ridge point; a row above the peak shows no % and is named below, a row far above "
+                     f"it (x{peak.get('headroom', 1.0):g}) is marked invalid")  # fmt: skip
     seen: dict[tuple, list[dict]] = {}
     for r in doc["rows"]:
         if r.get("compiler_flops") is not None:
@@ -216,6 +217,10 @@ def roofline_notes(doc: dict) -> list[str]:
         flag = f" DISAGREES by more than 10% in: {names}" if bad else f" ({len(rs)} row(s) counted, all within 10%)"
         notes.append(f"{wl} FLOPs per call: formula {f / 1e9:.4g} G ({u / 1e9:.4g} G without SAME padding's zeros), "
                      f"{src} {c / 1e9:.4g} G ({c / f:.3f}x, {c / u:.3f}x){flag}")  # fmt: skip
+    above = [f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {r['above_peak']}"
+             for r in doc["rows"] if r.get("above_peak")]  # fmt: skip
+    if above:
+        notes.append("above the peak, no % shown: " + "; ".join(above))
     noisy = [f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}" for r in doc["rows"] if r.get("noisy")]
     if noisy:
         notes.append(f"! spread (IQR) above 10% of the median, the figure is not to be trusted to better than "

@@ -53,6 +53,21 @@ def test_the_peak_divides_by_the_larger_and_keeps_the_best():
     assert row["verified"] and row["pct_peak"] <= 100
 
 
+def test_a_row_above_the_peak_is_flagged_far_above_is_invalid():
+    # the necessary arithmetic (no padding zeros) is what is judged; 1.2x a CPU peak: flagged, 2x: impossible
+    row = _row(flops=2e11, flops_unpadded=1e11, median_s=1e11 / (1.2 * 180e9))
+    harness._judge(row, CPU)
+    assert row["verified"] and row["pct_peak"] is None and "1.20x the peak" in row["above_peak"]
+    assert "above the peak, no % shown" in " ".join(report.roofline_notes({"env": {}, "rows": [row]}))
+    assert "-" in report.table([row]).splitlines()[-1]
+    row = _row(flops=2e11, flops_unpadded=1e11, median_s=1e11 / (2 * 180e9))
+    harness._judge(row, CPU)
+    assert not row["verified"] and "cannot have done the work" in row["invalid_reason"]
+    row = _row(flops=2e11, flops_unpadded=1e11, median_s=1.0)
+    harness._judge(row, CPU)
+    assert row["pct_peak"] == pytest.approx(100 * 1e11 / 180e9)
+
+
 def test_this_cpu_is_described():
     info = roofline.cpu_info()
     assert info["cores"] >= 1 and info["simd_lanes_fp32"] in (4, 8, 16)
@@ -89,7 +104,7 @@ def _row(**kw):
     return {**base, **kw}
 
 
-CPU = roofline.Peak("cpu", "fp32", 180e9, 30e9, "test", computed_flops=157e9, measured_flops=180e9)
+CPU = roofline.Peak("cpu", "fp32", 180e9, 30e9, "test", computed_flops=157e9, measured_flops=180e9, headroom=1.5)
 
 
 def test_roofline_columns():
