@@ -368,7 +368,9 @@ def _run_workload(cfg: Config, wl: str, kind: str, workers: dict[str, Worker], h
             dtype = offered["dtypes"][variant]
             if dtype == "bfloat16" and not roofline.native_bf16(cfg.device, hello[wk]["device_kind"]):
                 # emulated bfloat16 would only show a slower configuration; the table says why it is absent
-                ctx["skipped_bf16"] = f"'+bf16' variants not run: {hello[wk]['device_kind']} has no native bfloat16"
+                cap = roofline.isa_capped_below_bf16(os.environ) if cfg.device == "cpu" else None
+                why = f"{cap} caps the CPU below bfloat16" if cap else f"{hello[wk]['device_kind']} has none"
+                ctx["skipped_bf16"] = f"'+bf16' variants not run (no native bfloat16): {why}"
                 continue
             shown = variant if w.config == "default" else f"{variant}+{w.config}"
             key = f"{kind}-{wk}-{variant}-r{n}{tag}".replace("+", "_")

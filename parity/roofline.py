@@ -92,7 +92,19 @@ def native_bf16(device: str, device_kind: str) -> bool:
         return True
     if device == "gpu":
         return any(key in device_kind.lower() and "bf16" in flops for key, flops, _ in ACCELERATORS)
-    return cpu_info()["bf16"]
+    return cpu_info()["bf16"] and not isa_capped_below_bf16(os.environ)
+
+
+def isa_capped_below_bf16(env) -> str | None:
+    """The setting that caps the CPU's instruction set below bfloat16 for a framework, if any: oneDNN then
+    refuses to create a bfloat16 convolution, and XLA would emulate one in float32."""
+    isa = env.get("ONEDNN_MAX_CPU_ISA", "").upper()
+    if isa and not any(k in isa for k in ("BF16", "AMX", "AVX10", "ALL")):
+        return f"ONEDNN_MAX_CPU_ISA={isa}"
+    for flag in env.get("XLA_FLAGS", "").split():
+        if flag.startswith("--xla_cpu_max_isa=") and not any(k in flag.upper() for k in ("BF16", "AMX")):
+            return flag
+    return None
 
 
 # bfloat16 FLOP per cycle per core. AMX (amx_bf16): one TDPBF16PS multiplies 16x32 by 32x16 bfloat16

@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 
 import pytest
 
@@ -277,7 +278,11 @@ def test_a_compiler_count_far_from_both_formulas_is_shown():
 def test_bf16_rows_only_where_the_hardware_has_it():
     assert roofline.native_bf16("tpu", "TPU v2")
     assert roofline.native_bf16("gpu", "NVIDIA H200") and not roofline.native_bf16("gpu", "Tesla K80")
-    assert roofline.native_bf16("cpu", "cpu") == roofline.cpu_info()["bf16"]
+    assert roofline.native_bf16("cpu", "cpu") == (roofline.cpu_info()["bf16"] and not
+                                                  roofline.isa_capped_below_bf16(os.environ))  # fmt: skip
+    assert roofline.isa_capped_below_bf16({"ONEDNN_MAX_CPU_ISA": "AVX2"}) == "ONEDNN_MAX_CPU_ISA=AVX2"
+    assert roofline.isa_capped_below_bf16({"XLA_FLAGS": "--xla_cpu_max_isa=AVX2 --foo"}) == "--xla_cpu_max_isa=AVX2"
+    assert roofline.isa_capped_below_bf16({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16", "XLA_FLAGS": "--foo"}) is None
     h200 = roofline.accelerator_peak("gpu", "NVIDIA H200", "default")
     assert roofline.bf16_peak("gpu", "NVIDIA H200", h200).flops == pytest.approx(989e12)
     bf16 = roofline.bf16_peak("cpu", "cpu", CPU)
