@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
+import importlib
 import json
 import math
 import os
@@ -17,32 +17,18 @@ from pathlib import Path
 
 import numpy as np
 
-from parity import checks, data, roofline
-from parity.api import load_npz, save_npz
+from parity import roofline
 from parity.cluster import Cluster
-from parity.oracle import cnn_forward, compare
-from parity.workloads import (
-    CNN_CPU,
-    CNN_FULL,
-    CNN_QUICK,
-    SPECS,
-    check_divisible,
-    cnn_grad_tolerance,
-    cnn_loss_tolerance,
-    cnn_tolerances,
-    tolerance,
-)
+from parity.oracle import compare
+from parity.workloads import WORKLOADS, RowKind, check_divisible
 
 FRAMEWORKS = ("tf", "jax")
 FRAMEWORK_NAMES = {"tf": "TensorFlow", "jax": "JAX"}
-# What each workload measures: one timed case kind or several.
-KINDS = {"conv": ("conv",), "cnn": ("cnn", "cnn_infer")}
 # Process-wide settings that make a framework faster than out of the box, by (framework, device):
 # each gets a worker of its own, and its rows' variants carry the name ('jit+ynn'). Measured in
 # docs/performance.md. YNNPACK: XLA:CPU's newer kernel library for dots, elementwise ops and
 # reductions (in jaxlib 0.10 the convolutions gain too: the full conv ran 2.0x faster here).
 TUNED = {("jax", "cpu"): {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=dot,eltwise,reduce"}}}
-ROW_NAMES = {"conv": "conv", "cnn": "cnn_train", "cnn_infer": "cnn_infer"}
 
 
 # What a worker's last words mean, where the framework's own are obscure.
@@ -75,17 +61,14 @@ class Config:
     progress: bool = True
     data: str = "auto"
     data_dir: str | None = None
-    cnn: dict = field(default_factory=dict)  # overrides of CnnSpec fields (global_batch, epochs, ...)
+    overrides: dict = field(default_factory=dict)  # spec fields from the command line (global_batch, epochs, ...)
     parity_steps: int = 20
     seeds: int = 1  # CNN training runs per variant (init, dropout and batch order seeded differently)
     cluster: Cluster | None = None  # one process of a multi-process run (parity.cluster); None: the only one
 
     def spec(self, wl: str):
         """The workload's spec for this run: --quick, the device's default schedule, then overrides."""
-        if wl == "conv":
-            return SPECS[wl][1 if self.quick else 0]
-        base = CNN_QUICK if self.quick else (CNN_CPU if self.device == "cpu" else CNN_FULL)
-        return dataclasses.replace(base, **self.cnn)
+        return WORKLOADS[wl].spec(self.quick, self.device, self.overrides)
 
     def replica_counts(self) -> tuple[int, ...]:
         """What was asked, else 1 and 8 simulated devices on a CPU, else every core (0).
@@ -242,7 +225,7 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
 
     Returns {"rows", "checks", "hello", "skipped", "notes", "peak"}.
     """
-    rows, parity, hello_all, skipped, notes = [], [], {}, [], []
+    rows, parity, hello_all, skipped, notes, said = [], [], {}, [], [], {}
     peak = None
     if cfg.cluster is not None:
         notes.append(multiprocess_note(cfg))
@@ -255,24 +238,14 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         for r in cfg.replica_counts():
             if r:
                 check_divisible(cfg.spec(wl).batch, r)
-    ctx = {}
-    if "cnn" in cfg.workloads:
-        spec = cfg.spec("cnn")
-        ds, note = data.load(cfg.data, cfg.data_dir, spec.train_size, spec.test_size)
-        ds.save(save_dir / "data.npz")
-        ctx = {"data": str(save_dir / "data.npz"), "weights": str(save_dir / f"w0-s{spec.seed}.npz")}
-        notes.append(f"cnn: {note}")
-        if cfg.device == "cpu" and not cfg.quick and spec.epochs < CNN_FULL.epochs:
-            notes.append(
-                f"cnn: CPU schedule shortened to {spec.epochs} epochs x {spec.steps_per_epoch} steps at "
-                f"global batch {spec.global_batch} (notebook: {CNN_FULL.epochs} x {CNN_FULL.steps_per_epoch}"
-                f" at {CNN_FULL.global_batch}); --epochs/--steps-per-epoch/--batch restore it"
-            )
+    suites = {wl: importlib.import_module(WORKLOADS[wl].suite) for wl in cfg.workloads if WORKLOADS[wl].suite}
+    ctxs = {wl: {} for wl in cfg.workloads}
+    for wl, suite in suites.items():
+        ctxs[wl], more = suite.prepare(cfg, cfg.spec(wl), save_dir)
+        notes += more
     for r in cfg.replica_counts():
-        log(
-            cfg,
-            f"starting {', '.join(FRAMEWORK_NAMES[f] for f in cfg.frameworks)} workers on {cfg.device} x{r or 'all'}",
-        )
+        log(cfg, f"starting {', '.join(FRAMEWORK_NAMES[f] for f in cfg.frameworks)} workers on {cfg.device} "
+                 f"x{r or 'all'}")  # fmt: skip
         workers, hello, skip = start_workers(cfg, r)
         skipped.extend(s for s in skip if s not in skipped)
         if not workers:
@@ -280,29 +253,26 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         try:
             for key, h in hello.items():
                 hello_all.setdefault(key, h)
-            if "cnn" in cfg.workloads:  # untimed, every worker at once: their one-off model set-up
-                for w in workers.values():
-                    w.send(cmd="warm_cnn")
-                for w in workers.values():
-                    w.answer()
+            for suite in suites.values():
+                suite.warm(workers)
             if peak is None and not (cfg.device == "cpu" and cfg.cluster is not None):
                 h = next(iter(hello.values()))
                 peak = roofline.device_peak(cfg.device, h["device_kind"], cfg.precision)
             for wl in cfg.workloads:
-                for kind in KINDS[wl]:
-                    for k in range(cfg.seeds if kind == "cnn" else 1):
-                        rows.extend(_run_workload(cfg, wl, kind, workers, hello, save_dir, ctx, k))
-                if wl == "cnn":
-                    parity.extend(_cnn_parity(cfg, workers, hello, save_dir, ctx, first=not parity))
+                for kind in WORKLOADS[wl].kinds:
+                    for k in range(cfg.seeds if kind.seeded else 1):
+                        rows += _run_kind(cfg, wl, kind, workers, hello, save_dir, ctxs[wl], said, k)
+                if wl in suites:
+                    first = not any(c["workload"] == wl for c in parity)
+                    parity += [{**c, "workload": wl} for c in suites[wl].parity_round(
+                        cfg, cfg.spec(wl), workers, hello, save_dir, ctxs[wl], first, log)]  # fmt: skip
         finally:
             for w in workers.values():
                 w.close()
         if peak is not None and peak.measured_flops:  # the workers are gone: measure again, keep the best
             peak = roofline.remeasured(peak, n=2048 if cfg.quick else 4096)
             log(cfg, f"CPU peak measured again: best so far {_g(peak.measured_flops)} GFLOP/s")
-    for key in ("skipped_bf16", "traj_skipped"):
-        if key in ctx:
-            notes.append(ctx[key])
+    notes += said.values()
     _cross_check(rows)
     for row in rows:
         _judge(row, peak)
@@ -310,9 +280,10 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         bf16 = roofline.bf16_peak(cfg.device, next(r["device_kind"] for r in rows), peak)
         notes.append(f"bfloat16 rows: % peak over the bf16 peak, {_g(bf16.flops)} GFLOP/s ({bf16.source}); their "
                      f"'err vs other' compares only bfloat16 rows")  # fmt: skip
-    if "cnn" in cfg.workloads:
-        band = cnn_tolerances(cfg.device, cfg.precision)["accuracy_band"]
-        parity.extend(checks.accuracy([r for r in rows if r["workload"] == "cnn_train" and r["verified"]], band))
+    for wl, suite in suites.items():
+        more, suite_notes = suite.summary(cfg, rows, ctxs[wl])
+        parity += [{**c, "workload": wl} for c in more]
+        notes += suite_notes
     return {"rows": rows, "checks": parity, "hello": hello_all, "skipped": skipped, "notes": notes,
             "peak": peak.to_dict() if peak else None}  # fmt: skip
 
@@ -349,113 +320,124 @@ def _judge(row: dict, peak) -> None:
     row["compiler_flops_ratio"], row["compiler_flops_ratio_unpadded"] = roofline.compiler_ratios(row)
 
 
-def _run_workload(cfg: Config, wl: str, kind: str, workers: dict[str, Worker], hello: dict, save_dir: Path,
-                  ctx: dict, seed_offset: int = 0) -> list[dict]:  # fmt: skip
-    spec = cfg.spec(wl)
-    name = ROW_NAMES[kind]
-    extra, tag = {}, ""
-    if wl == "cnn":
-        spec = dataclasses.replace(spec, seed=spec.seed + seed_offset)
-        weights = save_dir / f"w0-s{spec.seed}.npz"
-        if not weights.exists():  # both frameworks start from the same (Keras-initialised) weights
-            next(iter(workers.values())).ask(cmd="init_weights", seed=spec.seed, out=str(weights))
-        extra, tag = {"data": ctx["data"], "weights": str(weights)}, f"-s{spec.seed}"
-    cases, dtypes = [], {}
+def _run_kind(cfg: Config, wl: str, kind: RowKind, workers: dict[str, Worker], hello: dict, save_dir: Path,
+              ctx: dict, said: dict, seed_offset: int = 0) -> list[dict]:  # fmt: skip
+    """One row kind of a workload: every worker's variants, first calls one at a time, then interleaved
+    timed repetitions, then the rows."""
+    suite = importlib.import_module(WORKLOADS[wl].suite) if WORKLOADS[wl].suite else None
+    spec, extra, tag = cfg.spec(wl), {}, ""
+    if suite:
+        spec, extra, tag = suite.case_args(spec, seed_offset, workers, save_dir, ctx)
+    cases = _cases(cfg, kind, workers, hello, tag, said)
+    if not cases:
+        return []
+    first_s = {}
+    for c in cases:  # one at a time: a first call's time is its own
+        what = f"first epoch (seed {spec.seed})" if kind.epochs else "compiling"
+        log(cfg, f"{kind.name}: {what} {FRAMEWORK_NAMES[workers[c.worker].framework]} {c.shown} x{c.replicas}")
+        resp = workers[c.worker].ask(cmd="prepare", id=c.key, workload=kind.name, variant=c.variant,
+                                     spec=spec.to_dict(), save=str(save_dir / f"{c.key}.npy"), **extra)  # fmt: skip
+        first_s[c.key] = resp["compile_s"]
+        log(cfg, f"  INVALID: {resp['invalid']}" if resp["invalid"] else
+                 f"  first call {resp['compile_s']:.3f} s, output verified")  # fmt: skip
+    _timed_reps(cfg, kind, spec, cases, workers, first_s)
+    evaluate = suite.wants_evaluation(spec) if suite and kind.epochs else True
+    for c in cases:  # untimed: every worker at once, each answering in order
+        workers[c.worker].send(cmd="result", id=c.key, evaluate=evaluate)
+    results = {c.key: workers[c.worker].answer() for c in cases}
+    rows = []
+    for c in cases:
+        row = _row(cfg, kind, c, results[c.key], workers[c.worker], hello[c.worker], save_dir)
+        if suite:
+            row.update(suite.row_extra(kind, results[c.key], spec))
+        rows.append(row)
+    return rows
+
+
+@dataclass(frozen=True)
+class Case:
+    """One timed case: a worker's variant at its replica count, the name it is shown by, its number format."""
+
+    worker: str  # 'tf', 'jax', 'jax+ynn', ...
+    shown: str  # the variant, with the worker's configuration appended ('jit+ynn')
+    replicas: int
+    key: str  # unique in the run: the worker's id for it and the stem of its saved output
+    variant: str  # the implementation's own name
+    dtype: str
+
+
+def _cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, tag: str, said: dict) -> list[Case]:
+    """Every worker's variants of this row kind; bfloat16 ones only where the hardware has bfloat16."""
+    cases = []
     for wk, w in workers.items():
         n = hello[wk]["replicas"]
-        offered = w.ask(cmd="variants", workload=kind, tuned=cfg.tuned)
+        offered = w.ask(cmd="variants", workload=kind.name, tuned=cfg.tuned)
         for variant in offered["variants"]:
             dtype = offered["dtypes"][variant]
             if dtype == "bfloat16" and not roofline.native_bf16(cfg.device, hello[wk]["device_kind"]):
                 # emulated bfloat16 would only show a slower configuration; the table says why it is absent
                 cap = roofline.isa_capped_below_bf16(os.environ) if cfg.device == "cpu" else None
                 why = f"{cap} caps the CPU below bfloat16" if cap else f"{hello[wk]['device_kind']} has none"
-                ctx["skipped_bf16"] = f"'+bf16' variants not run (no native bfloat16): {why}"
+                said["skipped_bf16"] = f"'+bf16' variants not run (no native bfloat16): {why}"
                 continue
             shown = variant if w.config == "default" else f"{variant}+{w.config}"
-            key = f"{kind}-{wk}-{variant}-r{n}{tag}".replace("+", "_")
-            cases.append((wk, shown, n, key, variant))
-            dtypes[key] = dtype
-    if not cases:
-        return []
-    first_s = {}
-    for fw, variant, n, key, base in cases:  # one at a time: a first call's time is its own
-        what = f"first epoch (seed {spec.seed})" if kind == "cnn" else "compiling"
-        log(cfg, f"{name}: {what} {FRAMEWORK_NAMES[workers[fw].framework]} {variant} x{n}")
-        resp = workers[fw].ask(cmd="prepare", id=key, workload=kind, variant=base, spec=spec.to_dict(),
-                               save=str(save_dir / f"{key}.npy"), **extra)  # fmt: skip
-        first_s[key] = resp["compile_s"]
-        if resp["invalid"]:
-            log(cfg, f"  INVALID: {resp['invalid']}")
-        else:
-            log(cfg, f"  first call {resp['compile_s']:.3f} s, output verified")
-    # Training: the first epoch is the first call, each later epoch one repetition.
-    warmup = 0 if kind == "cnn" else cfg.warmup
+            key = f"{kind.name}-{wk}-{variant}-r{n}{tag}".replace("+", "_")
+            cases.append(Case(wk, shown, n, key, variant, dtype))
+    return cases
+
+
+def _timed_reps(cfg: Config, kind: RowKind, spec, cases: list[Case], workers: dict[str, Worker],
+                first_s: dict) -> None:  # fmt: skip
+    """Warm-up, then the timed repetitions, interleaved across cases with alternating order. A training
+    kind's first epoch was its first call; each later epoch is one repetition."""
     last_s = dict(first_s)
-    for _ in range(warmup):
-        for fw, _v, _n, key, _b in cases:
-            last_s[key] = workers[fw].ask(cmd="warm", id=key)["time"]
-    if kind == "cnn":
-        reps = {key: spec.epochs - 1 for _w, _v, _n, key, _b in cases}
+    for _ in range(0 if kind.epochs else cfg.warmup):
+        for c in cases:
+            last_s[c.key] = workers[c.worker].ask(cmd="warm", id=c.key)["time"]
+    if kind.epochs:
+        reps = {c.key: spec.epochs - 1 for c in cases}
     else:  # calibrated: enough calls for min_time_s of timed work, as pytest-benchmark does
-        reps = {key: calibrated_reps(last_s[key], cfg) for _w, _v, _n, key, _b in cases}
-    said_at = time.monotonic()
-    for i in range(max(reps.values())):
-        order = cases if i % 2 == 0 else cases[::-1]  # alternate so no case always runs first
+        reps = {c.key: calibrated_reps(last_s[c.key], cfg) for c in cases}
+    most, said_at = max(reps.values()), time.monotonic()
+    for i in range(most):
         said = []
-        for fw, variant, _n, key, _b in order:
-            if i >= reps[key]:
+        for c in cases if i % 2 == 0 else cases[::-1]:  # alternate so no case always runs first
+            if i >= reps[c.key]:
                 continue
-            resp = workers[fw].ask(cmd="rep", id=key)
+            resp = workers[c.worker].ask(cmd="rep", id=c.key)
             t, last = resp["time"], resp.get("last") or {}
             fig = f"{t:.4f}s" if t is not None else f"INVALID ({resp['invalid']})"
-            if kind == "cnn" and t is not None:
-                fig += f" loss {last['loss']:.4f} acc {last['accuracy']:.3f}"
-            said.append(f"{workers[fw].framework} {variant} {fig}")
-        what = f"epoch {i + 2}/{spec.epochs}" if kind == "cnn" else f"rep {i + 1}/{max(reps.values())}"
-        if kind == "cnn" or time.monotonic() - said_at > 5 or i + 1 == max(reps.values()):  # a line every 5 s
-            log(cfg, f"{name} {what}: " + ", ".join(said))
+            if t is not None:
+                fig += "".join(f" {k} {v:.4g}" for k, v in last.items())
+            said.append(f"{workers[c.worker].framework} {c.shown} {fig}")
+        what = f"epoch {i + 2}/{spec.epochs}" if kind.epochs else f"rep {i + 1}/{most}"
+        if kind.epochs or time.monotonic() - said_at > 5 or i + 1 == most:  # a line every 5 s
+            log(cfg, f"{kind.name} {what}: " + ", ".join(said))
             said_at = time.monotonic()
-    rows = []
-    # Test accuracy only where the accuracy check will judge it (evaluation compiles, seconds each).
-    evaluate = kind != "cnn" or spec.epochs * spec.steps_per_epoch >= checks.MIN_ACCURACY_STEPS
-    for fw, _v, _n, key, _b in cases:  # untimed: every worker at once, each answering in order
-        workers[fw].send(cmd="result", id=key, evaluate=evaluate)
-    results = {key: workers[fw].answer() for fw, _v, _n, key, _b in cases}
-    for fw, variant, n, key, _b in cases:
-        res = results[key]
-        med = res.get("median_s")
-        # Training rows are checked for finite losses and placement; their numbers are judged by the checks.
-        tol = {"conv": tolerance(cfg.device, cfg.precision, dtypes[key]), "cnn": None,
-               "cnn_infer": cnn_tolerances(cfg.device, cfg.precision)["forward"]}[kind]  # fmt: skip
-        row = {
-            "workload": name, "framework": workers[fw].framework, "variant": variant,
-            "config_env": workers[fw].config_env, "device": cfg.device,
-            "device_kind": hello[fw]["device_kind"], "replicas": n, "processes": hello[fw].get("num_processes", 1),
-            # bfloat16 inputs: the float32 --precision setting does not apply, the format is what the row ran in
-            "dtype": dtypes[key], "precision": "bfloat16" if dtypes[key] == "bfloat16" else cfg.precision,
-            "quick": cfg.quick, "median_s": med, "iqr_s": res.get("iqr_s"), "q1_s": res.get("q1_s"),
-            "q3_s": res.get("q3_s"), "min_s": res.get("min_s"), "reps": res.get("reps"),
-            "compile_s": res.get("compile_s"),
-            "gflops_per_s": res["flops"] / med / 1e9 if med else None, "flops": res["flops"],
-            "flops_unpadded": res.get("flops_unpadded"), "flops_formula": " ".join(res["flops_formula"].split()),
-            "compiler_flops": res.get("compiler_flops"),
-            "compiler_flops_source": res.get("compiler_flops_source"), "min_bytes": res["min_bytes"],
-            "max_abs_err": res.get("max_abs_err"), "max_rel_err": res.get("max_rel_err"), "tolerance": tol,
-            "verified": res["invalid"] is None and med is not None, "invalid_reason": res["invalid"],
-            "_save": str(save_dir / f"{key}.npy"),
-        }  # fmt: skip
-        if wl == "cnn":
-            row.update(images_per_s=res["images"] / med if med else None, data=res["data"], spec=spec.to_dict(),
-                       seed=spec.seed)  # fmt: skip
-        if kind == "cnn":
-            row.update(time_unit="epoch", first_epoch_s=res.get("compile_s"), test_loss=res.get("test_loss"),
-                       test_accuracy=res.get("test_accuracy"))  # fmt: skip
-            if med:  # the article's figure: 5 epochs of 100 steps at global batch 1024
-                per_step = med / spec.steps_per_epoch * (CNN_FULL.global_batch / spec.global_batch)
-                row["est_5_notebook_epochs_s"] = (res["compile_s"] - med) + 5 * CNN_FULL.steps_per_epoch * per_step
-        rows.append(row)
-    return rows
+
+
+def _row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hello: dict, save_dir: Path) -> dict:
+    """A result row: what ran where, its times, its figures and its verdict."""
+    med = res.get("median_s")
+    return {
+        "workload": kind.name, "framework": worker.framework, "variant": c.shown,
+        "config_env": worker.config_env, "device": cfg.device,
+        "device_kind": hello["device_kind"], "replicas": c.replicas, "processes": hello.get("num_processes", 1),
+        # bfloat16 inputs: the float32 --precision setting does not apply, the format is what the row ran in
+        "dtype": c.dtype, "precision": "bfloat16" if c.dtype == "bfloat16" else cfg.precision,
+        "quick": cfg.quick, "median_s": med, "iqr_s": res.get("iqr_s"), "q1_s": res.get("q1_s"),
+        "q3_s": res.get("q3_s"), "min_s": res.get("min_s"), "reps": res.get("reps"),
+        "compile_s": res.get("compile_s"),
+        "gflops_per_s": res["flops"] / med / 1e9 if med else None, "flops": res["flops"],
+        "flops_unpadded": res.get("flops_unpadded"), "flops_formula": " ".join(res["flops_formula"].split()),
+        "compiler_flops": res.get("compiler_flops"),
+        "compiler_flops_source": res.get("compiler_flops_source"), "min_bytes": res["min_bytes"],
+        "max_abs_err": res.get("max_abs_err"), "max_rel_err": res.get("max_rel_err"),
+        # a training row is checked for finite losses and placement; its numbers are judged by the checks
+        "tolerance": kind.tolerance(cfg.device, cfg.precision, c.dtype),
+        "verified": res["invalid"] is None and med is not None, "invalid_reason": res["invalid"],
+        "_save": str(save_dir / f"{c.key}.npy"),
+    }  # fmt: skip
 
 
 def calibrated_reps(call_s: float | None, cfg: Config) -> int:
@@ -465,68 +447,6 @@ def calibrated_reps(call_s: float | None, cfg: Config) -> int:
     if not call_s or cfg.cluster is not None:
         return cfg.reps
     return max(cfg.reps, min(cfg.max_reps, math.ceil(cfg.min_time_s / call_s)))
-
-
-def _cnn_parity(cfg: Config, workers: dict[str, Worker], hello: dict, save_dir: Path, ctx: dict,
-                first: bool) -> list[dict]:  # fmt: skip
-    """Trajectory parity at this replica count; the forward pass and gradients once (first=True)."""
-    spec = cfg.spec("cnn")
-    tols = cnn_tolerances(cfg.device, cfg.precision)
-    counts = {w.framework: hello[k]["replicas"] for k, w in workers.items() if w.config == "default"}
-    n = max(counts.values())
-    workers = {w.framework: w for w in workers.values() if w.config == "default"}  # parity: out of the box
-    ds = data.Dataset.load(Path(ctx["data"]))
-    b = max(2 * n, min(spec.global_batch, 64))
-    b += -b % math.lcm(*counts.values())  # every framework's replicas get the same share
-    x, y = data.batches(ds, data.batch_offsets(spec.seed + 1, cfg.parity_steps, len(ds.x_train), b), b)
-    np.savez(save_dir / "parity_batches.npz", x=x, y=y)
-    log(cfg, f"cnn parity x{n}: gradients and a {cfg.parity_steps}-step trajectory (dropout off, batch {b})")
-    saved = {}
-    for fw, w in workers.items():  # untimed: both frameworks at once
-        w.send(cmd="cnn_parity", spec=spec.to_dict(), weights=ctx["weights"], tuned=cfg.tuned,
-               batches=str(save_dir / "parity_batches.npz"), out=str(save_dir / f"parity-{fw}-r{n}.npz"))  # fmt: skip
-    for fw, w in workers.items():
-        w.answer()
-        saved[fw] = dict(np.load(save_dir / f"parity-{fw}-r{n}.npz"))
-    rows = []
-    if first:  # one batch on one device: the same at every replica count; judged against float64
-        rows += checks.grads(saved, load_npz(ctx["weights"]), x[0], y[0],
-                             cnn_grad_tolerance(b, cfg.device, cfg.precision),
-                             cnn_loss_tolerance(b, cfg.device, cfg.precision))  # fmt: skip
-    if len(saved) == 2:
-        tf_v = [k.split("/")[1] for k in saved["tf"] if k.startswith("traj/") and k.endswith("/loss")]
-        jx_v = [k.split("/")[1] for k in saved["jax"] if k.startswith("traj/") and k.endswith("/loss")]
-        if counts["tf"] != counts["jax"]:  # BatchNorm statistics are per replica: a different split is another model
-            tf_v = []
-            ctx["traj_skipped"] = (f"cnn: no TF-vs-JAX trajectory check: TensorFlow trained on {counts['tf']} "
-                                   f"replicas, JAX on {counts['jax']} (BatchNorm statistics: per replica)")
-        for tv in tf_v:
-            for jv in jx_v:
-                rows += checks.trajectory(saved["tf"], saved["jax"], tv, jv, tols, n)
-    if first:
-        src = saved.get("tf") or saved["jax"]
-        v = next(k.split("/")[1] for k in src if k.startswith("traj/") and k.endswith("/loss"))
-        trained = [src[f"traj/{v}/w{i:03d}"] for i in range(len(checks.WEIGHT_NAMES))]
-        save_npz(trained, save_dir / "w_fwd.npz")
-        xf = ds.x_test[:16].astype(np.float32)
-        np.save(save_dir / "fwd_x.npy", xf)
-        fwd = {}
-        for fw, w in workers.items():
-            w.send(cmd="cnn_parity", spec=spec.to_dict(), weights=str(save_dir / "w_fwd.npz"),
-                   forward=str(save_dir / "fwd_x.npy"), out=str(save_dir / f"fwd-{fw}.npz"))  # fmt: skip
-        for fw, w in workers.items():
-            w.answer()
-            fwd[fw] = dict(np.load(save_dir / f"fwd-{fw}.npz"))
-        rows = checks.forward(fwd, cnn_forward(load_npz(save_dir / "w_fwd.npz"), xf), tols["forward"]) + rows
-    for r in rows:
-        r.setdefault("replicas", n)
-        log(
-            cfg,
-            f"  {'PASS' if r['passed'] else 'FAIL'} {r['check']}: "
-            + ", ".join(f"{k} {v:.2e}" for k, v in r["figures"].items())
-            + f" (tolerance {r['tolerance']:.2g})" + (f"; {r['detail']}" if r.get("detail") else ""),
-        )
-    return rows
 
 
 def _saved_error(a: str, b: str) -> float | None:

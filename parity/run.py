@@ -10,7 +10,7 @@ from pathlib import Path
 
 from parity import harness, report
 from parity.cluster import from_settings
-from parity.workloads import DEVICES, PRECISIONS, SPECS
+from parity.workloads import DEVICES, PRECISIONS, WORKLOADS
 
 EXAMPLES = """examples:
   python -m parity.run --device cpu --quick        # minutes: both frameworks, tiny shapes, every check
@@ -50,7 +50,7 @@ def parser() -> argparse.ArgumentParser:
         help="which implementation(s) to run, each in its own process (default: all)",
     )
     ap.add_argument(
-        "--workload", choices=(*SPECS, "all"), default="all", help="which workload(s) to run (default: all)"
+        "--workload", choices=(*WORKLOADS, "all"), default="all", help="which workload(s) to run (default: all)"
     )
     ap.add_argument(
         "--replicas",
@@ -147,7 +147,7 @@ def config(args) -> harness.Config:
     return harness.Config(
         device=args.device,
         frameworks=harness.FRAMEWORKS if args.framework == "all" else (args.framework,),
-        workloads=tuple(SPECS) if args.workload == "all" else (args.workload,),
+        workloads=tuple(WORKLOADS) if args.workload == "all" else (args.workload,),
         replicas=tuple(args.replicas or ()),
         precision=args.precision,
         quick=args.quick,
@@ -160,7 +160,7 @@ def config(args) -> harness.Config:
         progress=not args.quiet,
         data=args.data,
         data_dir=args.data_dir,
-        cnn={k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None},
+        overrides={k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None},
         seeds=args.seeds,
         parity_steps=3 if args.quick and args.parity_steps == 20 else args.parity_steps,
         cluster=cluster,

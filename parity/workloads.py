@@ -6,7 +6,9 @@ Both implementations and the harness read these; nothing else hard-codes a shape
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
 import numpy as np
 
@@ -75,6 +77,17 @@ class ConvSpec:
     def oracle_indices(self) -> list[int]:
         """Batch rows checked against the float64 oracle: first and last, so first and last shard."""
         return sorted({0, self.batch - 1})
+
+    def oracle(self, inputs: tuple[np.ndarray, ...], idx: list[int]) -> np.ndarray:
+        """The float64 output rows `idx`."""
+        from parity.oracle import conv2d  # the oracle reads this module's padding rules
+
+        images, kernels = inputs
+        return conv2d(images[idx], kernels, self.stride, self.padding)
+
+    def op_args(self) -> dict:
+        """The implementations' prepare_conv arguments after the inputs and devices."""
+        return {"stride": self.stride, "padding": self.padding}
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -232,8 +245,6 @@ def cnn_tolerances(device: str, precision: str) -> dict[str, float]:
     return CNN_TOLERANCES if tolerance(device, precision) <= 1e-4 else CNN_TOLERANCES_REDUCED
 
 
-# workload name -> (full-size spec, --quick spec)
-SPECS = {"conv": (CONV_FULL, CONV_QUICK), "cnn": (CNN_FULL, CNN_QUICK)}
 
 
 def conv_out_size(size: int, k: int, stride: int, padding: str) -> int:
@@ -315,3 +326,75 @@ ARTICLE_ROWS = (
     {"workload": "cnn_train", "device": "gpu", "device_kind": "Tesla K80", "time_s": 120.0, "invalid_reason": None,
      "approx": "over"},
 )  # fmt: skip
+
+
+# The registry: every workload once, with its specs and the kinds of row it produces.
+
+
+@dataclass(frozen=True)
+class RowKind:
+    """One kind of timed row: what a worker builds and times, and how the parent reads the result.
+
+    name: the rows' 'workload' field. case: the parity.cases function that builds the timed case.
+    variants: the implementations' function naming the variants for a replica count. prepare: for an
+    operation (case 'op_case'), the implementations' function that places its inputs. tolerance:
+    (device, precision, dtype) -> the oracle tolerance of the row's output, None when the workload's
+    checks judge its numbers instead. epochs: one call is a training epoch (the first epoch apart,
+    then epochs - 1 timed ones) rather than a calibrated number of calls. seeded: run once per --seeds.
+    """
+
+    name: str
+    case: str
+    variants: str
+    tolerance: Callable[[str, str, str], float | None]
+    prepare: str | None = None
+    epochs: bool = False
+    seeded: bool = False
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A workload: its specs (full size, the CPU's default, --quick), its row kinds, and for a trained
+    workload the module holding its parent side (data, shared initial weights, parity checks) and the
+    spec fields the command line may override (--batch, --epochs, --steps-per-epoch)."""
+
+    name: str
+    full: Any
+    cpu: Any
+    quick: Any
+    kinds: tuple[RowKind, ...]
+    suite: str | None = None
+    options: tuple[str, ...] = ()
+
+    def spec(self, quick: bool, device: str, overrides: dict | None = None):
+        """This run's spec: --quick, else the device's default schedule, then the command line's overrides."""
+        base = self.quick if quick else (self.cpu if device == "cpu" else self.full)
+        return replace(base, **{k: v for k, v in (overrides or {}).items() if k in self.options})
+
+
+def judged_by_checks(device: str, precision: str, dtype: str) -> None:
+    """No oracle tolerance: a training row is checked for finite losses and placement, its numbers by the checks."""
+    return None
+
+
+def cnn_forward_tolerance(device: str, precision: str, dtype: str) -> float:
+    return cnn_tolerances(device, precision)["forward"]
+
+
+WORKLOADS = {w.name: w for w in (
+    Workload("conv", CONV_FULL, CONV_FULL, CONV_QUICK,
+             (RowKind("conv", "op_case", "conv_variants", tolerance, prepare="prepare_conv"),)),
+    Workload("cnn", CNN_FULL, CNN_CPU, CNN_QUICK,
+             (RowKind("cnn_train", "cnn_train_case", "cnn_variants", judged_by_checks, epochs=True, seeded=True),
+              RowKind("cnn_infer", "cnn_infer_case", "infer_variants", cnn_forward_tolerance)),
+             suite="parity.training", options=("global_batch", "epochs", "steps_per_epoch")),
+)}  # fmt: skip
+
+
+def row_kind(name: str) -> tuple[Workload, RowKind]:
+    """The workload and row kind named `name` ('conv', 'cnn_train', ...). Raises KeyError."""
+    for w in WORKLOADS.values():
+        for k in w.kinds:
+            if k.name == name:
+                return w, k
+    raise KeyError(f"no row kind {name!r}; have {[k.name for w in WORKLOADS.values() for k in w.kinds]}")

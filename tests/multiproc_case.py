@@ -17,7 +17,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 
 from parity import cluster as cl  # noqa: E402
-from parity.workloads import SPECS  # noqa: E402
+from parity.workloads import WORKLOADS  # noqa: E402
 
 STEPS, BATCH = 3, 16
 
@@ -26,7 +26,7 @@ def case(impl, devices, workload: str, variant: str) -> dict[str, np.ndarray]:
     """The outputs one variant gives, keyed 'variant/...'."""
     v, result = variant, {}
     if workload == "conv":
-        spec = SPECS["conv"][1]
+        spec = WORKLOADS["conv"].quick
         images, kernels = spec.inputs()
         p = impl.prepare_conv(v, images, kernels, devices, spec.stride, spec.padding)
         out = p.run()

@@ -1,0 +1,183 @@
+"""What a worker prepares and times, per row kind: the registry (parity/workloads.py) names these functions.
+
+A case builder returns (Timer, info, finish): the timed callable with its verifier, the figures a row needs
+(FLOPs, bytes, the compiler's count as `cost`), and an untimed closing step (a trained model's evaluation).
+The other functions here are untimed requests a workload's parent side sends by name (`WORKER_CALLS`).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import numpy as np
+
+from parity import oracle
+from parity.api import load_npz, save_npz
+from parity.data import Dataset, batch_offsets, batches
+from parity.timing import Invalid, Timer, output_verifier
+from parity.workloads import CnnSpec, RowKind, cnn_forward_flops
+
+
+def variant_dtype(impl, variant: str) -> str:
+    """The number format of a variant's inputs and outputs, as its implementation declares it."""
+    return "bfloat16" if variant in impl.BFLOAT16_VARIANTS else "float32"
+
+
+def offered(impl, variants, tuned: bool) -> list[str]:
+    """The variants a run asks for: all of them, or (tuned=False) the framework out of the box only.
+
+    Where the framework offers no out-of-the-box way (TF's multi-worker CNN: only 'loop'), the others stand in.
+    """
+    return [v for v in variants if tuned or v not in impl.TUNED_VARIANTS] or list(variants)
+
+
+def _saving(rows, save: str | None):
+    """rows(), also saving what it read, for the parent's framework-vs-framework comparison."""
+
+    def read(out, indices):
+        got = rows(out, indices)
+        if save:
+            np.save(save, got)
+        return got
+
+    return read
+
+
+@cache
+def _op_inputs(spec):
+    inputs = spec.inputs()
+    idx = spec.oracle_indices()
+    return inputs, idx, spec.oracle(inputs, idx)
+
+
+def op_case(impl, devices, kind: RowKind, spec, variant: str, device: str, precision: str, save: str | None, **_):
+    """One operation (the conv, the matmul) as a Timer: the implementation's prepare function on the spec's
+    inputs, every call's output checked on the spec's oracle rows."""
+    dtype = variant_dtype(impl, variant)
+    inputs, idx, ref = _op_inputs(spec)
+    p = getattr(impl, kind.prepare)(variant, *inputs, devices, **spec.op_args())
+    verify = output_verifier(p.shape, _saving(p.rows, save), p.placement, spec.output_shape, idx, ref,
+                             kind.tolerance(device, precision, dtype), device,
+                             impl.process_info(devices)["local_replicas"])  # fmt: skip
+    info = {"flops": spec.flops(), "flops_unpadded": spec.flops_unpadded(), "flops_formula": type(spec).flops.__doc__,
+            "min_bytes": spec.min_bytes(2 if dtype == "bfloat16" else None), "cost": p.cost}  # fmt: skip
+    return Timer(p.run, impl.block, verify), info, dict
+
+
+@cache
+def _dataset(path: str) -> Dataset:
+    return Dataset.load(path)
+
+
+def _cnn_model(impl, s: CnnSpec, weights: str, dropout: bool = True):
+    model = impl.build_cnn(s.seed, dropout=dropout)
+    impl.set_weights(model, load_npz(weights))  # both frameworks start from the same weights
+    return model
+
+
+def cnn_train_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, device: str, precision: str, save,
+                   data, weights):  # fmt: skip
+    """One epoch per timed call (steps_per_epoch global batches in the notebook's order).
+
+    Slicing the epoch's batches out of the uint8 arrays, as the notebook's generator did, is part of
+    the timed epoch (milliseconds against seconds of training here).
+    """
+    s, ds = spec, _dataset(data)
+    k, b = s.steps_per_epoch, s.global_batch
+    offsets = batch_offsets(s.seed, s.epochs * k, len(ds.x_train), b)
+    trainer = impl.make_trainer(_cnn_model(impl, s, weights), devices, variant, s.learning_rate, s.adam_epsilon, s.seed)
+    epoch = [0]
+
+    def run():
+        e = epoch[0]
+        epoch[0] += 1
+        return trainer.steps(*batches(ds, offsets[e * k : (e + 1) * k], b))
+
+    def verify(out):
+        steps = np.asarray(out, np.float64)
+        bad = np.flatnonzero(~np.isfinite(steps[:, 0]))
+        if bad.size:
+            step = (epoch[0] - 1) * k + int(bad[0]) + 1
+            raise Invalid(f"loss is {steps[bad[0], 0]} at step {step}: training diverged, stopped")
+        where = impl.trainer_placement(trainer)  # this process's replicas
+        local = impl.process_info(devices)["local_replicas"]
+        if len(where) != local or any(not w.startswith(device + ":") for w in where):
+            raise Invalid(f"trained on {where}, expected {local} {device} device(s) in this process")
+        return {"loss": float(steps[-1, 0]), "accuracy": float(steps[-1, 1])}
+
+    def finish():
+        ev = trainer.evaluate(ds.x_test, ds.y_test)
+        return {"test_loss": ev["loss"], "test_accuracy": ev["accuracy"], "epochs_run": epoch[0]}
+
+    def cost():
+        flops, source = trainer.step_cost()
+        return (flops * k if flops else None), source
+
+    info = {"flops": s.step_flops() * k, "flops_unpadded": s.step_flops(padded=False) * k,
+            "flops_formula": CnnSpec.step_flops.__doc__,
+            "min_bytes": s.step_min_bytes() * k, "images": k * b, "data": ds.source, "cost": cost}  # fmt: skip
+    return Timer(run, impl.block, verify), info, finish
+
+
+def cnn_infer_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, device: str, precision: str, save,
+                   data, weights):  # fmt: skip
+    """Inference on one global batch of test images, checked against the float64 forward pass."""
+    ds = _dataset(data)
+    x = ds.x_test[: spec.global_batch].astype(np.float32)
+    idx = [0, len(x) - 1]
+    ref = oracle.cnn_forward(load_npz(weights), x[idx])["probs"]
+    p = impl.prepare_inference(_cnn_model(impl, spec, weights), x, devices)
+    verify = output_verifier(p.shape, _saving(p.rows, save), p.placement, (len(x), 10), idx, ref,
+                             kind.tolerance(device, precision, "float32"), device, len(devices))  # fmt: skip
+    info = {"flops": cnn_forward_flops() * len(x), "flops_unpadded": cnn_forward_flops(padded=False) * len(x),
+            "flops_formula": cnn_forward_flops.__doc__,
+            "min_bytes": spec.infer_min_bytes(len(x)), "images": len(x), "data": ds.source, "cost": p.cost}  # fmt: skip
+    return Timer(p.run, impl.block, verify), info, dict
+
+
+# Untimed requests by name: {"cmd": "call", "fn": NAME, ...} runs NAME(impl, devices, request).
+
+
+def cnn_warm(impl, devices, req: dict) -> dict:
+    """A framework's first model build runs its one-off set-up (seconds): done before anything is timed."""
+    impl.build_cnn(0)
+    return {}
+
+
+def cnn_init_weights(impl, devices, req: dict) -> dict:
+    """This framework's freshly initialised weights for a seed, to a .npz both frameworks then start from."""
+    save_npz(impl.get_weights(impl.build_cnn(req["seed"])), req["out"])
+    return {}
+
+
+def cnn_parity(impl, devices, req: dict) -> dict:
+    """Forward blocks, one batch's loss and gradients, and a short dropout-free trajectory, to .npz."""
+    s = CnnSpec(**req["spec"])
+    w = req["weights"]
+    out = {}
+    if req.get("forward"):
+        x = np.load(req["forward"])
+        for name, v in impl.forward_layers(_cnn_model(impl, s, w, dropout=False), x).items():
+            out[f"forward/{name}"] = v
+        np.savez(req["out"], **out)
+        return {}
+    with np.load(req["batches"]) as f:
+        x, y = f["x"], f["y"]
+    g = impl.loss_and_grads(_cnn_model(impl, s, w, dropout=False), x[0], y[0])
+    out["loss"] = np.array(g.loss)
+    for i, a in enumerate(g.grads):
+        out[f"grad/{i:03d}"] = a
+    for i, a in enumerate(g.routing):  # how this framework's max pooling broke the batch's ties
+        out[f"routing/{i}"] = a
+    variants = offered(impl, impl.cnn_variants(len(devices)), req.get("tuned", True))
+    for variant in variants:
+        t = impl.make_trainer(_cnn_model(impl, s, w, dropout=False), devices, variant, s.learning_rate,
+                              s.adam_epsilon, s.seed)  # fmt: skip
+        out[f"traj/{variant}/loss"] = np.asarray(t.steps(x, y))[:, 0]
+        for i, a in enumerate(impl.get_weights(t.model())):
+            out[f"traj/{variant}/w{i:03d}"] = a
+    np.savez(req["out"], **out)
+    return {"variants": variants}
+
+
+WORKER_CALLS = {f.__name__: f for f in (cnn_warm, cnn_init_weights, cnn_parity)}
