@@ -1,5 +1,7 @@
 """The timing core refuses to time what it cannot verify."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -80,14 +82,14 @@ def test_a_diverging_training_run_names_the_step(tmp_path):
 
     from parity import data
     from parity.api import save_npz
-    from parity.worker import cnn_train_case
-    from parity.workloads import CNN_QUICK
+    from parity.cases import cnn_train_case
+    from parity.workloads import CNN_QUICK, row_kind
 
     data.synthetic(256, 32).save(tmp_path / "d.npz")
     save_npz(jax_impl.get_weights(jax_impl.build_cnn(0)), tmp_path / "w.npz")
-    spec = {**CNN_QUICK.to_dict(), "learning_rate": 1e30, "global_batch": 16}  # Adam steps of ~1e30
-    timer, _, _ = cnn_train_case(jax_impl, JAX_DEVICES[:1], spec, "jit", "cpu", "default", None,
-                                 data=str(tmp_path / "d.npz"), weights=str(tmp_path / "w.npz"))  # fmt: skip
+    spec = dataclasses.replace(CNN_QUICK, learning_rate=1e30, global_batch=16)  # Adam steps of ~1e30
+    timer, _, _ = cnn_train_case(jax_impl, JAX_DEVICES[:1], row_kind("cnn_train")[1], spec, "jit", "cpu", "default",
+                                 None, data=str(tmp_path / "d.npz"), weights=str(tmp_path / "w.npz"))  # fmt: skip
     timer.first()
     timer.rep()
     assert not timer.m.verified
