@@ -29,6 +29,7 @@ from jax_impl.devices import (
     set_precision,
     setup_devices,
 )
+from jax_impl.matmul import matmul_variants, prepare_matmul
 
 __all__ = [
     "build_cnn",
@@ -50,6 +51,8 @@ __all__ = [
     "block",
     "conv_op",
     "conv_variants",
+    "matmul_variants",
+    "prepare_matmul",
     "describe_devices",
     "device_kind",
     "list_devices",

@@ -98,6 +98,62 @@ CONV_QUICK = ConvSpec(batch=16, height=64, width=64, cout=32)
 
 
 @dataclass(frozen=True)
+class MatmulSpec:
+    """A large float32 matrix product: each framework's ceiling on the machine (rows shard over replicas)."""
+
+    m: int = 4096
+    k: int = 4096
+    n: int = 4096
+    dtype: str = "float32"
+    seed: int = 0
+
+    @property
+    def batch(self) -> int:
+        return self.m
+
+    @property
+    def output_shape(self) -> tuple[int, int]:
+        return (self.m, self.n)
+
+    def flops(self) -> int:
+        """Multiply-adds counted as 2 FLOPs: 2 * M * K * N."""
+        return 2 * self.m * self.k * self.n
+
+    def flops_unpadded(self) -> int:
+        return self.flops()
+
+    def min_bytes(self, itemsize: int | None = None) -> int:
+        """Read both operands, write the product, once each."""
+        item = itemsize or np.dtype(self.dtype).itemsize
+        return item * (self.m * self.k + self.k * self.n + self.m * self.n)
+
+    def inputs(self) -> tuple[np.ndarray, np.ndarray]:
+        """Standard-normal operands, the same bytes in every process for a given seed."""
+        rng = np.random.default_rng(self.seed)
+        a = rng.standard_normal((self.m, self.k), dtype=np.float32)
+        b = rng.standard_normal((self.k, self.n), dtype=np.float32)
+        return a.astype(self.dtype), b.astype(self.dtype)
+
+    def oracle_indices(self) -> list[int]:
+        """Rows checked against float64: the first and the last, so the first and the last shard."""
+        return sorted({0, self.m - 1})
+
+    def oracle(self, inputs: tuple[np.ndarray, ...], idx: list[int]) -> np.ndarray:
+        a, b = inputs
+        return a[idx].astype(np.float64) @ b.astype(np.float64)
+
+    def op_args(self) -> dict:
+        return {}
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+MATMUL_FULL = MatmulSpec()
+MATMUL_QUICK = MatmulSpec(m=256, k=256, n=256)
+
+
+@dataclass(frozen=True)
 class CnnSpec:
     """The notebook's Fashion-MNIST CNN training run (global batch = per-replica batch x replicas)."""
 
@@ -381,6 +437,11 @@ def cnn_forward_tolerance(device: str, precision: str, dtype: str) -> float:
     return cnn_tolerances(device, precision)["forward"]
 
 
+def matmul_tolerance(device: str, precision: str, dtype: str) -> float:
+    """The device's tolerance, or float32's rounding bound over the 4096-long contraction if larger."""
+    return max(tolerance(device, precision, dtype), rounding_bound([MATMUL_FULL.k]))
+
+
 WORKLOADS = {w.name: w for w in (
     Workload("conv", CONV_FULL, CONV_FULL, CONV_QUICK,
              (RowKind("conv", "op_case", "conv_variants", tolerance, prepare="prepare_conv"),)),
@@ -388,6 +449,8 @@ WORKLOADS = {w.name: w for w in (
              (RowKind("cnn_train", "cnn_train_case", "cnn_variants", judged_by_checks, epochs=True, seeded=True),
               RowKind("cnn_infer", "cnn_infer_case", "infer_variants", cnn_forward_tolerance)),
              suite="parity.training", options=("global_batch", "epochs", "steps_per_epoch")),
+    Workload("matmul", MATMUL_FULL, MATMUL_FULL, MATMUL_QUICK,
+             (RowKind("matmul", "op_case", "matmul_variants", matmul_tolerance, prepare="prepare_matmul"),)),
 )}  # fmt: skip
 
 

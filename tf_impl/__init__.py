@@ -33,6 +33,7 @@ from tf_impl.devices import (
     set_precision,
     setup_devices,
 )
+from tf_impl.matmul import matmul_variants, prepare_matmul
 
 __all__ = [
     "build_cnn",
@@ -54,6 +55,8 @@ __all__ = [
     "block",
     "conv_op",
     "conv_variants",
+    "matmul_variants",
+    "prepare_matmul",
     "describe_devices",
     "device_kind",
     "list_devices",

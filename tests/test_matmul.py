@@ -1,0 +1,63 @@
+"""Both frameworks' matmul against the float64 oracle, on 1 and 8 replicas; the registry's every entry runs."""
+
+import numpy as np
+import pytest
+
+from parity import cases
+from parity.workloads import BF16_TOLERANCE, WORKLOADS, MatmulSpec, matmul_tolerance
+
+SPEC = MatmulSpec(m=16, k=24, n=8)
+
+
+def _run(mod, devices, variant, spec=SPEC):
+    a, b = spec.inputs()
+    p = mod.prepare_matmul(variant, a, b, devices)
+    out = p.run()
+    mod.block(out)
+    return p, out
+
+
+@pytest.mark.parametrize("replicas", [1, 8])
+def test_every_variant_matches_oracle(impl, replicas):
+    mod, devices = impl
+    idx = list(range(SPEC.m))
+    ref = SPEC.oracle(SPEC.inputs(), idx)
+    for variant in mod.matmul_variants(replicas):
+        p, out = _run(mod, devices[:replicas], variant)
+        assert p.shape(out) == SPEC.output_shape, variant
+        assert p.placement(out) == [f"cpu:{i}" for i in range(replicas)], variant
+        err = np.abs(p.rows(out, idx) - ref).max() / np.abs(ref).max()
+        dtype = cases.variant_dtype(mod, variant)
+        if dtype == "bfloat16":  # bfloat16 operands: rounding, not float32 accumulation
+            assert 1e-4 < err < BF16_TOLERANCE, (variant, err)
+        else:
+            assert err < matmul_tolerance("cpu", "highest", dtype), (variant, err)
+
+
+@pytest.mark.parametrize("replicas", [1, 8])
+def test_compiler_flop_count_agrees_with_the_formula(impl, replicas):
+    mod, devices = impl
+    for variant in mod.matmul_variants(replicas):
+        flops, source = _run(mod, devices[:replicas], variant)[0].cost()
+        assert flops == pytest.approx(SPEC.flops(), rel=0.01), (variant, source)
+
+
+def test_rows_that_do_not_divide_raise(impl):
+    mod, devices = impl
+    a, b = MatmulSpec(m=12, k=4, n=4).inputs()
+    with pytest.raises(ValueError, match="does not divide by 8 replicas"):
+        mod.prepare_matmul(mod.matmul_variants(8)[0], a, b, devices)
+    with pytest.raises(ValueError, match="unknown"):
+        mod.prepare_matmul("nope", a, b, devices[:1])
+
+
+def test_every_registered_row_kind_has_both_implementations(impl):
+    # the registry's "run all" path: every kind's variants exist for 1 and 8 replicas, and an op's prepare
+    mod, _ = impl
+    for wl in WORKLOADS.values():
+        assert wl.full.batch % 8 == 0 and wl.quick.batch % 8 == 0, wl.name
+        for kind in wl.kinds:
+            assert callable(getattr(cases, kind.case)), kind.name
+            assert getattr(mod, kind.variants)(1), kind.name
+            if kind.prepare:
+                assert callable(getattr(mod, kind.prepare)), kind.name
