@@ -13,7 +13,6 @@ from jax_impl.cnn import (
     prepare_inference,
     save_weights,
     set_weights,
-    trainer_placement,
 )
 from jax_impl.conv import conv_op, conv_variants, prepare_conv
 from jax_impl.devices import (
@@ -42,7 +41,6 @@ __all__ = [
     "make_trainer",
     "prepare_inference",
     "set_weights",
-    "trainer_placement",
     "save_weights",
     "load_weights",
     "FRAMEWORK",

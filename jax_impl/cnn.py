@@ -14,8 +14,7 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jax_impl.devices import local_device, lowered_flops, placement, put_global
-from parity.api import Gradients, Prepared, load_npz, save_npz
-from parity.workloads import CNN_BLOCKS, CNN_LAYERS, check_weights
+from parity.api import CNN_BLOCKS, CNN_WEIGHTS, Gradients, Prepared, check_weights, load_npz, save_npz
 
 
 def _pool(h: jax.Array) -> jax.Array:
@@ -82,15 +81,14 @@ def build_cnn(seed: int = 0, dropout: bool = True) -> CNN:
     return CNN(nnx.Rngs(params=seed), dropout=dropout)
 
 
-_FIELDS = {"bn": ("scale", "bias", "mean", "var"), "conv": ("kernel", "bias"), "dense": ("kernel", "bias")}
+# Keras's field names -> Flax NNX's (BatchNorm: scale, bias, mean, var)
+_FIELDS = {"gamma": "scale", "beta": "bias", "moving_mean": "mean", "moving_variance": "var"}
 
 
 def _slots(model: CNN):
     """(layer name, variable) in the order Keras's Model.get_weights() lists them."""
-    for name, kind in CNN_LAYERS:
-        layer = getattr(model, name)
-        for f in _FIELDS[kind]:
-            yield name, getattr(layer, f)
+    for w in CNN_WEIGHTS:
+        yield w.layer, getattr(getattr(model, w.layer), _FIELDS.get(w.field, w.field))
 
 
 def get_weights(model: CNN) -> list[np.ndarray]:
@@ -100,9 +98,8 @@ def get_weights(model: CNN) -> list[np.ndarray]:
 
 def set_weights(model: CNN, weights: Sequence[np.ndarray]) -> None:
     """Load weights in Keras's order. Raises ValueError naming the layer on a length/shape/dtype mismatch."""
-    slots = list(_slots(model))
-    check_weights(weights, [(n, tuple(v.value.shape), np.dtype(v.value.dtype)) for n, v in slots])
-    for (_, v), w in zip(slots, weights, strict=True):
+    check_weights(weights)
+    for (_, v), w in zip(_slots(model), weights, strict=True):
         v.value = jnp.asarray(w)
 
 
@@ -255,8 +252,9 @@ class Trainer:
                 donate_argnums=0,
             )
 
-    def steps(self, x: np.ndarray, y: np.ndarray) -> jax.Array:
-        """Train on each global batch x[k], y[k] in turn; returns (K, 2) per-step [loss, accuracy]."""
+    def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Train on each global batch x[k], y[k] in turn; returns (K, 2) float64 per-step [loss, accuracy]
+        (reading them waits for the last step)."""
         out = []
         for xb, yb in zip(x, y, strict=True):
             if self.variant == "pmap":
@@ -272,7 +270,11 @@ class Trainer:
             self.i += 1
             if self.serial:
                 jax.block_until_ready(m)
-        return jnp.stack(out)
+        return np.asarray(jnp.stack(out), np.float64)
+
+    def placement(self) -> list[str]:
+        """Devices holding this process's copies of the parameters."""
+        return placement(self.state[0])
 
     def step_cost(self) -> tuple[float | None, str]:
         """FLOPs of one global training step by XLA's cost analysis (after at least one step)."""
@@ -325,11 +327,6 @@ def prepare_inference(model: CNN, images: np.ndarray, devices) -> Prepared:
     f = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x))
     return Prepared(lambda: f(state, x), lambda o: tuple(o.shape), lambda o, idx: np.asarray(o)[list(idx)], placement,
                     lambda: lowered_flops(f, state, x))  # fmt: skip
-
-
-def trainer_placement(trainer: Trainer) -> list[str]:
-    """Devices holding the trainer's parameters."""
-    return placement(trainer.state[0])
 
 
 def save_weights(model, path) -> None:

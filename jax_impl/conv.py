@@ -13,8 +13,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jax_impl.devices import BFLOAT16_VARIANTS, gather_rows, lowered_flops, placement, put_global
-from parity.api import Prepared
-from parity.workloads import check_divisible
+from parity.api import Prepared, check_divisible
 
 
 def _conv(x, w, stride: int, padding: str):

@@ -9,8 +9,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from parity.api import DeviceUnavailable
-from parity.cluster import Cluster, port_free, split_address
+from parity.api import Cluster, DeviceUnavailable, port_free, split_address
 
 FRAMEWORK = "jax"
 # Variants that are not the framework out of the box: bfloat16 inputs (the harness runs '+bf16' only

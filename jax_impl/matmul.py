@@ -12,8 +12,7 @@ from jax.sharding import PartitionSpec as P
 
 from jax_impl.conv import _rows
 from jax_impl.devices import BFLOAT16_VARIANTS, lowered_flops, placement, put_global
-from parity.api import Prepared
-from parity.workloads import check_divisible
+from parity.api import Prepared, check_divisible
 
 
 def _matmul(a, b):

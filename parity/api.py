@@ -4,13 +4,104 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
+
+from parity.cluster import LOCAL_HOSTS, Cluster, ClusterError, port_free, split_address  # noqa: F401
 
 
 class DeviceUnavailable(RuntimeError):
     """The requested device is absent, or has fewer cores than replicas asked for."""
+
+
+def check_divisible(batch: int, replicas: int) -> int:
+    """Per-replica batch; a batch that does not split evenly is an error, never padded or dropped."""
+    if replicas < 1:
+        raise ValueError(f"replicas must be >= 1, got {replicas}")
+    if batch % replicas:
+        raise ValueError(
+            f"global batch {batch} does not divide by {replicas} replicas "
+            f"({batch} = {batch // replicas} x {replicas} + {batch % replicas}); choose a batch that does"
+        )
+    return batch // replicas
+
+
+# The notebook's CNN, declared once. Its 5x5 SAME convs as (input size, channels in, channels out),
+# each followed by 2x2 max pooling, and its dense layers' widths (flattened 3x3x256 -> 256 -> 10).
+# Everything else is derived: the weight table (Keras's get_weights() order, the exchange format
+# of both implementations), parameter counts, FLOPs, the checks' names, the oracle's slicing.
+CNN_IMAGE = (28, 28, 1)
+CNN_CONVS = ((28, 1, 64), (14, 64, 128), (7, 128, 256))
+CNN_DENSE = (2304, 256, 10)
+BN_FIELDS = ("gamma", "beta", "moving_mean", "moving_variance")  # the last two: statistics, not trained
+# The outputs forward_layers() returns on both sides, in order: what the layer-by-layer check compares.
+CNN_BLOCKS = ("block1", "block2", "block3", "dense1", "logits", "probs")
+
+
+@dataclass(frozen=True)
+class Weight:
+    """One array of the CNN in Keras's order: its layer, its field (Keras's name) and its shape."""
+
+    layer: str
+    field: str
+    shape: tuple[int, ...]
+
+    @property
+    def name(self) -> str:
+        return f"{self.layer}.{self.field}"
+
+    @property
+    def trainable(self) -> bool:
+        return not self.field.startswith("moving_")
+
+
+def _cnn_weights() -> tuple[Weight, ...]:
+    out = []
+    for i, (_, cin, cout) in enumerate(CNN_CONVS, 1):
+        out += [Weight(f"bn{i}", f, (cin,)) for f in BN_FIELDS]
+        out += [Weight(f"conv{i}", "kernel", (5, 5, cin, cout)), Weight(f"conv{i}", "bias", (cout,))]
+    for i, (fan_in, fan_out) in enumerate(zip(CNN_DENSE[:-1], CNN_DENSE[1:], strict=True), 1):
+        out += [Weight(f"dense{i}", "kernel", (fan_in, fan_out)), Weight(f"dense{i}", "bias", (fan_out,))]
+    return tuple(out)
+
+
+CNN_WEIGHTS = _cnn_weights()
+CNN_TRAINABLE = tuple(w for w in CNN_WEIGHTS if w.trainable)  # Keras's trainable_weights order: the gradients'
+_sizes = {w.name: int(np.prod(w.shape)) for w in CNN_WEIGHTS}
+CNN_PARAMS = {"total": sum(_sizes.values()), "trainable": sum(_sizes[w.name] for w in CNN_TRAINABLE),
+              "non_trainable": sum(_sizes[w.name] for w in CNN_WEIGHTS if not w.trainable)}  # fmt: skip
+
+
+def check_weights(weights: Sequence[np.ndarray], dtype=np.float32) -> None:
+    """Raise ValueError naming the layer when a weight list does not fit CNN_WEIGHTS (length, shape, dtype)."""
+    if len(weights) != len(CNN_WEIGHTS):
+        raise ValueError(f"expected {len(CNN_WEIGHTS)} weight arrays (Keras get_weights() order), got {len(weights)}")
+    for i, (a, w) in enumerate(zip(weights, CNN_WEIGHTS, strict=True)):
+        a = np.asarray(a)
+        if tuple(a.shape) != w.shape:
+            raise ValueError(f"weight {i} (layer {w.layer}): shape {tuple(a.shape)}, expected {w.shape}")
+        if a.dtype != dtype:
+            raise ValueError(f"weight {i} (layer {w.layer}): dtype {a.dtype}, expected {np.dtype(dtype)}")
+
+
+class Trainer(Protocol):
+    """What both implementations' make_trainer returns."""
+
+    def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Train on each global batch x[k], y[k] in turn; returns (K, 2) float64 per-step [loss, accuracy]."""
+
+    def step_cost(self) -> tuple[float | None, str]:
+        """FLOPs of one global training step by the framework's own counter, and which counter (None, why)."""
+
+    def model(self) -> Any:
+        """The trained model (the passed-in model, updated in place)."""
+
+    def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
+        """Inference 'loss' and 'accuracy' of the current weights on (x, y)."""
+
+    def placement(self) -> list[str]:
+        """The devices ('cpu:0', ...) that hold this process's copies of the parameters."""
 
 
 @dataclass(frozen=True)

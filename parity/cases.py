@@ -99,7 +99,7 @@ def cnn_train_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, de
         if bad.size:
             step = (epoch[0] - 1) * k + int(bad[0]) + 1
             raise Invalid(f"loss is {steps[bad[0], 0]} at step {step}: training diverged, stopped")
-        where = impl.trainer_placement(trainer)  # this process's replicas
+        where = trainer.placement()  # this process's replicas
         local = impl.process_info(devices)["local_replicas"]
         if len(where) != local or any(not w.startswith(device + ":") for w in where):
             raise Invalid(f"trained on {where}, expected {local} {device} device(s) in this process")

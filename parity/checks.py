@@ -5,14 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from parity import oracle
+from parity.api import CNN_BLOCKS as BLOCKS
+from parity.api import CNN_TRAINABLE, CNN_WEIGHTS
 from parity.oracle import compare
-from parity.workloads import CNN_BLOCKS as BLOCKS
-from parity.workloads import CNN_LAYERS
 
-_FIELDS = {"bn": ("gamma", "beta", "moving_mean", "moving_variance"), "conv": ("kernel", "bias"),
-           "dense": ("kernel", "bias")}  # fmt: skip
-WEIGHT_NAMES = [f"{layer}.{f}" for layer, kind in CNN_LAYERS for f in _FIELDS[kind]]
-GRAD_NAMES = [n for n in WEIGHT_NAMES if "moving" not in n]
+WEIGHT_NAMES = [w.name for w in CNN_WEIGHTS]
+GRAD_NAMES = [w.name for w in CNN_TRAINABLE]
 
 
 def _row(check: str, figures: dict[str, float], tol: float, replicas: int | None = None, detail: str = "") -> dict:
@@ -129,7 +127,7 @@ def trajectory(tf: dict, jx: dict, tf_variant: str, jax_variant: str, tols: dict
     n = len(WEIGHT_NAMES)
     wt = [tf[f"traj/{tf_variant}/w{i:03d}"].astype(np.float64) for i in range(n)]
     wj = [jx[f"traj/{jax_variant}/w{i:03d}"].astype(np.float64) for i in range(n)]
-    trainable = [i for i, name in enumerate(WEIGHT_NAMES) if "moving" not in name]
+    trainable = [i for i, w in enumerate(CNN_WEIGHTS) if w.trainable]
     diff = np.sqrt(sum(np.sum((wt[i] - wj[i]) ** 2) for i in trainable))
     params = float(diff / np.sqrt(sum(np.sum(wt[i] ** 2) for i in trainable)))
     stats = max(compare(wj[i], wt[i])["max_rel_err"] for i in range(n) if i not in trainable)

@@ -18,9 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from parity import roofline
+from parity.api import check_divisible
 from parity.cluster import Cluster
 from parity.oracle import compare
-from parity.workloads import WORKLOADS, RowKind, check_divisible
+from parity.workloads import WORKLOADS, RowKind
 
 FRAMEWORKS = ("tf", "jax")
 FRAMEWORK_NAMES = {"tf": "TensorFlow", "jax": "JAX"}

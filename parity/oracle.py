@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from parity.api import CNN_CONVS, CNN_TRAINABLE, CNN_WEIGHTS
 from parity.workloads import same_pads
 
 
@@ -105,6 +106,13 @@ def pool_window_stats(a: np.ndarray, routings: dict[str, np.ndarray], ulps: int 
     return out
 
 
+def _named(weights: list[np.ndarray]) -> dict[str, np.ndarray]:
+    """Keras-order arrays by name ('conv1.kernel', ...), in float64."""
+    if len(weights) != len(CNN_WEIGHTS):
+        raise ValueError(f"expected {len(CNN_WEIGHTS)} weight arrays (Keras order), got {len(weights)}")
+    return {w.name: np.asarray(a, np.float64) for w, a in zip(CNN_WEIGHTS, weights, strict=True)}
+
+
 def cnn_forward(weights: list[np.ndarray], x: np.ndarray) -> dict[str, np.ndarray]:
     """Float64 inference pass of the notebook's CNN (BatchNorm on moving statistics, dropout off).
 
@@ -114,16 +122,16 @@ def cnn_forward(weights: list[np.ndarray], x: np.ndarray) -> dict[str, np.ndarra
     Returns:
         Every block's output by name (block1..3, dense1, logits, probs), as the implementations name them.
     """
-    w = [np.asarray(a, np.float64) for a in weights]
+    p = _named(weights)
     h = np.asarray(x, np.float64)
     out = {}
-    for i in range(3):
-        g, b, m, v, k, bias = w[6 * i : 6 * i + 6]
-        h = _pool(_elu(conv2d(_bn(h, g, b, m, v), k, stride=1, padding="SAME") + bias))
-        out[f"block{i + 1}"] = h
-    h = _elu(h.reshape(len(h), -1) @ w[18] + w[19])
+    for i in range(1, len(CNN_CONVS) + 1):
+        bn = _bn(h, p[f"bn{i}.gamma"], p[f"bn{i}.beta"], p[f"bn{i}.moving_mean"], p[f"bn{i}.moving_variance"])
+        h = _pool(_elu(conv2d(bn, p[f"conv{i}.kernel"], stride=1, padding="SAME") + p[f"conv{i}.bias"]))
+        out[f"block{i}"] = h
+    h = _elu(h.reshape(len(h), -1) @ p["dense1.kernel"] + p["dense1.bias"])
     out["dense1"] = h
-    logits = h @ w[20] + w[21]
+    logits = h @ p["dense2.kernel"] + p["dense2.bias"]
     out["logits"] = logits
     e = np.exp(logits - logits.max(-1, keepdims=True))
     out["probs"] = e / e.sum(-1, keepdims=True)
@@ -159,13 +167,14 @@ def cnn_loss_and_grads(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray,
         pooling inputs, "routing": the routing used}). A window's pooled value is the routed
         combination of its values, so loss and gradients belong to one smooth function.
     """
-    w = [np.asarray(a, np.float64) for a in weights]
+    p = _named(weights)
     h = np.asarray(x, np.float64)
     y = np.asarray(y)
     n = len(h)
     tape, pool_in, used = [], [], []
-    for i in range(3):
-        g, b, _, _, k, bias = w[6 * i : 6 * i + 6]
+    for i in range(len(CNN_CONVS)):
+        g, b, k, bias = (p[f"{layer}{i + 1}.{f}"] for layer, f in
+                         (("bn", "gamma"), ("bn", "beta"), ("conv", "kernel"), ("conv", "bias")))  # fmt: skip
         mean = h.mean(axis=(0, 1, 2))
         var = ((h - mean) ** 2).mean(axis=(0, 1, 2))
         std = np.sqrt(var + BN_EPSILON)
@@ -181,9 +190,9 @@ def cnn_loss_and_grads(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray,
         used.append(r)
         h = (_windows(a) * _windows(r)).sum(axis=-1)
     flat = h.reshape(n, -1)
-    z4 = flat @ w[18] + w[19]
+    z4 = flat @ p["dense1.kernel"] + p["dense1.bias"]
     h4 = _elu(z4)
-    logits = h4 @ w[20] + w[21]
+    logits = h4 @ p["dense2.kernel"] + p["dense2.bias"]
     top = logits.max(-1, keepdims=True)
     lse = top[:, 0] + np.log(np.exp(logits - top).sum(-1))
     loss = float(np.mean(lse - logits[np.arange(n), y]))
@@ -191,18 +200,17 @@ def cnn_loss_and_grads(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray,
     d = np.exp(logits - lse[:, None])
     d[np.arange(n), y] -= 1.0
     d /= n
-    grads = [None] * 16
-    grads[14], grads[15] = h4.T @ d, d.sum(0)
-    dz4 = (d @ w[20].T) * np.where(z4 > 0, 1.0, np.exp(np.minimum(z4, 0)))
-    grads[12], grads[13] = flat.T @ dz4, dz4.sum(0)
-    dh = (dz4 @ w[18].T).reshape(h.shape)
-    for i in reversed(range(3)):
+    grads = {"dense2.kernel": h4.T @ d, "dense2.bias": d.sum(0)}
+    dz4 = (d @ p["dense2.kernel"].T) * np.where(z4 > 0, 1.0, np.exp(np.minimum(z4, 0)))
+    grads["dense1.kernel"], grads["dense1.bias"] = flat.T @ dz4, dz4.sum(0)
+    dh = (dz4 @ p["dense1.kernel"].T).reshape(h.shape)
+    for i in reversed(range(len(CNN_CONVS))):
         shape, xhat, std, g, u, k, z = tape[i]
         da = _unwindows(_windows(used[i]) * dh[..., None], shape[:3] + (k.shape[-1],))
         dz = da * np.where(z > 0, 1.0, np.exp(np.minimum(z, 0)))
         du, dk = _conv_same_grads(u, k, dz)
-        grads[4 * i + 2], grads[4 * i + 3] = dk, dz.sum(axis=(0, 1, 2))
-        grads[4 * i], grads[4 * i + 1] = (du * xhat).sum(axis=(0, 1, 2)), du.sum(axis=(0, 1, 2))
+        grads[f"conv{i + 1}.kernel"], grads[f"conv{i + 1}.bias"] = dk, dz.sum(axis=(0, 1, 2))
+        grads[f"bn{i + 1}.gamma"], grads[f"bn{i + 1}.beta"] = (du * xhat).sum(axis=(0, 1, 2)), du.sum(axis=(0, 1, 2))
         dxhat = du * g
         dh = (dxhat - dxhat.mean(axis=(0, 1, 2)) - xhat * (dxhat * xhat).mean(axis=(0, 1, 2))) / std
-    return loss, grads, {"pool_inputs": pool_in, "routing": used}
+    return loss, [grads[w.name] for w in CNN_TRAINABLE], {"pool_inputs": pool_in, "routing": used}

@@ -12,6 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from parity.api import CNN_CONVS, CNN_DENSE, CNN_IMAGE, CNN_PARAMS
+
 PRECISIONS = ("default", "highest")
 DEVICES = ("cpu", "gpu", "tpu")
 
@@ -179,11 +181,11 @@ class CnnSpec:
     def step_min_bytes(self) -> int:
         """A lower bound on one step's memory traffic: the batch (float32 pixels, int32 labels) read
         once, and parameters and Adam's two moments each read and written once (float32)."""
-        return self.global_batch * (28 * 28 * 4 + 4) + 6 * 4 * CNN_PARAMS["trainable"]
+        return self.global_batch * (4 * math.prod(CNN_IMAGE) + 4) + 6 * 4 * CNN_PARAMS["trainable"]
 
     def infer_min_bytes(self, images: int) -> int:
         """A lower bound on inference traffic: the images, every weight once, the probabilities."""
-        return images * (28 * 28 * 4 + 10 * 4) + 4 * CNN_PARAMS["total"]
+        return images * 4 * (math.prod(CNN_IMAGE) + CNN_DENSE[-1]) + 4 * CNN_PARAMS["total"]
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -195,16 +197,6 @@ CNN_FULL = CnnSpec()
 CNN_CPU = CnnSpec(global_batch=256, steps_per_epoch=3, epochs=4)  # 3 timed epochs: a median and an IQR
 CNN_QUICK = CnnSpec(global_batch=64, steps_per_epoch=3, epochs=2, train_size=2048, test_size=512)
 
-# Layer name and kind, in the order Keras's Model.get_weights() lists this model's weights.
-CNN_LAYERS = (
-    ("bn1", "bn"), ("conv1", "conv"), ("bn2", "bn"), ("conv2", "conv"), ("bn3", "bn"), ("conv3", "conv"),
-    ("dense1", "dense"), ("dense2", "dense"),
-)  # fmt: skip
-CNN_PARAMS = {"total": 1_619_470, "trainable": 1_619_084, "non_trainable": 386}
-# The outputs forward_layers() returns on both sides, in order: what the layer-by-layer check compares.
-CNN_BLOCKS = ("block1", "block2", "block3", "dense1", "logits", "probs")
-
-
 def cnn_forward_flops(padded: bool = True) -> int:
     """Forward FLOPs of one image: conv and dense multiply-adds x 2 (BatchNorm, ELU, pooling not counted);
     padded=False leaves out the multiply-adds against SAME padding's zeros (31% of conv3's on 7x7 maps)."""
@@ -212,23 +204,6 @@ def cnn_forward_flops(padded: bool = True) -> int:
     flops = sum(2 * taps[s] ** 2 * i * o for s, i, o in CNN_CONVS)
     return flops + 2 * sum(a * b for a, b in zip(CNN_DENSE[:-1], CNN_DENSE[1:], strict=True))
 
-
-def check_weights(weights, expected: list[tuple[str, tuple[int, ...], np.dtype]]) -> None:
-    """Raise ValueError naming the layer when a Keras-order weight list does not fit the model."""
-    if len(weights) != len(expected):
-        raise ValueError(f"expected {len(expected)} weight arrays (Keras get_weights() order), got {len(weights)}")
-    for i, (w, (layer, shape, dtype)) in enumerate(zip(weights, expected, strict=True)):
-        w = np.asarray(w)
-        if tuple(w.shape) != tuple(shape):
-            raise ValueError(f"weight {i} (layer {layer}): shape {tuple(w.shape)}, expected {tuple(shape)}")
-        if w.dtype != dtype:
-            raise ValueError(f"weight {i} (layer {layer}): dtype {w.dtype}, expected {dtype}")
-
-
-# The CNN's reductions, by layer: (input size, channels in, channels out) of the 5x5 SAME convs,
-# and the dense layers' widths (flattened 3x3x256 -> 256 -> 10 classes).
-CNN_CONVS = ((28, 1, 64), (14, 64, 128), (7, 128, 256))
-CNN_DENSE = (2304, 256, 10)
 
 # Float32 rounding of one CNN batch, as a model rather than a worst case. A reduction of length n
 # (a sum, or the dot product inside a conv or matmul) rounded n times at unit roundoff u = 2^-24
@@ -353,18 +328,6 @@ def tolerance(device: str, precision: str, dtype: str = "float32") -> float:
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     return max(tol, BF16_TOLERANCE) if dtype == "bfloat16" else tol
-
-
-def check_divisible(batch: int, replicas: int) -> int:
-    """Per-replica batch; a batch that does not split evenly is an error, never padded or dropped."""
-    if replicas < 1:
-        raise ValueError(f"replicas must be >= 1, got {replicas}")
-    if batch % replicas:
-        raise ValueError(
-            f"global batch {batch} does not divide by {replicas} replicas "
-            f"({batch} = {batch // replicas} x {replicas} + {batch % replicas}); choose a batch that does"
-        )
-    return batch // replicas
 
 
 # The 2018 article's own figures: a labelled reference set, never mixed with measured rows. Times

@@ -11,7 +11,8 @@ from conftest import JAX_DEVICES, TF_DEVICES
 import jax_impl
 import tf_impl
 from parity import checks, data, oracle
-from parity.workloads import CNN_PARAMS, cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
+from parity.api import CNN_PARAMS
+from parity.workloads import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 
 TOL = cnn_tolerances("cpu", "highest")
 DS = data.synthetic(512, 64, seed=3)
@@ -40,6 +41,18 @@ def models(w, dropout=False):
 @pytest.mark.parametrize("mod", [tf_impl, jax_impl], ids=["tf", "jax"])
 def test_parameter_counts(mod):
     assert mod.count_params(mod.build_cnn(seed=0)) == CNN_PARAMS
+
+
+@pytest.mark.parametrize("replicas", [1, 8])
+def test_trainers_keep_one_contract(impl, replicas):
+    # api.Trainer: the same methods and return types on both sides
+    mod, devices = impl
+    t = mod.make_trainer(mod.build_cnn(0), devices[:replicas], mod.cnn_variants(replicas)[0])
+    assert all(callable(getattr(t, m, None)) for m in ("steps", "step_cost", "model", "evaluate", "placement"))
+    out = t.steps(*batch(2, 16))
+    assert isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (2, 2)
+    assert t.placement() == [f"cpu:{i}" for i in range(replicas)]
+    assert set(t.evaluate(DS.x_test[:32], DS.y_test[:32])) == {"loss", "accuracy"}
 
 
 def test_weights_round_trip_bit_exact(tmp_path):

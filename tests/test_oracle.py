@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 from parity import checks, oracle
+from parity.api import check_divisible
 from parity.workloads import (
     CNN_CONVS,
     CNN_DENSE,
     CONV_FULL,
     CONV_QUICK,
-    check_divisible,
     cnn_grad_tolerance,
     cnn_loss_tolerance,
     conv_out_size,

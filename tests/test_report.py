@@ -7,7 +7,8 @@ import os
 import pytest
 
 from parity import compare, harness, report, roofline
-from parity.workloads import CNN_PARAMS, CONV_FULL, CnnSpec, cnn_forward_flops
+from parity.api import CNN_PARAMS
+from parity.workloads import CONV_FULL, CnnSpec, cnn_forward_flops
 
 
 def test_conv_flops_and_bytes_by_hand():

@@ -17,7 +17,6 @@ from tf_impl.cnn import (  # noqa: E402
     prepare_inference,
     save_weights,
     set_weights,
-    trainer_placement,
 )
 from tf_impl.conv import conv_op, conv_variants, prepare_conv
 from tf_impl.devices import (
@@ -46,7 +45,6 @@ __all__ = [
     "make_trainer",
     "prepare_inference",
     "set_weights",
-    "trainer_placement",
     "save_weights",
     "load_weights",
     "FRAMEWORK",

@@ -18,8 +18,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from parity.api import Gradients, Prepared, load_npz, save_npz  # noqa: E402
-from parity.workloads import CNN_LAYERS, check_weights  # noqa: E402
+from parity.api import Gradients, Prepared, check_weights, load_npz, save_npz  # noqa: E402
 from tf_impl.devices import graph_flops, multiworker, placement, strategy  # noqa: E402
 
 if keras.backend.backend() != "tensorflow":
@@ -61,12 +60,6 @@ def build_cnn(seed: int = 0, dropout: bool = True) -> keras.Sequential:
     return keras.Sequential(layers, name="fashion_mnist_cnn")
 
 
-def _expected(model) -> list[tuple[str, tuple[int, ...], np.dtype]]:
-    names = [n for n, _ in CNN_LAYERS]
-    return [(layer.name, tuple(w.shape), np.dtype(w.dtype)) for layer in model.layers if layer.name in names
-            for w in layer.weights]  # fmt: skip
-
-
 def get_weights(model) -> list[np.ndarray]:
     """All weights as NumPy arrays, in Keras's get_weights() order."""
     return [np.asarray(w) for w in model.get_weights()]
@@ -74,7 +67,7 @@ def get_weights(model) -> list[np.ndarray]:
 
 def set_weights(model, weights: Sequence[np.ndarray]) -> None:
     """Load weights in Keras's order. Raises ValueError naming the layer on a length/shape/dtype mismatch."""
-    check_weights(weights, _expected(model))
+    check_weights(weights)
     model.set_weights([np.asarray(w) for w in weights])
 
 
@@ -247,6 +240,13 @@ class Trainer:
             self.m.fit(ds, epochs=1, steps_per_epoch=k, verbose=0, callbacks=[self.logs], shuffle=False)
         return self.logs.per_step()
 
+    def placement(self) -> list[str]:
+        """Devices holding the first weight (every replica's copy under a strategy)."""
+        v = self.m.trainable_weights[0].value
+        copies = getattr(v, "values", (v,))
+        return sorted({f"{tf.DeviceSpec.from_string(c.device).device_type.lower()}:"
+                       f"{tf.DeviceSpec.from_string(c.device).device_index}" for c in copies})  # fmt: skip
+
     def step_cost(self) -> tuple[float | None, str]:
         """FLOPs of one global training step by TF's profiler on Keras's train_step graph."""
         if self.distributed:
@@ -318,14 +318,6 @@ def prepare_inference(model, images: np.ndarray, devices) -> Prepared:
 
     return Prepared(run, lambda o: tuple(o.shape), lambda o, idx: o.numpy()[list(idx)], placement,
                     lambda: graph_flops(f, x))  # fmt: skip
-
-
-def trainer_placement(trainer: Trainer) -> list[str]:
-    """Devices holding the trainer's first weight (every replica's copy under a strategy)."""
-    v = trainer.m.trainable_weights[0].value
-    copies = getattr(v, "values", (v,))
-    return sorted({f"{tf.DeviceSpec.from_string(c.device).device_type.lower()}:"
-                   f"{tf.DeviceSpec.from_string(c.device).device_index}" for c in copies})  # fmt: skip
 
 
 def save_weights(model, path) -> None:

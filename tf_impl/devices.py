@@ -12,8 +12,7 @@ import numpy as np
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
-from parity.api import DeviceUnavailable  # noqa: E402
-from parity.cluster import LOCAL_HOSTS, Cluster, ClusterError, port_free  # noqa: E402
+from parity.api import LOCAL_HOSTS, Cluster, ClusterError, DeviceUnavailable, port_free  # noqa: E402
 
 FRAMEWORK = "tf"
 # Variants that are not the framework out of the box: XLA forced on where TF and Keras leave it off,

@@ -5,8 +5,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from parity.api import Prepared
-from parity.workloads import check_divisible
+from parity.api import Prepared, check_divisible
 from tf_impl.conv import _rows, _shape, _times
 from tf_impl.devices import (
     BFLOAT16_VARIANTS,
