@@ -27,6 +27,7 @@ from jax_impl.devices import (
     process_info,
     set_precision,
     setup_devices,
+    tuned_configs,
 )
 from jax_impl.matmul import matmul_variants, prepare_matmul
 
@@ -58,5 +59,6 @@ __all__ = [
     "prepare_conv",
     "process_info",
     "set_precision",
+    "tuned_configs",
     "setup_devices",
 ]

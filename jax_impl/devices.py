@@ -14,10 +14,19 @@ from parity.api import Cluster, DeviceUnavailable, port_free, split_address
 FRAMEWORK = "jax"
 # Variants that are not the framework out of the box: bfloat16 inputs (the harness runs '+bf16' only
 # where the device computes in bfloat16 natively). JAX's other tuned settings are process-wide
-# XLA_FLAGS, which parity.harness.TUNED gives a worker of their own.
+# XLA_FLAGS (tuned_configs below): the harness gives each a worker of its own.
 TUNED_VARIANTS: tuple[str, ...] = ("jit+bf16",)
 # Variants whose inputs and outputs are bfloat16: a row's number format, declared here, never read off its name.
 BFLOAT16_VARIANTS: tuple[str, ...] = ("jit+bf16",)
+# Process-wide settings that make JAX faster than out of the box, by device: name -> environment.
+# YNNPACK: XLA:CPU's newer kernel library for dots, elementwise ops and reductions (in jaxlib 0.10 the
+# convolutions gain too; measured in docs/performance.md). Rows run with it are named '...+ynn'.
+_TUNED_CONFIGS = {"cpu": {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=dot,eltwise,reduce"}}}
+
+
+def tuned_configs(device: str) -> dict[str, dict[str, str]]:
+    """Process-wide settings worth a worker of their own on `device`: {name: environment variables}."""
+    return _TUNED_CONFIGS.get(device, {})
 
 
 def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) -> list[jax.Device]:

@@ -25,11 +25,6 @@ from parity.workloads import WORKLOADS, RowKind
 
 FRAMEWORKS = ("tf", "jax")
 FRAMEWORK_NAMES = {"tf": "TensorFlow", "jax": "JAX"}
-# Process-wide settings that make a framework faster than out of the box, by (framework, device):
-# each gets a worker of its own, and its rows' variants carry the name ('jit+ynn'). Measured in
-# docs/performance.md. YNNPACK: XLA:CPU's newer kernel library for dots, elementwise ops and
-# reductions (in jaxlib 0.10 the convolutions gain too: the full conv ran 2.0x faster here).
-TUNED = {("jax", "cpu"): {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=dot,eltwise,reduce"}}}
 
 
 # What a worker's last words mean, where the framework's own are obscure.
@@ -56,7 +51,8 @@ class Config:
     reps: int = 5  # the minimum; calibrated_reps() adds calls until min_time_s of timed work
     min_time_s: float = 5.0
     max_reps: int = 200
-    tuned: bool = True  # also run each framework's TUNED configurations, as rows of their own
+    tuned: bool = True  # also run each implementation's tuned configurations, as rows of their own
+    extra_configs: dict = field(default_factory=dict)  # framework -> {name: env}: more configurations to try
     warmup: int = 1
     timeout_s: float = 1800.0
     progress: bool = True
@@ -101,6 +97,7 @@ class Worker:
         # Both workers live at once: neither may grab the whole accelerator's memory up front.
         env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+        self.env = env  # what the worker runs with
         self.log = tempfile.NamedTemporaryFile("w+", prefix=f"parity-{framework}-", suffix=".log")
         cmd = [
             sys.executable,
@@ -187,15 +184,32 @@ def start_workers(cfg: Config, replicas: int) -> tuple[dict[str, Worker], dict[s
     Raises:
         HarnessError: the device is absent (one line naming what was asked and what was found).
     """
-    workers = {}
-    for fw in cfg.frameworks:
-        # multi-process: each configuration's JAX workers meet at a coordinator port of their own
-        tuned = list(TUNED.get((fw, cfg.device), {}).items()) if cfg.tuned else []
-        clusters = [cfg.cluster.for_config(k) if cfg.cluster else None for k in range(len(tuned) + 1)]
-        workers[fw] = Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, cluster=clusters[0])
-        for k, (name, env) in enumerate(tuned, 1):
-            workers[f"{fw}+{name}"] = Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, name, env,
-                                             clusters[k])  # fmt: skip
+    def cluster(k: int):  # multi-process: each configuration's workers meet at a coordinator port of their own
+        return cfg.cluster.for_config(k) if cfg.cluster else None
+
+    workers = {fw: Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, cluster=cluster(0))
+               for fw in cfg.frameworks}  # fmt: skip
+    ready, hello, skipped = _await_workers(cfg, workers)
+    if cfg.tuned:  # each implementation names its own process-wide settings in its hello
+        tuned = {}
+        for fw in list(ready):
+            configs = {**hello[fw].get("tuned_configs", {}), **cfg.extra_configs.get(fw, {})}
+            for k, (name, env) in enumerate(configs.items(), 1):
+                tuned[f"{fw}+{name}"] = Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, name, env,
+                                               cluster(k))  # fmt: skip
+        try:
+            more, more_hello, _ = _await_workers(cfg, tuned)
+        except BaseException:
+            for w in ready.values():
+                w.close()
+            raise
+        ready.update(more)
+        hello.update(more_hello)
+    return ready, hello, skipped
+
+
+def _await_workers(cfg: Config, workers: dict[str, Worker]) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:
+    """Each worker's first words: ready, missing (its framework is not installed) or unavailable (the device)."""
     ready, hello, skipped, absent = {}, {}, [], []
     wait_s = 300 + (cfg.cluster.timeout_s if cfg.cluster else 0)  # joining waits for every process
     try:
@@ -375,9 +389,9 @@ def _cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, 
         offered = w.ask(cmd="variants", workload=kind.name, tuned=cfg.tuned)
         for variant in offered["variants"]:
             dtype = offered["dtypes"][variant]
-            if dtype == "bfloat16" and not roofline.native_bf16(cfg.device, hello[wk]["device_kind"]):
+            if dtype == "bfloat16" and not roofline.native_bf16(cfg.device, hello[wk]["device_kind"], w.env):
                 # emulated bfloat16 would only show a slower configuration; the table says why it is absent
-                cap = roofline.isa_capped_below_bf16(os.environ) if cfg.device == "cpu" else None
+                cap = roofline.isa_capped_below_bf16(w.env) if cfg.device == "cpu" else None
                 why = f"{cap} caps the CPU below bfloat16" if cap else f"{hello[wk]['device_kind']} has none"
                 said["skipped_bf16"] = f"'+bf16' variants not run (no native bfloat16): {why}"
                 continue

@@ -86,13 +86,14 @@ def accelerator_peak(device: str, device_kind: str, precision: str) -> Peak:
     return Peak(device_kind, fmt, None, None, f"no peak on record for device kind {device_kind!r}")
 
 
-def native_bf16(device: str, device_kind: str) -> bool:
-    """Whether the device multiplies bfloat16 in hardware (elsewhere '+bf16' rows would be emulation)."""
+def native_bf16(device: str, device_kind: str, env=None) -> bool:
+    """Whether the device multiplies bfloat16 in hardware (elsewhere '+bf16' rows would be emulation), for a
+    process with environment `env` (default: this one's)."""
     if device == "tpu":
         return True
     if device == "gpu":
         return any(key in device_kind.lower() and "bf16" in flops for key, flops, _ in ACCELERATORS)
-    return cpu_info()["bf16"] and not isa_capped_below_bf16(os.environ)
+    return cpu_info()["bf16"] and not isa_capped_below_bf16(os.environ if env is None else env)
 
 
 def isa_capped_below_bf16(env) -> str | None:

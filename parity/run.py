@@ -183,12 +183,14 @@ def list_devices(cfg: harness.Config) -> None:
             print(f"  {d}")
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, extra_configs: dict | None = None) -> int:
+    """The command line; `extra_configs` ({framework: {name: env}}) adds configurations to try (benchmarks/)."""
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
     who = ""  # in a multi-process run, which process an error comes from
     try:
         cfg = config(args)
+        cfg.extra_configs = extra_configs or {}
         if cfg.cluster is not None and cfg.cluster.process_id is not None:
             who = f"process {cfg.cluster.process_id}: "
         if args.list_devices:

@@ -68,6 +68,7 @@ def serve(args, out) -> None:
     say(
         {
             "status": "ready",
+            "tuned_configs": impl.tuned_configs(args.device),
             "replicas": len(devices),
             **impl.process_info(devices),
             "device_kind": impl.device_kind(),

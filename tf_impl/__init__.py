@@ -31,6 +31,7 @@ from tf_impl.devices import (
     process_info,
     set_precision,
     setup_devices,
+    tuned_configs,
 )
 from tf_impl.matmul import matmul_variants, prepare_matmul
 
@@ -62,5 +63,6 @@ __all__ = [
     "prepare_conv",
     "process_info",
     "set_precision",
+    "tuned_configs",
     "setup_devices",
 ]

@@ -21,6 +21,12 @@ FRAMEWORK = "tf"
 TUNED_VARIANTS: tuple[str, ...] = ("function+xla", "fit+xla", "function+bf16", "loop")
 # Variants whose inputs and outputs are bfloat16: a row's number format, declared here, never read off its name.
 BFLOAT16_VARIANTS: tuple[str, ...] = ("function+bf16",)
+
+
+def tuned_configs(device: str) -> dict[str, dict[str, str]]:
+    """Process-wide settings worth a worker of their own on `device`: none for TensorFlow (its XLA is a
+    per-function option, a variant; capping oneDNN's ISA costs speed: docs/numerics.md)."""
+    return {}
 _KIND = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
 _state: dict = {}
 
