@@ -13,7 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from parity.report import ResultsError, _grid, _time, load_results
+from parity.files import ResultsError, load_results
+from parity.tables import grid, time_cell
 
 KEY = ("workload", "framework", "variant", "device", "device_kind", "replicas", "precision", "quick", "seed")
 # a CNN row's schedule and batch: an epoch of 5 steps is not a slower epoch of 3
@@ -84,9 +85,10 @@ def main(argv: list[str] | None = None) -> int:
               f"kind, replicas, precision, --quick)", file=sys.stderr)  # fmt: skip
         return 2
     body = [(ln["row"]["workload"], ln["row"]["framework"], ln["row"]["variant"], str(ln["row"]["replicas"]),
-             _time(ln["old"]), _time(ln["new"]), "-" if ln["ratio"] is None else f"{ln['ratio']:.3f}", ln["verdict"])
+             time_cell(ln["old"]), time_cell(ln["new"]), "-" if ln["ratio"] is None else f"{ln['ratio']:.3f}",
+             ln["verdict"])
             for ln in lines]  # fmt: skip
-    print(_grid(("workload", "framework", "variant", "replicas", "old", "new", "new/old", "verdict"), body))
+    print(grid(("workload", "framework", "variant", "replicas", "old", "new", "new/old", "verdict"), body))
     unmatched = len(new["rows"]) - len(lines)
     if unmatched:
         print(f"  * {unmatched} row(s) of {args.new} have no counterpart in {args.old}")

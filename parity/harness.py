@@ -379,6 +379,7 @@ class Case:
     key: str  # unique in the run: the worker's id for it and the stem of its saved output
     variant: str  # the implementation's own name
     dtype: str
+    tuned: bool  # not the framework out of the box: a tuned variant, or a worker with a tuned configuration
 
 
 def _cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, tag: str, said: dict) -> list[Case]:
@@ -397,7 +398,8 @@ def _cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, 
                 continue
             shown = variant if w.config == "default" else f"{variant}+{w.config}"
             key = f"{kind.name}-{wk}-{variant}-r{n}{tag}".replace("+", "_")
-            cases.append(Case(wk, shown, n, key, variant, dtype))
+            tuned = variant in offered["tuned"] or w.config != "default"
+            cases.append(Case(wk, shown, n, key, variant, dtype, tuned))
     return cases
 
 
@@ -439,7 +441,7 @@ def _row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hello: 
         "config_env": worker.config_env, "device": cfg.device,
         "device_kind": hello["device_kind"], "replicas": c.replicas, "processes": hello.get("num_processes", 1),
         # bfloat16 inputs: the float32 --precision setting does not apply, the format is what the row ran in
-        "dtype": c.dtype, "precision": "bfloat16" if c.dtype == "bfloat16" else cfg.precision,
+        "dtype": c.dtype, "precision": "bfloat16" if c.dtype == "bfloat16" else cfg.precision, "tuned": c.tuned,
         "quick": cfg.quick, "median_s": med, "iqr_s": res.get("iqr_s"), "q1_s": res.get("q1_s"),
         "q3_s": res.get("q3_s"), "min_s": res.get("min_s"), "reps": res.get("reps"),
         "compile_s": res.get("compile_s"),

@@ -8,7 +8,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from parity import harness, report
+from parity import environment, files, harness, tables
 from parity.cluster import from_settings
 from parity.workloads import DEVICES, PRECISIONS, WORKLOADS
 
@@ -214,16 +214,16 @@ def main(argv: list[str] | None = None, extra_configs: dict | None = None) -> in
     ok = all(r["verified"] for r in res["rows"]) and all(c["passed"] is not False for c in res["checks"])
     if any(h.get("process_id") for h in res["hello"].values()):
         return 0 if ok else 1  # not process 0: it prints and writes the run's results
-    env = report.environment(cfg, res["hello"], res["skipped"], ["python", "-m", "parity.run", *argv])
+    env = environment.environment(cfg, res["hello"], res["skipped"], ["python", "-m", "parity.run", *argv])
     env["notes"] = res["notes"]
     env["peak"] = res["peak"]
     doc = {"env": env, "rows": res["rows"], "checks": res["checks"]}
-    print(report.table(doc["rows"]))
+    print(tables.table(doc["rows"]))
     if doc["checks"]:
         print()
-        print(report.checks_table(doc["checks"]))
-    print(report.footnotes(doc))
-    paths = report.write_all(doc, args.out)
+        print(tables.checks_table(doc["checks"]))
+    print(tables.footnotes(doc))
+    paths = files.write_all(doc, args.out)
     print(f"wrote {', '.join(str(p) for p in paths)}")
     return 0 if ok else 1
 

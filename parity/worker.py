@@ -4,7 +4,7 @@
 answers on its original stdout (the framework's own chatter goes to stderr):
 
     start-up      -> {"status": "ready" | "missing" | "unavailable", ...}
-    {"cmd": "variants", "workload": W}                      -> {"variants": [...], "dtypes": {V: D}}
+    {"cmd": "variants", "workload": W}                      -> {"variants": [...], "dtypes": {V: D}, "tuned": [...]}
     {"cmd": "prepare", "id": K, "workload": W, "variant": V, "spec": {...}, "save": PATH|null, ...}
                                                             -> {"compile_s": s|null, "invalid": ...}
     {"cmd": "warm" | "rep", "id": K}                        -> {"time": s|null, "invalid": ..., "last": {...}}
@@ -28,7 +28,7 @@ import traceback
 from parity import cases
 from parity.api import DeviceUnavailable
 from parity.cluster import Cluster
-from parity.report import ENV_FLAGS
+from parity.environment import ENV_FLAGS
 from parity.timing import Timer
 from parity.workloads import row_kind
 
@@ -88,7 +88,8 @@ def serve(args, out) -> None:
             if cmd == "variants":
                 every = getattr(impl, row_kind(req["workload"])[1].variants)(len(devices))
                 chosen = cases.offered(impl, every, req.get("tuned", True))
-                say({"variants": chosen, "dtypes": {v: cases.variant_dtype(impl, v) for v in chosen}})
+                say({"variants": chosen, "dtypes": {v: cases.variant_dtype(impl, v) for v in chosen},
+                     "tuned": [v for v in chosen if v in impl.TUNED_VARIANTS]})
             elif cmd == "prepare":
                 wl, kind = row_kind(req["workload"])
                 spec = type(wl.full)(**req["spec"])

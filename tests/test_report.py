@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from parity import compare, harness, report, roofline
+from parity import compare, environment, files, harness, report, roofline, tables
 from parity.api import CNN_PARAMS
 from parity.workloads import CONV_FULL, CnnSpec, cnn_forward_flops
 
@@ -60,8 +60,8 @@ def test_a_row_above_the_peak_is_flagged_far_above_is_invalid():
     row = _row(flops=2e11, flops_unpadded=1e11, median_s=1e11 / (1.2 * 180e9))
     harness._judge(row, CPU)
     assert row["verified"] and row["pct_peak"] is None and "1.20x the peak" in row["above_peak"]
-    assert "above the peak, no % shown" in " ".join(report.roofline_notes({"env": {}, "rows": [row]}))
-    assert "-" in report.table([row]).splitlines()[-1]
+    assert "above the peak, no % shown" in " ".join(tables.roofline_notes({"env": {}, "rows": [row]}))
+    assert "-" in tables.table([row]).splitlines()[-1]
     row = _row(flops=2e11, flops_unpadded=1e11, median_s=1e11 / (2 * 180e9))
     harness._judge(row, CPU)
     assert not row["verified"] and "cannot have done the work" in row["invalid_reason"]
@@ -125,7 +125,7 @@ def test_impossible_throughput_is_invalid():
     harness._judge(row, CPU)
     assert not row["verified"]
     assert "exceeds the device's peak" in row["invalid_reason"]
-    assert "INVALID" in report.table([row])
+    assert "INVALID" in tables.table([row])
 
 
 def test_one_tpu_v2_core_cannot_do_the_conv_in_1_22_ms():
@@ -138,7 +138,7 @@ def test_large_spread_is_flagged():
     row = _row(iqr_s=0.3)
     harness._judge(row, CPU)
     assert row["noisy"] and row["verified"]
-    assert "!" in report.table([row])
+    assert "!" in tables.table([row])
 
 
 def test_calibrated_reps():
@@ -150,7 +150,8 @@ def test_calibrated_reps():
 
 
 def _doc(rows, device="cpu", kind="CPU", host="Test CPU"):
-    return {"env": {"schema_version": report.SCHEMA_VERSION, "device": device, "host_cpu": host, "precision": "default",
+    return {"env": {"schema_version": environment.SCHEMA_VERSION, "device": device, "host_cpu": host,
+                    "precision": "default",
                     "frameworks": {"tf": {"device_kind": kind, "versions": {"tensorflow": "x"}}}},
             "rows": rows, "checks": []}  # fmt: skip
 
@@ -168,7 +169,7 @@ def test_csv_and_chart(tmp_path):
     doc = _doc(rows)
     doc["env"].update(reps=5, min_time_s=5.0, timestamp="t", git_commit=None, python="3", host_cores=2, notes=[],
                       skipped=[], peak=CPU.to_dict())  # fmt: skip
-    paths = report.write_all(doc, tmp_path)
+    paths = files.write_all(doc, tmp_path)
     assert [p.name for p in paths] == ["results.json", "results.csv", "results.md", "results.png"]
     csv_lines = (tmp_path / "results.csv").read_text().splitlines()
     assert csv_lines[0].startswith("workload,framework,variant") and len(csv_lines) == 4
@@ -197,6 +198,18 @@ def test_report_article_baseline(tmp_path, capsys):
     cpu = _write(tmp_path, "cpu.json", _doc([_row(median_s=1.22)]))
     assert report.report_main([str(cpu), "--baseline", "article:cpu", "--workload", "conv"]) == 0
     assert "2.00x" in capsys.readouterr().out  # 2.44 s / 1.22 s
+
+
+def test_report_workload_names_are_parity_runs(tmp_path, capsys):
+    # --workload cnn means what it means to parity.run: every kind of row the CNN has
+    rows = [_row(), _row(workload="cnn_train", variant="fit", median_s=3.0),
+            _row(workload="cnn_infer", variant="predict", median_s=0.5)]  # fmt: skip
+    doc = _write(tmp_path, "d.json", _doc(rows))
+    assert report.report_main([str(doc), "--workload", "cnn", "--no-article"]) == 0
+    out = capsys.readouterr().out
+    assert "cnn_train" in out and "cnn_infer" in out and "\nconv " not in out
+    assert report.report_main([str(doc), "--workload", "cnn_infer", "--no-article"]) == 0
+    assert "cnn_train" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -270,10 +283,10 @@ def test_compare_never_matches_different_cnn_schedules(tmp_path, capsys):
 def test_a_compiler_count_far_from_both_formulas_is_shown():
     rows = [_row(), _row(variant="jit", compiler_flops=50e9, flops_unpadded=CONV_FULL.flops_unpadded())]
     doc = _doc(rows)
-    notes = [n for n in report.roofline_notes(doc) if "FLOPs" in n]
+    notes = [n for n in tables.roofline_notes(doc) if "FLOPs" in n]
     assert len(notes) == 1 and "DISAGREES by more than 10% in: jit x1" in notes[0]
     rows[1]["compiler_flops"] = CONV_FULL.flops_unpadded()  # XLA's convention: no padding zeros
-    assert "all within 10%" in report.roofline_notes(_doc(rows))[0]
+    assert "all within 10%" in tables.roofline_notes(_doc(rows))[0]
 
 
 def test_bf16_rows_only_where_the_hardware_has_it():

@@ -1,0 +1,75 @@
+"""What a result file records about the machine and the run, so it can be read on another machine."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+SCHEMA_VERSION = 1
+
+
+ENV_FLAGS = (
+    "XLA_FLAGS",
+    "JAX_DEFAULT_MATMUL_PRECISION",
+    "TF_ENABLE_ONEDNN_OPTS",
+    "KERAS_BACKEND",
+    "XLA_PYTHON_CLIENT_PREALLOCATE",
+    "TF_FORCE_GPU_ALLOW_GROWTH",
+    "OMP_NUM_THREADS",
+)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def git_commit() -> str | None:
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            cwd=Path(__file__).resolve().parent,
+        )
+        return out.stdout.strip() or None
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def environment(cfg, hello: dict, skipped: list[dict], argv: list[str]) -> dict:
+    """Everything needed to read a result file from another machine."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "argv": argv,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "host_cpu": cpu_model(),
+        "host_cores": os.cpu_count(),
+        "device": cfg.device,
+        "precision": cfg.precision,
+        "quick": cfg.quick,
+        "reps": cfg.reps,
+        "min_time_s": cfg.min_time_s,
+        "max_reps": cfg.max_reps,
+        "warmup": cfg.warmup,
+        "cluster": None if cfg.cluster is None else {"coordinator": cfg.cluster.coordinator,
+                                                     "num_processes": cfg.cluster.num_processes,
+                                                     "local_devices": cfg.cluster.local_devices},  # fmt: skip
+        "git_commit": git_commit(),
+        "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ},
+        "frameworks": {fw: {k: h.get(k) for k in ("versions", "device_kind", "devices", "env_flags")}
+                       for fw, h in hello.items()},  # fmt: skip
+        "skipped": skipped,
+    }

@@ -1,0 +1,134 @@
+"""Result files: results.json, .csv, .md and the chart, written as a unit; and reading them back."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from parity.environment import SCHEMA_VERSION
+from parity.tables import markdown
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write atomically: a crash never leaves a half-written results file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, doc: dict) -> None:
+    write_text(path, json.dumps(doc, indent=2) + "\n")
+
+
+CSV_FIELDS = ("workload", "framework", "variant", "device", "device_kind", "replicas", "processes", "precision",
+              "quick",
+              "median_s", "q1_s", "q3_s", "iqr_s", "min_s", "reps", "compile_s", "flops", "compiler_flops",
+              "compiler_flops_source", "gflops_per_s", "peak_flops", "pct_peak", "min_bytes", "arith_intensity",
+              "bound", "images_per_s", "max_rel_err", "xfw_max_rel_err", "noisy", "verified",
+              "invalid_reason")  # fmt: skip
+
+
+def csv_text(rows: list[dict]) -> str:
+    """The rows as CSV (one line per row, the fields tools most often want)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: r.get(k) for k in CSV_FIELDS})
+    return buf.getvalue()
+
+
+def _throughput(r: dict) -> tuple[float, float, float, str]:
+    """(median, low, high) throughput of a row from its median and quartiles, and the unit."""
+    if r.get("images_per_s"):  # the CNN rows: images per call, from the row's own figures
+        work, unit = r["images_per_s"] * r["median_s"], "images/s"
+    else:
+        work, unit = r["flops"] / 1e9, "GFLOP/s"
+    q1, q3 = r.get("q1_s") or r["median_s"], r.get("q3_s") or r["median_s"]
+    return work / r["median_s"], work / q3, work / q1, unit
+
+
+def chart(rows: list[dict], path: Path, title: str = "") -> bool:
+    """A PNG of each verified row's throughput (bar = median, whisker = IQR), one panel per workload.
+
+    Returns False (and writes nothing) when matplotlib is missing or no row is verified.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")  # headless
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    ok = [r for r in rows if r["verified"] and r.get("median_s")]
+    workloads = list(dict.fromkeys(r["workload"] for r in ok))
+    if not workloads:
+        return False
+    fig, axes = plt.subplots(len(workloads), 1, figsize=(9, 1.2 + 0.45 * len(ok) + 0.6 * len(workloads)),
+                             squeeze=False)  # fmt: skip
+    colors = {"tf": "tab:orange", "jax": "tab:blue"}
+    for ax, wl in zip(axes[:, 0], workloads, strict=True):
+        rs = [r for r in ok if r["workload"] == wl]
+        vals = [_throughput(r) for r in rs]
+        labels = [f"{r['framework']} {r['variant']} x{r['replicas']} ({r.get('device_kind') or r['device']})"
+                  for r in rs]  # fmt: skip
+        med = [v[0] for v in vals]
+        err = [[max(v[0] - v[1], 0) for v in vals], [max(v[2] - v[0], 0) for v in vals]]
+        ax.barh(range(len(rs)), med, xerr=err, color=[colors.get(r["framework"], "tab:gray") for r in rs], capsize=3)
+        ax.set_yticks(range(len(rs)), labels, fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlabel(vals[0][3])
+        ax.set_title(wl, fontsize=10, loc="left")
+        ax.grid(axis="x", alpha=0.3)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return True
+
+
+def write_all(doc: dict, out: Path) -> list[Path]:
+    """results.json, results.csv, results.md and results.png (when matplotlib is there) under `out`."""
+    paths = [out / "results.json", out / "results.csv", out / "results.md"]
+    write_json(paths[0], doc)
+    write_text(paths[1], csv_text(doc["rows"]))
+    write_text(paths[2], markdown(doc))
+    env = doc["env"]
+    title = f"{env['device']} ({env.get('host_cpu', '')}), precision {env['precision']}"
+    if chart(doc["rows"], out / "results.png", title):
+        paths.append(out / "results.png")
+    return paths
+
+
+class ResultsError(ValueError):
+    """A results file that cannot be read as one of ours; the message names the file."""
+
+
+def load_results(path: Path) -> dict:
+    """A results.json written by `parity.run`, checked enough that merging and comparing cannot misread it."""
+    try:
+        doc = json.loads(Path(path).read_text())
+    except OSError as e:
+        raise ResultsError(f"{path}: cannot read ({e.strerror or e})") from None
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("env"), dict) or not isinstance(doc.get("rows"), list):
+        raise ResultsError(f"{path}: not a parity.run results file (no 'env' and 'rows')")
+    version = doc["env"].get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ResultsError(f"{path}: schema_version {version!r}; this tool reads up to {SCHEMA_VERSION}")
+    for i, r in enumerate(doc["rows"]):
+        missing = [k for k in ("workload", "framework", "variant", "device", "replicas", "median_s", "verified")
+                   if k not in r]  # fmt: skip
+        if missing:
+            raise ResultsError(f"{path}: row {i} lacks {', '.join(missing)}")
+    return doc

@@ -1,0 +1,207 @@
+"""The text a user reads: the speed table, the checks table, footnotes, and their Markdown form."""
+
+from __future__ import annotations
+
+from parity.roofline import compiler_ratios
+
+
+def fmt(x, fmt: str, none: str = "-") -> str:
+    return none if x is None else format(x, fmt)
+
+
+def time_cell(s: float | None) -> str:
+    if s is None:
+        return "-"
+    return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.3f} s" if s < 100 else f"{s:.0f} s"
+
+
+COLUMNS = ("workload", "framework", "variant", "device", "replicas", "precision", "median", "IQR", "compile",
+           "GFLOP/s", "% peak", "bound", "img/s", "err vs f64", "err vs other", "verified")  # fmt: skip
+
+
+def _iqr(r: dict) -> str:
+    if not r["verified"] or r["reps"] < 2:
+        return "-"
+    return time_cell(r["iqr_s"]) + (" !" if r.get("noisy") else "")
+
+
+def _cells(r: dict) -> list[str]:
+    """One row's figures in COLUMNS order from 'median' on; an invalid row shows none."""
+    ok = r["verified"]
+    return [time_cell(r["median_s"]) if ok else "INVALID", _iqr(r), time_cell(r["compile_s"]) if ok else "-",
+            fmt(r["gflops_per_s"], ".1f") if ok else "-", fmt(r.get("pct_peak"), ".1f") if ok else "-",
+            (r.get("bound") or "-") if ok else "-", fmt(r.get("images_per_s"), ".1f") if ok else "-",
+            fmt(r["max_rel_err"], ".1e"), fmt(r.get("xfw_max_rel_err"), ".1e")]  # fmt: skip
+
+
+def grid(header, body) -> str:
+    widths = [max(len(c), *(len(b[i]) for b in body)) if body else len(c) for i, c in enumerate(header)]
+
+    def line(cells):
+        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(b) for b in body)])
+
+
+def replicas_cell(r: dict) -> str:
+    """'8', or '8 (2 proc)' for a multi-process row."""
+    p = r.get("processes") or 1
+    return f"{r['replicas']}" + (f" ({p} proc)" if p > 1 else "")
+
+
+def table(rows: list[dict]) -> str:
+    """The speed table; an invalid row shows its reason instead of figures."""
+    body = [(r["workload"], r["framework"], r["variant"], r["device"], replicas_cell(r), r["precision"],
+             *_cells(r), "yes" if r["verified"] else f"NO: {r['invalid_reason']}") for r in rows]  # fmt: skip
+    return grid(COLUMNS, body)
+
+
+def _figure(k: str, v) -> str:
+    return f"{k} {v:.2e}" if "_vs_" in k else f"{k} {v:.4f}"
+
+
+def checks_table(checks: list[dict]) -> str:
+    """The CNN parity checks: figures, tolerance, pass/fail."""
+    body = [
+        (c["check"], str(c.get("replicas") or "-"), ", ".join(_figure(k, v) for k, v in c["figures"].items()),
+         f"{c['tolerance']:.2g}", {True: "PASS", False: "FAIL", None: "-"}[c["passed"]], c.get("detail", ""))
+        for c in checks
+    ]  # fmt: skip
+    return grid(("parity check", "replicas", "figures", "tolerance", "result", "note"), body)
+
+
+def footnotes(doc: dict) -> str:
+    env = doc["env"]
+    calls = (f"{env['reps']} calls per row (fixed: a multi-process run)" if env.get("cluster") else
+             f"at least {env['reps']} calls per row, more until {env.get('min_time_s', 0):g} s of timed calls (each "
+             f"row's count is in the JSON)")  # fmt: skip
+    notes = [
+        f"median/IQR: steady-state time per call, every call synchronised and its output checked; {calls}, "
+        f"frameworks interleaved",
+        "compile: first call (tracing + compilation + one execution), kept out of the median",
+        "err vs f64: max |out - oracle| / max |oracle| on the first and last batch rows (float64 NumPy oracle); "
+        "err vs other: the same against the other framework's output",
+    ]
+    if any(r["workload"] == "cnn_train" for r in doc["rows"]):
+        notes.append("cnn_train: median/IQR per epoch after the first; compile = the first epoch (includes "
+                     "compilation); img/s = images per second of a steady-state epoch; err columns: see checks")
+    five = [r for r in doc["rows"] if r.get("est_5_notebook_epochs_s") is not None]
+    if five:
+        notes.append("the article's comparison, 5 notebook epochs (500 steps at global batch 1024), extrapolated from "
+                     "each row's measured step time plus its first-epoch overhead: "
+                     + ", ".join(f"{r['framework']} {r['variant']} x{r['replicas']} "
+                                 f"{r['est_5_notebook_epochs_s']:.0f} s" for r in five)
+                     + " (article: TPU v2-8 ~40 s, K80 GPU over 2 minutes)")  # fmt: skip
+    notes += roofline_notes(doc) + best_notes(doc["rows"])
+    notes += env.get("notes", [])
+    for s in env.get("skipped", []):
+        notes.append(f"not run: {s['framework']}: {s['reason']}")
+    notes.append(
+        f"host: {env['host_cpu']}, {env['host_cores']} cores; "
+        + "; ".join(
+            f"{fw} {' '.join(f'{k} {v}' for k, v in f['versions'].items())}" for fw, f in env["frameworks"].items()
+        )
+    )
+    return "\n".join(f"  * {n}" for n in notes)
+
+
+FLOPS_DISAGREE = 0.10  # compiler count vs formula: beyond this the row's GFLOP/s deserves a second look
+
+
+def roofline_notes(doc: dict) -> list[str]:
+    """What '% peak' and 'bound' divide by, FLOP cross-checks, and which rows were too noisy."""
+    notes, peak = [], doc["env"].get("peak")
+    if peak:
+        m, c = peak.get("measured_flops"), peak.get("computed_flops")
+        figs = [f"measured {m / 1e9:.1f} GFLOP/s" if m else None, f"computed {c / 1e9:.1f} GFLOP/s" if c else None]
+        figs = ", ".join(f for f in figs if f) or (f"{peak['flops'] / 1e12:.1f} TFLOP/s" if peak["flops"] else "none")
+        bw = f"; memory {peak['bandwidth'] / 1e9:.1f} GB/s" if peak.get("bandwidth") else ""
+        notes.append(f"% peak: the necessary arithmetic per second (FLOPs without SAME padding's zeros) over the "
+                     f"larger {peak['number_format']} peak of the devices used ({peak['device_kind']}: {figs}{bw}; "
+                     f"{peak['source']}); bound: compute or memory, by the row's FLOP per minimum byte against the "
+                     f"peak's ridge point; a row above the peak shows no % and is named below, a row far above "
+                     f"it (x{peak.get('headroom', 1.0):g}) is marked invalid")  # fmt: skip
+    seen: dict[tuple, list[dict]] = {}
+    for r in doc["rows"]:
+        if r.get("compiler_flops") is not None:
+            seen.setdefault((r["workload"], r.get("compiler_flops_source")), []).append(r)
+    for (wl, src), rs in seen.items():
+        r = rs[0]
+        c, f, u = r["compiler_flops"], r["flops"], r.get("flops_unpadded") or r["flops"]
+        # a counter may or may not count the padding's zeros: each row is judged against the closer count
+        bad = [x for x in rs if min(abs(q - 1) for q in compiler_ratios(x)) > FLOPS_DISAGREE]
+        names = ", ".join(f"{x['variant']} x{x['replicas']}" for x in bad)
+        flag = f" DISAGREES by more than 10% in: {names}" if bad else f" ({len(rs)} row(s) counted, all within 10%)"
+        notes.append(f"{wl} FLOPs per call: formula {f / 1e9:.4g} G ({u / 1e9:.4g} G without SAME padding's zeros), "
+                     f"{src} {c / 1e9:.4g} G ({c / f:.3f}x, {c / u:.3f}x){flag}")  # fmt: skip
+    above = [f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {r['above_peak']}"
+             for r in doc["rows"] if r.get("above_peak")]  # fmt: skip
+    if above:
+        notes.append("above the peak, no % shown: " + "; ".join(above))
+    noisy = [f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}" for r in doc["rows"] if r.get("noisy")]
+    if noisy:
+        notes.append(f"! spread (IQR) above 10% of the median, the figure is not to be trusted to better than "
+                     f"that: {', '.join(noisy)}")  # fmt: skip
+    return notes
+
+
+def _tuned(r: dict) -> bool:
+    """Not the framework out of the box (files older than the 'tuned' field: a '+' in the variant's name)."""
+    return r["tuned"] if "tuned" in r else "+" in r["variant"]
+
+
+def best_notes(rows: list[dict]) -> list[str]:
+    """Per workload, replica count and number format: each framework's best row against its out-of-the-box
+    one, and the best JAX time over the best TF time."""
+    notes = []
+    ok = [r for r in rows if r["verified"] and r.get("median_s")]
+    for wl, n, dtype in dict.fromkeys((r["workload"], r["replicas"], r.get("dtype", "float32")) for r in ok):
+        parts, best = [], {}
+        for fw in dict.fromkeys(r["framework"] for r in ok):
+            mine = [r for r in ok if (r["workload"], r["replicas"], r.get("dtype", "float32"), r["framework"])
+                    == (wl, n, dtype, fw)]  # fmt: skip
+            if not mine:
+                continue
+            b = best[fw] = min(mine, key=lambda r: r["median_s"])
+            plain = [r for r in mine if not _tuned(r)]
+            o = min(plain, key=lambda r: r["median_s"]) if plain else None
+            said = f"{fw} best {b['variant']} {time_cell(b['median_s'])}"
+            if o is None or o is b:
+                parts.append(said + (" (out of the box)" if o is b else ""))
+            else:
+                parts.append(f"{said}, {o['median_s'] / b['median_s']:.2f}x faster than out of the box "
+                             f"{o['variant']} {time_cell(o['median_s'])}")  # fmt: skip
+        if "tf" in best and "jax" in best:
+            parts.append(f"best jax / best tf time {best['jax']['median_s'] / best['tf']['median_s']:.2f}")
+        notes.append(f"{wl} x{n}{'' if dtype == 'float32' else f' {dtype}'}: " + "; ".join(parts))
+    return notes
+
+
+def _md(header, body) -> str:
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+                     + ["| " + " | ".join(b) + " |" for b in body])  # fmt: skip
+
+
+def markdown(doc: dict) -> str:
+    """The speed table, the parity checks and the environment as Markdown (for docs/ and reviews)."""
+    env = doc["env"]
+    rows = [(r["workload"], r["framework"], r["variant"], replicas_cell(r), r["precision"], *_cells(r),
+             "yes" if r["verified"] else f"no: {r['invalid_reason']}") for r in doc["rows"]]  # fmt: skip
+    out = [_md(COLUMNS[:3] + COLUMNS[4:], rows)]
+    if doc.get("checks"):
+        out += ["", _md(("parity check", "replicas", "figures", "tolerance", "result", "note"), [
+            (c["check"], str(c.get("replicas") or "-"), ", ".join(_figure(k, v) for k, v in c["figures"].items()),
+             f"{c['tolerance']:.2g}", {True: "PASS", False: "FAIL", None: "not judged"}[c["passed"]],
+             c.get("detail", ""))
+            for c in doc["checks"]])]  # fmt: skip
+    fw = "; ".join(f"{k}: {' '.join(f'{n} {v}' for n, v in f['versions'].items())} ({f['device_kind']})"
+                   for k, f in env["frameworks"].items())  # fmt: skip
+    out += ["", f"Device `{env['device']}`, precision `{env['precision']}`, host {env['host_cpu']} "
+            f"({env['host_cores']} cores), Python {env['python']}, {env['timestamp']}, commit {env['git_commit']}.",
+            f"Frameworks: {fw}."]  # fmt: skip
+    out += [f"Note: {n}" for n in roofline_notes(doc) + best_notes(doc["rows"]) + env.get("notes", [])]
+    out += [f"Not run: {s['framework']}: {s['reason']}" for s in env.get("skipped", [])]
+    return "\n".join(out) + "\n"
+
+
+# ---- result files from several machines -------------------------------------------------------
