@@ -57,7 +57,7 @@ def main() -> None:
              for k, a in enumerate(f64["pool_inputs"])]
 
     def err(a, b):
-        return oracle.compare(a, b)["max_rel_err"]
+        return oracle.errors(a, b)["max_rel_err"]
 
     per = {}
     for i, name in enumerate(checks.GRAD_NAMES):

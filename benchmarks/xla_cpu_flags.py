@@ -38,7 +38,7 @@ def child() -> dict:
     import numpy as np
 
     import jax_impl
-    from parity.oracle import compare, conv2d
+    from parity.oracle import conv2d, errors
     from parity.workloads import CONV_FULL
 
     out = {"flags": os.environ.get("XLA_FLAGS", "")}
@@ -53,7 +53,7 @@ def child() -> dict:
         r = jax_impl.conv_op(xd, wd).block_until_ready()
         best = min(best, time.perf_counter() - t0)
     out["conv_s"], out["conv_gflops"] = best, CONV_FULL.flops() / best / 1e9
-    out["conv_max_rel_err"] = compare(np.asarray(r[-1:]), conv2d(x[-1:], w, 2, "SAME"))["max_rel_err"]
+    out["conv_max_rel_err"] = errors(np.asarray(r[-1:]), conv2d(x[-1:], w, 2, "SAME"))["max_rel_err"]
     del r
     devs = jax_impl.setup_devices("cpu", 1)
     tr = jax_impl.make_trainer(jax_impl.build_cnn(0), devs, "jit", 1e-3, 1e-7, 0)

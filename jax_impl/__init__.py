@@ -17,7 +17,6 @@ from jax_impl.cnn import (
 from jax_impl.conv import conv_op, conv_variants, prepare_conv
 from jax_impl.devices import (
     BFLOAT16_VARIANTS,
-    FRAMEWORK,
     TUNED_VARIANTS,
     block,
     describe_devices,
@@ -44,7 +43,6 @@ __all__ = [
     "set_weights",
     "save_weights",
     "load_weights",
-    "FRAMEWORK",
     "BFLOAT16_VARIANTS",
     "TUNED_VARIANTS",
     "block",

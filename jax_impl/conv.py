@@ -87,7 +87,7 @@ def prepare_conv(
     # Each process places only its own devices' blocks (all of them in a one-process run).
     w = put_global(kernels, NamedSharding(mesh, P()))
     if variant == "pmap":
-        # pmap maps over a leading device axis: (n, per, H, W, C); JAX runs it on shard_map today.
+        # pmap maps over a leading device axis: (n, per, H, W, C); JAX implements it with shard_map.
         # In a multi-process run it computes this process's devices' part and returns only that.
         x = put_global(images.reshape(n, per, *images.shape[1:]), NamedSharding(mesh, P("batch")))
         f = jax.pmap(conv, axis_name="batch", in_axes=(0, None), devices=devices)

@@ -11,7 +11,6 @@ from jax.sharding import PartitionSpec as P
 
 from parity.api import Cluster, DeviceUnavailable, port_free, split_address
 
-FRAMEWORK = "jax"
 # Variants that are not the framework out of the box: bfloat16 inputs (the harness runs '+bf16' only
 # where the device computes in bfloat16 natively). JAX's other tuned settings are process-wide
 # XLA_FLAGS (tuned_configs below): the harness gives each a worker of its own.

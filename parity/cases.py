@@ -80,7 +80,7 @@ def cnn_train_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, de
     """One epoch per timed call (steps_per_epoch global batches in the notebook's order).
 
     Slicing the epoch's batches out of the uint8 arrays, as the notebook's generator did, is part of
-    the timed epoch (milliseconds against seconds of training here).
+    the timed epoch (milliseconds against seconds of training).
     """
     s, ds = spec, _dataset(data)
     k, b = s.steps_per_epoch, s.global_batch

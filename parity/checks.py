@@ -7,7 +7,7 @@ import numpy as np
 from parity import oracle
 from parity.api import CNN_BLOCKS as BLOCKS
 from parity.api import CNN_TRAINABLE, CNN_WEIGHTS
-from parity.oracle import compare
+from parity.oracle import errors
 
 WEIGHT_NAMES = [w.name for w in CNN_WEIGHTS]
 GRAD_NAMES = [w.name for w in CNN_TRAINABLE]
@@ -24,9 +24,9 @@ def forward(saved: dict[str, dict], ref: dict[str, np.ndarray], tol: float) -> l
     rows = []
     fws = sorted(saved)
     for b in BLOCKS:
-        figs = {f"{fw}_vs_f64": compare(saved[fw][f"forward/{b}"], ref[b])["max_rel_err"] for fw in fws}
+        figs = {f"{fw}_vs_f64": errors(saved[fw][f"forward/{b}"], ref[b])["max_rel_err"] for fw in fws}
         if len(fws) == 2:
-            figs["tf_vs_jax"] = compare(saved["tf"][f"forward/{b}"], saved["jax"][f"forward/{b}"])["max_rel_err"]
+            figs["tf_vs_jax"] = errors(saved["tf"][f"forward/{b}"], saved["jax"][f"forward/{b}"])["max_rel_err"]
         rows.append(_row(f"forward {b}", figs, tol))
     return rows
 
@@ -62,14 +62,14 @@ def grads(saved: dict[str, dict], weights: list[np.ndarray], x: np.ndarray, y: n
              for k, (name, a) in enumerate(zip(POOLS, f64["pool_inputs"], strict=True))]  # fmt: skip
 
     loss_figs = {f"{fw}_vs_f64": abs(float(saved[fw]["loss"]) - refs[fw][0]) / abs(refs[fw][0]) for fw in fws}
-    per = {name: {f"{fw}_vs_f64": compare(saved[fw][f"grad/{i:03d}"], refs[fw][1][i])["max_rel_err"] for fw in fws}
+    per = {name: {f"{fw}_vs_f64": errors(saved[fw][f"grad/{i:03d}"], refs[fw][1][i])["max_rel_err"] for fw in fws}
            for i, name in enumerate(GRAD_NAMES)}  # fmt: skip
     if len(fws) == 2:
         a, b = fws  # 'jax', 'tf'
         loss_figs[f"{b}_vs_{a}"] = abs(float(saved[b]["loss"]) - float(saved[a]["loss"])) / abs(float(saved[a]["loss"]))
         for i, name in enumerate(GRAD_NAMES):
-            per[name][f"{b}_vs_{a}"] = compare(saved[b][f"grad/{i:03d}"], saved[a][f"grad/{i:03d}"])["max_rel_err"]
-            per[name]["routing_alone"] = compare(refs[b][1][i], refs[a][1][i])["max_rel_err"]
+            per[name][f"{b}_vs_{a}"] = errors(saved[b][f"grad/{i:03d}"], saved[a][f"grad/{i:03d}"])["max_rel_err"]
+            per[name]["routing_alone"] = errors(refs[b][1][i], refs[a][1][i])["max_rel_err"]
     figs = {k: max(p[k] for p in per.values()) for k in per[GRAD_NAMES[0]] if k != "routing_alone"}
     own = {fw: figs[f"{fw}_vs_f64"] for fw in fws}
     loss_ok = all(loss_figs[f"{fw}_vs_f64"] <= loss_tol for fw in fws)
@@ -130,7 +130,7 @@ def trajectory(tf: dict, jx: dict, tf_variant: str, jax_variant: str, tols: dict
     trainable = [i for i, w in enumerate(CNN_WEIGHTS) if w.trainable]
     diff = np.sqrt(sum(np.sum((wt[i] - wj[i]) ** 2) for i in trainable))
     params = float(diff / np.sqrt(sum(np.sum(wt[i] ** 2) for i in trainable)))
-    stats = max(compare(wj[i], wt[i])["max_rel_err"] for i in range(n) if i not in trainable)
+    stats = max(errors(wj[i], wt[i])["max_rel_err"] for i in range(n) if i not in trainable)
     label = f"tf {tf_variant} vs jax {jax_variant}, {len(lt)} steps"
     return [
         _row(f"trajectory loss ({label})", {"tf_vs_jax": loss}, tols["trajectory_loss"], replicas,

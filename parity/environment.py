@@ -9,7 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-SCHEMA_VERSION = 1
+# 2: rows carry 'dtype' and 'tuned'; a training row's first epoch is 'first_epoch_s' only ('compile_s' null)
+SCHEMA_VERSION = 2
 
 
 ENV_FLAGS = (

@@ -20,7 +20,7 @@ import numpy as np
 from parity import roofline
 from parity.api import check_divisible
 from parity.cluster import Cluster
-from parity.oracle import compare
+from parity.oracle import errors
 from parity.workloads import WORKLOADS, RowKind
 
 FRAMEWORKS = ("tf", "jax")
@@ -235,72 +235,94 @@ def _await_workers(cfg: Config, workers: dict[str, Worker]) -> tuple[dict[str, W
     return ready, hello, skipped
 
 
+@dataclass
+class _Run:
+    """What a run gathers as it goes."""
+
+    suites: dict  # workload -> its parent-side module (parity.training), for workloads that have one
+    ctxs: dict  # workload -> what its suite keeps between rounds (data file, initial weights)
+    rows: list = field(default_factory=list)
+    checks: list = field(default_factory=list)
+    hello: dict = field(default_factory=dict)
+    skipped: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    said: dict = field(default_factory=dict)  # notes said once, however often their cause recurs
+    peak: roofline.Peak | None = None
+
+
 def run_suite(cfg: Config, save_dir: Path) -> dict:
     """Run every workload x framework x variant x replica count.
 
     Returns {"rows", "checks", "hello", "skipped", "notes", "peak"}.
     """
-    rows, parity, hello_all, skipped, notes, said = [], [], {}, [], [], {}
-    peak = None
-    if cfg.cluster is not None:
-        notes.append(multiprocess_note(cfg))
-    if cfg.device == "cpu" and cfg.cluster is None:  # measured before any worker starts, on an idle machine
-        log(cfg, "measuring the CPU's float32 peak (matrix product) and memory bandwidth (copy)")
-        peak = roofline.cpu_peak(n=2048 if cfg.quick else 4096)
-        log(cfg, f"  computed {_g(peak.computed_flops)}, measured {_g(peak.measured_flops)} GFLOP/s; "
-                 f"copy {_g(peak.measured_bandwidth)} GB/s")  # fmt: skip
-    for wl in cfg.workloads:
+    for wl in cfg.workloads:  # before anything starts: a batch that does not split is the user's to fix
         for r in cfg.replica_counts():
             if r:
                 check_divisible(cfg.spec(wl).batch, r)
     suites = {wl: importlib.import_module(WORKLOADS[wl].suite) for wl in cfg.workloads if WORKLOADS[wl].suite}
-    ctxs = {wl: {} for wl in cfg.workloads}
+    run = _Run(suites, {wl: {} for wl in cfg.workloads})
+    if cfg.cluster is not None:
+        run.notes.append(multiprocess_note(cfg))
+    if cfg.device == "cpu" and cfg.cluster is None:  # measured before any worker starts, on an idle machine
+        log(cfg, "measuring the CPU's float32 peak (matrix product) and memory bandwidth (copy)")
+        run.peak = roofline.cpu_peak(n=2048 if cfg.quick else 4096)
+        log(cfg, f"  computed {_g(run.peak.computed_flops)}, measured {_g(run.peak.measured_flops)} GFLOP/s; "
+                 f"copy {_g(run.peak.measured_bandwidth)} GB/s")  # fmt: skip
     for wl, suite in suites.items():
-        ctxs[wl], more = suite.prepare(cfg, cfg.spec(wl), save_dir)
-        notes += more
+        run.ctxs[wl], more = suite.prepare(cfg, cfg.spec(wl), save_dir)
+        run.notes += more
     for r in cfg.replica_counts():
-        log(cfg, f"starting {', '.join(FRAMEWORK_NAMES[f] for f in cfg.frameworks)} workers on {cfg.device} "
-                 f"x{r or 'all'}")  # fmt: skip
-        workers, hello, skip = start_workers(cfg, r)
-        skipped.extend(s for s in skip if s not in skipped)
-        if not workers:
-            continue
-        try:
-            for key, h in hello.items():
-                hello_all.setdefault(key, h)
-            for suite in suites.values():
-                suite.warm(workers)
-            if peak is None and not (cfg.device == "cpu" and cfg.cluster is not None):
-                h = next(iter(hello.values()))
-                peak = roofline.device_peak(cfg.device, h["device_kind"], cfg.precision)
-            for wl in cfg.workloads:
-                for kind in WORKLOADS[wl].kinds:
-                    for k in range(cfg.seeds if kind.seeded else 1):
-                        rows += _run_kind(cfg, wl, kind, workers, hello, save_dir, ctxs[wl], said, k)
-                if wl in suites:
-                    first = not any(c["workload"] == wl for c in parity)
-                    parity += [{**c, "workload": wl} for c in suites[wl].parity_round(
-                        cfg, cfg.spec(wl), workers, hello, save_dir, ctxs[wl], first, log)]  # fmt: skip
-        finally:
-            for w in workers.values():
-                w.close()
-        if peak is not None and peak.measured_flops:  # the workers are gone: measure again, keep the best
-            peak = roofline.remeasured(peak, n=2048 if cfg.quick else 4096)
-            log(cfg, f"CPU peak measured again: best so far {_g(peak.measured_flops)} GFLOP/s")
-    notes += said.values()
-    _cross_check(rows)
-    for row in rows:
-        _judge(row, peak)
-    if peak and any(r["dtype"] == "bfloat16" for r in rows):
-        bf16 = roofline.bf16_peak(cfg.device, next(r["device_kind"] for r in rows), peak)
-        notes.append(f"bfloat16 rows: % peak over the bf16 peak, {_g(bf16.flops)} GFLOP/s ({bf16.source}); their "
-                     f"'err vs other' compares only bfloat16 rows")  # fmt: skip
-    for wl, suite in suites.items():
-        more, suite_notes = suite.summary(cfg, rows, ctxs[wl])
-        parity += [{**c, "workload": wl} for c in more]
-        notes += suite_notes
-    return {"rows": rows, "checks": parity, "hello": hello_all, "skipped": skipped, "notes": notes,
-            "peak": peak.to_dict() if peak else None}  # fmt: skip
+        _round(cfg, run, r, save_dir)
+    _judge_all(cfg, run)
+    return {"rows": run.rows, "checks": run.checks, "hello": run.hello, "skipped": run.skipped,
+            "notes": run.notes, "peak": run.peak.to_dict() if run.peak else None}  # fmt: skip
+
+
+def _round(cfg: Config, run: _Run, replicas: int, save_dir: Path) -> None:
+    """Every workload at one replica count: start the workers, run the rows and the parity checks, stop them."""
+    log(cfg, f"starting {', '.join(FRAMEWORK_NAMES[f] for f in cfg.frameworks)} workers on {cfg.device} "
+             f"x{replicas or 'all'}")  # fmt: skip
+    workers, hello, skip = start_workers(cfg, replicas)
+    run.skipped.extend(s for s in skip if s not in run.skipped)
+    if not workers:
+        return
+    try:
+        for key, h in hello.items():
+            run.hello.setdefault(key, h)
+        for suite in run.suites.values():
+            suite.warm(workers)
+        if run.peak is None and not (cfg.device == "cpu" and cfg.cluster is not None):
+            run.peak = roofline.device_peak(cfg.device, next(iter(hello.values()))["device_kind"], cfg.precision)
+        for wl in cfg.workloads:
+            for kind in WORKLOADS[wl].kinds:
+                for k in range(cfg.seeds if kind.seeded else 1):
+                    run.rows += _run_kind(cfg, wl, kind, workers, hello, save_dir, run.ctxs[wl], run.said, k)
+            if wl in run.suites:
+                first = not any(c["workload"] == wl for c in run.checks)
+                run.checks += [{**c, "workload": wl} for c in run.suites[wl].parity_round(
+                    cfg, cfg.spec(wl), workers, hello, save_dir, run.ctxs[wl], first, log)]  # fmt: skip
+    finally:
+        for w in workers.values():
+            w.close()
+    if run.peak is not None and run.peak.measured_flops:  # the workers are gone: measure again, keep the best
+        run.peak = roofline.remeasured(run.peak, n=2048 if cfg.quick else 4096)
+        log(cfg, f"CPU peak measured again: best so far {_g(run.peak.measured_flops)} GFLOP/s")
+
+
+def _judge_all(cfg: Config, run: _Run) -> None:
+    """After every round: rows against each other and the peak, then each workload's closing checks."""
+    run.notes += run.said.values()
+    _cross_check(run.rows)
+    for row in run.rows:
+        _judge(row, run.peak)
+    if run.peak and any(r["dtype"] == "bfloat16" for r in run.rows):
+        bf16 = roofline.bf16_peak(cfg.device, next(r["device_kind"] for r in run.rows), run.peak)
+        run.notes.append(f"bfloat16 rows: % peak over the bf16 peak, {_g(bf16.flops)} GFLOP/s ({bf16.source}); "
+                         f"their 'err vs other' compares only bfloat16 rows")  # fmt: skip
+    for wl, suite in run.suites.items():
+        more, notes = suite.summary(cfg, run.rows, run.ctxs[wl])
+        run.checks += [{**c, "workload": wl} for c in more]
+        run.notes += notes
 
 
 def multiprocess_note(cfg: Config) -> str:
@@ -444,7 +466,9 @@ def _row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hello: 
         "dtype": c.dtype, "precision": "bfloat16" if c.dtype == "bfloat16" else cfg.precision, "tuned": c.tuned,
         "quick": cfg.quick, "median_s": med, "iqr_s": res.get("iqr_s"), "q1_s": res.get("q1_s"),
         "q3_s": res.get("q3_s"), "min_s": res.get("min_s"), "reps": res.get("reps"),
-        "compile_s": res.get("compile_s"),
+        # an operation's first call (tracing, compilation, one execution); a training row's first epoch is
+        # first_epoch_s instead (schema 2), never called a compile time
+        "compile_s": None if kind.epochs else res.get("compile_s"),
         "gflops_per_s": res["flops"] / med / 1e9 if med else None, "flops": res["flops"],
         "flops_unpadded": res.get("flops_unpadded"), "flops_formula": " ".join(res["flops_formula"].split()),
         "compiler_flops": res.get("compiler_flops"),
@@ -470,7 +494,7 @@ def _saved_error(a: str, b: str) -> float | None:
     """Max error between two saved outputs relative to the second's largest value; None if one is missing."""
     if not (Path(a).exists() and Path(b).exists()):
         return None
-    return compare(np.load(a), np.load(b))["max_rel_err"]
+    return errors(np.load(a), np.load(b))["max_rel_err"]
 
 
 def _cross_check(rows: list[dict], error=_saved_error) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from parity.api import CNN_CONVS, CNN_TRAINABLE, CNN_WEIGHTS
@@ -35,7 +37,7 @@ def conv2d(images: np.ndarray, kernels: np.ndarray, stride: int = 2, padding: st
     return (patches @ w.reshape(kh * kw * cin, cout)).reshape(n, ho, wo, cout)
 
 
-def compare(got: np.ndarray, ref: np.ndarray) -> dict[str, float]:
+def errors(got: np.ndarray, ref: np.ndarray) -> dict[str, float]:
     """Max abs error and max abs error relative to max |ref| (shapes must match)."""
     got = np.asarray(got, dtype=np.float64)
     ref = np.asarray(ref, dtype=np.float64)
@@ -149,6 +151,51 @@ def _conv_same_grads(x: np.ndarray, k: np.ndarray, dz: np.ndarray) -> tuple[np.n
     return dx, dk
 
 
+def _elu_grad(z: np.ndarray) -> np.ndarray:
+    return np.where(z > 0, 1.0, np.exp(np.minimum(z, 0)))
+
+
+@dataclass
+class _Block:
+    """One training-mode BatchNorm -> conv -> ELU -> routed max-pool block, with what its backward needs."""
+
+    i: int
+    xhat: np.ndarray
+    std: np.ndarray
+    gamma: np.ndarray
+    u: np.ndarray  # the conv's input
+    kernel: np.ndarray
+    z: np.ndarray  # the conv's output plus bias
+    a: np.ndarray  # the pooling input
+    r: np.ndarray  # the routing: the weight each pooling input position gets
+    out: np.ndarray
+
+    @classmethod
+    def forward(cls, h: np.ndarray, p: dict, i: int, routing: np.ndarray | None) -> _Block:
+        mean = h.mean(axis=(0, 1, 2))
+        std = np.sqrt(((h - mean) ** 2).mean(axis=(0, 1, 2)) + BN_EPSILON)  # two-pass, biased variance
+        xhat = (h - mean) / std
+        u = xhat * p[f"bn{i}.gamma"] + p[f"bn{i}.beta"]
+        z = conv2d(u, p[f"conv{i}.kernel"], stride=1, padding="SAME") + p[f"conv{i}.bias"]
+        a = _elu(z)
+        r = pool_routing(a) if routing is None else np.asarray(routing, np.float64)
+        if r.shape != a.shape:
+            raise ValueError(f"routing {i - 1}: shape {r.shape}, pooling input {a.shape}")
+        out = (_windows(a) * _windows(r)).sum(axis=-1)
+        return cls(i, xhat, std, p[f"bn{i}.gamma"], u, p[f"conv{i}.kernel"], z, a, r, out)
+
+    def backward(self, dout: np.ndarray, grads: dict) -> np.ndarray:
+        """The block's parameter gradients into `grads`; returns the gradient for its input."""
+        da = _unwindows(_windows(self.r) * dout[..., None], self.a.shape)
+        dz = da * _elu_grad(self.z)
+        du, dk = _conv_same_grads(self.u, self.kernel, dz)
+        grads[f"conv{self.i}.kernel"], grads[f"conv{self.i}.bias"] = dk, dz.sum(axis=(0, 1, 2))
+        grads[f"bn{self.i}.gamma"], grads[f"bn{self.i}.beta"] = (du * self.xhat).sum(axis=(0, 1, 2)), du.sum((0, 1, 2))
+        dxhat = du * self.gamma
+        mean_dxhat = dxhat.mean(axis=(0, 1, 2))
+        return (dxhat - mean_dxhat - self.xhat * (dxhat * self.xhat).mean(axis=(0, 1, 2))) / self.std
+
+
 def cnn_loss_and_grads(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray,
                        routing: list[np.ndarray] | None = None) -> tuple[float, list[np.ndarray], dict]:  # fmt: skip
     """Float64 training-mode loss and gradients of one batch, written out by hand (no framework code).
@@ -168,49 +215,27 @@ def cnn_loss_and_grads(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray,
         combination of its values, so loss and gradients belong to one smooth function.
     """
     p = _named(weights)
-    h = np.asarray(x, np.float64)
-    y = np.asarray(y)
-    n = len(h)
-    tape, pool_in, used = [], [], []
+    h, y = np.asarray(x, np.float64), np.asarray(y)
+    blocks = []
     for i in range(len(CNN_CONVS)):
-        g, b, k, bias = (p[f"{layer}{i + 1}.{f}"] for layer, f in
-                         (("bn", "gamma"), ("bn", "beta"), ("conv", "kernel"), ("conv", "bias")))  # fmt: skip
-        mean = h.mean(axis=(0, 1, 2))
-        var = ((h - mean) ** 2).mean(axis=(0, 1, 2))
-        std = np.sqrt(var + BN_EPSILON)
-        xhat = (h - mean) / std
-        u = xhat * g + b
-        z = conv2d(u, k, stride=1, padding="SAME") + bias
-        a = _elu(z)
-        r = pool_routing(a) if routing is None else np.asarray(routing[i], np.float64)
-        if r.shape != a.shape:
-            raise ValueError(f"routing {i}: shape {r.shape}, pooling input {a.shape}")
-        tape.append((h.shape, xhat, std, g, u, k, z))
-        pool_in.append(a)
-        used.append(r)
-        h = (_windows(a) * _windows(r)).sum(axis=-1)
-    flat = h.reshape(n, -1)
+        blocks.append(_Block.forward(h, p, i + 1, None if routing is None else routing[i]))
+        h = blocks[-1].out
+    flat = h.reshape(len(h), -1)
     z4 = flat @ p["dense1.kernel"] + p["dense1.bias"]
     h4 = _elu(z4)
     logits = h4 @ p["dense2.kernel"] + p["dense2.bias"]
     top = logits.max(-1, keepdims=True)
     lse = top[:, 0] + np.log(np.exp(logits - top).sum(-1))
-    loss = float(np.mean(lse - logits[np.arange(n), y]))
-    # backward
+    loss = float(np.mean(lse - logits[np.arange(len(y)), y]))
+    # backward: softmax cross-entropy, the dense layers, then each block in reverse
     d = np.exp(logits - lse[:, None])
-    d[np.arange(n), y] -= 1.0
-    d /= n
+    d[np.arange(len(y)), y] -= 1.0
+    d /= len(y)
     grads = {"dense2.kernel": h4.T @ d, "dense2.bias": d.sum(0)}
-    dz4 = (d @ p["dense2.kernel"].T) * np.where(z4 > 0, 1.0, np.exp(np.minimum(z4, 0)))
+    dz4 = (d @ p["dense2.kernel"].T) * _elu_grad(z4)
     grads["dense1.kernel"], grads["dense1.bias"] = flat.T @ dz4, dz4.sum(0)
     dh = (dz4 @ p["dense1.kernel"].T).reshape(h.shape)
-    for i in reversed(range(len(CNN_CONVS))):
-        shape, xhat, std, g, u, k, z = tape[i]
-        da = _unwindows(_windows(used[i]) * dh[..., None], shape[:3] + (k.shape[-1],))
-        dz = da * np.where(z > 0, 1.0, np.exp(np.minimum(z, 0)))
-        du, dk = _conv_same_grads(u, k, dz)
-        grads[f"conv{i + 1}.kernel"], grads[f"conv{i + 1}.bias"] = dk, dz.sum(axis=(0, 1, 2))
-        grads[f"bn{i + 1}.gamma"], grads[f"bn{i + 1}.beta"] = (du * xhat).sum(axis=(0, 1, 2)), du.sum(axis=(0, 1, 2))
-        dxhat = du * g
-        dh = (dxhat - dxhat.mean(axis=(0, 1, 2)) - xhat * (dxhat * xhat).mean(axis=(0, 1, 2))) / std
+    for b in reversed(blocks):
+        dh = b.backward(dh, grads)
+    pool_in, used = [b.a for b in blocks], [b.r for b in blocks]
     return loss, [grads[w.name] for w in CNN_TRAINABLE], {"pool_inputs": pool_in, "routing": used}

@@ -68,6 +68,21 @@ def parser() -> argparse.ArgumentParser:
         "Ampere+ GPUs, bfloat16 passes on TPUs, float32 on CPUs), 'highest' forces float32; "
         "recorded in every row and sets the agreement tolerance (default: default)",
     )
+    _cnn_flags(ap)
+    _timing_flags(ap)
+    ap.add_argument("--configs", choices=("all", "default"),
+                    help="'default': each framework out of the box only; 'all': also the process-wide settings "
+                         "each implementation names for the device (JAX on a CPU: XLA's YNNPACK kernels, rows "
+                         "named '+ynn'), each in a worker of its own (default: all; with --quick: default)")
+    ap.add_argument("--out", type=Path, default=Path("results"),
+                    help="directory for results.json, .csv, .md and the .png chart (default: results/)")
+    _multiprocess_flags(ap)
+    ap.add_argument("--list-devices", action="store_true", help="show what each framework sees and exit")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return ap
+
+
+def _cnn_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--data", choices=("auto", "real", "synthetic"), default="auto",
                     help="CNN data: 'auto' uses Fashion-MNIST if found on disk (IDX files or TFDS in --data-dir) "
                          "and otherwise a learnable synthetic stand-in, said in every row; 'real' makes absent "
@@ -82,6 +97,10 @@ def parser() -> argparse.ArgumentParser:
                          "order; the accuracy check compares the frameworks' mean (default: 1)")
     ap.add_argument("--parity-steps", type=positive, default=20,
                     help="steps of the dropout-free TF-vs-JAX training trajectory check (default: 20)")
+
+
+
+def _timing_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--quick",
         action="store_true",
@@ -101,12 +120,9 @@ def parser() -> argparse.ArgumentParser:
         default=1800.0,
         help="seconds any one worker step may take before the run is stopped (default: 1800)",
     )
-    ap.add_argument("--configs", choices=("all", "default"),
-                    help="'default': each framework out of the box only; 'all': also the process-wide settings "
-                         "that make it faster here (JAX on a CPU: XLA's YNNPACK kernels, rows named '+ynn'), "
-                         "each in a worker of its own (default: all; with --quick: default)")
-    ap.add_argument("--out", type=Path, default=Path("results"),
-                    help="directory for results.json, .csv, .md and the .png chart (default: results/)")
+
+
+def _multiprocess_flags(ap: argparse.ArgumentParser) -> None:
     mp = ap.add_argument_group(
         "multi-process runs (one process of several; docs/multihost.md; parity.launch starts them on one machine)")
     mp.add_argument("--coordinator", metavar="HOST:PORT",
@@ -123,9 +139,6 @@ def parser() -> argparse.ArgumentParser:
     mp.add_argument("--join-timeout", type=float, default=120.0, metavar="S",
                     help="seconds to wait for the other processes at start-up, and for a peer in a collective "
                          "(default: 120)")
-    ap.add_argument("--list-devices", action="store_true", help="show what each framework sees and exit")
-    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    return ap
 
 
 def config(args) -> harness.Config:

@@ -117,7 +117,7 @@ def output_verifier(
     replicas: int,
 ) -> Verifier:
     """Checks an output's shape, where it was computed, and its values on `indices` vs `reference`."""
-    from parity.oracle import compare
+    from parity.oracle import errors
 
     def verify(out) -> dict[str, float]:
         if out is None:
@@ -131,7 +131,7 @@ def output_verifier(
         where = placement(out)
         if len(where) != replicas or any(not w.startswith(device + ":") for w in where):
             raise Invalid(f"computed on {where}, expected {replicas} {device} device(s)")
-        errs = compare(rows(out, indices), reference)
+        errs = errors(rows(out, indices), reference)
         if not errs["max_rel_err"] <= tol:
             raise Invalid(f"max_rel_err {errs['max_rel_err']:.3g} vs the float64 oracle exceeds {tol:g}")
         return errs

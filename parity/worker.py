@@ -49,6 +49,8 @@ def versions(framework: str) -> dict[str, str]:
 
 
 def serve(args, out) -> None:
+    """Say hello (or why not), then answer the parent's requests until 'quit' or the end of stdin."""
+
     def say(msg: dict) -> None:
         out.write(json.dumps(msg) + "\n")
         out.flush()
@@ -65,58 +67,53 @@ def serve(args, out) -> None:
         say({"status": "unavailable", "error": str(e)})
         return
     impl.set_precision(args.precision)
-    say(
-        {
-            "status": "ready",
-            "tuned_configs": impl.tuned_configs(args.device),
-            "replicas": len(devices),
-            **impl.process_info(devices),
-            "device_kind": impl.device_kind(),
-            "devices": impl.list_devices(),
-            "versions": versions(args.framework),
-            # what this process really ran with (the harness and setup_devices add settings of their own)
-            "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ},
-        }
-    )
-    timers: dict[str, tuple[Timer, dict]] = {}
+    say({"status": "ready", "tuned_configs": impl.tuned_configs(args.device), "replicas": len(devices),
+         **impl.process_info(devices), "device_kind": impl.device_kind(), "devices": impl.list_devices(),
+         "versions": versions(args.framework),
+         # what this process really ran with (the harness and setup_devices add settings of their own)
+         "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ}})  # fmt: skip
+    timers: dict[str, tuple[Timer, dict, object]] = {}
     for line in sys.stdin:
         req = json.loads(line)
-        cmd = req["cmd"]
+        if req["cmd"] == "quit":
+            return
         try:
-            if cmd == "quit":
-                return
-            if cmd == "variants":
-                every = getattr(impl, row_kind(req["workload"])[1].variants)(len(devices))
-                chosen = cases.offered(impl, every, req.get("tuned", True))
-                say({"variants": chosen, "dtypes": {v: cases.variant_dtype(impl, v) for v in chosen},
-                     "tuned": [v for v in chosen if v in impl.TUNED_VARIANTS]})
-            elif cmd == "prepare":
-                wl, kind = row_kind(req["workload"])
-                spec = type(wl.full)(**req["spec"])
-                extra = {k: req[k] for k in ("data", "weights") if k in req}
-                timer, info, finish = getattr(cases, kind.case)(
-                    impl, devices, kind, spec, req["variant"], args.device, args.precision, req.get("save"), **extra
-                )
-                timers[req["id"]] = (timer, info, finish)
-                compile_s = timer.first()
-                cost = info.pop("cost")
-                # after the first call: the compiler's own FLOP count, to cross-check the formula
-                info["compiler_flops"], info["compiler_flops_source"] = cost() if compile_s is not None else (None, "")
-                say({"compile_s": compile_s, "invalid": timer.m.invalid})
-            elif cmd in ("warm", "rep"):
-                timer = timers[req["id"]][0]
-                say({"time": getattr(timer, cmd)(), "invalid": timer.m.invalid, "last": timer.m.last})
-            elif cmd == "result":
-                timer, info, finish = timers.pop(req["id"])
-                m = timer.m
-                done = finish() if m.invalid is None and req.get("evaluate", True) else {}
-                say({**info, **m.stats(), **m.errors, **done, "compile_s": m.compile_s, "invalid": m.invalid})
-            elif cmd == "call":  # an untimed request a workload's parent side makes by name
-                say(cases.WORKER_CALLS[req["fn"]](impl, devices, req))
-            else:
-                say({"error": f"unknown command {cmd!r}"})
+            say(_answer(impl, devices, args, timers, req))
         except Exception as e:
             say({"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()})
+
+
+def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
+    """One request's answer (the module docstring lists them)."""
+    cmd = req["cmd"]
+    if cmd == "variants":
+        every = getattr(impl, row_kind(req["workload"])[1].variants)(len(devices))
+        chosen = cases.offered(impl, every, req.get("tuned", True))
+        return {"variants": chosen, "dtypes": {v: cases.variant_dtype(impl, v) for v in chosen},
+                "tuned": [v for v in chosen if v in impl.TUNED_VARIANTS]}  # fmt: skip
+    if cmd == "prepare":
+        wl, kind = row_kind(req["workload"])
+        extra = {k: req[k] for k in ("data", "weights") if k in req}
+        timer, info, finish = getattr(cases, kind.case)(impl, devices, kind, type(wl.full)(**req["spec"]),
+                                                        req["variant"], args.device, args.precision,
+                                                        req.get("save"), **extra)  # fmt: skip
+        timers[req["id"]] = (timer, info, finish)
+        compile_s = timer.first()
+        cost = info.pop("cost")
+        # after the first call: the compiler's own FLOP count, to cross-check the formula
+        info["compiler_flops"], info["compiler_flops_source"] = cost() if compile_s is not None else (None, "")
+        return {"compile_s": compile_s, "invalid": timer.m.invalid}
+    if cmd in ("warm", "rep"):
+        timer = timers[req["id"]][0]
+        return {"time": getattr(timer, cmd)(), "invalid": timer.m.invalid, "last": timer.m.last}
+    if cmd == "result":
+        timer, info, finish = timers.pop(req["id"])
+        m = timer.m
+        done = finish() if m.invalid is None and req.get("evaluate", True) else {}
+        return {**info, **m.stats(), **m.errors, **done, "compile_s": m.compile_s, "invalid": m.invalid}
+    if cmd == "call":  # an untimed request a workload's parent side makes by name
+        return cases.WORKER_CALLS[req["fn"]](impl, devices, req)
+    return {"error": f"unknown command {cmd!r}"}
 
 
 def main(argv=None) -> None:

@@ -66,9 +66,9 @@ def test_non_dividing_batch_is_an_error():
 
 
 def test_compare_flags_non_finite_and_shape():
-    assert oracle.compare(np.array([np.nan]), np.array([1.0]))["max_rel_err"] == float("inf")
+    assert oracle.errors(np.array([np.nan]), np.array([1.0]))["max_rel_err"] == float("inf")
     with pytest.raises(ValueError, match="shape"):
-        oracle.compare(np.zeros(2), np.zeros(3))
+        oracle.errors(np.zeros(2), np.zeros(3))
 
 
 def test_cnn_oracle_blocks_have_the_notebook_shapes():

@@ -21,7 +21,6 @@ from tf_impl.cnn import (  # noqa: E402
 from tf_impl.conv import conv_op, conv_variants, prepare_conv
 from tf_impl.devices import (
     BFLOAT16_VARIANTS,
-    FRAMEWORK,
     TUNED_VARIANTS,
     block,
     describe_devices,
@@ -48,7 +47,6 @@ __all__ = [
     "set_weights",
     "save_weights",
     "load_weights",
-    "FRAMEWORK",
     "BFLOAT16_VARIANTS",
     "TUNED_VARIANTS",
     "block",

@@ -93,10 +93,10 @@ def prepare_conv(
     # each replica's conv really ran (in a multi-process run: this worker's replicas).
     return Prepared(lambda: step(x, w), shape, gather_rows if multiworker() else _rows,
                     lambda o: graph_placement(step, (x, w), "Conv2D"),
-                    lambda: _times(graph_flops(step, x, w), process_info(devices)["num_processes"]))
+                    lambda: _for_all_workers(graph_flops(step, x, w), process_info(devices)["num_processes"]))
 
 
-def _times(cost: tuple[float | None, str], workers: int) -> tuple[float | None, str]:
+def _for_all_workers(cost: tuple[float | None, str], workers: int) -> tuple[float | None, str]:
     """A graph's FLOP count for every worker: each worker's graph holds only its own replicas' convs."""
     flops, source = cost
     return (flops * workers if flops else None), source

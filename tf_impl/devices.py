@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import faulthandler
 import json
+import logging
 import os
-import sys
 
 import numpy as np
 
@@ -14,7 +14,6 @@ import tensorflow as tf  # noqa: E402
 
 from parity.api import LOCAL_HOSTS, Cluster, ClusterError, DeviceUnavailable, port_free  # noqa: E402
 
-FRAMEWORK = "tf"
 # Variants that are not the framework out of the box: XLA forced on where TF and Keras leave it off,
 # bfloat16 inputs (the harness runs '+bf16' only where the device computes in bfloat16 natively), and
 # a custom training loop instead of model.fit (the only way under MultiWorkerMirroredStrategy).
@@ -28,6 +27,8 @@ def tuned_configs(device: str) -> dict[str, dict[str, str]]:
     per-function option, a variant; capping oneDNN's ISA costs speed: docs/numerics.md)."""
     return {}
 _KIND = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
+# TensorFlow's runtime is process-wide (logical devices are fixed once, one MultiWorkerMirroredStrategy per
+# process), so what setup_devices decided is kept for the process too: devices, strategies, the TPU resolver.
 _state: dict = {}
 
 
@@ -114,8 +115,9 @@ def _join(device: str, cluster: Cluster) -> list[str]:
         raise DeviceUnavailable(f"TensorFlow worker {task}'s port {workers[task]} is already taken")
     # The strategy waits for every worker inside TF's C++ runtime, holding the GIL, with no timeout
     # of its own: faulthandler's C-level watchdog ends the process (traceback on stderr) if it hangs.
-    print(f"TensorFlow worker {task}: joining {', '.join(workers)} (at most {cluster.timeout_s:g} s)",
-          file=sys.stderr, flush=True)  # fmt: skip
+    # logged, not printed: what the watchdog's traceback follows, in the worker's log
+    logging.getLogger(__name__).warning("TensorFlow worker %s: joining %s (at most %g s)", task, ", ".join(workers),
+                                        cluster.timeout_s)  # fmt: skip
     faulthandler.dump_traceback_later(cluster.timeout_s, exit=True)
     try:
         s = tf.distribute.MultiWorkerMirroredStrategy(

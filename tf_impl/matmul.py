@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from parity.api import Prepared, check_divisible
-from tf_impl.conv import _rows, _shape, _times
+from tf_impl.conv import _for_all_workers, _rows, _shape
 from tf_impl.devices import (
     BFLOAT16_VARIANTS,
     gather_rows,
@@ -67,4 +67,4 @@ def prepare_matmul(variant: str, a: np.ndarray, b: np.ndarray, devices: list[str
     # the graph says where each replica's product really ran (logical CPUs all report CPU:0)
     return Prepared(lambda: step(x, w), shape, gather_rows if multiworker() else _rows,
                     lambda o: graph_placement(step, (x, w), "MatMul"),
-                    lambda: _times(graph_flops(step, x, w), process_info(devices)["num_processes"]))
+                    lambda: _for_all_workers(graph_flops(step, x, w), process_info(devices)["num_processes"]))
