@@ -1,9 +1,12 @@
 """Both frameworks' conv op against the float64 oracle and each other, on 1 and 8 replicas."""
 
+import os
+
 import numpy as np
 import pytest
 
 from parity import oracle
+from parity.roofline import isa_capped_below_bf16
 from parity.workloads import BF16_TOLERANCE, ConvSpec
 
 TOL = 1e-5  # float32 at highest precision, relative to max |reference|
@@ -38,6 +41,8 @@ def test_every_variant_matches_oracle(impl, replicas):
     variants = mod.conv_variants(replicas)
     assert variants
     for variant in variants:
+        if variant in mod.BFLOAT16_VARIANTS and isa_capped_below_bf16(os.environ):
+            continue  # oneDNN refuses a bfloat16 conv under such a cap; the harness never runs one there
         p = mod.prepare_conv(variant, x, w, devices[:replicas], spec.stride, spec.padding)
         out = p.run()
         mod.block(out)

@@ -1,9 +1,12 @@
 """Both frameworks' matmul against the float64 oracle, on 1 and 8 replicas; the registry's every entry runs."""
 
+import os
+
 import numpy as np
 import pytest
 
 from parity import cases
+from parity.roofline import isa_capped_below_bf16
 from parity.workloads import BF16_TOLERANCE, WORKLOADS, MatmulSpec, matmul_tolerance
 
 SPEC = MatmulSpec(m=16, k=24, n=8)
@@ -23,6 +26,8 @@ def test_every_variant_matches_oracle(impl, replicas):
     idx = list(range(SPEC.m))
     ref = SPEC.oracle(SPEC.inputs(), idx)
     for variant in mod.matmul_variants(replicas):
+        if variant in mod.BFLOAT16_VARIANTS and isa_capped_below_bf16(os.environ):
+            continue  # as for the conv: the harness never runs bfloat16 under an ISA cap below it
         p, out = _run(mod, devices[:replicas], variant)
         assert p.shape(out) == SPEC.output_shape, variant
         assert p.placement(out) == [f"cpu:{i}" for i in range(replicas)], variant
@@ -38,6 +43,8 @@ def test_every_variant_matches_oracle(impl, replicas):
 def test_compiler_flop_count_agrees_with_the_formula(impl, replicas):
     mod, devices = impl
     for variant in mod.matmul_variants(replicas):
+        if variant in mod.BFLOAT16_VARIANTS and isa_capped_below_bf16(os.environ):
+            continue
         flops, source = _run(mod, devices[:replicas], variant)[0].cost()
         assert flops == pytest.approx(SPEC.flops(), rel=0.01), (variant, source)
 
