@@ -11,6 +11,13 @@ import numpy as np
 from parity.cluster import LOCAL_HOSTS, Cluster, ClusterError, port_free, split_address  # noqa: F401
 
 
+# A framework's device handle: a jax.Device in jax_impl, a device string ('/device:CPU:0') in tf_impl. Opaque
+# to parity/, which only passes what setup_devices returned back to the same implementation; where it needs
+# to know where something ran, it asks for a placement: a list of 'cpu:0'-style names.
+Device = Any
+Placement = list[str]
+
+
 class DeviceUnavailable(RuntimeError):
     """The requested device is absent, or has fewer cores than replicas asked for."""
 
@@ -100,7 +107,7 @@ class Trainer(Protocol):
     def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
         """Inference 'loss' and 'accuracy' of the current weights on (x, y)."""
 
-    def placement(self) -> list[str]:
+    def placement(self) -> Placement:
         """The devices ('cpu:0', ...) that hold this process's copies of the parameters."""
 
 
