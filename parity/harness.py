@@ -446,8 +446,8 @@ def _timed_reps(cfg: Config, kind: RowKind, spec, cases: list[Case], workers: di
             resp = workers[c.worker].ask(cmd="rep", id=c.key)
             t, last = resp["time"], resp.get("last") or {}
             fig = f"{t:.4f}s" if t is not None else f"INVALID ({resp['invalid']})"
-            if t is not None:
-                fig += "".join(f" {k} {v:.4g}" for k, v in last.items())
+            if t is not None and kind.epochs:  # a training epoch's last step: its loss and accuracy
+                fig += "".join(f" {k} {v:.4f}" for k, v in last.items())
             said.append(f"{workers[c.worker].framework} {c.shown} {fig}")
         what = f"epoch {i + 2}/{spec.epochs}" if kind.epochs else f"rep {i + 1}/{most}"
         if kind.epochs or time.monotonic() - said_at > 5 or i + 1 == most:  # a line every 5 s
