@@ -113,22 +113,53 @@ class ResultsError(ValueError):
     """A results file that cannot be read as one of ours; the message names the file."""
 
 
+# What every row of a results file must hold for report and compare to read it: name -> accepted types.
+# A verified row's median_s must also be a finite time above zero; NaN and Infinity are refused anywhere.
+ROW_SCHEMA = {"workload": (str,), "framework": (str,), "variant": (str,), "device": (str,), "replicas": (int,),
+              "verified": (bool,), "median_s": (int, float, type(None))}  # fmt: skip
+ROW_NUMBERS = ("iqr_s", "compile_s", "first_epoch_s", "flops", "gflops_per_s", "pct_peak", "images_per_s")
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a number a results file may hold")
+
+
 def load_results(path: Path) -> dict:
-    """A results.json written by `parity.run`, checked enough that merging and comparing cannot misread it."""
+    """A results.json written by `parity.run`, checked against ROW_SCHEMA so that merging and comparing cannot
+    misread it. Raises ResultsError naming the file, the row and the field."""
     try:
-        doc = json.loads(Path(path).read_text())
+        doc = json.loads(Path(path).read_text(), parse_constant=_refuse_constant)
     except OSError as e:
         raise ResultsError(f"{path}: cannot read ({e.strerror or e})") from None
     except json.JSONDecodeError as e:
         raise ResultsError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+    except ValueError as e:  # NaN, Infinity, -Infinity
+        raise ResultsError(f"{path}: {e}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("env"), dict) or not isinstance(doc.get("rows"), list):
         raise ResultsError(f"{path}: not a parity.run results file (no 'env' and 'rows')")
     version = doc["env"].get("schema_version")
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
         raise ResultsError(f"{path}: schema_version {version!r}; this tool reads up to {SCHEMA_VERSION}")
     for i, r in enumerate(doc["rows"]):
-        missing = [k for k in ("workload", "framework", "variant", "device", "replicas", "median_s", "verified")
-                   if k not in r]  # fmt: skip
-        if missing:
-            raise ResultsError(f"{path}: row {i} lacks {', '.join(missing)}")
+        why = _row_problem(r)
+        if why:
+            raise ResultsError(f"{path}: row {i}: {why}")
     return doc
+
+
+def _row_problem(r) -> str | None:
+    """What makes a row unreadable, or None."""
+    if not isinstance(r, dict):
+        return f"not an object but {type(r).__name__}"
+    missing = [k for k in ROW_SCHEMA if k not in r]
+    if missing:
+        return f"lacks {', '.join(missing)}"
+    for k, types in ROW_SCHEMA.items():
+        if not isinstance(r[k], types) or (isinstance(r[k], bool) and bool not in types):
+            return f"{k} is {r[k]!r}, not {' or '.join(t.__name__ for t in types)}"
+    for k in ROW_NUMBERS:
+        if r.get(k) is not None and (not isinstance(r[k], (int, float)) or isinstance(r[k], bool)):
+            return f"{k} is {r[k]!r}, not a number"
+    if r["verified"] and not (r["median_s"] is not None and r["median_s"] > 0):
+        return f"verified, but its median_s is {r['median_s']!r}, not a time above zero"
+    return None

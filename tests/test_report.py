@@ -256,6 +256,32 @@ def test_compare_bad_input(tmp_path, capsys):
     assert compare.main([str(old), str(tmp_path / "missing.json")]) == 2
 
 
+@pytest.mark.parametrize(
+    ("row", "said"),
+    [({"median_s": float("nan")}, "NaN"), ({"median_s": float("inf")}, "Infinity"), ({"median_s": "1.0"}, "median_s"),
+     ({"median_s": None}, "median_s is None"), ({"median_s": 0.0}, "median_s is 0.0"), ({"replicas": "8"}, "replicas"),
+     ({"flops": "8e10"}, "flops"), ({"verified": "no"}, "verified"), ({"median_s": True}, "median_s")],
+)  # fmt: skip
+def test_malformed_rows_are_one_line_never_ok(tmp_path, capsys, row, said):
+    # a CI gate that passes garbage is worse than none: NaN, wrong types, a zero time are unreadable input (2)
+    good = _write(tmp_path, "good.json", _doc([_row()]))
+    bad = _write(tmp_path, "bad.json", _doc([_row(**row)]))
+    for old, new in ((good, bad), (bad, good)):
+        assert compare.main([str(old), str(new)]) == 2
+        err = capsys.readouterr().err
+        assert said in err and "bad.json: " in err and err.count("\n") == 1
+    assert report.report_main([str(bad)]) == 2
+    assert said in capsys.readouterr().err
+
+
+def test_rows_that_are_not_objects_are_refused(tmp_path, capsys):
+    doc = _doc([])
+    doc["rows"] = [["conv", "tf"]]
+    bad = _write(tmp_path, "bad.json", doc)
+    assert compare.main([str(bad), str(bad)]) == 2
+    assert "not an object" in capsys.readouterr().err
+
+
 def test_threshold_parsing():
     assert compare.threshold("10%") == pytest.approx(0.10)
     assert compare.threshold("2.5") == pytest.approx(0.025)
