@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
 
 from parity.environment import SCHEMA_VERSION
@@ -96,17 +97,47 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
     return True
 
 
+RESULT_FILES = ("results.json", "results.csv", "results.md", "results.png")
+
+
+def check_out_dir(out: Path, names: tuple[str, ...] = RESULT_FILES) -> None:
+    """Make sure results can be written to `out` before any work is done: it is (or can be made) a writable
+    directory, and none of the files to be written is a directory. Raises OSError with one clear line."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise OSError(f"--out {out}: exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=out, prefix=".parity-probe-")
+        probe.close()
+    except OSError as e:
+        raise OSError(f"--out {out}: cannot write there ({e.strerror or e})") from None
+    for name in names:
+        if (out / name).is_dir():
+            raise OSError(f"--out {out}: {name} there is a directory; results would not fit")
+
+
 def write_all(doc: dict, out: Path) -> list[Path]:
-    """results.json, results.csv, results.md and results.png (when matplotlib is there) under `out`."""
-    paths = [out / "results.json", out / "results.csv", out / "results.md"]
-    write_json(paths[0], doc)
-    write_text(paths[1], csv_text(doc["rows"]))
-    write_text(paths[2], markdown(doc))
+    """results.json, .csv, .md and .png (when matplotlib is there and a row is verified) under `out`, as a unit:
+    every file is written to a staging folder first, so a failure leaves the previous run's files untouched,
+    and a previous run's chart is removed when this run has none."""
+    out = Path(out)
+    check_out_dir(out)
     env = doc["env"]
     title = f"{env['device']} ({env.get('host_cpu', '')}), precision {env['precision']}"
-    if chart(doc["rows"], out / "results.png", title):
-        paths.append(out / "results.png")
-    return paths
+    with tempfile.TemporaryDirectory(dir=out, prefix=".results-") as tmp:
+        stage = Path(tmp)
+        write_json(stage / "results.json", doc)
+        write_text(stage / "results.csv", csv_text(doc["rows"]))
+        write_text(stage / "results.md", markdown(doc))
+        made = ["results.json", "results.csv", "results.md"]
+        if chart(doc["rows"], stage / "results.png", title):
+            made.append("results.png")
+        if "results.png" not in made:
+            (out / "results.png").unlink(missing_ok=True)  # a stale chart must not sit beside this run's files
+        for name in made:
+            os.replace(stage / name, out / name)
+    return [out / n for n in made]
 
 
 class ResultsError(ValueError):

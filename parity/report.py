@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from parity.files import ResultsError, chart, csv_text, load_results, write_json, write_text
+from parity.files import ResultsError, chart, check_out_dir, csv_text, load_results, write_json, write_text
 from parity.tables import fmt, grid, time_cell
 from parity.workloads import ARTICLE_ROWS, WORKLOADS
 
@@ -94,6 +94,9 @@ def cross_table(rows: list[dict]) -> str:
                   "% peak", "speedup", "kind", "note"), body)  # fmt: skip
 
 
+MERGED_FILES = ("merged.json", "merged.csv", "merged.md", "merged.png")
+
+
 def report_main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -115,7 +118,9 @@ def report_main(argv: list[str] | None = None) -> int:
     try:
         baseline = parse_baseline(args.baseline) if args.baseline else None
         docs = [(str(p), load_results(p)) for p in args.files]
-    except ResultsError as e:
+        if args.out:
+            check_out_dir(args.out, MERGED_FILES)
+    except (ResultsError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     rows = merged_rows(docs, article=not args.no_article)
@@ -143,7 +148,8 @@ def report_main(argv: list[str] | None = None) -> int:
         write_json(args.out / "merged.json", {"files": [n for n, _ in docs], "rows": rows})
         write_text(args.out / "merged.csv", csv_text(measured))
         write_text(args.out / "merged.md", "```\n" + cross_table(rows) + "\n```\n")
-        chart(measured, args.out / "merged.png", "merged results")
+        if not chart(measured, args.out / "merged.png", "merged results"):
+            (args.out / "merged.png").unlink(missing_ok=True)  # never a stale chart beside these files
         print(f"wrote merged.json, merged.csv, merged.md and merged.png in {args.out}")
     return 0
 

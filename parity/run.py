@@ -204,6 +204,8 @@ def main(argv: list[str] | None = None, extra_configs: dict | None = None) -> in
     try:
         cfg = config(args)
         cfg.extra_configs = extra_configs or {}
+        if not args.list_devices and not (cfg.cluster is not None and cfg.cluster.process_id):
+            files.check_out_dir(args.out)  # before any work: hours of training must not end in a path error
         if cfg.cluster is not None and cfg.cluster.process_id is not None:
             who = f"process {cfg.cluster.process_id}: "
         if args.list_devices:

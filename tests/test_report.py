@@ -346,3 +346,44 @@ def test_bf16_row_is_judged_against_the_bf16_peak():
     harness._judge(row, roofline.accelerator_peak("gpu", "NVIDIA H200", "default"))  # 600 TFLOP/s: > TF32 peak
     assert row["verified"] and row["peak_format"] == "bf16"
     assert row["pct_peak"] == pytest.approx(100 * 600 / 989, rel=1e-3)
+
+
+@pytest.mark.parametrize("where", ["a file", "under a file", "results.json a directory"])
+def test_an_unusable_out_is_refused_before_any_work(tmp_path, capsys, where):
+    from parity import run
+
+    (tmp_path / "f").write_text("x")
+    out = {"a file": tmp_path / "f", "under a file": tmp_path / "f" / "sub", "results.json a directory": tmp_path / "d"}
+    (tmp_path / "d" / "results.json").mkdir(parents=True)
+    assert run.main(["--device", "cpu", "--quick", "--workload", "conv", "--out", str(out[where])]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --out") and err.count("\n") == 1
+    assert "measuring" not in err  # refused before the peak measurement, the first work a run does
+
+
+def _results_doc():
+    doc = _doc([_row()])
+    doc["env"].update(reps=5, min_time_s=5.0, timestamp="t", git_commit=None, python="3", host_cores=2, notes=[],
+                      skipped=[], peak=CPU.to_dict())  # fmt: skip
+    return doc
+
+
+def test_results_are_written_as_a_unit(tmp_path, monkeypatch):
+    files.write_all(_results_doc(), tmp_path)
+    before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+
+    def broken(doc):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(files, "markdown", broken)
+    with pytest.raises(OSError, match="disk full"):
+        files.write_all(_results_doc(), tmp_path)
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before  # untouched, no staging left behind
+
+
+def test_a_stale_chart_is_removed(tmp_path, monkeypatch):
+    (tmp_path / "results.png").write_bytes(b"old chart")
+    monkeypatch.setattr(files, "chart", lambda rows, path, title="": False)  # e.g. no row verified
+    paths = files.write_all(_results_doc(), tmp_path)
+    assert [p.name for p in paths] == ["results.json", "results.csv", "results.md"]
+    assert not (tmp_path / "results.png").exists()
