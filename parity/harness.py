@@ -7,6 +7,7 @@ import json
 import math
 import os
 import queue
+import signal
 import subprocess
 import sys
 import tempfile
@@ -143,17 +144,26 @@ class Worker:
                 f"{timeout_s or self.timeout_s:.0f} s; stopped it"
             ) from None
         if line is None:
-            self.proc.wait()
-            tail = self.stderr_tail()
-            why = next((hint for marks, hint in DEATH_HINTS if all(m in tail for m in marks)), "")
-            if why:  # the framework's own words, shortened
-                tail = "\n".join(tail.splitlines()[:4])
-            raise HarnessError(f"{self.label} worker died (exit code {self.proc.returncode}){why}:\n{tail}")
+            raise self._died()
         return json.loads(line)
 
+    def _died(self) -> HarnessError:
+        """Which worker died and how: its exit code or the signal that killed it, and its last words."""
+        self.proc.wait()
+        rc = self.proc.returncode
+        how = f"killed by {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() else f"exit code {rc}"
+        tail = self.stderr_tail()
+        why = next((hint for marks, hint in DEATH_HINTS if all(m in tail for m in marks)), "")
+        if why:  # the framework's own words, shortened
+            tail = "\n".join(tail.splitlines()[:4])
+        return HarnessError(f"{self.label} worker died ({how}){why}" + (f":\n{tail}" if tail else ""))
+
     def send(self, **msg) -> None:
-        self.proc.stdin.write(json.dumps(msg) + "\n")
-        self.proc.stdin.flush()
+        try:
+            self.proc.stdin.write(json.dumps(msg) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ConnectionResetError):  # it is gone: say which and how, not "Broken pipe"
+            raise self._died() from None
 
     def answer(self) -> dict:
         resp = self.recv()
@@ -165,7 +175,11 @@ class Worker:
         self.send(**msg)
         return self.answer()
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        """Ask the worker to quit (kill: stop it at once, as when the run is interrupted); remove its log."""
+        if self.proc.poll() is None and kill:
+            self.proc.kill()
+            self.proc.wait()
         if self.proc.poll() is None:
             try:
                 self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
@@ -286,6 +300,7 @@ def _round(cfg: Config, run: _Run, replicas: int, save_dir: Path) -> None:
     run.skipped.extend(s for s in skip if s not in run.skipped)
     if not workers:
         return
+    stopped = False
     try:
         for key, h in hello.items():
             run.hello.setdefault(key, h)
@@ -301,9 +316,12 @@ def _round(cfg: Config, run: _Run, replicas: int, save_dir: Path) -> None:
                 first = not any(c["workload"] == wl for c in run.checks)
                 run.checks += [{**c, "workload": wl} for c in run.suites[wl].parity_round(
                     cfg, cfg.spec(wl), workers, hello, save_dir, run.ctxs[wl], first, log)]  # fmt: skip
+    except BaseException:  # interrupted or failed: the workers are stopped now, not asked to finish
+        stopped = True
+        raise
     finally:
         for w in workers.values():
-            w.close()
+            w.close(kill=stopped)
     if run.peak is not None and run.peak.measured_flops:  # the workers are gone: measure again, keep the best
         run.peak = roofline.remeasured(run.peak, n=2048 if cfg.quick else 4096)
         log(cfg, f"CPU peak measured again: best so far {_g(run.peak.measured_flops)} GFLOP/s")

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import math
+import signal
 import sys
 import tempfile
+import threading
 import traceback
 from pathlib import Path
 
@@ -18,6 +21,21 @@ EXAMPLES = """examples:
   python -m parity.run --device gpu --framework jax --precision highest
   python -m parity.run --list-devices              # what each framework sees (the article's first step)
 """
+
+
+def seconds(allow_zero: bool):
+    """An argparse type: a finite number of seconds, >= 0 or > 0 (inf and nan are refused, with the flag named)."""
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+        if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+            raise argparse.ArgumentTypeError(f"must be a finite number {'>=' if allow_zero else '>'} 0, got {text!r}")
+        return v
+
+    return parse
 
 
 def positive(text: str) -> int:
@@ -109,14 +127,14 @@ def _timing_flags(ap: argparse.ArgumentParser) -> None:
     )
     ap.add_argument("--reps", type=positive, default=5,
                     help="minimum timed repetitions per row; more are added until --min-time (default: 5)")
-    ap.add_argument("--min-time", type=float, metavar="S",
+    ap.add_argument("--min-time", type=seconds(allow_zero=True), metavar="S",
                     help="repeat each row until its timed calls add up to S seconds, as pytest-benchmark "
                          "calibrates (default: 5; --quick: 0.5). CNN training is timed per epoch instead")
     ap.add_argument("--max-reps", type=positive, default=200, help="cap on the calibrated repetitions (default: 200)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed calls after the first (default: 1)")
     ap.add_argument(
         "--timeout",
-        type=float,
+        type=seconds(allow_zero=False),
         default=1800.0,
         help="seconds any one worker step may take before the run is stopped (default: 1800)",
     )
@@ -136,7 +154,7 @@ def _multiprocess_flags(ap: argparse.ArgumentParser) -> None:
     mp.add_argument("--local-devices", type=int, metavar="D",
                     help="simulated CPU devices per process for JAX (env: PARITY_LOCAL_DEVICES; default 1; GPUs and "
                          "TPUs: every local one). The run's replicas are every process's devices")
-    mp.add_argument("--join-timeout", type=float, default=120.0, metavar="S",
+    mp.add_argument("--join-timeout", type=seconds(allow_zero=False), default=120.0, metavar="S",
                     help="seconds to wait for the other processes at start-up, and for a peer in a collective "
                          "(default: 120)")
 
@@ -144,10 +162,6 @@ def _multiprocess_flags(ap: argparse.ArgumentParser) -> None:
 def config(args) -> harness.Config:
     if args.warmup < 0:
         raise harness.HarnessError(f"--warmup must be >= 0, got {args.warmup}")
-    if args.min_time is not None and args.min_time < 0:
-        raise harness.HarnessError(f"--min-time must be >= 0, got {args.min_time}")
-    if args.join_timeout <= 0:
-        raise harness.HarnessError(f"--join-timeout must be > 0, got {args.join_timeout}")
     cluster = from_settings(args.coordinator, args.num_processes, args.process_id, args.local_devices,
                             args.join_timeout)  # fmt: skip
     if cluster is not None and args.replicas:
@@ -196,8 +210,27 @@ def list_devices(cfg: harness.Config) -> None:
             print(f"  {d}")
 
 
+class Terminated(BaseException):
+    """SIGTERM (kill PID, a CI cancel, parity.launch stopping a run): unwound like Ctrl-C, so that workers are
+    stopped and temporary files removed on the way out."""
+
+
+def _terminate(signum, frame):
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None, extra_configs: dict | None = None) -> int:
     """The command line; `extra_configs` ({framework: {name: env}}) adds configurations to try (benchmarks/)."""
+    if threading.current_thread() is not threading.main_thread():
+        return _main(argv, extra_configs)
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        return _main(argv, extra_configs)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _main(argv: list[str] | None, extra_configs: dict | None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
     who = ""  # in a multi-process run, which process an error comes from
@@ -219,6 +252,9 @@ def main(argv: list[str] | None = None, extra_configs: dict | None = None) -> in
     except KeyboardInterrupt:
         print("interrupted; no results written", file=sys.stderr)
         return 130
+    except Terminated:
+        print("terminated (SIGTERM); workers stopped, no results written", file=sys.stderr)
+        return 143
     except Exception:  # a bug: exit 3, so that 1 always means a finished run whose checks failed
         traceback.print_exc()
         print(f"error: {who}internal error (the traceback above); no results written", file=sys.stderr)

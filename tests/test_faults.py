@@ -1,0 +1,92 @@
+"""Faults injected into real runs: a worker killed, the run terminated, flags that cannot be honoured.
+
+Each run is told to train for 1000 epochs, so it is still busy whatever this machine's speed when the
+fault arrives; the test then waits for the run to end on its own."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+
+def _start(tmp_path: Path, *args) -> tuple[subprocess.Popen, str]:
+    tag = uuid.uuid4().hex  # in every process of this run's environment: finds its workers
+    env = dict(os.environ, PARITY_TEST_TAG=tag, TMPDIR=str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    cmd = [sys.executable, "-m", "parity.run", "--device", "cpu", "--quick", "--workload", "cnn", "--replicas", "1",
+           "--epochs", "1000", "--out", str(tmp_path / "out"), *args]  # fmt: skip
+    return subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env), tag
+
+
+def _wait_for(proc: subprocess.Popen, text: str) -> list[str]:
+    """stderr lines until one contains `text` (the run's progress), or the run's end."""
+    seen = []
+    for line in proc.stderr:
+        seen.append(line)
+        if text in line:
+            return seen
+    pytest.fail(f"the run ended before {text!r}:\n{''.join(seen[-20:])}")
+
+
+def _processes(tag: str) -> dict[int, str]:
+    """pid -> command line of the live processes carrying this run's tag."""
+    found = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            if f"PARITY_TEST_TAG={tag}".encode() in (d / "environ").read_bytes():
+                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+                if "(zombie)" not in (d / "status").read_text():
+                    found[int(d.name)] = cmd
+        except OSError:
+            continue
+    return found
+
+
+def _gone(tag: str, within_s: float = 30) -> bool:
+    end = time.monotonic() + within_s
+    while time.monotonic() < end:
+        if not _processes(tag):
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def test_a_killed_worker_is_named_with_its_signal(tmp_path):
+    proc, tag = _start(tmp_path)
+    _wait_for(proc, "first epoch (seed 0) JAX")
+    jax = [pid for pid, cmd in _processes(tag).items() if "parity.worker" in cmd and "--framework jax" in cmd]
+    assert len(jax) == 1
+    os.kill(jax[0], signal.SIGKILL)
+    err = proc.stderr.read()
+    assert proc.wait(120) == 2
+    assert "error: JAX worker died (killed by SIGKILL)" in err and "Broken pipe" not in err
+    assert _gone(tag)
+
+
+def test_sigterm_stops_the_workers_and_leaves_no_files(tmp_path):
+    proc, tag = _start(tmp_path)
+    _wait_for(proc, "first epoch (seed 0) JAX")
+    assert sum("parity.worker" in cmd for cmd in _processes(tag).values()) == 2
+    proc.send_signal(signal.SIGTERM)
+    err = proc.stderr.read()
+    assert proc.wait(120) == 143
+    assert "terminated (SIGTERM)" in err
+    assert _gone(tag)  # both workers stopped
+    assert not [p.name for p in (tmp_path / "tmp").iterdir() if p.name.startswith("parity-")]  # temp dir, logs
+    assert not (tmp_path / "out" / "results.json").exists()
+
+
+@pytest.mark.parametrize(("flag", "value"), [("--min-time", "inf"), ("--min-time", "nan"), ("--timeout", "-1"),
+                                             ("--timeout", "0"), ("--join-timeout", "0")])  # fmt: skip
+def test_float_flags_are_refused_at_once_with_their_name(flag, value):
+    p = subprocess.run([sys.executable, "-m", "parity.run", "--quick", flag, value], capture_output=True, text=True,
+                       timeout=60)  # fmt: skip
+    assert p.returncode == 2
+    assert f"argument {flag}:" in p.stderr and "finite number" in p.stderr
