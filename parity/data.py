@@ -6,6 +6,7 @@ Pixels stay raw 0..255 (float32 when used), as the notebook fed them: the first 
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import struct
 import subprocess
@@ -50,25 +51,36 @@ class Dataset:
             return cls(f["x_train"], f["y_train"], f["x_test"], f["y_test"], str(f["source"]))
 
 
-def read_idx(path: Path) -> np.ndarray:
-    """One gzipped IDX file (unsigned bytes). Raises DataError on a truncated or corrupt file."""
+MAX_IDX_BYTES = 60000 * 28 * 28  # the largest Fashion-MNIST file's body; a header asking for more is refused
+
+
+def read_idx(path: Path, max_bytes: int = MAX_IDX_BYTES) -> np.ndarray:
+    """One gzipped IDX file (unsigned bytes). Raises DataError on a truncated or corrupt file.
+
+    The header is read first and the body never beyond what it declares (at most `max_bytes`), so a small
+    file that unpacks to gigabytes is refused without unpacking it."""
     try:
         with gzip.open(path, "rb") as f:
-            raw = f.read()
+            head = f.read(4)
+            if len(head) < 4:
+                raise DataError(f"{path}: truncated ({len(head)} bytes, no IDX header)")
+            zero, dtype, ndim = struct.unpack(">HBB", head)
+            if zero != 0 or dtype != 0x08 or not 1 <= ndim <= 4:
+                raise DataError(f"{path}: not an unsigned-byte IDX file (magic {head.hex()})")
+            dims = f.read(4 * ndim)
+            if len(dims) < 4 * ndim:
+                raise DataError(f"{path}: truncated header")
+            shape = struct.unpack(f">{ndim}I", dims)
+            need = math.prod(shape)  # Python integers: no int64 wrap-around to a small number
+            if need > max_bytes:
+                raise DataError(f"{path}: header says {shape} = {need} bytes, more than Fashion-MNIST's "
+                                f"{max_bytes}: not this data set")  # fmt: skip
+            body = f.read(need + 1)  # one more byte than declared shows a file longer than its header says
     except (OSError, EOFError, gzip.BadGzipFile) as e:
         raise DataError(f"{path}: not a readable gzip file ({type(e).__name__}: {e})") from None
-    if len(raw) < 4:
-        raise DataError(f"{path}: truncated ({len(raw)} bytes, no IDX header)")
-    zero, dtype, ndim = struct.unpack(">HBB", raw[:4])
-    if zero != 0 or dtype != 0x08 or not 1 <= ndim <= 4:
-        raise DataError(f"{path}: not an unsigned-byte IDX file (magic {raw[:4].hex()})")
-    if len(raw) < 4 + 4 * ndim:
-        raise DataError(f"{path}: truncated header")
-    shape = struct.unpack(f">{ndim}I", raw[4 : 4 + 4 * ndim])
-    need = int(np.prod(shape))
-    body = raw[4 + 4 * ndim :]
     if len(body) != need:
-        raise DataError(f"{path}: header says {shape} = {need} bytes, file holds {len(body)}: truncated or corrupt")
+        held = "more" if len(body) > need else len(body)
+        raise DataError(f"{path}: header says {shape} = {need} bytes, file holds {held}: truncated or corrupt")
     return np.frombuffer(body, np.uint8).reshape(shape)
 
 
@@ -154,7 +166,12 @@ def load(data: str, data_dir: str | None, train_size: int = 60000, test_size: in
     """
     if data == "synthetic":
         return synthetic(train_size, test_size), "synthetic data (asked for)"
-    if data_dir and all((Path(data_dir) / f).exists() for f in IDX_FILES.values()):
+    present = [f for f in IDX_FILES.values() if data_dir and (Path(data_dir) / f).exists()]
+    if present and len(present) < len(IDX_FILES):  # a partial set is a mistake to report, never a reason to fall back
+        missing = [f for f in IDX_FILES.values() if f not in present]
+        raise DataError(f"{data_dir}: has {len(present)} of the 4 Fashion-MNIST IDX files; missing "
+                        f"{', '.join(missing)}")
+    if present:
         return load_idx(Path(data_dir)), f"Fashion-MNIST from IDX files in {data_dir}"
     try:
         return _tfds_in_child(data_dir), f"Fashion-MNIST from TFDS ({data_dir or 'default data dir'})"

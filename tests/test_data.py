@@ -52,6 +52,31 @@ def test_wrong_magic_is_a_clear_error(idx_dir):
         data.load("auto", str(idx_dir))
 
 
+@pytest.mark.parametrize("mode", ["auto", "real"])
+def test_a_partial_set_of_idx_files_names_the_missing_one(idx_dir, mode):
+    (idx_dir / "t10k-labels-idx1-ubyte.gz").unlink()
+    with pytest.raises(data.DataError, match="3 of the 4 .* missing t10k-labels-idx1-ubyte.gz"):
+        data.load(mode, str(idx_dir))
+
+
+@pytest.mark.parametrize("dims", [(60001, 28, 28), (65536, 65536, 65536, 65536)])
+def test_a_gzip_bomb_is_refused_from_its_header(tmp_path, dims):
+    # 65536^4 wraps NumPy's int64 product to 0; the header is checked with Python integers, before any body
+    p = tmp_path / "bomb.gz"
+    with gzip.open(p, "wb") as f:
+        f.write(struct.pack(">HBB", 0, 0x08, len(dims)) + struct.pack(f">{len(dims)}I", *dims))
+        f.write(bytes(2**20))  # a megabyte of zeros: the body is never read this far
+    with pytest.raises(data.DataError, match="more than Fashion-MNIST's"):
+        data.read_idx(p)
+
+
+def test_a_body_longer_than_its_header_is_refused(idx_dir):
+    p = idx_dir / "train-labels-idx1-ubyte.gz"
+    p.write_bytes(gzip.compress(gzip.decompress(p.read_bytes()) + b"\x01"))
+    with pytest.raises(data.DataError, match="holds more"):
+        data.read_idx(p)
+
+
 def test_absent_real_data_says_how_to_provide_it(tmp_path):
     with pytest.raises(data.DataError, match="--data-dir"):
         data.load("real", str(tmp_path))
