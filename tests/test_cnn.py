@@ -243,3 +243,41 @@ def test_accuracy_check_compares_seed_means_and_refuses_short_runs():
     short = [dict(r, spec={"epochs": 1, "steps_per_epoch": 10}) for r in rows]
     (c,) = checks.accuracy(short, band=0.05)
     assert c["passed"] is None and "not judged" in c["detail"]
+
+
+def _npz(path, arrays: dict[str, bytes]):
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        for name, raw in arrays.items():
+            z.writestr(f"{name}.npy", raw)
+
+
+def _npy(shape, dtype="<f4", body=b"") -> bytes:
+    import io
+
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, {"descr": dtype, "fortran_order": False, "shape": shape})
+    return buf.getvalue() + body
+
+
+@pytest.mark.parametrize("case", ["bad crc", "pickle", "huge header", "short body", "not a zip"])
+def test_a_bad_weight_file_is_one_valueerror_naming_it(tmp_path, case):
+    from parity.api import load_npz, save_npz
+
+    p = tmp_path / "w.npz"
+    if case == "bad crc":
+        save_npz([np.arange(1000, dtype=np.float32)], p)
+        raw = bytearray(p.read_bytes())
+        raw[200] ^= 0xFF  # inside the stored array's bytes
+        p.write_bytes(bytes(raw))
+    elif case == "pickle":
+        _npz(p, {"w000": _npy((1,), "|O", b"cos\nsystem\n(S'echo pwned'\ntR.")})
+    elif case == "huge header":
+        _npz(p, {"w000": _npy((2**20, 2**20), body=b"\0" * 64)})
+    elif case == "short body":
+        _npz(p, {"w000": _npy((100,), body=b"\0" * 40)})
+    else:
+        p.write_bytes(b"PK not really")
+    with pytest.raises(ValueError, match=str(p)):
+        load_npz(p)
