@@ -91,6 +91,8 @@ def load_idx(directory: Path) -> Dataset:
         x, y = arrays[f"x_{split}"], arrays[f"y_{split}"]
         if x.ndim != 3 or x.shape[1:] != (28, 28) or y.shape != (x.shape[0],):
             raise DataError(f"{directory}: {split} images {x.shape} and labels {y.shape} are not Fashion-MNIST")
+        if not len(x):
+            raise DataError(f"{directory}: the {split} set holds no images")
         if y.max(initial=0) > 9:
             raise DataError(f"{directory}: {split} labels outside 0..9")
     return Dataset(arrays["x_train"][..., None], arrays["y_train"].astype(np.int32), arrays["x_test"][..., None],

@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 
 from parity import roofline
-from parity.api import check_divisible
 from parity.cluster import Cluster
 from parity.oracle import errors
 from parity.workloads import WORKLOADS, RowKind
@@ -39,6 +38,14 @@ DEATH_HINTS = (
 
 class HarnessError(RuntimeError):
     """A run that cannot go on; the message is the one line the user sees."""
+
+
+class WorkerBug(RuntimeError):
+    """An unexpected exception inside a worker (a bug, not a bad input): the run stops with its traceback."""
+
+    def __init__(self, message: str, traceback: str):
+        super().__init__(message)
+        self.traceback = traceback
 
 
 @dataclass
@@ -168,6 +175,8 @@ class Worker:
     def answer(self) -> dict:
         resp = self.recv()
         if "error" in resp:
+            if resp.get("bug"):
+                raise WorkerBug(f"{self.label} worker: {resp['error']}", resp.get("traceback", ""))
             raise HarnessError(f"{self.label} worker: {resp['error']}")
         return resp
 
@@ -270,9 +279,13 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
     Returns {"rows", "checks", "hello", "skipped", "notes", "peak"}.
     """
     for wl in cfg.workloads:  # before anything starts: a batch that does not split is the user's to fix
+        batch = cfg.spec(wl).batch
         for r in cfg.replica_counts():
-            if r:
-                check_divisible(cfg.spec(wl).batch, r)
+            if r and batch % r:
+                fits = [d for d in (1, 2, 4, 8, 16, 32) if batch % d == 0]
+                how = "a --batch that divides, or " if "global_batch" in WORKLOADS[wl].options else ""
+                raise HarnessError(f"{wl}: global batch {batch} does not divide by {r} replicas; choose {how}"
+                                   f"--replicas among {', '.join(map(str, fits))}")  # fmt: skip
     suites = {wl: importlib.import_module(WORKLOADS[wl].suite) for wl in cfg.workloads if WORKLOADS[wl].suite}
     run = _Run(suites, {wl: {} for wl in cfg.workloads})
     if cfg.cluster is not None:

@@ -33,6 +33,9 @@ from parity.timing import Timer
 from parity.workloads import row_kind
 
 IMPLS = {"jax": "jax_impl", "tf": "tf_impl"}
+# Exceptions that mean this code is wrong, not the input or the machine: the run ends with exit 3 and the
+# traceback. A framework's own runtime errors (a peer gone, a device refusing) stay one line and exit 2.
+PROGRAMMING_ERRORS = (LookupError, TypeError, AttributeError, NameError, ArithmeticError, AssertionError)
 DIST = {"jax": ("jax", "jaxlib", "flax", "optax"), "tf": ("tensorflow", "tensorflow-cpu", "keras")}
 
 
@@ -80,7 +83,8 @@ def serve(args, out) -> None:
         try:
             say(_answer(impl, devices, args, timers, req))
         except Exception as e:
-            say({"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()})
+            say({"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc(),
+                 "bug": isinstance(e, PROGRAMMING_ERRORS)})  # fmt: skip
 
 
 def _answer(impl, devices, args, timers: dict, req: dict) -> dict:

@@ -77,6 +77,13 @@ def test_a_body_longer_than_its_header_is_refused(idx_dir):
         data.read_idx(p)
 
 
+def test_an_empty_test_set_is_a_data_error(idx_dir):
+    write_idx(idx_dir / "t10k-images-idx3-ubyte.gz", np.zeros((0, 28, 28)))
+    write_idx(idx_dir / "t10k-labels-idx1-ubyte.gz", np.zeros(0))
+    with pytest.raises(data.DataError, match="the test set holds no images"):
+        data.load("real", str(idx_dir))
+
+
 def test_absent_real_data_says_how_to_provide_it(tmp_path):
     with pytest.raises(data.DataError, match="--data-dir"):
         data.load("real", str(tmp_path))

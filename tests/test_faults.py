@@ -90,3 +90,30 @@ def test_float_flags_are_refused_at_once_with_their_name(flag, value):
                        timeout=60)  # fmt: skip
     assert p.returncode == 2
     assert f"argument {flag}:" in p.stderr and "finite number" in p.stderr
+
+
+def test_epochs_below_two_are_refused_with_the_reason():
+    p = subprocess.run([sys.executable, "-m", "parity.run", "--quick", "--epochs", "1"], capture_output=True,
+                       text=True, timeout=60)  # fmt: skip
+    assert p.returncode == 2 and "argument --epochs: must be >= 2" in p.stderr
+
+
+def test_a_replica_count_given_twice_is_measured_once():
+    from parity import run
+
+    assert run.config(run.parser().parse_args(["--replicas", "1", "8", "1"])).replicas == (1, 8)
+
+
+def test_a_bug_inside_a_worker_is_exit_3_with_its_traceback():
+    from parity import harness
+
+    w = harness.Worker("jax", "cpu", 1, "default", 120)
+    try:
+        assert w.recv(120)["status"] == "ready"
+        with pytest.raises(harness.WorkerBug) as e:
+            w.ask(cmd="call", fn="no_such_request")  # a KeyError in the worker: its code, not the input
+        assert "KeyError" in str(e.value) and "Traceback" in e.value.traceback
+        with pytest.raises(harness.HarnessError, match="unknown command"):
+            w.ask(cmd="no_such_command")  # answered, not a crash: the worker goes on
+    finally:
+        w.close()
