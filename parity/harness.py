@@ -95,7 +95,8 @@ class Worker:
     """A `parity.worker` process for one framework on one device set."""
 
     def __init__(self, framework: str, device: str, replicas: int, precision: str, timeout_s: float,
-                 config: str = "default", config_env: dict | None = None, cluster: Cluster | None = None):  # fmt: skip
+                 config: str = "default", config_env: dict | None = None, cluster: Cluster | None = None,
+                 tmp_dir: Path | None = None):  # fmt: skip
         self.framework, self.timeout_s, self.config = framework, timeout_s, config
         self.config_env = config_env or {}
         self.label = FRAMEWORK_NAMES[framework] + ("" if config == "default" else f" ({config})")
@@ -103,6 +104,8 @@ class Worker:
         for k, v in self.config_env.items():  # appended to the user's own flags, never replacing them
             env[k] = f"{env[k]} {v}".strip() if k == "XLA_FLAGS" and k in env else v
         # Both workers live at once: neither may grab the whole accelerator's memory up front.
+        if tmp_dir is not None:  # what the frameworks write (autograph's generated files) goes with the run's files
+            env["TMPDIR"] = str(tmp_dir)
         env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
         env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
         self.env = env  # what the worker runs with
@@ -200,7 +203,8 @@ class Worker:
         self.log.close()
 
 
-def start_workers(cfg: Config, replicas: int) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:
+def start_workers(cfg: Config, replicas: int, tmp_dir: Path | None = None
+                  ) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:  # fmt: skip
     """Start every framework's workers at once (one per tuned configuration too); returns (ready workers,
     their hello, skipped notes), keyed 'tf', 'jax', 'jax+ynn', ...
 
@@ -210,7 +214,7 @@ def start_workers(cfg: Config, replicas: int) -> tuple[dict[str, Worker], dict[s
     def cluster(k: int):  # multi-process: each configuration's workers meet at a coordinator port of their own
         return cfg.cluster.for_config(k) if cfg.cluster else None
 
-    workers = {fw: Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, cluster=cluster(0))
+    workers = {fw: Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, cluster=cluster(0), tmp_dir=tmp_dir)
                for fw in cfg.frameworks}  # fmt: skip
     ready, hello, skipped = _await_workers(cfg, workers)
     if cfg.tuned:  # each implementation names its own process-wide settings in its hello
@@ -219,7 +223,7 @@ def start_workers(cfg: Config, replicas: int) -> tuple[dict[str, Worker], dict[s
             configs = {**hello[fw].get("tuned_configs", {}), **cfg.extra_configs.get(fw, {})}
             for k, (name, env) in enumerate(configs.items(), 1):
                 tuned[f"{fw}+{name}"] = Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, name, env,
-                                               cluster(k))  # fmt: skip
+                                               cluster(k), tmp_dir)  # fmt: skip
         try:
             more, more_hello, _ = _await_workers(cfg, tuned)
         except BaseException:
@@ -309,7 +313,8 @@ def _round(cfg: Config, run: _Run, replicas: int, save_dir: Path) -> None:
     """Every workload at one replica count: start the workers, run the rows and the parity checks, stop them."""
     log(cfg, f"starting {', '.join(FRAMEWORK_NAMES[f] for f in cfg.frameworks)} workers on {cfg.device} "
              f"x{replicas or 'all'}")  # fmt: skip
-    workers, hello, skip = start_workers(cfg, replicas)
+    (save_dir / "tmp").mkdir(exist_ok=True)
+    workers, hello, skip = start_workers(cfg, replicas, save_dir / "tmp")
     run.skipped.extend(s for s in skip if s not in run.skipped)
     if not workers:
         return

@@ -157,4 +157,7 @@ def _terminated(signum, frame):
 
 if __name__ == "__main__":
     signal.signal(signal.SIGTERM, _terminated)
+    # A process started with SIGINT ignored (a background job of a non-interactive shell: CI runners, nohup
+    # scripts) keeps it ignored, and Ctrl-C would never reach this loop: listen to it whatever we inherited.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(main())

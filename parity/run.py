@@ -237,11 +237,14 @@ def main(argv: list[str] | None = None, extra_configs: dict | None = None) -> in
     """The command line; `extra_configs` ({framework: {name: env}}) adds configurations to try (benchmarks/)."""
     if threading.current_thread() is not threading.main_thread():
         return _main(argv, extra_configs)
-    previous = signal.signal(signal.SIGTERM, _terminate)
+    # SIGINT as Ctrl-C whatever was inherited: a run started with it ignored (a background job of a
+    # non-interactive shell) would not stop when parity.launch or a user asks
+    previous = signal.signal(signal.SIGTERM, _terminate), signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         return _main(argv, extra_configs)
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous[0])
+        signal.signal(signal.SIGINT, previous[1])
 
 
 def _main(argv: list[str] | None, extra_configs: dict | None) -> int:

@@ -192,9 +192,12 @@ def _running_in_group(group: int) -> list[int]:
 def test_interrupted_run_stops_everything(how):
     """SIGKILL to process 1 mid-run, or Ctrl-C (SIGINT) to the launcher: it stops process 0 and every
     framework worker, and says why."""
+    # 1000 epochs: still busy whatever the machine's speed when the signal comes. Started with SIGINT ignored,
+    # as a background job of a non-interactive shell (a CI runner) starts it: Ctrl-C must work all the same.
     cmd = [sys.executable, "-m", "parity.launch", "--processes", "2", "--devices-per-process", "2", "--",
-           "--framework", "jax", "--workload", "cnn", "--quick"]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+           "--framework", "jax", "--workload", "cnn", "--quick", "--epochs", "1000"]  # fmt: skip
+    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # fmt: skip
     seen, err = threading.Event(), []
 
     def read():
