@@ -26,6 +26,7 @@ from jax_impl.devices import (
     process_info,
     set_precision,
     setup_devices,
+    slowest,
     tuned_configs,
 )
 from jax_impl.matmul import matmul_variants, prepare_matmul
@@ -59,4 +60,5 @@ __all__ = [
     "set_precision",
     "tuned_configs",
     "setup_devices",
+    "slowest",
 ]

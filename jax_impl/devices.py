@@ -6,6 +6,7 @@ import os
 
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -157,6 +158,13 @@ def gather_rows(out, lead) -> np.ndarray:
     mesh = out.sharding.mesh
     got = jax.jit(lambda o: o.at[lead].get(out_sharding=NamedSharding(mesh, P())))(out)
     return np.asarray(got.addressable_data(0), np.float32)
+
+
+def slowest(seconds: float) -> float:
+    """The largest of every process's `seconds` (a collective across the run's processes; alone: itself)."""
+    if jax.process_count() == 1:
+        return float(seconds)
+    return float(np.max(multihost_utils.process_allgather(np.array([seconds], np.float64))))
 
 
 def block(out) -> None:

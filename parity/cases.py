@@ -61,7 +61,7 @@ def op_case(impl, devices, kind: RowKind, spec, variant: str, device: str, preci
                              impl.process_info(devices)["local_replicas"])  # fmt: skip
     info = {"flops": spec.flops(), "flops_unpadded": spec.flops_unpadded(), "flops_formula": type(spec).flops.__doc__,
             "min_bytes": spec.min_bytes(2 if dtype == "bfloat16" else None), "cost": p.cost}  # fmt: skip
-    return Timer(p.run, impl.block, verify), info, dict
+    return Timer(p.run, impl.block, verify, impl.slowest), info, dict
 
 
 @cache
@@ -116,7 +116,7 @@ def cnn_train_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, de
     info = {"flops": s.step_flops() * k, "flops_unpadded": s.step_flops(padded=False) * k,
             "flops_formula": CnnSpec.step_flops.__doc__,
             "min_bytes": s.step_min_bytes() * k, "images": k * b, "data": ds.source, "cost": cost}  # fmt: skip
-    return Timer(run, impl.block, verify), info, finish
+    return Timer(run, impl.block, verify, impl.slowest), info, finish
 
 
 def cnn_infer_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, device: str, precision: str, save,
@@ -132,7 +132,7 @@ def cnn_infer_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, de
     info = {"flops": cnn_forward_flops() * len(x), "flops_unpadded": cnn_forward_flops(padded=False) * len(x),
             "flops_formula": cnn_forward_flops.__doc__,
             "min_bytes": spec.infer_min_bytes(len(x)), "images": len(x), "data": ds.source, "cost": p.cost}  # fmt: skip
-    return Timer(p.run, impl.block, verify), info, dict
+    return Timer(p.run, impl.block, verify, impl.slowest), info, dict
 
 
 # Untimed requests by name: {"cmd": "call", "fn": NAME, ...} runs NAME(impl, devices, request).

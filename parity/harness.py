@@ -363,9 +363,10 @@ def _judge_all(cfg: Config, run: _Run) -> None:
 
 def multiprocess_note(cfg: Config) -> str:
     c = cfg.cluster
-    note = (f"multi-process run: {c.num_processes or 'auto'} processes (coordinator {c.coordinator}); times are "
-            f"process 0's, each row's output gathered from every process and checked; repetitions fixed at "
-            f"--reps {cfg.reps} (every process must make the same calls)")  # fmt: skip
+    note = (f"multi-process run: {c.num_processes or 'auto'} processes (coordinator {c.coordinator}); each call's "
+            f"time is the slowest process's (agreed after the call, outside the timed interval), each row's output "
+            f"gathered from every process and checked; repetitions fixed at --reps {cfg.reps} (every process must "
+            f"make the same calls)")  # fmt: skip
     if cfg.device == "cpu":
         note += ("; no % of peak: the processes' CPUs may be one machine's or several, and a peak measured "
                  "while the others start would be wrong")

@@ -54,8 +54,11 @@ class Timer:
     can interleave `rep()` calls of several Timers (or processes) so drift hits them all.
     """
 
-    def __init__(self, run: Callable[[], Any], block: Callable[[Any], None], verify: Verifier):
-        self.run, self.block, self.verify = run, block, verify
+    def __init__(self, run: Callable[[], Any], block: Callable[[Any], None], verify: Verifier,
+                 agree: Callable[[float], float] = float):  # fmt: skip
+        """agree: the time every process of a multi-process run records for a call (the implementations'
+        `slowest`, a small collective made after the timed interval); in one process, the time itself."""
+        self.run, self.block, self.verify, self.agree = run, block, verify, agree
         self.m = Measurement()
 
     def warm(self) -> float | None:
@@ -70,9 +73,12 @@ class Timer:
             errs = self.verify(out)
         except Invalid as e:
             self.m.invalid = str(e)
-            return None
+            errs = None
         finally:
             del out
+        dt = self.agree(dt)  # every process takes part, whatever its own verdict
+        if errs is None:
+            return None
         self.m.last = errs
         for k, v in errs.items():
             if k.startswith("max_"):

@@ -11,20 +11,41 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
 from parity import cluster as cl  # noqa: E402
+from parity.timing import Timer  # noqa: E402
 from parity.workloads import WORKLOADS  # noqa: E402
 
 STEPS, BATCH = 3, 16
 
 
+SLOW_S = 0.3  # how much longer process 1's calls take in the 'timing' case
+
+
 def case(impl, devices, workload: str, variant: str) -> dict[str, np.ndarray]:
-    """The outputs one variant gives, keyed 'variant/...'."""
+    """The outputs one variant gives, keyed 'variant/...'. 'timing': the conv timed by parity's Timer with
+    process 1 made slower on purpose; the times every process recorded."""
     v, result = variant, {}
+    if workload == "timing":
+        spec = WORKLOADS["conv"].quick
+        p = impl.prepare_conv(v, *spec.inputs(), devices, spec.stride, spec.padding)
+        me = impl.process_info(devices)["process_id"]
+
+        def run():
+            time.sleep(SLOW_S if me == 1 else 0.0)
+            return p.run()
+
+        t = Timer(run, impl.block, lambda out: {}, impl.slowest)
+        t.first()
+        for _ in range(3):
+            t.rep()
+        result[f"{v}/times"] = np.array(t.m.times)
+        return result
     if workload == "conv":
         spec = WORKLOADS["conv"].quick
         images, kernels = spec.inputs()
@@ -47,7 +68,7 @@ def case(impl, devices, workload: str, variant: str) -> dict[str, np.ndarray]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--framework", choices=("jax", "tf"), required=True)
-    ap.add_argument("--workload", choices=("conv", "cnn"), required=True)
+    ap.add_argument("--workload", choices=("conv", "cnn", "timing"), required=True)
     ap.add_argument("--replicas", type=int, default=0)
     ap.add_argument("--variants", required=True, help="comma-separated")
     ap.add_argument("--out", required=True)

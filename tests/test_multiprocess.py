@@ -188,6 +188,16 @@ def _running_in_group(group: int) -> list[int]:
     return [p for p, state, _p, g in _processes() if g == group and state != "Z"]
 
 
+@pytest.mark.parametrize(("framework", "variant"), [("jax", "shard_map"), ("tf", "strategy")])
+def test_a_slower_process_shows_in_every_time(tmp_path, framework, variant):
+    # process 1 sleeps SLOW_S in each call: process 0, which reports, must record at least that
+    from multiproc_case import SLOW_S
+
+    got = launched_case(tmp_path, framework, "timing", variant, 2, 1)
+    times = got[f"{variant}/times"]
+    assert len(times) == 3 and times.min() >= SLOW_S, times
+
+
 @pytest.mark.parametrize("how", ["kill process 1", "Ctrl-C"])
 def test_interrupted_run_stops_everything(how):
     """SIGKILL to process 1 mid-run, or Ctrl-C (SIGINT) to the launcher: it stops process 0 and every

@@ -30,6 +30,7 @@ from tf_impl.devices import (
     process_info,
     set_precision,
     setup_devices,
+    slowest,
     tuned_configs,
 )
 from tf_impl.matmul import matmul_variants, prepare_matmul
@@ -63,4 +64,5 @@ __all__ = [
     "set_precision",
     "tuned_configs",
     "setup_devices",
+    "slowest",
 ]

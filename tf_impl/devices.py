@@ -154,6 +154,15 @@ def multiworker() -> tf.distribute.Strategy | None:
     return _state.get("multiworker")
 
 
+def slowest(seconds: float) -> float:
+    """The largest of every worker's `seconds` (a collective across the run's workers; alone: itself)."""
+    s = _state.get("multiworker")
+    if s is None:
+        return float(seconds)
+    each = s.run(lambda: tf.constant([seconds], tf.float64))
+    return float(tf.reduce_max(s.gather(each, axis=0)))
+
+
 def gather_rows(out, idx) -> np.ndarray:
     """Global batch rows `idx` of a per-replica output, on every worker (a collective: each worker
     contributes the rows its replicas hold, zeros elsewhere, summed exactly across workers)."""
