@@ -206,8 +206,11 @@ def test_interrupted_run_stops_everything(how):
     # as a background job of a non-interactive shell (a CI runner) starts it: Ctrl-C must work all the same.
     cmd = [sys.executable, "-m", "parity.launch", "--processes", "2", "--devices-per-process", "2", "--",
            "--framework", "jax", "--workload", "cnn", "--quick", "--epochs", "1000"]  # fmt: skip
-    proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))  # fmt: skip
+    ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited across exec, as a shell's & does
+    try:
+        proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    finally:
+        signal.signal(signal.SIGINT, ignored)
     seen, err = threading.Event(), []
 
     def read():
