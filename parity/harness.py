@@ -329,7 +329,7 @@ def _round(cfg: Config, run: _Run, replicas: int, save_dir: Path) -> None:
         for wl in cfg.workloads:
             for kind in WORKLOADS[wl].kinds:
                 for k in range(cfg.seeds if kind.seeded else 1):
-                    run.rows += _run_kind(cfg, wl, kind, workers, hello, save_dir, run.ctxs[wl], run.said, k)
+                    run.rows += _run_kind(cfg, run, wl, kind, workers, hello, save_dir, k)
             if wl in run.suites:
                 first = not any(c["workload"] == wl for c in run.checks)
                 run.checks += [{**c, "workload": wl} for c in run.suites[wl].parity_round(
@@ -394,15 +394,15 @@ def _judge(row: dict, peak) -> None:
     row["compiler_flops_ratio"], row["compiler_flops_ratio_unpadded"] = roofline.compiler_ratios(row)
 
 
-def _run_kind(cfg: Config, wl: str, kind: RowKind, workers: dict[str, Worker], hello: dict, save_dir: Path,
-              ctx: dict, said: dict, seed_offset: int = 0) -> list[dict]:  # fmt: skip
+def _run_kind(cfg: Config, run: _Run, wl: str, kind: RowKind, workers: dict[str, Worker], hello: dict,
+              save_dir: Path, seed_offset: int = 0) -> list[dict]:  # fmt: skip
     """One row kind of a workload: every worker's variants, first calls one at a time, then interleaved
     timed repetitions, then the rows."""
-    suite = importlib.import_module(WORKLOADS[wl].suite) if WORKLOADS[wl].suite else None
+    suite = run.suites.get(wl)
     spec, extra, tag = cfg.spec(wl), {}, ""
     if suite:
-        spec, extra, tag = suite.case_args(spec, seed_offset, workers, save_dir, ctx)
-    cases = _cases(cfg, kind, workers, hello, tag, said)
+        spec, extra, tag = suite.case_args(spec, seed_offset, workers, save_dir, run.ctxs[wl])
+    cases = _cases(cfg, kind, workers, hello, tag, run.said)
     if not cases:
         return []
     first_s = {}
