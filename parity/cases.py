@@ -76,17 +76,20 @@ def _cnn_model(impl, s: CnnSpec, weights: str, dropout: bool = True):
 
 
 def cnn_train_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, device: str, precision: str, save,
-                   data, weights):  # fmt: skip
+                   data, weights, validate: str = "none"):  # fmt: skip
     """One epoch per timed call (steps_per_epoch global batches in the notebook's order).
 
     Slicing the epoch's batches out of the uint8 arrays, as the notebook's generator did, is part of
-    the timed epoch (milliseconds against seconds of training).
+    the timed epoch (milliseconds against seconds of training). validate: 'epoch' evaluates on the test
+    set after every epoch, as Keras's fit(validation_data=...) does, 'end' once after the last, 'none' never;
+    always outside the timed interval (the Timer times the call and its synchronisation, then verifies).
     """
     s, ds = spec, _dataset(data)
     k, b = s.steps_per_epoch, s.global_batch
     offsets = batch_offsets(s.seed, s.epochs * k, len(ds.x_train), b)
     trainer = impl.make_trainer(_cnn_model(impl, s, weights), devices, variant, s.learning_rate, s.adam_epsilon, s.seed)
     epoch = [0]
+    history: list[dict] = []  # one entry per epoch, first (compiling) epoch included, as Keras's History
 
     def run():
         e = epoch[0]
@@ -103,11 +106,23 @@ def cnn_train_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, de
         local = impl.process_info(devices)["local_replicas"]
         if len(where) != local or any(not w.startswith(device + ":") for w in where):
             raise Invalid(f"trained on {where}, expected {local} {device} device(s) in this process")
-        return {"loss": float(steps[-1, 0]), "accuracy": float(steps[-1, 1])}
+        figures = {"loss": float(steps[-1, 0]), "accuracy": float(steps[-1, 1])}
+        if validate == "epoch":
+            ev = trainer.evaluate(ds.x_test, ds.y_test)
+            history.append({"epoch": epoch[0], "loss": float(steps[:, 0].mean()),  # the epoch's mean, as Keras's
+                            "accuracy": float(steps[:, 1].mean()), "val_loss": ev["loss"],
+                            "val_accuracy": ev["accuracy"]})  # fmt: skip
+            figures.update(val_loss=ev["loss"], val_accuracy=ev["accuracy"])
+        return figures
 
     def finish():
-        ev = trainer.evaluate(ds.x_test, ds.y_test)
-        return {"test_loss": ev["loss"], "test_accuracy": ev["accuracy"], "epochs_run": epoch[0]}
+        if validate == "epoch" and history:
+            return {"test_loss": history[-1]["val_loss"], "test_accuracy": history[-1]["val_accuracy"],
+                    "history": history, "epochs_run": epoch[0]}  # fmt: skip
+        if validate == "end":
+            ev = trainer.evaluate(ds.x_test, ds.y_test)
+            return {"test_loss": ev["loss"], "test_accuracy": ev["accuracy"], "epochs_run": epoch[0]}
+        return {"epochs_run": epoch[0]}
 
     def cost():
         flops, source = trainer.step_cost()
@@ -120,7 +135,7 @@ def cnn_train_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, de
 
 
 def cnn_infer_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, device: str, precision: str, save,
-                   data, weights):  # fmt: skip
+                   data, weights, **_):  # fmt: skip
     """Inference on one global batch of test images, checked against the float64 forward pass."""
     ds = _dataset(data)
     x = ds.x_test[: spec.global_batch].astype(np.float32)

@@ -97,7 +97,44 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
     return True
 
 
-RESULT_FILES = ("results.json", "results.csv", "results.md", "results.png")
+def history_chart(rows: list[dict], path: Path, title: str = "") -> bool:
+    """A PNG of validation accuracy against epoch for every training row with a per-epoch history, TF and
+    JAX on one plot (colour: framework; line style: variant). False (nothing written) when there is none."""
+    hist = [r for r in rows if r.get("history")]
+    if not hist:
+        return False
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    colors, styles = {"tf": "tab:orange", "jax": "tab:blue"}, ["-", "--", ":", "-."]
+    seen: dict[str, int] = {}
+    for r in hist:
+        style = styles[seen.setdefault(f"{r['variant']}", len(seen)) % len(styles)]
+        epochs = [h["epoch"] for h in r["history"]]
+        label = f"{r['framework']} {r['variant']} x{r['replicas']}" + (f" seed {r['seed']}" if r.get("seed") else "")
+        ax.plot(epochs, [h["val_accuracy"] for h in r["history"]], style, marker="o", markersize=3,
+                color=colors.get(r["framework"], "tab:gray"), label=label)  # fmt: skip
+    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("validation accuracy")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title(title or "validation accuracy per epoch", fontsize=10)
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.stem}.tmp.png")
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return True
+
+
+RESULT_FILES = ("results.json", "results.csv", "results.md", "results.png", "results_history.png")
 
 
 def check_out_dir(out: Path, names: tuple[str, ...] = RESULT_FILES) -> None:
@@ -118,7 +155,8 @@ def check_out_dir(out: Path, names: tuple[str, ...] = RESULT_FILES) -> None:
 
 
 def write_all(doc: dict, out: Path) -> list[Path]:
-    """results.json, .csv, .md and .png (when matplotlib is there and a row is verified) under `out`, as a unit:
+    """results.json, .csv, .md, .png (when matplotlib is there and a row is verified) and results_history.png
+    (when a training row was validated per epoch) under `out`, as a unit:
     every file is written to a staging folder first, so a failure leaves the previous run's files untouched,
     and a previous run's chart is removed when this run has none."""
     out = Path(out)
@@ -133,8 +171,11 @@ def write_all(doc: dict, out: Path) -> list[Path]:
         made = ["results.json", "results.csv", "results.md"]
         if chart(doc["rows"], stage / "results.png", title):
             made.append("results.png")
-        if "results.png" not in made:
-            (out / "results.png").unlink(missing_ok=True)  # a stale chart must not sit beside this run's files
+        if history_chart(doc["rows"], stage / "results_history.png", f"validation accuracy per epoch: {title}"):
+            made.append("results_history.png")
+        for name in ("results.png", "results_history.png"):
+            if name not in made:
+                (out / name).unlink(missing_ok=True)  # a stale chart must not sit beside this run's files
         for name in made:
             os.replace(stage / name, out / name)
     return [out / n for n in made]
@@ -148,6 +189,7 @@ class ResultsError(ValueError):
 # A verified row's median_s must also be a finite time above zero; NaN and Infinity are refused anywhere.
 ROW_SCHEMA = {"workload": (str,), "framework": (str,), "variant": (str,), "device": (str,), "replicas": (int,),
               "verified": (bool,), "median_s": (int, float, type(None))}  # fmt: skip
+HISTORY_KEYS = ("epoch", "loss", "accuracy", "val_loss", "val_accuracy")  # one epoch of a row's history
 ROW_NUMBERS = ("iqr_s", "compile_s", "first_epoch_s", "flops", "gflops_per_s", "pct_peak", "images_per_s")
 
 
@@ -191,6 +233,11 @@ def _row_problem(r) -> str | None:
     for k in ROW_NUMBERS:
         if r.get(k) is not None and (not isinstance(r[k], (int, float)) or isinstance(r[k], bool)):
             return f"{k} is {r[k]!r}, not a number"
+    hist = r.get("history")
+    if hist is not None and not (isinstance(hist, list) and all(
+            isinstance(h, dict) and all(isinstance(h.get(k), (int, float)) and not isinstance(h.get(k), bool)
+                                        for k in HISTORY_KEYS) for h in hist)):  # fmt: skip
+        return f"history is not a list of epochs with {', '.join(HISTORY_KEYS)}"
     if r["verified"] and not (r["median_s"] is not None and r["median_s"] > 0):
         return f"verified, but its median_s is {r['median_s']!r}, not a time above zero"
     return None

@@ -66,10 +66,12 @@ class Config:
     progress: bool = True
     data: str = "auto"
     data_dir: str | None = None
+    validate: str = "auto"  # a trained workload's evaluation: 'epoch', 'end', 'none', or 'auto' (its suite decides)
     overrides: dict = field(default_factory=dict)  # spec fields from the command line (global_batch, epochs, ...)
     parity_steps: int = 20
     seeds: int = 1  # CNN training runs per variant (init, dropout and batch order seeded differently)
     cluster: Cluster | None = None  # one process of a multi-process run (parity.cluster); None: the only one
+    command: tuple[str, ...] = ("python", "-m", "parity.run")  # how this run was started, for advice to rerun
 
     def spec(self, wl: str):
         """The workload's spec for this run: --quick, the device's default schedule, then overrides."""
@@ -89,6 +91,14 @@ class Config:
 def log(cfg: Config, msg: str) -> None:
     if cfg.progress:
         print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def warn(cfg: Config, lines: list[str]) -> None:
+    """A boxed warning on stderr, --quiet or not, about what the run measures (process 0 only)."""
+    if cfg.cluster is not None and cfg.cluster.process_id:
+        return
+    bar = "=" * max(len(ln) for ln in lines)
+    print("\n".join([bar, *lines, bar]), file=sys.stderr, flush=True)
 
 
 class Worker:
@@ -415,9 +425,8 @@ def _run_kind(cfg: Config, run: _Run, wl: str, kind: RowKind, workers: dict[str,
         log(cfg, f"  INVALID: {resp['invalid']}" if resp["invalid"] else
                  f"  first call {resp['compile_s']:.3f} s, output verified")  # fmt: skip
     _timed_reps(cfg, kind, spec, cases, workers, first_s)
-    evaluate = suite.wants_evaluation(spec) if suite and kind.epochs else True
     for c in cases:  # untimed: every worker at once, each answering in order
-        workers[c.worker].send(cmd="result", id=c.key, evaluate=evaluate)
+        workers[c.worker].send(cmd="result", id=c.key)
     results = {c.key: workers[c.worker].answer() for c in cases}
     rows = []
     for c in cases:

@@ -13,12 +13,16 @@ from pathlib import Path
 
 from parity import environment, files, harness, tables
 from parity.cluster import from_settings
-from parity.workloads import DEVICES, PRECISIONS, WORKLOADS
+from parity.workloads import CNN_FULL, DEVICES, PRECISIONS, WORKLOADS
+
+NOTEBOOK_SCHEDULE = {"global_batch": CNN_FULL.global_batch, "epochs": CNN_FULL.epochs,
+                     "steps_per_epoch": CNN_FULL.steps_per_epoch}  # --schedule notebook
 
 EXAMPLES = """examples:
   python -m parity.run --device cpu --quick        # minutes: both frameworks, tiny shapes, every check
   python -m parity.run --device cpu                # the article's full-size workloads, 1 and 8 replicas
   python -m parity.run --device gpu --framework jax --precision highest
+  python -m parity.run --device tpu --workload cnn --schedule notebook --data download   # the notebook's table
   python -m parity.run --list-devices              # what each framework sees (the article's first step)
 """
 
@@ -113,11 +117,24 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _cnn_flags(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--data", choices=("auto", "real", "synthetic"), default="auto",
+    ap.add_argument("--data", choices=("auto", "real", "download", "synthetic"), default="auto",
                     help="CNN data: 'auto' uses Fashion-MNIST if found on disk (IDX files or TFDS in --data-dir) "
-                         "and otherwise a learnable synthetic stand-in, said in every row; 'real' makes absent "
-                         "data an error; 'synthetic' always uses the stand-in (default: auto)")
-    ap.add_argument("--data-dir", help="directory with the four Fashion-MNIST IDX .gz files, or a TFDS data_dir")
+                         "and otherwise a learnable synthetic stand-in, said before training and in every row; "
+                         "'real' makes absent data an error; 'download' fetches it through TFDS where absent "
+                         "(needs a network; bounded by --timeout); 'synthetic' always uses the stand-in "
+                         "(default: auto)")
+    ap.add_argument("--data-dir", help="directory with the four Fashion-MNIST IDX .gz files, or a TFDS data_dir "
+                                       "(default: TFDS's, $TFDS_DATA_DIR or ~/tensorflow_datasets)")
+    ap.add_argument("--schedule", choices=("device", "notebook"), default="device",
+                    help="CNN schedule: 'device' is the device's default (GPU, TPU: the notebook's; CPU: shortened, "
+                         "see --epochs), 'notebook' the tensorflow/tpu notebook's 10 epochs x 100 steps at global "
+                         "batch 1024, validated after every epoch (its TPU v2-8 ended at val_accuracy 0.9184). "
+                         "--batch, --epochs and --steps-per-epoch still override it (default: device)")
+    ap.add_argument("--validate", choices=("auto", "epoch", "end", "none"), default="auto",
+                    help="CNN test-set evaluation, never inside a timed epoch: 'epoch' after every epoch (as Keras's "
+                         "fit(validation_data=...); per-epoch history in the results and a second chart), 'end' once "
+                         "after training, 'none' never; 'auto' is 'epoch' for 100 steps or more, where accuracy "
+                         "can be judged, else 'none' (default: auto)")
     ap.add_argument("--batch", type=positive, dest="global_batch",
                     help="CNN global batch, split across replicas (notebook: 1024; CPU default: 256)")
     ap.add_argument("--epochs", type=at_least(2), help="CNN epochs, 2 or more: the first (compilation included) is "
@@ -150,7 +167,8 @@ def _timing_flags(ap: argparse.ArgumentParser) -> None:
         "--timeout",
         type=seconds(allow_zero=False),
         default=1800.0,
-        help="seconds any one worker step may take before the run is stopped (default: 1800)",
+        help="seconds any one worker step (and a --data download) may take before the run is stopped "
+        "(default: 1800)",
     )
 
 
@@ -173,7 +191,7 @@ def _multiprocess_flags(ap: argparse.ArgumentParser) -> None:
                          "(default: 120)")
 
 
-def config(args) -> harness.Config:
+def config(args, argv: list[str] = ()) -> harness.Config:
     if args.warmup < 0:
         raise harness.HarnessError(f"--warmup must be >= 0, got {args.warmup}")
     cluster = from_settings(args.coordinator, args.num_processes, args.process_id, args.local_devices,
@@ -183,6 +201,9 @@ def config(args) -> harness.Config:
                                    "(--local-devices per process on a CPU)")  # fmt: skip
     if cluster is not None and args.list_devices:
         raise harness.HarnessError("--list-devices looks at this machine only: run it without --coordinator")
+    given = {k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None}
+    if args.quick and args.schedule == "notebook":
+        raise harness.HarnessError("--quick and --schedule notebook contradict each other: choose one")
     if cluster is not None and cluster.process_id:  # process 0 speaks for the run
         args.quiet = True
     return harness.Config(
@@ -201,10 +222,12 @@ def config(args) -> harness.Config:
         progress=not args.quiet,
         data=args.data,
         data_dir=args.data_dir,
-        overrides={k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None},
+        overrides={**(NOTEBOOK_SCHEDULE if args.schedule == "notebook" else {}), **given},
+        validate=args.validate,
         seeds=args.seeds,
         parity_steps=3 if args.quick and args.parity_steps == 20 else args.parity_steps,
         cluster=cluster,
+        command=("python", "-m", "parity.run", *argv),
     )
 
 
@@ -252,7 +275,7 @@ def _main(argv: list[str] | None, extra_configs: dict | None) -> int:
     args = parser().parse_args(argv)
     who = ""  # in a multi-process run, which process an error comes from
     try:
-        cfg = config(args)
+        cfg = config(args, argv)
         cfg.extra_configs = extra_configs or {}
         if not args.list_devices and not (cfg.cluster is not None and cfg.cluster.process_id):
             files.check_out_dir(args.out)  # before any work: hours of training must not end in a path error
@@ -294,6 +317,8 @@ def _main(argv: list[str] | None, extra_configs: dict | None) -> int:
     if doc["checks"]:
         print()
         print(tables.checks_table(doc["checks"]))
+    if history := tables.history_table(doc["rows"]):
+        print(f"\n{tables.HISTORY_CAPTION}\n{history}")
     print(tables.footnotes(doc))
     paths = files.write_all(doc, args.out)
     print(f"wrote {', '.join(str(p) for p in paths)}")

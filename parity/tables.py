@@ -182,6 +182,29 @@ def best_notes(rows: list[dict]) -> list[str]:
     return notes
 
 
+def history_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Per-epoch validation of every training row that has a history: header and body, one line per row,
+    a cell per epoch 'val_accuracy (val_loss)'. Empty when no row was validated per epoch."""
+    hist = [r for r in rows if r.get("history")]
+    if not hist:
+        return [], []
+    epochs = max(len(r["history"]) for r in hist)
+    header = ["training row", *(f"epoch {e + 1}" for e in range(epochs))]
+    body = [[f"{r['framework']} {r['variant']} x{r['replicas']}" + (f" seed {r['seed']}" if r.get("seed") else ""),
+             *(f"{h['val_accuracy']:.4f} ({h['val_loss']:.3f})" for h in r["history"]),
+             *([""] * (epochs - len(r["history"])))] for r in hist]  # fmt: skip
+    return header, body
+
+
+HISTORY_CAPTION = ("Validation accuracy (loss) on the test set after each epoch, outside the timed interval; "
+                   "epoch 1 includes compilation and is not timed.")
+
+
+def history_table(rows: list[dict]) -> str:
+    header, body = history_rows(rows)
+    return grid(header, body) if body else ""
+
+
 def _md(header, body) -> str:
     return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
                      + ["| " + " | ".join(b) + " |" for b in body])  # fmt: skip
@@ -199,6 +222,9 @@ def markdown(doc: dict) -> str:
              f"{c['tolerance']:.2g}", {True: "PASS", False: "FAIL", None: "not judged"}[c["passed"]],
              c.get("detail", ""))
             for c in doc["checks"]])]  # fmt: skip
+    header, body = history_rows(doc["rows"])
+    if body:
+        out += ["", HISTORY_CAPTION, "", _md(header, body)]
     fw = "; ".join(f"{k}: {' '.join(f'{n} {v}' for n, v in f['versions'].items())} ({f['device_kind']})"
                    for k, f in env["frameworks"].items())  # fmt: skip
     out += ["", f"Device `{env['device']}`, precision `{env['precision']}`, host {env['host_cpu']} "

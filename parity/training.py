@@ -8,26 +8,58 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import shlex
 from pathlib import Path
 
 import numpy as np
 
 from parity import checks, data
 from parity.api import load_npz, save_npz
+from parity.harness import warn
 from parity.oracle import cnn_forward
 from parity.workloads import CNN_FULL, cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 
 
 def prepare(cfg, spec, save_dir: Path) -> tuple[dict, list[str]]:
     """Load (or make) the data once for every worker; returns the run's context and its notes."""
-    ds, note = data.load(cfg.data, cfg.data_dir, spec.train_size, spec.test_size)
+    ds, note = data.load(cfg.data, cfg.data_dir, spec.train_size, spec.test_size, cfg.timeout_s, cfg.progress)
     ds.save(save_dir / "data.npz")
+    if ds.source == "synthetic" and cfg.data == "auto":
+        warn(cfg, ["SYNTHETIC DATA: Fashion-MNIST was not found on disk "
+                   f"(looked for IDX files{' in ' + cfg.data_dir if cfg.data_dir else ''} and TFDS's "
+                   f"fashion_mnist in {data.tfds_root(cfg.data_dir)}).",
+                   "The CNN trains on a learnable stand-in of the same shapes: its speed is the real one, its "
+                   "accuracy is not Fashion-MNIST's.",
+                   "To train on the real data (a network, about 30 MB, once):",
+                   "  " + shlex.join(with_data_download(cfg.command))])  # fmt: skip
     notes = [f"cnn: {note}"]
     if cfg.device == "cpu" and not cfg.quick and spec.epochs < CNN_FULL.epochs:
         notes.append(f"cnn: CPU schedule shortened to {spec.epochs} epochs x {spec.steps_per_epoch} steps at global "
                      f"batch {spec.global_batch} (notebook: {CNN_FULL.epochs} x {CNN_FULL.steps_per_epoch} at "
                      f"{CNN_FULL.global_batch}); --epochs/--steps-per-epoch/--batch restore it")  # fmt: skip
-    return {"data": str(save_dir / "data.npz"), "weights": str(save_dir / f"w0-s{spec.seed}.npz")}, notes
+    validate = validation(cfg, spec)
+    steps = spec.epochs * spec.steps_per_epoch
+    notes.append({"epoch": f"cnn: validation on the {len(ds.x_test):,} test images after every epoch, outside the "
+                           "timed interval (as Keras's fit(validation_data=...)); per-epoch history in results.json",
+                  "end": f"cnn: evaluated on the {len(ds.x_test):,} test images once, after the last epoch",
+                  "none": f"cnn: not evaluated ({steps} steps < {checks.MIN_ACCURACY_STEPS}: test accuracy would not "
+                          "have settled); --validate epoch evaluates after every epoch"
+                          if cfg.validate == "auto" else "cnn: not evaluated (--validate none)"}[validate])  # fmt: skip
+    ctx = {"data": str(save_dir / "data.npz"), "weights": str(save_dir / f"w0-s{spec.seed}.npz"), "validate": validate}
+    return ctx, notes
+
+
+def with_data_download(command) -> list[str]:
+    """`command` with its --data option replaced by --data download."""
+    out, skip = [], False
+    for a in command:
+        if skip:
+            skip = False
+        elif a == "--data":
+            skip = True
+        elif not a.startswith("--data="):
+            out.append(a)
+    return [*out, "--data", "download"]
 
 
 def warm(workers: dict) -> None:
@@ -45,12 +77,15 @@ def case_args(spec, seed_offset: int, workers: dict, save_dir: Path, ctx: dict) 
     weights = save_dir / f"w0-s{spec.seed}.npz"
     if not weights.exists():
         next(iter(workers.values())).ask(cmd="call", fn="cnn_init_weights", seed=spec.seed, out=str(weights))
-    return spec, {"data": ctx["data"], "weights": str(weights)}, f"-s{spec.seed}"
+    return spec, {"data": ctx["data"], "weights": str(weights), "validate": ctx["validate"]}, f"-s{spec.seed}"
 
 
-def wants_evaluation(spec) -> bool:
-    """Test accuracy only where the accuracy check will judge it (evaluation compiles, seconds each)."""
-    return spec.epochs * spec.steps_per_epoch >= checks.MIN_ACCURACY_STEPS
+def validation(cfg, spec) -> str:
+    """--validate for this schedule: 'auto' is every epoch where the schedule is long enough for accuracy to be
+    judged (the notebook's, an accelerator's default), else none (evaluation compiles: seconds per row)."""
+    if cfg.validate != "auto":
+        return cfg.validate
+    return "epoch" if spec.epochs * spec.steps_per_epoch >= checks.MIN_ACCURACY_STEPS else "none"
 
 
 def row_extra(kind, res: dict, spec) -> dict:
@@ -61,7 +96,7 @@ def row_extra(kind, res: dict, spec) -> dict:
            "seed": spec.seed}  # fmt: skip
     if kind.epochs:
         out.update(time_unit="epoch", first_epoch_s=res.get("compile_s"), test_loss=res.get("test_loss"),
-                   test_accuracy=res.get("test_accuracy"))  # fmt: skip
+                   test_accuracy=res.get("test_accuracy"), history=res.get("history"))  # fmt: skip
         if med:  # the article's figure: 5 epochs of 100 steps at global batch 1024
             per_step = med / spec.steps_per_epoch * (CNN_FULL.global_batch / spec.global_batch)
             out["est_5_notebook_epochs_s"] = (res["compile_s"] - med) + 5 * CNN_FULL.steps_per_epoch * per_step

@@ -8,7 +8,7 @@ answers on its original stdout (the framework's own chatter goes to stderr):
     {"cmd": "prepare", "id": K, "workload": W, "variant": V, "spec": {...}, "save": PATH|null, ...}
                                                             -> {"compile_s": s|null, "invalid": ...}
     {"cmd": "warm" | "rep", "id": K}                        -> {"time": s|null, "invalid": ..., "last": {...}}
-    {"cmd": "result", "id": K, "evaluate": bool}            -> {"median_s": ..., "flops": ..., ...}
+    {"cmd": "result", "id": K}                              -> {"median_s": ..., "flops": ..., ...}
     {"cmd": "call", "fn": NAME, ...}                        -> what parity.cases.NAME answers (untimed)
     {"cmd": "quit"}
 
@@ -97,7 +97,7 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
                 "tuned": [v for v in chosen if v in impl.TUNED_VARIANTS]}  # fmt: skip
     if cmd == "prepare":
         wl, kind = row_kind(req["workload"])
-        extra = {k: req[k] for k in ("data", "weights") if k in req}
+        extra = {k: req[k] for k in ("data", "weights", "validate") if k in req}
         timer, info, finish = getattr(cases, kind.case)(impl, devices, kind, type(wl.full)(**req["spec"]),
                                                         req["variant"], args.device, args.precision,
                                                         req.get("save"), **extra)  # fmt: skip
@@ -113,7 +113,7 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
     if cmd == "result":
         timer, info, finish = timers.pop(req["id"])
         m = timer.m
-        done = finish() if m.invalid is None and req.get("evaluate", True) else {}
+        done = finish() if m.invalid is None else {}
         return {**info, **m.stats(), **m.errors, **done, "compile_s": m.compile_s, "invalid": m.invalid}
     if cmd == "call":  # an untimed request a workload's parent side makes by name
         return cases.WORKER_CALLS[req["fn"]](impl, devices, req)
