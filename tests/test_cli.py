@@ -97,7 +97,8 @@ def test_non_dividing_replicas(tmp_path):
     assert not (tmp_path / "results.json").exists()
 
 
-@pytest.mark.parametrize("args", [["--device", "npu"], ["--reps", "0"], ["--replicas", "two"], ["--bogus"]])
+@pytest.mark.parametrize("args", [["--device", "npu"], ["--reps", "0"], ["--replicas", "two"], ["--bogus"],
+                                  ["--quick", "--schedule", "notebook"], ["--validate", "sometimes"]])
 def test_bad_flags(args):
     p = run(*args)
     assert p.returncode == 2 and "error:" in p.stderr and "Traceback" not in p.stderr
@@ -132,7 +133,9 @@ def test_help_explains_every_flag():
 
 
 def test_cnn_quick_one_replica(tmp_path):
-    p = run("--workload", "cnn", "--quick", "--replicas", "1", "--out", str(tmp_path))
+    args = ["--workload", "cnn", "--quick", "--replicas", "1", "--validate", "epoch",
+            "--data-dir", str(tmp_path / "no"), "--out", str(tmp_path)]  # fmt: skip
+    p = run(*args)
     assert p.returncode == 0, p.stderr[-3000:]
     doc = json.loads((tmp_path / "results.json").read_text())
     kinds = {(r["workload"], r["framework"], r["variant"]) for r in doc["rows"]}
@@ -145,6 +148,31 @@ def test_cnn_quick_one_replica(tmp_path):
     assert any(n.startswith("trajectory loss (tf fit vs jax jit") for n in names)
     assert all(c["passed"] for c in doc["checks"] if not c["check"].startswith("test accuracy"))
     assert "SYNTHETIC" in p.stdout  # the table says which data it used
+    # ... and so does a boxed warning before training, with the exact command that gets the real data
+    command = " ".join(["python -m parity.run", *args, "--data download"])
+    assert "SYNTHETIC DATA" in p.stderr and command in p.stderr, p.stderr[:2000]
+    assert p.stderr.index("SYNTHETIC DATA") < p.stderr.index("first epoch")
+    # per-epoch validation: every training row's history, in the JSON, the Markdown and a chart of its own
+    for r in doc["rows"]:
+        if r["workload"] == "cnn_train":
+            assert [h["epoch"] for h in r["history"]] == [1, 2]
+            assert r["test_accuracy"] == r["history"][-1]["val_accuracy"]
+    assert "| training row | epoch 1 | epoch 2 |" in (tmp_path / "results.md").read_text()
+    assert (tmp_path / "results_history.png").stat().st_size > 0
+
+
+def test_the_notebook_schedule_in_one_flag():
+    from parity import run as cli
+    from parity.training import validation
+
+    cfg = cli.config(cli.parser().parse_args(["--schedule", "notebook"]))
+    spec = cfg.spec("cnn")
+    assert (spec.epochs, spec.steps_per_epoch, spec.global_batch) == (10, 100, 1024)
+    assert validation(cfg, spec) == "epoch"  # the notebook's validation_data after every epoch
+    cfg = cli.config(cli.parser().parse_args(["--schedule", "notebook", "--epochs", "3"]))
+    assert (cfg.spec("cnn").epochs, cfg.spec("cnn").global_batch) == (3, 1024)  # a flag still overrides it
+    cfg = cli.config(cli.parser().parse_args([]))
+    assert validation(cfg, cfg.spec("cnn")) == "none"  # the CPU's 12 steps: accuracy would mean nothing
 
 
 def test_real_data_absent_is_a_clear_error(tmp_path):

@@ -122,3 +122,97 @@ def test_batch_order_is_the_notebooks_generator():
     assert np.array_equal(x[2], ds.x_train[off[2] : off[2] + 32].astype(np.float32))  # raw 0..255, contiguous
     with pytest.raises(ValueError, match="larger than the training set"):
         data.batch_offsets(0, 1, 10, 32)
+
+
+# ---- --data download ---------------------------------------------------------------------------------
+
+
+def test_download_without_a_network_fails_in_one_line_and_leaves_nothing(tmp_path):
+    """For real: TFDS's own fetch, in the child process the harness uses. This machine has no network beyond
+    the package registries, so here the first branch runs; on a machine with one, the second does."""
+    import time
+
+    root = tmp_path / "tfds" / "fresh"
+    t0 = time.monotonic()
+    try:
+        ds, note = data.load("download", str(root), timeout_s=300, progress=False)
+    except data.DataError as e:
+        took = time.monotonic() - t0
+        msg = str(e)
+        assert "\n" not in msg and "Traceback" not in msg
+        assert "unreachable" in msg and "fashion-mnist" in msg and "--data-dir" in msg, msg
+        assert took < 2 * data.REACH_TIMEOUT_S + 30, f"took {took:.0f} s: not bounded"  # not TFDS's minutes of retries
+        assert not (tmp_path / "tfds").exists()  # the folders it made are gone again, nothing half-written
+    else:
+        assert ds.source == "tfds" and ds.x_train.shape == (60000, 28, 28, 1) and ds.x_test.shape[0] == 10000
+        assert (root / "fashion_mnist").is_dir() and not list(root.glob(".parity-download-*"))
+        assert "downloaded through TFDS" in note
+
+
+def test_tfds_download_path_under_mock_data(tmp_path):
+    import tensorflow_datasets as tfds
+
+    with tfds.testing.mock_data(num_examples=16):
+        ds = data.load_tfds(str(tmp_path), download=True)
+    assert ds.source == "tfds" and ds.x_train.shape == (16, 28, 28, 1) and ds.y_test.dtype == np.int32
+
+
+def test_a_download_is_staged_then_moved_into_place(tmp_path, monkeypatch):
+    root = tmp_path / "tfds"
+    staged = []
+
+    def child(args, timeout_s, progress):  # stands in for TFDS: writes its prepared folder into the stage
+        assert args[0] == "--download"
+        stage = __import__("pathlib").Path(args[1])
+        staged.append(stage)
+        (stage / "fashion_mnist" / "3.0.1").mkdir(parents=True)
+        (stage / "fashion_mnist" / "3.0.1" / "dataset_info.json").write_text("{}")
+        return data.synthetic(20, 5)
+
+    monkeypatch.setattr(data, "_child", child)
+    ds, note = data.load("download", str(root), progress=False)
+    assert len(ds.x_train) == 20 and "downloaded" in note
+    assert staged[0].parent == root and not staged[0].exists()  # the stage is gone
+    assert (root / "fashion_mnist" / "3.0.1" / "dataset_info.json").exists()
+    monkeypatch.setattr(data, "_child", lambda *a: pytest.fail("downloaded again"))
+    monkeypatch.setattr(data, "_tfds_in_child", lambda d: data.synthetic(30, 5))
+    ds, note = data.load("download", str(root), progress=False)  # already on disk: read, not fetched again
+    assert len(ds.x_train) == 30 and "from TFDS" in note
+
+
+def test_a_failed_download_leaves_the_data_dir_as_it_was(tmp_path, monkeypatch):
+    (tmp_path / "other_dataset").mkdir()
+
+    def child(args, timeout_s, progress):
+        (__import__("pathlib").Path(args[1]) / "fashion_mnist" / "3.0.1.incomplete").mkdir(parents=True)
+        raise data.DataError("TFDS fashion_mnist could not be downloaded (ConnectionError: reset)")
+
+    monkeypatch.setattr(data, "_child", child)
+    with pytest.raises(data.DataError, match="ConnectionError"):
+        data.load("download", str(tmp_path), progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["other_dataset"]
+
+
+def test_a_child_past_its_time_is_stopped():
+    with pytest.raises(data.DataError, match=r"did not finish within 0\.01 s"):
+        data._child(["--tfds", ""], timeout_s=0.01, progress=False)
+
+
+def test_an_unreachable_host_is_one_line_in_seconds():
+    import socket
+
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))  # a port nobody listens on (bound, never listening: connections are refused)
+    port = s.getsockname()[1]
+    try:
+        with pytest.raises(data.DataError, match=rf"127\.0\.0\.1:{port} is unreachable"):
+            data.reachable(f"http://127.0.0.1:{port}/train.gz", timeout_s=5)
+    finally:
+        s.close()
+
+
+def test_the_synthetic_warning_gives_the_exact_command():
+    from parity.training import with_data_download
+
+    cmd = ["python", "-m", "parity.run", "--data", "auto", "--quick", "--data=real", "--out", "r"]
+    assert with_data_download(cmd) == ["python", "-m", "parity.run", "--quick", "--out", "r", "--data", "download"]

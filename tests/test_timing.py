@@ -94,3 +94,80 @@ def test_a_diverging_training_run_names_the_step(tmp_path):
     timer.rep()
     assert not timer.m.verified
     assert "training diverged" in timer.m.invalid and "at step" in timer.m.invalid
+
+
+class _Clock:
+    """A stand-in for time.perf_counter that moves only when the fake trainer works: no test on this
+    machine's speed."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+class _FakeImpl:
+    """Just enough of an implementation for cnn_train_case: an epoch costs 1 s, an evaluation 100 s."""
+
+    def __init__(self, clock):
+        self.clock, self.evaluations = clock, 0
+
+    def make_trainer(self, model, devices, variant, lr, eps, seed):
+        impl = self
+
+        class Trainer:
+            def steps(self, x, y):
+                impl.clock.now += 1.0
+                return np.tile([[0.5, 0.75]], (len(x), 1))
+
+            def evaluate(self, x, y):
+                impl.clock.now += 100.0
+                impl.evaluations += 1
+                return {"loss": 0.25 * impl.evaluations, "accuracy": 0.5 + 0.01 * impl.evaluations}
+
+            def placement(self):
+                return ["cpu:0"]
+
+        return Trainer()
+
+    def process_info(self, devices):
+        return {"local_replicas": 1}
+
+    def block(self, out):
+        pass
+
+    slowest = staticmethod(float)
+
+
+@pytest.mark.parametrize("validate", ["epoch", "end", "none"])
+def test_validation_is_outside_the_timed_interval(tmp_path, monkeypatch, validate):
+    """Evaluating after every epoch (100 fake seconds each) leaves every epoch's time at its 1 s of training,
+    and the history holds every epoch, first included; 'end' evaluates once, 'none' never."""
+    from parity import cases, data, timing
+    from parity.workloads import CNN_QUICK, row_kind
+
+    clock = _Clock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    monkeypatch.setattr(cases, "_cnn_model", lambda *a, **k: None)
+    data.synthetic(256, 32).save(tmp_path / "d.npz")
+    spec = dataclasses.replace(CNN_QUICK, epochs=3, train_size=256, test_size=32)
+    impl = _FakeImpl(clock)
+    kind = row_kind("cnn_train")[1]
+    timer, info, finish = cases.cnn_train_case(impl, ["cpu:0"], kind, spec, "jit", "cpu", "default", None,
+                                               str(tmp_path / "d.npz"), "unused", validate)  # fmt: skip
+    assert timer.first() == 1.0
+    assert [timer.rep() for _ in range(2)] == [1.0, 1.0]
+    assert timer.m.compile_s == 1.0 and timer.m.times == [1.0, 1.0]
+    done = finish()
+    if validate == "epoch":
+        assert impl.evaluations == 3
+        assert [h["epoch"] for h in done["history"]] == [1, 2, 3]
+        assert done["history"][0] == {"epoch": 1, "loss": 0.5, "accuracy": 0.75, "val_loss": 0.25,
+                                      "val_accuracy": 0.51}  # fmt: skip
+        assert done["test_accuracy"] == done["history"][-1]["val_accuracy"]  # the last epoch's, not a 4th pass
+        assert timer.m.last["val_accuracy"] == 0.53  # the progress line shows it
+    elif validate == "end":
+        assert impl.evaluations == 1 and done["test_accuracy"] == 0.51 and "history" not in done
+    else:
+        assert impl.evaluations == 0 and "test_accuracy" not in done
