@@ -14,7 +14,16 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jax_impl.devices import local_device, lowered_flops, placement, put_global
-from parity.api import CNN_BLOCKS, CNN_WEIGHTS, Gradients, Prepared, check_weights, load_npz, save_npz
+from parity.api import (
+    CNN_BLOCKS,
+    CNN_WEIGHTS,
+    STEPS_PER_DISPATCH,
+    Gradients,
+    Prepared,
+    check_weights,
+    load_npz,
+    save_npz,
+)
 
 
 def _pool(h: jax.Array) -> jax.Array:
@@ -111,8 +120,10 @@ def count_params(model: CNN) -> dict[str, int]:
 
 
 def cnn_variants(replicas: int) -> tuple[str, ...]:
-    """Names of the ways this framework trains the CNN over `replicas` devices."""
-    return ("jit",) if replicas == 1 else ("pmap", "shard_map")
+    """Names of the ways this framework trains the CNN over `replicas` devices.
+
+    '+scan': STEPS_PER_DISPATCH steps in one dispatch (lax.scan over stacked batches), the same steps."""
+    return ("jit", "jit+scan") if replicas == 1 else ("pmap", "shard_map", "shard_map+scan")
 
 
 def forward_layers(model: CNN, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -212,6 +223,16 @@ def _train_step(graphdef, tx, seed, axis, replicated, state, x, y, i):
     return (optax.apply_updates(params, updates), new_stats, opt), jnp.stack([loss, acc])
 
 
+def _scan_steps(step, state, xs, ys, i0):
+    """len(xs) training steps in one program: `step` over the stacked batches, per-step metrics stacked."""
+
+    def body(state, batch):
+        x, y, i = batch
+        return step(state, x, y, i)
+
+    return jax.lax.scan(body, state, (xs, ys, i0 + jnp.arange(xs.shape[0])))
+
+
 class Trainer:
     """Data-parallel training of a CNN: a pure jitted step over split state (no graph walk per step)."""
 
@@ -219,6 +240,10 @@ class Trainer:
         n = len(devices)
         if variant not in cnn_variants(n):
             raise ValueError(f"unknown JAX CNN variant {variant!r} for {n} replicas; have {cnn_variants(n)}")
+        self.scan = variant.endswith("+scan")
+        self.steps_per_dispatch = STEPS_PER_DISPATCH if self.scan else 1
+        self.loss_every = 1  # per-step figures are exact in every variant
+        variant = variant.removesuffix("+scan")
         self.model_, self.variant, self.n, self.i, self.devices = model, variant, n, 0, devices
         # XLA:CPU runs simulated devices on one shared thread pool; with several multi-device steps
         # in flight their all-reduces can wait on each other forever (seen on 2 cores: a deadlock
@@ -232,7 +257,7 @@ class Trainer:
         if variant == "jit":
             self.data_sharding = devices[0]
             self.state = jax.device_put(state, devices[0])
-            self._step = jax.jit(step, donate_argnums=0)
+            self._step = jax.jit(partial(_scan_steps, step) if self.scan else step, donate_argnums=0)
             return
         # pmap hands its outputs back on an Auto-typed mesh: state placed on make_mesh's default
         # (Explicit) mesh would differ from the step's output and cost a second compilation.
@@ -245,6 +270,12 @@ class Trainer:
             self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P("batch"))), stacked)
             self._step = jax.pmap(step, axis_name="batch", in_axes=(0, 0, 0, None), devices=devices,
                                   donate_argnums=0)  # fmt: skip
+        elif self.scan:  # stacked batches: the step axis first, each batch split over the replicas
+            self.data_sharding = NamedSharding(mesh, P(None, "batch"))
+            self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P())), state)
+            specs = (P(), P(None, "batch"), P(None, "batch"), P())
+            self._step = jax.jit(jax.shard_map(partial(_scan_steps, step), mesh=mesh, in_specs=specs,
+                                               out_specs=(P(), P())), donate_argnums=0)  # fmt: skip
         else:
             self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P())), state)
             self._step = jax.jit(
@@ -255,6 +286,8 @@ class Trainer:
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn; returns (K, 2) float64 per-step [loss, accuracy]
         (reading them waits for the last step)."""
+        if self.scan:
+            return self._scan(x, y)
         out = []
         for xb, yb in zip(x, y, strict=True):
             if self.variant == "pmap":
@@ -272,12 +305,31 @@ class Trainer:
                 jax.block_until_ready(m)
         return np.asarray(jnp.stack(out), np.float64)
 
+    def _scan(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """steps() STEPS_PER_DISPATCH at a time, each chunk one dispatch (the remainder a shorter one)."""
+        out = []
+        for s in range(0, len(x), self.steps_per_dispatch):
+            xc, yc = x[s : s + self.steps_per_dispatch], y[s : s + self.steps_per_dispatch]
+            if self.variant == "jit":
+                xc, yc = jax.device_put((xc, yc), self.data_sharding)
+            else:
+                xc, yc = put_global(xc, self.data_sharding), put_global(yc, self.data_sharding)
+            self._batch = (xc, yc)
+            self.state, m = self._step(self.state, xc, yc, self.i)
+            out.append(m.addressable_data(0))
+            self.i += len(xc)
+            if self.serial:
+                jax.block_until_ready(m)
+        return np.asarray(jnp.concatenate(out), np.float64)
+
     def placement(self) -> list[str]:
         """Devices holding this process's copies of the parameters."""
         return placement(self.state[0])
 
     def step_cost(self) -> tuple[float | None, str]:
         """FLOPs of one global training step by XLA's cost analysis (after at least one step)."""
+        if self.scan:  # XLA's cost analysis counts a loop's body once, whatever its trip count
+            return None, "XLA cost analysis: not counted (several steps in one loop)"
         per = 1 if self.variant == "jit" else self.n  # sharded programs are costed per device
         return lowered_flops(self._step, self.state, *self._batch, self.i, devices=per)
 

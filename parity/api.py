@@ -43,6 +43,10 @@ CNN_DENSE = (2304, 256, 10)
 BN_FIELDS = ("gamma", "beta", "moving_mean", "moving_variance")  # the last two: statistics, not trained
 # The outputs forward_layers() returns on both sides, in order: what the layer-by-layer check compares.
 CNN_BLOCKS = ("block1", "block2", "block3", "dense1", "logits", "probs")
+# Training steps per host dispatch in the multi-step variants (TF: steps_per_execution, several steps in one
+# tf.function; JAX: lax.scan over stacked batches), the same in both frameworks; an epoch's remainder is a
+# shorter last dispatch. On a TPU a small model's step is dominated by the host round trip.
+STEPS_PER_DISPATCH = 10
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,9 @@ def check_weights(weights: Sequence[np.ndarray], dtype=np.float32) -> None:
 
 class Trainer(Protocol):
     """What both implementations' make_trainer returns."""
+
+    steps_per_dispatch: int  # training steps per host dispatch: 1, or STEPS_PER_DISPATCH in '+spe'/'+scan'
+    loss_every: int  # 1: steps() gives each step's own loss; k: each k-step dispatch's mean, for each of its steps
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn; returns (K, 2) float64 per-step [loss, accuracy]."""

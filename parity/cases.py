@@ -189,6 +189,10 @@ def cnn_parity(impl, devices, req: dict) -> dict:
         t = impl.make_trainer(_cnn_model(impl, s, w, dropout=False), devices, variant, s.learning_rate,
                               s.adam_epsilon, s.seed)  # fmt: skip
         out[f"traj/{variant}/loss"] = np.asarray(t.steps(x, y))[:, 0]
+        # steps per host dispatch, and how finely the per-step loss is known (fit under steps_per_execution: once
+        # per execution, as that execution's mean)
+        out[f"traj/{variant}/dispatch"] = np.array(getattr(t, "steps_per_dispatch", 1))
+        out[f"traj/{variant}/loss_every"] = np.array(getattr(t, "loss_every", 1))
         for i, a in enumerate(impl.get_weights(t.model())):
             out[f"traj/{variant}/w{i:03d}"] = a
     np.savez(req["out"], **out)

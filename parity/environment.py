@@ -70,7 +70,10 @@ def environment(cfg, hello: dict, skipped: list[dict], argv: list[str]) -> dict:
                                                      "local_devices": cfg.cluster.local_devices},  # fmt: skip
         "git_commit": git_commit(),
         "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ},
-        "frameworks": {fw: {k: h.get(k) for k in ("versions", "device_kind", "devices", "env_flags")}
-                       for fw, h in hello.items()},  # fmt: skip
+        # each worker's own interpreter (--python may give a framework an environment of its own)
+        "frameworks": {fw: {k: h.get(k) for k in ("versions", "device_kind", "devices", "env_flags", "python",
+                                                  "executable")} for fw, h in hello.items()},  # fmt: skip
+        "pythons": dict(cfg.pythons),  # --python as given
+        "one_owner_at_a_time": cfg.exclusive,
         "skipped": skipped,
     }

@@ -23,6 +23,7 @@ from parity.cluster import Cluster
 from parity.oracle import errors
 from parity.workloads import WORKLOADS, RowKind
 
+ROOT = Path(__file__).resolve().parent.parent  # the checkout: parity/, tf_impl/, jax_impl/
 FRAMEWORKS = ("tf", "jax")
 FRAMEWORK_NAMES = {"tf": "TensorFlow", "jax": "JAX"}
 
@@ -33,6 +34,7 @@ DEATH_HINTS = (
     (("distributed service detected fatal errors",), ": another process of the run stopped"),
     (("Failed to add port to server",), ": a port it needs is already taken"),
     (("Timeout (", "_initialize_multi_worker"), ": it could not reach the other TensorFlow workers in time"),
+    (("TPU is already in use",), ": another process owns the TPU (libtpu allows one per host; docs/tpu.md)"),
 )
 
 
@@ -72,6 +74,8 @@ class Config:
     seeds: int = 1  # CNN training runs per variant (init, dropout and batch order seeded differently)
     cluster: Cluster | None = None  # one process of a multi-process run (parity.cluster); None: the only one
     command: tuple[str, ...] = ("python", "-m", "parity.run")  # how this run was started, for advice to rerun
+    exclusive: bool = False  # one owner of the device at a time (a TPU host: libtpu takes one process)
+    pythons: dict = field(default_factory=dict)  # framework -> the interpreter its workers run in (default: this one)
 
     def spec(self, wl: str):
         """The workload's spec for this run: --quick, the device's default schedule, then overrides."""
@@ -106,8 +110,9 @@ class Worker:
 
     def __init__(self, framework: str, device: str, replicas: int, precision: str, timeout_s: float,
                  config: str = "default", config_env: dict | None = None, cluster: Cluster | None = None,
-                 tmp_dir: Path | None = None):  # fmt: skip
+                 tmp_dir: Path | None = None, python: str | None = None, lock: Path | None = None):  # fmt: skip
         self.framework, self.timeout_s, self.config = framework, timeout_s, config
+        self.python = python or sys.executable
         self.config_env = config_env or {}
         self.label = FRAMEWORK_NAMES[framework] + ("" if config == "default" else f" ({config})")
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
@@ -120,8 +125,12 @@ class Worker:
         env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
         self.env = env  # what the worker runs with
         self.log = tempfile.NamedTemporaryFile("w+", prefix=f"parity-{framework}-", suffix=".log")
+        if lock is not None:  # one owner at a time, enforced as libtpu does (parity.worker._own_device)
+            env["PARITY_DEVICE_LOCK"] = str(lock)
+        if python:  # another environment's interpreter: it finds this checkout's parity and the implementations
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
         cmd = [
-            sys.executable,
+            self.python,
             "-m",
             "parity.worker",
             "--framework",
@@ -135,9 +144,13 @@ class Worker:
         ]
         if cluster is not None:
             cmd += ["--cluster", cluster.to_json()]
-        self.proc = subprocess.Popen(
-            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env
-        )
+        try:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env
+            )
+        except OSError as e:  # checked before the run; gone since, or not executable
+            self.log.close()
+            raise HarnessError(f"{self.label}: cannot start {self.python} ({e.strerror or e})") from None
         self.lines: queue.Queue = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
 
@@ -224,8 +237,8 @@ def start_workers(cfg: Config, replicas: int, tmp_dir: Path | None = None
     def cluster(k: int):  # multi-process: each configuration's workers meet at a coordinator port of their own
         return cfg.cluster.for_config(k) if cfg.cluster else None
 
-    workers = {fw: Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, cluster=cluster(0), tmp_dir=tmp_dir)
-               for fw in cfg.frameworks}  # fmt: skip
+    workers = {fw: Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, cluster=cluster(0), tmp_dir=tmp_dir,
+                          python=cfg.pythons.get(fw)) for fw in cfg.frameworks}  # fmt: skip
     ready, hello, skipped = _await_workers(cfg, workers)
     if cfg.tuned:  # each implementation names its own process-wide settings in its hello
         tuned = {}
@@ -233,7 +246,7 @@ def start_workers(cfg: Config, replicas: int, tmp_dir: Path | None = None
             configs = {**hello[fw].get("tuned_configs", {}), **cfg.extra_configs.get(fw, {})}
             for k, (name, env) in enumerate(configs.items(), 1):
                 tuned[f"{fw}+{name}"] = Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, name, env,
-                                               cluster(k), tmp_dir)  # fmt: skip
+                                               cluster(k), tmp_dir, cfg.pythons.get(fw))  # fmt: skip
         try:
             more, more_hello, _ = _await_workers(cfg, tuned)
         except BaseException:
@@ -256,7 +269,9 @@ def _await_workers(cfg: Config, workers: dict[str, Worker]) -> tuple[dict[str, W
                 ready[key], hello[key] = w, msg
                 continue
             w.close()
-            if msg["status"] == "missing":
+            if msg["status"] == "missing" and w.python != sys.executable:  # an interpreter chosen for it
+                absent.append(f"{w.label}: {msg['error']} (--python {w.framework}={w.python})")
+            elif msg["status"] == "missing":
                 if w.config == "default":
                     skipped.append({"framework": w.framework, "reason": msg["error"]})
             else:
@@ -320,39 +335,169 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
 
 
 def _round(cfg: Config, run: _Run, replicas: int, save_dir: Path) -> None:
-    """Every workload at one replica count: start the workers, run the rows and the parity checks, stop them."""
-    log(cfg, f"starting {', '.join(FRAMEWORK_NAMES[f] for f in cfg.frameworks)} workers on {cfg.device} "
-             f"x{replicas or 'all'}")  # fmt: skip
+    """Every workload at one replica count: start the workers, run the rows and the parity checks, stop them.
+    On a device that takes one owner at a time (cfg.exclusive), the workers run one after another."""
     (save_dir / "tmp").mkdir(exist_ok=True)
-    workers, hello, skip = start_workers(cfg, replicas, save_dir / "tmp")
-    run.skipped.extend(s for s in skip if s not in run.skipped)
-    if not workers:
-        return
+    if cfg.exclusive:
+        _round_one_owner_at_a_time(cfg, run, replicas, save_dir)
+    else:
+        log(cfg, f"starting {', '.join(FRAMEWORK_NAMES[f] for f in cfg.frameworks)} workers on {cfg.device} "
+                 f"x{replicas or 'all'}")  # fmt: skip
+        workers, hello, skip = start_workers(cfg, replicas, save_dir / "tmp")
+        run.skipped.extend(s for s in skip if s not in run.skipped)
+        if workers:
+            run.rows += _with_workers(workers, lambda: _rows(cfg, run, workers, hello, replicas, save_dir))
+    _judge_parity(cfg, run, replicas, save_dir)
+    if run.peak is not None and run.peak.measured_flops:  # the workers are gone: measure again, keep the best
+        run.peak = roofline.remeasured(run.peak, n=2048 if cfg.quick else 4096)
+        log(cfg, f"CPU peak measured again: best so far {_g(run.peak.measured_flops)} GFLOP/s")
+
+
+def _with_workers(workers: dict[str, Worker], work):
+    """work() with `workers` running; then they are stopped (at once, if work was interrupted or failed)."""
     stopped = False
     try:
-        for key, h in hello.items():
-            run.hello.setdefault(key, h)
-        for suite in run.suites.values():
-            suite.warm(workers)
-        if run.peak is None and not (cfg.device == "cpu" and cfg.cluster is not None):
-            run.peak = roofline.device_peak(cfg.device, next(iter(hello.values()))["device_kind"], cfg.precision)
-        for wl in cfg.workloads:
-            for kind in WORKLOADS[wl].kinds:
-                for k in range(cfg.seeds if kind.seeded else 1):
-                    run.rows += _run_kind(cfg, run, wl, kind, workers, hello, save_dir, k)
-            if wl in run.suites:
-                first = not any(c["workload"] == wl for c in run.checks)
-                run.checks += [{**c, "workload": wl} for c in run.suites[wl].parity_round(
-                    cfg, cfg.spec(wl), workers, hello, save_dir, run.ctxs[wl], first, log)]  # fmt: skip
+        return work()
     except BaseException:  # interrupted or failed: the workers are stopped now, not asked to finish
         stopped = True
         raise
     finally:
         for w in workers.values():
             w.close(kill=stopped)
-    if run.peak is not None and run.peak.measured_flops:  # the workers are gone: measure again, keep the best
-        run.peak = roofline.remeasured(run.peak, n=2048 if cfg.quick else 4096)
-        log(cfg, f"CPU peak measured again: best so far {_g(run.peak.measured_flops)} GFLOP/s")
+
+
+def _rows(cfg: Config, run: _Run, workers: dict[str, Worker], hello: dict, replicas: int, save_dir: Path,
+          parity: bool = True) -> list[dict]:  # fmt: skip
+    """The running workers' rows of every workload (added to the run; also returned), and their parity arrays."""
+    for key, h in hello.items():
+        run.hello.setdefault(key, h)
+    for suite in run.suites.values():
+        suite.warm(workers)
+    if run.peak is None and not (cfg.device == "cpu" and cfg.cluster is not None):
+        run.peak = roofline.device_peak(cfg.device, next(iter(hello.values()))["device_kind"], cfg.precision)
+    rows = []
+    for wl in cfg.workloads:
+        for kind in WORKLOADS[wl].kinds:
+            for k in range(cfg.seeds if kind.seeded else 1):
+                rows += _run_kind(cfg, run, wl, kind, workers, hello, save_dir, k)
+        if wl in run.suites and parity:
+            first = not any(c["workload"] == wl for c in run.checks)
+            run.suites[wl].parity_collect(cfg, cfg.spec(wl), workers, hello, save_dir, run.ctxs[wl], first, log,
+                                          replicas)  # fmt: skip
+    return rows
+
+
+def _judge_parity(cfg: Config, run: _Run, replicas: int, save_dir: Path) -> None:
+    for wl, suite in run.suites.items():
+        first = not any(c["workload"] == wl for c in run.checks)
+        run.checks += [{**c, "workload": wl}
+                       for c in suite.parity_judge(cfg, cfg.spec(wl), save_dir, run.ctxs[wl], first, log, replicas)]
+
+
+LIBTPU_LOCKFILE = Path("/tmp/libtpu_lockfile")  # what libtpu leaves while (and, if killed, after) it owns the TPU
+
+
+def holders(paths: list[Path]) -> dict[int, str]:
+    """Live processes with one of `paths` open: pid -> command line (from /proc; those this user may read)."""
+    want = {str(p) for p in paths}
+    found = {}
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if any(os.readlink(fd) in want for fd in (proc / "fd").iterdir()):
+                found[int(proc.name)] = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def lock_state(lock: Path, devices: list[Path]) -> tuple[str, str]:
+    """('free' | 'held' | 'stale', one line saying what to do). Never removes anything."""
+    if not lock.exists():
+        return "free", ""
+    live = holders([lock, *devices])
+    if live:
+        pid, cmd = next(iter(live.items()))
+        return "held", (f"the TPU is in use by process {pid} ({cmd[:80]}): wait for it to end or stop it; "
+                        f"{lock} is its lock and must not be removed while it runs")  # fmt: skip
+    return "stale", (f"{lock} is left over from a process that has ended (no live process holds it or a TPU "
+                     f"device); libtpu may refuse the TPU until it is removed: rm {lock}")  # fmt: skip
+
+
+def _check_libtpu_lock() -> None:
+    """Before the first TPU owner starts: a live owner is an error, a stale lockfile one line of advice."""
+    state, say = lock_state(LIBTPU_LOCKFILE, sorted(Path("/dev").glob("accel*")) + sorted(Path("/dev").glob("vfio/*")))
+    if state == "held":
+        raise HarnessError(say)
+    if state == "stale":
+        print(f"warning: {say}", file=sys.stderr, flush=True)
+
+
+DRIFT_NOTED = 0.10  # a re-measured row whose median moved more than this is named in the notes
+
+
+def _round_one_owner_at_a_time(cfg: Config, run: _Run, replicas: int, save_dir: Path) -> None:
+    """A TPU host takes one owning process (libtpu): each worker runs all its rows alone and releases the device
+    before the next starts. Interleaving cannot spread drift over the frameworks here, so the first worker's rows
+    are measured again at the end and the change is reported (the table keeps the first measurement)."""
+    if cfg.device == "tpu":
+        _check_libtpu_lock()
+    owners = [(fw, "default", {}, 0) for fw in cfg.frameworks]  # (framework, configuration, its env, port offset)
+    order, first_rows = [], None
+    k = 0
+    while k < len(owners):
+        fw, name, env, offset = owners[k]
+        log(cfg, f"starting the {FRAMEWORK_NAMES[fw]}{'' if name == 'default' else f' ({name})'} worker alone on "
+                 f"{cfg.device} x{replicas or 'all'} (one owner at a time)")  # fmt: skip
+        workers, hello, skip = _start_owner(cfg, replicas, fw, name, env, offset, save_dir)
+        run.skipped.extend(s for s in skip if s not in run.skipped)
+        k += 1
+        if not workers:
+            continue
+        key = next(iter(workers))
+        if name == "default" and cfg.tuned:  # its tuned configurations follow it, each an owner of its own
+            configs = {**hello[key].get("tuned_configs", {}), **cfg.extra_configs.get(fw, {})}
+            owners[k:k] = [(fw, n, e, i) for i, (n, e) in enumerate(configs.items(), 1)]
+        rows = _with_workers(workers, lambda w=workers, h=hello: _rows(cfg, run, w, h, replicas, save_dir))
+        run.rows += rows
+        order.append(workers[key].label)
+        if first_rows is None:
+            first_rows, first_owner = rows, owners[k - 1]
+    if first_rows is None or len(order) < 2:
+        return
+    log(cfg, f"measuring the {order[0]} rows again, after the others (drift)")
+    workers, hello, _ = _start_owner(cfg, replicas, *first_owner, save_dir)
+    again = _with_workers(workers, lambda: _rows(cfg, run, workers, hello, replicas, save_dir, parity=False))
+    run.notes.append(_drift_note(order, first_rows, again))
+
+
+def _drift_note(order: list[str], first: list[dict], again: list[dict]) -> str:
+    """What the first owner's rows did when measured again at the end; each first row gets its `drift`."""
+    ident = ("workload", "variant", "replicas", "seed")
+    later = {tuple(r.get(k) for k in ident): r for r in again}
+    moved = []
+    for r in first:
+        a = later.get(tuple(r.get(k) for k in ident))
+        if r["verified"] and a and a["verified"]:
+            r["drift"] = a["median_s"] / r["median_s"] - 1
+            moved.append((r["drift"], f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}"))
+    text = (f"one owner of the device at a time: {' -> '.join(order)}, then {order[0]} again; its rows' "
+            f"medians moved ")
+    if not moved:
+        return text + "(no verified row to compare)"
+    lo, hi = min(d for d, _ in moved), max(d for d, _ in moved)
+    big = [f"{what} {d:+.1%}" for d, what in moved if abs(d) > DRIFT_NOTED]
+    return (text + f"{lo:+.1%} to {hi:+.1%} between the first and the last measurement (the table shows the first)"
+            + (f"; more than {DRIFT_NOTED:.0%}, compare with care: " + ", ".join(big) if big else ""))
+
+
+def _start_owner(cfg: Config, replicas: int, fw: str, name: str, env: dict, k: int, save_dir: Path
+                 ) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:  # fmt: skip
+    """One worker (a framework in one configuration; k: its coordinator port offset), alone on the device."""
+    key = fw if name == "default" else f"{fw}+{name}"
+    w = Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, name, env,
+               cfg.cluster.for_config(k) if cfg.cluster else None, save_dir / "tmp", cfg.pythons.get(fw),
+               save_dir / "device.lock")  # fmt: skip
+    return _await_workers(cfg, {key: w})
 
 
 def _judge_all(cfg: Config, run: _Run) -> None:
@@ -515,10 +660,10 @@ def _row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hello: 
         # an operation's first call (tracing, compilation, one execution); a training row's first epoch is
         # first_epoch_s instead (schema 2), never called a compile time
         "compile_s": None if kind.epochs else res.get("compile_s"),
-        "gflops_per_s": res["flops"] / med / 1e9 if med else None, "flops": res["flops"],
-        "flops_unpadded": res.get("flops_unpadded"), "flops_formula": " ".join(res["flops_formula"].split()),
+        "gflops_per_s": res["flops"] / med / 1e9 if med and res.get("flops") else None, "flops": res.get("flops"),
+        "flops_unpadded": res.get("flops_unpadded"), "flops_formula": " ".join(res.get("flops_formula", "").split()),
         "compiler_flops": res.get("compiler_flops"),
-        "compiler_flops_source": res.get("compiler_flops_source"), "min_bytes": res["min_bytes"],
+        "compiler_flops_source": res.get("compiler_flops_source"), "min_bytes": res.get("min_bytes"),
         "max_abs_err": res.get("max_abs_err"), "max_rel_err": res.get("max_rel_err"),
         # a training row is checked for finite losses and placement; its numbers are judged by the checks
         "tolerance": kind.tolerance(cfg.device, cfg.precision, c.dtype),

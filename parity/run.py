@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -52,6 +54,32 @@ def at_least(low: int):
         return n
 
     return parse
+
+
+def interpreter(text: str) -> tuple[str, str]:
+    """An argparse type: FW=PATH, FW one of the frameworks, PATH an executable file (not run yet)."""
+    fw, sep, path = text.partition("=")
+    if not sep or fw not in harness.FRAMEWORKS or not path:
+        raise argparse.ArgumentTypeError(f"expected FW=PATH with FW one of {', '.join(harness.FRAMEWORKS)}, "
+                                         f"got {text!r}")  # fmt: skip
+    p = Path(path).expanduser()
+    if not p.is_file() or not os.access(p, os.X_OK):
+        raise argparse.ArgumentTypeError(f"{fw}: {path} is not an executable file")
+    return fw, str(p.absolute())
+
+
+def check_interpreter(fw: str, path: str) -> None:
+    """Raise HarnessError (one line) unless `path` runs Python 3.10+ with numpy: what every worker needs before its
+    framework (whose absence the worker reports itself)."""
+    probe = "import sys, numpy; sys.exit(0 if sys.version_info >= (3, 10) else 3)"
+    try:
+        p = subprocess.run([path, "-c", probe], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise harness.HarnessError(f"--python {fw}={path}: does not run ({e})") from None
+    if p.returncode:
+        last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+        why = "Python older than 3.10" if p.returncode == 3 else last
+        raise harness.HarnessError(f"--python {fw}={path}: not a usable interpreter for the {fw} worker ({why})")
 
 
 def positive(text: str) -> int:
@@ -108,6 +136,16 @@ def parser() -> argparse.ArgumentParser:
                     help="'default': each framework out of the box only; 'all': also the process-wide settings "
                          "each implementation names for the device (JAX on a CPU: XLA's YNNPACK kernels, rows "
                          "named '+ynn'), each in a worker of its own (default: all; with --quick: default)")
+    ap.add_argument("--exclusive", action=argparse.BooleanOptionalAction,
+                    help="one owner of the device at a time: each worker runs all its rows alone and releases the "
+                         "device before the next starts, and the first is measured again at the end to show drift "
+                         "(a TPU host takes one owning process: on by default with --device tpu, off elsewhere; on "
+                         "other devices it also makes each worker lock the device, as libtpu does)")
+    ap.add_argument("--python", nargs="+", metavar="FW=PATH", type=interpreter, default=[],
+                    help="the interpreter a framework's workers run in, e.g. --python tf=~/tf-env/bin/python "
+                         "jax=~/jax-env/bin/python, for TF and JAX kept in environments of their own (TPU VMs, "
+                         "preinstalled GPU images); each needs numpy and its framework, and runs this checkout's "
+                         "code (default: this interpreter)")
     ap.add_argument("--out", type=Path, default=Path("results"),
                     help="directory for results.json, .csv, .md and the .png chart (default: results/)")
     _multiprocess_flags(ap)
@@ -201,6 +239,11 @@ def config(args, argv: list[str] = ()) -> harness.Config:
                                    "(--local-devices per process on a CPU)")  # fmt: skip
     if cluster is not None and args.list_devices:
         raise harness.HarnessError("--list-devices looks at this machine only: run it without --coordinator")
+    pythons = dict(args.python)
+    if len(pythons) < len(args.python):
+        raise harness.HarnessError("--python names a framework twice")
+    for fw, path in pythons.items():
+        check_interpreter(fw, path)
     given = {k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None}
     if args.quick and args.schedule == "notebook":
         raise harness.HarnessError("--quick and --schedule notebook contradict each other: choose one")
@@ -228,12 +271,14 @@ def config(args, argv: list[str] = ()) -> harness.Config:
         parity_steps=3 if args.quick and args.parity_steps == 20 else args.parity_steps,
         cluster=cluster,
         command=("python", "-m", "parity.run", *argv),
+        exclusive=args.device == "tpu" if args.exclusive is None else args.exclusive,
+        pythons=pythons,
     )
 
 
 def list_devices(cfg: harness.Config) -> None:
     for fw in cfg.frameworks:
-        w = harness.Worker(fw, "cpu", 1, cfg.precision, 300)
+        w = harness.Worker(fw, "cpu", 1, cfg.precision, 300, python=cfg.pythons.get(fw))
         try:
             msg = w.recv(300)
         finally:

@@ -92,7 +92,7 @@ def row_extra(kind, res: dict, spec) -> dict:
     """A CNN row's own figures: images per second, the data it ran on, and for training the first epoch
     (kept apart from the timed epochs), the test figures and the article's 5-epoch estimate."""
     med = res.get("median_s")
-    out = {"images_per_s": res["images"] / med if med else None, "data": res["data"], "spec": spec.to_dict(),
+    out = {"images_per_s": res["images"] / med if med else None, "data": res.get("data"), "spec": spec.to_dict(),
            "seed": spec.seed}  # fmt: skip
     if kind.epochs:
         out.update(time_unit="epoch", first_epoch_s=res.get("compile_s"), test_loss=res.get("test_loss"),
@@ -103,28 +103,69 @@ def row_extra(kind, res: dict, spec) -> dict:
     return out
 
 
-def parity_round(cfg, spec, workers: dict, hello: dict, save_dir: Path, ctx: dict, first: bool, log) -> list[dict]:
-    """Trajectory parity at this replica count; the forward pass and gradients once (first=True)."""
-    counts = {w.framework: hello[k]["replicas"] for k, w in workers.items() if w.config == "default"}
-    n = max(counts.values())
-    workers = {w.framework: w for w in workers.values() if w.config == "default"}  # parity: out of the box
+def parity_collect(cfg, spec, workers: dict, hello: dict, save_dir: Path, ctx: dict, first: bool, log,
+                   key: int) -> None:  # fmt: skip
+    """The parity arrays of this round's out-of-the-box workers that are running: all frameworks at once, or,
+    on a device with one owner at a time, each in its turn (parity_judge judges them when all have answered).
+
+    One batch's gradients and a dropout-free trajectory per variant; with `first`, also each block's inference
+    output from the trained weights of the first framework's first trajectory."""
+    own = {k: w for k, w in workers.items() if w.config == "default"}  # parity: out of the box
+    if not own:
+        return
+    rnd = ctx.setdefault("parity", {}).setdefault(key, {"counts": {}, "files": {}, "fwd": {}})
+    rnd["counts"].update({w.framework: hello[k]["replicas"] for k, w in own.items()})
     ds = data.Dataset.load(Path(ctx["data"]))
-    b = max(2 * n, min(spec.global_batch, 64))
-    b += -b % math.lcm(*counts.values())  # every framework's replicas get the same share
-    x, y = data.batches(ds, data.batch_offsets(spec.seed + 1, cfg.parity_steps, len(ds.x_train), b), b)
-    np.savez(save_dir / "parity_batches.npz", x=x, y=y)
-    log(cfg, f"cnn parity x{n}: gradients and a {cfg.parity_steps}-step trajectory (dropout off, batch {b})")
-    saved = _ask_all(workers, save_dir, f"parity-{{fw}}-r{n}.npz", spec=spec.to_dict(), weights=ctx["weights"],
-                     tuned=cfg.tuned, batches=str(save_dir / "parity_batches.npz"))  # fmt: skip
+    if "b" not in rnd:  # the round's batch, fixed by the frameworks known when the first one asks
+        n = max(rnd["counts"].values())
+        b = max(2 * n, min(spec.global_batch, 64))
+        b += -b % math.lcm(*rnd["counts"].values())  # every framework's replicas get the same share
+        x, y = data.batches(ds, data.batch_offsets(spec.seed + 1, cfg.parity_steps, len(ds.x_train), b), b)
+        rnd.update(b=b, n=n, batches=str(save_dir / f"parity_batches-r{key}.npz"))
+        np.savez(rnd["batches"], x=x, y=y)
+        log(cfg, f"cnn parity x{n}: gradients and a {cfg.parity_steps}-step trajectory (dropout off, batch {b})")
+    fws = {}
+    for w in own.values():
+        if rnd["b"] % rnd["counts"][w.framework]:  # a later owner on another replica count than the first
+            ctx["traj_skipped"] = (f"cnn: {w.framework} on {rnd['counts'][w.framework]} replicas does not divide "
+                                   f"the parity batch of {rnd['b']}: not compared")  # fmt: skip
+            continue
+        fws[w.framework] = w
+    rnd["files"].update(_ask_all(fws, save_dir, f"parity-{{fw}}-r{rnd['n']}.npz", spec=spec.to_dict(),
+                                 weights=ctx["weights"], tuned=cfg.tuned, batches=rnd["batches"]))  # fmt: skip
+    if first and fws:
+        w_fwd = save_dir / "w_fwd.npz"
+        if not w_fwd.exists():  # trained (not initial) weights: the first framework's first trajectory
+            with np.load(rnd["files"][next(iter(fws))]) as src:
+                saved = dict(src)
+            v = _variants(saved)[0]
+            save_npz([saved[f"traj/{v}/w{i:03d}"] for i in range(len(checks.WEIGHT_NAMES))], w_fwd)
+            np.save(save_dir / "fwd_x.npy", ds.x_test[:16].astype(np.float32))
+        rnd["fwd"].update(_ask_all(fws, save_dir, "fwd-{fw}.npz", spec=spec.to_dict(), weights=str(w_fwd),
+                                   forward=str(save_dir / "fwd_x.npy")))  # fmt: skip
+
+
+def parity_judge(cfg, spec, save_dir: Path, ctx: dict, first: bool, log, key: int) -> list[dict]:
+    """Trajectory parity at this replica count, the forward pass and gradients once (first=True), all from
+    the arrays parity_collect saved."""
+    rnd = ctx.get("parity", {}).pop(key, None)
+    if not rnd or not rnd["files"]:
+        return []
+    n, b = rnd["n"], rnd["b"]
+    saved = {fw: dict(np.load(f)) for fw, f in rnd["files"].items()}
+    with np.load(rnd["batches"]) as f:
+        x, y = f["x"], f["y"]
     tols = cnn_tolerances(cfg.device, cfg.precision)
     rows = []
     if first:  # one batch on one device: the same at every replica count; judged against float64
         rows += checks.grads(saved, load_npz(ctx["weights"]), x[0], y[0],
                              cnn_grad_tolerance(b, cfg.device, cfg.precision),
                              cnn_loss_tolerance(b, cfg.device, cfg.precision))  # fmt: skip
-    rows += _trajectories(saved, counts, tols, n, ctx)
-    if first:
-        rows = _forward(spec, saved, workers, ds, save_dir, tols["forward"]) + rows
+    rows += _trajectories(saved, {fw: rnd["counts"][fw] for fw in saved}, tols, n, ctx)
+    if first and rnd["fwd"]:
+        fwd = {fw: dict(np.load(f)) for fw, f in rnd["fwd"].items()}
+        xf = np.load(save_dir / "fwd_x.npy")
+        rows = checks.forward(fwd, cnn_forward(load_npz(save_dir / "w_fwd.npz"), xf), tols["forward"]) + rows
     for r in rows:
         r.setdefault("replicas", n)
         log(cfg, f"  {'PASS' if r['passed'] else 'FAIL'} {r['check']}: "
@@ -133,15 +174,14 @@ def parity_round(cfg, spec, workers: dict, hello: dict, save_dir: Path, ctx: dic
     return rows
 
 
-def _ask_all(workers: dict, save_dir: Path, name: str, **req) -> dict[str, dict]:
-    """One cnn_parity request to every framework at once (untimed); each answers with a .npz file."""
+def _ask_all(workers: dict, save_dir: Path, name: str, **req) -> dict[str, str]:
+    """One cnn_parity request to every framework given at once (untimed); each answers with a .npz file,
+    whose path is returned by framework."""
     for fw, w in workers.items():
         w.send(cmd="call", fn="cnn_parity", out=str(save_dir / name.format(fw=fw)), **req)
-    saved = {}
-    for fw, w in workers.items():
+    for w in workers.values():
         w.answer()
-        saved[fw] = dict(np.load(save_dir / name.format(fw=fw)))
-    return saved
+    return {fw: str(save_dir / name.format(fw=fw)) for fw in workers}
 
 
 def _variants(saved: dict) -> list[str]:
@@ -156,20 +196,19 @@ def _trajectories(saved: dict, counts: dict, tols: dict, n: int, ctx: dict) -> l
         ctx["traj_skipped"] = (f"cnn: no TF-vs-JAX trajectory check: TensorFlow trained on {counts['tf']} "
                                f"replicas, JAX on {counts['jax']} (BatchNorm statistics: per replica)")
         return []
-    return [row for tv in _variants(saved["tf"]) for jv in _variants(saved["jax"])
+    return [row for tv, jv in _pairs(saved["tf"], saved["jax"])
             for row in checks.trajectory(saved["tf"], saved["jax"], tv, jv, tols, n)]  # fmt: skip
 
 
-def _forward(spec, saved: dict, workers: dict, ds, save_dir: Path, tol: float) -> list[dict]:
-    """Each block's inference output, from the trained weights of the first trajectory, against float64."""
-    src = saved.get("tf") or saved["jax"]
-    v = _variants(src)[0]
-    save_npz([src[f"traj/{v}/w{i:03d}"] for i in range(len(checks.WEIGHT_NAMES))], save_dir / "w_fwd.npz")
-    xf = ds.x_test[:16].astype(np.float32)
-    np.save(save_dir / "fwd_x.npy", xf)
-    fwd = _ask_all(workers, save_dir, "fwd-{fw}.npz", spec=spec.to_dict(), weights=str(save_dir / "w_fwd.npz"),
-                   forward=str(save_dir / "fwd_x.npy"))  # fmt: skip
-    return checks.forward(fwd, cnn_forward(load_npz(save_dir / "w_fwd.npz"), xf), tol)
+def _pairs(tf: dict, jx: dict) -> list[tuple[str, str]]:
+    """Every pair of single-step variants; a multi-step one (several steps per dispatch) against the other
+    framework's first, out-of-the-box variant only, so the checks grow by one pair per multi-step variant."""
+    def multi(saved, v):
+        return int(saved.get(f"traj/{v}/dispatch", 1)) > 1
+
+    tv, jv = _variants(tf), _variants(jx)
+    single = [(t, j) for t in tv for j in jv if not multi(tf, t) and not multi(jx, j)]
+    return single + [(t, jv[0]) for t in tv if multi(tf, t)] + [(tv[0], j) for j in jv if multi(jx, j)]
 
 
 def summary(cfg, rows: list[dict], ctx: dict) -> tuple[list[dict], list[str]]:

@@ -51,6 +51,31 @@ def versions(framework: str) -> dict[str, str]:
     return found
 
 
+_LOCKS = []  # held until the process ends
+
+
+def _own_device(path: str) -> str | None:
+    """Take the device as libtpu does on a TPU host, one owning process: an exclusive lock on `path`, kept for
+    the life of this process (the kernel releases it when the process ends, however it ends). Returns None when
+    taken, else the holder's pid as it wrote it. PARITY_DEVICE_LOCK turns this on (the harness, --exclusive)."""
+    import fcntl
+
+    f = open(path, "a+")  # noqa: SIM115 - kept open: the lock lives as long as the file stays open
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "unknown"
+        f.close()
+        return holder
+    f.seek(0)
+    f.truncate()
+    f.write(str(os.getpid()))
+    f.flush()
+    _LOCKS.append(f)
+    return None
+
+
 def serve(args, out) -> None:
     """Say hello (or why not), then answer the parent's requests until 'quit' or the end of stdin."""
 
@@ -58,10 +83,15 @@ def serve(args, out) -> None:
         out.write(json.dumps(msg) + "\n")
         out.flush()
 
+    lock = os.environ.get("PARITY_DEVICE_LOCK")
+    if lock and (holder := _own_device(lock)) is not None:  # before the framework touches the device
+        say({"status": "unavailable", "error": f"the {args.device} device is already in use by process {holder} "
+                                               f"(lock {lock}): one owner at a time"})  # fmt: skip
+        return
     try:
         impl = importlib.import_module(IMPLS[args.framework])
     except ImportError as e:
-        say({"status": "missing", "error": f"{args.framework} is not installed ({e})"})
+        say({"status": "missing", "error": f"{args.framework} is not installed for {sys.executable} ({e})"})
         return
     try:
         cluster = Cluster.from_json(args.cluster) if args.cluster else None
@@ -72,7 +102,7 @@ def serve(args, out) -> None:
     impl.set_precision(args.precision)
     say({"status": "ready", "tuned_configs": impl.tuned_configs(args.device), "replicas": len(devices),
          **impl.process_info(devices), "device_kind": impl.device_kind(), "devices": impl.list_devices(),
-         "versions": versions(args.framework),
+         "versions": versions(args.framework), "python": platform.python_version(), "executable": sys.executable,
          # what this process really ran with (the harness and setup_devices add settings of their own)
          "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ}})  # fmt: skip
     timers: dict[str, tuple[Timer, dict, object]] = {}
@@ -98,18 +128,30 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
     if cmd == "prepare":
         wl, kind = row_kind(req["workload"])
         extra = {k: req[k] for k in ("data", "weights", "validate") if k in req}
-        timer, info, finish = getattr(cases, kind.case)(impl, devices, kind, type(wl.full)(**req["spec"]),
-                                                        req["variant"], args.device, args.precision,
-                                                        req.get("save"), **extra)  # fmt: skip
-        timers[req["id"]] = (timer, info, finish)
-        compile_s = timer.first()
+        try:
+            timer, info, finish = getattr(cases, kind.case)(impl, devices, kind, type(wl.full)(**req["spec"]),
+                                                            req["variant"], args.device, args.precision,
+                                                            req.get("save"), **extra)  # fmt: skip
+            timers[req["id"]] = (timer, info, finish)
+            compile_s = timer.first()
+        except PROGRAMMING_ERRORS:
+            raise
+        except Exception as e:  # the framework refused this variant (Keras's fit under TPUStrategy, keras#19448):
+            return _refused(timers, req["id"], e)  # an INVALID row with the reason; the other variants still run
         cost = info.pop("cost")
         # after the first call: the compiler's own FLOP count, to cross-check the formula
         info["compiler_flops"], info["compiler_flops_source"] = cost() if compile_s is not None else (None, "")
         return {"compile_s": compile_s, "invalid": timer.m.invalid}
     if cmd in ("warm", "rep"):
         timer = timers[req["id"]][0]
-        return {"time": getattr(timer, cmd)(), "invalid": timer.m.invalid, "last": timer.m.last}
+        try:
+            t = getattr(timer, cmd)()
+        except PROGRAMMING_ERRORS:
+            raise
+        except Exception as e:  # as above, at a later call: the row is INVALID from here on
+            timer.m.invalid = f"{type(e).__name__}: {_one_line(e)}"
+            t = None
+        return {"time": t, "invalid": timer.m.invalid, "last": timer.m.last}
     if cmd == "result":
         timer, info, finish = timers.pop(req["id"])
         m = timer.m
@@ -118,6 +160,21 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
     if cmd == "call":  # an untimed request a workload's parent side makes by name
         return cases.WORKER_CALLS[req["fn"]](impl, devices, req)
     return {"error": f"unknown command {cmd!r}"}
+
+
+def _one_line(e: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _refused(timers: dict, key: str, e: Exception) -> dict:
+    """A variant the framework failed to build or run: kept as a timer that is invalid from the start, so the
+    harness's later requests for it get answers (no times, the reason) like any other invalid row."""
+    timer = Timer(lambda: None, lambda out: None, lambda out: {})
+    timer.m.invalid = f"the framework failed: {type(e).__name__}: {_one_line(e)}"
+    timers[key] = (timer, {"flops": None, "flops_unpadded": None, "flops_formula": "", "min_bytes": None,
+                           "compiler_flops": None, "compiler_flops_source": ""}, dict)  # fmt: skip
+    return {"compile_s": None, "invalid": timer.m.invalid}
 
 
 def main(argv=None) -> None:

@@ -148,6 +148,7 @@ def _trajectory(w, replicas, tf_variant, jax_variant, steps=3, size=16, jax_lr=1
         v = tf_variant if fw == "tf" else jax_variant
         for i, a in enumerate(mod.get_weights(t.model())):
             saved[fw][f"traj/{v}/w{i:03d}"] = a
+        saved[fw][f"traj/{v}/loss_every"] = np.array(t.loss_every)
     return checks.trajectory(saved["tf"], saved["jax"], tf_variant, jax_variant, TOL, replicas), saved
 
 
@@ -157,6 +158,40 @@ def test_three_step_trajectory_one_replica(weights, tf_variant):
     assert len(rows) == 3
     for r in rows:
         assert r["passed"], r
+
+
+def test_a_multi_step_variant_is_judged_by_the_same_trajectory_check(weights):
+    """fit under steps_per_execution logs once per dispatch: the loss is compared as each dispatch's mean
+    (12 steps: one full dispatch of 10 and a remainder of 2), the parameters as always."""
+    rows, saved = _trajectory(weights, 1, "fit+spe", "jit", steps=12)
+    assert all(r["passed"] for r in rows), rows
+    assert "mean of each 10 steps" in rows[0]["detail"]
+    lt = saved["tf"]["traj/fit+spe/loss"]
+    assert len(lt) == 12 and np.all(lt[:10] == lt[0]) and np.all(lt[10:] == lt[10]) and lt[0] != lt[10]
+
+
+@pytest.mark.parametrize("mod,replicas,one,several", [
+    (tf_impl, 1, "fit", "fit+spe"), (tf_impl, 8, "strategy", "strategy+spe"), (tf_impl, 8, "loop", "loop+spe"),
+    (jax_impl, 1, "jit", "jit+scan"), (jax_impl, 8, "shard_map", "shard_map+scan")],
+    ids=["tf-fit", "tf-strategy", "tf-loop", "jax-jit", "jax-shard_map"])  # fmt: skip
+def test_several_steps_per_dispatch_are_the_same_steps(weights, mod, replicas, one, several):
+    """13 steps: a dispatch of 10 and one of 3. The same weights after them, and the same per-step loss (or,
+    where the framework logs once per dispatch, the same mean over each dispatch)."""
+    x, y = batch(13, 16, seed=5)
+    devices = (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:replicas]
+    out = {}
+    for v in (one, several):
+        model = mod.build_cnn(seed=0, dropout=False)
+        mod.set_weights(model, weights)
+        t = mod.make_trainer(model, devices, v)
+        out[v] = (np.asarray(t.steps(x, y)), mod.get_weights(t.model()), t)
+    (l1, w1, _), (lk, wk, tk) = out[one], out[several]
+    assert tk.steps_per_dispatch == 10 and lk.shape == (13, 2)
+    diff = np.sqrt(sum(np.sum((a.astype(np.float64) - b) ** 2) for a, b in zip(w1, wk, strict=True)))
+    assert diff / np.sqrt(sum(np.sum(a.astype(np.float64) ** 2) for a in w1)) < 1e-4
+    if tk.loss_every > 1:
+        l1 = np.concatenate([np.full((len(l1[s : s + 10]), 2), l1[s : s + 10].mean(0)) for s in (0, 10)])
+    np.testing.assert_allclose(lk, l1, rtol=1e-3, atol=1e-5)
 
 
 def test_trajectory_check_catches_a_different_learning_rate(weights):

@@ -18,7 +18,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from parity.api import Gradients, Prepared, check_weights, load_npz, save_npz  # noqa: E402
+from parity.api import STEPS_PER_DISPATCH, Gradients, Prepared, check_weights, load_npz, save_npz  # noqa: E402
 from tf_impl.devices import graph_flops, multiworker, placement, strategy  # noqa: E402
 
 if keras.backend.backend() != "tensorflow":
@@ -87,10 +87,13 @@ def cnn_variants(replicas: int) -> tuple[str, ...]:
     of strategy.run steps with the same model, loss, Adam and per-replica batches. In a
     multi-process run (MultiWorkerMirroredStrategy) only 'loop' is offered: Keras 3's fit fails
     there (tensorflow#72388: it reduces scalar logs over axis 0).
+    '+spe': STEPS_PER_DISPATCH steps per host dispatch, the same steps: fit's steps_per_execution (Keras then
+    logs once per execution, so per-step loss is known only as each execution's mean), and for 'loop' a
+    tf.function running that many strategy.run steps (per-step figures exact).
     """
     if replicas == 1:
-        return ("fit", "fit+xla")
-    return ("loop",) if multiworker() is not None else ("strategy", "loop")
+        return ("fit", "fit+xla", "fit+spe")
+    return ("loop", "loop+spe") if multiworker() is not None else ("strategy", "loop", "strategy+spe", "loop+spe")
 
 
 def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -138,19 +141,24 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
 
 
 class _StepLogs(keras.callbacks.Callback):
-    """Per-step loss and accuracy from fit's running means (Keras logs the mean over the epoch so far)."""
+    """Per-step loss and accuracy from fit's running means (Keras logs the mean over the epoch so far, once per
+    execution: every step, or every steps_per_execution steps)."""
 
     def on_epoch_begin(self, epoch, logs=None):
         self.means = []
 
-    def on_train_batch_end(self, batch, logs=None):
-        self.means.append((float(logs["loss"]), float(logs["accuracy"])))
+    def on_train_batch_end(self, batch, logs=None):  # batch: the execution's last step (as if it were full)
+        self.means.append((batch + 1, float(logs["loss"]), float(logs["accuracy"])))
 
-    def per_step(self) -> np.ndarray:
-        m = np.array(self.means, np.float64).reshape(-1, 2)
-        k = np.arange(1, len(m) + 1)[:, None]
-        prev = np.vstack([np.zeros((1, 2)), m[:-1] * (k[:-1])])
-        return m * k - prev
+    def per_step(self, steps: int) -> np.ndarray:
+        """(steps, 2): each step's loss and accuracy; under steps_per_execution, its execution's mean."""
+        out, done, prev = np.zeros((steps, 2)), 0, np.zeros(2)
+        for end, *mean in self.means:
+            end = min(end, steps)  # the epoch's last execution may be shorter
+            total = np.array(mean) * end
+            out[done:end] = (total - prev) / (end - done)
+            done, prev = end, total
+        return out
 
 
 def _worker_batches(s: tf.distribute.Strategy, x: np.ndarray, y: np.ndarray) -> tf.distribute.DistributedDataset:
@@ -173,11 +181,10 @@ def _worker_batches(s: tf.distribute.Strategy, x: np.ndarray, y: np.ndarray) -> 
     return s.distribute_datasets_from_function(fn)
 
 
-def _loop_step(s: tf.distribute.Strategy, model) -> tf.types.experimental.PolymorphicFunction:
-    """One training step as Keras's fit takes it: per-replica loss scaled by 1/replicas (the
-    optimizer all-reduces by sum), per-replica BatchNorm statistics, Keras's Adam; returns the
-    global batch's mean loss and accuracy."""
-    n = s.num_replicas_in_sync
+def _replica_step(n: int, model):
+    """One training step on one replica as Keras's fit takes it: per-replica loss scaled by 1/replicas (the
+    optimizer all-reduces by sum), per-replica BatchNorm statistics, Keras's Adam; the replica's loss and
+    accuracy."""
 
     def replica_step(x, y):
         with tf.GradientTape() as tape:
@@ -190,6 +197,13 @@ def _loop_step(s: tf.distribute.Strategy, model) -> tf.types.experimental.Polymo
                                      tf.float32))  # fmt: skip
         return loss, acc
 
+    return replica_step
+
+
+def _loop_step(s: tf.distribute.Strategy, model) -> tf.types.experimental.PolymorphicFunction:
+    """One global step of the custom loop; returns the global batch's mean loss and accuracy."""
+    replica_step = _replica_step(s.num_replicas_in_sync, model)
+
     @tf.function
     def step(x, y):
         loss, acc = s.run(replica_step, args=(x, y))
@@ -198,16 +212,38 @@ def _loop_step(s: tf.distribute.Strategy, model) -> tf.types.experimental.Polymo
     return step
 
 
+def _loop_steps(s: tf.distribute.Strategy, model) -> tf.types.experimental.PolymorphicFunction:
+    """`count` global steps of the custom loop in one tf.function (one host dispatch), reading the distributed
+    iterator; per-step mean loss and accuracy, stacked. `count` is a Python int: one trace per length."""
+    replica_step = _replica_step(s.num_replicas_in_sync, model)
+
+    @tf.function
+    def steps(iterator, count: int):
+        losses = tf.TensorArray(tf.float32, size=count)
+        accs = tf.TensorArray(tf.float32, size=count)
+        for i in tf.range(count):
+            loss, acc = s.run(replica_step, args=next(iterator))
+            losses = losses.write(i, s.reduce("MEAN", loss, axis=None))
+            accs = accs.write(i, s.reduce("MEAN", acc, axis=None))
+        return losses.stack(), accs.stack()
+
+    return steps
+
+
 class Trainer:
     """model.compile + model.fit ('loop': a custom strategy.run loop) under the strategy's scope (a copy
     of the model lives there)."""
 
     def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         n = len(devices)
-        if variant == "strategy" and multiworker() is not None:
+        if variant.startswith("strategy") and multiworker() is not None:
             raise ValueError("Keras 3's fit fails under MultiWorkerMirroredStrategy (tensorflow#72388): use 'loop'")
         if variant not in cnn_variants(n):
             raise ValueError(f"unknown TF CNN variant {variant!r} for {n} replicas; have {cnn_variants(n)}")
+        self.spe = STEPS_PER_DISPATCH if variant.endswith("+spe") else 1
+        # fit under steps_per_execution logs once per execution: its per-step loss is that execution's mean
+        self.steps_per_dispatch, self.loss_every = self.spe, self.spe if variant != "loop+spe" else 1
+        variant = variant.removesuffix("+spe")
         self.src, self.variant = model, variant
         self.distributed = variant in ("strategy", "loop")
         keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as JAX's)
@@ -220,6 +256,7 @@ class Trainer:
                 loss="sparse_categorical_crossentropy",
                 metrics=["accuracy"],
                 jit_compile=True if variant == "fit+xla" else "auto",
+                steps_per_execution=self.spe if variant != "loop" else 1,
             )
             if variant == "loop":  # fit builds it on its first call; the loop's step must not create variables
                 self.m.optimizer.build(self.m.trainable_variables)
@@ -227,18 +264,23 @@ class Trainer:
         self.logs = _StepLogs()
         if variant == "loop":
             self.s = strategy(devices)
-            self._step = _loop_step(self.s, self.m)
+            self._step = _loop_step(self.s, self.m) if self.spe == 1 else _loop_steps(self.s, self.m)
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn (one model.fit epoch); returns (K, 2) [loss, acc]."""
         k, b = y.shape
         self.batch = b
-        if self.variant == "loop":
+        if self.variant == "loop" and self.spe == 1:
             return np.array([[float(v) for v in self._step(xb, yb)] for xb, yb in _worker_batches(self.s, x, y)])
+        if self.variant == "loop":
+            it = iter(_worker_batches(self.s, x, y))
+            out = [np.stack([v.numpy() for v in self._step(it, min(self.spe, k - s))], 1)
+                   for s in range(0, k, self.spe)]  # fmt: skip
+            return np.concatenate(out).astype(np.float64)
         ds = tf.data.Dataset.from_tensor_slices((x.reshape(k * b, *x.shape[2:]), y.reshape(k * b))).batch(b)
         with tf.device(self.device) if not self.distributed else nullcontext():
             self.m.fit(ds, epochs=1, steps_per_epoch=k, verbose=0, callbacks=[self.logs], shuffle=False)
-        return self.logs.per_step()
+        return self.logs.per_step(k)
 
     def placement(self) -> list[str]:
         """Devices holding the first weight (every replica's copy under a strategy)."""
@@ -251,6 +293,8 @@ class Trainer:
         """FLOPs of one global training step by TF's profiler on Keras's train_step graph."""
         if self.distributed:
             return None, "TF profiler: not traced under a strategy"
+        if self.spe > 1:
+            return None, "TF profiler: not counted (several steps in one loop)"
         spec = (tf.TensorSpec((self.batch, 28, 28, 1), tf.float32), tf.TensorSpec((self.batch,), tf.int32))
         with tf.device(self.device):
             return graph_flops(tf.function(self.m.train_step), spec)

@@ -17,7 +17,8 @@ from parity.api import LOCAL_HOSTS, Cluster, ClusterError, DeviceUnavailable, po
 # Variants that are not the framework out of the box: XLA forced on where TF and Keras leave it off,
 # bfloat16 inputs (the harness runs '+bf16' only where the device computes in bfloat16 natively), and
 # a custom training loop instead of model.fit (the only way under MultiWorkerMirroredStrategy).
-TUNED_VARIANTS: tuple[str, ...] = ("function+xla", "fit+xla", "function+bf16", "loop")
+TUNED_VARIANTS: tuple[str, ...] = ("function+xla", "fit+xla", "function+bf16", "loop", "fit+spe", "strategy+spe",
+                                   "loop+spe")
 # Variants whose inputs and outputs are bfloat16: a row's number format, declared here, never read off its name.
 BFLOAT16_VARIANTS: tuple[str, ...] = ("function+bf16",)
 

@@ -1,0 +1,182 @@
+"""A device with one owner at a time (a TPU host), one interpreter per framework, and a variant the framework
+refuses: on the CPU, with the harness's own logic judged, not the host's arithmetic."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from parity import harness
+
+
+def run(*args, timeout=900, env=None):
+    return subprocess.run([sys.executable, "-m", "parity.run", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env)  # fmt: skip
+
+
+def test_a_second_simultaneous_owner_is_refused(tmp_path):
+    """What --exclusive enforces on a CPU, as libtpu does on a TPU host: started together, the second worker
+    cannot have the device, and says which process has it."""
+    lock = tmp_path / "device.lock"
+    first = harness.Worker("jax", "cpu", 1, "default", 120, lock=lock)
+    try:
+        assert first.recv(120)["status"] == "ready"
+        second = harness.Worker("tf", "cpu", 1, "default", 120, lock=lock)
+        try:
+            msg = second.recv(120)
+        finally:
+            second.close()
+        assert msg["status"] == "unavailable"
+        assert msg["error"] == (f"the cpu device is already in use by process {first.proc.pid} (lock {lock}): "
+                                "one owner at a time")  # fmt: skip
+    finally:
+        first.close()
+    third = harness.Worker("tf", "cpu", 1, "default", 120, lock=lock)  # the owner ended: the device is free again
+    try:
+        assert third.recv(120)["status"] == "ready"
+    finally:
+        third.close()
+
+
+def test_one_owner_at_a_time_runs_every_row_and_reports_drift(tmp_path):
+    """Every workload with --exclusive: each worker alone (they take the lock, so any overlap would fail the
+    run), the parity checks judged from the arrays each left, and the first worker measured again."""
+    p = run("--quick", "--replicas", "1", "--exclusive", "--configs", "default", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert doc["env"]["one_owner_at_a_time"] is True
+    assert {r["framework"] for r in doc["rows"]} == {"tf", "jax"} and all(r["verified"] for r in doc["rows"])
+    starts = [ln for ln in p.stderr.splitlines() if "worker alone" in ln]
+    assert [("TensorFlow" in ln, "JAX" in ln) for ln in starts] == [(True, False), (False, True)]
+    assert "measuring the TensorFlow rows again, after the others (drift)" in p.stderr
+    note = next(n for n in doc["env"]["notes"] if n.startswith("one owner of the device at a time"))
+    assert "TensorFlow -> JAX, then TensorFlow again" in note and "between the first and the last" in note
+    assert all("drift" in r for r in doc["rows"] if r["framework"] == "tf")
+    names = {c["check"] for c in doc["checks"]}
+    assert {"gradients (every parameter)", "forward block1"} <= names
+    assert any(n.startswith("trajectory loss (tf fit vs jax jit") for n in names)
+    assert all(c["passed"] is not False for c in doc["checks"])
+    assert all(r["xfw_max_rel_err"] is not None for r in doc["rows"] if r["workload"] == "conv")
+
+
+def test_drift_note_names_rows_that_moved():
+    first = [{"workload": "conv", "framework": "tf", "variant": "function", "replicas": 1, "verified": True,
+              "median_s": 1.0}, {"workload": "cnn_train", "framework": "tf", "variant": "fit", "replicas": 1,
+              "seed": 0, "verified": True, "median_s": 2.0}]  # fmt: skip
+    again = [{**first[0], "median_s": 1.02}, {**first[1], "median_s": 2.5}]
+    note = harness._drift_note(["TensorFlow", "JAX"], first, again)
+    assert "+2.0% to +25.0%" in note and "cnn_train tf fit x1 +25.0%" in note and "conv tf function" not in note
+    assert first[0]["drift"] == pytest.approx(0.02)
+
+
+def _holder(path: Path) -> subprocess.Popen:
+    """A live process that keeps `path` open, as libtpu keeps its lockfile."""
+    p = subprocess.Popen([sys.executable, "-c", f"f = open({str(path)!r}); print('open', flush=True); "
+                          "import time; time.sleep(120)"], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert p.stdout.readline().strip() == "open"
+    return p
+
+
+def test_a_stale_libtpu_lockfile_is_one_line_of_advice_and_a_live_one_is_never_touched(tmp_path):
+    lock = tmp_path / "libtpu_lockfile"
+    assert harness.lock_state(lock, [])[0] == "free"
+    lock.write_text("")
+    holder = _holder(lock)
+    try:
+        state, say = harness.lock_state(lock, [])
+        assert state == "held" and f"process {holder.pid}" in say and "must not be removed" in say
+    finally:
+        holder.kill()
+        holder.wait()
+    state, say = harness.lock_state(lock, [])
+    assert state == "stale" and say.endswith(f"rm {lock}") and "\n" not in say
+    assert lock.exists()  # reported, never removed
+
+
+@pytest.fixture
+def second_python(tmp_path):
+    """Another interpreter path: a wrapper around this one, as a second environment's bin/python would be."""
+    path = tmp_path / "env2" / "bin" / "python"
+    path.parent.mkdir(parents=True)
+    path.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+def test_each_framework_in_its_own_interpreter(tmp_path, second_python):
+    out = tmp_path / "out"
+    p = run("--quick", "--workload", "conv", "--replicas", "1", "--python", f"jax={second_python}", "--out", str(out))
+    assert p.returncode == 0, p.stderr[-2000:]
+    env = json.loads((out / "results.json").read_text())["env"]
+    assert env["pythons"] == {"jax": str(second_python)}
+    for fw in ("tf", "jax"):  # each worker's own interpreter and versions, recorded
+        assert env["frameworks"][fw]["python"].count(".") == 2 and env["frameworks"][fw]["versions"]
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda d: d / "nowhere" / "python", "is not an executable file"),
+    (lambda d: Path("/bin/false"), "not a usable interpreter for the tf worker"),
+])  # fmt: skip
+def test_a_missing_or_broken_interpreter_is_one_clear_line(tmp_path, make, message):
+    t0 = time.monotonic()
+    p = run("--quick", "--workload", "conv", "--python", f"tf={make(tmp_path)}", "--out", str(tmp_path / "o"),
+            timeout=120)  # fmt: skip
+    assert p.returncode == 2 and message in p.stderr.strip().splitlines()[-1] and "Traceback" not in p.stderr
+    assert time.monotonic() - t0 < 60  # before any work
+    assert not (tmp_path / "o" / "results.json").exists()
+
+
+def test_an_interpreter_without_the_framework_is_named(tmp_path, second_python):
+    """The second environment lacks TensorFlow (hidden by a stand-in that fails to import): a clear error
+    naming the interpreter, not a silent 'not run' note, because the user chose that interpreter for it."""
+    fake = tmp_path / "site" / "tensorflow"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow (a stand-in)')\n")
+    env = {**os.environ, "PYTHONPATH": str(fake.parent)}
+    p = run("--quick", "--workload", "conv", "--replicas", "1", "--python", f"tf={second_python}",
+            "--out", str(tmp_path / "o"), env=env)  # fmt: skip
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "tf is not installed for" in p.stderr and f"--python tf={second_python}" in p.stderr, p.stderr[-1500:]
+
+
+def test_a_variant_the_framework_refuses_is_an_invalid_row_and_the_run_goes_on(monkeypatch):
+    """As Keras's fit under TPUStrategy has failed on TPU VMs (keras#19448): the worker answers with the reason,
+    its later requests for that row get answers, and the parent makes an INVALID row of it, never a crash."""
+    from types import SimpleNamespace
+
+    from parity import cases, worker
+    from parity.workloads import CNN_QUICK, row_kind
+
+    def refuses(impl, devices, kind, spec, variant, *a, **k):
+        raise RuntimeError("NotFoundError: could not find registered platform with id 0x7f (fit under TPUStrategy)")
+
+    monkeypatch.setattr(cases, "cnn_train_case", refuses)
+    args, timers = SimpleNamespace(device="cpu", precision="default"), {}
+    req = {"cmd": "prepare", "id": "k", "workload": "cnn_train", "variant": "strategy", "spec": CNN_QUICK.to_dict()}
+    got = worker._answer(None, [], args, timers, req)
+    assert got["compile_s"] is None and got["invalid"].startswith("the framework failed: RuntimeError: NotFoundError")
+    assert worker._answer(None, [], args, timers, {"cmd": "rep", "id": "k"})["time"] is None
+    res = worker._answer(None, [], args, timers, {"cmd": "result", "id": "k"})
+    case = harness.Case("tf", "strategy", 8, "k", "strategy", "float32", False)
+    fake = SimpleNamespace(framework="tf", config_env={})
+    row = harness._row(harness.Config(), row_kind("cnn_train")[1], case, res, fake, {"device_kind": "cpu"},
+                       Path("/nonexistent"))  # fmt: skip
+    assert row["verified"] is False and "NotFoundError" in row["invalid_reason"] and row["median_s"] is None
+
+
+def test_a_bug_in_a_variant_is_still_a_bug(monkeypatch):
+    """Only the framework's own failures become INVALID rows: a TypeError here is this code's, and ends the run
+    with its traceback (exit 3) as before."""
+    from types import SimpleNamespace
+
+    from parity import cases, worker
+    from parity.workloads import CNN_QUICK
+
+    monkeypatch.setattr(cases, "cnn_train_case", lambda *a, **k: None + 1)
+    req = {"cmd": "prepare", "id": "k", "workload": "cnn_train", "variant": "fit", "spec": CNN_QUICK.to_dict()}
+    with pytest.raises(TypeError):
+        worker._answer(None, [], SimpleNamespace(device="cpu", precision="default"), {}, req)
