@@ -223,18 +223,20 @@ def _train_step(graphdef, tx, seed, axis, replicated, state, x, y, i):
     return (optax.apply_updates(params, updates), new_stats, opt), jnp.stack([loss, acc])
 
 
-def _scan_steps(step, state, xs, ys, i0):
+def _scan_steps(step, unroll, state, xs, ys, i0):
     """len(xs) training steps in one program: `step` over the stacked batches, per-step metrics stacked."""
 
     def body(state, batch):
         x, y, i = batch
         return step(state, x, y, i)
 
-    return jax.lax.scan(body, state, (xs, ys, i0 + jnp.arange(xs.shape[0])))
+    return jax.lax.scan(body, state, (xs, ys, i0 + jnp.arange(xs.shape[0])), unroll=unroll)
 
 
 class Trainer:
     """Data-parallel training of a CNN: a pure jitted step over split state (no graph walk per step)."""
+
+    UNROLL_ON = ("cpu",)  # platforms where '+scan' unrolls its loop (see __init__)
 
     def __init__(self, model: CNN, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         n = len(devices)
@@ -254,10 +256,14 @@ class Trainer:
         state = (params, stats, tx.init(params))
         axis = None if variant == "jit" else "batch"
         step = partial(_train_step, graphdef, tx, seed, axis, variant == "shard_map")
+        # XLA:CPU runs a while loop's body without its fast convolution path: a rolled scan trained 24x slower
+        # than one step per dispatch (122 s against 5.1 s an epoch, docs/performance.md). Unrolled there, the
+        # same steps are straight-line code in one program; accelerators keep the loop (a smaller program).
+        multi = partial(_scan_steps, step, devices[0].platform in self.UNROLL_ON)
         if variant == "jit":
             self.data_sharding = devices[0]
             self.state = jax.device_put(state, devices[0])
-            self._step = jax.jit(partial(_scan_steps, step) if self.scan else step, donate_argnums=0)
+            self._step = jax.jit(multi if self.scan else step, donate_argnums=0)
             return
         # pmap hands its outputs back on an Auto-typed mesh: state placed on make_mesh's default
         # (Explicit) mesh would differ from the step's output and cost a second compilation.
@@ -274,8 +280,8 @@ class Trainer:
             self.data_sharding = NamedSharding(mesh, P(None, "batch"))
             self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P())), state)
             specs = (P(), P(None, "batch"), P(None, "batch"), P())
-            self._step = jax.jit(jax.shard_map(partial(_scan_steps, step), mesh=mesh, in_specs=specs,
-                                               out_specs=(P(), P())), donate_argnums=0)  # fmt: skip
+            self._step = jax.jit(jax.shard_map(multi, mesh=mesh, in_specs=specs, out_specs=(P(), P())),
+                                 donate_argnums=0)
         else:
             self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P())), state)
             self._step = jax.jit(
