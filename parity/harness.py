@@ -371,8 +371,8 @@ def _rows(cfg: Config, run: _Run, workers: dict[str, Worker], hello: dict, repli
     """The running workers' rows of every workload (added to the run; also returned), and their parity arrays."""
     for key, h in hello.items():
         run.hello.setdefault(key, h)
-    for suite in run.suites.values():
-        suite.warm(workers)
+    for wl, suite in run.suites.items():
+        suite.warm(cfg, workers, run.ctxs[wl])
     if run.peak is None and not (cfg.device == "cpu" and cfg.cluster is not None):
         run.peak = roofline.device_peak(cfg.device, next(iter(hello.values()))["device_kind"], cfg.precision)
     rows = []

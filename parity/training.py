@@ -24,14 +24,15 @@ def prepare(cfg, spec, save_dir: Path) -> tuple[dict, list[str]]:
     """Load (or make) the data once for every worker; returns the run's context and its notes."""
     ds, note = data.load(cfg.data, cfg.data_dir, spec.train_size, spec.test_size, cfg.timeout_s, cfg.progress)
     ds.save(save_dir / "data.npz")
-    if ds.source == "synthetic" and cfg.data == "auto":
-        warn(cfg, ["SYNTHETIC DATA: Fashion-MNIST was not found on disk "
-                   f"(looked for IDX files{' in ' + cfg.data_dir if cfg.data_dir else ''} and TFDS's "
-                   f"fashion_mnist in {data.tfds_root(cfg.data_dir)}).",
-                   "The CNN trains on a learnable stand-in of the same shapes: its speed is the real one, its "
-                   "accuracy is not Fashion-MNIST's.",
-                   "To train on the real data (a network, about 30 MB, once):",
-                   "  " + shlex.join(with_data_download(cfg.command))])  # fmt: skip
+    said = []
+    if ds.source == "synthetic" and cfg.data == "auto":  # said when training is about to start (warm)
+        said = ["SYNTHETIC DATA: Fashion-MNIST was not found on disk "
+                f"(looked for IDX files{' in ' + cfg.data_dir if cfg.data_dir else ''} and TFDS's "
+                f"fashion_mnist in {data.tfds_root(cfg.data_dir)}).",
+                "The CNN trains on a learnable stand-in of the same shapes: its speed is the real one, its "
+                "accuracy is not Fashion-MNIST's.",
+                "To train on the real data (a network, about 30 MB, once):",
+                "  " + shlex.join(with_data_download(cfg.command))]  # fmt: skip
     notes = [f"cnn: {note}"]
     if cfg.device == "cpu" and not cfg.quick and spec.epochs < CNN_FULL.epochs:
         notes.append(f"cnn: CPU schedule shortened to {spec.epochs} epochs x {spec.steps_per_epoch} steps at global "
@@ -45,7 +46,8 @@ def prepare(cfg, spec, save_dir: Path) -> tuple[dict, list[str]]:
                   "none": f"cnn: not evaluated ({steps} steps < {checks.MIN_ACCURACY_STEPS}: test accuracy would not "
                           "have settled); --validate epoch evaluates after every epoch"
                           if cfg.validate == "auto" else "cnn: not evaluated (--validate none)"}[validate])  # fmt: skip
-    ctx = {"data": str(save_dir / "data.npz"), "weights": str(save_dir / f"w0-s{spec.seed}.npz"), "validate": validate}
+    ctx = {"data": str(save_dir / "data.npz"), "weights": str(save_dir / f"w0-s{spec.seed}.npz"), "validate": validate,
+           "warning": said}
     return ctx, notes
 
 
@@ -62,8 +64,11 @@ def with_data_download(command) -> list[str]:
     return [*out, "--data", "download"]
 
 
-def warm(workers: dict) -> None:
-    """Every worker's one-off model set-up, at once and untimed."""
+def warm(cfg, workers: dict, ctx: dict) -> None:
+    """Every worker's one-off model set-up, at once and untimed; the synthetic-data warning, once, now that
+    the workers are up and training is about to start."""
+    if ctx.get("warning"):
+        warn(cfg, ctx.pop("warning"))
     for w in workers.values():
         w.send(cmd="call", fn="cnn_warm")
     for w in workers.values():
