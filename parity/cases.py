@@ -26,9 +26,10 @@ def variant_dtype(impl, variant: str) -> str:
 def offered(impl, variants, tuned: bool) -> list[str]:
     """The variants a run asks for: all of them, or (tuned=False) the framework out of the box only.
 
-    Where the framework offers no out-of-the-box way (TF's multi-worker CNN: only 'loop'), the others stand in.
+    Where the framework offers no out-of-the-box way (TF's multi-worker CNN: only 'loop' and 'loop+spe'), its
+    first variant stands in.
     """
-    return [v for v in variants if tuned or v not in impl.TUNED_VARIANTS] or list(variants)
+    return [v for v in variants if tuned or v not in impl.TUNED_VARIANTS] or list(variants[:1])
 
 
 def _saving(rows, save: str | None):
