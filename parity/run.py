@@ -147,7 +147,8 @@ def parser() -> argparse.ArgumentParser:
                          "preinstalled GPU images); each needs numpy and its framework, and runs this checkout's "
                          "code (default: this interpreter)")
     ap.add_argument("--out", type=Path, default=Path("results"),
-                    help="directory for results.json, .csv, .md and the .png chart (default: results/)")
+                    help="directory for results.json, .csv, .md, the .png chart and, with per-epoch validation, "
+                         "results_history.png (default: results/)")
     _multiprocess_flags(ap)
     ap.add_argument("--list-devices", action="store_true", help="show what each framework sees and exit")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
