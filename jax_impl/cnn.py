@@ -33,21 +33,27 @@ def _pool(h: jax.Array) -> jax.Array:
 class CNN(nnx.Module):
     """Layer for layer the Keras Sequential model of the tensorflow/tpu notebook (NHWC)."""
 
-    def __init__(self, rngs: nnx.Rngs, dropout: bool = True):
+    def __init__(self, rngs: nnx.Rngs, dropout: bool = True, dtype=None):
+        """dtype: the layers' compute dtype (None: float32 throughout; jnp.bfloat16: mixed precision, Flax's
+        way: every layer computes and outputs bfloat16, parameters stay float32, param_dtype)."""
+        mixed = {"dtype": dtype, "param_dtype": jnp.float32}
+
         def bn(c):
             # Keras defaults, set explicitly: Flax's epsilon is 1e-5, and its fast variance
             # (E[x^2] - E[x]^2) loses digits on raw 0..255 pixels; Keras uses tf.nn.moments.
-            return nnx.BatchNorm(c, epsilon=1e-3, momentum=0.99, use_fast_variance=False, rngs=rngs)
+            # In bfloat16, Flax computes the batch statistics in float32 (_compute_stats promotes) from the
+            # bfloat16-rounded input, and normalises with gamma and beta rounded to bfloat16.
+            return nnx.BatchNorm(c, epsilon=1e-3, momentum=0.99, use_fast_variance=False, rngs=rngs, **mixed)
 
         def conv(i, o):
-            return nnx.Conv(i, o, (5, 5), padding="SAME", kernel_init=glorot, rngs=rngs)
+            return nnx.Conv(i, o, (5, 5), padding="SAME", kernel_init=glorot, rngs=rngs, **mixed)
 
         glorot = nnx.initializers.glorot_uniform()  # Keras's initialiser (Flax's is lecun_normal)
         self.bn1, self.conv1 = bn(1), conv(1, 64)
         self.bn2, self.conv2 = bn(64), conv(64, 128)
         self.bn3, self.conv3 = bn(128), conv(128, 256)
-        self.dense1 = nnx.Linear(3 * 3 * 256, 256, kernel_init=glorot, rngs=rngs)
-        self.dense2 = nnx.Linear(256, 10, kernel_init=glorot, rngs=rngs)
+        self.dense1 = nnx.Linear(3 * 3 * 256, 256, kernel_init=glorot, rngs=rngs, **mixed)
+        self.dense2 = nnx.Linear(256, 10, kernel_init=glorot, rngs=rngs, **mixed)
         self.rates = (0.25, 0.25, 0.25, 0.5) if dropout else (0.0, 0.0, 0.0, 0.0)
 
     def blocks(self, x: jax.Array, train: bool = False, key: jax.Array | None = None) -> dict[str, jax.Array]:
@@ -73,7 +79,9 @@ class CNN(nnx.Module):
             out[f"block{i + 1}"] = h
         h = jax.nn.elu(self.dense1(h.reshape(h.shape[0], -1)))  # NHWC flatten: Keras's order
         out["dense1"] = h
-        out["logits"] = self.dense2(drop(h, 3))
+        # Softmax and loss in float32 whatever the compute dtype: Keras's mixed-precision rule (its last
+        # Activation layer keeps a float32 policy), applied here by hand. A no-op in float32.
+        out["logits"] = self.dense2(drop(h, 3)).astype(jnp.float32)
         out["probs"] = jax.nn.softmax(out["logits"])
         return out
 
@@ -88,6 +96,15 @@ class CNN(nnx.Module):
 def build_cnn(seed: int = 0, dropout: bool = True) -> CNN:
     """The CNN with Keras's initialisers; dropout=False keeps the layers at rate 0 (for parity)."""
     return CNN(nnx.Rngs(params=seed), dropout=dropout)
+
+
+def mixed_precision(model: CNN) -> CNN:
+    """A bfloat16-compute copy of `model` (float32 parameters and statistics, the same values): what the '+bf16'
+    variants train, as Flax's dtype=jnp.bfloat16, param_dtype=jnp.float32."""
+    copy = CNN(nnx.Rngs(params=0), dropout=any(model.rates), dtype=jnp.bfloat16)
+    copy.rates = model.rates
+    nnx.update(copy, nnx.state(model))
+    return copy
 
 
 # Keras's field names -> Flax NNX's (BatchNorm: scale, bias, mean, var)
@@ -122,8 +139,11 @@ def count_params(model: CNN) -> dict[str, int]:
 def cnn_variants(replicas: int) -> tuple[str, ...]:
     """Names of the ways this framework trains the CNN over `replicas` devices.
 
-    '+scan': STEPS_PER_DISPATCH steps in one dispatch (lax.scan over stacked batches), the same steps."""
-    return ("jit", "jit+scan") if replicas == 1 else ("pmap", "shard_map", "shard_map+scan")
+    '+scan': STEPS_PER_DISPATCH steps in one dispatch (lax.scan over stacked batches), the same steps.
+    '+bf16': mixed precision (mixed_precision(): bfloat16 compute, float32 parameters and Adam state)."""
+    if replicas == 1:
+        return ("jit", "jit+scan", "jit+bf16")
+    return ("pmap", "shard_map", "shard_map+scan", "shard_map+bf16")
 
 
 def forward_layers(model: CNN, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -247,11 +267,16 @@ class Trainer:
         self.loss_every = 1  # per-step figures are exact in every variant
         variant = variant.removesuffix("+scan")
         self.model_, self.variant, self.n, self.i, self.devices = model, variant, n, 0, devices
+        # what trains and evaluates: the model itself, or its bfloat16-compute copy (Keras's evaluate runs the
+        # mixed model too); model() writes the trained weights back to the model passed in, in both cases
+        self.compute = mixed_precision(model) if variant.endswith("+bf16") else model
+        variant = self.variant = variant.removesuffix("+bf16")
+        self.compute_dtype = jnp.dtype(self.compute.conv1.dtype or jnp.float32).name
         # XLA:CPU runs simulated devices on one shared thread pool; with several multi-device steps
         # in flight their all-reduces can wait on each other forever (seen on 2 cores: a deadlock
         # within 20 steps). One step at a time there; accelerators keep asynchronous dispatch.
         self.serial = n > 1 and devices[0].platform == "cpu"
-        graphdef, params, stats = nnx.split(model, nnx.Param, nnx.BatchStat)
+        graphdef, params, stats = nnx.split(self.compute, nnx.Param, nnx.BatchStat)
         tx = keras_adam(learning_rate, adam_epsilon)
         state = (params, stats, tx.init(params))
         axis = None if variant == "jit" else "batch"
@@ -347,12 +372,16 @@ class Trainer:
         if self.variant == "pmap":
             params, stats = jax.tree.map(lambda a: a[0], (params, stats))
         # one copy on one device: a replicated copy would make every later call run 8 times
-        nnx.update(self.model_, *jax.device_put((params, stats), local_device(self.devices)))
+        params, stats = jax.device_put((params, stats), local_device(self.devices))
+        nnx.update(self.model_, params, stats)
+        if self.compute is not self.model_:
+            nnx.update(self.compute, params, stats)
         return self.model_
 
     def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
-        """Inference loss and accuracy of the current weights on (x, y)."""
-        model = self.model()
+        """Inference loss and accuracy of the current weights on (x, y), in the trainer's compute dtype."""
+        self.model()
+        model = self.compute
         loss = acc = 0.0
         for s in range(0, len(x), batch_size):
             logits = _infer_blocks(model, jnp.asarray(x[s : s + batch_size], jnp.float32))["logits"]

@@ -98,6 +98,8 @@ def cnn_train_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, de
         return trainer.steps(*batches(ds, offsets[e * k : (e + 1) * k], b))
 
     def verify(out):
+        if trainer.compute_dtype != variant_dtype(impl, variant):  # the model as built, not the variant's name
+            raise Invalid(f"the model computes in {trainer.compute_dtype}, not {variant_dtype(impl, variant)}")
         steps = np.asarray(out, np.float64)
         bad = np.flatnonzero(~np.isfinite(steps[:, 0]))
         if bad.size:
@@ -185,7 +187,8 @@ def cnn_parity(impl, devices, req: dict) -> dict:
         out[f"grad/{i:03d}"] = a
     for i, a in enumerate(g.routing):  # how this framework's max pooling broke the batch's ties
         out[f"routing/{i}"] = a
-    variants = offered(impl, impl.cnn_variants(len(devices)), req.get("tuned", True))
+    variants = [v for v in offered(impl, impl.cnn_variants(len(devices)), req.get("tuned", True))
+                if req.get("bf16", False) or variant_dtype(impl, v) == "float32"]  # bfloat16 where the rows run it
     for variant in variants:
         t = impl.make_trainer(_cnn_model(impl, s, w, dropout=False), devices, variant, s.learning_rate,
                               s.adam_epsilon, s.seed)  # fmt: skip
@@ -194,6 +197,7 @@ def cnn_parity(impl, devices, req: dict) -> dict:
         # per execution, as that execution's mean)
         out[f"traj/{variant}/dispatch"] = np.array(getattr(t, "steps_per_dispatch", 1))
         out[f"traj/{variant}/loss_every"] = np.array(getattr(t, "loss_every", 1))
+        out[f"traj/{variant}/dtype"] = np.array(variant_dtype(impl, variant))
         for i, a in enumerate(impl.get_weights(t.model())):
             out[f"traj/{variant}/w{i:03d}"] = a
     np.savez(req["out"], **out)

@@ -117,31 +117,33 @@ def _grads_verdict(per: dict, pools: list[dict], own: dict, figs: dict, tol: flo
             f"each agrees with float64: {agree}")
 
 
-def trajectory(tf: dict, jx: dict, tf_variant: str, jax_variant: str, tols: dict, replicas: int) -> list[dict]:
-    """The same dropout-free steps from the same weights: per-step loss and final parameters."""
-    lt, lj = tf[f"traj/{tf_variant}/loss"], jx[f"traj/{jax_variant}/loss"]
-    every = max(int(tf.get(f"traj/{tf_variant}/loss_every", 1)), int(jx.get(f"traj/{jax_variant}/loss_every", 1)))
+def trajectory(a: dict, b: dict, va: str, vb: str, tols: dict, replicas: int, names: tuple[str, str] = ("tf", "jax"),
+               key: str = "tf_vs_jax") -> list[dict]:  # fmt: skip
+    """The same dropout-free steps from the same weights: per-step loss and final parameters, of variant `va` in
+    saved arrays `a` against `vb` in `b` (TF against JAX by default; `names` label them, `key` names the figure)."""
+    la, lb = a[f"traj/{va}/loss"], b[f"traj/{vb}/loss"]
+    every = max(int(a.get(f"traj/{va}/loss_every", 1)), int(b.get(f"traj/{vb}/loss_every", 1)))
     if every > 1:  # one side knows its loss only as each dispatch's mean: compare both at that grain
-        lt, lj = _block_means(lt, every), _block_means(lj, every)
+        la, lb = _block_means(la, every), _block_means(lb, every)
     # Relative to the trajectory's largest loss, like every other figure here: per step, a loss that
     # falls to ~0.005 turns float32 rounding (amplified step by step, as TF with and without XLA
     # diverge from each other by 1e-2 per step) into large ratios of tiny numbers.
-    loss = float(np.max(np.abs(lt - lj)) / np.max(np.abs(lt)))
-    per_step = float(np.max(np.abs(lt - lj) / np.abs(lt)))
+    loss = float(np.max(np.abs(la - lb)) / np.max(np.abs(la)))
+    per_step = float(np.max(np.abs(la - lb) / np.abs(la)))
     n = len(WEIGHT_NAMES)
-    wt = [tf[f"traj/{tf_variant}/w{i:03d}"].astype(np.float64) for i in range(n)]
-    wj = [jx[f"traj/{jax_variant}/w{i:03d}"].astype(np.float64) for i in range(n)]
+    wa = [a[f"traj/{va}/w{i:03d}"].astype(np.float64) for i in range(n)]
+    wb = [b[f"traj/{vb}/w{i:03d}"].astype(np.float64) for i in range(n)]
     trainable = [i for i, w in enumerate(CNN_WEIGHTS) if w.trainable]
-    diff = np.sqrt(sum(np.sum((wt[i] - wj[i]) ** 2) for i in trainable))
-    params = float(diff / np.sqrt(sum(np.sum(wt[i] ** 2) for i in trainable)))
-    stats = max(errors(wj[i], wt[i])["max_rel_err"] for i in range(n) if i not in trainable)
-    label = f"tf {tf_variant} vs jax {jax_variant}, {len(tf[f'traj/{tf_variant}/loss'])} steps"
+    diff = np.sqrt(sum(np.sum((wa[i] - wb[i]) ** 2) for i in trainable))
+    params = float(diff / np.sqrt(sum(np.sum(wa[i] ** 2) for i in trainable)))
+    stats = max(errors(wb[i], wa[i])["max_rel_err"] for i in range(n) if i not in trainable)
+    label = f"{names[0]} {va} vs {names[1]} {vb}, {len(a[f'traj/{va}/loss'])} steps"
     grain = f"; loss as the mean of each {every} steps (one dispatch)" if every > 1 else ""
     return [
-        _row(f"trajectory loss ({label})", {"tf_vs_jax": loss}, tols["trajectory_loss"], replicas,
+        _row(f"trajectory loss ({label})", {key: loss}, tols["trajectory_loss"], replicas,
              f"per-step relative, not judged: {per_step:.1e}{grain}"),
-        _row(f"trajectory params, rel L2 ({label})", {"tf_vs_jax": params}, tols["trajectory_params"], replicas),
-        _row(f"trajectory BN moving stats ({label})", {"tf_vs_jax": stats}, tols["trajectory_params"], replicas),
+        _row(f"trajectory params, rel L2 ({label})", {key: params}, tols["trajectory_params"], replicas),
+        _row(f"trajectory BN moving stats ({label})", {key: stats}, tols["trajectory_params"], replicas),
     ]
 
 
@@ -156,8 +158,9 @@ MIN_ACCURACY_STEPS = 100  # below this, test accuracy has not settled enough to 
 def accuracy(rows: list[dict], band: float) -> list[dict]:
     """After training with dropout on: each variant's test accuracy (mean over seeds), per replica count.
 
-    The gap between the frameworks' means must be within `band`. Runs shorter than
-    MIN_ACCURACY_STEPS are reported but not judged (passed is None).
+    The gap between the frameworks' means must be within `band`, and so must the gap between a mixed-precision
+    ('+bf16') variant and its own framework's float32 ones. Runs shorter than MIN_ACCURACY_STEPS are reported but
+    not judged (passed is None).
     """
     out = []
     for r in sorted({row["replicas"] for row in rows}):
@@ -169,14 +172,19 @@ def accuracy(rows: list[dict], band: float) -> list[dict]:
                         "detail": f"not evaluated: {steps} steps < {MIN_ACCURACY_STEPS}"})  # fmt: skip
             continue
         runs: dict[str, list[float]] = {}
+        fmt = {}
         for row in mine:
             runs.setdefault(f"{row['framework']} {row['variant']}", []).append(row["test_accuracy"])
+            fmt[f"{row['framework']} {row['variant']}"] = (row["framework"], row.get("dtype", "float32"))
         acc = {k: float(np.mean(v)) for k, v in runs.items()}
-        tf = [v for k, v in acc.items() if k.startswith("tf")]
-        jx = [v for k, v in acc.items() if k.startswith("jax")]
+        tf = [k for k in acc if fmt[k][0] == "tf"]
+        jx = [k for k in acc if fmt[k][0] == "jax"]
         if not (tf and jx):
             continue
-        gap = max(abs(a - b) for a in tf for b in jx)
+        # TF against JAX in every number format, and each mixed-precision variant against its own float32 ones
+        pairs = [(a, b) for a in tf for b in jx] + [(a, b) for a in acc for b in acc if fmt[a][0] == fmt[b][0]
+                                                    and fmt[a][1] == "bfloat16" and fmt[b][1] == "float32"]
+        gap = max(abs(acc[a] - acc[b]) for a, b in pairs)
         seeds = min(len(v) for v in runs.values())
         steps = min(row["spec"]["epochs"] * row["spec"]["steps_per_epoch"] for row in mine)
         judged = steps >= MIN_ACCURACY_STEPS

@@ -17,6 +17,7 @@ from parity import checks, data
 from parity.api import load_npz, save_npz
 from parity.harness import warn
 from parity.oracle import cnn_forward
+from parity.roofline import native_bf16
 from parity.workloads import CNN_FULL, cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 
 
@@ -136,8 +137,11 @@ def parity_collect(cfg, spec, workers: dict, hello: dict, save_dir: Path, ctx: d
                                    f"the parity batch of {rnd['b']}: not compared")  # fmt: skip
             continue
         fws[w.framework] = w
-    rnd["files"].update(_ask_all(fws, save_dir, f"parity-{{fw}}-r{rnd['n']}.npz", spec=spec.to_dict(),
-                                 weights=ctx["weights"], tuned=cfg.tuned, batches=rnd["batches"]))  # fmt: skip
+    keys = {w.framework: k for k, w in own.items()}
+    bf16 = {fw: native_bf16(cfg.device, hello[keys[fw]]["device_kind"], w.env) for fw, w in fws.items()}
+    rnd["files"].update(_ask_all(fws, save_dir, f"parity-{{fw}}-r{rnd['n']}.npz", {fw: {"bf16": b} for fw, b in
+                                 bf16.items()}, spec=spec.to_dict(), weights=ctx["weights"], tuned=cfg.tuned,
+                                 batches=rnd["batches"]))  # fmt: skip
     if first and fws:
         w_fwd = save_dir / "w_fwd.npz"
         if not w_fwd.exists():  # trained (not initial) weights: the first framework's first trajectory
@@ -146,7 +150,7 @@ def parity_collect(cfg, spec, workers: dict, hello: dict, save_dir: Path, ctx: d
             v = _variants(saved)[0]
             save_npz([saved[f"traj/{v}/w{i:03d}"] for i in range(len(checks.WEIGHT_NAMES))], w_fwd)
             np.save(save_dir / "fwd_x.npy", ds.x_test[:16].astype(np.float32))
-        rnd["fwd"].update(_ask_all(fws, save_dir, "fwd-{fw}.npz", spec=spec.to_dict(), weights=str(w_fwd),
+        rnd["fwd"].update(_ask_all(fws, save_dir, "fwd-{fw}.npz", {}, spec=spec.to_dict(), weights=str(w_fwd),
                                    forward=str(save_dir / "fwd_x.npy")))  # fmt: skip
 
 
@@ -166,7 +170,8 @@ def parity_judge(cfg, spec, save_dir: Path, ctx: dict, first: bool, log, key: in
         rows += checks.grads(saved, load_npz(ctx["weights"]), x[0], y[0],
                              cnn_grad_tolerance(b, cfg.device, cfg.precision),
                              cnn_loss_tolerance(b, cfg.device, cfg.precision))  # fmt: skip
-    rows += _trajectories(saved, {fw: rnd["counts"][fw] for fw in saved}, tols, n, ctx)
+    rows += _trajectories(saved, {fw: rnd["counts"][fw] for fw in saved}, tols, n, ctx,
+                          cnn_tolerances(cfg.device, cfg.precision, "bfloat16"))
     if first and rnd["fwd"]:
         fwd = {fw: dict(np.load(f)) for fw, f in rnd["fwd"].items()}
         xf = np.load(save_dir / "fwd_x.npy")
@@ -179,11 +184,11 @@ def parity_judge(cfg, spec, save_dir: Path, ctx: dict, first: bool, log, key: in
     return rows
 
 
-def _ask_all(workers: dict, save_dir: Path, name: str, **req) -> dict[str, str]:
-    """One cnn_parity request to every framework given at once (untimed); each answers with a .npz file,
-    whose path is returned by framework."""
+def _ask_all(workers: dict, save_dir: Path, name: str, own: dict, **req) -> dict[str, str]:
+    """One cnn_parity request to every framework given at once (untimed), with `own[framework]`'s fields added;
+    each answers with a .npz file, whose path is returned by framework."""
     for fw, w in workers.items():
-        w.send(cmd="call", fn="cnn_parity", out=str(save_dir / name.format(fw=fw)), **req)
+        w.send(cmd="call", fn="cnn_parity", out=str(save_dir / name.format(fw=fw)), **req, **own.get(fw, {}))
     for w in workers.values():
         w.answer()
     return {fw: str(save_dir / name.format(fw=fw)) for fw in workers}
@@ -193,26 +198,43 @@ def _variants(saved: dict) -> list[str]:
     return [k.split("/")[1] for k in saved if k.startswith("traj/") and k.endswith("/loss")]
 
 
-def _trajectories(saved: dict, counts: dict, tols: dict, n: int, ctx: dict) -> list[dict]:
-    """Every pair of TF and JAX trainers over the same dropout-free steps."""
+def _trajectories(saved: dict, counts: dict, tols: dict, n: int, ctx: dict, bf16_tols: dict) -> list[dict]:
+    """Every pair of TF and JAX trainers in the same number format over the same dropout-free steps, and each
+    mixed-precision ('+bf16') trainer against its own framework's float32 one (bfloat16's tolerances)."""
+    same = [row for fw in saved for v in _variants(saved[fw]) if _dtype(saved[fw], v) == "bfloat16"
+            for row in checks.trajectory(saved[fw], saved[fw], v, _float32(saved[fw]), bf16_tols, n, (fw, fw),
+                                         "bf16_vs_f32")]  # fmt: skip
     if len(saved) < 2:
-        return []
+        return same
     if counts["tf"] != counts["jax"]:  # BatchNorm statistics are per replica: a different split is another model
         ctx["traj_skipped"] = (f"cnn: no TF-vs-JAX trajectory check: TensorFlow trained on {counts['tf']} "
                                f"replicas, JAX on {counts['jax']} (BatchNorm statistics: per replica)")
-        return []
-    return [row for tv, jv in _pairs(saved["tf"], saved["jax"])
-            for row in checks.trajectory(saved["tf"], saved["jax"], tv, jv, tols, n)]  # fmt: skip
+        return same
+    cross = [row for tv, jv in _pairs(saved["tf"], saved["jax"])
+             for row in checks.trajectory(saved["tf"], saved["jax"], tv, jv,
+                                          bf16_tols if _dtype(saved["tf"], tv) == "bfloat16" else tols, n)]
+    return cross + same
+
+
+def _dtype(saved: dict, v: str) -> str:
+    return str(saved.get(f"traj/{v}/dtype", "float32"))
+
+
+def _float32(saved: dict) -> str:
+    """The framework's first float32 variant: what its mixed-precision variants are compared with."""
+    return next(v for v in _variants(saved) if _dtype(saved, v) == "float32")
 
 
 def _pairs(tf: dict, jx: dict) -> list[tuple[str, str]]:
-    """Every pair of single-step variants; a multi-step one (several steps per dispatch) against the other
-    framework's first, out-of-the-box variant only, so the checks grow by one pair per multi-step variant."""
+    """Every pair of single-step variants in the same number format; a multi-step one (several steps per dispatch)
+    against the other framework's first, out-of-the-box variant only, so the checks grow by one pair per
+    multi-step variant."""
     def multi(saved, v):
         return int(saved.get(f"traj/{v}/dispatch", 1)) > 1
 
     tv, jv = _variants(tf), _variants(jx)
-    single = [(t, j) for t in tv for j in jv if not multi(tf, t) and not multi(jx, j)]
+    single = [(t, j) for t in tv for j in jv
+              if not multi(tf, t) and not multi(jx, j) and _dtype(tf, t) == _dtype(jx, j)]
     return single + [(t, jv[0]) for t in tv if multi(tf, t)] + [(tv[0], j) for j in jv if multi(jx, j)]
 
 

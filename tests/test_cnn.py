@@ -4,6 +4,7 @@ import os
 import subprocess
 import sys
 
+import jax
 import numpy as np
 import pytest
 from conftest import JAX_DEVICES, TF_DEVICES
@@ -12,6 +13,7 @@ import jax_impl
 import tf_impl
 from parity import checks, data, oracle
 from parity.api import CNN_PARAMS
+from parity.roofline import isa_capped_below_bf16
 from parity.workloads import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 
 TOL = cnn_tolerances("cpu", "highest")
@@ -283,6 +285,96 @@ def test_accuracy_check_compares_seed_means_and_refuses_short_runs():
     short = [dict(r, spec={"epochs": 1, "steps_per_epoch": 10}) for r in rows]
     (c,) = checks.accuracy(short, band=0.05)
     assert c["passed"] is None and "not judged" in c["detail"]
+
+
+BF16 = cnn_tolerances("cpu", "highest", "bfloat16")
+
+
+def _saved(mod, devices, variant, w, x, y, lr=1e-3):
+    """A trajectory's arrays as cnn_parity saves them, and the trainer."""
+    model = mod.build_cnn(0, dropout=False)
+    mod.set_weights(model, w)
+    t = mod.make_trainer(model, devices, variant, learning_rate=lr)
+    out = {f"traj/{variant}/loss": np.asarray(t.steps(x, y))[:, 0], f"traj/{variant}/loss_every": np.array(1)}
+    out.update({f"traj/{variant}/w{i:03d}": a for i, a in enumerate(mod.get_weights(t.model()))})
+    return out, t
+
+
+@pytest.mark.parametrize("replicas,tv,jv", [(1, "fit", "jit"), (8, "strategy", "shard_map")], ids=["1", "8"])
+def test_mixed_precision_trains_in_bfloat16_and_keeps_the_trajectory(replicas, tv, jv):
+    """'+bf16': bfloat16 compute, float32 parameters and optimizer state. TF against JAX, and each against its own
+    float32 run, within bfloat16's tolerances; and far enough from float32 that bfloat16 really ran. From Keras's
+    initial weights, as the harness's parity check starts."""
+    if isa_capped_below_bf16(os.environ):
+        pytest.skip(f"{isa_capped_below_bf16(os.environ)}: oneDNN refuses bfloat16 convolutions under it")
+    weights = tf_impl.get_weights(tf_impl.build_cnn(seed=0))
+    x, y = batch(3, 16, seed=11)
+    s = {}
+    for fw, mod, devs, v in (("tf", tf_impl, TF_DEVICES, tv), ("jax", jax_impl, JAX_DEVICES, jv)):
+        for variant in (v, v + "+bf16"):
+            s[fw, variant], t = _saved(mod, devs[:replicas], variant, weights, x, y)
+            assert t.compute_dtype == ("bfloat16" if variant.endswith("+bf16") else "float32")
+            assert all(a.dtype == np.float32 for a in mod.get_weights(t.model())), variant  # float32 parameters
+            if variant.endswith("+bf16") and mod is jax_impl:  # Adam's moments float32 too
+                assert {a.dtype for a in jax.tree.leaves(t.state[2])} <= {np.dtype("float32"), np.dtype("int32")}
+            if variant.endswith("+bf16") and mod is tf_impl:
+                assert {v.dtype for v in t.m.optimizer.variables if "iteration" not in v.path} == {"float32"}
+    mixed = checks.trajectory(s["tf", tv + "+bf16"], s["jax", jv + "+bf16"], tv + "+bf16", jv + "+bf16", BF16,
+                              replicas)  # fmt: skip
+    own = [r for fw, v in (("tf", tv), ("jax", jv))
+           for r in checks.trajectory(s[fw, v + "+bf16"], s[fw, v], v + "+bf16", v, BF16, replicas, (fw, fw))]
+    assert all(r["passed"] for r in mixed + own), mixed + own
+    # bfloat16 really ran: its first step's loss (one forward pass, nothing amplified yet) is further from float32
+    # than float32 kernels are from each other; u is 2^-8 against 2^-24
+    first = {k: float(v[f"traj/{k[1]}/loss"][0]) for k, v in s.items()}
+    assert abs(first["tf", tv] - first["jax", jv]) < 1e-5 * first["tf", tv], first
+    for fw, v in (("tf", tv), ("jax", jv)):
+        assert abs(first[fw, v + "+bf16"] - first[fw, v]) > 1e-5 * first[fw, v], first
+
+
+def test_mixed_precision_trajectory_check_catches_a_different_learning_rate(weights):
+    x, y = batch(6, 16, seed=11)
+    a, _ = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16", weights, x, y)
+    b, _ = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16", weights, x, y, lr=1e-2)
+    rows = checks.trajectory(a, b, "jit+bf16", "jit+bf16", BF16, 1, ("jax", "jax"))
+    assert not rows[0]["passed"] and not rows[1]["passed"], rows
+
+
+def test_bf16_tolerances_follow_from_the_mantissa():
+    assert BF16["trajectory_loss"] == pytest.approx(3 * 2.0**-8 * np.sqrt(2 * 23))
+    assert BF16["trajectory_params"] == 2 * BF16["trajectory_loss"]
+
+
+def test_bf16_variants_are_paired_by_number_format():
+    from parity.training import _pairs, _trajectories
+
+    def fake(variants, dtypes, scale=1.0):
+        out = {}
+        for v, d in zip(variants, dtypes, strict=True):
+            out.update({f"traj/{v}/loss": np.linspace(2, 1, 4) * scale, f"traj/{v}/dtype": np.array(d)})
+            out.update({f"traj/{v}/w{i:03d}": np.ones(3) for i in range(len(checks.WEIGHT_NAMES))})
+        return out
+
+    tf = fake(["fit", "fit+bf16"], ["float32", "bfloat16"])
+    jx = fake(["jit", "jit+bf16"], ["float32", "bfloat16"], scale=1.01)
+    assert _pairs(tf, jx) == [("fit", "jit"), ("fit+bf16", "jit+bf16")]
+    rows = _trajectories({"tf": tf, "jax": jx}, {"tf": 1, "jax": 1}, TOL, 1, {}, BF16)
+    checks_run = [r["check"] for r in rows if r["check"].startswith("trajectory loss")]
+    assert checks_run == ["trajectory loss (tf fit vs jax jit, 4 steps)", "trajectory loss (tf fit+bf16 vs jax "
+                          "jit+bf16, 4 steps)", "trajectory loss (tf fit+bf16 vs tf fit, 4 steps)",
+                          "trajectory loss (jax jit+bf16 vs jax jit, 4 steps)"]  # fmt: skip
+    # 1% apart: a float32 failure, within bfloat16's tolerance
+    assert [r["passed"] for r in rows if r["check"].startswith("trajectory loss")] == [False, True, True, True]
+
+
+def test_accuracy_check_holds_mixed_precision_to_float32():
+    rows = [_acc_row("tf", "fit", 0.90, 200, 0), _acc_row("jax", "jit", 0.89, 200, 0),
+            {**_acc_row("jax", "jit+bf16", 0.83, 200, 0), "dtype": "bfloat16"}]  # fmt: skip
+    (c,) = checks.accuracy(rows, band=0.05)
+    assert c["passed"] is False and c["max_abs_gap"] == pytest.approx(0.07)  # against TF's float32 fit
+    rows[2]["test_accuracy"] = 0.87
+    (c,) = checks.accuracy(rows, band=0.05)
+    assert c["passed"] is True and c["max_abs_gap"] == pytest.approx(0.03)
 
 
 def _npz(path, arrays: dict[str, bytes]):

@@ -60,6 +60,20 @@ def build_cnn(seed: int = 0, dropout: bool = True) -> keras.Sequential:
     return keras.Sequential(layers, name="fashion_mnist_cnn")
 
 
+def mixed_precision(model) -> keras.Sequential:
+    """A copy of `model` under Keras's 'mixed_bfloat16' policy, layer by layer (a global policy would change
+    every model the process builds afterwards): bfloat16 compute, float32 variables. The softmax layer keeps
+    'float32', as Keras's mixed-precision guide prescribes for a model's output, so the loss is float32 too.
+    BatchNormalization upcasts its bfloat16 input and computes statistics and normalisation in float32 (Keras's
+    own rule), then casts its output to bfloat16. Weights are not copied: set them on the copy."""
+
+    def layer(src):
+        config = {**src.get_config(), "dtype": "float32" if src.name == "probs" else "mixed_bfloat16"}
+        return src.__class__.from_config(config)
+
+    return keras.models.clone_model(model, clone_function=layer)
+
+
 def get_weights(model) -> list[np.ndarray]:
     """All weights as NumPy arrays, in Keras's get_weights() order."""
     return [np.asarray(w) for w in model.get_weights()]
@@ -90,10 +104,13 @@ def cnn_variants(replicas: int) -> tuple[str, ...]:
     '+spe': STEPS_PER_DISPATCH steps per host dispatch, the same steps: fit's steps_per_execution (Keras then
     logs once per execution, so per-step loss is known only as each execution's mean), and for 'loop' a
     tf.function running that many strategy.run steps (per-step figures exact).
+    '+bf16': mixed precision (mixed_precision(): Keras's 'mixed_bfloat16' policy, float32 softmax).
     """
     if replicas == 1:
-        return ("fit", "fit+xla", "fit+spe")
-    return ("loop", "loop+spe") if multiworker() is not None else ("strategy", "loop", "strategy+spe", "loop+spe")
+        return ("fit", "fit+xla", "fit+spe", "fit+bf16")
+    if multiworker() is not None:
+        return ("loop", "loop+spe")
+    return ("strategy", "loop", "strategy+spe", "loop+spe", "strategy+bf16")
 
 
 def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -243,13 +260,14 @@ class Trainer:
         self.spe = STEPS_PER_DISPATCH if variant.endswith("+spe") else 1
         # fit under steps_per_execution logs once per execution: its per-step loss is that execution's mean
         self.steps_per_dispatch, self.loss_every = self.spe, self.spe if variant != "loop+spe" else 1
-        variant = variant.removesuffix("+spe")
+        mixed = variant.endswith("+bf16")
+        variant = variant.removesuffix("+spe").removesuffix("+bf16")
         self.src, self.variant = model, variant
         self.distributed = variant in ("strategy", "loop")
         keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as JAX's)
         scope = strategy(devices).scope() if self.distributed else nullcontext()
         with scope, tf.device(devices[0]) if not self.distributed else nullcontext():
-            self.m = keras.models.clone_model(model)
+            self.m = mixed_precision(model) if mixed else keras.models.clone_model(model)
             self.m.set_weights(model.get_weights())
             self.m.compile(
                 optimizer=keras.optimizers.Adam(learning_rate, epsilon=adam_epsilon),  # epsilon set on both sides
@@ -260,6 +278,7 @@ class Trainer:
             )
             if variant == "loop":  # fit builds it on its first call; the loop's step must not create variables
                 self.m.optimizer.build(self.m.trainable_variables)
+        self.compute_dtype = self.m.get_layer("conv1").compute_dtype
         self.device = devices[0]
         self.logs = _StepLogs()
         if variant == "loop":

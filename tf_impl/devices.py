@@ -18,9 +18,10 @@ from parity.api import LOCAL_HOSTS, Cluster, ClusterError, DeviceUnavailable, po
 # bfloat16 inputs (the harness runs '+bf16' only where the device computes in bfloat16 natively), and
 # a custom training loop instead of model.fit (the only way under MultiWorkerMirroredStrategy).
 TUNED_VARIANTS: tuple[str, ...] = ("function+xla", "fit+xla", "function+bf16", "loop", "fit+spe", "strategy+spe",
-                                   "loop+spe")
-# Variants whose inputs and outputs are bfloat16: a row's number format, declared here, never read off its name.
-BFLOAT16_VARIANTS: tuple[str, ...] = ("function+bf16",)
+                                   "loop+spe", "fit+bf16", "strategy+bf16")
+# Variants that compute in bfloat16 (an operation's inputs and outputs; the CNN's mixed precision, float32
+# variables): a row's number format, declared here, never read off its name.
+BFLOAT16_VARIANTS: tuple[str, ...] = ("function+bf16", "fit+bf16", "strategy+bf16")
 
 
 def tuned_configs(device: str) -> dict[str, dict[str, str]]:
