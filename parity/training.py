@@ -202,7 +202,7 @@ def _trajectories(saved: dict, counts: dict, tols: dict, n: int, ctx: dict, bf16
     """Every pair of TF and JAX trainers in the same number format over the same dropout-free steps, and each
     mixed-precision ('+bf16') trainer against its own framework's float32 one (bfloat16's tolerances)."""
     same = [row for fw in saved for v in _variants(saved[fw]) if _dtype(saved[fw], v) == "bfloat16"
-            for row in checks.trajectory(saved[fw], saved[fw], v, _float32(saved[fw]), bf16_tols, n, (fw, fw),
+            for row in checks.trajectory(saved[fw], saved[fw], v, _float32(saved[fw], v), bf16_tols, n, (fw, fw),
                                          "bf16_vs_f32")]  # fmt: skip
     if len(saved) < 2:
         return same
@@ -220,9 +220,11 @@ def _dtype(saved: dict, v: str) -> str:
     return str(saved.get(f"traj/{v}/dtype", "float32"))
 
 
-def _float32(saved: dict) -> str:
-    """The framework's first float32 variant: what its mixed-precision variants are compared with."""
-    return next(v for v in _variants(saved) if _dtype(saved, v) == "float32")
+def _float32(saved: dict, mixed: str) -> str:
+    """What a mixed-precision variant is compared with: the same variant in float32 ('shard_map' for
+    'shard_map+bf16'), else the framework's first float32 one."""
+    f32 = [v for v in _variants(saved) if _dtype(saved, v) == "float32"]
+    return mixed.removesuffix("+bf16") if mixed.removesuffix("+bf16") in f32 else f32[0]
 
 
 def _pairs(tf: dict, jx: dict) -> list[tuple[str, str]]:
