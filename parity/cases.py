@@ -7,6 +7,7 @@ The other functions here are untimed requests a workload's parent side sends by 
 
 from __future__ import annotations
 
+import time
 from functools import cache
 
 import numpy as np
@@ -15,7 +16,7 @@ from parity import oracle
 from parity.api import load_npz, save_npz
 from parity.data import Dataset, batch_offsets, batches
 from parity.timing import Invalid, Timer, output_verifier
-from parity.workloads import CnnSpec, RowKind, cnn_forward_flops
+from parity.workloads import BF16_TOLERANCE, CnnSpec, MatmulSpec, RowKind, cnn_forward_flops
 
 
 def variant_dtype(impl, variant: str) -> str:
@@ -156,6 +157,28 @@ def cnn_infer_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, de
 # Untimed requests by name: {"cmd": "call", "fn": NAME, ...} runs NAME(impl, devices, request).
 
 
+def bf16_matmul_peak(impl, devices, req: dict) -> dict:
+    """FLOP/s of this framework's bfloat16 n x n matrix product on one device, the best of `reps` calls, each
+    checked against float64 (the CPU's measured bfloat16 peak, as NumPy's matmul measures the float32 one)."""
+    variants = [v for v in impl.matmul_variants(1) if v in impl.BFLOAT16_VARIANTS]
+    if not variants:
+        return {"flops": None}
+    spec = MatmulSpec(m=req["n"], k=req["n"], n=req["n"])
+    inputs, idx, ref = _op_inputs(spec)
+    p = impl.prepare_matmul(variants[0], *inputs, devices[:1], **spec.op_args())
+    best = float("inf")
+    for _ in range(req.get("reps", 3) + 1):  # the first call compiles
+        t0 = time.perf_counter()
+        out = p.run()
+        impl.block(out)
+        best = min(best, time.perf_counter() - t0)
+        err = np.max(np.abs(p.rows(out, idx).astype(np.float64) - ref)) / np.max(np.abs(ref))
+        if not err <= BF16_TOLERANCE:
+            return {"flops": None, "why": f"its bfloat16 matrix product is {err:.1e} off float64: not used"}
+    return {"flops": spec.flops() / best, "variant": variants[0]}
+
+
+
 def cnn_warm(impl, devices, req: dict) -> dict:
     """A framework's first model build runs its one-off set-up (seconds): done before anything is timed."""
     impl.build_cnn(0)
@@ -204,4 +227,4 @@ def cnn_parity(impl, devices, req: dict) -> dict:
     return {"variants": variants}
 
 
-WORKER_CALLS = {f.__name__: f for f in (cnn_warm, cnn_init_weights, cnn_parity)}
+WORKER_CALLS = {f.__name__: f for f in (cnn_warm, cnn_init_weights, cnn_parity, bf16_matmul_peak)}

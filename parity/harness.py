@@ -375,6 +375,7 @@ def _rows(cfg: Config, run: _Run, workers: dict[str, Worker], hello: dict, repli
         suite.warm(cfg, workers, run.ctxs[wl])
     if run.peak is None and not (cfg.device == "cpu" and cfg.cluster is not None):
         run.peak = roofline.device_peak(cfg.device, next(iter(hello.values()))["device_kind"], cfg.precision)
+    _measure_bf16_peak(cfg, run, workers)
     rows = []
     for wl in cfg.workloads:
         for kind in WORKLOADS[wl].kinds:
@@ -385,6 +386,19 @@ def _rows(cfg: Config, run: _Run, workers: dict[str, Worker], hello: dict, repli
             run.suites[wl].parity_collect(cfg, cfg.spec(wl), workers, hello, save_dir, run.ctxs[wl], first, log,
                                           replicas)  # fmt: skip
     return rows
+
+
+def _measure_bf16_peak(cfg: Config, run: _Run, workers: dict[str, Worker]) -> None:
+    """On a CPU with bfloat16 hardware, once per framework (its out-of-the-box worker): the best bfloat16 matrix
+    product it runs, which the bfloat16 peak takes where it beats the computed one. Untimed, before any row."""
+    if cfg.device != "cpu" or run.peak is None or not cfg.tuned:  # "+bf16" rows are tuned variants
+        return
+    done = run.peak.measured_bf16 = run.peak.measured_bf16 or {}
+    for w in workers.values():
+        if w.config == "default" and w.framework not in done and roofline.native_bf16(cfg.device, "cpu", w.env):
+            n = 2048 if cfg.quick else 4096
+            done[w.framework] = w.ask(cmd="call", fn="bf16_matmul_peak", n=n)["flops"]
+            log(cfg, f"  {FRAMEWORK_NAMES[w.framework]}'s bfloat16 {n}x{n} matmul: {_g(done[w.framework])} GFLOP/s")
 
 
 def _judge_parity(cfg: Config, run: _Run, replicas: int, save_dir: Path) -> None:

@@ -50,6 +50,8 @@ class Peak:
     computed_flops: float | None = None  # CPU: from the reported clock and SIMD width
     measured_flops: float | None = None  # CPU: a timed float32 matrix product
     measured_bandwidth: float | None = None
+    # CPU: the best bfloat16 matrix product a framework ran in this run (cases.bf16_matmul_peak), by framework
+    measured_bf16: dict | None = None
     # How far above limit() a row may be before it is impossible rather than a sign that the peak is
     # low. Accelerator tables quote boost-clock peaks (1.0); a CPU's computed peak uses the clock
     # /proc/cpuinfo reports, usually the base clock, which turbo exceeds by up to about 1.5x (EPYC 9004:
@@ -110,8 +112,11 @@ def isa_capped_below_bf16(env) -> str | None:
 
 # bfloat16 FLOP per cycle per core. AMX (amx_bf16): one TDPBF16PS multiplies 16x32 by 32x16 bfloat16
 # tiles, 16,384 FLOP, issued every 16 cycles: 1,024 FLOP/cycle (Intel's figure for Sapphire Rapids).
-# AVX512_BF16 alone: VDPBF16PS does two multiply-adds per float32 lane, twice an FMA's work.
+# AVX512_BF16 alone: VDPBF16PS does two multiply-adds per float32 lane, twice an FMA's work, at the FMA's
+# throughput (Intel: 2 per cycle on 512-bit ports; Zen 4: 256-bit units, as for its float32 FMAs).
 AMX_BF16_FLOP_PER_CYCLE = 1024
+BF16_SOURCE = ("Intel 64 and IA-32 Optimization Reference Manual, AMX and AVX512_BF16 chapters; uops.info's "
+               "VDPBF16PS throughput")
 
 
 def computed_cpu_bf16_peak(info: dict) -> float | None:
@@ -125,15 +130,22 @@ def computed_cpu_bf16_peak(info: dict) -> float | None:
 
 
 def bf16_peak(device: str, device_kind: str, run_peak: Peak) -> Peak:
-    """The peak a bfloat16 row is judged against: the table's bf16 figure, or a CPU's computed one (no
-    bfloat16 matrix product to measure it with; the float32 peak measured in the run still bounds it)."""
+    """The peak a bfloat16 row is judged against: the table's bf16 figure; on a CPU the larger of the one computed
+    from its bfloat16 unit and the best bfloat16 matrix product measured in the run (each framework's, on one
+    device; the float32 peak measured in the run bounds it from below too)."""
     if device == "cpu":
         info = cpu_info()
         bf16 = computed_cpu_bf16_peak(info)
         unit = "AMX tiles" if info.get("amx") else "AVX512_BF16 dot products"
-        return Peak(device_kind, "bf16", bf16, run_peak.bandwidth, f"computed from {unit}" if bf16 else
-                    "no bfloat16 unit reported", computed_flops=bf16, measured_flops=run_peak.measured_flops,
-                    headroom=CPU_HEADROOM)
+        said = [f"computed from {unit} ({BF16_SOURCE})" if bf16 else "no bfloat16 unit reported"]
+        measured = {fw: f for fw, f in (run_peak.measured_bf16 or {}).items() if f}
+        if measured:
+            said.append("measured: best bfloat16 matmul " + ", ".join(f"{fw} {f / G:.1f}" for fw, f in measured.items())
+                        + " GFLOP/s")  # fmt: skip
+        best = max([f for f in (bf16, *measured.values()) if f], default=None)
+        return Peak(device_kind, "bf16", best, run_peak.bandwidth, "; ".join(said), computed_flops=bf16,
+                    measured_flops=max([run_peak.measured_flops or 0.0, *measured.values()]) or None,
+                    headroom=CPU_HEADROOM)  # fmt: skip
     for key, flops, bw in ACCELERATORS:
         if key in device_kind.lower() and "bf16" in flops:
             return Peak(device_kind, "bf16", flops["bf16"], bw, f"published dense bf16 peak for {key!r}")
@@ -236,7 +248,7 @@ def remeasured(peak: Peak, n: int = 4096) -> Peak:
     tag = " (best of measurements before and after each round of workers)"
     source = peak.source if peak.source.endswith(tag) else peak.source + tag
     return Peak(peak.device_kind, peak.number_format, max(m, peak.computed_flops or 0.0), b, source,
-                peak.computed_flops, m, b, headroom=peak.headroom)
+                peak.computed_flops, m, b, headroom=peak.headroom, measured_bf16=peak.measured_bf16)
 
 
 def device_peak(device: str, device_kind: str, precision: str, measure: bool = True, n: int = 4096) -> Peak:

@@ -68,3 +68,12 @@ def test_every_registered_row_kind_has_both_implementations(impl):
             assert getattr(mod, kind.variants)(1), kind.name
             if kind.prepare:
                 assert callable(getattr(mod, kind.prepare)), kind.name
+
+
+def test_the_bf16_peak_is_a_checked_bfloat16_matmul(impl):
+    """What the CPU's measured bfloat16 peak is: each framework's own bfloat16 matmul, timed, checked on float64."""
+    mod, devices = impl
+    if isa_capped_below_bf16(os.environ):
+        pytest.skip(f"{isa_capped_below_bf16(os.environ)}: oneDNN refuses bfloat16 under it")
+    got = cases.bf16_matmul_peak(mod, devices, {"n": 64, "reps": 2})
+    assert got["variant"] in mod.BFLOAT16_VARIANTS and got["flops"] > 0

@@ -1,5 +1,6 @@
 """Roofline figures, the impossible-throughput guard, cross-device reports and regression comparison."""
 
+import dataclasses
 import json
 import math
 import os
@@ -328,6 +329,13 @@ def test_bf16_rows_only_where_the_hardware_has_it():
     bf16 = roofline.bf16_peak("cpu", "cpu", CPU)
     assert bf16.flops == roofline.computed_cpu_bf16_peak(roofline.cpu_info())  # None without a bfloat16 unit
     assert bf16.limit() >= CPU.measured_flops  # never below the float32 peak measured in the run
+    # a bfloat16 matmul measured in the run that beats the computed figure sets the peak, and says so
+    fast = roofline.bf16_peak("cpu", "cpu", dataclasses.replace(CPU, measured_bf16={"tf": 9e14, "jax": None}))
+    assert fast.flops == 9e14 and fast.measured_flops == 9e14 and "tf 900000.0 GFLOP/s" in fast.source
+    slow = roofline.bf16_peak("cpu", "cpu", dataclasses.replace(CPU, measured_bf16={"jax": 1e9}))
+    assert slow.flops == max(1e9, bf16.flops or 0) and slow.limit() >= CPU.measured_flops
+    again = roofline.remeasured(dataclasses.replace(CPU, measured_bf16={"tf": 9e14}), n=256)
+    assert again.measured_bf16 == {"tf": 9e14}  # re-measuring the float32 peak keeps it
 
 
 def test_number_format_is_data_not_a_name():
