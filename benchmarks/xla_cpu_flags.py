@@ -1,6 +1,10 @@
 """Which XLA:CPU options speed up JAX here: the full conv op and the CNN train step under each XLA_FLAGS.
 
-    python benchmarks/xla_cpu_flags.py [--flags "--xla_cpu_use_onednn=true" ...] > flags.jsonl
+    python benchmarks/xla_cpu_flags.py [--flags "--xla_cpu_use_onednn=true" ...] [--bf16] > flags.jsonl
+
+--bf16 adds, in the same process: the conv on bfloat16 images and kernels, the conv as patches plus a dot
+(conv_general_dilated_patches, then one matrix product) in float32 and bfloat16, and the mixed-precision
+train step (jit+bf16).
 
 Each flag set runs in a fresh process, one after another (XLA reads XLA_FLAGS once, at start-up):
 the full-size conv (first call, then the best of 3 synchronised calls, row 127 checked against
@@ -68,19 +72,66 @@ def child() -> dict:
         best = min(best, time.perf_counter() - t0)
     out["cnn_images_per_s"] = 3 * 256 / best
     out["cnn_last_loss"] = float(np.asarray(losses)[-1, 0])
+    if os.environ.get("PARITY_BF16_SCREEN"):
+        out.update(_bf16_screen(x, w, xb, yb, devs))
+    return out
+
+
+def _patches_conv(x, w):
+    """The conv as im2col plus one dot: every 5x5x3 patch of each output position, times the HWIO kernel."""
+    import jax
+
+    kh, kw, cin, cout = w.shape
+    p = jax.lax.conv_general_dilated_patches(x, (kh, kw), (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    # patches' features come channel-major (cin, kh, kw): reorder the kernel to match
+    return p @ w.transpose(2, 0, 1, 3).reshape(cin * kh * kw, cout).astype(p.dtype)
+
+
+def _bf16_screen(x, w, xb, yb, devs) -> dict:
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    import jax_impl
+    from parity.oracle import conv2d, errors
+
+    out = {}
+    ref = conv2d(x[-1:], w, 2, "SAME")
+    for name, dtype, fn in (("conv_bf16", jnp.bfloat16, jax_impl.conv_op), ("conv_patches", jnp.float32, _patches_conv),
+                            ("conv_patches_bf16", jnp.bfloat16, _patches_conv)):  # fmt: skip
+        f = jax.jit(fn)
+        xd, wd = jax.device_put(jnp.asarray(x, dtype)), jax.device_put(jnp.asarray(w, dtype))
+        f(xd, wd).block_until_ready()
+        best = float("inf")
+        for _ in range(3):
+            t0 = time.perf_counter()
+            r = f(xd, wd).block_until_ready()
+            best = min(best, time.perf_counter() - t0)
+        out[f"{name}_s"] = best
+        out[f"{name}_max_rel_err"] = errors(np.asarray(r[-1:].astype(jnp.float32)), ref)["max_rel_err"]
+        del r
+    tr = jax_impl.make_trainer(jax_impl.build_cnn(0), devs, "jit+bf16", 1e-3, 1e-7, 0)
+    jax.block_until_ready(tr.steps(xb[:1], yb[:1]))
+    best = float("inf")
+    for _ in range(2):
+        t0 = time.perf_counter()
+        jax.block_until_ready(tr.steps(xb, yb))
+        best = min(best, time.perf_counter() - t0)
+    out["cnn_bf16_images_per_s"] = 3 * 256 / best
     return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--flags", nargs="+", default=CANDIDATES, help="XLA_FLAGS values to try (default: the list)")
+    ap.add_argument("--bf16", action="store_true", help="also bfloat16, and the conv as patches plus a dot")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         print(json.dumps(child()))
         return
     for flags in args.flags:
-        env = dict(os.environ, XLA_FLAGS=flags, TF_CPP_MIN_LOG_LEVEL="2")
+        env = dict(os.environ, XLA_FLAGS=flags, TF_CPP_MIN_LOG_LEVEL="2", PARITY_BF16_SCREEN="1" if args.bf16 else "")
         p = subprocess.run([sys.executable, __file__, "--child"], env=env, capture_output=True, text=True)
         last = (p.stdout.strip().splitlines() or [""])[-1]
         print(last if p.returncode == 0 else json.dumps({"flags": flags, "error": p.stderr.strip()[-300:]}), flush=True)
