@@ -117,6 +117,8 @@ class _FakeImpl:
         impl = self
 
         class Trainer:
+            compute_dtype = "float32"
+
             def steps(self, x, y):
                 impl.clock.now += 1.0
                 return np.tile([[0.5, 0.75]], (len(x), 1))
@@ -138,6 +140,7 @@ class _FakeImpl:
         pass
 
     slowest = staticmethod(float)
+    BFLOAT16_VARIANTS = ()
 
 
 @pytest.mark.parametrize("validate", ["epoch", "end", "none"])
