@@ -11,6 +11,7 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from parity.api import Cluster, DeviceUnavailable, port_free, split_address
+from parity.roofline import native_bf16
 
 # Variants that are not the framework out of the box: bfloat16 inputs (the harness runs '+bf16' only
 # where the device computes in bfloat16 natively). JAX's other tuned settings are process-wide
@@ -23,11 +24,24 @@ BFLOAT16_VARIANTS: tuple[str, ...] = ("jit+bf16", "shard_map+bf16")
 # YNNPACK: XLA:CPU's newer kernel library for dots, elementwise ops and reductions (in jaxlib 0.10 the
 # convolutions gain too; measured in docs/performance.md). Rows run with it are named '...+ynn'.
 _TUNED_CONFIGS = {"cpu": {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=dot,eltwise,reduce"}}}
+# oneDNN: from jaxlib 0.11, XLA:CPU's oneDNN rewriter turns bfloat16 convolutions into oneDNN's own bfloat16
+# kernels (the library TensorFlow's CPU kernels use). Out of the box XLA:CPU computes a bfloat16 conv as a float32
+# one between two conversions, slower than float32 itself; float32 convs it leaves alone. So a configuration for
+# CPUs with bfloat16 hardware only (rows '...+onednn'; docs/performance.md). It cannot join YNNPACK's: with both,
+# YNNPACK fails at run time ("invalid parameter").
+ONEDNN_CONFIG = {"XLA_FLAGS": "--xla_cpu_experimental_onednn_custom_call=true"}
 
 
 def tuned_configs(device: str) -> dict[str, dict[str, str]]:
     """Process-wide settings worth a worker of their own on `device`: {name: environment variables}."""
-    return _TUNED_CONFIGS.get(device, {})
+    configs = dict(_TUNED_CONFIGS.get(device, {}))
+    if device == "cpu" and _version(jax.__version__) >= (0, 11) and native_bf16("cpu", "cpu"):
+        configs["onednn"] = ONEDNN_CONFIG
+    return configs
+
+
+def _version(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in v.split(".")[:2] if p.isdigit())
 
 
 def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) -> list[jax.Device]:
