@@ -143,7 +143,8 @@ def bf16_peak(device: str, device_kind: str, run_peak: Peak) -> Peak:
             said.append("measured: best bfloat16 matmul " + ", ".join(f"{fw} {f / G:.1f}" for fw, f in measured.items())
                         + " GFLOP/s")  # fmt: skip
         best = max([f for f in (bf16, *measured.values()) if f], default=None)
-        return Peak(device_kind, "bf16", best, run_peak.bandwidth, "; ".join(said), computed_flops=bf16,
+        # the run's CPU, whatever a framework calls it ('CPU', 'cpu'): roofline() judges simulated devices together
+        return Peak(run_peak.device_kind, "bf16", best, run_peak.bandwidth, "; ".join(said), computed_flops=bf16,
                     measured_flops=max([run_peak.measured_flops or 0.0, *measured.values()]) or None,
                     headroom=CPU_HEADROOM)  # fmt: skip
     for key, flops, bw in ACCELERATORS:

@@ -330,10 +330,14 @@ def test_bf16_rows_only_where_the_hardware_has_it():
     assert bf16.flops == roofline.computed_cpu_bf16_peak(roofline.cpu_info())  # None without a bfloat16 unit
     assert bf16.limit() >= CPU.measured_flops  # never below the float32 peak measured in the run
     # a bfloat16 matmul measured in the run that beats the computed figure sets the peak, and says so
-    fast = roofline.bf16_peak("cpu", "cpu", dataclasses.replace(CPU, measured_bf16={"tf": 9e14, "jax": None}))
+    run = dataclasses.replace(CPU, measured_bf16={"tf": 9e14, "jax": None})
+    fast = roofline.bf16_peak("cpu", "cpu", run)
     assert fast.flops == 9e14 and fast.measured_flops == 9e14 and "tf 900000.0 GFLOP/s" in fast.source
     slow = roofline.bf16_peak("cpu", "cpu", dataclasses.replace(CPU, measured_bf16={"jax": 1e9}))
     assert slow.flops == max(1e9, bf16.flops or 0) and slow.limit() >= CPU.measured_flops
+    # TF calls its CPU 'CPU': an 8-replica bfloat16 row is still judged against the one CPU, not 8 of them
+    tf8 = _row(device_kind="CPU", variant="strategy+bf16", dtype="bfloat16", replicas=8, median_s=1.0)
+    assert roofline.roofline(tf8, roofline.bf16_peak("cpu", "CPU", run), 8)["peak_flops"] == 9e14
     again = roofline.remeasured(dataclasses.replace(CPU, measured_bf16={"tf": 9e14}), n=256)
     assert again.measured_bf16 == {"tf": 9e14}  # re-measuring the float32 peak keeps it
 
