@@ -316,7 +316,7 @@ def test_a_compiler_count_far_from_both_formulas_is_shown():
     assert "all within 10%" in tables.roofline_notes(_doc(rows))[0]
 
 
-def test_bf16_rows_only_where_the_hardware_has_it():
+def test_bf16_rows_only_where_the_hardware_has_it(monkeypatch):
     assert roofline.native_bf16("tpu", "TPU v2")
     assert roofline.native_bf16("gpu", "NVIDIA H200") and not roofline.native_bf16("gpu", "Tesla K80")
     assert roofline.native_bf16("cpu", "cpu") == (roofline.cpu_info()["bf16"] and not
@@ -330,14 +330,25 @@ def test_bf16_rows_only_where_the_hardware_has_it():
     assert bf16.flops == roofline.computed_cpu_bf16_peak(roofline.cpu_info())  # None without a bfloat16 unit
     assert bf16.limit() >= CPU.measured_flops  # never below the float32 peak measured in the run
     # a bfloat16 matmul measured in the run that beats the computed figure sets the peak, and says so
-    run = dataclasses.replace(CPU, measured_bf16={"tf": 9e14, "jax": None})
+    monkeypatch.setattr(roofline, "computed_cpu_bf16_peak", lambda info: 6e14)  # whatever this machine has
+    run = dataclasses.replace(CPU, measured_bf16={"tf": 7.2e14, "jax": None})
     fast = roofline.bf16_peak("cpu", "cpu", run)
-    assert fast.flops == 9e14 and fast.measured_flops == 9e14 and "tf 900000.0 GFLOP/s" in fast.source
+    assert fast.flops == 7.2e14 and fast.measured_flops == 7.2e14 and "tf 720000.0 GFLOP/s" in fast.source
+    # beyond 1.5x the computed figure a "measurement" is not believed: it would lift the guard over a broken row
+    absurd = roofline.bf16_peak("cpu", "cpu", dataclasses.replace(CPU, measured_bf16={"tf": 1.2e15}))
+    assert absurd.flops == 6e14
     slow = roofline.bf16_peak("cpu", "cpu", dataclasses.replace(CPU, measured_bf16={"jax": 1e9}))
-    assert slow.flops == max(1e9, bf16.flops or 0) and slow.limit() >= CPU.measured_flops
+    assert slow.flops == 6e14 and slow.limit() >= CPU.measured_flops
+    # the run's own verified bfloat16 matmul rows count as measurements (their fastest call); unverified ones do not
+    mm = [_row(workload="matmul", variant="function+bf16", dtype="bfloat16", flops=1.4e14, min_s=0.2),
+          _row(workload="matmul", framework="jax", variant="jit+bf16", dtype="bfloat16", flops=1.4e14, min_s=0.1,
+               verified=False), _row(workload="conv", dtype="bfloat16", flops=1.4e14, min_s=0.1)]  # fmt: skip
+    with_rows = roofline.with_bf16_matmul_rows(run, mm)
+    assert with_rows.measured_bf16 == {"tf": 7.2e14, "jax": None, "tf function+bf16 row": 7e14}
+    assert roofline.with_bf16_matmul_rows(CPU, mm[1:]) is CPU
     # TF calls its CPU 'CPU': an 8-replica bfloat16 row is still judged against the one CPU, not 8 of them
     tf8 = _row(device_kind="CPU", variant="strategy+bf16", dtype="bfloat16", replicas=8, median_s=1.0)
-    assert roofline.roofline(tf8, roofline.bf16_peak("cpu", "CPU", run), 8)["peak_flops"] == 9e14
+    assert roofline.roofline(tf8, roofline.bf16_peak("cpu", "CPU", run), 8)["peak_flops"] == 7.2e14
     again = roofline.remeasured(dataclasses.replace(CPU, measured_bf16={"tf": 9e14}), n=256)
     assert again.measured_bf16 == {"tf": 9e14}  # re-measuring the float32 peak keeps it
 
