@@ -172,7 +172,7 @@ def _cnn_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--validate", choices=("auto", "epoch", "end", "none"), default="auto",
                     help="CNN test-set evaluation, never inside a timed epoch: 'epoch' after every epoch (as Keras's "
                          "fit(validation_data=...); per-epoch history in the results and a second chart), 'end' once "
-                         "after training, 'none' never; 'auto' is 'epoch' for 100 steps or more, where accuracy "
+                         "after training, 'none' never; 'auto' is 'epoch' for 459 steps or more, where accuracy "
                          "can be judged, else 'none' (default: auto)")
     ap.add_argument("--batch", type=positive, dest="global_batch",
                     help="CNN global batch, split across replicas (notebook: 1024; CPU default: 256)")

@@ -275,8 +275,8 @@ def _acc_row(fw, variant, acc, steps, seed):
 
 
 def test_accuracy_check_compares_seed_means_and_refuses_short_runs():
-    rows = [_acc_row("tf", "fit", 0.90, 200, 0), _acc_row("tf", "fit", 0.86, 200, 1),
-            _acc_row("jax", "jit", 0.85, 200, 0), _acc_row("jax", "jit", 0.87, 200, 1)]  # fmt: skip
+    rows = [_acc_row("tf", "fit", 0.90, 500, 0), _acc_row("tf", "fit", 0.86, 500, 1),
+            _acc_row("jax", "jit", 0.85, 500, 0), _acc_row("jax", "jit", 0.87, 500, 1)]  # fmt: skip
     (c,) = checks.accuracy(rows, band=0.05)
     assert c["passed"] is True and c["figures"] == pytest.approx({"tf fit": 0.88, "jax jit": 0.86})
     assert c["max_abs_gap"] == pytest.approx(0.02) and "2 seed(s)" in c["detail"]
@@ -285,6 +285,12 @@ def test_accuracy_check_compares_seed_means_and_refuses_short_runs():
     short = [dict(r, spec={"epochs": 1, "steps_per_epoch": 10}) for r in rows]
     (c,) = checks.accuracy(short, band=0.05)
     assert c["passed"] is None and "not judged" in c["detail"]
+    # judged from the step where BatchNorm's moving statistics keep under 1% of their initial values
+    m = checks.MIN_ACCURACY_STEPS
+    assert checks.BN_MOMENTUM**m <= 0.01 < checks.BN_MOMENTUM ** (m - 1)
+    for steps, judged in ((m - 1, None), (m, True)):
+        (c,) = checks.accuracy([dict(r, spec={"epochs": 1, "steps_per_epoch": steps}) for r in rows], band=0.05)
+        assert c["passed"] is judged
 
 
 BF16 = cnn_tolerances("cpu", "highest", "bfloat16")
@@ -369,8 +375,8 @@ def test_bf16_variants_are_paired_by_number_format():
 
 
 def test_accuracy_check_holds_mixed_precision_to_float32():
-    rows = [_acc_row("tf", "fit", 0.90, 200, 0), _acc_row("jax", "jit", 0.89, 200, 0),
-            {**_acc_row("jax", "jit+bf16", 0.83, 200, 0), "dtype": "bfloat16"}]  # fmt: skip
+    rows = [_acc_row("tf", "fit", 0.90, 500, 0), _acc_row("jax", "jit", 0.89, 500, 0),
+            {**_acc_row("jax", "jit+bf16", 0.83, 500, 0), "dtype": "bfloat16"}]  # fmt: skip
     (c,) = checks.accuracy(rows, band=0.05)
     assert c["passed"] is False and c["max_abs_gap"] == pytest.approx(0.07)  # against TF's float32 fit
     rows[2]["test_accuracy"] = 0.87
