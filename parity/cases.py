@@ -178,7 +178,6 @@ def bf16_matmul_peak(impl, devices, req: dict) -> dict:
     return {"flops": spec.flops() / best, "variant": variants[0]}
 
 
-
 def cnn_warm(impl, devices, req: dict) -> dict:
     """A framework's first model build runs its one-off set-up (seconds): done before anything is timed."""
     impl.build_cnn(0)

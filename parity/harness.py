@@ -397,8 +397,10 @@ def _measure_bf16_peak(cfg: Config, run: _Run, workers: dict[str, Worker]) -> No
     for w in workers.values():
         if w.config == "default" and w.framework not in done and roofline.native_bf16(cfg.device, "cpu", w.env):
             n = 2048 if cfg.quick else 4096
-            done[w.framework] = w.ask(cmd="call", fn="bf16_matmul_peak", n=n)["flops"]
-            log(cfg, f"  {FRAMEWORK_NAMES[w.framework]}'s bfloat16 {n}x{n} matmul: {_g(done[w.framework])} GFLOP/s")
+            got = w.ask(cmd="call", fn="bf16_matmul_peak", n=n)
+            done[w.framework] = got["flops"]
+            log(cfg, f"  {FRAMEWORK_NAMES[w.framework]}'s bfloat16 {n}x{n} matmul: "
+                     + (f"{_g(got['flops'])} GFLOP/s" if got["flops"] else got.get("why", "none offered")))
 
 
 def _judge_parity(cfg: Config, run: _Run, replicas: int, save_dir: Path) -> None:
