@@ -10,6 +10,7 @@ from parity import oracle
 from parity.api import CNN_BLOCKS as BLOCKS
 from parity.api import CNN_TRAINABLE, CNN_WEIGHTS
 from parity.oracle import errors
+from parity.workloads import gradient_scale
 
 WEIGHT_NAMES = [w.name for w in CNN_WEIGHTS]
 GRAD_NAMES = [w.name for w in CNN_TRAINABLE]
@@ -49,6 +50,10 @@ def grads(saved: dict[str, dict], weights: list[np.ndarray], x: np.ndarray, y: n
     TF-vs-JAX difference is explained by the windows they route differently. A framework off float64
     under its own routing is a FAIL that names it and the parameter.
 
+    Each parameter's error is relative to its own scale (workloads.gradient_scale, from the oracle's terms):
+    max |reference| where its last sum does not cancel, more where it does, so the verdict holds for any
+    weights and batch. per_parameter keeps that scale over max |reference| ('conditioning') beside the figures.
+
     Args:
         saved: per framework, its saved 'loss', 'grad/NNN' and 'routing/K' arrays.
         weights, x, y: the weights (Keras order) and the batch both frameworks differentiated.
@@ -65,15 +70,24 @@ def grads(saved: dict[str, dict], weights: list[np.ndarray], x: np.ndarray, y: n
              for k, (name, a) in enumerate(zip(POOLS, pool_inputs, strict=True))]  # fmt: skip
 
     loss_figs = {f"{fw}_vs_f64": abs(float(saved[fw]["loss"]) - refs[fw][0]) / abs(refs[fw][0]) for fw in fws}
-    per = {name: {f"{fw}_vs_f64": errors(saved[fw][f"grad/{i:03d}"], refs[fw][1][i])["max_rel_err"] for fw in fws}
+    batch = len(np.asarray(y))
+    scales = [max(_scale(batch, refs[fw][1][i], refs[fw][2]["terms"][i]) for fw in fws) for i in range(len(GRAD_NAMES))]
+
+    def rel(got: np.ndarray, ref: np.ndarray, i: int) -> float:
+        return _relative(errors(got, ref)["max_abs_err"], scales[i])
+
+    per = {name: {f"{fw}_vs_f64": rel(saved[fw][f"grad/{i:03d}"], refs[fw][1][i], i) for fw in fws}
            for i, name in enumerate(GRAD_NAMES)}  # fmt: skip
     if len(fws) == 2:
         a, b = fws  # 'jax', 'tf'
         loss_figs[f"{b}_vs_{a}"] = abs(float(saved[b]["loss"]) - float(saved[a]["loss"])) / abs(float(saved[a]["loss"]))
         for i, name in enumerate(GRAD_NAMES):
-            per[name][f"{b}_vs_{a}"] = errors(saved[b][f"grad/{i:03d}"], saved[a][f"grad/{i:03d}"])["max_rel_err"]
-            per[name]["routing_alone"] = errors(refs[b][1][i], refs[a][1][i])["max_rel_err"]
+            per[name][f"{b}_vs_{a}"] = rel(saved[b][f"grad/{i:03d}"], saved[a][f"grad/{i:03d}"], i)
+            per[name]["routing_alone"] = rel(refs[b][1][i], refs[a][1][i], i)
     figs = {k: max(p[k] for p in per.values()) for k in per[GRAD_NAMES[0]] if k != "routing_alone"}
+    for i, name in enumerate(GRAD_NAMES):
+        ref_max = float(np.max(np.abs(refs[fws[0]][1][i])))
+        per[name]["conditioning"] = scales[i] / ref_max if ref_max > 0 else None  # None: an all-zero gradient
     own = {fw: figs[f"{fw}_vs_f64"] for fw in fws}
     loss_ok = all(loss_figs[f"{fw}_vs_f64"] <= loss_tol for fw in fws)
     return [
@@ -88,6 +102,28 @@ def grads(saved: dict[str, dict], weights: list[np.ndarray], x: np.ndarray, y: n
 
 
 FW = {"tf": "TF", "jax": "JAX"}
+
+
+def _scale(batch: int, ref: np.ndarray, terms: oracle.Terms) -> float:
+    """The absolute scale a gradient's error is judged against (workloads.gradient_scale, maxima per array)."""
+    peak = float(np.max(np.abs(ref))) if ref.size else 0.0
+    return gradient_scale(batch, terms.n, float(np.max(terms.abs_sum)), float(np.max(terms.rss)), peak)
+
+
+def _relative(err: float, scale: float) -> float:
+    """An absolute error over its scale; an error where the scale is 0 (every term 0) is infinitely off."""
+    if scale > 0:
+        return err / scale
+    return 0.0 if err == 0 else float("inf")
+
+
+def _cancelling(per: dict) -> str:
+    """Which parameters' gradients cancel, so are judged on a scale above max |reference|."""
+    k = {n: p["conditioning"] for n, p in per.items() if p["conditioning"] is None or p["conditioning"] > 2}
+    if not k:
+        return "errors relative to max |reference| (no gradient's sum cancels)"
+    said = ", ".join(f"{n} x{c:,.0f}" if c is not None else f"{n} (all zero)" for n, c in k.items())
+    return f"errors relative to max |reference|, or to the terms' scale where a sum cancels ({said})"
 
 
 def _grads_verdict(per: dict, pools: list[dict], own: dict, figs: dict, tol: float) -> str:
@@ -106,7 +142,7 @@ def _grads_verdict(per: dict, pools: list[dict], own: dict, figs: dict, tol: flo
     cross = figs.get("tf_vs_jax")
     if cross is None or cross <= tol:
         worst = max(per, key=lambda n: max(v for k, v in per[n].items() if k.endswith("_f64")))
-        return f"against float64 with its own routing: {agree} (worst: {worst}); {ties_said}"
+        return f"against float64 with its own routing: {agree} (worst: {worst}); {ties_said}; {_cancelling(per)}"
     n = sum(routed.values())
     if not n:
         return (f"TF and JAX differ by {cross:.1e}, within the sum of their own errors against float64 "

@@ -151,6 +151,37 @@ def _conv_same_grads(x: np.ndarray, k: np.ndarray, dz: np.ndarray) -> tuple[np.n
     return dx, dk
 
 
+@dataclass(frozen=True)
+class Terms:
+    """What a gradient's last reduction sums, per element: how many terms, the sum of their magnitudes
+    (sum |t|) and their root sum of squares (sqrt(sum t^2)). A result much smaller than `abs_sum` cancels:
+    float32 can resolve it only to about `abs_sum` times its rounding error, whatever the kernel."""
+
+    n: int
+    abs_sum: np.ndarray
+    rss: np.ndarray
+
+
+def _terms(a: np.ndarray, b: np.ndarray, axes: tuple[int, ...]) -> Terms:
+    """Terms a * b summed over `axes` (broadcasting)."""
+    t = np.abs(a * b)
+    return Terms(int(np.prod([t.shape[i] for i in axes])), t.sum(axes), np.sqrt((t * t).sum(axes)))
+
+
+def _matmul_terms(a: np.ndarray, b: np.ndarray) -> Terms:
+    """Terms of a.T @ b (the sum over a's and b's first axis)."""
+    return Terms(a.shape[0], np.abs(a).T @ np.abs(b), np.sqrt((a * a).T @ (b * b)))
+
+
+def _conv_kernel_terms(x: np.ndarray, dz: np.ndarray, kh: int, kw: int) -> Terms:
+    """Terms of a stride-1 SAME conv's kernel gradient (the patches times dz, over N x H x W)."""
+    xp = np.pad(x, ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
+    win = np.lib.stride_tricks.sliding_window_view(xp, (kh, kw), axis=(1, 2))
+    abs_sum = np.einsum("nhwcij,nhwo->ijco", np.abs(win), np.abs(dz), optimize=True)
+    rss = np.sqrt(np.einsum("nhwcij,nhwo->ijco", win * win, dz * dz, optimize=True))
+    return Terms(int(np.prod(dz.shape[:3])), abs_sum, rss)
+
+
 def _elu_grad(z: np.ndarray) -> np.ndarray:
     return np.where(z > 0, 1.0, np.exp(np.minimum(z, 0)))
 
@@ -184,13 +215,18 @@ class _Block:
         out = (_windows(a) * _windows(r)).sum(axis=-1)
         return cls(i, xhat, std, p[f"bn{i}.gamma"], u, p[f"conv{i}.kernel"], z, a, r, out)
 
-    def backward(self, dout: np.ndarray, grads: dict) -> np.ndarray:
-        """The block's parameter gradients into `grads`; returns the gradient for its input."""
+    def backward(self, dout: np.ndarray, grads: dict, terms: dict) -> np.ndarray:
+        """The block's parameter gradients into `grads` and their terms into `terms`; returns the gradient
+        for its input."""
         da = _unwindows(_windows(self.r) * dout[..., None], self.a.shape)
         dz = da * _elu_grad(self.z)
         du, dk = _conv_same_grads(self.u, self.kernel, dz)
-        grads[f"conv{self.i}.kernel"], grads[f"conv{self.i}.bias"] = dk, dz.sum(axis=(0, 1, 2))
-        grads[f"bn{self.i}.gamma"], grads[f"bn{self.i}.beta"] = (du * self.xhat).sum(axis=(0, 1, 2)), du.sum((0, 1, 2))
+        pix = (0, 1, 2)
+        grads[f"conv{self.i}.kernel"], grads[f"conv{self.i}.bias"] = dk, dz.sum(axis=pix)
+        grads[f"bn{self.i}.gamma"], grads[f"bn{self.i}.beta"] = (du * self.xhat).sum(axis=pix), du.sum(pix)
+        terms[f"conv{self.i}.kernel"] = _conv_kernel_terms(self.u, dz, *self.kernel.shape[:2])
+        terms[f"conv{self.i}.bias"] = _terms(dz, 1.0, pix)
+        terms[f"bn{self.i}.gamma"], terms[f"bn{self.i}.beta"] = _terms(du, self.xhat, pix), _terms(du, 1.0, pix)
         dxhat = du * self.gamma
         mean_dxhat = dxhat.mean(axis=(0, 1, 2))
         return (dxhat - mean_dxhat - self.xhat * (dxhat * self.xhat).mean(axis=(0, 1, 2))) / self.std
@@ -211,8 +247,9 @@ def cnn_loss_and_grads(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray,
             first largest value of each window in this float64 pass.
     Returns:
         (loss, the 16 gradients in Keras's trainable_weights order, {"pool_inputs": the 3 float64
-        pooling inputs, "routing": the routing used}). A window's pooled value is the routed
-        combination of its values, so loss and gradients belong to one smooth function.
+        pooling inputs, "routing": the routing used, "terms": each gradient's Terms, in the same order}).
+        A window's pooled value is the routed combination of its values, so loss and gradients belong
+        to one smooth function.
     """
     p = _named(weights)
     h, y = np.asarray(x, np.float64), np.asarray(y)
@@ -232,10 +269,13 @@ def cnn_loss_and_grads(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray,
     d[np.arange(len(y)), y] -= 1.0
     d /= len(y)
     grads = {"dense2.kernel": h4.T @ d, "dense2.bias": d.sum(0)}
+    terms = {"dense2.kernel": _matmul_terms(h4, d), "dense2.bias": _terms(d, 1.0, (0,))}
     dz4 = (d @ p["dense2.kernel"].T) * _elu_grad(z4)
     grads["dense1.kernel"], grads["dense1.bias"] = flat.T @ dz4, dz4.sum(0)
+    terms["dense1.kernel"], terms["dense1.bias"] = _matmul_terms(flat, dz4), _terms(dz4, 1.0, (0,))
     dh = (dz4 @ p["dense1.kernel"].T).reshape(h.shape)
     for b in reversed(blocks):
-        dh = b.backward(dh, grads)
+        dh = b.backward(dh, grads, terms)
     pool_in, used = [b.a for b in blocks], [b.r for b in blocks]
-    return loss, [grads[w.name] for w in CNN_TRAINABLE], {"pool_inputs": pool_in, "routing": used}
+    order = [w.name for w in CNN_TRAINABLE]
+    return loss, [grads[k] for k in order], {"pool_inputs": pool_in, "routing": used, "terms": [terms[k] for k in order]}

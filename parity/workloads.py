@@ -254,6 +254,28 @@ def cnn_grad_tolerance(batch: int, device: str = "cpu", precision: str = "highes
     return max(rounding_bound(path), _reduced(device, precision, "grads"))
 
 
+def cnn_grad_path_sqrt(batch: int) -> float:
+    """sum(sqrt(n)) over the longest path's reductions: cnn_grad_tolerance's float32 figure over LAMBDA * u."""
+    return sum(math.sqrt(n) for n in cnn_forward_reductions(batch) + cnn_backward_reductions(batch))
+
+
+def gradient_scale(batch: int, n: int, abs_sum: float, rss: float, ref: float) -> float:
+    """The scale a gradient's error is judged against: max |reference| where nothing cancels, more where the
+    gradient's last reduction cancels (cnn_grad_tolerance times this scale is its error bound).
+
+    A parameter's gradient is, last of all, a sum of `n` terms t (bn1.gamma sums 50,176 products). Its error
+    has two parts. The last reduction's own rounding, in Higham & Mary's model, is at most LAMBDA * u * sqrt(n)
+    * sum|t|: relative to sum|t| (`abs_sum`), not to the result, which cancellation may make 10^4 times smaller.
+    The terms' errors from the rest of the path (LAMBDA * u * (S - sqrt(n)) of their scale, S = the path's sum
+    of sqrt(n)) are independent per term and add like a random walk: relative to sqrt(sum t^2) (`rss`), or to
+    max |reference| where that is larger. Returned: the bound's scale, S * scale = sqrt(n) * abs_sum +
+    (S - sqrt(n)) * max(rss, ref), so scale >= ref, and scale == ref (the earlier model) for one term. The
+    figures are maxima over the parameter's elements. Independent of any machine: the float64 oracle's terms.
+    """
+    s, root = cnn_grad_path_sqrt(batch), math.sqrt(n)
+    return (root * abs_sum + max(s - root, 0.0) * max(rss, ref)) / s
+
+
 def _reduced(device: str, precision: str, what: str) -> float:
     return 0.0 if tolerance(device, precision) <= 1e-4 else CNN_TOLERANCES_REDUCED[what]
 

@@ -1,5 +1,6 @@
 """The Fashion-MNIST CNN: same network in both frameworks, same numbers, same training."""
 
+import functools
 import os
 import subprocess
 import sys
@@ -420,3 +421,49 @@ def test_a_bad_weight_file_is_one_valueerror_naming_it(tmp_path, case):
         p.write_bytes(b"PK not really")
     with pytest.raises(ValueError, match=str(p)):
         load_npz(p)
+
+
+@functools.cache
+def _fresh(init: str):
+    """The harness's gradient batch (64 images of its synthetic data) and weights freshly initialised by either
+    framework: the harness's first worker initialises them, so a verdict must hold for both (JAX's init
+    leaves bn1.gamma's gradient a sum of 50,176 terms that cancel 60,000-fold)."""
+    mod = {"tf": tf_impl, "jax": jax_impl}[init]
+    w = mod.get_weights(mod.build_cnn(0))
+    ds = data.synthetic(2048, 512)
+    x, y = data.batches(ds, data.batch_offsets(1, 1, len(ds.x_train), 64), 64)
+    saved = {}
+    for fw, impl in (("tf", tf_impl), ("jax", jax_impl)):
+        m = impl.build_cnn(0, dropout=False)
+        impl.set_weights(m, w)
+        g = impl.loss_and_grads(m, x[0], y[0])
+        saved[fw] = {"loss": g.loss, **{f"grad/{i:03d}": a for i, a in enumerate(g.grads)},
+                     **{f"routing/{i}": a for i, a in enumerate(g.routing)}}  # fmt: skip
+    return w, x[0], y[0], saved
+
+
+@pytest.mark.parametrize("init", ["tf", "jax"])
+def test_gradients_hold_whoever_initialises(init):
+    w, x, y, saved = _fresh(init)
+    for fws in (("tf",), ("jax",), ("tf", "jax")):  # one framework alone, as --framework runs it, and both
+        rows = checks.grads({fw: saved[fw] for fw in fws}, w, x, y, cnn_grad_tolerance(64), cnn_loss_tolerance(64))
+        assert all(r["passed"] for r in rows), rows[1]["detail"]
+
+
+def test_a_planted_gradient_error_of_1e3_fails():
+    """An error of 1e-3 of max |gradient| in one element fails wherever the parameter's sum leaves float32 able
+    to resolve it (tolerance x conditioning < 1e-3): conv2's kernel and every parameter from bn3 on, at
+    these inputs."""
+    w, x, y, saved = _fresh("jax")
+    tol = cnn_grad_tolerance(64)
+    clean = checks.grads({"jax": saved["jax"]}, w, x, y, tol, cnn_loss_tolerance(64))[1]
+    resolvable = [n for n, p in clean["per_parameter"].items() if tol * p["conditioning"] < 1e-3]
+    assert {"conv2.kernel", *checks.GRAD_NAMES[8:]} <= set(resolvable)  # bn3 onwards: no sum cancels much
+    for name in resolvable:
+        i = checks.GRAD_NAMES.index(name)
+        g = saved["jax"][f"grad/{i:03d}"].copy()
+        flat = g.reshape(-1)
+        k = int(np.argmax(np.abs(flat)))
+        flat[k] += np.float32(1e-3 * np.abs(flat).max())
+        row = checks.grads({"jax": {**saved["jax"], f"grad/{i:03d}": g}}, w, x, y, tol, cnn_loss_tolerance(64))[1]
+        assert not row["passed"] and name in row["detail"], (name, row["detail"])
