@@ -278,4 +278,5 @@ def cnn_loss_and_grads(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray,
         dh = b.backward(dh, grads, terms)
     pool_in, used = [b.a for b in blocks], [b.r for b in blocks]
     order = [w.name for w in CNN_TRAINABLE]
-    return loss, [grads[k] for k in order], {"pool_inputs": pool_in, "routing": used, "terms": [terms[k] for k in order]}
+    info = {"pool_inputs": pool_in, "routing": used, "terms": [terms[k] for k in order]}
+    return loss, [grads[k] for k in order], info
