@@ -71,7 +71,8 @@ def grads(saved: dict[str, dict], weights: list[np.ndarray], x: np.ndarray, y: n
 
     loss_figs = {f"{fw}_vs_f64": abs(float(saved[fw]["loss"]) - refs[fw][0]) / abs(refs[fw][0]) for fw in fws}
     batch = len(np.asarray(y))
-    scales = [max(_scale(batch, refs[fw][1][i], refs[fw][2]["terms"][i]) for fw in fws) for i in range(len(GRAD_NAMES))]
+    scales = [max(grad_scale(batch, refs[fw][1][i], refs[fw][2]["terms"][i]) for fw in fws)
+              for i in range(len(GRAD_NAMES))]  # fmt: skip
 
     def rel(got: np.ndarray, ref: np.ndarray, i: int) -> float:
         return _relative(errors(got, ref)["max_abs_err"], scales[i])
@@ -104,7 +105,7 @@ def grads(saved: dict[str, dict], weights: list[np.ndarray], x: np.ndarray, y: n
 FW = {"tf": "TF", "jax": "JAX"}
 
 
-def _scale(batch: int, ref: np.ndarray, terms: oracle.Terms) -> float:
+def grad_scale(batch: int, ref: np.ndarray, terms: oracle.Terms) -> float:
     """The absolute scale a gradient's error is judged against (workloads.gradient_scale, maxima per array)."""
     peak = float(np.max(np.abs(ref))) if ref.size else 0.0
     return gradient_scale(batch, terms.n, float(np.max(terms.abs_sum)), float(np.max(terms.rss)), peak)

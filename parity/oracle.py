@@ -200,11 +200,13 @@ class _Block:
     a: np.ndarray  # the pooling input
     r: np.ndarray  # the routing: the weight each pooling input position gets
     out: np.ndarray
+    stats: dict  # the BatchNorm's batch statistics: 'mean', 'variance' (biased), and 'abs_mean' (mean |input|)
 
     @classmethod
     def forward(cls, h: np.ndarray, p: dict, i: int, routing: np.ndarray | None) -> _Block:
         mean = h.mean(axis=(0, 1, 2))
-        std = np.sqrt(((h - mean) ** 2).mean(axis=(0, 1, 2)) + BN_EPSILON)  # two-pass, biased variance
+        var = ((h - mean) ** 2).mean(axis=(0, 1, 2))  # two-pass, biased
+        std = np.sqrt(var + BN_EPSILON)
         xhat = (h - mean) / std
         u = xhat * p[f"bn{i}.gamma"] + p[f"bn{i}.beta"]
         z = conv2d(u, p[f"conv{i}.kernel"], stride=1, padding="SAME") + p[f"conv{i}.bias"]
@@ -213,7 +215,8 @@ class _Block:
         if r.shape != a.shape:
             raise ValueError(f"routing {i - 1}: shape {r.shape}, pooling input {a.shape}")
         out = (_windows(a) * _windows(r)).sum(axis=-1)
-        return cls(i, xhat, std, p[f"bn{i}.gamma"], u, p[f"conv{i}.kernel"], z, a, r, out)
+        stats = {"mean": mean, "variance": var, "abs_mean": np.abs(h).mean(axis=(0, 1, 2))}
+        return cls(i, xhat, std, p[f"bn{i}.gamma"], u, p[f"conv{i}.kernel"], z, a, r, out, stats)
 
     def backward(self, dout: np.ndarray, grads: dict, terms: dict) -> np.ndarray:
         """The block's parameter gradients into `grads` and their terms into `terms`; returns the gradient
@@ -247,7 +250,8 @@ def cnn_loss_and_grads(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray,
             first largest value of each window in this float64 pass.
     Returns:
         (loss, the 16 gradients in Keras's trainable_weights order, {"pool_inputs": the 3 float64
-        pooling inputs, "routing": the routing used, "terms": each gradient's Terms, in the same order}).
+        pooling inputs, "routing": the routing used, "terms": each gradient's Terms, in the same order,
+        "batch_stats": each BatchNorm's batch statistics}).
         A window's pooled value is the routed combination of its values, so loss and gradients belong
         to one smooth function.
     """
@@ -278,5 +282,6 @@ def cnn_loss_and_grads(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray,
         dh = b.backward(dh, grads, terms)
     pool_in, used = [b.a for b in blocks], [b.r for b in blocks]
     order = [w.name for w in CNN_TRAINABLE]
-    info = {"pool_inputs": pool_in, "routing": used, "terms": [terms[k] for k in order]}
+    info = {"pool_inputs": pool_in, "routing": used, "terms": [terms[k] for k in order],
+            "batch_stats": [b.stats for b in blocks]}
     return loss, [grads[k] for k in order], info
