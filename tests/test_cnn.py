@@ -15,7 +15,7 @@ import tf_impl
 from parity import checks, data, oracle
 from parity.api import CNN_PARAMS
 from parity.roofline import isa_capped_below_bf16
-from parity.workloads import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
+from parity.workloads import F32_UNIT_ROUNDOFF, cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 
 TOL = cnn_tolerances("cpu", "highest")
 DS = data.synthetic(512, 64, seed=3)
@@ -119,8 +119,9 @@ def test_loss_and_gradients_agree_with_float64(weights):
         for r, a in zip(g.routing, f64["pool_inputs"], strict=True):
             win, vals = oracle._windows(r), oracle._windows(a)
             np.testing.assert_array_equal(win.sum(-1), 1.0)  # each window's gradient goes to one position
-            chosen = (win * vals).sum(-1)  # ... which holds that window's largest value, to float32 rounding
-            assert np.all(vals.max(-1) - chosen <= 1e-5 * np.abs(a).max()), fw
+            chosen = (win * vals).sum(-1)  # ... which holds that window's largest value, to float32 rounding:
+            # the framework's pooling input and float64's each within the forward path's bound
+            assert np.all(vals.max(-1) - chosen <= 2 * cnn_loss_tolerance(16) * np.abs(a).max()), fw
         saved[fw] = {"loss": g.loss, **{f"grad/{i:03d}": a for i, a in enumerate(g.grads)},
                      **{f"routing/{i}": a for i, a in enumerate(g.routing)}}  # fmt: skip
     rows = checks.grads(saved, weights, x[0], y[0], cnn_grad_tolerance(16), cnn_loss_tolerance(16))
@@ -219,7 +220,7 @@ def test_eight_replica_trajectory(weights, tf_variant, jax_variant):
     l8 = saved["tf"][f"traj/{tf_variant}/loss"][0]
     x, y = batch(2, 16, seed=11)
     l1 = tf_impl.loss_and_grads(models(weights)[0], x[0], y[0])[0]
-    assert abs(l8 - l1) / l1 > 1e-3
+    assert abs(l8 - l1) / l1 > 2 * cnn_loss_tolerance(16)  # more than two float32 runs of one loss can differ
 
 
 def test_moving_statistics_are_the_replica_mean(weights):
@@ -231,7 +232,8 @@ def test_moving_statistics_are_the_replica_mean(weights):
     assert len(copies) == 8
     expected = np.mean(copies, axis=0)  # each copy saw its own replica's 2 images
     out = tf_impl.get_weights(t.model())
-    np.testing.assert_allclose(out[2], expected, rtol=1e-6)
+    # two means of the same 8 positive copies, each within 7 additions' and a division's rounding
+    np.testing.assert_allclose(out[2], expected, rtol=2 * 8 * F32_UNIT_ROUNDOFF)
     for layer in ("bn1", "bn2", "bn3"):  # and every replica now holds the same values
         c = [v.numpy() for v in t.m.get_layer(layer).moving_mean.value.values]
         assert all(np.array_equal(c[0], ci) for ci in c), layer
@@ -333,11 +335,12 @@ def test_mixed_precision_trains_in_bfloat16_and_keeps_the_trajectory(replicas, t
            for r in checks.trajectory(s[fw, v + "+bf16"], s[fw, v], v + "+bf16", v, BF16, replicas, (fw, fw))]
     assert len(own) == 3 * len(ran) and all(r["passed"] for r in mixed + own), mixed + own
     # bfloat16 really ran: its first step's loss (one forward pass, nothing amplified yet) is further from float32
-    # than float32 kernels are from each other; u is 2^-8 against 2^-24
+    # than two float32 runs of it can be (each within the forward path's bound); u is 2^-8 against 2^-24
     first = {k: float(v[f"traj/{k[1]}/loss"][0]) for k, v in s.items()}
-    assert abs(first["tf", tv] - first["jax", jv]) < 1e-5 * first["tf", tv], first
+    f32 = 2 * (cnn_loss_tolerance(16 // replicas) + (replicas - 1) * F32_UNIT_ROUNDOFF)  # and the replicas' mean
+    assert abs(first["tf", tv] - first["jax", jv]) < f32 * first["tf", tv], first
     for fw, v in ran:
-        assert abs(first[fw, v + "+bf16"] - first[fw, v]) > 1e-5 * first[fw, v], first
+        assert abs(first[fw, v + "+bf16"] - first[fw, v]) > f32 * first[fw, v], first
 
 
 def test_mixed_precision_trajectory_check_catches_a_different_learning_rate(weights):
