@@ -9,6 +9,7 @@ import numpy as np
 from parity import oracle
 from parity.api import CNN_BLOCKS as BLOCKS
 from parity.api import CNN_TRAINABLE, CNN_WEIGHTS
+from parity.frameworks import short
 from parity.oracle import errors
 from parity.workloads import gradient_scale
 
@@ -95,14 +96,11 @@ def grads(saved: dict[str, dict], weights: list[np.ndarray], x: np.ndarray, y: n
         {"check": "loss (one batch)", "replicas": replicas, "figures": loss_figs,
          "max_rel_err": max(loss_figs[f"{fw}_vs_f64"] for fw in fws), "tolerance": loss_tol, "passed": loss_ok,
          "detail": "" if loss_ok else "off float64: " + ", ".join(
-             FW[fw] for fw in fws if loss_figs[f"{fw}_vs_f64"] > loss_tol)},
+             short(fw) for fw in fws if loss_figs[f"{fw}_vs_f64"] > loss_tol)},
         {"check": "gradients (every parameter)", "replicas": replicas, "figures": figs,
          "max_rel_err": max(own.values()), "tolerance": tol, "passed": all(e <= tol for e in own.values()),
          "detail": _grads_verdict(per, pools, own, figs, tol), "per_parameter": per, "pooling": pools},
     ]  # fmt: skip
-
-
-FW = {"tf": "TF", "jax": "JAX"}
 
 
 def grad_scale(batch: int, ref: np.ndarray, terms: oracle.Terms) -> float:
@@ -132,14 +130,14 @@ def _grads_verdict(per: dict, pools: list[dict], own: dict, figs: dict, tol: flo
     off = [fw for fw, e in own.items() if e > tol]
     if off:
         return "; ".join(
-            f"{FW[fw]} is off float64 with its own max-pool routing: "
+            f"{short(fw)} is off float64 with its own max-pool routing: "
             + ", ".join(f"{n} {p[f'{fw}_vs_f64']:.1e}" for n, p in per.items() if p[f"{fw}_vs_f64"] > tol)
             + " (not explained by pooling ties)" for fw in off)  # fmt: skip
     windows = sum(p["windows"] for p in pools)
     ties = sum(p["near_ties"] for p in pools)
     routed = {k: sum(p[k] for p in pools) for k in pools[0] if k.startswith("routed_differently")}
     ties_said = f"{ties:,} of {windows:,} pooling windows are near-ties (within {NEAR_TIE_ULPS} float32 ulps)"
-    agree = " and ".join(f"{FW[fw]} {e:.1e}" for fw, e in own.items())
+    agree = " and ".join(f"{short(fw)} {e:.1e}" for fw, e in own.items())
     cross = figs.get("tf_vs_jax")
     if cross is None or cross <= tol:
         worst = max(per, key=lambda n: max(v for k, v in per[n].items() if k.endswith("_f64")))

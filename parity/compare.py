@@ -9,15 +9,14 @@ no common rows: exit 2.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from parity import rows
 from parity.files import ResultsError, load_results
 from parity.tables import grid, time_cell
 
-KEY = ("workload", "framework", "variant", "device", "device_kind", "replicas", "precision", "quick", "seed")
-# a CNN row's schedule and batch: an epoch of 5 steps is not a slower epoch of 3
+KEY = rows.KEY  # what was measured (parity.rows.Row's key fields): a CNN row's schedule and batch among them
 
 
 def threshold(text: str) -> float:
@@ -32,8 +31,7 @@ def threshold(text: str) -> float:
     return v
 
 
-def key(row: dict) -> tuple:
-    return (*(row.get(k) for k in KEY), row.get("processes") or 1, json.dumps(row.get("spec"), sort_keys=True))
+key = rows.key
 
 
 def compare(old: dict, new: dict, fail_over: float) -> tuple[list[dict], bool]:

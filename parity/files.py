@@ -7,6 +7,7 @@ import os
 import tempfile
 from pathlib import Path
 
+from parity import rows
 from parity.environment import SCHEMA_VERSION
 from parity.tables import markdown
 
@@ -23,12 +24,7 @@ def write_json(path: Path, doc: dict) -> None:
     write_text(path, json.dumps(doc, indent=2) + "\n")
 
 
-CSV_FIELDS = ("workload", "framework", "variant", "device", "device_kind", "replicas", "processes", "precision",
-              "quick",
-              "median_s", "q1_s", "q3_s", "iqr_s", "min_s", "reps", "compile_s", "flops", "compiler_flops",
-              "compiler_flops_source", "gflops_per_s", "peak_flops", "pct_peak", "min_bytes", "arith_intensity",
-              "bound", "images_per_s", "max_rel_err", "xfw_max_rel_err", "noisy", "verified",
-              "invalid_reason")  # fmt: skip
+CSV_FIELDS = rows.CSV_FIELDS  # the fields tools most often want, in parity.rows.Row's order
 
 
 def csv_text(rows: list[dict]) -> str:
@@ -185,12 +181,12 @@ class ResultsError(ValueError):
     """A results file that cannot be read as one of ours; the message names the file."""
 
 
-# What every row of a results file must hold for report and compare to read it: name -> accepted types.
-# A verified row's median_s must also be a finite time above zero; NaN and Infinity are refused anywhere.
-ROW_SCHEMA = {"workload": (str,), "framework": (str,), "variant": (str,), "device": (str,), "replicas": (int,),
-              "verified": (bool,), "median_s": (int, float, type(None))}  # fmt: skip
+# What every row of a results file must hold for report and compare to read it, and the fields that are numbers
+# (or null) wherever present: both from parity.rows.Row. A verified row's median_s must also be a finite time
+# above zero; NaN and Infinity are refused anywhere.
+ROW_SCHEMA = {k: rows.SCHEMA[k] for k in rows.REQUIRED}
 HISTORY_KEYS = ("epoch", "loss", "accuracy", "val_loss", "val_accuracy")  # one epoch of a row's history
-ROW_NUMBERS = ("iqr_s", "compile_s", "first_epoch_s", "flops", "gflops_per_s", "pct_peak", "images_per_s")
+ROW_NUMBERS = rows.NUMBERS
 
 
 def _refuse_constant(name: str):

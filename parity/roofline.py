@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from parity.rows import Row
+
 T, G = 1e12, 1e9
 CPU_HEADROOM = 1.5  # see Peak.headroom
 
@@ -155,11 +157,11 @@ def bf16_peak(device: str, device_kind: str, run_peak: Peak) -> Peak:
     return Peak(device_kind, "bf16", None, None, f"no bf16 peak on record for device kind {device_kind!r}")
 
 
-def with_bf16_matmul_rows(peak: Peak, rows: list[dict]) -> Peak:
+def with_bf16_matmul_rows(peak: Peak, rows: list[Row]) -> Peak:
     """The CPU peak with the run's verified bfloat16 matmul rows among its bfloat16 measurements (each row's fastest
     call), as NumPy's matmul measures the float32 peak: the best bfloat16 matrix product measured in the run."""
-    rows_said = {f"{r['framework']} {r['variant']} row": r["flops"] / r["min_s"] for r in rows
-                 if r["workload"] == "matmul" and r["dtype"] == "bfloat16" and r["verified"] and r.get("min_s")}
+    rows_said = {f"{r.framework} {r.variant} row": r.flops / r.min_s for r in rows
+                 if r.workload == "matmul" and r.dtype == "bfloat16" and r.verified and r.min_s}
     return replace(peak, measured_bf16={**(peak.measured_bf16 or {}), **rows_said}) if rows_said else peak
 
 
@@ -273,20 +275,19 @@ def _margin(peak: Peak) -> str:
     return f" (x{peak.headroom:g} for turbo clocks)" if peak.headroom > 1 else ""
 
 
-def compiler_ratios(row: dict) -> tuple[float | None, float | None]:
+def compiler_ratios(compiler: float | None, flops: float | None, unpadded: float | None) -> tuple[float | None, ...]:
     """The compiler's FLOP count over the formula's, with and without SAME padding's zeros."""
-    c, f = row.get("compiler_flops"), row.get("flops")
-    u = row.get("flops_unpadded") or f
-    return (c / f if c and f else None), (c / u if c and u else None)
+    unpadded = unpadded or flops
+    return (compiler / flops if compiler and flops else None), (compiler / unpadded if compiler and unpadded else None)
 
 
-def roofline(row: dict, peak: Peak, devices: int) -> dict:
+def roofline(row: Row, peak: Peak, devices: int) -> dict:
     """Achieved throughput against the peak of the `devices` the row ran on (simulated CPU devices share
     the same cores, so a CPU row is judged against the whole CPU whatever its replica count).
 
     Returns the row's roofline fields; `impossible` is a reason when the row beats every known peak.
     """
-    flops, bytes_, med = row.get("flops"), row.get("min_bytes"), row.get("median_s")
+    flops, bytes_, med = row.flops, row.min_bytes, row.median_s
     n = 1 if peak.device_kind == "cpu" else max(devices, 1)
     out = {"peak_flops": peak.flops * n if peak.flops else None, "peak_format": peak.number_format,
            "arith_intensity": flops / bytes_ if flops and bytes_ else None, "pct_peak": None, "bound": None,
@@ -295,7 +296,7 @@ def roofline(row: dict, peak: Peak, devices: int) -> dict:
         return out
     # Judged on the arithmetic the hardware cannot skip: kernels (oneDNN's, XLA's) leave out the
     # multiply-adds against SAME padding's zeros, so the padded formula would overstate their rate.
-    achieved = (row.get("flops_unpadded") or flops) / med
+    achieved = (row.flops_unpadded or flops) / med
     limit = (peak.limit() or 0.0) * n
     if limit and achieved > limit * peak.headroom:
         out["impossible"] = (f"{achieved / 1e9:.1f} GFLOP/s of necessary arithmetic exceeds the device's peak of "

@@ -13,8 +13,11 @@ import threading
 import traceback
 from pathlib import Path
 
-from parity import environment, files, harness, tables
+from parity import environment, files, frameworks, tables
 from parity.cluster import from_settings
+from parity.config import Config, HarnessError, WorkerBug
+from parity.schedule import run_suite
+from parity.workerproc import Worker
 from parity.workloads import CNN_FULL, DEVICES, PRECISIONS, WORKLOADS
 
 NOTEBOOK_SCHEDULE = {"global_batch": CNN_FULL.global_batch, "epochs": CNN_FULL.epochs,
@@ -59,8 +62,8 @@ def at_least(low: int):
 def interpreter(text: str) -> tuple[str, str]:
     """An argparse type: FW=PATH, FW one of the frameworks, PATH an executable file (not run yet)."""
     fw, sep, path = text.partition("=")
-    if not sep or fw not in harness.FRAMEWORKS or not path:
-        raise argparse.ArgumentTypeError(f"expected FW=PATH with FW one of {', '.join(harness.FRAMEWORKS)}, "
+    if not sep or fw not in frameworks.KEYS or not path:
+        raise argparse.ArgumentTypeError(f"expected FW=PATH with FW one of {', '.join(frameworks.KEYS)}, "
                                          f"got {text!r}")  # fmt: skip
     p = Path(path).expanduser()
     if not p.is_file() or not os.access(p, os.X_OK):
@@ -75,11 +78,11 @@ def check_interpreter(fw: str, path: str) -> None:
     try:
         p = subprocess.run([path, "-c", probe], capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise harness.HarnessError(f"--python {fw}={path}: does not run ({e})") from None
+        raise HarnessError(f"--python {fw}={path}: does not run ({e})") from None
     if p.returncode:
         last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
         why = "Python older than 3.10" if p.returncode == 3 else last
-        raise harness.HarnessError(f"--python {fw}={path}: not a usable interpreter for the {fw} worker ({why})")
+        raise HarnessError(f"--python {fw}={path}: not a usable interpreter for the {fw} worker ({why})")
 
 
 def positive(text: str) -> int:
@@ -230,29 +233,29 @@ def _multiprocess_flags(ap: argparse.ArgumentParser) -> None:
                          "(default: 120)")
 
 
-def config(args, argv: list[str] = ()) -> harness.Config:
+def config(args, argv: list[str] = ()) -> Config:
     if args.warmup < 0:
-        raise harness.HarnessError(f"--warmup must be >= 0, got {args.warmup}")
+        raise HarnessError(f"--warmup must be >= 0, got {args.warmup}")
     cluster = from_settings(args.coordinator, args.num_processes, args.process_id, args.local_devices,
                             args.join_timeout)  # fmt: skip
     if cluster is not None and args.replicas:
-        raise harness.HarnessError("--replicas is for one process; a multi-process run uses every process's devices "
+        raise HarnessError("--replicas is for one process; a multi-process run uses every process's devices "
                                    "(--local-devices per process on a CPU)")  # fmt: skip
     if cluster is not None and args.list_devices:
-        raise harness.HarnessError("--list-devices looks at this machine only: run it without --coordinator")
+        raise HarnessError("--list-devices looks at this machine only: run it without --coordinator")
     pythons = dict(args.python)
     if len(pythons) < len(args.python):
-        raise harness.HarnessError("--python names a framework twice")
+        raise HarnessError("--python names a framework twice")
     for fw, path in pythons.items():
         check_interpreter(fw, path)
     given = {k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None}
     if args.quick and args.schedule == "notebook":
-        raise harness.HarnessError("--quick and --schedule notebook contradict each other: choose one")
+        raise HarnessError("--quick and --schedule notebook contradict each other: choose one")
     if cluster is not None and cluster.process_id:  # process 0 speaks for the run
         args.quiet = True
-    return harness.Config(
+    return Config(
         device=args.device,
-        frameworks=harness.FRAMEWORKS if args.framework == "all" else (args.framework,),
+        frameworks=frameworks.KEYS if args.framework == "all" else (args.framework,),
         workloads=tuple(WORKLOADS) if args.workload == "all" else (args.workload,),
         replicas=tuple(dict.fromkeys(args.replicas or ())),  # '--replicas 1 1' measures each count once
         precision=args.precision,
@@ -277,14 +280,14 @@ def config(args, argv: list[str] = ()) -> harness.Config:
     )
 
 
-def list_devices(cfg: harness.Config) -> None:
+def list_devices(cfg: Config) -> None:
     for fw in cfg.frameworks:
-        w = harness.Worker(fw, "cpu", 1, cfg.precision, 300, python=cfg.pythons.get(fw))
+        w = Worker(fw, "cpu", 1, cfg.precision, 300, python=cfg.pythons.get(fw))
         try:
             msg = w.recv(300)
         finally:
             w.close()
-        name = harness.FRAMEWORK_NAMES[fw]
+        name = frameworks.label(fw)
         if msg["status"] != "ready":
             print(f"{name}: {msg['error']}")
             continue
@@ -331,12 +334,12 @@ def _main(argv: list[str] | None, extra_configs: dict | None) -> int:
             list_devices(cfg)
             return 0
         with tempfile.TemporaryDirectory(prefix="parity-") as tmp:
-            res = harness.run_suite(cfg, Path(tmp))
-    except harness.WorkerBug as e:  # a bug inside a worker: its traceback, and exit 3 like one here
+            res = run_suite(cfg, Path(tmp))
+    except WorkerBug as e:  # a bug inside a worker: its traceback, and exit 3 like one here
         print(e.traceback, file=sys.stderr)
         print(f"error: {who}{e} (internal error: the worker's traceback above); no results written", file=sys.stderr)
         return 3
-    except (harness.HarnessError, ValueError, OSError) as e:
+    except (HarnessError, ValueError, OSError) as e:
         print(f"error: {who}{e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

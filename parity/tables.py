@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from parity.roofline import compiler_ratios
+from parity.rows import COLUMNS
 
 
 def fmt(x, fmt: str, none: str = "-") -> str:
@@ -15,8 +16,6 @@ def time_cell(s: float | None) -> str:
     return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.3f} s" if s < 100 else f"{s:.0f} s"
 
 
-COLUMNS = ("workload", "framework", "variant", "device", "replicas", "precision", "median", "IQR", "first call",
-           "GFLOP/s", "% peak", "bound", "img/s", "err vs f64", "err vs other", "verified")  # fmt: skip
 
 
 def _first(r: dict) -> float | None:
@@ -134,7 +133,8 @@ def roofline_notes(doc: dict) -> list[str]:
         r = rs[0]
         c, f, u = r["compiler_flops"], r["flops"], r.get("flops_unpadded") or r["flops"]
         # a counter may or may not count the padding's zeros: each row is judged against the closer count
-        bad = [x for x in rs if min(abs(q - 1) for q in compiler_ratios(x)) > FLOPS_DISAGREE]
+        bad = [x for x in rs if min(abs(q - 1) for q in compiler_ratios(x["compiler_flops"], x.get("flops"),
+                                                                       x.get("flops_unpadded"))) > FLOPS_DISAGREE]
         names = ", ".join(f"{x['variant']} x{x['replicas']}" for x in bad)
         flag = f" DISAGREES by more than 10% in: {names}" if bad else f" ({len(rs)} row(s) counted, all within 10%)"
         notes.append(f"{wl} FLOPs per call: formula {f / 1e9:.4g} G ({u / 1e9:.4g} G without SAME padding's zeros), "

@@ -15,7 +15,7 @@ import numpy as np
 
 from parity import checks, data
 from parity.api import load_npz, save_npz
-from parity.harness import warn
+from parity.config import warn
 from parity.oracle import cnn_forward
 from parity.roofline import native_bf16
 from parity.workloads import CNN_FULL, cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances

@@ -25,25 +25,23 @@ import platform
 import sys
 import traceback
 
-from parity import cases
+from parity import cases, frameworks
 from parity.api import DeviceUnavailable
 from parity.cluster import Cluster
 from parity.environment import ENV_FLAGS
 from parity.timing import Timer
 from parity.workloads import row_kind
 
-IMPLS = {"jax": "jax_impl", "tf": "tf_impl"}
 # Exceptions that mean this code is wrong, not the input or the machine: the run ends with exit 3 and the
 # traceback. A framework's own runtime errors (a peer gone, a device refusing) stay one line and exit 2.
 PROGRAMMING_ERRORS = (LookupError, TypeError, AttributeError, NameError, ArithmeticError, AssertionError)
-DIST = {"jax": ("jax", "jaxlib", "flax", "optax"), "tf": ("tensorflow", "tensorflow-cpu", "keras")}
 
 
 def versions(framework: str) -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError, version
 
     found = {}
-    for name in DIST[framework]:
+    for name in frameworks.TABLE[framework].distributions:
         try:
             found[name] = version(name)
         except PackageNotFoundError:
@@ -89,7 +87,7 @@ def serve(args, out) -> None:
                                                f"(lock {lock}): one owner at a time"})  # fmt: skip
         return
     try:
-        impl = importlib.import_module(IMPLS[args.framework])
+        impl = importlib.import_module(frameworks.TABLE[args.framework].module)
     except ImportError as e:
         say({"status": "missing", "error": f"{args.framework} is not installed for {sys.executable} ({e})"})
         return
@@ -179,7 +177,7 @@ def _refused(timers: dict, key: str, e: Exception) -> dict:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--framework", choices=sorted(IMPLS), required=True)
+    ap.add_argument("--framework", choices=sorted(frameworks.KEYS), required=True)
     ap.add_argument("--device", choices=("cpu", "gpu", "tpu"), required=True)
     ap.add_argument("--replicas", type=int, default=1, help="0: every core of the device")
     ap.add_argument("--precision", choices=("default", "highest"), default="default")

@@ -105,15 +105,16 @@ def test_a_replica_count_given_twice_is_measured_once():
 
 
 def test_a_bug_inside_a_worker_is_exit_3_with_its_traceback():
-    from parity import harness
+    from parity.config import HarnessError, WorkerBug
+    from parity.workerproc import Worker
 
-    w = harness.Worker("jax", "cpu", 1, "default", 120)
+    w = Worker("jax", "cpu", 1, "default", 120)
     try:
         assert w.recv(120)["status"] == "ready"
-        with pytest.raises(harness.WorkerBug) as e:
+        with pytest.raises(WorkerBug) as e:
             w.ask(cmd="call", fn="no_such_request")  # a KeyError in the worker: its code, not the input
         assert "KeyError" in str(e.value) and "Traceback" in e.value.traceback
-        with pytest.raises(harness.HarnessError, match="unknown command"):
+        with pytest.raises(HarnessError, match="unknown command"):
             w.ask(cmd="no_such_command")  # answered, not a crash: the worker goes on
     finally:
         w.close()

@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 
-from parity import checks, oracle
+from parity import checks
 from parity.api import check_divisible
+from parity.frameworks import oracle, short
 from parity.workloads import (
     CNN_CONVS,
     CNN_DENSE,
@@ -210,8 +211,8 @@ def test_a_planted_error_names_the_framework_and_parameter(batch_with_a_tie, cul
     assert not g["passed"]
     other = "jax" if culprit == "tf" else "tf"
     assert g["figures"][f"{culprit}_vs_f64"] > tol >= g["figures"][f"{other}_vs_f64"]
-    assert g["detail"].startswith(f"{checks.FW[culprit]} is off float64") and "conv2.kernel" in g["detail"]
-    assert checks.FW[other] not in g["detail"]
+    assert g["detail"].startswith(f"{short(culprit)} is off float64") and "conv2.kernel" in g["detail"]
+    assert short(other) not in g["detail"]
 
 
 def test_one_framework_is_judged_alone(batch_with_a_tie):

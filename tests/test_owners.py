@@ -1,6 +1,7 @@
 """A device with one owner at a time (a TPU host), one interpreter per framework, and a variant the framework
 refuses: on the CPU, with the harness's own logic judged, not the host's arithmetic."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -10,7 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from parity import harness
+from parity.assemble import Case, make_row
+from parity.config import Config
+from parity.devicelock import lock_state
+from parity.judge import drift_note
+from parity.rows import Row
+from parity.workerproc import Worker
 
 
 def run(*args, timeout=900, env=None):
@@ -22,10 +28,10 @@ def test_a_second_simultaneous_owner_is_refused(tmp_path):
     """What --exclusive enforces on a CPU, as libtpu does on a TPU host: started together, the second worker
     cannot have the device, and says which process has it."""
     lock = tmp_path / "device.lock"
-    first = harness.Worker("jax", "cpu", 1, "default", 120, lock=lock)
+    first = Worker("jax", "cpu", 1, "default", 120, lock=lock)
     try:
         assert first.recv(120)["status"] == "ready"
-        second = harness.Worker("tf", "cpu", 1, "default", 120, lock=lock)
+        second = Worker("tf", "cpu", 1, "default", 120, lock=lock)
         try:
             msg = second.recv(120)
         finally:
@@ -35,7 +41,7 @@ def test_a_second_simultaneous_owner_is_refused(tmp_path):
                                 "one owner at a time")  # fmt: skip
     finally:
         first.close()
-    third = harness.Worker("tf", "cpu", 1, "default", 120, lock=lock)  # the owner ended: the device is free again
+    third = Worker("tf", "cpu", 1, "default", 120, lock=lock)  # the owner ended: the device is free again
     try:
         assert third.recv(120)["status"] == "ready"
     finally:
@@ -64,13 +70,12 @@ def test_one_owner_at_a_time_runs_every_row_and_reports_drift(tmp_path):
 
 
 def test_drift_note_names_rows_that_moved():
-    first = [{"workload": "conv", "framework": "tf", "variant": "function", "replicas": 1, "verified": True,
-              "median_s": 1.0}, {"workload": "cnn_train", "framework": "tf", "variant": "fit", "replicas": 1,
-              "seed": 0, "verified": True, "median_s": 2.0}]  # fmt: skip
-    again = [{**first[0], "median_s": 1.02}, {**first[1], "median_s": 2.5}]
-    note = harness._drift_note(["TensorFlow", "JAX"], first, again)
+    first = [Row(workload="conv", framework="tf", variant="function", replicas=1, verified=True, median_s=1.0),
+             Row(workload="cnn_train", framework="tf", variant="fit", replicas=1, seed=0, verified=True, median_s=2.0)]
+    again = [dataclasses.replace(first[0], median_s=1.02), dataclasses.replace(first[1], median_s=2.5)]
+    note = drift_note(["TensorFlow", "JAX"], first, again)
     assert "+2.0% to +25.0%" in note and "cnn_train tf fit x1 +25.0%" in note and "conv tf function" not in note
-    assert first[0]["drift"] == pytest.approx(0.02)
+    assert first[0].drift == pytest.approx(0.02)
 
 
 def _holder(path: Path) -> subprocess.Popen:
@@ -83,16 +88,16 @@ def _holder(path: Path) -> subprocess.Popen:
 
 def test_a_stale_libtpu_lockfile_is_one_line_of_advice_and_a_live_one_is_never_touched(tmp_path):
     lock = tmp_path / "libtpu_lockfile"
-    assert harness.lock_state(lock, [])[0] == "free"
+    assert lock_state(lock, [])[0] == "free"
     lock.write_text("")
     holder = _holder(lock)
     try:
-        state, say = harness.lock_state(lock, [])
+        state, say = lock_state(lock, [])
         assert state == "held" and f"process {holder.pid}" in say and "must not be removed" in say
     finally:
         holder.kill()
         holder.wait()
-    state, say = harness.lock_state(lock, [])
+    state, say = lock_state(lock, [])
     assert state == "stale" and say.endswith(f"rm {lock}") and "\n" not in say
     assert lock.exists()  # reported, never removed
 
@@ -161,11 +166,10 @@ def test_a_variant_the_framework_refuses_is_an_invalid_row_and_the_run_goes_on(m
     assert got["compile_s"] is None and got["invalid"].startswith("the framework failed: RuntimeError: NotFoundError")
     assert worker._answer(None, [], args, timers, {"cmd": "rep", "id": "k"})["time"] is None
     res = worker._answer(None, [], args, timers, {"cmd": "result", "id": "k"})
-    case = harness.Case("tf", "strategy", 8, "k", "strategy", "float32", False)
+    case = Case("tf", "strategy", 8, "k", "strategy", "float32", False)
     fake = SimpleNamespace(framework="tf", config_env={})
-    row = harness._row(harness.Config(), row_kind("cnn_train")[1], case, res, fake, {"device_kind": "cpu"},
-                       Path("/nonexistent"))  # fmt: skip
-    assert row["verified"] is False and "NotFoundError" in row["invalid_reason"] and row["median_s"] is None
+    row = make_row(Config(), row_kind("cnn_train")[1], case, res, fake, {"device_kind": "cpu"}, Path("/nonexistent"))
+    assert row.verified is False and "NotFoundError" in row.invalid_reason and row.median_s is None
 
 
 def test_a_bug_in_a_variant_is_still_a_bug(monkeypatch):

@@ -7,8 +7,13 @@ import os
 
 import pytest
 
-from parity import compare, environment, files, harness, report, roofline, tables
+from parity import compare, environment, files, report, roofline, tables
 from parity.api import CNN_PARAMS
+from parity.assemble import cross_check
+from parity.config import Config
+from parity.judge import judge_row
+from parity.rows import Row
+from parity.schedule import calibrated_reps
 from parity.workloads import CONV_FULL, CnnSpec, cnn_forward_flops
 
 
@@ -52,22 +57,22 @@ def test_the_peak_divides_by_the_larger_and_keeps_the_best():
     assert again.measured_flops >= 120e9 and again.flops == max(again.measured_flops, 157e9)
     assert roofline.remeasured(again, n=256).source.count("best of") == 1
     row = _row(median_s=CONV_FULL.flops() / 150e9)  # 150 GFLOP/s: above the busy measurement, below computed
-    harness._judge(row, low)
+    row = _judged(row, low)
     assert row["verified"] and row["pct_peak"] <= 100
 
 
 def test_a_row_above_the_peak_is_flagged_far_above_is_invalid():
     # the necessary arithmetic (no padding zeros) is what is judged; 1.2x a CPU peak: flagged, 2x: impossible
     row = _row(flops=2e11, flops_unpadded=1e11, median_s=1e11 / (1.2 * 180e9))
-    harness._judge(row, CPU)
+    row = _judged(row, CPU)
     assert row["verified"] and row["pct_peak"] is None and "1.20x the peak" in row["above_peak"]
     assert "above the peak, no % shown" in " ".join(tables.roofline_notes({"env": {}, "rows": [row]}))
     assert "-" in tables.table([row]).splitlines()[-1]
     row = _row(flops=2e11, flops_unpadded=1e11, median_s=1e11 / (2 * 180e9))
-    harness._judge(row, CPU)
+    row = _judged(row, CPU)
     assert not row["verified"] and "cannot have done the work" in row["invalid_reason"]
     row = _row(flops=2e11, flops_unpadded=1e11, median_s=1.0)
-    harness._judge(row, CPU)
+    row = _judged(row, CPU)
     assert row["pct_peak"] == pytest.approx(100 * 1e11 / 180e9)
 
 
@@ -107,12 +112,19 @@ def _row(**kw):
     return {**base, **kw}
 
 
+def _judged(row: dict, peak) -> dict:
+    """The row as results.json holds it after judging."""
+    r = Row(**row)
+    judge_row(r, peak)
+    return r.to_dict()
+
+
 CPU = roofline.Peak("cpu", "fp32", 180e9, 30e9, "test", computed_flops=157e9, measured_flops=180e9, headroom=1.5)
 
 
 def test_roofline_columns():
     row = _row()
-    harness._judge(row, CPU)
+    row = _judged(row, CPU)
     assert row["verified"]
     assert row["pct_peak"] == pytest.approx(100 * 80.53 / 180, rel=1e-3)
     assert row["arith_intensity"] == pytest.approx(CONV_FULL.flops() / CONV_FULL.min_bytes())
@@ -123,7 +135,7 @@ def test_roofline_columns():
 def test_impossible_throughput_is_invalid():
     # the article's TPU figure on this CPU: 80.5 GFLOP in 1.22 ms
     row = _row(median_s=1.22e-3)
-    harness._judge(row, CPU)
+    row = _judged(row, CPU)
     assert not row["verified"]
     assert "exceeds the device's peak" in row["invalid_reason"]
     assert "INVALID" in tables.table([row])
@@ -131,23 +143,23 @@ def test_impossible_throughput_is_invalid():
 
 def test_one_tpu_v2_core_cannot_do_the_conv_in_1_22_ms():
     row = _row(device="tpu", device_kind="TPU v2", median_s=1.22e-3)
-    harness._judge(row, roofline.accelerator_peak("tpu", "TPU v2", "default"))
+    row = _judged(row, roofline.accelerator_peak("tpu", "TPU v2", "default"))
     assert not row["verified"]
 
 
 def test_large_spread_is_flagged():
     row = _row(iqr_s=0.3)
-    harness._judge(row, CPU)
+    row = _judged(row, CPU)
     assert row["noisy"] and row["verified"]
     assert "!" in tables.table([row])
 
 
 def test_calibrated_reps():
-    cfg = harness.Config(reps=5, min_time_s=2.0, max_reps=50)
-    assert harness.calibrated_reps(1.0, cfg) == 5  # slow calls: the minimum
-    assert harness.calibrated_reps(0.01, cfg) == 50  # fast calls: capped
-    assert harness.calibrated_reps(0.1, cfg) == 20
-    assert harness.calibrated_reps(None, cfg) == 5
+    cfg = Config(reps=5, min_time_s=2.0, max_reps=50)
+    assert calibrated_reps(1.0, cfg) == 5  # slow calls: the minimum
+    assert calibrated_reps(0.01, cfg) == 50  # fast calls: capped
+    assert calibrated_reps(0.1, cfg) == 20
+    assert calibrated_reps(None, cfg) == 5
 
 
 def _doc(rows, device="cpu", kind="CPU", host="Test CPU"):
@@ -340,14 +352,15 @@ def test_bf16_rows_only_where_the_hardware_has_it(monkeypatch):
     slow = roofline.bf16_peak("cpu", "cpu", dataclasses.replace(CPU, measured_bf16={"jax": 1e9}))
     assert slow.flops == 6e14 and slow.limit() >= CPU.measured_flops
     # the run's own verified bfloat16 matmul rows count as measurements (their fastest call); unverified ones do not
-    mm = [_row(workload="matmul", variant="function+bf16", dtype="bfloat16", flops=1.4e14, min_s=0.2),
-          _row(workload="matmul", framework="jax", variant="jit+bf16", dtype="bfloat16", flops=1.4e14, min_s=0.1,
-               verified=False), _row(workload="conv", dtype="bfloat16", flops=1.4e14, min_s=0.1)]  # fmt: skip
+    mm = [Row(**_row(workload="matmul", variant="function+bf16", dtype="bfloat16", flops=1.4e14, min_s=0.2)),
+          Row(**_row(workload="matmul", framework="jax", variant="jit+bf16", dtype="bfloat16", flops=1.4e14,
+                     min_s=0.1, verified=False)),
+          Row(**_row(workload="conv", dtype="bfloat16", flops=1.4e14, min_s=0.1))]
     with_rows = roofline.with_bf16_matmul_rows(run, mm)
     assert with_rows.measured_bf16 == {"tf": 7.2e14, "jax": None, "tf function+bf16 row": 7e14}
     assert roofline.with_bf16_matmul_rows(CPU, mm[1:]) is CPU
     # TF calls its CPU 'CPU': an 8-replica bfloat16 row is still judged against the one CPU, not 8 of them
-    tf8 = _row(device_kind="CPU", variant="strategy+bf16", dtype="bfloat16", replicas=8, median_s=1.0)
+    tf8 = Row(**_row(device_kind="CPU", variant="strategy+bf16", dtype="bfloat16", replicas=8, median_s=1.0))
     assert roofline.roofline(tf8, roofline.bf16_peak("cpu", "CPU", run), 8)["peak_flops"] == 7.2e14
     again = roofline.remeasured(dataclasses.replace(CPU, measured_bf16={"tf": 9e14}), n=256)
     assert again.measured_bf16 == {"tf": 9e14}  # re-measuring the float32 peak keeps it
@@ -355,18 +368,19 @@ def test_bf16_rows_only_where_the_hardware_has_it(monkeypatch):
 
 def test_number_format_is_data_not_a_name():
     # a tuned worker's suffix must not hide a bfloat16 row (the old endswith('+bf16') test did)
-    rows = [_row(framework="tf", variant="function", _save="tf32"), _row(framework="jax", variant="jit", _save="j32"),
-            _row(framework="tf", variant="function+bf16", dtype="bfloat16", _save="tf16"),
-            _row(framework="jax", variant="jit+bf16+ynn", dtype="bfloat16", _save="j16")]  # fmt: skip
+    rows = [Row(**_row(framework="tf", variant="function", saved="tf32")),
+            Row(**_row(framework="jax", variant="jit", saved="j32")),
+            Row(**_row(framework="tf", variant="function+bf16", dtype="bfloat16", saved="tf16")),
+            Row(**_row(framework="jax", variant="jit+bf16+ynn", dtype="bfloat16", saved="j16"))]  # fmt: skip
     pairs = []
-    harness._cross_check(rows, lambda a, b: pairs.append((a, b)) or 0.0)
+    cross_check(rows, lambda a, b: pairs.append((a, b)) or 0.0)
     assert sorted(pairs) == [("j16", "tf16"), ("j32", "tf32"), ("tf16", "j16"), ("tf32", "j32")]
-    assert all(r["xfw_max_rel_err"] == 0.0 and "_save" not in r for r in rows)
+    assert all(r.xfw_max_rel_err == 0.0 and "saved" not in r.to_dict() for r in rows)
 
 
 def test_bf16_row_is_judged_against_the_bf16_peak():
     row = _row(device="gpu", device_kind="NVIDIA H200", variant="jit+bf16", dtype="bfloat16", median_s=80.53e9 / 600e12)
-    harness._judge(row, roofline.accelerator_peak("gpu", "NVIDIA H200", "default"))  # 600 TFLOP/s: > TF32 peak
+    row = _judged(row, roofline.accelerator_peak("gpu", "NVIDIA H200", "default"))  # 600 TFLOP/s: > TF32 peak
     assert row["verified"] and row["peak_format"] == "bf16"
     assert row["pct_peak"] == pytest.approx(100 * 600 / 989, rel=1e-3)
 
