@@ -31,36 +31,6 @@ from jax_impl.devices import (
     tuned_configs,
 )
 from jax_impl.matmul import matmul_variants, prepare_matmul
+from parity.api import SURFACE
 
-__all__ = [
-    "build_cnn",
-    "cnn_variants",
-    "count_params",
-    "forward_layers",
-    "get_weights",
-    "infer_variants",
-    "loss_and_grads",
-    "make_trainer",
-    "mixed_precision",
-    "prepare_inference",
-    "set_weights",
-    "save_weights",
-    "load_weights",
-    "BFLOAT16_VARIANTS",
-    "TUNED_VARIANTS",
-    "block",
-    "conv_op",
-    "conv_variants",
-    "matmul_variants",
-    "prepare_matmul",
-    "describe_devices",
-    "device_kind",
-    "list_devices",
-    "placement",
-    "prepare_conv",
-    "process_info",
-    "set_precision",
-    "tuned_configs",
-    "setup_devices",
-    "slowest",
-]
+__all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

@@ -11,7 +11,6 @@ from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from parity.api import Cluster, DeviceUnavailable, port_free, split_address
-from parity.roofline import native_bf16
 
 # Variants that are not the framework out of the box: bfloat16 inputs (the harness runs '+bf16' only
 # where the device computes in bfloat16 natively). JAX's other tuned settings are process-wide
@@ -32,10 +31,11 @@ _TUNED_CONFIGS = {"cpu": {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusio
 ONEDNN_CONFIG = {"XLA_FLAGS": "--xla_cpu_experimental_onednn_custom_call=true"}
 
 
-def tuned_configs(device: str) -> dict[str, dict[str, str]]:
-    """Process-wide settings worth a worker of their own on `device`: {name: environment variables}."""
+def tuned_configs(device: str, native_bf16: bool = False) -> dict[str, dict[str, str]]:
+    """Process-wide settings worth a worker of their own on `device` ({name: environment variables});
+    native_bf16: the device multiplies bfloat16 in hardware (the caller knows: parity.roofline.native_bf16)."""
     configs = dict(_TUNED_CONFIGS.get(device, {}))
-    if device == "cpu" and _version(jax.__version__) >= (0, 11) and native_bf16("cpu", "cpu"):
+    if device == "cpu" and _version(jax.__version__) >= (0, 11) and native_bf16:
         configs["onednn"] = ONEDNN_CONFIG
     return configs
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from parity.api import CNN_CONVS, CNN_TRAINABLE, CNN_WEIGHTS
-from parity.workloads import same_pads
+from parity.padding import same_pads
 
 
 def conv2d(images: np.ndarray, kernels: np.ndarray, stride: int = 2, padding: str = "SAME") -> np.ndarray:

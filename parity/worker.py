@@ -25,7 +25,7 @@ import platform
 import sys
 import traceback
 
-from parity import cases, frameworks
+from parity import cases, frameworks, roofline
 from parity.api import DeviceUnavailable
 from parity.cluster import Cluster
 from parity.environment import ENV_FLAGS
@@ -98,7 +98,8 @@ def serve(args, out) -> None:
         say({"status": "unavailable", "error": str(e)})
         return
     impl.set_precision(args.precision)
-    say({"status": "ready", "tuned_configs": impl.tuned_configs(args.device), "replicas": len(devices),
+    bf16 = roofline.native_bf16(args.device, impl.device_kind())  # under this process's ISA settings
+    say({"status": "ready", "tuned_configs": impl.tuned_configs(args.device, bf16), "replicas": len(devices),
          **impl.process_info(devices), "device_kind": impl.device_kind(), "devices": impl.list_devices(),
          "versions": versions(args.framework), "python": platform.python_version(), "executable": sys.executable,
          # what this process really ran with (the harness and setup_devices add settings of their own)

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from parity.roofline import native_bf16
 from parity.workloads import tolerance
 
 ROW_KEYS = {
@@ -57,7 +58,8 @@ def test_results_json_schema(quick_conv):
     assert {"python", "device", "precision", "frameworks"} <= set(doc["env"])
     import jax_impl  # its tuned configurations: YNNPACK, and oneDNN where jaxlib and the CPU have bfloat16 for it
 
-    assert set(doc["env"]["frameworks"]) == {"tf", "jax", *(f"jax+{c}" for c in jax_impl.tuned_configs("cpu"))}
+    tuned = jax_impl.tuned_configs("cpu", native_bf16("cpu", "cpu"))
+    assert set(doc["env"]["frameworks"]) == {"tf", "jax", *(f"jax+{c}" for c in tuned)}
     rows = doc["rows"]
     assert {(r["framework"], r["replicas"]) for r in rows} == {("tf", 1), ("tf", 8), ("jax", 1), ("jax", 8)}
     for r in rows:

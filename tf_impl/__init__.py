@@ -2,6 +2,8 @@
 
 import os
 
+from parity.api import SURFACE
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: its C++ log noise
 
 from tf_impl.cnn import (  # noqa: E402
@@ -36,35 +38,4 @@ from tf_impl.devices import (
 )
 from tf_impl.matmul import matmul_variants, prepare_matmul
 
-__all__ = [
-    "build_cnn",
-    "cnn_variants",
-    "count_params",
-    "forward_layers",
-    "get_weights",
-    "infer_variants",
-    "loss_and_grads",
-    "make_trainer",
-    "mixed_precision",
-    "prepare_inference",
-    "set_weights",
-    "save_weights",
-    "load_weights",
-    "BFLOAT16_VARIANTS",
-    "TUNED_VARIANTS",
-    "block",
-    "conv_op",
-    "conv_variants",
-    "matmul_variants",
-    "prepare_matmul",
-    "describe_devices",
-    "device_kind",
-    "list_devices",
-    "placement",
-    "prepare_conv",
-    "process_info",
-    "set_precision",
-    "tuned_configs",
-    "setup_devices",
-    "slowest",
-]
+__all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

@@ -24,9 +24,9 @@ TUNED_VARIANTS: tuple[str, ...] = ("function+xla", "fit+xla", "function+bf16", "
 BFLOAT16_VARIANTS: tuple[str, ...] = ("function+bf16", "fit+bf16", "strategy+bf16")
 
 
-def tuned_configs(device: str) -> dict[str, dict[str, str]]:
+def tuned_configs(device: str, native_bf16: bool = False) -> dict[str, dict[str, str]]:
     """Process-wide settings worth a worker of their own on `device`: none for TensorFlow (its XLA is a
-    per-function option, a variant; capping oneDNN's ISA costs speed: docs/numerics.md)."""
+    per-function option, a variant; capping oneDNN's ISA costs speed: docs/numerics.md), bfloat16 or not."""
     return {}
 _KIND = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
 # TensorFlow's runtime is process-wide (logical devices are fixed once, one MultiWorkerMirroredStrategy per
