@@ -98,22 +98,32 @@ def serve(args, out) -> None:
         say({"status": "unavailable", "error": str(e)})
         return
     impl.set_precision(args.precision)
-    bf16 = roofline.native_bf16(args.device, impl.device_kind())  # under this process's ISA settings
-    say({"status": "ready", "tuned_configs": impl.tuned_configs(args.device, bf16), "replicas": len(devices),
-         **impl.process_info(devices), "device_kind": impl.device_kind(), "devices": impl.list_devices(),
-         "versions": versions(args.framework), "python": platform.python_version(), "executable": sys.executable,
-         # what this process really ran with (the harness and setup_devices add settings of their own)
-         "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ}})  # fmt: skip
+    say(hello(impl, devices, args))
     timers: dict[str, tuple[Timer, dict, object]] = {}
     for line in sys.stdin:
         req = json.loads(line)
         if req["cmd"] == "quit":
             return
-        try:
-            say(_answer(impl, devices, args, timers, req))
-        except Exception as e:
-            say({"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc(),
-                 "bug": isinstance(e, PROGRAMMING_ERRORS)})  # fmt: skip
+        say(respond(impl, devices, args, timers, req))
+
+
+def hello(impl, devices, args) -> dict:
+    """A ready worker's first words: its devices, its tuned configurations, its versions and settings."""
+    bf16 = roofline.native_bf16(args.device, impl.device_kind())  # under this process's ISA settings
+    return {"status": "ready", "tuned_configs": impl.tuned_configs(args.device, bf16), "replicas": len(devices),
+            **impl.process_info(devices), "device_kind": impl.device_kind(), "devices": impl.list_devices(),
+            "versions": versions(args.framework), "python": platform.python_version(), "executable": sys.executable,
+            # what this process really ran with (the harness and setup_devices add settings of their own)
+            "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ}}  # fmt: skip
+
+
+def respond(impl, devices, args, timers: dict, req: dict) -> dict:
+    """One request's answer, or the error it raised (a bug's with its traceback)."""
+    try:
+        return _answer(impl, devices, args, timers, req)
+    except Exception as e:
+        return {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc(),
+                "bug": isinstance(e, PROGRAMMING_ERRORS)}  # fmt: skip
 
 
 def _answer(impl, devices, args, timers: dict, req: dict) -> dict:

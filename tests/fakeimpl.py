@@ -1,0 +1,145 @@
+"""A fake framework behind parity.api.FrameworkImpl, and a worker that serves it in this process.
+
+FakeImpl computes the conv and the matmul with NumPy (float32 copies of the float64 oracle), deterministic, with a
+controllable time per call (`delay_s`), a planted relative error (`error`) and a planted bug (`bug`: a TypeError
+at the first call). LocalWorker has workerproc.Worker's interface and answers with parity.worker's own code, so
+the engine (schedule, rows, judging, peaks, files) runs in seconds, without TensorFlow or JAX. The CNN is not
+faked: its variants are none.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+import numpy as np
+
+from parity import api, oracle, worker
+from parity.frameworks import label
+from parity.workerproc import Worker
+
+
+@dataclass
+class FakeImpl:
+    """One framework's fake: variants 'op' (out of the box) and 'op+tuned' on one device, 'sharded' on several."""
+
+    delay_s: float = 0.1
+    error: float = 0.0
+    bug: bool = False
+    configs: dict = field(default_factory=dict)  # tuned configurations offered: name -> environment
+    TUNED_VARIANTS: tuple[str, ...] = ("op+tuned",)
+    BFLOAT16_VARIANTS: tuple[str, ...] = ()
+
+    # devices
+    def setup_devices(self, device, replicas, cluster=None):
+        if device != "cpu":
+            raise api.DeviceUnavailable(f"no {device} here (fake)")
+        return [f"cpu:{i}" for i in range(replicas or 1)]
+
+    def set_precision(self, precision):
+        pass
+
+    def tuned_configs(self, device, native_bf16=False):
+        return dict(self.configs)
+
+    def device_kind(self):
+        return "cpu"
+
+    def describe_devices(self):
+        return "fake cpu"
+
+    def list_devices(self):
+        return ["cpu:0"]
+
+    def process_info(self, devices):
+        return {"process_id": 0, "num_processes": 1, "local_replicas": len(devices)}
+
+    def placement(self, out):
+        return out.placement
+
+    def block(self, out):
+        pass
+
+    def slowest(self, seconds):
+        return seconds
+
+    # the conv and the matmul
+    def conv_op(self, images, kernels, stride=2, padding="SAME"):
+        return oracle.conv2d(images, kernels, stride, padding).astype(np.float32)
+
+    def conv_variants(self, replicas):
+        return ("op", "op+tuned") if replicas == 1 else ("sharded",)
+
+    def prepare_conv(self, variant, images, kernels, devices, stride=2, padding="SAME"):
+        return self._prepared(lambda: self.conv_op(images, kernels, stride, padding), devices)
+
+    def matmul_variants(self, replicas):
+        return self.conv_variants(replicas)
+
+    def prepare_matmul(self, variant, a, b, devices):
+        return self._prepared(lambda: (a.astype(np.float64) @ b).astype(np.float32), devices)
+
+    def _prepared(self, compute, devices) -> api.Prepared:
+        value = compute() * np.float32(1 + self.error)
+        out = SimpleNamespace(value=value, placement=[f"cpu:{i}" for i in range(len(devices))])
+
+        def run():
+            if self.bug:
+                raise TypeError("a planted bug")
+            time.sleep(self.delay_s)
+            return out
+
+        return api.Prepared(run, lambda o: o.value.shape, lambda o, idx: o.value[list(idx)], lambda o: o.placement,
+                            lambda: (None, "fake: no counter"))  # fmt: skip
+
+    # the CNN: not faked
+    def cnn_variants(self, replicas):
+        return ()
+
+    def infer_variants(self, replicas):
+        return ()
+
+    def _no_cnn(self, *a, **k):
+        raise NotImplementedError("the fake implements no CNN")
+
+    build_cnn = mixed_precision = count_params = get_weights = set_weights = save_weights = load_weights = _no_cnn
+    forward_layers = loss_and_grads = make_trainer = prepare_inference = _no_cnn
+
+
+class LocalWorker:
+    """workerproc.Worker's interface, answered in this process by parity.worker on FAKES[framework][config]."""
+
+    FAKES: dict[str, dict[str, FakeImpl]] = {}  # framework -> configuration ('default', a tuned one) -> its fake
+
+    def __init__(self, framework, device, replicas, precision, timeout_s, config="default", config_env=None,
+                 cluster=None, tmp_dir=None, python=None, lock=None):  # fmt: skip
+        self.framework, self.config, self.config_env = framework, config, config_env or {}
+        self.python, self.timeout_s = python or sys.executable, timeout_s
+        self.env = {**os.environ, **self.config_env}
+        self.label = label(framework) + ("" if config == "default" else f" ({config})")
+        self.impl = self.FAKES[framework][config]
+        self.args = SimpleNamespace(framework=framework, device=device, replicas=replicas, precision=precision)
+        self.timers: dict = {}
+        self.asked: list[dict] = []  # every request, in order
+        try:
+            self.devices = self.impl.setup_devices(device, replicas)
+            self.pending = deque([worker.hello(self.impl, self.devices, self.args)])
+        except api.DeviceUnavailable as e:
+            self.pending = deque([{"status": "unavailable", "error": str(e)}])
+
+    def recv(self, timeout_s=None) -> dict:
+        return self.pending.popleft()
+
+    def send(self, **msg) -> None:
+        self.asked.append(msg)
+        self.pending.append(worker.respond(self.impl, self.devices, self.args, self.timers, msg))
+
+    answer = Worker.answer
+    ask = Worker.ask
+
+    def close(self, kill: bool = False) -> None:
+        pass

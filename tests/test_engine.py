@@ -1,0 +1,122 @@
+"""The engine, in this process on fake frameworks (tests/fakeimpl.py): schedule, rows, judging, peaks, files.
+
+No TensorFlow or JAX starts: each test runs in about a second. What only the real frameworks show stays in the
+end-to-end tests (test_cli, test_owners, test_multiprocess)."""
+
+import json
+
+import pytest
+from fakeimpl import FakeImpl, LocalWorker
+
+from parity import compare, files, roofline, workerproc
+from parity.config import Config, WorkerBug
+from parity.rows import CSV_FIELDS, FIELDS
+from parity.schedule import run_suite
+
+# A fixed peak of 1 GFLOP/s: a fake call of 0.1 s (the quick conv: 79 MFLOP) stays below it on any machine,
+# a fake that returns at once (a computation the harness cannot see done) is far above it.
+PEAK = roofline.Peak("cpu", "fp32", 1e9, 1e9, "fixed for the tests", computed_flops=1e9, measured_flops=1e9,
+                     headroom=1.5)  # fmt: skip
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    """Workers are LocalWorkers on fakes (a dict to fill: framework -> configuration -> FakeImpl); the peak fixed."""
+    monkeypatch.setattr(workerproc, "Worker", LocalWorker)
+    monkeypatch.setattr(roofline, "cpu_peak", lambda n: PEAK)
+    monkeypatch.setattr(roofline, "remeasured", lambda peak, n: peak)
+    table = {"tf": {"default": FakeImpl()}, "jax": {"default": FakeImpl()}}
+    monkeypatch.setattr(LocalWorker, "FAKES", table)
+    return table
+
+
+def _run(tmp_path, **kw) -> dict:
+    cfg = Config(**{"workloads": ("conv", "matmul"), "quick": True, "reps": 2, "min_time_s": 0.0, "max_reps": 2,
+                    "warmup": 0, "progress": False, **kw})  # fmt: skip
+    return run_suite(cfg, tmp_path)
+
+
+def test_every_framework_variant_and_replica_count_makes_a_verified_row(fakes, tmp_path):
+    res = _run(tmp_path, replicas=(1, 8))
+    got = {(r["workload"], r["framework"], r["variant"], r["replicas"]) for r in res["rows"]}
+    assert got == {(w, fw, v, n) for w in ("conv", "matmul") for fw in ("tf", "jax")
+                   for v, n in (("op", 1), ("op+tuned", 1), ("sharded", 8))}  # fmt: skip
+    for r in res["rows"]:
+        assert list(r) == list(FIELDS)  # the declared Row, nothing else
+        assert r["verified"] and r["reps"] == 2 and r["median_s"] >= 0.1, r
+        assert r["xfw_max_rel_err"] == 0.0  # the same numbers in both fakes
+        assert 0 < r["pct_peak"] <= 100 and r["tuned"] == (r["variant"] == "op+tuned")
+    assert res["checks"] == [] and res["peak"]["source"] == "fixed for the tests"
+
+
+def test_calls_are_interleaved_first_calls_apart(fakes, tmp_path, monkeypatch):
+    workers = []
+    monkeypatch.setattr(workerproc, "Worker", lambda *a, **k: workers.append(LocalWorker(*a, **k)) or workers[-1])
+    _run(tmp_path, workloads=("conv",), replicas=(1,), tuned=False)
+    cmds = [m["cmd"] for m in workers[0].asked]
+    # variants, then the first call, then the timed reps (interleaved with the other framework's), then results
+    assert cmds == ["variants", "prepare", "rep", "rep", "result"]
+    assert [m["cmd"] for m in workers[1].asked] == cmds
+
+
+def test_a_planted_error_is_invalid_and_names_the_oracle(fakes, tmp_path):
+    fakes["jax"]["default"] = FakeImpl(error=1e-3)
+    rows = _run(tmp_path, workloads=("conv",), replicas=(1,))["rows"]
+    for r in rows:
+        assert r["verified"] == (r["framework"] == "tf"), r
+        assert r["xfw_max_rel_err"] is None  # against an invalid row: nothing to compare
+    bad = next(r for r in rows if r["framework"] == "jax")
+    assert bad["invalid_reason"] == "max_rel_err 0.001 vs the float64 oracle exceeds 1e-05", bad
+
+
+def test_a_call_faster_than_the_peak_is_impossible(fakes, tmp_path):
+    fakes["jax"]["default"] = FakeImpl(delay_s=0.0)  # returns a ready answer: the computation cannot have run
+    rows = _run(tmp_path, workloads=("conv",), replicas=(1,))["rows"]
+    jax = [r for r in rows if r["framework"] == "jax"]
+    assert jax and all(not r["verified"] and "cannot have done the work" in r["invalid_reason"] for r in jax)
+    assert all(r["verified"] for r in rows if r["framework"] == "tf")
+
+
+def test_tuned_configurations_get_workers_of_their_own(fakes, tmp_path):
+    fakes["jax"]["default"] = FakeImpl(configs={"fast": {"XLA_FLAGS": "--fake"}})
+    fakes["jax"]["fast"] = FakeImpl()
+    rows = _run(tmp_path, workloads=("matmul",), replicas=(1,))["rows"]
+    fast = [r for r in rows if r["variant"].endswith("+fast")]
+    assert {r["variant"] for r in fast} == {"op+fast", "op+tuned+fast"}
+    assert all(r["config_env"] == {"XLA_FLAGS": "--fake"} and r["tuned"] for r in fast)
+
+
+def test_one_owner_at_a_time_measures_the_first_again(fakes, tmp_path):
+    res = _run(tmp_path, workloads=("conv",), replicas=(1,), exclusive=True, tuned=False)
+    note = next(n for n in res["notes"] if n.startswith("one owner of the device at a time"))
+    assert "TensorFlow -> JAX, then TensorFlow again" in note
+    assert all(r["drift"] is not None for r in res["rows"] if r["framework"] == "tf")
+    assert all(r["drift"] is None for r in res["rows"] if r["framework"] == "jax")
+
+
+def test_a_bug_in_a_worker_ends_the_run_with_its_traceback(fakes, tmp_path):
+    fakes["tf"]["default"] = FakeImpl(bug=True)
+    with pytest.raises(WorkerBug, match="a planted bug") as e:
+        _run(tmp_path, workloads=("conv",), replicas=(1,))
+    assert "TypeError" in e.value.traceback
+
+
+def test_a_batch_that_does_not_split_is_refused_before_anything_starts(fakes, tmp_path):
+    from parity.config import HarnessError
+
+    with pytest.raises(HarnessError, match="does not divide by 3 replicas"):
+        _run(tmp_path, workloads=("conv",), replicas=(3,))
+
+
+def test_the_files_hold_the_declared_row_and_compare_reads_them(fakes, tmp_path):
+    res = _run(tmp_path, workloads=("conv",), replicas=(1,))
+    doc = {"env": {"schema_version": 2, "device": "cpu", "precision": "default", "frameworks": {}, "notes": []},
+           "rows": res["rows"], "checks": res["checks"]}  # fmt: skip
+    for out in ("a", "b"):
+        files.write_json(tmp_path / f"{out}.json", doc)
+    back = files.load_results(tmp_path / "a.json")
+    assert back["rows"] == json.loads(json.dumps(res["rows"]))
+    header = files.csv_text(res["rows"]).splitlines()[0].split(",")
+    assert tuple(header) == CSV_FIELDS
+    lines, bad = compare.compare(back, files.load_results(tmp_path / "b.json"), 0.10)
+    assert len(lines) == len(res["rows"]) and not bad and all(ln["ratio"] == 1.0 for ln in lines)
