@@ -57,7 +57,7 @@ def op_case(impl, devices, kind: RowKind, spec, variant: str, device: str, preci
     inputs, every call's output checked on the spec's oracle rows."""
     dtype = variant_dtype(impl, variant)
     inputs, idx, ref = _op_inputs(spec)
-    p = getattr(impl, kind.prepare)(variant, *inputs, devices, **spec.op_args())
+    p = kind.prepare(impl)(variant, *inputs, devices, **spec.op_args())
     verify = output_verifier(p.shape, _saving(p.rows, save), p.placement, spec.output_shape, idx, ref,
                              kind.tolerance(device, precision, dtype), device,
                              impl.process_info(devices)["local_replicas"])  # fmt: skip
@@ -226,4 +226,6 @@ def cnn_parity(impl, devices, req: dict) -> dict:
     return {"variants": variants}
 
 
+# The registries the worker answers from: row kinds' timed cases (workloads.RowKind.case), and untimed calls.
+CASES = {"op": op_case, "cnn_train": cnn_train_case, "cnn_infer": cnn_infer_case}
 WORKER_CALLS = {f.__name__: f for f in (cnn_warm, cnn_init_weights, cnn_parity, bf16_matmul_peak)}

@@ -6,7 +6,6 @@ once, their timed calls interleaved; or, on a device that takes one owner at a t
 
 from __future__ import annotations
 
-import importlib
 import math
 import time
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from parity.config import Config, HarnessError, log
 from parity.frameworks import label
 from parity.judge import drift_note, judge_row
 from parity.rows import Row
+from parity.suite import SUITES, Suite
 from parity.workerproc import Worker, start_owner, start_workers, tuned_configs, with_workers
 from parity.workloads import WORKLOADS, RowKind
 
@@ -26,8 +26,8 @@ from parity.workloads import WORKLOADS, RowKind
 class RunState:
     """What a run gathers as it goes."""
 
-    suites: dict  # workload -> its parent-side module (parity.training), for workloads that have one
-    ctxs: dict  # workload -> what its suite keeps between rounds (data file, initial weights)
+    suites: dict[str, Suite]  # workload -> its parent side, for workloads that have one
+    ctxs: dict  # workload -> its suite's state (data file, initial weights, parity arrays)
     rows: list[Row] = field(default_factory=list)
     checks: list = field(default_factory=list)
     hello: dict = field(default_factory=dict)
@@ -55,7 +55,7 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
     Returns {"rows", "checks", "hello", "skipped", "notes", "peak"}, rows as results.json holds them.
     """
     _check_batches(cfg)
-    suites = {wl: importlib.import_module(WORKLOADS[wl].suite) for wl in cfg.workloads if WORKLOADS[wl].suite}
+    suites = {wl: SUITES[wl] for wl in cfg.workloads if wl in SUITES}
     run = RunState(suites, {wl: {} for wl in cfg.workloads})
     if cfg.cluster is not None:
         run.notes.append(multiprocess_note(cfg))

@@ -1,7 +1,7 @@
 """The parent side of a trained workload (the CNN): its data, shared initial weights, row figures and parity.
 
-The harness calls these hooks for a workload whose registry entry names this module as its `suite`;
-it knows nothing else about training. Worker-side counterparts are in parity.cases.
+This module is the CNN's parity.suite.Suite (registered in parity.suite.SUITES); the engine knows nothing else
+about training. Worker-side counterparts are in parity.cases.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import shlex
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -21,8 +22,33 @@ from parity.roofline import native_bf16
 from parity.workloads import CNN_FULL, cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 
 
-def prepare(cfg, spec, save_dir: Path) -> tuple[dict, list[str]]:
-    """Load (or make) the data once for every worker; returns the run's context and its notes."""
+@dataclass
+class ParityRound:
+    """One replica count's parity arrays, as the frameworks answer: their replica counts, the round's batch
+    (size b, fixed when the first framework asks; n: the most replicas), and each framework's saved files."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # framework -> its gradients and trajectories (.npz)
+    fwd: dict[str, str] = field(default_factory=dict)  # framework -> its forward blocks (.npz), the first round
+    b: int | None = None
+    n: int | None = None
+    batches: str | None = None
+
+
+@dataclass
+class CnnState:
+    """What the CNN's parent side keeps between rounds."""
+
+    data: str  # the dataset every worker reads (.npz)
+    weights: str  # the first seed's shared initial weights (.npz)
+    validate: str  # 'epoch', 'end' or 'none'
+    warning: list[str]  # the synthetic-data warning, said once when training is about to start
+    parity: dict[int, ParityRound] = field(default_factory=dict)  # by replica count
+    traj_skipped: str | None = None  # why a TF-vs-JAX trajectory was not compared
+
+
+def prepare(cfg, spec, save_dir: Path) -> tuple[CnnState, list[str]]:
+    """Load (or make) the data once for every worker; returns the run's state and its notes."""
     ds, note = data.load(cfg.data, cfg.data_dir, spec.train_size, spec.test_size, cfg.timeout_s, cfg.progress)
     ds.save(save_dir / "data.npz")
     said = []
@@ -47,9 +73,8 @@ def prepare(cfg, spec, save_dir: Path) -> tuple[dict, list[str]]:
                   "none": f"cnn: not evaluated ({steps} steps < {checks.MIN_ACCURACY_STEPS}: test accuracy would not "
                           "have settled); --validate epoch evaluates after every epoch"
                           if cfg.validate == "auto" else "cnn: not evaluated (--validate none)"}[validate])  # fmt: skip
-    ctx = {"data": str(save_dir / "data.npz"), "weights": str(save_dir / f"w0-s{spec.seed}.npz"), "validate": validate,
-           "warning": said}
-    return ctx, notes
+    state = CnnState(str(save_dir / "data.npz"), str(save_dir / f"w0-s{spec.seed}.npz"), validate, said)
+    return state, notes
 
 
 def with_data_download(command) -> list[str]:
@@ -65,25 +90,26 @@ def with_data_download(command) -> list[str]:
     return [*out, "--data", "download"]
 
 
-def warm(cfg, workers: dict, ctx: dict) -> None:
+def warm(cfg, workers: dict, state: CnnState) -> None:
     """Every worker's one-off model set-up, at once and untimed; the synthetic-data warning, once, now that
     the workers are up and training is about to start."""
-    if ctx.get("warning"):
-        warn(cfg, ctx.pop("warning"))
+    if state.warning:
+        warn(cfg, state.warning)
+        state.warning = []
     for w in workers.values():
         w.send(cmd="call", fn="cnn_warm")
     for w in workers.values():
         w.answer()
 
 
-def case_args(spec, seed_offset: int, workers: dict, save_dir: Path, ctx: dict) -> tuple[object, dict, str]:
+def case_args(spec, seed_offset: int, workers: dict, save_dir: Path, state: CnnState) -> tuple[object, dict, str]:
     """The spec for this seed, the case's extra request fields, and a tag for its keys. Both frameworks
     start from the same weights: the first worker's framework initialises them, Keras-style, once a seed."""
     spec = dataclasses.replace(spec, seed=spec.seed + seed_offset)
     weights = save_dir / f"w0-s{spec.seed}.npz"
     if not weights.exists():
         next(iter(workers.values())).ask(cmd="call", fn="cnn_init_weights", seed=spec.seed, out=str(weights))
-    return spec, {"data": ctx["data"], "weights": str(weights), "validate": ctx["validate"]}, f"-s{spec.seed}"
+    return spec, {"data": state.data, "weights": str(weights), "validate": state.validate}, f"-s{spec.seed}"
 
 
 def validation(cfg, spec) -> str:
@@ -109,7 +135,7 @@ def row_extra(kind, res: dict, spec) -> dict:
     return out
 
 
-def parity_collect(cfg, spec, workers: dict, hello: dict, save_dir: Path, ctx: dict, first: bool, log,
+def parity_collect(cfg, spec, workers: dict, hello: dict, save_dir: Path, state: CnnState, first: bool, log,
                    key: int) -> None:  # fmt: skip
     """The parity arrays of this round's out-of-the-box workers that are running: all frameworks at once, or,
     on a device with one owner at a time, each in its turn (parity_judge judges them when all have answered).
@@ -119,61 +145,61 @@ def parity_collect(cfg, spec, workers: dict, hello: dict, save_dir: Path, ctx: d
     own = {k: w for k, w in workers.items() if w.config == "default"}  # parity: out of the box
     if not own:
         return
-    rnd = ctx.setdefault("parity", {}).setdefault(key, {"counts": {}, "files": {}, "fwd": {}})
-    rnd["counts"].update({w.framework: hello[k]["replicas"] for k, w in own.items()})
-    ds = data.Dataset.load(Path(ctx["data"]))
-    if "b" not in rnd:  # the round's batch, fixed by the frameworks known when the first one asks
-        n = max(rnd["counts"].values())
+    rnd = state.parity.setdefault(key, ParityRound())
+    rnd.counts.update({w.framework: hello[k]["replicas"] for k, w in own.items()})
+    ds = data.Dataset.load(Path(state.data))
+    if rnd.b is None:  # the round's batch, fixed by the frameworks known when the first one asks
+        n = max(rnd.counts.values())
         b = max(2 * n, min(spec.global_batch, 64))
-        b += -b % math.lcm(*rnd["counts"].values())  # every framework's replicas get the same share
+        b += -b % math.lcm(*rnd.counts.values())  # every framework's replicas get the same share
         x, y = data.batches(ds, data.batch_offsets(spec.seed + 1, cfg.parity_steps, len(ds.x_train), b), b)
-        rnd.update(b=b, n=n, batches=str(save_dir / f"parity_batches-r{key}.npz"))
-        np.savez(rnd["batches"], x=x, y=y)
+        rnd.b, rnd.n, rnd.batches = b, n, str(save_dir / f"parity_batches-r{key}.npz")
+        np.savez(rnd.batches, x=x, y=y)
         log(cfg, f"cnn parity x{n}: gradients and a {cfg.parity_steps}-step trajectory (dropout off, batch {b})")
     fws = {}
     for w in own.values():
-        if rnd["b"] % rnd["counts"][w.framework]:  # a later owner on another replica count than the first
-            ctx["traj_skipped"] = (f"cnn: {w.framework} on {rnd['counts'][w.framework]} replicas does not divide "
-                                   f"the parity batch of {rnd['b']}: not compared")  # fmt: skip
+        if rnd.b % rnd.counts[w.framework]:  # a later owner on another replica count than the first
+            state.traj_skipped = (f"cnn: {w.framework} on {rnd.counts[w.framework]} replicas does not divide "
+                                  f"the parity batch of {rnd.b}: not compared")  # fmt: skip
             continue
         fws[w.framework] = w
     keys = {w.framework: k for k, w in own.items()}
     bf16 = {fw: native_bf16(cfg.device, hello[keys[fw]]["device_kind"], w.env) for fw, w in fws.items()}
-    rnd["files"].update(_ask_all(fws, save_dir, f"parity-{{fw}}-r{rnd['n']}.npz", {fw: {"bf16": b} for fw, b in
-                                 bf16.items()}, spec=spec.to_dict(), weights=ctx["weights"], tuned=cfg.tuned,
-                                 batches=rnd["batches"]))  # fmt: skip
+    rnd.files.update(_ask_all(fws, save_dir, f"parity-{{fw}}-r{rnd.n}.npz", {fw: {"bf16": b} for fw, b in
+                                 bf16.items()}, spec=spec.to_dict(), weights=state.weights, tuned=cfg.tuned,
+                                 batches=rnd.batches))  # fmt: skip
     if first and fws:
         w_fwd = save_dir / "w_fwd.npz"
         if not w_fwd.exists():  # trained (not initial) weights: the first framework's first trajectory
-            with np.load(rnd["files"][next(iter(fws))]) as src:
+            with np.load(rnd.files[next(iter(fws))]) as src:
                 saved = dict(src)
             v = _variants(saved)[0]
             save_npz([saved[f"traj/{v}/w{i:03d}"] for i in range(len(checks.WEIGHT_NAMES))], w_fwd)
             np.save(save_dir / "fwd_x.npy", ds.x_test[:16].astype(np.float32))
-        rnd["fwd"].update(_ask_all(fws, save_dir, "fwd-{fw}.npz", {}, spec=spec.to_dict(), weights=str(w_fwd),
+        rnd.fwd.update(_ask_all(fws, save_dir, "fwd-{fw}.npz", {}, spec=spec.to_dict(), weights=str(w_fwd),
                                    forward=str(save_dir / "fwd_x.npy")))  # fmt: skip
 
 
-def parity_judge(cfg, spec, save_dir: Path, ctx: dict, first: bool, log, key: int) -> list[dict]:
+def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, key: int) -> list[dict]:
     """Trajectory parity at this replica count, the forward pass and gradients once (first=True), all from
     the arrays parity_collect saved."""
-    rnd = ctx.get("parity", {}).pop(key, None)
-    if not rnd or not rnd["files"]:
+    rnd = state.parity.pop(key, None)
+    if not rnd or not rnd.files:
         return []
-    n, b = rnd["n"], rnd["b"]
-    saved = {fw: dict(np.load(f)) for fw, f in rnd["files"].items()}
-    with np.load(rnd["batches"]) as f:
+    n, b = rnd.n, rnd.b
+    saved = {fw: dict(np.load(f)) for fw, f in rnd.files.items()}
+    with np.load(rnd.batches) as f:
         x, y = f["x"], f["y"]
     tols = cnn_tolerances(cfg.device, cfg.precision)
     rows = []
     if first:  # one batch on one device: the same at every replica count; judged against float64
-        rows += checks.grads(saved, load_npz(ctx["weights"]), x[0], y[0],
+        rows += checks.grads(saved, load_npz(state.weights), x[0], y[0],
                              cnn_grad_tolerance(b, cfg.device, cfg.precision),
                              cnn_loss_tolerance(b, cfg.device, cfg.precision))  # fmt: skip
-    rows += _trajectories(saved, {fw: rnd["counts"][fw] for fw in saved}, tols, n, ctx,
+    rows += _trajectories(saved, {fw: rnd.counts[fw] for fw in saved}, tols, n, state,
                           cnn_tolerances(cfg.device, cfg.precision, "bfloat16"))
-    if first and rnd["fwd"]:
-        fwd = {fw: dict(np.load(f)) for fw, f in rnd["fwd"].items()}
+    if first and rnd.fwd:
+        fwd = {fw: dict(np.load(f)) for fw, f in rnd.fwd.items()}
         xf = np.load(save_dir / "fwd_x.npy")
         rows = checks.forward(fwd, cnn_forward(load_npz(save_dir / "w_fwd.npz"), xf), tols["forward"]) + rows
     for r in rows:
@@ -198,7 +224,7 @@ def _variants(saved: dict) -> list[str]:
     return [k.split("/")[1] for k in saved if k.startswith("traj/") and k.endswith("/loss")]
 
 
-def _trajectories(saved: dict, counts: dict, tols: dict, n: int, ctx: dict, bf16_tols: dict) -> list[dict]:
+def _trajectories(saved: dict, counts: dict, tols: dict, n: int, state: CnnState, bf16_tols: dict) -> list[dict]:
     """Every pair of TF and JAX trainers in the same number format over the same dropout-free steps, and each
     mixed-precision ('+bf16') trainer against its own framework's float32 one (bfloat16's tolerances)."""
     same = [row for fw in saved for v in _variants(saved[fw]) if _dtype(saved[fw], v) == "bfloat16"
@@ -207,8 +233,8 @@ def _trajectories(saved: dict, counts: dict, tols: dict, n: int, ctx: dict, bf16
     if len(saved) < 2:
         return same
     if counts["tf"] != counts["jax"]:  # BatchNorm statistics are per replica: a different split is another model
-        ctx["traj_skipped"] = (f"cnn: no TF-vs-JAX trajectory check: TensorFlow trained on {counts['tf']} "
-                               f"replicas, JAX on {counts['jax']} (BatchNorm statistics: per replica)")
+        state.traj_skipped = (f"cnn: no TF-vs-JAX trajectory check: TensorFlow trained on {counts['tf']} "
+                              f"replicas, JAX on {counts['jax']} (BatchNorm statistics: per replica)")
         return same
     cross = [row for tv, jv in _pairs(saved["tf"], saved["jax"])
              for row in checks.trajectory(saved["tf"], saved["jax"], tv, jv,
@@ -240,8 +266,8 @@ def _pairs(tf: dict, jx: dict) -> list[tuple[str, str]]:
     return single + [(t, jv[0]) for t in tv if multi(tf, t)] + [(tv[0], j) for j in jv if multi(jx, j)]
 
 
-def summary(cfg, rows: list[dict], ctx: dict) -> tuple[list[dict], list[str]]:
+def summary(cfg, rows: list[dict], state: CnnState) -> tuple[list[dict], list[str]]:
     """After every replica count: the accuracy check over the training rows, and the notes gathered."""
     band = cnn_tolerances(cfg.device, cfg.precision)["accuracy_band"]
     trained = [r for r in rows if r["workload"] == "cnn_train" and r["verified"]]
-    return checks.accuracy(trained, band), [ctx["traj_skipped"]] if "traj_skipped" in ctx else []
+    return checks.accuracy(trained, band), [state.traj_skipped] if state.traj_skipped else []

@@ -130,7 +130,7 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
     """One request's answer (the module docstring lists them)."""
     cmd = req["cmd"]
     if cmd == "variants":
-        every = getattr(impl, row_kind(req["workload"])[1].variants)(len(devices))
+        every = row_kind(req["workload"])[1].variants(impl, len(devices))
         chosen = cases.offered(impl, every, req.get("tuned", True))
         return {"variants": chosen, "dtypes": {v: cases.variant_dtype(impl, v) for v in chosen},
                 "tuned": [v for v in chosen if v in impl.TUNED_VARIANTS]}  # fmt: skip
@@ -138,7 +138,7 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
         wl, kind = row_kind(req["workload"])
         extra = {k: req[k] for k in ("data", "weights", "validate") if k in req}
         try:
-            timer, info, finish = getattr(cases, kind.case)(impl, devices, kind, type(wl.full)(**req["spec"]),
+            timer, info, finish = cases.CASES[kind.case](impl, devices, kind, type(wl.full)(**req["spec"]),
                                                             req["variant"], args.device, args.precision,
                                                             req.get("save"), **extra)  # fmt: skip
             timers[req["id"]] = (timer, info, finish)

@@ -383,9 +383,9 @@ ARTICLE_ROWS = (
 class RowKind:
     """One kind of timed row: what a worker builds and times, and how the parent reads the result.
 
-    name: the rows' 'workload' field. case: the parity.cases function that builds the timed case.
-    variants: the implementations' function naming the variants for a replica count. prepare: for an
-    operation (case 'op_case'), the implementations' function that places its inputs. tolerance:
+    name: the rows' 'workload' field. case: the key of the parity.cases.CASES entry that builds the timed
+    case. variants: (implementation, replicas) -> its variants. prepare: for an operation (case 'op'), the
+    implementation's function that places its inputs. tolerance:
     (device, precision, dtype) -> the oracle tolerance of the row's output, None when the workload's
     checks judge its numbers instead. epochs: one call is a training epoch (the first epoch apart,
     then epochs - 1 timed ones) rather than a calibrated number of calls. seeded: run once per --seeds.
@@ -393,25 +393,24 @@ class RowKind:
 
     name: str
     case: str
-    variants: str
+    variants: Callable[[Any, int], tuple[str, ...]]
     tolerance: Callable[[str, str, str], float | None]
-    prepare: str | None = None
+    prepare: Callable[[Any], Callable] | None = None
     epochs: bool = False
     seeded: bool = False
 
 
 @dataclass(frozen=True)
 class Workload:
-    """A workload: its specs (full size, the CPU's default, --quick), its row kinds, and for a trained
-    workload the module holding its parent side (data, shared initial weights, parity checks) and the
-    spec fields the command line may override (--batch, --epochs, --steps-per-epoch)."""
+    """A workload: its specs (full size, the CPU's default, --quick), its row kinds, and the spec fields the
+    command line may override (--batch, --epochs, --steps-per-epoch). A trained workload's parent side (data,
+    shared initial weights, parity checks) is registered in parity.suite.SUITES."""
 
     name: str
     full: Any
     cpu: Any
     quick: Any
     kinds: tuple[RowKind, ...]
-    suite: str | None = None
     options: tuple[str, ...] = ()
 
     def spec(self, quick: bool, device: str, overrides: dict | None = None):
@@ -434,15 +433,40 @@ def matmul_tolerance(device: str, precision: str, dtype: str) -> float:
     return max(tolerance(device, precision, dtype), rounding_bound([MATMUL_FULL.k]))
 
 
+# What each row kind asks of an implementation (parity.api.FrameworkImpl), by attribute, never by name.
+def _conv_variants(impl, replicas: int) -> tuple[str, ...]:
+    return impl.conv_variants(replicas)
+
+
+def _matmul_variants(impl, replicas: int) -> tuple[str, ...]:
+    return impl.matmul_variants(replicas)
+
+
+def _cnn_variants(impl, replicas: int) -> tuple[str, ...]:
+    return impl.cnn_variants(replicas)
+
+
+def _infer_variants(impl, replicas: int) -> tuple[str, ...]:
+    return impl.infer_variants(replicas)
+
+
+def _prepare_conv(impl) -> Callable:
+    return impl.prepare_conv
+
+
+def _prepare_matmul(impl) -> Callable:
+    return impl.prepare_matmul
+
+
 WORKLOADS = {w.name: w for w in (
     Workload("conv", CONV_FULL, CONV_FULL, CONV_QUICK,
-             (RowKind("conv", "op_case", "conv_variants", tolerance, prepare="prepare_conv"),)),
+             (RowKind("conv", "op", _conv_variants, tolerance, prepare=_prepare_conv),)),
     Workload("cnn", CNN_FULL, CNN_CPU, CNN_QUICK,
-             (RowKind("cnn_train", "cnn_train_case", "cnn_variants", judged_by_checks, epochs=True, seeded=True),
-              RowKind("cnn_infer", "cnn_infer_case", "infer_variants", cnn_forward_tolerance)),
-             suite="parity.training", options=("global_batch", "epochs", "steps_per_epoch")),
+             (RowKind("cnn_train", "cnn_train", _cnn_variants, judged_by_checks, epochs=True, seeded=True),
+              RowKind("cnn_infer", "cnn_infer", _infer_variants, cnn_forward_tolerance)),
+             options=("global_batch", "epochs", "steps_per_epoch")),
     Workload("matmul", MATMUL_FULL, MATMUL_FULL, MATMUL_QUICK,
-             (RowKind("matmul", "op_case", "matmul_variants", matmul_tolerance, prepare="prepare_matmul"),)),
+             (RowKind("matmul", "op", _matmul_variants, matmul_tolerance, prepare=_prepare_matmul),)),
 )}  # fmt: skip
 
 

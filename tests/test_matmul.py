@@ -64,10 +64,10 @@ def test_every_registered_row_kind_has_both_implementations(impl):
     for wl in WORKLOADS.values():
         assert wl.full.batch % 8 == 0 and wl.quick.batch % 8 == 0, wl.name
         for kind in wl.kinds:
-            assert callable(getattr(cases, kind.case)), kind.name
-            assert getattr(mod, kind.variants)(1), kind.name
+            assert callable(cases.CASES[kind.case]), kind.name
+            assert kind.variants(mod, 1), kind.name
             if kind.prepare:
-                assert callable(getattr(mod, kind.prepare)), kind.name
+                assert callable(kind.prepare(mod)), kind.name
 
 
 def test_the_bf16_peak_is_a_checked_bfloat16_matmul(impl):

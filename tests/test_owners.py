@@ -159,7 +159,7 @@ def test_a_variant_the_framework_refuses_is_an_invalid_row_and_the_run_goes_on(m
     def refuses(impl, devices, kind, spec, variant, *a, **k):
         raise RuntimeError("NotFoundError: could not find registered platform with id 0x7f (fit under TPUStrategy)")
 
-    monkeypatch.setattr(cases, "cnn_train_case", refuses)
+    monkeypatch.setitem(cases.CASES, "cnn_train", refuses)
     args, timers = SimpleNamespace(device="cpu", precision="default"), {}
     req = {"cmd": "prepare", "id": "k", "workload": "cnn_train", "variant": "strategy", "spec": CNN_QUICK.to_dict()}
     got = worker._answer(None, [], args, timers, req)
@@ -180,7 +180,7 @@ def test_a_bug_in_a_variant_is_still_a_bug(monkeypatch):
     from parity import cases, worker
     from parity.workloads import CNN_QUICK
 
-    monkeypatch.setattr(cases, "cnn_train_case", lambda *a, **k: None + 1)
+    monkeypatch.setitem(cases.CASES, "cnn_train", lambda *a, **k: None + 1)
     req = {"cmd": "prepare", "id": "k", "workload": "cnn_train", "variant": "fit", "spec": CNN_QUICK.to_dict()}
     with pytest.raises(TypeError):
         worker._answer(None, [], SimpleNamespace(device="cpu", precision="default"), {}, req)
