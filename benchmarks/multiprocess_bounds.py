@@ -53,7 +53,8 @@ def main() -> None:
         tmp = Path(d)
         got = tm.launched_case(tmp, "jax", "conv", "pmap,shard_map", 2, 4)
         for v in ("pmap", "shard_map"):
-            out[f"jax {v} conv 2x4 vs 1x8"] = conv_excess(got[f"{v}/out"], case(jax_impl, JAX_DEVICES, "conv", v)[f"{v}/out"])
+            ref = case(jax_impl, JAX_DEVICES, "conv", v)
+            out[f"jax {v} conv 2x4 vs 1x8"] = conv_excess(got[f"{v}/out"], ref[f"{v}/out"])
         got = tm.launched_case(tmp, "tf", "conv", "strategy", 2, 1)
         out["tf strategy conv 2 workers vs 1 process"] = conv_excess(
             got["strategy/out"], case(tf_impl, TF_DEVICES[:2], "conv", "strategy")["strategy/out"])

@@ -14,16 +14,9 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jax_impl.devices import local_device, lowered_flops, placement, put_global
-from parity.api import (
-    CNN_BLOCKS,
-    CNN_WEIGHTS,
-    STEPS_PER_DISPATCH,
-    Gradients,
-    Prepared,
-    check_weights,
-    load_npz,
-    save_npz,
-)
+from parity.api import Gradients, Prepared
+from parity.api.cnn import CNN_BLOCKS, CNN_WEIGHTS, STEPS_PER_DISPATCH, check_weights
+from parity.api.weights import load_npz, save_npz
 
 
 def _pool(h: jax.Array) -> jax.Array:

@@ -13,7 +13,7 @@ from functools import cache
 import numpy as np
 
 from parity import oracle
-from parity.api import load_npz, save_npz
+from parity.api.weights import load_npz, save_npz
 from parity.data import Dataset, batch_offsets, batches
 from parity.timing import Invalid, Timer, output_verifier
 from parity.workloads import BF16_TOLERANCE, CnnSpec, MatmulSpec, RowKind, cnn_forward_flops

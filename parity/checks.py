@@ -7,8 +7,8 @@ import math
 import numpy as np
 
 from parity import oracle
-from parity.api import CNN_BLOCKS as BLOCKS
-from parity.api import CNN_TRAINABLE, CNN_WEIGHTS
+from parity.api.cnn import CNN_BLOCKS as BLOCKS
+from parity.api.cnn import CNN_TRAINABLE, CNN_WEIGHTS
 from parity.frameworks import short
 from parity.oracle import errors
 from parity.workloads import gradient_scale

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from parity.api import CNN_CONVS, CNN_TRAINABLE, CNN_WEIGHTS
+from parity.api.cnn import CNN_CONVS, CNN_TRAINABLE, CNN_WEIGHTS
 from parity.padding import same_pads
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from parity import checks, data
-from parity.api import load_npz, save_npz
+from parity.api.weights import load_npz, save_npz
 from parity.config import warn
 from parity.oracle import cnn_forward
 from parity.roofline import native_bf16

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from parity.api import CNN_CONVS, CNN_DENSE, CNN_IMAGE, CNN_PARAMS
+from parity.api.cnn import CNN_CONVS, CNN_DENSE, CNN_IMAGE, CNN_PARAMS
 from parity.padding import conv_out_size, same_pads, valid_taps  # noqa: F401  (part of this module's surface)
 
 PRECISIONS = ("default", "highest")

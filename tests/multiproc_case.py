@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 
 from parity import checks, oracle  # noqa: E402
 from parity import cluster as cl  # noqa: E402
-from parity.api import CNN_WEIGHTS  # noqa: E402
+from parity.api.cnn import CNN_WEIGHTS  # noqa: E402
 from parity.timing import Timer  # noqa: E402
 from parity.workloads import F32_UNIT_ROUNDOFF, WORKLOADS, cnn_grad_tolerance, cnn_loss_tolerance  # noqa: E402
 

@@ -13,7 +13,7 @@ from conftest import JAX_DEVICES, TF_DEVICES
 import jax_impl
 import tf_impl
 from parity import checks, data, oracle
-from parity.api import CNN_PARAMS
+from parity.api.cnn import CNN_PARAMS
 from parity.roofline import isa_capped_below_bf16
 from parity.workloads import F32_UNIT_ROUNDOFF, cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 
@@ -406,7 +406,7 @@ def _npy(shape, dtype="<f4", body=b"") -> bytes:
 
 @pytest.mark.parametrize("case", ["bad crc", "pickle", "huge header", "short body", "not a zip"])
 def test_a_bad_weight_file_is_one_valueerror_naming_it(tmp_path, case):
-    from parity.api import load_npz, save_npz
+    from parity.api.weights import load_npz, save_npz
 
     p = tmp_path / "w.npz"
     if case == "bad crc":

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from parity import checks
+from parity import checks, oracle
 from parity.api import check_divisible
-from parity.frameworks import oracle, short
+from parity.frameworks import short
 from parity.workloads import (
     CNN_CONVS,
     CNN_DENSE,

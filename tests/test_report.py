@@ -8,7 +8,7 @@ import os
 import pytest
 
 from parity import compare, environment, files, report, roofline, tables
-from parity.api import CNN_PARAMS
+from parity.api.cnn import CNN_PARAMS
 from parity.assemble import cross_check
 from parity.config import Config
 from parity.judge import judge_row

@@ -18,7 +18,9 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from parity.api import STEPS_PER_DISPATCH, Gradients, Prepared, check_weights, load_npz, save_npz  # noqa: E402
+from parity.api import Gradients, Prepared  # noqa: E402
+from parity.api.cnn import STEPS_PER_DISPATCH, check_weights  # noqa: E402
+from parity.api.weights import load_npz, save_npz  # noqa: E402
 from tf_impl.devices import graph_flops, multiworker, placement, strategy  # noqa: E402
 
 if keras.backend.backend() != "tensorflow":

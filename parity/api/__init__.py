@@ -1,4 +1,5 @@
-"""Types shared by the two implementations and the harness (the mirror's frame)."""
+"""The contract between the harness and the two implementations: the types they exchange and the surface each
+exposes (FrameworkImpl). The CNN's declared architecture is parity.api.cnn, the weight files parity.api.weights."""
 
 from __future__ import annotations
 
@@ -31,68 +32,6 @@ def check_divisible(batch: int, replicas: int) -> int:
             f"({batch} = {batch // replicas} x {replicas} + {batch % replicas}); choose a batch that does"
         )
     return batch // replicas
-
-
-# The notebook's CNN, declared once. Its 5x5 SAME convs as (input size, channels in, channels out),
-# each followed by 2x2 max pooling, and its dense layers' widths (flattened 3x3x256 -> 256 -> 10).
-# Everything else is derived: the weight table (Keras's get_weights() order, the exchange format
-# of both implementations), parameter counts, FLOPs, the checks' names, the oracle's slicing.
-CNN_IMAGE = (28, 28, 1)
-CNN_CONVS = ((28, 1, 64), (14, 64, 128), (7, 128, 256))
-CNN_DENSE = (2304, 256, 10)
-BN_FIELDS = ("gamma", "beta", "moving_mean", "moving_variance")  # the last two: statistics, not trained
-# The outputs forward_layers() returns on both sides, in order: what the layer-by-layer check compares.
-CNN_BLOCKS = ("block1", "block2", "block3", "dense1", "logits", "probs")
-# Training steps per host dispatch in the multi-step variants (TF: steps_per_execution, several steps in one
-# tf.function; JAX: lax.scan over stacked batches), the same in both frameworks; an epoch's remainder is a
-# shorter last dispatch. On a TPU a small model's step is dominated by the host round trip.
-STEPS_PER_DISPATCH = 10
-
-
-@dataclass(frozen=True)
-class Weight:
-    """One array of the CNN in Keras's order: its layer, its field (Keras's name) and its shape."""
-
-    layer: str
-    field: str
-    shape: tuple[int, ...]
-
-    @property
-    def name(self) -> str:
-        return f"{self.layer}.{self.field}"
-
-    @property
-    def trainable(self) -> bool:
-        return not self.field.startswith("moving_")
-
-
-def _cnn_weights() -> tuple[Weight, ...]:
-    out = []
-    for i, (_, cin, cout) in enumerate(CNN_CONVS, 1):
-        out += [Weight(f"bn{i}", f, (cin,)) for f in BN_FIELDS]
-        out += [Weight(f"conv{i}", "kernel", (5, 5, cin, cout)), Weight(f"conv{i}", "bias", (cout,))]
-    for i, (fan_in, fan_out) in enumerate(zip(CNN_DENSE[:-1], CNN_DENSE[1:], strict=True), 1):
-        out += [Weight(f"dense{i}", "kernel", (fan_in, fan_out)), Weight(f"dense{i}", "bias", (fan_out,))]
-    return tuple(out)
-
-
-CNN_WEIGHTS = _cnn_weights()
-CNN_TRAINABLE = tuple(w for w in CNN_WEIGHTS if w.trainable)  # Keras's trainable_weights order: the gradients'
-_sizes = {w.name: int(np.prod(w.shape)) for w in CNN_WEIGHTS}
-CNN_PARAMS = {"total": sum(_sizes.values()), "trainable": sum(_sizes[w.name] for w in CNN_TRAINABLE),
-              "non_trainable": sum(_sizes[w.name] for w in CNN_WEIGHTS if not w.trainable)}  # fmt: skip
-
-
-def check_weights(weights: Sequence[np.ndarray], dtype=np.float32) -> None:
-    """Raise ValueError naming the layer when a weight list does not fit CNN_WEIGHTS (length, shape, dtype)."""
-    if len(weights) != len(CNN_WEIGHTS):
-        raise ValueError(f"expected {len(CNN_WEIGHTS)} weight arrays (Keras get_weights() order), got {len(weights)}")
-    for i, (a, w) in enumerate(zip(weights, CNN_WEIGHTS, strict=True)):
-        a = np.asarray(a)
-        if tuple(a.shape) != w.shape:
-            raise ValueError(f"weight {i} (layer {w.layer}): shape {tuple(a.shape)}, expected {w.shape}")
-        if a.dtype != dtype:
-            raise ValueError(f"weight {i} (layer {w.layer}): dtype {a.dtype}, expected {np.dtype(dtype)}")
 
 
 class Trainer(Protocol):
@@ -212,54 +151,3 @@ def _surface() -> tuple[str, ...]:
 
 
 SURFACE = _surface()  # every name of FrameworkImpl: each implementation's __all__
-
-
-def save_npz(weights: Sequence[np.ndarray], path) -> None:
-    """Weights in Keras's get_weights() order to a .npz file (no pickle), written atomically."""
-    import os
-    from pathlib import Path
-
-    path = Path(path)
-    tmp = path.with_name(f".{path.stem}.tmp.npz")
-    np.savez(tmp, **{f"w{i:03d}": np.asarray(w) for i, w in enumerate(weights)})
-    os.replace(tmp, path)
-
-
-MAX_WEIGHT_BYTES = 64 * 2**20  # one array of a weight file: the CNN's largest is 2.4 MB
-
-
-def load_npz(path) -> list[np.ndarray]:
-    """The weight list saved by save_npz. Raises ValueError naming the file on anything that is not one:
-    not a zip, a bad CRC, a pickled (object) array, an array header asking for more than MAX_WEIGHT_BYTES."""
-    import zipfile
-
-    try:
-        with zipfile.ZipFile(path) as z:
-            names = sorted(n.removesuffix(".npy") for n in z.namelist())
-            if not names or names != [f"w{i:03d}" for i in range(len(names))]:
-                raise ValueError(f"{path}: not a parity weight file (arrays {names[:3]}..., expected w000, w001, ...)")
-            return [_read_member(z, f"{n}.npy", path) for n in names]
-    except (OSError, EOFError, zipfile.BadZipFile, zipfile.LargeZipFile) as e:
-        raise ValueError(f"{path}: unreadable weight file ({type(e).__name__}: {e})") from None
-
-
-def _read_member(z, name: str, path) -> np.ndarray:
-    """One array of the zip, its header checked before its body is read."""
-    with z.open(name) as f:
-        try:
-            version = np.lib.format.read_magic(f)
-            read_header = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
-            if version not in read_header:
-                raise ValueError(f"array format version {version}")
-            shape, fortran, dtype = read_header[version](f, max_header_size=10000)
-        except ValueError as e:
-            raise ValueError(f"{path}: {name}: not an array file ({e})") from None
-        if dtype.hasobject:
-            raise ValueError(f"{path}: {name}: holds Python objects (a pickle); refused without loading it")
-        size = int(np.prod(shape, dtype=object)) * dtype.itemsize  # Python integers: no wrap-around
-        if size > MAX_WEIGHT_BYTES:
-            raise ValueError(f"{path}: {name}: header asks for {size} bytes, more than a weight array can hold")
-        body = f.read(size + 1)
-    if len(body) != size:
-        raise ValueError(f"{path}: {name}: {len(body)} bytes of data where the header says {size}")
-    return np.frombuffer(body, dtype).reshape(shape, order="F" if fortran else "C").copy()
