@@ -274,9 +274,9 @@ class Trainer:
         state = (params, stats, tx.init(params))
         axis = None if variant == "jit" else "batch"
         step = partial(_train_step, graphdef, tx, seed, axis, variant == "shard_map")
-        # XLA:CPU runs a while loop's body without its fast convolution path: a rolled scan trained 24x slower
-        # than one step per dispatch (122 s against 5.1 s an epoch, docs/performance.md). Unrolled there, the
-        # same steps are straight-line code in one program; accelerators keep the loop (a smaller program).
+        # XLA:CPU runs a while loop's body without its fast convolution path (a rolled scan trains many times
+        # slower: docs/performance.md). Unrolled there, the same steps are straight-line code in one program;
+        # accelerators keep the loop (a smaller program).
         multi = partial(_scan_steps, step, devices[0].platform in self.UNROLL_ON)
         if variant == "jit":
             self.data_sharding = devices[0]

@@ -191,9 +191,8 @@ def _block_means(a: np.ndarray, every: int) -> np.ndarray:
 
 # Test accuracy is judged only once BatchNorm's moving statistics (momentum 0.99, what inference normalises with)
 # keep under 1% of their initial values (mean 0, variance 1, against raw pixels' ~73 and ~8000): 0.99^n <= 0.01,
-# n >= 459. Before that a model's test accuracy swings with how its layers react to mis-normalised inputs: at 120
-# steps, float32 runs of one model differed by 0.05 and mixed-precision ones by 0.11; at 460 steps TF's float32
-# and bfloat16 runs agreed within 0.0012 (docs/numerics.md). The notebook's schedule, 1,000 steps, is judged.
+# n >= 459. Before that a model's test accuracy swings with how its layers react to mis-normalised inputs (the
+# figures, shorter and longer, are in docs/numerics.md). The notebook's schedule, 1,000 steps, is judged.
 BN_MOMENTUM = 0.99
 MIN_ACCURACY_STEPS = math.ceil(math.log(0.01) / math.log(BN_MOMENTUM))
 
