@@ -40,8 +40,12 @@ def keras_default(x, y, b):
     L = keras.layers
     layers = [keras.Input((28, 28, 1))]
     for c in (64, 128, 256):
-        layers += [L.BatchNormalization(), L.Conv2D(c, 5, padding="same", activation="elu"), L.MaxPooling2D(2),
-                   L.Dropout(0.25)]  # fmt: skip
+        layers += [
+            L.BatchNormalization(),
+            L.Conv2D(c, 5, padding="same", activation="elu"),
+            L.MaxPooling2D(2),
+            L.Dropout(0.25),
+        ]
     layers += [L.Flatten(), L.Dense(256), L.Activation("elu"), L.Dropout(0.5), L.Dense(10), L.Activation("softmax")]
     m = keras.Sequential(layers)
     m.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
@@ -111,10 +115,22 @@ def main() -> None:
             m = measure(make(x, y, b), np.asarray, finite, warmup=0, reps=args.reps)  # np.asarray: sync
             s = m.stats()
             ips = args.steps * b / s["median_s"] if m.verified else None
-            results.append({"contender": name, "global_batch": b, "steps": args.steps, "first_call_s": m.compile_s,
-                            **s, "images_per_s": ips, "verified": m.verified})  # fmt: skip
-            print(f"batch {b:5d}  {name:14s}  {ips:8.1f} img/s  (median {s['median_s']:.3f} s for {args.steps} steps,"
-                  f" IQR {s['iqr_s']:.3f} s, first call {m.compile_s:.2f} s)", flush=True)  # fmt: skip
+            results.append(
+                {
+                    "contender": name,
+                    "global_batch": b,
+                    "steps": args.steps,
+                    "first_call_s": m.compile_s,
+                    **s,
+                    "images_per_s": ips,
+                    "verified": m.verified,
+                }
+            )
+            print(
+                f"batch {b:5d}  {name:14s}  {ips:8.1f} img/s  (median {s['median_s']:.3f} s for {args.steps} steps,"
+                f" IQR {s['iqr_s']:.3f} s, first call {m.compile_s:.2f} s)",
+                flush=True,
+            )
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=2)

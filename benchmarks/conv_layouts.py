@@ -40,9 +40,12 @@ def jax_layouts(x, w, xc, wc) -> dict:
     nhwc, nchw = conv(("NHWC", "HWIO", "NHWC")), conv(("NCHW", "OIHW", "NCHW"))
     a, b, ac, bc = (jax.device_put(v) for v in (x, w, xc, wc))
     got, ref = np.asarray(nchw(ac, bc)[-1]).transpose(1, 2, 0), np.asarray(nhwc(a, b)[-1])
-    return {"flags": os.environ.get("XLA_FLAGS", ""), "nhwc_s": best_of(lambda: nhwc(a, b).block_until_ready()),
-            "nchw_s": best_of(lambda: nchw(ac, bc).block_until_ready()),
-            "nchw_vs_nhwc_max_rel": float(np.abs(got - ref).max() / np.abs(ref).max())}  # fmt: skip
+    return {
+        "flags": os.environ.get("XLA_FLAGS", ""),
+        "nhwc_s": best_of(lambda: nhwc(a, b).block_until_ready()),
+        "nchw_s": best_of(lambda: nchw(ac, bc).block_until_ready()),
+        "nchw_vs_nhwc_max_rel": float(np.abs(got - ref).max() / np.abs(ref).max()),
+    }
 
 
 def tf_layouts(x, w, xc) -> dict:

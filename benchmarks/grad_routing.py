@@ -53,8 +53,10 @@ def main() -> None:
         got[fw] = mod.loss_and_grads(m, x, y)
     _, g64, f64 = oracle.cnn_loss_and_grads(w, x, y)
     own = {fw: oracle.cnn_loss_and_grads(w, x, y, g.routing)[1] for fw, g in got.items()}
-    pools = [oracle.pool_window_stats(a, {fw: g.routing[k] for fw, g in got.items()} | {"f64": f64["routing"][k]})
-             for k, a in enumerate(f64["pool_inputs"])]
+    pools = [
+        oracle.pool_window_stats(a, {fw: g.routing[k] for fw, g in got.items()} | {"f64": f64["routing"][k]})
+        for k, a in enumerate(f64["pool_inputs"])
+    ]
 
     def err(a, b):
         return oracle.errors(a, b)["max_rel_err"]
@@ -71,8 +73,18 @@ def main() -> None:
     for k, p in enumerate(pools):
         print(f"pool{k + 1}: {p}")
     flags = {k: os.environ[k] for k in ("ONEDNN_MAX_CPU_ISA", "TF_ENABLE_ONEDNN_OPTS", "XLA_FLAGS") if k in os.environ}
-    print(json.dumps({"images": args.images, "batch": args.batch, "host": platform.processor() or platform.machine(),
-                      "flags": flags, "per_parameter": per, "pools": pools}))  # fmt: skip
+    print(
+        json.dumps(
+            {
+                "images": args.images,
+                "batch": args.batch,
+                "host": platform.processor() or platform.machine(),
+                "flags": flags,
+                "per_parameter": per,
+                "pools": pools,
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -34,8 +34,11 @@ from parity.workloads import WORKLOADS, rounding_bound  # noqa: E402
 def conv_excess(got: np.ndarray, ref: np.ndarray) -> float:
     spec = WORKLOADS["conv"].quick
     images, kernels = spec.inputs()
-    bound = 2 * rounding_bound([spec.kh * spec.kw * spec.cin]) * oracle.conv2d(
-        np.abs(images), np.abs(kernels), spec.stride, spec.padding)
+    bound = (
+        2
+        * rounding_bound([spec.kh * spec.kw * spec.cin])
+        * oracle.conv2d(np.abs(images), np.abs(kernels), spec.stride, spec.padding)
+    )
     return float(np.max(np.abs(np.asarray(got, np.float64) - ref) / bound))
 
 
@@ -57,7 +60,8 @@ def main() -> None:
             out[f"jax {v} conv 2x4 vs 1x8"] = conv_excess(got[f"{v}/out"], ref[f"{v}/out"])
         got = tm.launched_case(tmp, "tf", "conv", "strategy", 2, 1)
         out["tf strategy conv 2 workers vs 1 process"] = conv_excess(
-            got["strategy/out"], case(tf_impl, TF_DEVICES[:2], "conv", "strategy")["strategy/out"])
+            got["strategy/out"], case(tf_impl, TF_DEVICES[:2], "conv", "strategy")["strategy/out"]
+        )
         ref = {}
         for v in ("pmap", "shard_map"):
             ref.update(case(jax_impl, JAX_DEVICES, "cnn", v))

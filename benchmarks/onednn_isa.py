@@ -17,8 +17,10 @@ from parity import run
 
 def main() -> int:
     # oneDNN capped at AVX2 has no bfloat16 convolution: the harness leaves the capped worker's bf16 rows out
-    return run.main(["--device", "cpu", "--framework", "tf", "--configs", "all", *sys.argv[1:]],
-                    extra_configs={"tf": {"avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2"}}})
+    return run.main(
+        ["--device", "cpu", "--framework", "tf", "--configs", "all", *sys.argv[1:]],
+        extra_configs={"tf": {"avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2"}}},
+    )
 
 
 if __name__ == "__main__":

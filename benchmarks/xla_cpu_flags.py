@@ -97,8 +97,11 @@ def _bf16_screen(x, w, xb, yb, devs) -> dict:
 
     out = {}
     ref = conv2d(x[-1:], w, 2, "SAME")
-    for name, dtype, fn in (("conv_bf16", jnp.bfloat16, jax_impl.conv_op), ("conv_patches", jnp.float32, _patches_conv),
-                            ("conv_patches_bf16", jnp.bfloat16, _patches_conv)):  # fmt: skip
+    for name, dtype, fn in (
+        ("conv_bf16", jnp.bfloat16, jax_impl.conv_op),
+        ("conv_patches", jnp.float32, _patches_conv),
+        ("conv_patches_bf16", jnp.bfloat16, _patches_conv),
+    ):
         f = jax.jit(fn)
         xd, wd = jax.device_put(jnp.asarray(x, dtype)), jax.device_put(jnp.asarray(w, dtype))
         f(xd, wd).block_until_ready()

@@ -292,14 +292,14 @@ class Trainer:
         if variant == "pmap":
             stacked = jax.tree.map(lambda a: np.broadcast_to(a, (n, *np.shape(a))), state)
             self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P("batch"))), stacked)
-            self._step = jax.pmap(step, axis_name="batch", in_axes=(0, 0, 0, None), devices=devices,
-                                  donate_argnums=0)  # fmt: skip
+            self._step = jax.pmap(step, axis_name="batch", in_axes=(0, 0, 0, None), devices=devices, donate_argnums=0)
         elif self.scan:  # stacked batches: the step axis first, each batch split over the replicas
             self.data_sharding = NamedSharding(mesh, P(None, "batch"))
             self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P())), state)
             specs = (P(), P(None, "batch"), P(None, "batch"), P())
-            self._step = jax.jit(jax.shard_map(multi, mesh=mesh, in_specs=specs, out_specs=(P(), P())),
-                                 donate_argnums=0)
+            self._step = jax.jit(
+                jax.shard_map(multi, mesh=mesh, in_specs=specs, out_specs=(P(), P())), donate_argnums=0
+            )
         else:
             self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P())), state)
             self._step = jax.jit(
@@ -384,8 +384,9 @@ class Trainer:
         return {"loss": loss / len(x), "accuracy": acc / len(x)}
 
 
-def make_trainer(model: CNN, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7,
-                 seed: int = 0) -> Trainer:  # fmt: skip
+def make_trainer(
+    model: CNN, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
+) -> Trainer:
     """A trainer for `model` over `devices` ('jit' on one device; 'pmap' or 'shard_map' over several).
 
     Raises:
@@ -405,8 +406,13 @@ def prepare_inference(model: CNN, images: np.ndarray, devices) -> Prepared:
     x = jax.device_put(jnp.asarray(images, jnp.float32), devices[0])
     state = jax.device_put(state, devices[0])
     f = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x))
-    return Prepared(lambda: f(state, x), lambda o: tuple(o.shape), lambda o, idx: np.asarray(o)[list(idx)], placement,
-                    lambda: lowered_flops(f, state, x))  # fmt: skip
+    return Prepared(
+        lambda: f(state, x),
+        lambda o: tuple(o.shape),
+        lambda o, idx: np.asarray(o)[list(idx)],
+        placement,
+        lambda: lowered_flops(f, state, x),
+    )
 
 
 def save_weights(model, path) -> None:

@@ -50,8 +50,9 @@ def prepare_conv(
     """
     n = len(devices)
     if variant != "pmap" or variant not in conv_variants(n):  # pmap: this module's own; the others: ops'
-        return prepare_op(partial(_conv, stride=stride, padding=padding), "conv", conv_variants(n), variant, images,
-                          kernels, devices)  # fmt: skip
+        return prepare_op(
+            partial(_conv, stride=stride, padding=padding), "conv", conv_variants(n), variant, images, kernels, devices
+        )
     per = check_divisible(images.shape[0], n)
     # pmap maps over a leading device axis: (n, per, H, W, C); JAX implements it with shard_map. In a
     # multi-process run it computes this process's devices' part and returns only that.

@@ -93,9 +93,12 @@ def _join(device: str, cluster: Cluster) -> list[jax.Device]:
             raise DeviceUnavailable(f"JAX coordinator port {port} is already taken on this host")
     try:
         jax.distributed.initialize(
-            cluster.jax_address(), cluster.num_processes, cluster.process_id,
-            initialization_timeout=timeout, heartbeat_timeout_seconds=timeout,
-        )  # fmt: skip
+            cluster.jax_address(),
+            cluster.num_processes,
+            cluster.process_id,
+            initialization_timeout=timeout,
+            heartbeat_timeout_seconds=timeout,
+        )
     except Exception as e:  # XlaRuntimeError / ValueError / RuntimeError, by cause
         detail = " ".join(str(e).split())[:300]
         raise DeviceUnavailable(
@@ -119,8 +122,11 @@ def _collective_timeout() -> None:
 
 def process_info(devices) -> dict:
     """This process's place among the run's: {'process_id', 'num_processes', 'local_replicas'}."""
-    return {"process_id": jax.process_index(), "num_processes": jax.process_count(),
-            "local_replicas": sum(d.process_index == jax.process_index() for d in devices)}  # fmt: skip
+    return {
+        "process_id": jax.process_index(),
+        "num_processes": jax.process_count(),
+        "local_replicas": sum(d.process_index == jax.process_index() for d in devices),
+    }
 
 
 def describe_devices() -> str:

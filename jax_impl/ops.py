@@ -38,8 +38,17 @@ def rows(out: jax.Array, idx: Sequence[int], per: int = 0, mesh=None) -> np.ndar
                 rows.append(np.asarray(shard.data[(lead - start, *rest)], np.float32))
                 break
     return np.stack(rows)
-def prepare_op(op: Callable, name: str, variants: tuple[str, ...], variant: str, x: np.ndarray, w: np.ndarray,
-               devices: Sequence[jax.Device]) -> Prepared:  # fmt: skip
+
+
+def prepare_op(
+    op: Callable,
+    name: str,
+    variants: tuple[str, ...],
+    variant: str,
+    x: np.ndarray,
+    w: np.ndarray,
+    devices: Sequence[jax.Device],
+) -> Prepared:
     """`op(x, w)` with x's leading axis split across `devices` and w on every one.
 
     'jit' on one device, 'jit+bf16' the same on bfloat16 operands (cast once, beforehand; bfloat16 out, as
@@ -61,5 +70,6 @@ def prepare_op(op: Callable, name: str, variants: tuple[str, ...], variant: str,
     a = put_global(x, NamedSharding(mesh, P("batch")))  # each process places only its own devices' blocks
     b = put_global(w, NamedSharding(mesh, P()))
     f = jax.jit(jax.shard_map(op, mesh=mesh, in_specs=(P("batch"), P()), out_specs=P("batch")))
-    return Prepared(lambda: f(a, b), lambda o: tuple(o.shape), rows, placement,
-                    lambda: lowered_flops(f, a, b, devices=n))  # fmt: skip
+    return Prepared(
+        lambda: f(a, b), lambda o: tuple(o.shape), rows, placement, lambda: lowered_flops(f, a, b, devices=n)
+    )

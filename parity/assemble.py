@@ -54,25 +54,43 @@ def make_row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hel
     """A result row: what ran where, its times, its figures and its verdict, from the worker's result."""
     med = res.get("median_s")
     return Row(
-        workload=kind.name, framework=worker.framework, variant=c.shown, config_env=worker.config_env,
-        device=cfg.device, device_kind=hello["device_kind"], replicas=c.replicas,
+        workload=kind.name,
+        framework=worker.framework,
+        variant=c.shown,
+        config_env=worker.config_env,
+        device=cfg.device,
+        device_kind=hello["device_kind"],
+        replicas=c.replicas,
         processes=hello.get("num_processes", 1),
         # bfloat16 inputs: the float32 --precision setting does not apply, the format is what the row ran in
-        dtype=c.dtype, precision="bfloat16" if c.dtype == "bfloat16" else cfg.precision, tuned=c.tuned,
-        quick=cfg.quick, median_s=med, iqr_s=res.get("iqr_s"), q1_s=res.get("q1_s"), q3_s=res.get("q3_s"),
-        min_s=res.get("min_s"), reps=res.get("reps"),
+        dtype=c.dtype,
+        precision="bfloat16" if c.dtype == "bfloat16" else cfg.precision,
+        tuned=c.tuned,
+        quick=cfg.quick,
+        median_s=med,
+        iqr_s=res.get("iqr_s"),
+        q1_s=res.get("q1_s"),
+        q3_s=res.get("q3_s"),
+        min_s=res.get("min_s"),
+        reps=res.get("reps"),
         # an operation's first call (tracing, compilation, one execution); a training row's first epoch is
         # first_epoch_s instead, never called a compile time
         compile_s=None if kind.epochs else res.get("compile_s"),
-        gflops_per_s=res["flops"] / med / 1e9 if med and res.get("flops") else None, flops=res.get("flops"),
-        flops_unpadded=res.get("flops_unpadded"), flops_formula=" ".join(res.get("flops_formula", "").split()),
-        compiler_flops=res.get("compiler_flops"), compiler_flops_source=res.get("compiler_flops_source"),
-        min_bytes=res.get("min_bytes"), max_abs_err=res.get("max_abs_err"), max_rel_err=res.get("max_rel_err"),
+        gflops_per_s=res["flops"] / med / 1e9 if med and res.get("flops") else None,
+        flops=res.get("flops"),
+        flops_unpadded=res.get("flops_unpadded"),
+        flops_formula=" ".join(res.get("flops_formula", "").split()),
+        compiler_flops=res.get("compiler_flops"),
+        compiler_flops_source=res.get("compiler_flops_source"),
+        min_bytes=res.get("min_bytes"),
+        max_abs_err=res.get("max_abs_err"),
+        max_rel_err=res.get("max_rel_err"),
         # a training row is checked for finite losses and placement; its numbers are judged by the checks
         tolerance=kind.tolerance(cfg.device, cfg.precision, c.dtype),
-        verified=res["invalid"] is None and med is not None, invalid_reason=res["invalid"],
+        verified=res["invalid"] is None and med is not None,
+        invalid_reason=res["invalid"],
         saved=str(save_dir / f"{c.key}.npy"),
-    )  # fmt: skip
+    )
 
 
 def saved_error(a: str, b: str) -> float | None:
@@ -85,8 +103,14 @@ def saved_error(a: str, b: str) -> float | None:
 def cross_check(rows: list[Row], error=saved_error) -> None:
     """Each row's oracle rows against every other framework's, same workload and number format (dtype)."""
     for row in rows:
-        errs = [error(row.saved, other.saved) for other in rows
-                if other.framework != row.framework and other.workload == row.workload
-                and other.dtype == row.dtype and row.verified and other.verified]  # fmt: skip
+        errs = [
+            error(row.saved, other.saved)
+            for other in rows
+            if other.framework != row.framework
+            and other.workload == row.workload
+            and other.dtype == row.dtype
+            and row.verified
+            and other.verified
+        ]
         errs = [e for e in errs if e is not None]
         row.xfw_max_rel_err = max(errs) if errs else None

@@ -58,11 +58,24 @@ def op_case(impl, devices, kind: RowKind, spec, variant: str, device: str, preci
     dtype = variant_dtype(impl, variant)
     inputs, idx, ref = _op_inputs(spec)
     p = kind.prepare(impl)(variant, *inputs, devices, **spec.op_args())
-    verify = output_verifier(p.shape, _saving(p.rows, save), p.placement, spec.output_shape, idx, ref,
-                             kind.tolerance(device, precision, dtype), device,
-                             impl.process_info(devices)["local_replicas"])  # fmt: skip
-    info = {"flops": spec.flops(), "flops_unpadded": spec.flops_unpadded(), "flops_formula": type(spec).flops.__doc__,
-            "min_bytes": spec.min_bytes(2 if dtype == "bfloat16" else None), "cost": p.cost}  # fmt: skip
+    verify = output_verifier(
+        p.shape,
+        _saving(p.rows, save),
+        p.placement,
+        spec.output_shape,
+        idx,
+        ref,
+        kind.tolerance(device, precision, dtype),
+        device,
+        impl.process_info(devices)["local_replicas"],
+    )
+    info = {
+        "flops": spec.flops(),
+        "flops_unpadded": spec.flops_unpadded(),
+        "flops_formula": type(spec).flops.__doc__,
+        "min_bytes": spec.min_bytes(2 if dtype == "bfloat16" else None),
+        "cost": p.cost,
+    }
     return Timer(p.run, impl.block, verify, impl.slowest), info, dict
 
 
@@ -77,8 +90,19 @@ def _cnn_model(impl, s: CnnSpec, weights: str, dropout: bool = True):
     return model
 
 
-def cnn_train_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, device: str, precision: str, save,
-                   data, weights, validate: str = "none"):  # fmt: skip
+def cnn_train_case(
+    impl,
+    devices,
+    kind: RowKind,
+    spec: CnnSpec,
+    variant: str,
+    device: str,
+    precision: str,
+    save,
+    data,
+    weights,
+    validate: str = "none",
+):
     """One epoch per timed call (steps_per_epoch global batches in the notebook's order).
 
     Slicing the epoch's batches out of the uint8 arrays, as the notebook's generator did, is part of
@@ -113,16 +137,26 @@ def cnn_train_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, de
         figures = {"loss": float(steps[-1, 0]), "accuracy": float(steps[-1, 1])}
         if validate == "epoch":
             ev = trainer.evaluate(ds.x_test, ds.y_test)
-            history.append({"epoch": epoch[0], "loss": float(steps[:, 0].mean()),  # the epoch's mean, as Keras's
-                            "accuracy": float(steps[:, 1].mean()), "val_loss": ev["loss"],
-                            "val_accuracy": ev["accuracy"]})  # fmt: skip
+            history.append(
+                {
+                    "epoch": epoch[0],
+                    "loss": float(steps[:, 0].mean()),  # the epoch's mean, as Keras's
+                    "accuracy": float(steps[:, 1].mean()),
+                    "val_loss": ev["loss"],
+                    "val_accuracy": ev["accuracy"],
+                }
+            )
             figures.update(val_loss=ev["loss"], val_accuracy=ev["accuracy"])
         return figures
 
     def finish():
         if validate == "epoch" and history:
-            return {"test_loss": history[-1]["val_loss"], "test_accuracy": history[-1]["val_accuracy"],
-                    "history": history, "epochs_run": epoch[0]}  # fmt: skip
+            return {
+                "test_loss": history[-1]["val_loss"],
+                "test_accuracy": history[-1]["val_accuracy"],
+                "history": history,
+                "epochs_run": epoch[0],
+            }
         if validate == "end":
             ev = trainer.evaluate(ds.x_test, ds.y_test)
             return {"test_loss": ev["loss"], "test_accuracy": ev["accuracy"], "epochs_run": epoch[0]}
@@ -132,25 +166,47 @@ def cnn_train_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, de
         flops, source = trainer.step_cost()
         return (flops * k if flops else None), source
 
-    info = {"flops": s.step_flops() * k, "flops_unpadded": s.step_flops(padded=False) * k,
-            "flops_formula": CnnSpec.step_flops.__doc__,
-            "min_bytes": s.step_min_bytes() * k, "images": k * b, "data": ds.source, "cost": cost}  # fmt: skip
+    info = {
+        "flops": s.step_flops() * k,
+        "flops_unpadded": s.step_flops(padded=False) * k,
+        "flops_formula": CnnSpec.step_flops.__doc__,
+        "min_bytes": s.step_min_bytes() * k,
+        "images": k * b,
+        "data": ds.source,
+        "cost": cost,
+    }
     return Timer(run, impl.block, verify, impl.slowest), info, finish
 
 
-def cnn_infer_case(impl, devices, kind: RowKind, spec: CnnSpec, variant: str, device: str, precision: str, save,
-                   data, weights, **_):  # fmt: skip
+def cnn_infer_case(
+    impl, devices, kind: RowKind, spec: CnnSpec, variant: str, device: str, precision: str, save, data, weights, **_
+):
     """Inference on one global batch of test images, checked against the float64 forward pass."""
     ds = _dataset(data)
     x = ds.x_test[: spec.global_batch].astype(np.float32)
     idx = [0, len(x) - 1]
     ref = oracle.cnn_forward(load_npz(weights), x[idx])["probs"]
     p = impl.prepare_inference(_cnn_model(impl, spec, weights), x, devices)
-    verify = output_verifier(p.shape, _saving(p.rows, save), p.placement, (len(x), 10), idx, ref,
-                             kind.tolerance(device, precision, "float32"), device, len(devices))  # fmt: skip
-    info = {"flops": cnn_forward_flops() * len(x), "flops_unpadded": cnn_forward_flops(padded=False) * len(x),
-            "flops_formula": cnn_forward_flops.__doc__,
-            "min_bytes": spec.infer_min_bytes(len(x)), "images": len(x), "data": ds.source, "cost": p.cost}  # fmt: skip
+    verify = output_verifier(
+        p.shape,
+        _saving(p.rows, save),
+        p.placement,
+        (len(x), 10),
+        idx,
+        ref,
+        kind.tolerance(device, precision, "float32"),
+        device,
+        len(devices),
+    )
+    info = {
+        "flops": cnn_forward_flops() * len(x),
+        "flops_unpadded": cnn_forward_flops(padded=False) * len(x),
+        "flops_formula": cnn_forward_flops.__doc__,
+        "min_bytes": spec.infer_min_bytes(len(x)),
+        "images": len(x),
+        "data": ds.source,
+        "cost": p.cost,
+    }
     return Timer(p.run, impl.block, verify, impl.slowest), info, dict
 
 
@@ -209,11 +265,15 @@ def cnn_parity(impl, devices, req: dict) -> dict:
         out[f"grad/{i:03d}"] = a
     for i, a in enumerate(g.routing):  # how this framework's max pooling broke the batch's ties
         out[f"routing/{i}"] = a
-    variants = [v for v in offered(impl, impl.cnn_variants(len(devices)), req.get("tuned", True))
-                if req.get("bf16", False) or variant_dtype(impl, v) == "float32"]  # bfloat16 where the rows run it
+    variants = [
+        v
+        for v in offered(impl, impl.cnn_variants(len(devices)), req.get("tuned", True))
+        if req.get("bf16", False) or variant_dtype(impl, v) == "float32"
+    ]  # bfloat16 where the rows run it
     for variant in variants:
-        t = impl.make_trainer(_cnn_model(impl, s, w, dropout=False), devices, variant, s.learning_rate,
-                              s.adam_epsilon, s.seed)  # fmt: skip
+        t = impl.make_trainer(
+            _cnn_model(impl, s, w, dropout=False), devices, variant, s.learning_rate, s.adam_epsilon, s.seed
+        )
         out[f"traj/{variant}/loss"] = np.asarray(t.steps(x, y))[:, 0]
         # steps per host dispatch, and how finely the per-step loss is known (fit under steps_per_execution: once
         # per execution, as that execution's mean)

@@ -19,8 +19,15 @@ GRAD_NAMES = [w.name for w in CNN_TRAINABLE]
 
 def _row(check: str, figures: dict[str, float], tol: float, replicas: int | None = None, detail: str = "") -> dict:
     worst = max(figures.values()) if figures else float("nan")
-    return {"check": check, "replicas": replicas, "figures": figures, "max_rel_err": worst, "tolerance": tol,
-            "passed": bool(worst <= tol), "detail": detail}  # fmt: skip
+    return {
+        "check": check,
+        "replicas": replicas,
+        "figures": figures,
+        "max_rel_err": worst,
+        "tolerance": tol,
+        "passed": bool(worst <= tol),
+        "detail": detail,
+    }
 
 
 def forward(saved: dict[str, dict], ref: dict[str, np.ndarray], tol: float) -> list[dict]:
@@ -39,8 +46,15 @@ POOLS = ("pool1", "pool2", "pool3")
 NEAR_TIE_ULPS = 4  # a window's two largest values this close (float32 ulps of the largest) are a near-tie
 
 
-def grads(saved: dict[str, dict], weights: list[np.ndarray], x: np.ndarray, y: np.ndarray, tol: float,
-          loss_tol: float, replicas: int = 1) -> list[dict]:  # fmt: skip
+def grads(
+    saved: dict[str, dict],
+    weights: list[np.ndarray],
+    x: np.ndarray,
+    y: np.ndarray,
+    tol: float,
+    loss_tol: float,
+    replicas: int = 1,
+) -> list[dict]:
     """Loss and every parameter's gradient of one training batch, each framework against the float64
     oracle with that framework's own max-pool routing, and the frameworks against each other.
 
@@ -62,24 +76,29 @@ def grads(saved: dict[str, dict], weights: list[np.ndarray], x: np.ndarray, y: n
     """
     fws = sorted(saved)
     w = [np.asarray(a) for a in weights]
-    refs = {fw: oracle.cnn_loss_and_grads(w, x, y, [saved[fw][f"routing/{k}"] for k in range(len(POOLS))])
-            for fw in fws}  # fmt: skip
+    refs = {
+        fw: oracle.cnn_loss_and_grads(w, x, y, [saved[fw][f"routing/{k}"] for k in range(len(POOLS))]) for fw in fws
+    }
     # the float64 pooling inputs: under any framework's routing they differ only by a near-tie's gap
     pool_inputs = refs[fws[0]][2]["pool_inputs"]
-    pools = [{"layer": name, **oracle.pool_window_stats(a, {fw: saved[fw][f"routing/{k}"] for fw in fws},
-                                                        NEAR_TIE_ULPS)}
-             for k, (name, a) in enumerate(zip(POOLS, pool_inputs, strict=True))]  # fmt: skip
+    pools = [
+        {"layer": name, **oracle.pool_window_stats(a, {fw: saved[fw][f"routing/{k}"] for fw in fws}, NEAR_TIE_ULPS)}
+        for k, (name, a) in enumerate(zip(POOLS, pool_inputs, strict=True))
+    ]
 
     loss_figs = {f"{fw}_vs_f64": abs(float(saved[fw]["loss"]) - refs[fw][0]) / abs(refs[fw][0]) for fw in fws}
     batch = len(np.asarray(y))
-    scales = [max(grad_scale(batch, refs[fw][1][i], refs[fw][2]["terms"][i]) for fw in fws)
-              for i in range(len(GRAD_NAMES))]  # fmt: skip
+    scales = [
+        max(grad_scale(batch, refs[fw][1][i], refs[fw][2]["terms"][i]) for fw in fws) for i in range(len(GRAD_NAMES))
+    ]
 
     def rel(got: np.ndarray, ref: np.ndarray, i: int) -> float:
         return _relative(errors(got, ref)["max_abs_err"], scales[i])
 
-    per = {name: {f"{fw}_vs_f64": rel(saved[fw][f"grad/{i:03d}"], refs[fw][1][i], i) for fw in fws}
-           for i, name in enumerate(GRAD_NAMES)}  # fmt: skip
+    per = {
+        name: {f"{fw}_vs_f64": rel(saved[fw][f"grad/{i:03d}"], refs[fw][1][i], i) for fw in fws}
+        for i, name in enumerate(GRAD_NAMES)
+    }
     if len(fws) == 2:
         a, b = fws  # 'jax', 'tf'
         loss_figs[f"{b}_vs_{a}"] = abs(float(saved[b]["loss"]) - float(saved[a]["loss"])) / abs(float(saved[a]["loss"]))
@@ -93,14 +112,29 @@ def grads(saved: dict[str, dict], weights: list[np.ndarray], x: np.ndarray, y: n
     own = {fw: figs[f"{fw}_vs_f64"] for fw in fws}
     loss_ok = all(loss_figs[f"{fw}_vs_f64"] <= loss_tol for fw in fws)
     return [
-        {"check": "loss (one batch)", "replicas": replicas, "figures": loss_figs,
-         "max_rel_err": max(loss_figs[f"{fw}_vs_f64"] for fw in fws), "tolerance": loss_tol, "passed": loss_ok,
-         "detail": "" if loss_ok else "off float64: " + ", ".join(
-             short(fw) for fw in fws if loss_figs[f"{fw}_vs_f64"] > loss_tol)},
-        {"check": "gradients (every parameter)", "replicas": replicas, "figures": figs,
-         "max_rel_err": max(own.values()), "tolerance": tol, "passed": all(e <= tol for e in own.values()),
-         "detail": _grads_verdict(per, pools, own, figs, tol), "per_parameter": per, "pooling": pools},
-    ]  # fmt: skip
+        {
+            "check": "loss (one batch)",
+            "replicas": replicas,
+            "figures": loss_figs,
+            "max_rel_err": max(loss_figs[f"{fw}_vs_f64"] for fw in fws),
+            "tolerance": loss_tol,
+            "passed": loss_ok,
+            "detail": ""
+            if loss_ok
+            else "off float64: " + ", ".join(short(fw) for fw in fws if loss_figs[f"{fw}_vs_f64"] > loss_tol),
+        },
+        {
+            "check": "gradients (every parameter)",
+            "replicas": replicas,
+            "figures": figs,
+            "max_rel_err": max(own.values()),
+            "tolerance": tol,
+            "passed": all(e <= tol for e in own.values()),
+            "detail": _grads_verdict(per, pools, own, figs, tol),
+            "per_parameter": per,
+            "pooling": pools,
+        },
+    ]
 
 
 def grad_scale(batch: int, ref: np.ndarray, terms: oracle.Terms) -> float:
@@ -132,7 +166,9 @@ def _grads_verdict(per: dict, pools: list[dict], own: dict, figs: dict, tol: flo
         return "; ".join(
             f"{short(fw)} is off float64 with its own max-pool routing: "
             + ", ".join(f"{n} {p[f'{fw}_vs_f64']:.1e}" for n, p in per.items() if p[f"{fw}_vs_f64"] > tol)
-            + " (not explained by pooling ties)" for fw in off)  # fmt: skip
+            + " (not explained by pooling ties)"
+            for fw in off
+        )
     windows = sum(p["windows"] for p in pools)
     ties = sum(p["near_ties"] for p in pools)
     routed = {k: sum(p[k] for p in pools) for k in pools[0] if k.startswith("routed_differently")}
@@ -144,18 +180,33 @@ def _grads_verdict(per: dict, pools: list[dict], own: dict, figs: dict, tol: flo
         return f"against float64 with its own routing: {agree} (worst: {worst}); {ties_said}; {_cancelling(per)}"
     n = sum(routed.values())
     if not n:
-        return (f"TF and JAX differ by {cross:.1e}, within the sum of their own errors against float64 "
-                f"({agree}); {ties_said}, none routed differently")
-    where = ", ".join(f"{p['layer']}: {sum(v for k, v in p.items() if k.startswith('routed'))}" for p in pools
-                      if any(v for k, v in p.items() if k.startswith("routed")))  # fmt: skip
+        return (
+            f"TF and JAX differ by {cross:.1e}, within the sum of their own errors against float64 "
+            f"({agree}); {ties_said}, none routed differently"
+        )
+    where = ", ".join(
+        f"{p['layer']}: {sum(v for k, v in p.items() if k.startswith('routed'))}"
+        for p in pools
+        if any(v for k, v in p.items() if k.startswith("routed"))
+    )
     worst = max(per, key=lambda k: per[k]["tf_vs_jax"])
-    return (f"TF and JAX differ by {cross:.1e} ({worst}) because they route {n:,} of {windows:,} pooling windows "
-            f"differently ({where}; near-ties within {NEAR_TIE_ULPS} float32 ulps: {ties:,}); with its own routing "
-            f"each agrees with float64: {agree}")
+    return (
+        f"TF and JAX differ by {cross:.1e} ({worst}) because they route {n:,} of {windows:,} pooling windows "
+        f"differently ({where}; near-ties within {NEAR_TIE_ULPS} float32 ulps: {ties:,}); with its own routing "
+        f"each agrees with float64: {agree}"
+    )
 
 
-def trajectory(a: dict, b: dict, va: str, vb: str, tols: dict, replicas: int, names: tuple[str, str] = ("tf", "jax"),
-               key: str = "tf_vs_jax") -> list[dict]:  # fmt: skip
+def trajectory(
+    a: dict,
+    b: dict,
+    va: str,
+    vb: str,
+    tols: dict,
+    replicas: int,
+    names: tuple[str, str] = ("tf", "jax"),
+    key: str = "tf_vs_jax",
+) -> list[dict]:
     """The same dropout-free steps from the same weights: per-step loss and final parameters, of variant `va` in
     saved arrays `a` against `vb` in `b` (TF against JAX by default; `names` label them, `key` names the figure)."""
     la, lb = a[f"traj/{va}/loss"], b[f"traj/{vb}/loss"]
@@ -177,8 +228,13 @@ def trajectory(a: dict, b: dict, va: str, vb: str, tols: dict, replicas: int, na
     label = f"{names[0]} {va} vs {names[1]} {vb}, {len(a[f'traj/{va}/loss'])} steps"
     grain = f"; loss as the mean of each {every} steps (one dispatch)" if every > 1 else ""
     return [
-        _row(f"trajectory loss ({label})", {key: loss}, tols["trajectory_loss"], replicas,
-             f"per-step relative, not judged: {per_step:.1e}{grain}"),
+        _row(
+            f"trajectory loss ({label})",
+            {key: loss},
+            tols["trajectory_loss"],
+            replicas,
+            f"per-step relative, not judged: {per_step:.1e}{grain}",
+        ),
         _row(f"trajectory params, rel L2 ({label})", {key: params}, tols["trajectory_params"], replicas),
         _row(f"trajectory BN moving stats ({label})", {key: stats}, tols["trajectory_params"], replicas),
     ]
@@ -209,9 +265,17 @@ def accuracy(rows: list[dict], band: float) -> list[dict]:
         mine = [row for row in rows if row["replicas"] == r and row.get("test_accuracy") is not None]
         if not mine:
             steps = min(row["spec"]["epochs"] * row["spec"]["steps_per_epoch"] for row in rows if row["replicas"] == r)
-            out.append({"check": "test accuracy after training (dropout on)", "replicas": r, "figures": {},
-                        "max_rel_err": None, "tolerance": band, "passed": None,
-                        "detail": f"not evaluated: {steps} steps < {MIN_ACCURACY_STEPS}"})  # fmt: skip
+            out.append(
+                {
+                    "check": "test accuracy after training (dropout on)",
+                    "replicas": r,
+                    "figures": {},
+                    "max_rel_err": None,
+                    "tolerance": band,
+                    "passed": None,
+                    "detail": f"not evaluated: {steps} steps < {MIN_ACCURACY_STEPS}",
+                }
+            )
             continue
         runs: dict[str, list[float]] = {}
         fmt = {}
@@ -224,15 +288,30 @@ def accuracy(rows: list[dict], band: float) -> list[dict]:
         if not (tf and jx):
             continue
         # TF against JAX in every number format, and each mixed-precision variant against its own float32 ones
-        pairs = [(a, b) for a in tf for b in jx] + [(a, b) for a in acc for b in acc if fmt[a][0] == fmt[b][0]
-                                                    and fmt[a][1] == "bfloat16" and fmt[b][1] == "float32"]
+        pairs = [(a, b) for a in tf for b in jx] + [
+            (a, b)
+            for a in acc
+            for b in acc
+            if fmt[a][0] == fmt[b][0] and fmt[a][1] == "bfloat16" and fmt[b][1] == "float32"
+        ]
         gap = max(abs(acc[a] - acc[b]) for a, b in pairs)
         seeds = min(len(v) for v in runs.values())
         steps = min(row["spec"]["epochs"] * row["spec"]["steps_per_epoch"] for row in mine)
         judged = steps >= MIN_ACCURACY_STEPS
         detail = f"gap {gap:.4f}, mean over {seeds} seed(s)" + (
-            "" if judged else f"; not judged: {steps} steps < {MIN_ACCURACY_STEPS}")
-        out.append({"check": "test accuracy after training (dropout on)", "replicas": r, "figures": acc,
-                    "per_seed": runs, "max_abs_gap": gap, "max_rel_err": None, "tolerance": band,
-                    "passed": bool(gap <= band) if judged else None, "detail": detail})  # fmt: skip
+            "" if judged else f"; not judged: {steps} steps < {MIN_ACCURACY_STEPS}"
+        )
+        out.append(
+            {
+                "check": "test accuracy after training (dropout on)",
+                "replicas": r,
+                "figures": acc,
+                "per_seed": runs,
+                "max_abs_gap": gap,
+                "max_rel_err": None,
+                "tolerance": band,
+                "passed": bool(gap <= band) if judged else None,
+                "detail": detail,
+            }
+        )
     return out

@@ -17,8 +17,12 @@ import os
 import socket
 from dataclasses import asdict, dataclass, replace
 
-ENV = {"coordinator": "PARITY_COORDINATOR", "num_processes": "PARITY_NUM_PROCESSES",
-       "process_id": "PARITY_PROCESS_ID", "local_devices": "PARITY_LOCAL_DEVICES"}  # fmt: skip
+ENV = {
+    "coordinator": "PARITY_COORDINATOR",
+    "num_processes": "PARITY_NUM_PROCESSES",
+    "process_id": "PARITY_PROCESS_ID",
+    "local_devices": "PARITY_LOCAL_DEVICES",
+}
 JAX_CONFIGS = 4  # ports B .. B+3: one JAX coordinator per worker configuration
 TF_PORT_OFFSET = JAX_CONFIGS
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
@@ -59,8 +63,10 @@ class Cluster:
         if not 0 <= self.process_id < self.num_processes:
             raise ClusterError(f"process id {self.process_id} is not in 0..{self.num_processes - 1}")
         if port + TF_PORT_OFFSET + self.num_processes > 65535:
-            raise ClusterError(f"coordinator port {port} leaves no room for the {TF_PORT_OFFSET + self.num_processes}"
-                               " ports a run uses from it")  # fmt: skip
+            raise ClusterError(
+                f"coordinator port {port} leaves no room for the {TF_PORT_OFFSET + self.num_processes}"
+                " ports a run uses from it"
+            )
 
     @property
     def auto(self) -> bool:
@@ -89,8 +95,10 @@ class Cluster:
             raise ClusterError("TensorFlow multi-worker with --coordinator auto needs TF_CONFIG in the environment")
         host, port = split_address(self.coordinator)
         if host not in LOCAL_HOSTS:
-            raise ClusterError(f"TensorFlow workers on several hosts need TF_CONFIG naming each one; without it "
-                               f"only a coordinator on this host (127.0.0.1) works, got {host}")  # fmt: skip
+            raise ClusterError(
+                f"TensorFlow workers on several hosts need TF_CONFIG naming each one; without it "
+                f"only a coordinator on this host (127.0.0.1) works, got {host}"
+            )
         base = port + TF_PORT_OFFSET
         workers = [f"{host}:{base + i}" for i in range(self.num_processes)]
         return {"cluster": {"worker": workers}, "task": {"type": "worker", "index": self.process_id}}
@@ -117,8 +125,13 @@ def split_address(address: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def from_settings(coordinator: str | None, num_processes: int | None, process_id: int | None,
-                  local_devices: int | None, timeout_s: float = 120.0) -> Cluster | None:  # fmt: skip
+def from_settings(
+    coordinator: str | None,
+    num_processes: int | None,
+    process_id: int | None,
+    local_devices: int | None,
+    timeout_s: float = 120.0,
+) -> Cluster | None:
     """The cluster from flags, each falling back to its PARITY_* environment variable; None: one process.
 
     Raises:

@@ -42,8 +42,12 @@ def compare(old: dict, new: dict, fail_over: float) -> tuple[list[dict], bool]:
         o = olds.get(key(r))
         if o is None:
             continue
-        line = {"row": r, "old": o.get("median_s") if o["verified"] else None,
-                "new": r.get("median_s") if r["verified"] else None, "ratio": None}  # fmt: skip
+        line = {
+            "row": r,
+            "old": o.get("median_s") if o["verified"] else None,
+            "new": r.get("median_s") if r["verified"] else None,
+            "ratio": None,
+        }
         if o["verified"] and not r["verified"]:
             line["verdict"] = f"REGRESSION: now invalid ({r.get('invalid_reason')})"
         elif not o["verified"]:
@@ -64,13 +68,18 @@ def compare(old: dict, new: dict, fail_over: float) -> tuple[list[dict], bool]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m parity.compare", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap = argparse.ArgumentParser(
+        prog="python -m parity.compare", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("old", type=Path, help="the reference results.json")
     ap.add_argument("new", type=Path, help="the results.json to judge")
-    ap.add_argument("--fail-over", type=threshold, default=0.10, metavar="PCT",
-                    help="slowdown (NEW median / OLD median - 1) that counts as a regression, e.g. 10%% "
-                         "(default: 10%%)")  # fmt: skip
+    ap.add_argument(
+        "--fail-over",
+        type=threshold,
+        default=0.10,
+        metavar="PCT",
+        help="slowdown (NEW median / OLD median - 1) that counts as a regression, e.g. 10%% (default: 10%%)",
+    )
     args = ap.parse_args(argv)
     try:
         old, new = load_results(args.old), load_results(args.new)
@@ -79,20 +88,35 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     lines, bad = compare(old, new, args.fail_over)
     if not lines:
-        print(f"error: no row of {args.new} matches a row of {args.old} (same workload, framework, variant, device "
-              f"kind, replicas, precision, --quick)", file=sys.stderr)  # fmt: skip
+        print(
+            f"error: no row of {args.new} matches a row of {args.old} (same workload, framework, variant, device "
+            f"kind, replicas, precision, --quick)",
+            file=sys.stderr,
+        )
         return 2
-    body = [(ln["row"]["workload"], ln["row"]["framework"], ln["row"]["variant"], str(ln["row"]["replicas"]),
-             time_cell(ln["old"]), time_cell(ln["new"]), "-" if ln["ratio"] is None else f"{ln['ratio']:.3f}",
-             ln["verdict"])
-            for ln in lines]  # fmt: skip
+    body = [
+        (
+            ln["row"]["workload"],
+            ln["row"]["framework"],
+            ln["row"]["variant"],
+            str(ln["row"]["replicas"]),
+            time_cell(ln["old"]),
+            time_cell(ln["new"]),
+            "-" if ln["ratio"] is None else f"{ln['ratio']:.3f}",
+            ln["verdict"],
+        )
+        for ln in lines
+    ]
     print(grid(("workload", "framework", "variant", "replicas", "old", "new", "new/old", "verdict"), body))
     unmatched = len(new["rows"]) - len(lines)
     if unmatched:
         print(f"  * {unmatched} row(s) of {args.new} have no counterpart in {args.old}")
     n_bad = sum(ln["verdict"].startswith("REGRESSION") for ln in lines)
-    print(f"{n_bad} regression(s) beyond {100 * args.fail_over:g}%" if bad else
-          f"no regression beyond {100 * args.fail_over:g}%")  # fmt: skip
+    print(
+        f"{n_bad} regression(s) beyond {100 * args.fail_over:g}%"
+        if bad
+        else f"no regression beyond {100 * args.fail_over:g}%"
+    )
     return 1 if bad else 0
 
 

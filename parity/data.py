@@ -24,7 +24,8 @@ IDX_FILES = {
 }
 HOW_TO = (
     "on a machine with a network, add --data download (TFDS fetches about 30 MB once, into --data-dir or TFDS's "
-    "default ~/tensorflow_datasets); or put the four Fashion-MNIST IDX files (" + ", ".join(IDX_FILES.values())
+    "default ~/tensorflow_datasets); or put the four Fashion-MNIST IDX files ("
+    + ", ".join(IDX_FILES.values())
     + ") in a directory and pass --data-dir DIR"
 )
 
@@ -42,8 +43,14 @@ class Dataset:
     source: str  # 'tfds', 'idx' or 'synthetic'
 
     def save(self, path: Path) -> None:
-        np.savez(path, x_train=self.x_train, y_train=self.y_train, x_test=self.x_test, y_test=self.y_test,
-                 source=np.array(self.source))  # fmt: skip
+        np.savez(
+            path,
+            x_train=self.x_train,
+            y_train=self.y_train,
+            x_test=self.x_test,
+            y_test=self.y_test,
+            source=np.array(self.source),
+        )
 
     @classmethod
     def load(cls, path: Path) -> Dataset:
@@ -73,8 +80,10 @@ def read_idx(path: Path, max_bytes: int = MAX_IDX_BYTES) -> np.ndarray:
             shape = struct.unpack(f">{ndim}I", dims)
             need = math.prod(shape)  # Python integers: no int64 wrap-around to a small number
             if need > max_bytes:
-                raise DataError(f"{path}: header says {shape} = {need} bytes, more than Fashion-MNIST's "
-                                f"{max_bytes}: not this data set")  # fmt: skip
+                raise DataError(
+                    f"{path}: header says {shape} = {need} bytes, more than Fashion-MNIST's "
+                    f"{max_bytes}: not this data set"
+                )
             body = f.read(need + 1)  # one more byte than declared shows a file longer than its header says
     except (OSError, EOFError, gzip.BadGzipFile) as e:
         raise DataError(f"{path}: not a readable gzip file ({type(e).__name__}: {e})") from None
@@ -95,8 +104,13 @@ def load_idx(directory: Path) -> Dataset:
             raise DataError(f"{directory}: the {split} set holds no images")
         if y.max(initial=0) > 9:
             raise DataError(f"{directory}: {split} labels outside 0..9")
-    return Dataset(arrays["x_train"][..., None], arrays["y_train"].astype(np.int32), arrays["x_test"][..., None],
-                   arrays["y_test"].astype(np.int32), "idx")  # fmt: skip
+    return Dataset(
+        arrays["x_train"][..., None],
+        arrays["y_train"].astype(np.int32),
+        arrays["x_test"][..., None],
+        arrays["y_test"].astype(np.int32),
+        "idx",
+    )
 
 
 def load_tfds(data_dir: str | None, download: bool = False) -> Dataset:
@@ -108,8 +122,9 @@ def load_tfds(data_dir: str | None, download: bool = False) -> Dataset:
 
     tf.config.set_visible_devices([], "GPU")  # the data loader must not take an accelerator
     try:
-        splits = tfds.load("fashion_mnist", split=["train", "test"], data_dir=data_dir, download=download,
-                           as_supervised=True)  # fmt: skip
+        splits = tfds.load(
+            "fashion_mnist", split=["train", "test"], data_dir=data_dir, download=download, as_supervised=True
+        )
         (xtr, ytr), (xte, yte) = (_stack(tfds.as_numpy(s.batch(10000))) for s in splits)
     except Exception as e:  # tfds raises assorted types for absent or broken data
         what = "could not be downloaded to" if download else "not found in"
@@ -149,12 +164,14 @@ def reachable(url: str, timeout_s: float = REACH_TIMEOUT_S) -> None:
     t = threading.Thread(target=connect, daemon=True)
     t.start()
     t.join(2 * timeout_s)
-    why = failure[0] if failure else ("no answer within " f"{2 * timeout_s:g} s" if t.is_alive() else None)
+    why = failure[0] if failure else (f"no answer within {2 * timeout_s:g} s" if t.is_alive() else None)
     if why:
         via = f" (the proxy for {u.hostname})" if proxy else ""
-        raise DataError(f"cannot download Fashion-MNIST: {host}:{port}{via} is unreachable ({why}): no network "
-                        f"to it from here. Without one, put the four IDX files ({', '.join(IDX_FILES.values())}) "
-                        f"in a directory and pass --data-dir DIR")  # fmt: skip
+        raise DataError(
+            f"cannot download Fashion-MNIST: {host}:{port}{via} is unreachable ({why}): no network "
+            f"to it from here. Without one, put the four IDX files ({', '.join(IDX_FILES.values())}) "
+            f"in a directory and pass --data-dir DIR"
+        )
 
 
 def _stack(batches) -> tuple[np.ndarray, np.ndarray]:
@@ -200,8 +217,14 @@ def synthetic(train_size: int = 60000, test_size: int = 10000, seed: int = 0) ->
     return Dataset(xtr, ytr, xte, yte, "synthetic")
 
 
-def load(data: str, data_dir: str | None, train_size: int = 60000, test_size: int = 10000,
-         timeout_s: float = 1800.0, progress: bool = True) -> tuple[Dataset, str]:  # fmt: skip
+def load(
+    data: str,
+    data_dir: str | None,
+    train_size: int = 60000,
+    test_size: int = 10000,
+    timeout_s: float = 1800.0,
+    progress: bool = True,
+) -> tuple[Dataset, str]:
     """Resolve --data auto|real|download|synthetic; returns (dataset, a note for the table).
 
     auto: IDX files in data_dir, else TFDS in data_dir (or its default), else synthetic (said so).
@@ -214,8 +237,9 @@ def load(data: str, data_dir: str | None, train_size: int = 60000, test_size: in
     present = [f for f in IDX_FILES.values() if data_dir and (Path(data_dir) / f).exists()]
     if present and len(present) < len(IDX_FILES):  # a partial set is a mistake to report, never a reason to fall back
         missing = [f for f in IDX_FILES.values() if f not in present]
-        raise DataError(f"{data_dir}: has {len(present)} of the 4 Fashion-MNIST IDX files; missing "
-                        f"{', '.join(missing)}")
+        raise DataError(
+            f"{data_dir}: has {len(present)} of the 4 Fashion-MNIST IDX files; missing {', '.join(missing)}"
+        )
     if present:
         return load_idx(Path(data_dir)), f"Fashion-MNIST from IDX files in {data_dir}"
     root = tfds_root(data_dir)
@@ -257,8 +281,12 @@ def download(data_dir: str | None, timeout_s: float, progress: bool) -> Dataset:
     done = False
     try:
         if progress:
-            print(f"downloading Fashion-MNIST through TFDS into {root} (about 30 MB, checksums checked by TFDS; "
-                  f"--timeout {timeout_s:g} s bounds it)", file=sys.stderr, flush=True)  # fmt: skip
+            print(
+                f"downloading Fashion-MNIST through TFDS into {root} (about 30 MB, checksums checked by TFDS; "
+                f"--timeout {timeout_s:g} s bounds it)",
+                file=sys.stderr,
+                flush=True,
+            )
         ds = _child(["--download", str(stage)], timeout_s, progress)
         if not (root / "fashion_mnist").exists():  # another run may have put it there meanwhile: keep theirs
             os.replace(stage / "fashion_mnist", root / "fashion_mnist")
@@ -283,8 +311,12 @@ def _child(args: list[str], timeout_s: float, progress: bool) -> Dataset:
         out = Path(tmp) / "fm.npz"
         error = out.with_suffix(".error")  # the child's one-line reason, apart from what it shows
         env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
-        p = subprocess.Popen([sys.executable, "-m", "parity.data", *args, str(out)], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, env=env)  # fmt: skip
+        p = subprocess.Popen(
+            [sys.executable, "-m", "parity.data", *args, str(out)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
         said: list[bytes] = []
 
         def pump():  # TFDS's progress bars redraw with carriage returns: pass chunks on as they come

@@ -31,10 +31,14 @@ def lock_state(lock: Path, devices: list[Path]) -> tuple[str, str]:
     live = holders([lock, *devices])
     if live:
         pid, cmd = next(iter(live.items()))
-        return "held", (f"the TPU is in use by process {pid} ({cmd[:80]}): wait for it to end or stop it; "
-                        f"{lock} is its lock and must not be removed while it runs")  # fmt: skip
-    return "stale", (f"{lock} is left over from a process that has ended (no live process holds it or a TPU "
-                     f"device); libtpu may refuse the TPU until it is removed: rm {lock}")  # fmt: skip
+        return "held", (
+            f"the TPU is in use by process {pid} ({cmd[:80]}): wait for it to end or stop it; "
+            f"{lock} is its lock and must not be removed while it runs"
+        )
+    return "stale", (
+        f"{lock} is left over from a process that has ended (no live process holds it or a TPU "
+        f"device); libtpu may refuse the TPU until it is removed: rm {lock}"
+    )
 
 
 def check_libtpu_lock() -> None:

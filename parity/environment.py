@@ -65,14 +65,20 @@ def environment(cfg, hello: dict, skipped: list[dict], argv: list[str]) -> dict:
         "min_time_s": cfg.min_time_s,
         "max_reps": cfg.max_reps,
         "warmup": cfg.warmup,
-        "cluster": None if cfg.cluster is None else {"coordinator": cfg.cluster.coordinator,
-                                                     "num_processes": cfg.cluster.num_processes,
-                                                     "local_devices": cfg.cluster.local_devices},  # fmt: skip
+        "cluster": None
+        if cfg.cluster is None
+        else {
+            "coordinator": cfg.cluster.coordinator,
+            "num_processes": cfg.cluster.num_processes,
+            "local_devices": cfg.cluster.local_devices,
+        },
         "git_commit": git_commit(),
         "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ},
         # each worker's own interpreter (--python may give a framework an environment of its own)
-        "frameworks": {fw: {k: h.get(k) for k in ("versions", "device_kind", "devices", "env_flags", "python",
-                                                  "executable")} for fw, h in hello.items()},  # fmt: skip
+        "frameworks": {
+            fw: {k: h.get(k) for k in ("versions", "device_kind", "devices", "env_flags", "python", "executable")}
+            for fw, h in hello.items()
+        },
         "pythons": dict(cfg.pythons),  # --python as given
         "one_owner_at_a_time": cfg.exclusive,
         "skipped": skipped,

@@ -66,14 +66,14 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
     workloads = list(dict.fromkeys(r["workload"] for r in ok))
     if not workloads:
         return False
-    fig, axes = plt.subplots(len(workloads), 1, figsize=(9, 1.2 + 0.45 * len(ok) + 0.6 * len(workloads)),
-                             squeeze=False)  # fmt: skip
+    fig, axes = plt.subplots(len(workloads), 1, figsize=(9, 1.2 + 0.45 * len(ok) + 0.6 * len(workloads)), squeeze=False)
     colors = {"tf": "tab:orange", "jax": "tab:blue"}
     for ax, wl in zip(axes[:, 0], workloads, strict=True):
         rs = [r for r in ok if r["workload"] == wl]
         vals = [_throughput(r) for r in rs]
-        labels = [f"{r['framework']} {r['variant']} x{r['replicas']} ({r.get('device_kind') or r['device']})"
-                  for r in rs]  # fmt: skip
+        labels = [
+            f"{r['framework']} {r['variant']} x{r['replicas']} ({r.get('device_kind') or r['device']})" for r in rs
+        ]
         med = [v[0] for v in vals]
         err = [[max(v[0] - v[1], 0) for v in vals], [max(v[2] - v[0], 0) for v in vals]]
         ax.barh(range(len(rs)), med, xerr=err, color=[colors.get(r["framework"], "tab:gray") for r in rs], capsize=3)
@@ -114,8 +114,15 @@ def history_chart(rows: list[dict], path: Path, title: str = "") -> bool:
         style = styles[seen.setdefault(f"{r['variant']}", len(seen)) % len(styles)]
         epochs = [h["epoch"] for h in r["history"]]
         label = f"{r['framework']} {r['variant']} x{r['replicas']}" + (f" seed {r['seed']}" if r.get("seed") else "")
-        ax.plot(epochs, [h["val_accuracy"] for h in r["history"]], style, marker="o", markersize=3,
-                color=colors.get(r["framework"], "tab:gray"), label=label)  # fmt: skip
+        ax.plot(
+            epochs,
+            [h["val_accuracy"] for h in r["history"]],
+            style,
+            marker="o",
+            markersize=3,
+            color=colors.get(r["framework"], "tab:gray"),
+            label=label,
+        )
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_xlabel("epoch")
     ax.set_ylabel("validation accuracy")
@@ -230,9 +237,14 @@ def _row_problem(r) -> str | None:
         if r.get(k) is not None and (not isinstance(r[k], (int, float)) or isinstance(r[k], bool)):
             return f"{k} is {r[k]!r}, not a number"
     hist = r.get("history")
-    if hist is not None and not (isinstance(hist, list) and all(
-            isinstance(h, dict) and all(isinstance(h.get(k), (int, float)) and not isinstance(h.get(k), bool)
-                                        for k in HISTORY_KEYS) for h in hist)):  # fmt: skip
+    if hist is not None and not (
+        isinstance(hist, list)
+        and all(
+            isinstance(h, dict)
+            and all(isinstance(h.get(k), (int, float)) and not isinstance(h.get(k), bool) for k in HISTORY_KEYS)
+            for h in hist
+        )
+    ):
         return f"history is not a list of epochs with {', '.join(HISTORY_KEYS)}"
     if r["verified"] and not (r["median_s"] is not None and r["median_s"] > 0):
         return f"verified, but its median_s is {r['median_s']!r}, not a time above zero"

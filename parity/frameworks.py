@@ -17,10 +17,13 @@ class Framework:
     distributions: tuple[str, ...]
 
 
-TABLE = {f.key: f for f in (
-    Framework("tf", "TensorFlow", "TF", "tf_impl", ("tensorflow", "tensorflow-cpu", "keras")),
-    Framework("jax", "JAX", "JAX", "jax_impl", ("jax", "jaxlib", "flax", "optax")),
-)}  # fmt: skip
+TABLE = {
+    f.key: f
+    for f in (
+        Framework("tf", "TensorFlow", "TF", "tf_impl", ("tensorflow", "tensorflow-cpu", "keras")),
+        Framework("jax", "JAX", "JAX", "jax_impl", ("jax", "jaxlib", "flax", "optax")),
+    )
+}
 KEYS = tuple(TABLE)  # ('tf', 'jax'): the order workers start and tables list them
 
 

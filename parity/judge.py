@@ -21,7 +21,8 @@ def judge_row(row: Row, peak: roofline.Peak | None) -> None:
     med, iqr = row.median_s, row.iqr_s
     row.noisy = bool(med and iqr is not None and row.reps > 1 and iqr / med > SPREAD_WARN)
     row.compiler_flops_ratio, row.compiler_flops_ratio_unpadded = roofline.compiler_ratios(
-        row.compiler_flops, row.flops, row.flops_unpadded)
+        row.compiler_flops, row.flops, row.flops_unpadded
+    )
 
 
 def drift_note(order: list[str], first: list[Row], again: list[Row]) -> str:
@@ -33,11 +34,13 @@ def drift_note(order: list[str], first: list[Row], again: list[Row]) -> str:
         if r.verified and a and a.verified:
             r.drift = a.median_s / r.median_s - 1
             moved.append((r.drift, f"{r.workload} {r.framework} {r.variant} x{r.replicas}"))
-    text = (f"one owner of the device at a time: {' -> '.join(order)}, then {order[0]} again; its rows' "
-            f"medians moved ")  # fmt: skip
+    text = f"one owner of the device at a time: {' -> '.join(order)}, then {order[0]} again; its rows' medians moved "
     if not moved:
         return text + "(no verified row to compare)"
     lo, hi = min(d for d, _ in moved), max(d for d, _ in moved)
     big = [f"{what} {d:+.1%}" for d, what in moved if abs(d) > DRIFT_NOTED]
-    return (text + f"{lo:+.1%} to {hi:+.1%} between the first and the last measurement (the table shows the first)"
-            + (f"; more than {DRIFT_NOTED:.0%}, compare with care: " + ", ".join(big) if big else ""))
+    return (
+        text
+        + f"{lo:+.1%} to {hi:+.1%} between the first and the last measurement (the table shows the first)"
+        + (f"; more than {DRIFT_NOTED:.0%}, compare with care: " + ", ".join(big) if big else "")
+    )

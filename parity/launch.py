@@ -32,18 +32,35 @@ FINISHED_WITH_FAILURES = {"parity.run": 1}
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="python -m parity.launch", description=__doc__, epilog=EXAMPLES,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap = argparse.ArgumentParser(
+        prog="python -m parity.launch",
+        description=__doc__,
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     ap.add_argument("--processes", type=int, required=True, metavar="P", help="how many processes to start (>= 1)")
-    ap.add_argument("--devices-per-process", type=int, default=1, metavar="D",
-                    help="simulated CPU devices per process for JAX (TensorFlow's multi-worker strategy uses "
-                         "one CPU per worker whatever this says); GPUs and TPUs: every local one (default: 1)")
-    ap.add_argument("--port", type=int, help="coordinator port on 127.0.0.1; the run uses it and the next "
-                                             f"{TF_PORT_OFFSET} + P ports (default: a free one)")
-    ap.add_argument("--timeout", type=float, default=7200.0, metavar="S",
-                    help="stop every process when the run takes longer than S seconds (default: 7200)")
-    ap.add_argument("--module", default="parity.run",
-                    help="the Python module each process runs (default: parity.run)")
+    ap.add_argument(
+        "--devices-per-process",
+        type=int,
+        default=1,
+        metavar="D",
+        help="simulated CPU devices per process for JAX (TensorFlow's multi-worker strategy uses "
+        "one CPU per worker whatever this says); GPUs and TPUs: every local one (default: 1)",
+    )
+    ap.add_argument(
+        "--port",
+        type=int,
+        help="coordinator port on 127.0.0.1; the run uses it and the next "
+        f"{TF_PORT_OFFSET} + P ports (default: a free one)",
+    )
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=7200.0,
+        metavar="S",
+        help="stop every process when the run takes longer than S seconds (default: 7200)",
+    )
+    ap.add_argument("--module", default="parity.run", help="the Python module each process runs (default: parity.run)")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="after --: the arguments of every process")
     return ap
 
@@ -91,19 +108,30 @@ def launch(processes: int, devices: int, port: int | None, timeout_s: float, mod
         print(f"error: coordinator port 127.0.0.1:{port} is already taken", file=sys.stderr)
         return 2
     procs, logs = [], []
-    print(f"launching {processes} x python -m {module} {' '.join(args)} (coordinator 127.0.0.1:{port}, "
-          f"{devices} device(s) per process)", file=sys.stderr, flush=True)  # fmt: skip
+    print(
+        f"launching {processes} x python -m {module} {' '.join(args)} (coordinator 127.0.0.1:{port}, "
+        f"{devices} device(s) per process)",
+        file=sys.stderr,
+        flush=True,
+    )
     start = time.monotonic()
     try:
         for i in range(processes):
             env = dict(os.environ, PYTHONUNBUFFERED="1")
-            env.update({ENV["coordinator"]: f"127.0.0.1:{port}", ENV["num_processes"]: str(processes),
-                        ENV["process_id"]: str(i), ENV["local_devices"]: str(devices)})  # fmt: skip
+            env.update(
+                {
+                    ENV["coordinator"]: f"127.0.0.1:{port}",
+                    ENV["num_processes"]: str(processes),
+                    ENV["process_id"]: str(i),
+                    ENV["local_devices"]: str(devices),
+                }
+            )
             logs.append(None if i == 0 else tempfile.TemporaryFile("w+"))  # process 0 writes to the terminal
             out = {} if i == 0 else {"stdout": logs[i], "stderr": subprocess.STDOUT}
             # own session: a signal to its group reaches the process's framework workers too
-            procs.append(subprocess.Popen([sys.executable, "-m", module, *args], env=env, start_new_session=True,
-                                          **out))  # fmt: skip
+            procs.append(
+                subprocess.Popen([sys.executable, "-m", module, *args], env=env, start_new_session=True, **out)
+            )
         finished = (0, FINISHED_WITH_FAILURES.get(module, 0))
         while True:
             codes = [p.poll() for p in procs]
@@ -112,20 +140,26 @@ def launch(processes: int, devices: int, port: int | None, timeout_s: float, mod
                 i = failed[0]
                 _stop(procs)
                 detail = f":\n{_tail(logs[i])}" if i else " (its output is above)"
-                print(f"error: process {i} of {processes} {_how(codes[i])}; stopped the others{detail}",
-                      file=sys.stderr)  # fmt: skip
+                print(
+                    f"error: process {i} of {processes} {_how(codes[i])}; stopped the others{detail}", file=sys.stderr
+                )
                 return codes[i] if codes[i] > 0 else 1
             if all(c in finished for c in codes):
                 bad = [i for i, c in enumerate(codes) if c]
                 if bad:
-                    print(f"process(es) {', '.join(map(str, bad))} finished with failed checks (exit {codes[bad[0]]})",
-                          file=sys.stderr)  # fmt: skip
+                    print(
+                        f"process(es) {', '.join(map(str, bad))} finished with failed checks (exit {codes[bad[0]]})",
+                        file=sys.stderr,
+                    )
                 return codes[bad[0]] if bad else 0
             if time.monotonic() - start > timeout_s:
                 hung = [i for i, c in enumerate(codes) if c is None]
                 _stop(procs)
-                print(f"error: process(es) {', '.join(map(str, hung))} still running after {timeout_s:.0f} s "
-                      f"(--timeout); stopped all", file=sys.stderr)  # fmt: skip
+                print(
+                    f"error: process(es) {', '.join(map(str, hung))} still running after {timeout_s:.0f} s "
+                    f"(--timeout); stopped all",
+                    file=sys.stderr,
+                )
                 return 124
             time.sleep(0.2)
     except KeyboardInterrupt:

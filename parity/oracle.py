@@ -72,8 +72,9 @@ def _windows(x: np.ndarray) -> np.ndarray:
 def _unwindows(win: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     n, h2, w2, c, _ = win.shape
     out = np.zeros(shape, win.dtype)
-    out[:, : 2 * h2, : 2 * w2] = win.reshape(n, h2, w2, c, 2, 2).transpose(0, 1, 4, 2, 5, 3).reshape(
-        n, 2 * h2, 2 * w2, c)
+    out[:, : 2 * h2, : 2 * w2] = (
+        win.reshape(n, h2, w2, c, 2, 2).transpose(0, 1, 4, 2, 5, 3).reshape(n, 2 * h2, 2 * w2, c)
+    )
     return out
 
 
@@ -235,8 +236,9 @@ class _Block:
         return (dxhat - mean_dxhat - self.xhat * (dxhat * self.xhat).mean(axis=(0, 1, 2))) / self.std
 
 
-def cnn_loss_and_grads(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray,
-                       routing: list[np.ndarray] | None = None) -> tuple[float, list[np.ndarray], dict]:  # fmt: skip
+def cnn_loss_and_grads(
+    weights: list[np.ndarray], x: np.ndarray, y: np.ndarray, routing: list[np.ndarray] | None = None
+) -> tuple[float, list[np.ndarray], dict]:
     """Float64 training-mode loss and gradients of one batch, written out by hand (no framework code).
 
     Training mode as both implementations' loss_and_grads: BatchNorm on the batch's statistics
@@ -282,6 +284,10 @@ def cnn_loss_and_grads(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray,
         dh = b.backward(dh, grads, terms)
     pool_in, used = [b.a for b in blocks], [b.r for b in blocks]
     order = [w.name for w in CNN_TRAINABLE]
-    info = {"pool_inputs": pool_in, "routing": used, "terms": [terms[k] for k in order],
-            "batch_stats": [b.stats for b in blocks]}
+    info = {
+        "pool_inputs": pool_in,
+        "routing": used,
+        "terms": [terms[k] for k in order],
+        "batch_stats": [b.stats for b in blocks],
+    }
     return loss, [grads[k] for k in order], info

@@ -17,8 +17,11 @@ def before_workers(cfg: Config) -> roofline.Peak | None:
         return None
     log(cfg, "measuring the CPU's float32 peak (matrix product) and memory bandwidth (copy)")
     peak = roofline.cpu_peak(n=cfg.matmul_size())
-    log(cfg, f"  computed {gflops(peak.computed_flops)}, measured {gflops(peak.measured_flops)} GFLOP/s; "
-             f"copy {gflops(peak.measured_bandwidth)} GB/s")  # fmt: skip
+    log(
+        cfg,
+        f"  computed {gflops(peak.computed_flops)}, measured {gflops(peak.measured_flops)} GFLOP/s; "
+        f"copy {gflops(peak.measured_bandwidth)} GB/s",
+    )
     return peak
 
 
@@ -31,8 +34,9 @@ def after_round(cfg: Config, peak: roofline.Peak | None) -> roofline.Peak | None
     return peak
 
 
-def with_workers(cfg: Config, peak: roofline.Peak | None, workers: dict[str, Worker], hello: dict
-                 ) -> roofline.Peak | None:  # fmt: skip
+def with_workers(
+    cfg: Config, peak: roofline.Peak | None, workers: dict[str, Worker], hello: dict
+) -> roofline.Peak | None:
     """The peak once workers are up: an accelerator's, from the device kind they report; on a CPU with bfloat16
     hardware, each framework's best bfloat16 matrix product (untimed, before any row), which the bfloat16 peak
     takes where it beats the computed one."""
@@ -46,8 +50,11 @@ def with_workers(cfg: Config, peak: roofline.Peak | None, workers: dict[str, Wor
             n = cfg.matmul_size()
             got = w.ask(cmd="call", fn="bf16_matmul_peak", n=n)
             done[w.framework] = got["flops"]
-            log(cfg, f"  {label(w.framework)}'s bfloat16 {n}x{n} matmul: "
-                     + (f"{gflops(got['flops'])} GFLOP/s" if got["flops"] else got.get("why", "none offered")))
+            log(
+                cfg,
+                f"  {label(w.framework)}'s bfloat16 {n}x{n} matmul: "
+                + (f"{gflops(got['flops'])} GFLOP/s" if got["flops"] else got.get("why", "none offered")),
+            )
     return peak
 
 
@@ -59,5 +66,7 @@ def after_rows(cfg: Config, peak: roofline.Peak | None, rows: list[Row]) -> tupl
     if not (peak and any(r.dtype == "bfloat16" for r in rows)):
         return peak, []
     bf16 = roofline.bf16_peak(cfg.device, next(r.device_kind for r in rows), peak)
-    return peak, [f"bfloat16 rows: % peak over the bf16 peak, {gflops(bf16.flops)} GFLOP/s ({bf16.source}); "
-                  f"their 'err vs other' compares only bfloat16 rows"]  # fmt: skip
+    return peak, [
+        f"bfloat16 rows: % peak over the bf16 peak, {gflops(bf16.flops)} GFLOP/s ({bf16.source}); "
+        f"their 'err vs other' compares only bfloat16 rows"
+    ]

@@ -32,16 +32,35 @@ def merged_rows(docs: list[tuple[str, dict]], article: bool = True) -> list[dict
     out = []
     for name, doc in docs:
         for r in doc["rows"]:
-            out.append({**r, "source": machine(doc), "file": name, "reference": False,
-                        "time": _time_metric(r) if r["verified"] else None})  # fmt: skip
+            out.append(
+                {
+                    **r,
+                    "source": machine(doc),
+                    "file": name,
+                    "reference": False,
+                    "time": _time_metric(r) if r["verified"] else None,
+                }
+            )
     if article:
         for a in ARTICLE_ROWS:
-            out.append({"workload": a["workload"], "framework": "tf (2018)", "variant": "article",
-                        "device": a["device"], "device_kind": a["device_kind"], "replicas": "-", "precision": "-",
-                        "source": f"2018 article: {a['device_kind']}",
-                        "reference": True, "verified": a["invalid_reason"] is None,
-                        "invalid_reason": a["invalid_reason"], "time": a["time_s"], "approx": a.get("approx"),
-                        "median_s": None})  # fmt: skip
+            out.append(
+                {
+                    "workload": a["workload"],
+                    "framework": "tf (2018)",
+                    "variant": "article",
+                    "device": a["device"],
+                    "device_kind": a["device_kind"],
+                    "replicas": "-",
+                    "precision": "-",
+                    "source": f"2018 article: {a['device_kind']}",
+                    "reference": True,
+                    "verified": a["invalid_reason"] is None,
+                    "invalid_reason": a["invalid_reason"],
+                    "time": a["time_s"],
+                    "approx": a.get("approx"),
+                    "median_s": None,
+                }
+            )
     return out
 
 
@@ -51,8 +70,10 @@ def parse_baseline(text: str) -> dict:
     if parts[0] == "article" and len(parts) == 2:
         return {"reference": True, "device": parts[1]}
     if len(parts) not in (3, 4) or not all(parts):
-        raise ResultsError(f"--baseline {text!r}: expected device:framework:variant[:replicas] or article:DEVICE, "
-                           f"e.g. cpu:tf:function or article:cpu")  # fmt: skip
+        raise ResultsError(
+            f"--baseline {text!r}: expected device:framework:variant[:replicas] or article:DEVICE, "
+            f"e.g. cpu:tf:function or article:cpu"
+        )
     f = {"reference": False, "device": parts[0], "framework": parts[1], "variant": parts[2]}
     if len(parts) == 4:
         f["replicas"] = int(parts[3]) if parts[3].isdigit() else parts[3]
@@ -81,17 +102,42 @@ def cross_table(rows: list[dict]) -> str:
     body = []
     for r in rows:
         t = r.get("time")
-        shown = ("-" if t is None else (f"{r['approx']} " if r.get("approx") else "") + time_cell(t))
+        shown = "-" if t is None else (f"{r['approx']} " if r.get("approx") else "") + time_cell(t)
         if r["workload"] == "cnn_train" and t is not None and not r["reference"]:
             shown += " (est.)"
-        body.append((r["workload"], r["source"], r["framework"], r["variant"], str(r["replicas"]),
-                     str(r.get("precision", "-")), shown if r["verified"] else f"INVALID ({shown})",
-                     fmt(r.get("gflops_per_s"), ".1f"), fmt(r.get("pct_peak"), ".1f"),
-                     fmt(r.get("speedup"), ".2f", "-") + ("x" if r.get("speedup") else ""),
-                     "reference" if r["reference"] else "measured",
-                     r.get("invalid_reason") or ""))  # fmt: skip
-    return grid(("workload", "machine", "framework", "variant", "replicas", "precision", "time", "GFLOP/s",
-                  "% peak", "speedup", "kind", "note"), body)  # fmt: skip
+        body.append(
+            (
+                r["workload"],
+                r["source"],
+                r["framework"],
+                r["variant"],
+                str(r["replicas"]),
+                str(r.get("precision", "-")),
+                shown if r["verified"] else f"INVALID ({shown})",
+                fmt(r.get("gflops_per_s"), ".1f"),
+                fmt(r.get("pct_peak"), ".1f"),
+                fmt(r.get("speedup"), ".2f", "-") + ("x" if r.get("speedup") else ""),
+                "reference" if r["reference"] else "measured",
+                r.get("invalid_reason") or "",
+            )
+        )
+    return grid(
+        (
+            "workload",
+            "machine",
+            "framework",
+            "variant",
+            "replicas",
+            "precision",
+            "time",
+            "GFLOP/s",
+            "% peak",
+            "speedup",
+            "kind",
+            "note",
+        ),
+        body,
+    )
 
 
 MERGED_FILES = ("merged.json", "merged.csv", "merged.md", "merged.png")
@@ -103,16 +149,23 @@ def report_main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m parity.report",
         description="Merge results.json files from different machines (a CPU here, a GPU box, a TPU VM) into "
-                    "one table of framework x device, with speedups over a baseline row. Times are per call; "
-                    "cnn_train is compared on 5 notebook epochs (500 steps at batch 1024, extrapolated from "
-                    "measured step times), the article's unit.")  # fmt: skip
+        "one table of framework x device, with speedups over a baseline row. Times are per call; "
+        "cnn_train is compared on 5 notebook epochs (500 steps at batch 1024, extrapolated from "
+        "measured step times), the article's unit.",
+    )
     ap.add_argument("files", nargs="+", type=Path, help="results.json files written by python -m parity.run")
-    ap.add_argument("--baseline", help="the row speedups are relative to, per workload: device:framework:variant"
-                                       "[:replicas] (e.g. cpu:tf:function) or article:DEVICE (e.g. article:cpu); "
-                                       "default: the first measured verified row of each workload")  # fmt: skip
+    ap.add_argument(
+        "--baseline",
+        help="the row speedups are relative to, per workload: device:framework:variant"
+        "[:replicas] (e.g. cpu:tf:function) or article:DEVICE (e.g. article:cpu); "
+        "default: the first measured verified row of each workload",
+    )
     ap.add_argument("--no-article", action="store_true", help="leave out the 2018 article's reference rows")
-    ap.add_argument("--workload", help="only this workload, as parity.run names it (conv, cnn, matmul: every "
-                                       "kind of row it has) or one kind of row (cnn_train, cnn_infer)")
+    ap.add_argument(
+        "--workload",
+        help="only this workload, as parity.run names it (conv, cnn, matmul: every "
+        "kind of row it has) or one kind of row (cnn_train, cnn_infer)",
+    )
     ap.add_argument("--out", type=Path, help="also write merged.json, merged.csv, merged.md and merged.png here")
     args = ap.parse_args(argv)
     try:

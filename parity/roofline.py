@@ -117,8 +117,9 @@ def isa_capped_below_bf16(env) -> str | None:
 # AVX512_BF16 alone: VDPBF16PS does two multiply-adds per float32 lane, twice an FMA's work, at the FMA's
 # throughput (Intel: 2 per cycle on 512-bit ports; Zen 4: 256-bit units, as for its float32 FMAs).
 AMX_BF16_FLOP_PER_CYCLE = 1024
-BF16_SOURCE = ("Intel 64 and IA-32 Optimization Reference Manual, AMX and AVX512_BF16 chapters; uops.info's "
-               "VDPBF16PS throughput")
+BF16_SOURCE = (
+    "Intel 64 and IA-32 Optimization Reference Manual, AMX and AVX512_BF16 chapters; uops.info's VDPBF16PS throughput"
+)
 
 
 def computed_cpu_bf16_peak(info: dict) -> float | None:
@@ -141,16 +142,27 @@ def bf16_peak(device: str, device_kind: str, run_peak: Peak) -> Peak:
         unit = "AMX tiles" if info.get("amx") else "AVX512_BF16 dot products"
         said = [f"computed from {unit} ({BF16_SOURCE})" if bf16 else "no bfloat16 unit reported"]
         # a measurement beyond every clock the computed figure allows would defeat the impossible-throughput guard
-        measured = {fw: f for fw, f in (run_peak.measured_bf16 or {}).items()
-                    if f and (not bf16 or f <= bf16 * CPU_HEADROOM)}
+        measured = {
+            fw: f for fw, f in (run_peak.measured_bf16 or {}).items() if f and (not bf16 or f <= bf16 * CPU_HEADROOM)
+        }
         if measured:
-            said.append("measured: best bfloat16 matmul " + ", ".join(f"{fw} {f / G:.1f}" for fw, f in measured.items())
-                        + " GFLOP/s")  # fmt: skip
+            said.append(
+                "measured: best bfloat16 matmul "
+                + ", ".join(f"{fw} {f / G:.1f}" for fw, f in measured.items())
+                + " GFLOP/s"
+            )
         best = max([f for f in (bf16, *measured.values()) if f], default=None)
         # the run's CPU, whatever a framework calls it ('CPU', 'cpu'): roofline() judges simulated devices together
-        return Peak(run_peak.device_kind, "bf16", best, run_peak.bandwidth, "; ".join(said), computed_flops=bf16,
-                    measured_flops=max([run_peak.measured_flops or 0.0, *measured.values()]) or None,
-                    headroom=CPU_HEADROOM)  # fmt: skip
+        return Peak(
+            run_peak.device_kind,
+            "bf16",
+            best,
+            run_peak.bandwidth,
+            "; ".join(said),
+            computed_flops=bf16,
+            measured_flops=max([run_peak.measured_flops or 0.0, *measured.values()]) or None,
+            headroom=CPU_HEADROOM,
+        )
     for key, flops, bw in ACCELERATORS:
         if key in device_kind.lower() and "bf16" in flops:
             return Peak(device_kind, "bf16", flops["bf16"], bw, f"published dense bf16 peak for {key!r}")
@@ -160,8 +172,11 @@ def bf16_peak(device: str, device_kind: str, run_peak: Peak) -> Peak:
 def with_bf16_matmul_rows(peak: Peak, rows: list[Row]) -> Peak:
     """The CPU peak with the run's verified bfloat16 matmul rows among its bfloat16 measurements (each row's fastest
     call), as NumPy's matmul measures the float32 peak: the best bfloat16 matrix product measured in the run."""
-    rows_said = {f"{r.framework} {r.variant} row": r.flops / r.min_s for r in rows
-                 if r.workload == "matmul" and r.dtype == "bfloat16" and r.verified and r.min_s}
+    rows_said = {
+        f"{r.framework} {r.variant} row": r.flops / r.min_s
+        for r in rows
+        if r.workload == "matmul" and r.dtype == "bfloat16" and r.verified and r.min_s
+    }
     return replace(peak, measured_bf16={**(peak.measured_bf16 or {}), **rows_said}) if rows_said else peak
 
 
@@ -246,10 +261,21 @@ def cpu_peak(measure: bool = True, n: int = 4096) -> Peak:
     if measure:
         measured, bw = measure_cpu(n)
     clock = f"{info['clock_hz'] / 1e9:.2f} GHz" if info["clock_hz"] else "no clock reported"
-    source = (f"computed: {info['cores']} cores x {info['fma_units']} FMA x {info['simd_lanes_fp32']} lanes x 2 x "
-              f"{clock}; measured: best {n}x{n} float32 NumPy matmul and 256 MiB copy")  # fmt: skip
-    return Peak("cpu", "fp32", max(f for f in (measured, computed, 0.0) if f is not None) or None, bw, source,
-                computed, measured, bw, headroom=CPU_HEADROOM)
+    source = (
+        f"computed: {info['cores']} cores x {info['fma_units']} FMA x {info['simd_lanes_fp32']} lanes x 2 x "
+        f"{clock}; measured: best {n}x{n} float32 NumPy matmul and 256 MiB copy"
+    )
+    return Peak(
+        "cpu",
+        "fp32",
+        max(f for f in (measured, computed, 0.0) if f is not None) or None,
+        bw,
+        source,
+        computed,
+        measured,
+        bw,
+        headroom=CPU_HEADROOM,
+    )
 
 
 def remeasured(peak: Peak, n: int = 4096) -> Peak:
@@ -260,8 +286,18 @@ def remeasured(peak: Peak, n: int = 4096) -> Peak:
     b = max(bw, peak.measured_bandwidth or 0.0)
     tag = " (best of measurements before and after each round of workers)"
     source = peak.source if peak.source.endswith(tag) else peak.source + tag
-    return Peak(peak.device_kind, peak.number_format, max(m, peak.computed_flops or 0.0), b, source,
-                peak.computed_flops, m, b, headroom=peak.headroom, measured_bf16=peak.measured_bf16)
+    return Peak(
+        peak.device_kind,
+        peak.number_format,
+        max(m, peak.computed_flops or 0.0),
+        b,
+        source,
+        peak.computed_flops,
+        m,
+        b,
+        headroom=peak.headroom,
+        measured_bf16=peak.measured_bf16,
+    )
 
 
 def device_peak(device: str, device_kind: str, precision: str, measure: bool = True, n: int = 4096) -> Peak:
@@ -289,9 +325,15 @@ def roofline(row: Row, peak: Peak, devices: int) -> dict:
     """
     flops, bytes_, med = row.flops, row.min_bytes, row.median_s
     n = 1 if peak.device_kind == "cpu" else max(devices, 1)
-    out = {"peak_flops": peak.flops * n if peak.flops else None, "peak_format": peak.number_format,
-           "arith_intensity": flops / bytes_ if flops and bytes_ else None, "pct_peak": None, "bound": None,
-           "above_peak": None, "impossible": None}  # fmt: skip
+    out = {
+        "peak_flops": peak.flops * n if peak.flops else None,
+        "peak_format": peak.number_format,
+        "arith_intensity": flops / bytes_ if flops and bytes_ else None,
+        "pct_peak": None,
+        "bound": None,
+        "above_peak": None,
+        "impossible": None,
+    }
     if not (flops and med):
         return out
     # Judged on the arithmetic the hardware cannot skip: kernels (oneDNN's, XLA's) leave out the
@@ -299,12 +341,16 @@ def roofline(row: Row, peak: Peak, devices: int) -> dict:
     achieved = (row.flops_unpadded or flops) / med
     limit = (peak.limit() or 0.0) * n
     if limit and achieved > limit * peak.headroom:
-        out["impossible"] = (f"{achieved / 1e9:.1f} GFLOP/s of necessary arithmetic exceeds the device's peak of "
-                             f"{limit / 1e9:.1f} GFLOP/s{_margin(peak)}: the timed call cannot have done the work")
+        out["impossible"] = (
+            f"{achieved / 1e9:.1f} GFLOP/s of necessary arithmetic exceeds the device's peak of "
+            f"{limit / 1e9:.1f} GFLOP/s{_margin(peak)}: the timed call cannot have done the work"
+        )
     elif limit and achieved > limit:
-        out["above_peak"] = (f"{achieved / 1e9:.1f} GFLOP/s of necessary arithmetic, {achieved / limit:.2f}x the "
-                             f"peak: the peak underestimates this {peak.device_kind} (a clock above the reported "
-                             f"one, or a faster kernel than the measuring one); no % of peak shown")  # fmt: skip
+        out["above_peak"] = (
+            f"{achieved / 1e9:.1f} GFLOP/s of necessary arithmetic, {achieved / limit:.2f}x the "
+            f"peak: the peak underestimates this {peak.device_kind} (a clock above the reported "
+            f"one, or a faster kernel than the measuring one); no % of peak shown"
+        )
     elif out["peak_flops"]:
         out["pct_peak"] = 100 * achieved / out["peak_flops"]
     if out["arith_intensity"] and peak.flops and peak.bandwidth:

@@ -16,8 +16,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
-def _f(default: Any = None, *, required: bool = False, key: bool = False, csv: bool = False,
-       column: str | None = None, factory=None) -> Any:  # fmt: skip
+def _f(
+    default: Any = None,
+    *,
+    required: bool = False,
+    key: bool = False,
+    csv: bool = False,
+    column: str | None = None,
+    factory=None,
+) -> Any:
     """A Row field. required: every results file's row has it (with its declared type); key: part of what
     was measured (rows of two files are the same row when all keys agree); csv: a CSV column; column: its
     heading in the speed table, where one field makes one column."""

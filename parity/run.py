@@ -20,8 +20,11 @@ from parity.schedule import run_suite
 from parity.workerproc import Worker
 from parity.workloads import CNN_FULL, DEVICES, PRECISIONS, WORKLOADS
 
-NOTEBOOK_SCHEDULE = {"global_batch": CNN_FULL.global_batch, "epochs": CNN_FULL.epochs,
-                     "steps_per_epoch": CNN_FULL.steps_per_epoch}  # --schedule notebook
+NOTEBOOK_SCHEDULE = {
+    "global_batch": CNN_FULL.global_batch,
+    "epochs": CNN_FULL.epochs,
+    "steps_per_epoch": CNN_FULL.steps_per_epoch,
+}  # --schedule notebook
 
 EXAMPLES = """examples:
   python -m parity.run --device cpu --quick        # minutes: both frameworks, tiny shapes, every check
@@ -63,8 +66,7 @@ def interpreter(text: str) -> tuple[str, str]:
     """An argparse type: FW=PATH, FW one of the frameworks, PATH an executable file (not run yet)."""
     fw, sep, path = text.partition("=")
     if not sep or fw not in frameworks.KEYS or not path:
-        raise argparse.ArgumentTypeError(f"expected FW=PATH with FW one of {', '.join(frameworks.KEYS)}, "
-                                         f"got {text!r}")  # fmt: skip
+        raise argparse.ArgumentTypeError(f"expected FW=PATH with FW one of {', '.join(frameworks.KEYS)}, got {text!r}")
     p = Path(path).expanduser()
     if not p.is_file() or not os.access(p, os.X_OK):
         raise argparse.ArgumentTypeError(f"{fw}: {path} is not an executable file")
@@ -135,23 +137,39 @@ def parser() -> argparse.ArgumentParser:
     )
     _cnn_flags(ap)
     _timing_flags(ap)
-    ap.add_argument("--configs", choices=("all", "default"),
-                    help="'default': each framework out of the box only; 'all': also the process-wide settings "
-                         "each implementation names for the device (JAX on a CPU: XLA's YNNPACK kernels, rows "
-                         "named '+ynn'), each in a worker of its own (default: all; with --quick: default)")
-    ap.add_argument("--exclusive", action=argparse.BooleanOptionalAction,
-                    help="one owner of the device at a time: each worker runs all its rows alone and releases the "
-                         "device before the next starts, and the first is measured again at the end to show drift "
-                         "(a TPU host takes one owning process: on by default with --device tpu, off elsewhere; on "
-                         "other devices it also makes each worker lock the device, as libtpu does)")
-    ap.add_argument("--python", nargs="+", metavar="FW=PATH", type=interpreter, default=[],
-                    help="the interpreter a framework's workers run in, e.g. --python tf=~/tf-env/bin/python "
-                         "jax=~/jax-env/bin/python, for TF and JAX kept in environments of their own (TPU VMs, "
-                         "preinstalled GPU images); each needs numpy and its framework, and runs this checkout's "
-                         "code (default: this interpreter)")
-    ap.add_argument("--out", type=Path, default=Path("results"),
-                    help="directory for results.json, .csv, .md, the .png chart and, with per-epoch validation, "
-                         "results_history.png (default: results/)")
+    ap.add_argument(
+        "--configs",
+        choices=("all", "default"),
+        help="'default': each framework out of the box only; 'all': also the process-wide settings "
+        "each implementation names for the device (JAX on a CPU: XLA's YNNPACK kernels, rows "
+        "named '+ynn'), each in a worker of its own (default: all; with --quick: default)",
+    )
+    ap.add_argument(
+        "--exclusive",
+        action=argparse.BooleanOptionalAction,
+        help="one owner of the device at a time: each worker runs all its rows alone and releases the "
+        "device before the next starts, and the first is measured again at the end to show drift "
+        "(a TPU host takes one owning process: on by default with --device tpu, off elsewhere; on "
+        "other devices it also makes each worker lock the device, as libtpu does)",
+    )
+    ap.add_argument(
+        "--python",
+        nargs="+",
+        metavar="FW=PATH",
+        type=interpreter,
+        default=[],
+        help="the interpreter a framework's workers run in, e.g. --python tf=~/tf-env/bin/python "
+        "jax=~/jax-env/bin/python, for TF and JAX kept in environments of their own (TPU VMs, "
+        "preinstalled GPU images); each needs numpy and its framework, and runs this checkout's "
+        "code (default: this interpreter)",
+    )
+    ap.add_argument(
+        "--out",
+        type=Path,
+        default=Path("results"),
+        help="directory for results.json, .csv, .md, the .png chart and, with per-epoch validation, "
+        "results_history.png (default: results/)",
+    )
     _multiprocess_flags(ap)
     ap.add_argument("--list-devices", action="store_true", help="show what each framework sees and exit")
     ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -159,36 +177,66 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _cnn_flags(ap: argparse.ArgumentParser) -> None:
-    ap.add_argument("--data", choices=("auto", "real", "download", "synthetic"), default="auto",
-                    help="CNN data: 'auto' uses Fashion-MNIST if found on disk (IDX files or TFDS in --data-dir) "
-                         "and otherwise a learnable synthetic stand-in, said before training and in every row; "
-                         "'real' makes absent data an error; 'download' fetches it through TFDS where absent "
-                         "(needs a network; bounded by --timeout); 'synthetic' always uses the stand-in "
-                         "(default: auto)")
-    ap.add_argument("--data-dir", help="directory with the four Fashion-MNIST IDX .gz files, or a TFDS data_dir "
-                                       "(default: TFDS's, $TFDS_DATA_DIR or ~/tensorflow_datasets)")
-    ap.add_argument("--schedule", choices=("device", "notebook"), default="device",
-                    help="CNN schedule: 'device' is the device's default (GPU, TPU: the notebook's; CPU: shortened, "
-                         "see --epochs), 'notebook' the tensorflow/tpu notebook's 10 epochs x 100 steps at global "
-                         "batch 1024, validated after every epoch (its TPU v2-8 ended at val_accuracy 0.9184). "
-                         "--batch, --epochs and --steps-per-epoch still override it (default: device)")
-    ap.add_argument("--validate", choices=("auto", "epoch", "end", "none"), default="auto",
-                    help="CNN test-set evaluation, never inside a timed epoch: 'epoch' after every epoch (as Keras's "
-                         "fit(validation_data=...); per-epoch history in the results and a second chart), 'end' once "
-                         "after training, 'none' never; 'auto' is 'epoch' for 459 steps or more, where accuracy "
-                         "can be judged, else 'none' (default: auto)")
-    ap.add_argument("--batch", type=positive, dest="global_batch",
-                    help="CNN global batch, split across replicas (notebook: 1024; CPU default: 256)")
-    ap.add_argument("--epochs", type=at_least(2), help="CNN epochs, 2 or more: the first (compilation included) is "
-                                                       "kept apart, the others are timed (notebook: 10; CPU default: "
-                                                       "shortened)")  # fmt: skip
+    ap.add_argument(
+        "--data",
+        choices=("auto", "real", "download", "synthetic"),
+        default="auto",
+        help="CNN data: 'auto' uses Fashion-MNIST if found on disk (IDX files or TFDS in --data-dir) "
+        "and otherwise a learnable synthetic stand-in, said before training and in every row; "
+        "'real' makes absent data an error; 'download' fetches it through TFDS where absent "
+        "(needs a network; bounded by --timeout); 'synthetic' always uses the stand-in "
+        "(default: auto)",
+    )
+    ap.add_argument(
+        "--data-dir",
+        help="directory with the four Fashion-MNIST IDX .gz files, or a TFDS data_dir "
+        "(default: TFDS's, $TFDS_DATA_DIR or ~/tensorflow_datasets)",
+    )
+    ap.add_argument(
+        "--schedule",
+        choices=("device", "notebook"),
+        default="device",
+        help="CNN schedule: 'device' is the device's default (GPU, TPU: the notebook's; CPU: shortened, "
+        "see --epochs), 'notebook' the tensorflow/tpu notebook's 10 epochs x 100 steps at global "
+        "batch 1024, validated after every epoch (its TPU v2-8 ended at val_accuracy 0.9184). "
+        "--batch, --epochs and --steps-per-epoch still override it (default: device)",
+    )
+    ap.add_argument(
+        "--validate",
+        choices=("auto", "epoch", "end", "none"),
+        default="auto",
+        help="CNN test-set evaluation, never inside a timed epoch: 'epoch' after every epoch (as Keras's "
+        "fit(validation_data=...); per-epoch history in the results and a second chart), 'end' once "
+        "after training, 'none' never; 'auto' is 'epoch' for 459 steps or more, where accuracy "
+        "can be judged, else 'none' (default: auto)",
+    )
+    ap.add_argument(
+        "--batch",
+        type=positive,
+        dest="global_batch",
+        help="CNN global batch, split across replicas (notebook: 1024; CPU default: 256)",
+    )
+    ap.add_argument(
+        "--epochs",
+        type=at_least(2),
+        help="CNN epochs, 2 or more: the first (compilation included) is "
+        "kept apart, the others are timed (notebook: 10; CPU default: "
+        "shortened)",
+    )
     ap.add_argument("--steps-per-epoch", type=positive, help="CNN steps per epoch (notebook: 100)")
-    ap.add_argument("--seeds", type=positive, default=1,
-                    help="CNN training runs per variant, each with its own initial weights, dropout and batch "
-                         "order; the accuracy check compares the frameworks' mean (default: 1)")
-    ap.add_argument("--parity-steps", type=positive, default=20,
-                    help="steps of the dropout-free TF-vs-JAX training trajectory check (default: 20)")
-
+    ap.add_argument(
+        "--seeds",
+        type=positive,
+        default=1,
+        help="CNN training runs per variant, each with its own initial weights, dropout and batch "
+        "order; the accuracy check compares the frameworks' mean (default: 1)",
+    )
+    ap.add_argument(
+        "--parity-steps",
+        type=positive,
+        default=20,
+        help="steps of the dropout-free TF-vs-JAX training trajectory check (default: 20)",
+    )
 
 
 def _timing_flags(ap: argparse.ArgumentParser) -> None:
@@ -198,49 +246,76 @@ def _timing_flags(ap: argparse.ArgumentParser) -> None:
         help="same structure at tiny sizes, for smoke tests (conv: seconds; cnn: about 2 minutes on 2 CPU "
         "cores, most of it compilation)",
     )
-    ap.add_argument("--reps", type=positive, default=5,
-                    help="minimum timed repetitions per row; more are added until --min-time (default: 5)")
-    ap.add_argument("--min-time", type=seconds(allow_zero=True), metavar="S",
-                    help="repeat each row until its timed calls add up to S seconds, as pytest-benchmark "
-                         "calibrates (default: 5; --quick: 0.5). CNN training is timed per epoch instead")
+    ap.add_argument(
+        "--reps",
+        type=positive,
+        default=5,
+        help="minimum timed repetitions per row; more are added until --min-time (default: 5)",
+    )
+    ap.add_argument(
+        "--min-time",
+        type=seconds(allow_zero=True),
+        metavar="S",
+        help="repeat each row until its timed calls add up to S seconds, as pytest-benchmark "
+        "calibrates (default: 5; --quick: 0.5). CNN training is timed per epoch instead",
+    )
     ap.add_argument("--max-reps", type=positive, default=200, help="cap on the calibrated repetitions (default: 200)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed calls after the first (default: 1)")
     ap.add_argument(
         "--timeout",
         type=seconds(allow_zero=False),
         default=1800.0,
-        help="seconds any one worker step (and a --data download) may take before the run is stopped "
-        "(default: 1800)",
+        help="seconds any one worker step (and a --data download) may take before the run is stopped (default: 1800)",
     )
 
 
 def _multiprocess_flags(ap: argparse.ArgumentParser) -> None:
     mp = ap.add_argument_group(
-        "multi-process runs (one process of several; docs/multihost.md; parity.launch starts them on one machine)")
-    mp.add_argument("--coordinator", metavar="HOST:PORT",
-                    help="process 0's address: JAX's coordinator listens on PORT (PORT+1.. for tuned configurations), "
-                         "TensorFlow worker i on PORT+4+i unless TF_CONFIG says otherwise; 'auto': JAX finds it "
-                         "(Cloud TPU VMs, Slurm, Open MPI) and TensorFlow reads TF_CONFIG (env: PARITY_COORDINATOR)")
-    mp.add_argument("--num-processes", type=positive, metavar="P",
-                    help="processes in the run (env: PARITY_NUM_PROCESSES)")
-    mp.add_argument("--process-id", type=int, metavar="I",
-                    help="this process, 0..P-1; process 0 prints and writes the results (env: PARITY_PROCESS_ID)")
-    mp.add_argument("--local-devices", type=int, metavar="D",
-                    help="simulated CPU devices per process for JAX (env: PARITY_LOCAL_DEVICES; default 1; GPUs and "
-                         "TPUs: every local one). The run's replicas are every process's devices")
-    mp.add_argument("--join-timeout", type=seconds(allow_zero=False), default=120.0, metavar="S",
-                    help="seconds to wait for the other processes at start-up, and for a peer in a collective "
-                         "(default: 120)")
+        "multi-process runs (one process of several; docs/multihost.md; parity.launch starts them on one machine)"
+    )
+    mp.add_argument(
+        "--coordinator",
+        metavar="HOST:PORT",
+        help="process 0's address: JAX's coordinator listens on PORT (PORT+1.. for tuned configurations), "
+        "TensorFlow worker i on PORT+4+i unless TF_CONFIG says otherwise; 'auto': JAX finds it "
+        "(Cloud TPU VMs, Slurm, Open MPI) and TensorFlow reads TF_CONFIG (env: PARITY_COORDINATOR)",
+    )
+    mp.add_argument(
+        "--num-processes", type=positive, metavar="P", help="processes in the run (env: PARITY_NUM_PROCESSES)"
+    )
+    mp.add_argument(
+        "--process-id",
+        type=int,
+        metavar="I",
+        help="this process, 0..P-1; process 0 prints and writes the results (env: PARITY_PROCESS_ID)",
+    )
+    mp.add_argument(
+        "--local-devices",
+        type=int,
+        metavar="D",
+        help="simulated CPU devices per process for JAX (env: PARITY_LOCAL_DEVICES; default 1; GPUs and "
+        "TPUs: every local one). The run's replicas are every process's devices",
+    )
+    mp.add_argument(
+        "--join-timeout",
+        type=seconds(allow_zero=False),
+        default=120.0,
+        metavar="S",
+        help="seconds to wait for the other processes at start-up, and for a peer in a collective (default: 120)",
+    )
 
 
 def config(args, argv: list[str] = ()) -> Config:
     if args.warmup < 0:
         raise HarnessError(f"--warmup must be >= 0, got {args.warmup}")
-    cluster = from_settings(args.coordinator, args.num_processes, args.process_id, args.local_devices,
-                            args.join_timeout)  # fmt: skip
+    cluster = from_settings(
+        args.coordinator, args.num_processes, args.process_id, args.local_devices, args.join_timeout
+    )
     if cluster is not None and args.replicas:
-        raise HarnessError("--replicas is for one process; a multi-process run uses every process's devices "
-                                   "(--local-devices per process on a CPU)")  # fmt: skip
+        raise HarnessError(
+            "--replicas is for one process; a multi-process run uses every process's devices "
+            "(--local-devices per process on a CPU)"
+        )
     if cluster is not None and args.list_devices:
         raise HarnessError("--list-devices looks at this machine only: run it without --coordinator")
     pythons = dict(args.python)
@@ -372,6 +447,7 @@ def _main(argv: list[str] | None, extra_configs: dict | None) -> int:
     paths = files.write_all(doc, args.out)
     print(f"wrote {', '.join(str(p) for p in paths)}")
     return 0 if ok else 1
+
 
 if __name__ == "__main__":
     sys.exit(main())

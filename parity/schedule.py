@@ -73,8 +73,14 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         _judge_parity(rnd)
         run.peak = peaks.after_round(cfg, run.peak)
     _judge_all(cfg, run)
-    return {"rows": [r.to_dict() for r in run.rows], "checks": run.checks, "hello": run.hello,
-            "skipped": run.skipped, "notes": run.notes, "peak": run.peak.to_dict() if run.peak else None}  # fmt: skip
+    return {
+        "rows": [r.to_dict() for r in run.rows],
+        "checks": run.checks,
+        "hello": run.hello,
+        "skipped": run.skipped,
+        "notes": run.notes,
+        "peak": run.peak.to_dict() if run.peak else None,
+    }
 
 
 def _check_batches(cfg: Config) -> None:
@@ -85,15 +91,16 @@ def _check_batches(cfg: Config) -> None:
             if r and batch % r:
                 fits = [d for d in (1, 2, 4, 8, 16, 32) if batch % d == 0]
                 how = "a --batch that divides, or " if "global_batch" in WORKLOADS[wl].options else ""
-                raise HarnessError(f"{wl}: global batch {batch} does not divide by {r} replicas; choose {how}"
-                                   f"--replicas among {', '.join(map(str, fits))}")  # fmt: skip
+                raise HarnessError(
+                    f"{wl}: global batch {batch} does not divide by {r} replicas; choose {how}"
+                    f"--replicas among {', '.join(map(str, fits))}"
+                )
 
 
 def _interleaved(rnd: Round) -> None:
     """Every framework's workers at once (each tuned configuration a worker of its own), calls interleaved."""
     cfg, run = rnd.cfg, rnd.run
-    log(cfg, f"starting {', '.join(label(f) for f in cfg.frameworks)} workers on {cfg.device} "
-             f"x{rnd.replicas or 'all'}")  # fmt: skip
+    log(cfg, f"starting {', '.join(label(f) for f in cfg.frameworks)} workers on {cfg.device} x{rnd.replicas or 'all'}")
     rnd.workers, rnd.hello, skip = start_workers(cfg, rnd.replicas, rnd.save_dir / "tmp")
     run.skipped.extend(s for s in skip if s not in run.skipped)
     if rnd.workers:
@@ -112,8 +119,11 @@ def _one_owner_at_a_time(rnd: Round) -> None:
     while k < len(owners):
         fw, name, env, offset = owners[k]
         k += 1
-        log(cfg, f"starting the {label(fw)}{'' if name == 'default' else f' ({name})'} worker alone on "
-                 f"{cfg.device} x{rnd.replicas or 'all'} (one owner at a time)")  # fmt: skip
+        log(
+            cfg,
+            f"starting the {label(fw)}{'' if name == 'default' else f' ({name})'} worker alone on "
+            f"{cfg.device} x{rnd.replicas or 'all'} (one owner at a time)",
+        )
         rnd.workers, rnd.hello, skip = start_owner(cfg, rnd.replicas, fw, name, env, offset, rnd.save_dir)
         run.skipped.extend(s for s in skip if s not in run.skipped)
         if not rnd.workers:
@@ -150,8 +160,9 @@ def _rows(rnd: Round, parity: bool = True) -> list[Row]:
                 rows += _run_kind(rnd, wl, kind, k)
         if wl in run.suites and parity:
             first = not any(c["workload"] == wl for c in run.checks)
-            run.suites[wl].parity_collect(cfg, cfg.spec(wl), rnd.workers, rnd.hello, rnd.save_dir, run.ctxs[wl],
-                                          first, log, rnd.replicas)  # fmt: skip
+            run.suites[wl].parity_collect(
+                cfg, cfg.spec(wl), rnd.workers, rnd.hello, rnd.save_dir, run.ctxs[wl], first, log, rnd.replicas
+            )
     return rows
 
 
@@ -170,11 +181,22 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
     for c in todo:  # one at a time: a first call's time is its own
         what = f"first epoch (seed {spec.seed})" if kind.epochs else "compiling"
         log(cfg, f"{kind.name}: {what} {label(workers[c.worker].framework)} {c.shown} x{c.replicas}")
-        resp = workers[c.worker].ask(cmd="prepare", id=c.key, workload=kind.name, variant=c.variant,
-                                     spec=spec.to_dict(), save=str(rnd.save_dir / f"{c.key}.npy"), **extra)  # fmt: skip
+        resp = workers[c.worker].ask(
+            cmd="prepare",
+            id=c.key,
+            workload=kind.name,
+            variant=c.variant,
+            spec=spec.to_dict(),
+            save=str(rnd.save_dir / f"{c.key}.npy"),
+            **extra,
+        )
         first_s[c.key] = resp["compile_s"]
-        log(cfg, f"  INVALID: {resp['invalid']}" if resp["invalid"] else
-                 f"  first call {resp['compile_s']:.3f} s, output verified")  # fmt: skip
+        log(
+            cfg,
+            f"  INVALID: {resp['invalid']}"
+            if resp["invalid"]
+            else f"  first call {resp['compile_s']:.3f} s, output verified",
+        )
     _timed_reps(cfg, kind, spec, todo, workers, first_s)
     for c in todo:  # untimed: every worker at once, each answering in order
         workers[c.worker].send(cmd="result", id=c.key)
@@ -188,8 +210,7 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
     return rows
 
 
-def _timed_reps(cfg: Config, kind: RowKind, spec, todo: list[Case], workers: dict[str, Worker],
-                first_s: dict) -> None:  # fmt: skip
+def _timed_reps(cfg: Config, kind: RowKind, spec, todo: list[Case], workers: dict[str, Worker], first_s: dict) -> None:
     """Warm-up, then the timed repetitions, interleaved across cases with alternating order. A training
     kind's first epoch was its first call; each later epoch is one repetition."""
     last_s = dict(first_s)
@@ -231,8 +252,10 @@ def _judge_parity(rnd: Round) -> None:
     run = rnd.run
     for wl, suite in run.suites.items():
         first = not any(c["workload"] == wl for c in run.checks)
-        run.checks += [{**c, "workload": wl} for c in suite.parity_judge(rnd.cfg, rnd.cfg.spec(wl), rnd.save_dir,
-                                                                           run.ctxs[wl], first, log, rnd.replicas)]
+        run.checks += [
+            {**c, "workload": wl}
+            for c in suite.parity_judge(rnd.cfg, rnd.cfg.spec(wl), rnd.save_dir, run.ctxs[wl], first, log, rnd.replicas)
+        ]
 
 
 def _judge_all(cfg: Config, run: RunState) -> None:
@@ -252,13 +275,17 @@ def _judge_all(cfg: Config, run: RunState) -> None:
 
 def multiprocess_note(cfg: Config) -> str:
     c = cfg.cluster
-    note = (f"multi-process run: {c.num_processes or 'auto'} processes (coordinator {c.coordinator}); each call's "
-            f"time is the slowest process's (agreed after the call, outside the timed interval), each row's output "
-            f"gathered from every process and checked; repetitions fixed at --reps {cfg.reps} (every process must "
-            f"make the same calls)")  # fmt: skip
+    note = (
+        f"multi-process run: {c.num_processes or 'auto'} processes (coordinator {c.coordinator}); each call's "
+        f"time is the slowest process's (agreed after the call, outside the timed interval), each row's output "
+        f"gathered from every process and checked; repetitions fixed at --reps {cfg.reps} (every process must "
+        f"make the same calls)"
+    )
     if cfg.device == "cpu":
-        note += ("; no % of peak: the processes' CPUs may be one machine's or several, and a peak measured "
-                 "while the others start would be wrong")
+        note += (
+            "; no % of peak: the processes' CPUs may be one machine's or several, and a peak measured "
+            "while the others start would be wrong"
+        )
         if "tf" in cfg.frameworks:
             note += "; TensorFlow's MultiWorkerMirroredStrategy gives each worker one CPU replica"
     return note

@@ -25,19 +25,22 @@ class Suite(Protocol):
     def warm(self, cfg: Config, workers: dict, state: Any) -> None:
         """Each round, before anything is timed: one-off set-up in the workers."""
 
-    def case_args(self, spec: Any, seed_offset: int, workers: dict, save_dir: Path, state: Any
-                  ) -> tuple[Any, dict, str]:  # fmt: skip
+    def case_args(
+        self, spec: Any, seed_offset: int, workers: dict, save_dir: Path, state: Any
+    ) -> tuple[Any, dict, str]:
         """Per seed: its spec, the extra fields of its 'prepare' requests, and a tag for its keys."""
 
     def row_extra(self, kind: RowKind, res: dict, spec: Any) -> dict:
         """A row's own figures (parity.rows.Row fields) from the worker's result."""
 
-    def parity_collect(self, cfg: Config, spec: Any, workers: dict, hello: dict, save_dir: Path, state: Any,
-                       first: bool, log, key: int) -> None:  # fmt: skip
+    def parity_collect(
+        self, cfg: Config, spec: Any, workers: dict, hello: dict, save_dir: Path, state: Any, first: bool, log, key: int
+    ) -> None:
         """After a round's rows: the workers' parity arrays (untimed)."""
 
-    def parity_judge(self, cfg: Config, spec: Any, save_dir: Path, state: Any, first: bool, log, key: int
-                     ) -> list[dict]:  # fmt: skip
+    def parity_judge(
+        self, cfg: Config, spec: Any, save_dir: Path, state: Any, first: bool, log, key: int
+    ) -> list[dict]:
         """When a round's workers are gone: its parity checks."""
 
     def summary(self, cfg: Config, rows: list[dict], state: Any) -> tuple[list[dict], list[str]]:

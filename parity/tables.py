@@ -16,8 +16,6 @@ def time_cell(s: float | None) -> str:
     return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.3f} s" if s < 100 else f"{s:.0f} s"
 
 
-
-
 def _first(r: dict) -> float | None:
     """The first call: an operation's compile_s, a training row's first epoch."""
     return r.get("first_epoch_s") if r.get("first_epoch_s") is not None else r.get("compile_s")
@@ -32,10 +30,17 @@ def _iqr(r: dict) -> str:
 def _cells(r: dict) -> list[str]:
     """One row's figures in COLUMNS order from 'median' on; an invalid row shows none."""
     ok = r["verified"]
-    return [time_cell(r["median_s"]) if ok else "INVALID", _iqr(r), time_cell(_first(r)) if ok else "-",
-            fmt(r["gflops_per_s"], ".1f") if ok else "-", fmt(r.get("pct_peak"), ".1f") if ok else "-",
-            (r.get("bound") or "-") if ok else "-", fmt(r.get("images_per_s"), ".1f") if ok else "-",
-            fmt(r["max_rel_err"], ".1e"), fmt(r.get("xfw_max_rel_err"), ".1e")]  # fmt: skip
+    return [
+        time_cell(r["median_s"]) if ok else "INVALID",
+        _iqr(r),
+        time_cell(_first(r)) if ok else "-",
+        fmt(r["gflops_per_s"], ".1f") if ok else "-",
+        fmt(r.get("pct_peak"), ".1f") if ok else "-",
+        (r.get("bound") or "-") if ok else "-",
+        fmt(r.get("images_per_s"), ".1f") if ok else "-",
+        fmt(r["max_rel_err"], ".1e"),
+        fmt(r.get("xfw_max_rel_err"), ".1e"),
+    ]
 
 
 def grid(header, body) -> str:
@@ -55,8 +60,19 @@ def replicas_cell(r: dict) -> str:
 
 def table(rows: list[dict]) -> str:
     """The speed table; an invalid row shows its reason instead of figures."""
-    body = [(r["workload"], r["framework"], r["variant"], r["device"], replicas_cell(r), r["precision"],
-             *_cells(r), "yes" if r["verified"] else f"NO: {r['invalid_reason']}") for r in rows]  # fmt: skip
+    body = [
+        (
+            r["workload"],
+            r["framework"],
+            r["variant"],
+            r["device"],
+            replicas_cell(r),
+            r["precision"],
+            *_cells(r),
+            "yes" if r["verified"] else f"NO: {r['invalid_reason']}",
+        )
+        for r in rows
+    ]
     return grid(COLUMNS, body)
 
 
@@ -67,18 +83,27 @@ def _figure(k: str, v) -> str:
 def checks_table(checks: list[dict]) -> str:
     """The CNN parity checks: figures, tolerance, pass/fail."""
     body = [
-        (c["check"], str(c.get("replicas") or "-"), ", ".join(_figure(k, v) for k, v in c["figures"].items()),
-         f"{c['tolerance']:.2g}", {True: "PASS", False: "FAIL", None: "-"}[c["passed"]], c.get("detail", ""))
+        (
+            c["check"],
+            str(c.get("replicas") or "-"),
+            ", ".join(_figure(k, v) for k, v in c["figures"].items()),
+            f"{c['tolerance']:.2g}",
+            {True: "PASS", False: "FAIL", None: "-"}[c["passed"]],
+            c.get("detail", ""),
+        )
         for c in checks
-    ]  # fmt: skip
+    ]
     return grid(("parity check", "replicas", "figures", "tolerance", "result", "note"), body)
 
 
 def footnotes(doc: dict) -> str:
     env = doc["env"]
-    calls = (f"{env['reps']} calls per row (fixed: a multi-process run)" if env.get("cluster") else
-             f"at least {env['reps']} calls per row, more until {env.get('min_time_s', 0):g} s of timed calls (each "
-             f"row's count is in the JSON)")  # fmt: skip
+    calls = (
+        f"{env['reps']} calls per row (fixed: a multi-process run)"
+        if env.get("cluster")
+        else f"at least {env['reps']} calls per row, more until {env.get('min_time_s', 0):g} s of timed calls (each "
+        f"row's count is in the JSON)"
+    )
     notes = [
         f"median/IQR: steady-state time per call, every call synchronised and its output checked; {calls}, "
         f"frameworks interleaved",
@@ -87,15 +112,20 @@ def footnotes(doc: dict) -> str:
         "err vs other: the same against the other framework's output",
     ]
     if any(r["workload"] == "cnn_train" for r in doc["rows"]):
-        notes.append("cnn_train: median/IQR per epoch after the first; first call = the first epoch (includes "
-                     "compilation); img/s = images per second of a steady-state epoch; err columns: see checks")
+        notes.append(
+            "cnn_train: median/IQR per epoch after the first; first call = the first epoch (includes "
+            "compilation); img/s = images per second of a steady-state epoch; err columns: see checks"
+        )
     five = [r for r in doc["rows"] if r.get("est_5_notebook_epochs_s") is not None]
     if five:
-        notes.append("the article's comparison, 5 notebook epochs (500 steps at global batch 1024), extrapolated from "
-                     "each row's measured step time plus its first-epoch overhead: "
-                     + ", ".join(f"{r['framework']} {r['variant']} x{r['replicas']} "
-                                 f"{r['est_5_notebook_epochs_s']:.0f} s" for r in five)
-                     + " (article: TPU v2-8 ~40 s, K80 GPU over 2 minutes)")  # fmt: skip
+        notes.append(
+            "the article's comparison, 5 notebook epochs (500 steps at global batch 1024), extrapolated from "
+            "each row's measured step time plus its first-epoch overhead: "
+            + ", ".join(
+                f"{r['framework']} {r['variant']} x{r['replicas']} {r['est_5_notebook_epochs_s']:.0f} s" for r in five
+            )
+            + " (article: TPU v2-8 ~40 s, K80 GPU over 2 minutes)"
+        )
     notes += roofline_notes(doc) + best_notes(doc["rows"])
     notes += env.get("notes", [])
     for s in env.get("skipped", []):
@@ -120,11 +150,13 @@ def roofline_notes(doc: dict) -> list[str]:
         figs = [f"measured {m / 1e9:.1f} GFLOP/s" if m else None, f"computed {c / 1e9:.1f} GFLOP/s" if c else None]
         figs = ", ".join(f for f in figs if f) or (f"{peak['flops'] / 1e12:.1f} TFLOP/s" if peak["flops"] else "none")
         bw = f"; memory {peak['bandwidth'] / 1e9:.1f} GB/s" if peak.get("bandwidth") else ""
-        notes.append(f"% peak: the necessary arithmetic per second (FLOPs without SAME padding's zeros) over the "
-                     f"larger {peak['number_format']} peak of the devices used ({peak['device_kind']}: {figs}{bw}; "
-                     f"{peak['source']}); bound: compute or memory, by the row's FLOP per minimum byte against the "
-                     f"peak's ridge point; a row above the peak shows no % and is named below, a row far above "
-                     f"it (x{peak.get('headroom', 1.0):g}) is marked invalid")  # fmt: skip
+        notes.append(
+            f"% peak: the necessary arithmetic per second (FLOPs without SAME padding's zeros) over the "
+            f"larger {peak['number_format']} peak of the devices used ({peak['device_kind']}: {figs}{bw}; "
+            f"{peak['source']}); bound: compute or memory, by the row's FLOP per minimum byte against the "
+            f"peak's ridge point; a row above the peak shows no % and is named below, a row far above "
+            f"it (x{peak.get('headroom', 1.0):g}) is marked invalid"
+        )
     seen: dict[tuple, list[dict]] = {}
     for r in doc["rows"]:
         if r.get("compiler_flops") is not None:
@@ -133,20 +165,31 @@ def roofline_notes(doc: dict) -> list[str]:
         r = rs[0]
         c, f, u = r["compiler_flops"], r["flops"], r.get("flops_unpadded") or r["flops"]
         # a counter may or may not count the padding's zeros: each row is judged against the closer count
-        bad = [x for x in rs if min(abs(q - 1) for q in compiler_ratios(x["compiler_flops"], x.get("flops"),
-                                                                       x.get("flops_unpadded"))) > FLOPS_DISAGREE]
+        bad = [
+            x
+            for x in rs
+            if min(abs(q - 1) for q in compiler_ratios(x["compiler_flops"], x.get("flops"), x.get("flops_unpadded")))
+            > FLOPS_DISAGREE
+        ]
         names = ", ".join(f"{x['variant']} x{x['replicas']}" for x in bad)
         flag = f" DISAGREES by more than 10% in: {names}" if bad else f" ({len(rs)} row(s) counted, all within 10%)"
-        notes.append(f"{wl} FLOPs per call: formula {f / 1e9:.4g} G ({u / 1e9:.4g} G without SAME padding's zeros), "
-                     f"{src} {c / 1e9:.4g} G ({c / f:.3f}x, {c / u:.3f}x){flag}")  # fmt: skip
-    above = [f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {r['above_peak']}"
-             for r in doc["rows"] if r.get("above_peak")]  # fmt: skip
+        notes.append(
+            f"{wl} FLOPs per call: formula {f / 1e9:.4g} G ({u / 1e9:.4g} G without SAME padding's zeros), "
+            f"{src} {c / 1e9:.4g} G ({c / f:.3f}x, {c / u:.3f}x){flag}"
+        )
+    above = [
+        f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {r['above_peak']}"
+        for r in doc["rows"]
+        if r.get("above_peak")
+    ]
     if above:
         notes.append("above the peak, no % shown: " + "; ".join(above))
     noisy = [f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}" for r in doc["rows"] if r.get("noisy")]
     if noisy:
-        notes.append(f"! spread (IQR) above 10% of the median, the figure is not to be trusted to better than "
-                     f"that: {', '.join(noisy)}")  # fmt: skip
+        notes.append(
+            f"! spread (IQR) above 10% of the median, the figure is not to be trusted to better than "
+            f"that: {', '.join(noisy)}"
+        )
     return notes
 
 
@@ -163,8 +206,11 @@ def best_notes(rows: list[dict]) -> list[str]:
     for wl, n, dtype in dict.fromkeys((r["workload"], r["replicas"], r.get("dtype", "float32")) for r in ok):
         parts, best = [], {}
         for fw in dict.fromkeys(r["framework"] for r in ok):
-            mine = [r for r in ok if (r["workload"], r["replicas"], r.get("dtype", "float32"), r["framework"])
-                    == (wl, n, dtype, fw)]  # fmt: skip
+            mine = [
+                r
+                for r in ok
+                if (r["workload"], r["replicas"], r.get("dtype", "float32"), r["framework"]) == (wl, n, dtype, fw)
+            ]
             if not mine:
                 continue
             b = best[fw] = min(mine, key=lambda r: r["median_s"])
@@ -174,8 +220,10 @@ def best_notes(rows: list[dict]) -> list[str]:
             if o is None or o is b:
                 parts.append(said + (" (out of the box)" if o is b else ""))
             else:
-                parts.append(f"{said}, {o['median_s'] / b['median_s']:.2f}x faster than out of the box "
-                             f"{o['variant']} {time_cell(o['median_s'])}")  # fmt: skip
+                parts.append(
+                    f"{said}, {o['median_s'] / b['median_s']:.2f}x faster than out of the box "
+                    f"{o['variant']} {time_cell(o['median_s'])}"
+                )
         if "tf" in best and "jax" in best:
             parts.append(f"best jax / best tf time {best['jax']['median_s'] / best['tf']['median_s']:.2f}")
         notes.append(f"{wl} x{n}{'' if dtype == 'float32' else f' {dtype}'}: " + "; ".join(parts))
@@ -190,14 +238,21 @@ def history_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
         return [], []
     epochs = max(len(r["history"]) for r in hist)
     header = ["training row", *(f"epoch {e + 1}" for e in range(epochs))]
-    body = [[f"{r['framework']} {r['variant']} x{r['replicas']}" + (f" seed {r['seed']}" if r.get("seed") else ""),
-             *(f"{h['val_accuracy']:.4f} ({h['val_loss']:.3f})" for h in r["history"]),
-             *([""] * (epochs - len(r["history"])))] for r in hist]  # fmt: skip
+    body = [
+        [
+            f"{r['framework']} {r['variant']} x{r['replicas']}" + (f" seed {r['seed']}" if r.get("seed") else ""),
+            *(f"{h['val_accuracy']:.4f} ({h['val_loss']:.3f})" for h in r["history"]),
+            *([""] * (epochs - len(r["history"]))),
+        ]
+        for r in hist
+    ]
     return header, body
 
 
-HISTORY_CAPTION = ("Validation accuracy (loss) on the test set after each epoch, outside the timed interval; "
-                   "epoch 1 includes compilation and is not timed.")
+HISTORY_CAPTION = (
+    "Validation accuracy (loss) on the test set after each epoch, outside the timed interval; "
+    "epoch 1 includes compilation and is not timed."
+)
 
 
 def history_table(rows: list[dict]) -> str:
@@ -206,30 +261,58 @@ def history_table(rows: list[dict]) -> str:
 
 
 def _md(header, body) -> str:
-    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-                     + ["| " + " | ".join(b) + " |" for b in body])  # fmt: skip
+    return "\n".join(
+        ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(b) + " |" for b in body]
+    )
 
 
 def markdown(doc: dict) -> str:
     """The speed table, the parity checks and the environment as Markdown (for docs/ and reviews)."""
     env = doc["env"]
-    rows = [(r["workload"], r["framework"], r["variant"], replicas_cell(r), r["precision"], *_cells(r),
-             "yes" if r["verified"] else f"no: {r['invalid_reason']}") for r in doc["rows"]]  # fmt: skip
+    rows = [
+        (
+            r["workload"],
+            r["framework"],
+            r["variant"],
+            replicas_cell(r),
+            r["precision"],
+            *_cells(r),
+            "yes" if r["verified"] else f"no: {r['invalid_reason']}",
+        )
+        for r in doc["rows"]
+    ]
     out = [_md(COLUMNS[:3] + COLUMNS[4:], rows)]
     if doc.get("checks"):
-        out += ["", _md(("parity check", "replicas", "figures", "tolerance", "result", "note"), [
-            (c["check"], str(c.get("replicas") or "-"), ", ".join(_figure(k, v) for k, v in c["figures"].items()),
-             f"{c['tolerance']:.2g}", {True: "PASS", False: "FAIL", None: "not judged"}[c["passed"]],
-             c.get("detail", ""))
-            for c in doc["checks"]])]  # fmt: skip
+        out += [
+            "",
+            _md(
+                ("parity check", "replicas", "figures", "tolerance", "result", "note"),
+                [
+                    (
+                        c["check"],
+                        str(c.get("replicas") or "-"),
+                        ", ".join(_figure(k, v) for k, v in c["figures"].items()),
+                        f"{c['tolerance']:.2g}",
+                        {True: "PASS", False: "FAIL", None: "not judged"}[c["passed"]],
+                        c.get("detail", ""),
+                    )
+                    for c in doc["checks"]
+                ],
+            ),
+        ]
     header, body = history_rows(doc["rows"])
     if body:
         out += ["", HISTORY_CAPTION, "", _md(header, body)]
-    fw = "; ".join(f"{k}: {' '.join(f'{n} {v}' for n, v in f['versions'].items())} ({f['device_kind']})"
-                   for k, f in env["frameworks"].items())  # fmt: skip
-    out += ["", f"Device `{env['device']}`, precision `{env['precision']}`, host {env['host_cpu']} "
-            f"({env['host_cores']} cores), Python {env['python']}, {env['timestamp']}, commit {env['git_commit']}.",
-            f"Frameworks: {fw}."]  # fmt: skip
+    fw = "; ".join(
+        f"{k}: {' '.join(f'{n} {v}' for n, v in f['versions'].items())} ({f['device_kind']})"
+        for k, f in env["frameworks"].items()
+    )
+    out += [
+        "",
+        f"Device `{env['device']}`, precision `{env['precision']}`, host {env['host_cpu']} "
+        f"({env['host_cores']} cores), Python {env['python']}, {env['timestamp']}, commit {env['git_commit']}.",
+        f"Frameworks: {fw}.",
+    ]
     out += [f"Note: {n}" for n in roofline_notes(doc) + best_notes(doc["rows"]) + env.get("notes", [])]
     out += [f"Not run: {s['framework']}: {s['reason']}" for s in env.get("skipped", [])]
     return "\n".join(out) + "\n"

@@ -40,11 +40,16 @@ class Measurement:
     def stats(self) -> dict[str, float | int | None]:
         """median, IQR (and its quartiles), min and count of the steady-state times (None when not verified)."""
         if not self.verified:
-            return {"median_s": None, "iqr_s": None, "q1_s": None, "q3_s": None, "min_s": None,
-                    "reps": len(self.times)}  # fmt: skip
+            return {"median_s": None, "iqr_s": None, "q1_s": None, "q3_s": None, "min_s": None, "reps": len(self.times)}
         q1, med, q3 = (float(q) for q in np.percentile(self.times, [25, 50, 75]))
-        return {"median_s": med, "iqr_s": q3 - q1, "q1_s": q1, "q3_s": q3, "min_s": min(self.times),
-                "reps": len(self.times)}  # fmt: skip
+        return {
+            "median_s": med,
+            "iqr_s": q3 - q1,
+            "q1_s": q1,
+            "q3_s": q3,
+            "min_s": min(self.times),
+            "reps": len(self.times),
+        }
 
 
 class Timer:
@@ -54,8 +59,13 @@ class Timer:
     can interleave `rep()` calls of several Timers (or processes) so drift hits them all.
     """
 
-    def __init__(self, run: Callable[[], Any], block: Callable[[Any], None], verify: Verifier,
-                 agree: Callable[[float], float] = float):  # fmt: skip
+    def __init__(
+        self,
+        run: Callable[[], Any],
+        block: Callable[[Any], None],
+        verify: Verifier,
+        agree: Callable[[float], float] = float,
+    ):
         """agree: the time every process of a multi-process run records for a call (the implementations'
         `slowest`, a small collective made after the timed interval); in one process, the time itself."""
         self.run, self.block, self.verify, self.agree = run, block, verify, agree

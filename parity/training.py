@@ -53,26 +53,35 @@ def prepare(cfg, spec, save_dir: Path) -> tuple[CnnState, list[str]]:
     ds.save(save_dir / "data.npz")
     said = []
     if ds.source == "synthetic" and cfg.data == "auto":  # said when training is about to start (warm)
-        said = ["SYNTHETIC DATA: Fashion-MNIST was not found on disk "
-                f"(looked for IDX files{' in ' + cfg.data_dir if cfg.data_dir else ''} and TFDS's "
-                f"fashion_mnist in {data.tfds_root(cfg.data_dir)}).",
-                "The CNN trains on a learnable stand-in of the same shapes: its speed is the real one, its "
-                "accuracy is not Fashion-MNIST's.",
-                "To train on the real data (a network, about 30 MB, once):",
-                "  " + shlex.join(with_data_download(cfg.command))]  # fmt: skip
+        said = [
+            "SYNTHETIC DATA: Fashion-MNIST was not found on disk "
+            f"(looked for IDX files{' in ' + cfg.data_dir if cfg.data_dir else ''} and TFDS's "
+            f"fashion_mnist in {data.tfds_root(cfg.data_dir)}).",
+            "The CNN trains on a learnable stand-in of the same shapes: its speed is the real one, its "
+            "accuracy is not Fashion-MNIST's.",
+            "To train on the real data (a network, about 30 MB, once):",
+            "  " + shlex.join(with_data_download(cfg.command)),
+        ]
     notes = [f"cnn: {note}"]
     if cfg.device == "cpu" and not cfg.quick and spec.epochs < CNN_FULL.epochs:
-        notes.append(f"cnn: CPU schedule shortened to {spec.epochs} epochs x {spec.steps_per_epoch} steps at global "
-                     f"batch {spec.global_batch} (notebook: {CNN_FULL.epochs} x {CNN_FULL.steps_per_epoch} at "
-                     f"{CNN_FULL.global_batch}); --epochs/--steps-per-epoch/--batch restore it")  # fmt: skip
+        notes.append(
+            f"cnn: CPU schedule shortened to {spec.epochs} epochs x {spec.steps_per_epoch} steps at global "
+            f"batch {spec.global_batch} (notebook: {CNN_FULL.epochs} x {CNN_FULL.steps_per_epoch} at "
+            f"{CNN_FULL.global_batch}); --epochs/--steps-per-epoch/--batch restore it"
+        )
     validate = validation(cfg, spec)
     steps = spec.epochs * spec.steps_per_epoch
-    notes.append({"epoch": f"cnn: validation on the {len(ds.x_test):,} test images after every epoch, outside the "
-                           "timed interval (as Keras's fit(validation_data=...)); per-epoch history in results.json",
-                  "end": f"cnn: evaluated on the {len(ds.x_test):,} test images once, after the last epoch",
-                  "none": f"cnn: not evaluated ({steps} steps < {checks.MIN_ACCURACY_STEPS}: test accuracy would not "
-                          "have settled); --validate epoch evaluates after every epoch"
-                          if cfg.validate == "auto" else "cnn: not evaluated (--validate none)"}[validate])  # fmt: skip
+    notes.append(
+        {
+            "epoch": f"cnn: validation on the {len(ds.x_test):,} test images after every epoch, outside the "
+            "timed interval (as Keras's fit(validation_data=...)); per-epoch history in results.json",
+            "end": f"cnn: evaluated on the {len(ds.x_test):,} test images once, after the last epoch",
+            "none": f"cnn: not evaluated ({steps} steps < {checks.MIN_ACCURACY_STEPS}: test accuracy would not "
+            "have settled); --validate epoch evaluates after every epoch"
+            if cfg.validate == "auto"
+            else "cnn: not evaluated (--validate none)",
+        }[validate]
+    )
     state = CnnState(str(save_dir / "data.npz"), str(save_dir / f"w0-s{spec.seed}.npz"), validate, said)
     return state, notes
 
@@ -124,19 +133,29 @@ def row_extra(kind, res: dict, spec) -> dict:
     """A CNN row's own figures: images per second, the data it ran on, and for training the first epoch
     (kept apart from the timed epochs), the test figures and the article's 5-epoch estimate."""
     med = res.get("median_s")
-    out = {"images_per_s": res["images"] / med if med else None, "data": res.get("data"), "spec": spec.to_dict(),
-           "seed": spec.seed}  # fmt: skip
+    out = {
+        "images_per_s": res["images"] / med if med else None,
+        "data": res.get("data"),
+        "spec": spec.to_dict(),
+        "seed": spec.seed,
+    }
     if kind.epochs:
-        out.update(time_unit="epoch", first_epoch_s=res.get("compile_s"), test_loss=res.get("test_loss"),
-                   test_accuracy=res.get("test_accuracy"), history=res.get("history"))  # fmt: skip
+        out.update(
+            time_unit="epoch",
+            first_epoch_s=res.get("compile_s"),
+            test_loss=res.get("test_loss"),
+            test_accuracy=res.get("test_accuracy"),
+            history=res.get("history"),
+        )
         if med:  # the article's figure: 5 epochs of 100 steps at global batch 1024
             per_step = med / spec.steps_per_epoch * (CNN_FULL.global_batch / spec.global_batch)
             out["est_5_notebook_epochs_s"] = (res["compile_s"] - med) + 5 * CNN_FULL.steps_per_epoch * per_step
     return out
 
 
-def parity_collect(cfg, spec, workers: dict, hello: dict, save_dir: Path, state: CnnState, first: bool, log,
-                   key: int) -> None:  # fmt: skip
+def parity_collect(
+    cfg, spec, workers: dict, hello: dict, save_dir: Path, state: CnnState, first: bool, log, key: int
+) -> None:
     """The parity arrays of this round's out-of-the-box workers that are running: all frameworks at once, or,
     on a device with one owner at a time, each in its turn (parity_judge judges them when all have answered).
 
@@ -159,15 +178,26 @@ def parity_collect(cfg, spec, workers: dict, hello: dict, save_dir: Path, state:
     fws = {}
     for w in own.values():
         if rnd.b % rnd.counts[w.framework]:  # a later owner on another replica count than the first
-            state.traj_skipped = (f"cnn: {w.framework} on {rnd.counts[w.framework]} replicas does not divide "
-                                  f"the parity batch of {rnd.b}: not compared")  # fmt: skip
+            state.traj_skipped = (
+                f"cnn: {w.framework} on {rnd.counts[w.framework]} replicas does not divide "
+                f"the parity batch of {rnd.b}: not compared"
+            )
             continue
         fws[w.framework] = w
     keys = {w.framework: k for k, w in own.items()}
     bf16 = {fw: native_bf16(cfg.device, hello[keys[fw]]["device_kind"], w.env) for fw, w in fws.items()}
-    rnd.files.update(_ask_all(fws, save_dir, f"parity-{{fw}}-r{rnd.n}.npz", {fw: {"bf16": b} for fw, b in
-                                 bf16.items()}, spec=spec.to_dict(), weights=state.weights, tuned=cfg.tuned,
-                                 batches=rnd.batches))  # fmt: skip
+    rnd.files.update(
+        _ask_all(
+            fws,
+            save_dir,
+            f"parity-{{fw}}-r{rnd.n}.npz",
+            {fw: {"bf16": b} for fw, b in bf16.items()},
+            spec=spec.to_dict(),
+            weights=state.weights,
+            tuned=cfg.tuned,
+            batches=rnd.batches,
+        )
+    )
     if first and fws:
         w_fwd = save_dir / "w_fwd.npz"
         if not w_fwd.exists():  # trained (not initial) weights: the first framework's first trajectory
@@ -176,8 +206,17 @@ def parity_collect(cfg, spec, workers: dict, hello: dict, save_dir: Path, state:
             v = _variants(saved)[0]
             save_npz([saved[f"traj/{v}/w{i:03d}"] for i in range(len(checks.WEIGHT_NAMES))], w_fwd)
             np.save(save_dir / "fwd_x.npy", ds.x_test[:16].astype(np.float32))
-        rnd.fwd.update(_ask_all(fws, save_dir, "fwd-{fw}.npz", {}, spec=spec.to_dict(), weights=str(w_fwd),
-                                   forward=str(save_dir / "fwd_x.npy")))  # fmt: skip
+        rnd.fwd.update(
+            _ask_all(
+                fws,
+                save_dir,
+                "fwd-{fw}.npz",
+                {},
+                spec=spec.to_dict(),
+                weights=str(w_fwd),
+                forward=str(save_dir / "fwd_x.npy"),
+            )
+        )
 
 
 def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, key: int) -> list[dict]:
@@ -193,20 +232,35 @@ def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, k
     tols = cnn_tolerances(cfg.device, cfg.precision)
     rows = []
     if first:  # one batch on one device: the same at every replica count; judged against float64
-        rows += checks.grads(saved, load_npz(state.weights), x[0], y[0],
-                             cnn_grad_tolerance(b, cfg.device, cfg.precision),
-                             cnn_loss_tolerance(b, cfg.device, cfg.precision))  # fmt: skip
-    rows += _trajectories(saved, {fw: rnd.counts[fw] for fw in saved}, tols, n, state,
-                          cnn_tolerances(cfg.device, cfg.precision, "bfloat16"))
+        rows += checks.grads(
+            saved,
+            load_npz(state.weights),
+            x[0],
+            y[0],
+            cnn_grad_tolerance(b, cfg.device, cfg.precision),
+            cnn_loss_tolerance(b, cfg.device, cfg.precision),
+        )
+    rows += _trajectories(
+        saved,
+        {fw: rnd.counts[fw] for fw in saved},
+        tols,
+        n,
+        state,
+        cnn_tolerances(cfg.device, cfg.precision, "bfloat16"),
+    )
     if first and rnd.fwd:
         fwd = {fw: dict(np.load(f)) for fw, f in rnd.fwd.items()}
         xf = np.load(save_dir / "fwd_x.npy")
         rows = checks.forward(fwd, cnn_forward(load_npz(save_dir / "w_fwd.npz"), xf), tols["forward"]) + rows
     for r in rows:
         r.setdefault("replicas", n)
-        log(cfg, f"  {'PASS' if r['passed'] else 'FAIL'} {r['check']}: "
-                 + ", ".join(f"{k} {v:.2e}" for k, v in r["figures"].items())
-                 + f" (tolerance {r['tolerance']:.2g})" + (f"; {r['detail']}" if r.get("detail") else ""))  # fmt: skip
+        log(
+            cfg,
+            f"  {'PASS' if r['passed'] else 'FAIL'} {r['check']}: "
+            + ", ".join(f"{k} {v:.2e}" for k, v in r["figures"].items())
+            + f" (tolerance {r['tolerance']:.2g})"
+            + (f"; {r['detail']}" if r.get("detail") else ""),
+        )
     return rows
 
 
@@ -227,18 +281,30 @@ def _variants(saved: dict) -> list[str]:
 def _trajectories(saved: dict, counts: dict, tols: dict, n: int, state: CnnState, bf16_tols: dict) -> list[dict]:
     """Every pair of TF and JAX trainers in the same number format over the same dropout-free steps, and each
     mixed-precision ('+bf16') trainer against its own framework's float32 one (bfloat16's tolerances)."""
-    same = [row for fw in saved for v in _variants(saved[fw]) if _dtype(saved[fw], v) == "bfloat16"
-            for row in checks.trajectory(saved[fw], saved[fw], v, _float32(saved[fw], v), bf16_tols, n, (fw, fw),
-                                         "bf16_vs_f32")]  # fmt: skip
+    same = [
+        row
+        for fw in saved
+        for v in _variants(saved[fw])
+        if _dtype(saved[fw], v) == "bfloat16"
+        for row in checks.trajectory(
+            saved[fw], saved[fw], v, _float32(saved[fw], v), bf16_tols, n, (fw, fw), "bf16_vs_f32"
+        )
+    ]
     if len(saved) < 2:
         return same
     if counts["tf"] != counts["jax"]:  # BatchNorm statistics are per replica: a different split is another model
-        state.traj_skipped = (f"cnn: no TF-vs-JAX trajectory check: TensorFlow trained on {counts['tf']} "
-                              f"replicas, JAX on {counts['jax']} (BatchNorm statistics: per replica)")
+        state.traj_skipped = (
+            f"cnn: no TF-vs-JAX trajectory check: TensorFlow trained on {counts['tf']} "
+            f"replicas, JAX on {counts['jax']} (BatchNorm statistics: per replica)"
+        )
         return same
-    cross = [row for tv, jv in _pairs(saved["tf"], saved["jax"])
-             for row in checks.trajectory(saved["tf"], saved["jax"], tv, jv,
-                                          bf16_tols if _dtype(saved["tf"], tv) == "bfloat16" else tols, n)]
+    cross = [
+        row
+        for tv, jv in _pairs(saved["tf"], saved["jax"])
+        for row in checks.trajectory(
+            saved["tf"], saved["jax"], tv, jv, bf16_tols if _dtype(saved["tf"], tv) == "bfloat16" else tols, n
+        )
+    ]
     return cross + same
 
 
@@ -257,12 +323,14 @@ def _pairs(tf: dict, jx: dict) -> list[tuple[str, str]]:
     """Every pair of single-step variants in the same number format; a multi-step one (several steps per dispatch)
     against the other framework's first, out-of-the-box variant only, so the checks grow by one pair per
     multi-step variant."""
+
     def multi(saved, v):
         return int(saved.get(f"traj/{v}/dispatch", 1)) > 1
 
     tv, jv = _variants(tf), _variants(jx)
-    single = [(t, j) for t in tv for j in jv
-              if not multi(tf, t) and not multi(jx, j) and _dtype(tf, t) == _dtype(jx, j)]
+    single = [
+        (t, j) for t in tv for j in jv if not multi(tf, t) and not multi(jx, j) and _dtype(tf, t) == _dtype(jx, j)
+    ]
     return single + [(t, jv[0]) for t in tv if multi(tf, t)] + [(tv[0], j) for j in jv if multi(jx, j)]
 
 

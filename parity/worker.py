@@ -83,8 +83,13 @@ def serve(args, out) -> None:
 
     lock = os.environ.get("PARITY_DEVICE_LOCK")
     if lock and (holder := _own_device(lock)) is not None:  # before the framework touches the device
-        say({"status": "unavailable", "error": f"the {args.device} device is already in use by process {holder} "
-                                               f"(lock {lock}): one owner at a time"})  # fmt: skip
+        say(
+            {
+                "status": "unavailable",
+                "error": f"the {args.device} device is already in use by process {holder} "
+                f"(lock {lock}): one owner at a time",
+            }
+        )
         return
     try:
         impl = importlib.import_module(frameworks.TABLE[args.framework].module)
@@ -110,11 +115,19 @@ def serve(args, out) -> None:
 def hello(impl, devices, args) -> dict:
     """A ready worker's first words: its devices, its tuned configurations, its versions and settings."""
     bf16 = roofline.native_bf16(args.device, impl.device_kind())  # under this process's ISA settings
-    return {"status": "ready", "tuned_configs": impl.tuned_configs(args.device, bf16), "replicas": len(devices),
-            **impl.process_info(devices), "device_kind": impl.device_kind(), "devices": impl.list_devices(),
-            "versions": versions(args.framework), "python": platform.python_version(), "executable": sys.executable,
-            # what this process really ran with (the harness and setup_devices add settings of their own)
-            "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ}}  # fmt: skip
+    return {
+        "status": "ready",
+        "tuned_configs": impl.tuned_configs(args.device, bf16),
+        "replicas": len(devices),
+        **impl.process_info(devices),
+        "device_kind": impl.device_kind(),
+        "devices": impl.list_devices(),
+        "versions": versions(args.framework),
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        # what this process really ran with (the harness and setup_devices add settings of their own)
+        "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ},
+    }
 
 
 def respond(impl, devices, args, timers: dict, req: dict) -> dict:
@@ -122,8 +135,11 @@ def respond(impl, devices, args, timers: dict, req: dict) -> dict:
     try:
         return _answer(impl, devices, args, timers, req)
     except Exception as e:
-        return {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc(),
-                "bug": isinstance(e, PROGRAMMING_ERRORS)}  # fmt: skip
+        return {
+            "error": f"{type(e).__name__}: {e}",
+            "traceback": traceback.format_exc(),
+            "bug": isinstance(e, PROGRAMMING_ERRORS),
+        }
 
 
 def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
@@ -132,15 +148,26 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
     if cmd == "variants":
         every = row_kind(req["workload"])[1].variants(impl, len(devices))
         chosen = cases.offered(impl, every, req.get("tuned", True))
-        return {"variants": chosen, "dtypes": {v: cases.variant_dtype(impl, v) for v in chosen},
-                "tuned": [v for v in chosen if v in impl.TUNED_VARIANTS]}  # fmt: skip
+        return {
+            "variants": chosen,
+            "dtypes": {v: cases.variant_dtype(impl, v) for v in chosen},
+            "tuned": [v for v in chosen if v in impl.TUNED_VARIANTS],
+        }
     if cmd == "prepare":
         wl, kind = row_kind(req["workload"])
         extra = {k: req[k] for k in ("data", "weights", "validate") if k in req}
         try:
-            timer, info, finish = cases.CASES[kind.case](impl, devices, kind, type(wl.full)(**req["spec"]),
-                                                            req["variant"], args.device, args.precision,
-                                                            req.get("save"), **extra)  # fmt: skip
+            timer, info, finish = cases.CASES[kind.case](
+                impl,
+                devices,
+                kind,
+                type(wl.full)(**req["spec"]),
+                req["variant"],
+                args.device,
+                args.precision,
+                req.get("save"),
+                **extra,
+            )
             timers[req["id"]] = (timer, info, finish)
             compile_s = timer.first()
         except PROGRAMMING_ERRORS:
@@ -181,8 +208,18 @@ def _refused(timers: dict, key: str, e: Exception) -> dict:
     harness's later requests for it get answers (no times, the reason) like any other invalid row."""
     timer = Timer(lambda: None, lambda out: None, lambda out: {})
     timer.m.invalid = f"the framework failed: {type(e).__name__}: {_one_line(e)}"
-    timers[key] = (timer, {"flops": None, "flops_unpadded": None, "flops_formula": "", "min_bytes": None,
-                           "compiler_flops": None, "compiler_flops_source": ""}, dict)  # fmt: skip
+    timers[key] = (
+        timer,
+        {
+            "flops": None,
+            "flops_unpadded": None,
+            "flops_formula": "",
+            "min_bytes": None,
+            "compiler_flops": None,
+            "compiler_flops_source": "",
+        },
+        dict,
+    )
     return {"compile_s": None, "invalid": timer.m.invalid}
 
 

@@ -31,9 +31,20 @@ DEATH_HINTS = (
 class Worker:
     """A `parity.worker` process for one framework on one device set."""
 
-    def __init__(self, framework: str, device: str, replicas: int, precision: str, timeout_s: float,
-                 config: str = "default", config_env: dict | None = None, cluster: Cluster | None = None,
-                 tmp_dir: Path | None = None, python: str | None = None, lock: Path | None = None):  # fmt: skip
+    def __init__(
+        self,
+        framework: str,
+        device: str,
+        replicas: int,
+        precision: str,
+        timeout_s: float,
+        config: str = "default",
+        config_env: dict | None = None,
+        cluster: Cluster | None = None,
+        tmp_dir: Path | None = None,
+        python: str | None = None,
+        lock: Path | None = None,
+    ):
         self.framework, self.timeout_s, self.config = framework, timeout_s, config
         self.python = python or sys.executable
         self.config_env = config_env or {}
@@ -86,8 +97,11 @@ class Worker:
         """The last lines the worker wrote, without C++ stack-trace frames."""
         self.log.flush()
         self.log.seek(0)
-        lines = [ln for ln in self.log.read().splitlines()
-                 if ln.strip() and not ln.lstrip().startswith(("@ ", "*** Check failure"))]  # fmt: skip
+        lines = [
+            ln
+            for ln in self.log.read().splitlines()
+            if ln.strip() and not ln.lstrip().startswith(("@ ", "*** Check failure"))
+        ]
         return "\n".join(lines[-n:])
 
     def recv(self, timeout_s: float | None = None) -> dict:
@@ -96,8 +110,7 @@ class Worker:
         except queue.Empty:
             self.close()
             raise HarnessError(
-                f"{self.label} worker gave no answer in "
-                f"{timeout_s or self.timeout_s:.0f} s; stopped it"
+                f"{self.label} worker gave no answer in {timeout_s or self.timeout_s:.0f} s; stopped it"
             ) from None
         if line is None:
             raise self._died()
@@ -155,26 +168,49 @@ def tuned_configs(cfg: Config, fw: str, hello: dict) -> dict[str, dict]:
     return {**hello.get("tuned_configs", {}), **cfg.extra_configs.get(fw, {})}
 
 
-def start_workers(cfg: Config, replicas: int, tmp_dir: Path | None = None
-                  ) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:  # fmt: skip
+def start_workers(
+    cfg: Config, replicas: int, tmp_dir: Path | None = None
+) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:
     """Start every framework's workers at once (one per tuned configuration too); returns (ready workers,
     their hello, skipped notes), keyed 'tf', 'jax', 'jax+ynn', ...
 
     Raises:
         HarnessError: the device is absent (one line naming what was asked and what was found).
     """
+
     def cluster(k: int):  # multi-process: each configuration's workers meet at a coordinator port of their own
         return cfg.cluster.for_config(k) if cfg.cluster else None
 
-    workers = {fw: Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, cluster=cluster(0), tmp_dir=tmp_dir,
-                          python=cfg.pythons.get(fw)) for fw in cfg.frameworks}  # fmt: skip
+    workers = {
+        fw: Worker(
+            fw,
+            cfg.device,
+            replicas,
+            cfg.precision,
+            cfg.timeout_s,
+            cluster=cluster(0),
+            tmp_dir=tmp_dir,
+            python=cfg.pythons.get(fw),
+        )
+        for fw in cfg.frameworks
+    }
     ready, hello, skipped = await_workers(cfg, workers)
     if cfg.tuned:  # each implementation names its own process-wide settings in its hello
         tuned = {}
         for fw in list(ready):
             for k, (name, env) in enumerate(tuned_configs(cfg, fw, hello[fw]).items(), 1):
-                tuned[f"{fw}+{name}"] = Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, name, env,
-                                               cluster(k), tmp_dir, cfg.pythons.get(fw))  # fmt: skip
+                tuned[f"{fw}+{name}"] = Worker(
+                    fw,
+                    cfg.device,
+                    replicas,
+                    cfg.precision,
+                    cfg.timeout_s,
+                    name,
+                    env,
+                    cluster(k),
+                    tmp_dir,
+                    cfg.pythons.get(fw),
+                )
         try:
             more, more_hello, _ = await_workers(cfg, tuned)
         except BaseException:
@@ -228,11 +264,22 @@ def with_workers(workers: dict[str, Worker], work):
             w.close(kill=stopped)
 
 
-def start_owner(cfg: Config, replicas: int, fw: str, name: str, env: dict, k: int, save_dir: Path
-                 ) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:  # fmt: skip
+def start_owner(
+    cfg: Config, replicas: int, fw: str, name: str, env: dict, k: int, save_dir: Path
+) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:
     """One worker (a framework in one configuration; k: its coordinator port offset), alone on the device."""
     key = fw if name == "default" else f"{fw}+{name}"
-    w = Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, name, env,
-               cfg.cluster.for_config(k) if cfg.cluster else None, save_dir / "tmp", cfg.pythons.get(fw),
-               save_dir / "device.lock")  # fmt: skip
+    w = Worker(
+        fw,
+        cfg.device,
+        replicas,
+        cfg.precision,
+        cfg.timeout_s,
+        name,
+        env,
+        cfg.cluster.for_config(k) if cfg.cluster else None,
+        save_dir / "tmp",
+        cfg.pythons.get(fw),
+        save_dir / "device.lock",
+    )
     return await_workers(cfg, {key: w})

@@ -198,6 +198,7 @@ CNN_FULL = CnnSpec()
 CNN_CPU = CnnSpec(global_batch=256, steps_per_epoch=3, epochs=4)  # 3 timed epochs: a median and an IQR
 CNN_QUICK = CnnSpec(global_batch=64, steps_per_epoch=3, epochs=2, train_size=2048, test_size=512)
 
+
 def cnn_forward_flops(padded: bool = True) -> int:
     """Forward FLOPs of one image: conv and dense multiply-adds x 2 (BatchNorm, ELU, pooling not counted);
     padded=False leaves out the multiply-adds against SAME padding's zeros (31% of conv3's on 7x7 maps)."""
@@ -290,8 +291,13 @@ def _reduced(device: str, precision: str, what: str) -> float:
 # Accuracy: absolute band between the frameworks' test accuracies after training with dropout.
 CNN_TOLERANCES = {"forward": 1e-4, "trajectory_loss": 5e-3, "trajectory_params": 2e-2, "accuracy_band": 0.05}
 # TF32 (GPU) and bfloat16 passes (TPU) at 'default' precision: looser, as for the conv.
-CNN_TOLERANCES_REDUCED = {"forward": 3e-2, "grads": 5e-2, "trajectory_loss": 5e-2, "trajectory_params": 1e-1,
-                          "accuracy_band": 0.05}  # fmt: skip
+CNN_TOLERANCES_REDUCED = {
+    "forward": 3e-2,
+    "grads": 5e-2,
+    "trajectory_loss": 5e-2,
+    "trajectory_params": 1e-1,
+    "accuracy_band": 0.05,
+}
 
 
 def cnn_tolerances(device: str, precision: str, dtype: str = "float32") -> dict[str, float]:
@@ -321,10 +327,11 @@ def bf16_loss_tolerance() -> float:
     return ROUNDING_LAMBDA * BF16_UNIT_ROUNDOFF * math.sqrt(2 * BF16_FORWARD_ROUNDINGS)
 
 
-CNN_TOLERANCES_BF16 = {"trajectory_loss": bf16_loss_tolerance(),
-                       "trajectory_params": 2 * bf16_loss_tolerance(), "accuracy_band": 0.05}  # fmt: skip
-
-
+CNN_TOLERANCES_BF16 = {
+    "trajectory_loss": bf16_loss_tolerance(),
+    "trajectory_params": 2 * bf16_loss_tolerance(),
+    "accuracy_band": 0.05,
+}
 
 
 # Maximum error relative to max |oracle| that still counts as agreement, by (device, precision).
@@ -362,16 +369,38 @@ def tolerance(device: str, precision: str, dtype: str = "float32") -> float:
 ARTICLE_ROWS = (
     {"workload": "conv", "device": "cpu", "device_kind": "Colab CPU (2018)", "time_s": 2.44, "invalid_reason": None},
     {"workload": "conv", "device": "gpu", "device_kind": "Tesla K80", "time_s": 0.280, "invalid_reason": None},
-    {"workload": "conv", "device": "tpu", "device_kind": "TPU v2-8, unchanged code", "time_s": 2.47,
-     "invalid_reason": "no TPU code path: it ran on the host CPU"},
-    {"workload": "conv", "device": "tpu", "device_kind": "TPU v2-8, batch_parallel", "time_s": 1.22e-3,
-     "invalid_reason": "measured nothing: conv_op returned no output, so the conv was pruned (80.5 GFLOP in "
-                       "1.22 ms would be 66 TFLOP/s)"},
-    {"workload": "cnn_train", "device": "tpu", "device_kind": "TPU v2-8", "time_s": 40.0, "invalid_reason": None,
-     "approx": "about"},
-    {"workload": "cnn_train", "device": "gpu", "device_kind": "Tesla K80", "time_s": 120.0, "invalid_reason": None,
-     "approx": "over"},
-)  # fmt: skip
+    {
+        "workload": "conv",
+        "device": "tpu",
+        "device_kind": "TPU v2-8, unchanged code",
+        "time_s": 2.47,
+        "invalid_reason": "no TPU code path: it ran on the host CPU",
+    },
+    {
+        "workload": "conv",
+        "device": "tpu",
+        "device_kind": "TPU v2-8, batch_parallel",
+        "time_s": 1.22e-3,
+        "invalid_reason": "measured nothing: conv_op returned no output, so the conv was pruned (80.5 GFLOP in "
+        "1.22 ms would be 66 TFLOP/s)",
+    },
+    {
+        "workload": "cnn_train",
+        "device": "tpu",
+        "device_kind": "TPU v2-8",
+        "time_s": 40.0,
+        "invalid_reason": None,
+        "approx": "about",
+    },
+    {
+        "workload": "cnn_train",
+        "device": "gpu",
+        "device_kind": "Tesla K80",
+        "time_s": 120.0,
+        "invalid_reason": None,
+        "approx": "over",
+    },
+)
 
 
 # The registry: every workload once, with its specs and the kinds of row it produces.
@@ -456,16 +485,36 @@ def _prepare_matmul(impl) -> Callable:
     return impl.prepare_matmul
 
 
-WORKLOADS = {w.name: w for w in (
-    Workload("conv", CONV_FULL, CONV_FULL, CONV_QUICK,
-             (RowKind("conv", "op", _conv_variants, tolerance, prepare=_prepare_conv),)),
-    Workload("cnn", CNN_FULL, CNN_CPU, CNN_QUICK,
-             (RowKind("cnn_train", "cnn_train", _cnn_variants, judged_by_checks, epochs=True, seeded=True),
-              RowKind("cnn_infer", "cnn_infer", _infer_variants, cnn_forward_tolerance)),
-             options=("global_batch", "epochs", "steps_per_epoch")),
-    Workload("matmul", MATMUL_FULL, MATMUL_FULL, MATMUL_QUICK,
-             (RowKind("matmul", "op", _matmul_variants, matmul_tolerance, prepare=_prepare_matmul),)),
-)}  # fmt: skip
+WORKLOADS = {
+    w.name: w
+    for w in (
+        Workload(
+            "conv",
+            CONV_FULL,
+            CONV_FULL,
+            CONV_QUICK,
+            (RowKind("conv", "op", _conv_variants, tolerance, prepare=_prepare_conv),),
+        ),
+        Workload(
+            "cnn",
+            CNN_FULL,
+            CNN_CPU,
+            CNN_QUICK,
+            (
+                RowKind("cnn_train", "cnn_train", _cnn_variants, judged_by_checks, epochs=True, seeded=True),
+                RowKind("cnn_infer", "cnn_infer", _infer_variants, cnn_forward_tolerance),
+            ),
+            options=("global_batch", "epochs", "steps_per_epoch"),
+        ),
+        Workload(
+            "matmul",
+            MATMUL_FULL,
+            MATMUL_FULL,
+            MATMUL_QUICK,
+            (RowKind("matmul", "op", _matmul_variants, matmul_tolerance, prepare=_prepare_matmul),),
+        ),
+    )
+}
 
 
 def row_kind(name: str) -> tuple[Workload, RowKind]:

@@ -93,8 +93,13 @@ class FakeImpl:
             time.sleep(self.delay_s)
             return out
 
-        return api.Prepared(run, lambda o: o.value.shape, lambda o, idx: o.value[list(idx)], lambda o: o.placement,
-                            lambda: (None, "fake: no counter"))  # fmt: skip
+        return api.Prepared(
+            run,
+            lambda o: o.value.shape,
+            lambda o, idx: o.value[list(idx)],
+            lambda o: o.placement,
+            lambda: (None, "fake: no counter"),
+        )
 
     # the CNN: not faked
     def cnn_variants(self, replicas):
@@ -115,8 +120,20 @@ class LocalWorker:
 
     FAKES: dict[str, dict[str, FakeImpl]] = {}  # framework -> configuration ('default', a tuned one) -> its fake
 
-    def __init__(self, framework, device, replicas, precision, timeout_s, config="default", config_env=None,
-                 cluster=None, tmp_dir=None, python=None, lock=None):  # fmt: skip
+    def __init__(
+        self,
+        framework,
+        device,
+        replicas,
+        precision,
+        timeout_s,
+        config="default",
+        config_env=None,
+        cluster=None,
+        tmp_dir=None,
+        python=None,
+        lock=None,
+    ):
         self.framework, self.config, self.config_env = framework, config, config_env or {}
         self.python, self.timeout_s = python or sys.executable, timeout_s
         self.env = {**os.environ, **self.config_env}

@@ -38,8 +38,9 @@ LEARNING_RATE, ADAM_EPSILON, ADAM_B2, BN_MOMENTUM = 1.0, 1.0, 0.999, checks.BN_M
 SLOW_S = 0.3  # how much longer process 1's calls take in the 'timing' case
 
 
-def case(impl, devices, workload: str, variant: str, rows: slice = slice(None),
-         learning_rate: float = LEARNING_RATE) -> dict[str, np.ndarray]:  # fmt: skip
+def case(
+    impl, devices, workload: str, variant: str, rows: slice = slice(None), learning_rate: float = LEARNING_RATE
+) -> dict[str, np.ndarray]:
     """The outputs one variant gives, keyed 'variant/...'. 'timing': the conv timed by parity's Timer with
     process 1 made slower on purpose; the times every process recorded. 'cnn' trains on the batch's `rows` at
     `learning_rate` (the tests change them to show what a faulty step would give)."""
@@ -82,8 +83,10 @@ def case(impl, devices, workload: str, variant: str, rows: slice = slice(None),
 def cnn_batch() -> tuple[np.ndarray, np.ndarray]:
     """The one global batch of the 'cnn' case, as (1, BATCH, ...) steps."""
     rng = np.random.default_rng(7)
-    return (rng.integers(0, 256, (1, BATCH, 28, 28, 1)).astype(np.uint8),
-            rng.integers(0, 10, (1, BATCH)).astype(np.int32))  # fmt: skip
+    return (
+        rng.integers(0, 256, (1, BATCH, 28, 28, 1)).astype(np.uint8),
+        rng.integers(0, 10, (1, BATCH)).astype(np.int32),
+    )
 
 
 # Roundings in one run's own elementwise arithmetic, each at most u of its result: Adam's update (its two
@@ -109,8 +112,9 @@ def first_step_bounds(w0: list[np.ndarray], replicas: int) -> dict[str, np.ndarr
     """
     x, y = cnn_batch()
     b = BATCH // replicas
-    parts = [oracle.cnn_loss_and_grads(w0, x[0, r * b : (r + 1) * b], y[0, r * b : (r + 1) * b])
-             for r in range(replicas)]  # fmt: skip
+    parts = [
+        oracle.cnn_loss_and_grads(w0, x[0, r * b : (r + 1) * b], y[0, r * b : (r + 1) * b]) for r in range(replicas)
+    ]
     u, tol_g, tol_f = F32_UNIT_ROUNDOFF, cnn_grad_tolerance(b), cnn_loss_tolerance(b)
     spread = (replicas - 1) * u
     losses = np.array([p[0] for p in parts])
@@ -131,8 +135,9 @@ def first_step_bounds(w0: list[np.ndarray], replicas: int) -> dict[str, np.ndarr
             i = next(j for j, w in enumerate(CNN_WEIGHTS) if w.name == f"bn{block + 1}.{field}")
             s_r = np.stack([st[key] for st in stats])
             # the mean's error scales with the inputs' magnitude; the (two-pass) variance's with var + mean|h|^2
-            scale = np.stack([st["abs_mean"] if key == "mean" else st["variance"] + st["abs_mean"] ** 2
-                              for st in stats]).max(0)  # fmt: skip
+            scale = np.stack(
+                [st["abs_mean"] if key == "mean" else st["variance"] + st["abs_mean"] ** 2 for st in stats]
+            ).max(0)
             e = tol_f * scale + spread * np.abs(s_r).mean(0)
             moving = BN_MOMENTUM * w0[i] + (1 - BN_MOMENTUM) * s_r.mean(0)
             out[f"w{i:03d}"] = 2 * (1 - BN_MOMENTUM) * e + 2 * MOVING_ROUNDINGS * u * (np.abs(moving) + np.abs(w0[i]))

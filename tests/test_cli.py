@@ -101,8 +101,17 @@ def test_non_dividing_replicas(tmp_path):
     assert not (tmp_path / "results.json").exists()
 
 
-@pytest.mark.parametrize("args", [["--device", "npu"], ["--reps", "0"], ["--replicas", "two"], ["--bogus"],
-                                  ["--quick", "--schedule", "notebook"], ["--validate", "sometimes"]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--device", "npu"],
+        ["--reps", "0"],
+        ["--replicas", "two"],
+        ["--bogus"],
+        ["--quick", "--schedule", "notebook"],
+        ["--validate", "sometimes"],
+    ],
+)
 def test_bad_flags(args):
     p = run(*args)
     assert p.returncode == 2 and "error:" in p.stderr and "Traceback" not in p.stderr
@@ -137,14 +146,29 @@ def test_help_explains_every_flag():
 
 
 def test_cnn_quick_one_replica(tmp_path):
-    args = ["--workload", "cnn", "--quick", "--replicas", "1", "--validate", "epoch",
-            "--data-dir", str(tmp_path / "no"), "--out", str(tmp_path)]  # fmt: skip
+    args = [
+        "--workload",
+        "cnn",
+        "--quick",
+        "--replicas",
+        "1",
+        "--validate",
+        "epoch",
+        "--data-dir",
+        str(tmp_path / "no"),
+        "--out",
+        str(tmp_path),
+    ]
     p = run(*args)
     assert p.returncode == 0, p.stderr[-3000:]
     doc = json.loads((tmp_path / "results.json").read_text())
     kinds = {(r["workload"], r["framework"], r["variant"]) for r in doc["rows"]}
-    assert kinds == {("cnn_train", "tf", "fit"), ("cnn_train", "jax", "jit"), ("cnn_infer", "tf", "predict"),
-                     ("cnn_infer", "jax", "predict")}  # fmt: skip
+    assert kinds == {
+        ("cnn_train", "tf", "fit"),
+        ("cnn_train", "jax", "jit"),
+        ("cnn_infer", "tf", "predict"),
+        ("cnn_infer", "jax", "predict"),
+    }
     for r in doc["rows"]:
         assert r["verified"] and r["data"] == "synthetic" and r["images_per_s"] > 0
     names = [c["check"] for c in doc["checks"]]
@@ -191,8 +215,9 @@ def test_a_framework_that_is_not_installed_is_a_note_not_a_crash(tmp_path):
     (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow (a stand-in)')\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake.parent), os.environ.get("PYTHONPATH", "")])}
     args = ["--quick", "--workload", "conv", "--replicas", "1", "--out", str(tmp_path / "out")]
-    p = subprocess.run([sys.executable, "-m", "parity.run", *args], capture_output=True, text=True, timeout=600,
-                       env=env)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "parity.run", *args], capture_output=True, text=True, timeout=600, env=env
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     assert "not run: tf: tf is not installed" in p.stdout
     doc = json.loads((tmp_path / "out" / "results.json").read_text())

@@ -96,8 +96,11 @@ def test_forward_layer_by_layer_matches_oracle(weights):
     tm, jm = models(weights)
     x = DS.x_test[:6].astype(np.float32)
     ref = oracle.cnn_forward(weights, x)
-    rows = checks.forward({"tf": _prefixed(tf_impl.forward_layers(tm, x)),
-                           "jax": _prefixed(jax_impl.forward_layers(jm, x))}, ref, TOL["forward"])  # fmt: skip
+    rows = checks.forward(
+        {"tf": _prefixed(tf_impl.forward_layers(tm, x)), "jax": _prefixed(jax_impl.forward_layers(jm, x))},
+        ref,
+        TOL["forward"],
+    )
     assert [r["check"] for r in rows] == [f"forward {b}" for b in checks.BLOCKS]
     for r in rows:
         assert r["passed"], r
@@ -122,8 +125,11 @@ def test_loss_and_gradients_agree_with_float64(weights):
             chosen = (win * vals).sum(-1)  # ... which holds that window's largest value, to float32 rounding:
             # the framework's pooling input and float64's each within the forward path's bound
             assert np.all(vals.max(-1) - chosen <= 2 * cnn_loss_tolerance(16) * np.abs(a).max()), fw
-        saved[fw] = {"loss": g.loss, **{f"grad/{i:03d}": a for i, a in enumerate(g.grads)},
-                     **{f"routing/{i}": a for i, a in enumerate(g.routing)}}  # fmt: skip
+        saved[fw] = {
+            "loss": g.loss,
+            **{f"grad/{i:03d}": a for i, a in enumerate(g.grads)},
+            **{f"routing/{i}": a for i, a in enumerate(g.routing)},
+        }
     rows = checks.grads(saved, weights, x[0], y[0], cnn_grad_tolerance(16), cnn_loss_tolerance(16))
     assert [r["check"] for r in rows] == ["loss (one batch)", "gradients (every parameter)"]
     for r in rows:
@@ -146,8 +152,10 @@ def _trajectory(w, replicas, tf_variant, jax_variant, steps=3, size=16, jax_lr=1
     tm, jm = models(w)
     tt = tf_impl.make_trainer(tm, TF_DEVICES[:replicas], tf_variant)
     jt = jax_impl.make_trainer(jm, JAX_DEVICES[:replicas], jax_variant, learning_rate=jax_lr)
-    saved = {"tf": {f"traj/{tf_variant}/loss": tt.steps(x, y)[:, 0]},
-             "jax": {f"traj/{jax_variant}/loss": np.asarray(jt.steps(x, y))[:, 0]}}  # fmt: skip
+    saved = {
+        "tf": {f"traj/{tf_variant}/loss": tt.steps(x, y)[:, 0]},
+        "jax": {f"traj/{jax_variant}/loss": np.asarray(jt.steps(x, y))[:, 0]},
+    }
     for fw, mod, t in (("tf", tf_impl, tt), ("jax", jax_impl, jt)):
         v = tf_variant if fw == "tf" else jax_variant
         for i, a in enumerate(mod.get_weights(t.model())):
@@ -174,11 +182,18 @@ def test_a_multi_step_variant_is_judged_by_the_same_trajectory_check(weights):
     assert len(lt) == 12 and np.all(lt[:10] == lt[0]) and np.all(lt[10:] == lt[10]) and lt[0] != lt[10]
 
 
-@pytest.mark.parametrize("mod,replicas,one,several", [
-    (tf_impl, 1, "fit", "fit+spe"), (tf_impl, 8, "strategy", "strategy+spe"), (tf_impl, 8, "loop", "loop+spe"),
-    (jax_impl, 1, "jit", "jit+scan"), (jax_impl, 8, "shard_map", "shard_map+scan"),
-    (jax_impl, 1, "jit", "jit+scan+rolled")],
-    ids=["tf-fit", "tf-strategy", "tf-loop", "jax-jit", "jax-shard_map", "jax-jit-rolled-loop"])  # fmt: skip
+@pytest.mark.parametrize(
+    "mod,replicas,one,several",
+    [
+        (tf_impl, 1, "fit", "fit+spe"),
+        (tf_impl, 8, "strategy", "strategy+spe"),
+        (tf_impl, 8, "loop", "loop+spe"),
+        (jax_impl, 1, "jit", "jit+scan"),
+        (jax_impl, 8, "shard_map", "shard_map+scan"),
+        (jax_impl, 1, "jit", "jit+scan+rolled"),
+    ],
+    ids=["tf-fit", "tf-strategy", "tf-loop", "jax-jit", "jax-shard_map", "jax-jit-rolled-loop"],
+)
 def test_several_steps_per_dispatch_are_the_same_steps(weights, mod, replicas, one, several, monkeypatch):
     """13 steps: a dispatch of 10 and one of 3. The same weights after them, and the same per-step loss (or,
     where the framework logs once per dispatch, the same mean over each dispatch). JAX unrolls its scan on a
@@ -208,8 +223,9 @@ def test_trajectory_check_catches_a_different_learning_rate(weights):
     assert not rows[0]["passed"] and not rows[1]["passed"], rows
 
 
-@pytest.mark.parametrize("tf_variant,jax_variant", [("strategy", "pmap"), ("strategy", "shard_map"),
-                                                     ("loop", "shard_map")])  # fmt: skip
+@pytest.mark.parametrize(
+    "tf_variant,jax_variant", [("strategy", "pmap"), ("strategy", "shard_map"), ("loop", "shard_map")]
+)
 def test_eight_replica_trajectory(weights, tf_variant, jax_variant):
     rows, saved = _trajectory(weights, 8, tf_variant, jax_variant, steps=2, size=16)
     for r in rows:
@@ -266,8 +282,13 @@ def test_keras_backend_is_pinned():
 
 def test_keras_backend_env_cannot_change_tf_impl():
     code = "import tf_impl, keras; print(keras.backend.backend())"
-    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                       env={**os.environ, "KERAS_BACKEND": "jax"})  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "KERAS_BACKEND": "jax"},
+    )
     assert p.returncode == 0, p.stderr[-2000:]
     assert p.stdout.strip() == "tensorflow"
 
@@ -278,8 +299,12 @@ def _acc_row(fw, variant, acc, steps, seed):
 
 
 def test_accuracy_check_compares_seed_means_and_refuses_short_runs():
-    rows = [_acc_row("tf", "fit", 0.90, 500, 0), _acc_row("tf", "fit", 0.86, 500, 1),
-            _acc_row("jax", "jit", 0.85, 500, 0), _acc_row("jax", "jit", 0.87, 500, 1)]  # fmt: skip
+    rows = [
+        _acc_row("tf", "fit", 0.90, 500, 0),
+        _acc_row("tf", "fit", 0.86, 500, 1),
+        _acc_row("jax", "jit", 0.85, 500, 0),
+        _acc_row("jax", "jit", 0.87, 500, 1),
+    ]
     (c,) = checks.accuracy(rows, band=0.05)
     assert c["passed"] is True and c["figures"] == pytest.approx({"tf fit": 0.88, "jax jit": 0.86})
     assert c["max_abs_gap"] == pytest.approx(0.02) and "2 seed(s)" in c["detail"]
@@ -329,10 +354,18 @@ def test_mixed_precision_trains_in_bfloat16_and_keeps_the_trajectory(replicas, t
             if variant.endswith("+bf16") and mod is tf_impl:
                 assert {v.dtype for v in t.m.optimizer.variables if "iteration" not in v.path} == {"float32"}
     ran = [(fw, v) for fw, v in (("tf", tv), ("jax", jv)) if (fw, v + "+bf16") in s]
-    mixed = [] if capped else checks.trajectory(s["tf", tv + "+bf16"], s["jax", jv + "+bf16"], tv + "+bf16",
-                                                jv + "+bf16", BF16, replicas)  # fmt: skip
-    own = [r for fw, v in ran
-           for r in checks.trajectory(s[fw, v + "+bf16"], s[fw, v], v + "+bf16", v, BF16, replicas, (fw, fw))]
+    mixed = (
+        []
+        if capped
+        else checks.trajectory(
+            s["tf", tv + "+bf16"], s["jax", jv + "+bf16"], tv + "+bf16", jv + "+bf16", BF16, replicas
+        )
+    )
+    own = [
+        r
+        for fw, v in ran
+        for r in checks.trajectory(s[fw, v + "+bf16"], s[fw, v], v + "+bf16", v, BF16, replicas, (fw, fw))
+    ]
     assert len(own) == 3 * len(ran) and all(r["passed"] for r in mixed + own), mixed + own
     # bfloat16 really ran: its first step's loss (one forward pass, nothing amplified yet) is further from float32
     # than two float32 runs of it can be (each within the forward path's bound); u is 2^-8 against 2^-24
@@ -371,16 +404,22 @@ def test_bf16_variants_are_paired_by_number_format():
     assert _pairs(tf, jx) == [("fit", "jit"), ("fit+bf16", "jit+bf16")]
     rows = _trajectories({"tf": tf, "jax": jx}, {"tf": 1, "jax": 1}, TOL, 1, {}, BF16)
     checks_run = [r["check"] for r in rows if r["check"].startswith("trajectory loss")]
-    assert checks_run == ["trajectory loss (tf fit vs jax jit, 4 steps)", "trajectory loss (tf fit+bf16 vs jax "
-                          "jit+bf16, 4 steps)", "trajectory loss (tf fit+bf16 vs tf fit, 4 steps)",
-                          "trajectory loss (jax jit+bf16 vs jax jit, 4 steps)"]  # fmt: skip
+    assert checks_run == [
+        "trajectory loss (tf fit vs jax jit, 4 steps)",
+        "trajectory loss (tf fit+bf16 vs jax jit+bf16, 4 steps)",
+        "trajectory loss (tf fit+bf16 vs tf fit, 4 steps)",
+        "trajectory loss (jax jit+bf16 vs jax jit, 4 steps)",
+    ]
     # 1% apart: a float32 failure, within bfloat16's tolerance
     assert [r["passed"] for r in rows if r["check"].startswith("trajectory loss")] == [False, True, True, True]
 
 
 def test_accuracy_check_holds_mixed_precision_to_float32():
-    rows = [_acc_row("tf", "fit", 0.90, 500, 0), _acc_row("jax", "jit", 0.89, 500, 0),
-            {**_acc_row("jax", "jit+bf16", 0.83, 500, 0), "dtype": "bfloat16"}]  # fmt: skip
+    rows = [
+        _acc_row("tf", "fit", 0.90, 500, 0),
+        _acc_row("jax", "jit", 0.89, 500, 0),
+        {**_acc_row("jax", "jit+bf16", 0.83, 500, 0), "dtype": "bfloat16"},
+    ]
     (c,) = checks.accuracy(rows, band=0.05)
     assert c["passed"] is False and c["max_abs_gap"] == pytest.approx(0.07)  # against TF's float32 fit
     rows[2]["test_accuracy"] = 0.87
@@ -440,8 +479,11 @@ def _fresh(init: str):
         m = impl.build_cnn(0, dropout=False)
         impl.set_weights(m, w)
         g = impl.loss_and_grads(m, x[0], y[0])
-        saved[fw] = {"loss": g.loss, **{f"grad/{i:03d}": a for i, a in enumerate(g.grads)},
-                     **{f"routing/{i}": a for i, a in enumerate(g.routing)}}  # fmt: skip
+        saved[fw] = {
+            "loss": g.loss,
+            **{f"grad/{i:03d}": a for i, a in enumerate(g.grads)},
+            **{f"routing/{i}": a for i, a in enumerate(g.routing)},
+        }
     return w, x[0], y[0], saved
 
 

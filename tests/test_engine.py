@@ -15,8 +15,9 @@ from parity.schedule import run_suite
 
 # A fixed peak of 1 GFLOP/s: a fake call of 0.1 s (the quick conv: 79 MFLOP) stays below it on any machine,
 # a fake that returns at once (a computation the harness cannot see done) is far above it.
-PEAK = roofline.Peak("cpu", "fp32", 1e9, 1e9, "fixed for the tests", computed_flops=1e9, measured_flops=1e9,
-                     headroom=1.5)  # fmt: skip
+PEAK = roofline.Peak(
+    "cpu", "fp32", 1e9, 1e9, "fixed for the tests", computed_flops=1e9, measured_flops=1e9, headroom=1.5
+)
 
 
 @pytest.fixture
@@ -31,16 +32,30 @@ def fakes(monkeypatch):
 
 
 def _run(tmp_path, **kw) -> dict:
-    cfg = Config(**{"workloads": ("conv", "matmul"), "quick": True, "reps": 2, "min_time_s": 0.0, "max_reps": 2,
-                    "warmup": 0, "progress": False, **kw})  # fmt: skip
+    cfg = Config(
+        **{
+            "workloads": ("conv", "matmul"),
+            "quick": True,
+            "reps": 2,
+            "min_time_s": 0.0,
+            "max_reps": 2,
+            "warmup": 0,
+            "progress": False,
+            **kw,
+        }
+    )
     return run_suite(cfg, tmp_path)
 
 
 def test_every_framework_variant_and_replica_count_makes_a_verified_row(fakes, tmp_path):
     res = _run(tmp_path, replicas=(1, 8))
     got = {(r["workload"], r["framework"], r["variant"], r["replicas"]) for r in res["rows"]}
-    assert got == {(w, fw, v, n) for w in ("conv", "matmul") for fw in ("tf", "jax")
-                   for v, n in (("op", 1), ("op+tuned", 1), ("sharded", 8))}  # fmt: skip
+    assert got == {
+        (w, fw, v, n)
+        for w in ("conv", "matmul")
+        for fw in ("tf", "jax")
+        for v, n in (("op", 1), ("op+tuned", 1), ("sharded", 8))
+    }
     for r in res["rows"]:
         assert list(r) == list(FIELDS)  # the declared Row, nothing else
         assert r["verified"] and r["reps"] == 2 and r["median_s"] >= 0.1, r
@@ -110,8 +125,11 @@ def test_a_batch_that_does_not_split_is_refused_before_anything_starts(fakes, tm
 
 def test_the_files_hold_the_declared_row_and_compare_reads_them(fakes, tmp_path):
     res = _run(tmp_path, workloads=("conv",), replicas=(1,))
-    doc = {"env": {"schema_version": 2, "device": "cpu", "precision": "default", "frameworks": {}, "notes": []},
-           "rows": res["rows"], "checks": res["checks"]}  # fmt: skip
+    doc = {
+        "env": {"schema_version": 2, "device": "cpu", "precision": "default", "frameworks": {}, "notes": []},
+        "rows": res["rows"],
+        "checks": res["checks"],
+    }
     for out in ("a", "b"):
         files.write_json(tmp_path / f"{out}.json", doc)
     back = files.load_results(tmp_path / "a.json")

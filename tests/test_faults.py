@@ -18,8 +18,23 @@ def _start(tmp_path: Path, *args) -> tuple[subprocess.Popen, str]:
     tag = uuid.uuid4().hex  # in every process of this run's environment: finds its workers
     env = dict(os.environ, PARITY_TEST_TAG=tag, TMPDIR=str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
-    cmd = [sys.executable, "-m", "parity.run", "--device", "cpu", "--quick", "--workload", "cnn", "--replicas", "1",
-           "--epochs", "1000", "--out", str(tmp_path / "out"), *args]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "parity.run",
+        "--device",
+        "cpu",
+        "--quick",
+        "--workload",
+        "cnn",
+        "--replicas",
+        "1",
+        "--epochs",
+        "1000",
+        "--out",
+        str(tmp_path / "out"),
+        *args,
+    ]
     return subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env), tag
 
 
@@ -83,18 +98,22 @@ def test_sigterm_stops_the_workers_and_leaves_no_files(tmp_path):
     assert not (tmp_path / "out" / "results.json").exists()
 
 
-@pytest.mark.parametrize(("flag", "value"), [("--min-time", "inf"), ("--min-time", "nan"), ("--timeout", "-1"),
-                                             ("--timeout", "0"), ("--join-timeout", "0")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("flag", "value"),
+    [("--min-time", "inf"), ("--min-time", "nan"), ("--timeout", "-1"), ("--timeout", "0"), ("--join-timeout", "0")],
+)
 def test_float_flags_are_refused_at_once_with_their_name(flag, value):
-    p = subprocess.run([sys.executable, "-m", "parity.run", "--quick", flag, value], capture_output=True, text=True,
-                       timeout=60)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "parity.run", "--quick", flag, value], capture_output=True, text=True, timeout=60
+    )
     assert p.returncode == 2
     assert f"argument {flag}:" in p.stderr and "finite number" in p.stderr
 
 
 def test_epochs_below_two_are_refused_with_the_reason():
-    p = subprocess.run([sys.executable, "-m", "parity.run", "--quick", "--epochs", "1"], capture_output=True,
-                       text=True, timeout=60)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "parity.run", "--quick", "--epochs", "1"], capture_output=True, text=True, timeout=60
+    )
     assert p.returncode == 2 and "argument --epochs: must be >= 2" in p.stderr
 
 

@@ -93,8 +93,9 @@ def test_a_wrong_bf16_matmul_sets_no_peak():
 
         @staticmethod
         def prepare_matmul(variant, a, b, devices):
-            return type("P", (), {"run": staticmethod(lambda: a @ b * 1.1),
-                                  "rows": staticmethod(lambda out, idx: out[idx])})  # fmt: skip
+            return type(
+                "P", (), {"run": staticmethod(lambda: a @ b * 1.1), "rows": staticmethod(lambda out, idx: out[idx])}
+            )
 
         @staticmethod
         def block(out):

@@ -36,24 +36,46 @@ ENV = {k: v for k, v in os.environ.items() if not k.startswith(("PARITY_", "JAX_
 ENV["PYTHONPATH"] = os.pathsep.join(p for p in (TESTS, os.environ.get("PYTHONPATH")) if p)
 
 
-def launch(processes: int, devices: int, args: list[str], module: str = "multiproc_case", timeout: float = 600,
-           extra: tuple = ()) -> subprocess.CompletedProcess:  # fmt: skip
-    cmd = [sys.executable, "-m", "parity.launch", "--processes", str(processes), "--devices-per-process",
-           str(devices), "--module", module, *extra, "--", *args]  # fmt: skip
+def launch(
+    processes: int,
+    devices: int,
+    args: list[str],
+    module: str = "multiproc_case",
+    timeout: float = 600,
+    extra: tuple = (),
+) -> subprocess.CompletedProcess:
+    cmd = [
+        sys.executable,
+        "-m",
+        "parity.launch",
+        "--processes",
+        str(processes),
+        "--devices-per-process",
+        str(devices),
+        "--module",
+        module,
+        *extra,
+        "--",
+        *args,
+    ]
     return subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)
 
 
 def run(args: list[str], timeout: float = 300) -> tuple[subprocess.CompletedProcess, float]:
     t0 = time.monotonic()
-    p = subprocess.run([sys.executable, "-m", "parity.run", *args], env=ENV, capture_output=True, text=True,
-                       timeout=timeout)  # fmt: skip
+    p = subprocess.run(
+        [sys.executable, "-m", "parity.run", *args], env=ENV, capture_output=True, text=True, timeout=timeout
+    )
     return p, time.monotonic() - t0
 
 
 def launched_case(tmp_path, framework: str, workload: str, variants: str, processes: int, devices: int) -> dict:
     out = tmp_path / f"{framework}-{workload}.npz"
-    p = launch(processes, devices, ["--framework", framework, "--workload", workload, "--variants", variants,
-                                    "--out", str(out)])  # fmt: skip
+    p = launch(
+        processes,
+        devices,
+        ["--framework", framework, "--workload", workload, "--variants", variants, "--out", str(out)],
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     return dict(np.load(out))
 
@@ -154,7 +176,11 @@ def test_run_two_processes_end_to_end(tmp_path):
     doc = json.loads((out / "results.json").read_text())
     rows = doc["rows"]
     assert {(r["framework"], r["variant"]) for r in rows} == {
-        ("tf", "strategy"), ("jax", "pmap"), ("jax", "shard_map"), ("tf", "loop")}  # fmt: skip
+        ("tf", "strategy"),
+        ("jax", "pmap"),
+        ("jax", "shard_map"),
+        ("tf", "loop"),
+    }
     assert all(r["verified"] and r["processes"] == 2 and r["replicas"] == 2 for r in rows)
     assert all(r["xfw_max_rel_err"] is not None for r in rows if r["workload"] == "conv")
     traj = [c for c in doc["checks"] if c["check"].startswith("trajectory")]
@@ -169,8 +195,23 @@ def test_run_two_processes_end_to_end(tmp_path):
 @pytest.mark.parametrize("framework", ["jax", "tf"])
 def test_unreachable_coordinator(framework):
     port = cl.free_port(span=8)
-    p, took = run(["--coordinator", f"127.0.0.1:{port}", "--num-processes", "2", "--process-id", "1",
-                   "--join-timeout", "5", "--framework", framework, "--workload", "conv", "--quick"])  # fmt: skip
+    p, took = run(
+        [
+            "--coordinator",
+            f"127.0.0.1:{port}",
+            "--num-processes",
+            "2",
+            "--process-id",
+            "1",
+            "--join-timeout",
+            "5",
+            "--framework",
+            framework,
+            "--workload",
+            "conv",
+            "--quick",
+        ]
+    )
     assert p.returncode == 2
     assert "error: process 1:" in p.stderr and "could not reach" in p.stderr, p.stderr[-2000:]
     assert took < 120
@@ -187,8 +228,21 @@ def _hold(port: int) -> socket.socket:
 def test_port_taken(framework, offset):
     port = cl.free_port(span=8)
     with _hold(port + offset):
-        p, took = run(["--coordinator", f"127.0.0.1:{port}", "--num-processes", "1", "--process-id", "0",
-                       "--framework", framework, "--workload", "conv", "--quick"])  # fmt: skip
+        p, took = run(
+            [
+                "--coordinator",
+                f"127.0.0.1:{port}",
+                "--num-processes",
+                "1",
+                "--process-id",
+                "0",
+                "--framework",
+                framework,
+                "--workload",
+                "conv",
+                "--quick",
+            ]
+        )
     assert p.returncode == 2
     assert f"{port + offset}" in p.stderr and "already taken" in p.stderr, p.stderr[-2000:]
 
@@ -202,8 +256,14 @@ def test_launcher_port_taken():
 
 def test_launcher_stops_a_hung_run():
     t0 = time.monotonic()
-    p = launch(2, 1, ["-n", "1", "-r", "1", "import time; time.sleep(120)"], module="timeit", extra=("--timeout", "3"),
-               timeout=60)  # fmt: skip
+    p = launch(
+        2,
+        1,
+        ["-n", "1", "-r", "1", "import time; time.sleep(120)"],
+        module="timeit",
+        extra=("--timeout", "3"),
+        timeout=60,
+    )
     assert p.returncode == 124 and "still running after 3 s" in p.stderr
     assert time.monotonic() - t0 < 30
 
@@ -245,8 +305,23 @@ def test_interrupted_run_stops_everything(how):
     framework worker, and says why."""
     # 1000 epochs: still busy whatever the machine's speed when the signal comes. Started with SIGINT ignored,
     # as a background job of a non-interactive shell (a CI runner) starts it: Ctrl-C must work all the same.
-    cmd = [sys.executable, "-m", "parity.launch", "--processes", "2", "--devices-per-process", "2", "--",
-           "--framework", "jax", "--workload", "cnn", "--quick", "--epochs", "1000"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "parity.launch",
+        "--processes",
+        "2",
+        "--devices-per-process",
+        "2",
+        "--",
+        "--framework",
+        "jax",
+        "--workload",
+        "cnn",
+        "--quick",
+        "--epochs",
+        "1000",
+    ]
     ignored = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited across exec, as a shell's & does
     try:
         proc = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -308,13 +383,16 @@ def test_cluster_settings(monkeypatch):
     assert cl.from_settings(None, None, None, None).process_id == 1
 
 
-@pytest.mark.parametrize("args,message", [
-    (("127.0.0.1", 2, 0), "HOST:PORT"),
-    (("127.0.0.1:20000", None, 0), "without the process count"),
-    (("127.0.0.1:20000", 2, 2), "not in 0..1"),
-    ((None, 2, 1), "without a coordinator"),
-    (("10.0.0.7:20000", 2, 0), None),  # valid for JAX; TensorFlow then needs TF_CONFIG (below)
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("127.0.0.1", 2, 0), "HOST:PORT"),
+        (("127.0.0.1:20000", None, 0), "without the process count"),
+        (("127.0.0.1:20000", 2, 2), "not in 0..1"),
+        ((None, 2, 1), "without a coordinator"),
+        (("10.0.0.7:20000", 2, 0), None),  # valid for JAX; TensorFlow then needs TF_CONFIG (below)
+    ],
+)
 def test_cluster_settings_errors(monkeypatch, args, message):
     for k in (*cl.ENV.values(), "TF_CONFIG"):
         monkeypatch.delenv(k, raising=False)
@@ -326,11 +404,14 @@ def test_cluster_settings_errors(monkeypatch, args, message):
         cl.from_settings(*args, None)
 
 
-@pytest.mark.parametrize("extra,message", [
-    (["--replicas", "2"], "--replicas is for one process"),
-    (["--list-devices"], "--list-devices looks at this machine only"),
-    (["--num-processes", "2"], "without the process count"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "extra,message",
+    [
+        (["--replicas", "2"], "--replicas is for one process"),
+        (["--list-devices"], "--list-devices looks at this machine only"),
+        (["--num-processes", "2"], "without the process count"),
+    ],
+)
 def test_run_rejects_contradictory_flags(extra, message):
     args = ["--coordinator", "127.0.0.1:20000", "--process-id", "0", *extra]
     if "--num-processes" not in extra:

@@ -81,9 +81,13 @@ def test_cnn_oracle_blocks_have_the_notebook_shapes():
         w[i + 1] = np.abs(w[i + 1]) + 1.0
     out = oracle.cnn_forward(w, rng.uniform(0, 255, (2, 28, 28, 1)))
     assert {k: v.shape for k, v in out.items()} == {
-        "block1": (2, 14, 14, 64), "block2": (2, 7, 7, 128), "block3": (2, 3, 3, 256), "dense1": (2, 256),
-        "logits": (2, 10), "probs": (2, 10),
-    }  # fmt: skip
+        "block1": (2, 14, 14, 64),
+        "block2": (2, 7, 7, 128),
+        "block3": (2, 3, 3, 256),
+        "dense1": (2, 256),
+        "logits": (2, 10),
+        "probs": (2, 10),
+    }
     np.testing.assert_allclose(out["probs"].sum(-1), 1.0)
 
 
@@ -93,8 +97,14 @@ def random_cnn_weights(seed: int = 0) -> list[np.ndarray]:
     w = []
     for _, cin, cout in CNN_CONVS:
         lim = np.sqrt(6 / (25 * (cin + cout)))
-        w += [rng.uniform(0.5, 1.5, cin), rng.normal(0, 0.1, cin), np.zeros(cin), np.ones(cin),
-              rng.uniform(-lim, lim, (5, 5, cin, cout)), rng.normal(0, 0.1, cout)]  # fmt: skip
+        w += [
+            rng.uniform(0.5, 1.5, cin),
+            rng.normal(0, 0.1, cin),
+            np.zeros(cin),
+            np.ones(cin),
+            rng.uniform(-lim, lim, (5, 5, cin, cout)),
+            rng.normal(0, 0.1, cout),
+        ]
     for a, b in zip(CNN_DENSE[:-1], CNN_DENSE[1:], strict=True):
         lim = np.sqrt(6 / (a + b))
         w += [rng.uniform(-lim, lim, (a, b)), rng.normal(0, 0.1, b)]

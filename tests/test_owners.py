@@ -20,8 +20,9 @@ from parity.workerproc import Worker
 
 
 def run(*args, timeout=900, env=None):
-    return subprocess.run([sys.executable, "-m", "parity.run", *args], capture_output=True, text=True,
-                          timeout=timeout, env=env)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "parity.run", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def test_a_second_simultaneous_owner_is_refused(tmp_path):
@@ -37,8 +38,9 @@ def test_a_second_simultaneous_owner_is_refused(tmp_path):
         finally:
             second.close()
         assert msg["status"] == "unavailable"
-        assert msg["error"] == (f"the cpu device is already in use by process {first.proc.pid} (lock {lock}): "
-                                "one owner at a time")  # fmt: skip
+        assert msg["error"] == (
+            f"the cpu device is already in use by process {first.proc.pid} (lock {lock}): one owner at a time"
+        )
     finally:
         first.close()
     third = Worker("tf", "cpu", 1, "default", 120, lock=lock)  # the owner ended: the device is free again
@@ -70,8 +72,10 @@ def test_one_owner_at_a_time_runs_every_row_and_reports_drift(tmp_path):
 
 
 def test_drift_note_names_rows_that_moved():
-    first = [Row(workload="conv", framework="tf", variant="function", replicas=1, verified=True, median_s=1.0),
-             Row(workload="cnn_train", framework="tf", variant="fit", replicas=1, seed=0, verified=True, median_s=2.0)]
+    first = [
+        Row(workload="conv", framework="tf", variant="function", replicas=1, verified=True, median_s=1.0),
+        Row(workload="cnn_train", framework="tf", variant="fit", replicas=1, seed=0, verified=True, median_s=2.0),
+    ]
     again = [dataclasses.replace(first[0], median_s=1.02), dataclasses.replace(first[1], median_s=2.5)]
     note = drift_note(["TensorFlow", "JAX"], first, again)
     assert "+2.0% to +25.0%" in note and "cnn_train tf fit x1 +25.0%" in note and "conv tf function" not in note
@@ -80,8 +84,11 @@ def test_drift_note_names_rows_that_moved():
 
 def _holder(path: Path) -> subprocess.Popen:
     """A live process that keeps `path` open, as libtpu keeps its lockfile."""
-    p = subprocess.Popen([sys.executable, "-c", f"f = open({str(path)!r}); print('open', flush=True); "
-                          "import time; time.sleep(120)"], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    p = subprocess.Popen(
+        [sys.executable, "-c", f"f = open({str(path)!r}); print('open', flush=True); import time; time.sleep(120)"],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert p.stdout.readline().strip() == "open"
     return p
 
@@ -122,14 +129,18 @@ def test_each_framework_in_its_own_interpreter(tmp_path, second_python):
         assert env["frameworks"][fw]["python"].count(".") == 2 and env["frameworks"][fw]["versions"]
 
 
-@pytest.mark.parametrize("make,message", [
-    (lambda d: d / "nowhere" / "python", "is not an executable file"),
-    (lambda d: Path("/bin/false"), "not a usable interpreter for the tf worker"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "make,message",
+    [
+        (lambda d: d / "nowhere" / "python", "is not an executable file"),
+        (lambda d: Path("/bin/false"), "not a usable interpreter for the tf worker"),
+    ],
+)
 def test_a_missing_or_broken_interpreter_is_one_clear_line(tmp_path, make, message):
     t0 = time.monotonic()
-    p = run("--quick", "--workload", "conv", "--python", f"tf={make(tmp_path)}", "--out", str(tmp_path / "o"),
-            timeout=120)  # fmt: skip
+    p = run(
+        "--quick", "--workload", "conv", "--python", f"tf={make(tmp_path)}", "--out", str(tmp_path / "o"), timeout=120
+    )
     assert p.returncode == 2 and message in p.stderr.strip().splitlines()[-1] and "Traceback" not in p.stderr
     assert time.monotonic() - t0 < 60  # before any work
     assert not (tmp_path / "o" / "results.json").exists()
@@ -142,8 +153,18 @@ def test_an_interpreter_without_the_framework_is_named(tmp_path, second_python):
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow (a stand-in)')\n")
     env = {**os.environ, "PYTHONPATH": str(fake.parent)}
-    p = run("--quick", "--workload", "conv", "--replicas", "1", "--python", f"tf={second_python}",
-            "--out", str(tmp_path / "o"), env=env)  # fmt: skip
+    p = run(
+        "--quick",
+        "--workload",
+        "conv",
+        "--replicas",
+        "1",
+        "--python",
+        f"tf={second_python}",
+        "--out",
+        str(tmp_path / "o"),
+        env=env,
+    )
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "tf is not installed for" in p.stderr and f"--python tf={second_python}" in p.stderr, p.stderr[-1500:]
 

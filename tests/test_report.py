@@ -102,13 +102,34 @@ def test_accelerator_peaks_are_precision_aware(device, kind, precision, fmt, pea
 
 
 def _row(**kw):
-    base = {"workload": "conv", "framework": "tf", "variant": "function", "device": "cpu", "device_kind": "CPU",
-            "replicas": 1, "precision": "default", "dtype": "float32", "quick": False, "median_s": 1.0, "iqr_s": 0.01,
-            "q1_s": 0.995,
-            "q3_s": 1.005, "min_s": 0.99, "reps": 5, "compile_s": 1.5, "flops": CONV_FULL.flops(),
-            "compiler_flops": 79.8e9, "compiler_flops_source": "XLA cost analysis", "min_bytes": CONV_FULL.min_bytes(),
-            "gflops_per_s": CONV_FULL.flops() / 1e9, "max_rel_err": 1e-7, "xfw_max_rel_err": 1e-8, "verified": True,
-            "invalid_reason": None, "seed": None}  # fmt: skip
+    base = {
+        "workload": "conv",
+        "framework": "tf",
+        "variant": "function",
+        "device": "cpu",
+        "device_kind": "CPU",
+        "replicas": 1,
+        "precision": "default",
+        "dtype": "float32",
+        "quick": False,
+        "median_s": 1.0,
+        "iqr_s": 0.01,
+        "q1_s": 0.995,
+        "q3_s": 1.005,
+        "min_s": 0.99,
+        "reps": 5,
+        "compile_s": 1.5,
+        "flops": CONV_FULL.flops(),
+        "compiler_flops": 79.8e9,
+        "compiler_flops_source": "XLA cost analysis",
+        "min_bytes": CONV_FULL.min_bytes(),
+        "gflops_per_s": CONV_FULL.flops() / 1e9,
+        "max_rel_err": 1e-7,
+        "xfw_max_rel_err": 1e-8,
+        "verified": True,
+        "invalid_reason": None,
+        "seed": None,
+    }
     return {**base, **kw}
 
 
@@ -163,10 +184,17 @@ def test_calibrated_reps():
 
 
 def _doc(rows, device="cpu", kind="CPU", host="Test CPU"):
-    return {"env": {"schema_version": environment.SCHEMA_VERSION, "device": device, "host_cpu": host,
-                    "precision": "default",
-                    "frameworks": {"tf": {"device_kind": kind, "versions": {"tensorflow": "x"}}}},
-            "rows": rows, "checks": []}  # fmt: skip
+    return {
+        "env": {
+            "schema_version": environment.SCHEMA_VERSION,
+            "device": device,
+            "host_cpu": host,
+            "precision": "default",
+            "frameworks": {"tf": {"device_kind": kind, "versions": {"tensorflow": "x"}}},
+        },
+        "rows": rows,
+        "checks": [],
+    }
 
 
 def _write(tmp_path, name, doc):
@@ -177,11 +205,23 @@ def _write(tmp_path, name, doc):
 
 def test_csv_and_chart(tmp_path):
     pytest.importorskip("matplotlib")
-    rows = [_row(), _row(framework="jax", variant="jit", median_s=2.0),
-            _row(workload="cnn_train", variant="fit", images_per_s=128.0, median_s=10.0)]  # fmt: skip
+    rows = [
+        _row(),
+        _row(framework="jax", variant="jit", median_s=2.0),
+        _row(workload="cnn_train", variant="fit", images_per_s=128.0, median_s=10.0),
+    ]
     doc = _doc(rows)
-    doc["env"].update(reps=5, min_time_s=5.0, timestamp="t", git_commit=None, python="3", host_cores=2, notes=[],
-                      skipped=[], peak=CPU.to_dict())  # fmt: skip
+    doc["env"].update(
+        reps=5,
+        min_time_s=5.0,
+        timestamp="t",
+        git_commit=None,
+        python="3",
+        host_cores=2,
+        notes=[],
+        skipped=[],
+        peak=CPU.to_dict(),
+    )
     paths = files.write_all(doc, tmp_path)
     assert [p.name for p in paths] == ["results.json", "results.csv", "results.md", "results.png"]
     csv_lines = (tmp_path / "results.csv").read_text().splitlines()
@@ -192,8 +232,13 @@ def test_csv_and_chart(tmp_path):
 
 def test_report_merges_machines_with_speedups_and_article_rows(tmp_path, capsys):
     cpu = _write(tmp_path, "cpu.json", _doc([_row(median_s=2.0)]))
-    gpu = _write(tmp_path, "gpu.json", _doc([_row(device="gpu", device_kind="NVIDIA H200", median_s=0.01)],
-                                            device="gpu", kind="NVIDIA H200", host="Box"))  # fmt: skip
+    gpu = _write(
+        tmp_path,
+        "gpu.json",
+        _doc(
+            [_row(device="gpu", device_kind="NVIDIA H200", median_s=0.01)], device="gpu", kind="NVIDIA H200", host="Box"
+        ),
+    )
     assert report.report_main([str(cpu), str(gpu), "--baseline", "cpu:tf:function", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "200.00x" in out  # 2 s / 10 ms
@@ -215,8 +260,11 @@ def test_report_article_baseline(tmp_path, capsys):
 
 def test_report_workload_names_are_parity_runs(tmp_path, capsys):
     # --workload cnn means what it means to parity.run: every kind of row the CNN has
-    rows = [_row(), _row(workload="cnn_train", variant="fit", median_s=3.0),
-            _row(workload="cnn_infer", variant="predict", median_s=0.5)]  # fmt: skip
+    rows = [
+        _row(),
+        _row(workload="cnn_train", variant="fit", median_s=3.0),
+        _row(workload="cnn_infer", variant="predict", median_s=0.5),
+    ]
     doc = _write(tmp_path, "d.json", _doc(rows))
     assert report.report_main([str(doc), "--workload", "cnn", "--no-article"]) == 0
     out = capsys.readouterr().out
@@ -227,9 +275,12 @@ def test_report_workload_names_are_parity_runs(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     ("content", "msg"),
-    [("{not json", "not JSON"), ('{"rows": []}', "not a parity.run results file"),
-     ('{"env": {"schema_version": 99}, "rows": []}', "schema_version")],
-)  # fmt: skip
+    [
+        ("{not json", "not JSON"),
+        ('{"rows": []}', "not a parity.run results file"),
+        ('{"env": {"schema_version": 99}, "rows": []}', "schema_version"),
+    ],
+)
 def test_report_bad_file_is_one_line(tmp_path, capsys, content, msg):
     p = tmp_path / "bad.json"
     p.write_text(content)
@@ -271,10 +322,18 @@ def test_compare_bad_input(tmp_path, capsys):
 
 @pytest.mark.parametrize(
     ("row", "said"),
-    [({"median_s": float("nan")}, "NaN"), ({"median_s": float("inf")}, "Infinity"), ({"median_s": "1.0"}, "median_s"),
-     ({"median_s": None}, "median_s is None"), ({"median_s": 0.0}, "median_s is 0.0"), ({"replicas": "8"}, "replicas"),
-     ({"flops": "8e10"}, "flops"), ({"verified": "no"}, "verified"), ({"median_s": True}, "median_s")],
-)  # fmt: skip
+    [
+        ({"median_s": float("nan")}, "NaN"),
+        ({"median_s": float("inf")}, "Infinity"),
+        ({"median_s": "1.0"}, "median_s"),
+        ({"median_s": None}, "median_s is None"),
+        ({"median_s": 0.0}, "median_s is 0.0"),
+        ({"replicas": "8"}, "replicas"),
+        ({"flops": "8e10"}, "flops"),
+        ({"verified": "no"}, "verified"),
+        ({"median_s": True}, "median_s"),
+    ],
+)
 def test_malformed_rows_are_one_line_never_ok(tmp_path, capsys, row, said):
     # a CI gate that passes garbage is worse than none: NaN, wrong types, a zero time are unreadable input (2)
     good = _write(tmp_path, "good.json", _doc([_row()]))
@@ -331,8 +390,9 @@ def test_a_compiler_count_far_from_both_formulas_is_shown():
 def test_bf16_rows_only_where_the_hardware_has_it(monkeypatch):
     assert roofline.native_bf16("tpu", "TPU v2")
     assert roofline.native_bf16("gpu", "NVIDIA H200") and not roofline.native_bf16("gpu", "Tesla K80")
-    assert roofline.native_bf16("cpu", "cpu") == (roofline.cpu_info()["bf16"] and not
-                                                  roofline.isa_capped_below_bf16(os.environ))  # fmt: skip
+    assert roofline.native_bf16("cpu", "cpu") == (
+        roofline.cpu_info()["bf16"] and not roofline.isa_capped_below_bf16(os.environ)
+    )
     assert roofline.isa_capped_below_bf16({"ONEDNN_MAX_CPU_ISA": "AVX2"}) == "ONEDNN_MAX_CPU_ISA=AVX2"
     assert roofline.isa_capped_below_bf16({"XLA_FLAGS": "--xla_cpu_max_isa=AVX2 --foo"}) == "--xla_cpu_max_isa=AVX2"
     assert roofline.isa_capped_below_bf16({"ONEDNN_MAX_CPU_ISA": "AVX512_CORE_BF16", "XLA_FLAGS": "--foo"}) is None
@@ -352,10 +412,21 @@ def test_bf16_rows_only_where_the_hardware_has_it(monkeypatch):
     slow = roofline.bf16_peak("cpu", "cpu", dataclasses.replace(CPU, measured_bf16={"jax": 1e9}))
     assert slow.flops == 6e14 and slow.limit() >= CPU.measured_flops
     # the run's own verified bfloat16 matmul rows count as measurements (their fastest call); unverified ones do not
-    mm = [Row(**_row(workload="matmul", variant="function+bf16", dtype="bfloat16", flops=1.4e14, min_s=0.2)),
-          Row(**_row(workload="matmul", framework="jax", variant="jit+bf16", dtype="bfloat16", flops=1.4e14,
-                     min_s=0.1, verified=False)),
-          Row(**_row(workload="conv", dtype="bfloat16", flops=1.4e14, min_s=0.1))]
+    mm = [
+        Row(**_row(workload="matmul", variant="function+bf16", dtype="bfloat16", flops=1.4e14, min_s=0.2)),
+        Row(
+            **_row(
+                workload="matmul",
+                framework="jax",
+                variant="jit+bf16",
+                dtype="bfloat16",
+                flops=1.4e14,
+                min_s=0.1,
+                verified=False,
+            )
+        ),
+        Row(**_row(workload="conv", dtype="bfloat16", flops=1.4e14, min_s=0.1)),
+    ]
     with_rows = roofline.with_bf16_matmul_rows(run, mm)
     assert with_rows.measured_bf16 == {"tf": 7.2e14, "jax": None, "tf function+bf16 row": 7e14}
     assert roofline.with_bf16_matmul_rows(CPU, mm[1:]) is CPU
@@ -368,10 +439,12 @@ def test_bf16_rows_only_where_the_hardware_has_it(monkeypatch):
 
 def test_number_format_is_data_not_a_name():
     # a tuned worker's suffix must not hide a bfloat16 row (the old endswith('+bf16') test did)
-    rows = [Row(**_row(framework="tf", variant="function", saved="tf32")),
-            Row(**_row(framework="jax", variant="jit", saved="j32")),
-            Row(**_row(framework="tf", variant="function+bf16", dtype="bfloat16", saved="tf16")),
-            Row(**_row(framework="jax", variant="jit+bf16+ynn", dtype="bfloat16", saved="j16"))]  # fmt: skip
+    rows = [
+        Row(**_row(framework="tf", variant="function", saved="tf32")),
+        Row(**_row(framework="jax", variant="jit", saved="j32")),
+        Row(**_row(framework="tf", variant="function+bf16", dtype="bfloat16", saved="tf16")),
+        Row(**_row(framework="jax", variant="jit+bf16+ynn", dtype="bfloat16", saved="j16")),
+    ]
     pairs = []
     cross_check(rows, lambda a, b: pairs.append((a, b)) or 0.0)
     assert sorted(pairs) == [("j16", "tf16"), ("j32", "tf32"), ("tf16", "j16"), ("tf32", "j32")]
@@ -400,8 +473,17 @@ def test_an_unusable_out_is_refused_before_any_work(tmp_path, capsys, where):
 
 def _results_doc():
     doc = _doc([_row()])
-    doc["env"].update(reps=5, min_time_s=5.0, timestamp="t", git_commit=None, python="3", host_cores=2, notes=[],
-                      skipped=[], peak=CPU.to_dict())  # fmt: skip
+    doc["env"].update(
+        reps=5,
+        min_time_s=5.0,
+        timestamp="t",
+        git_commit=None,
+        python="3",
+        host_cores=2,
+        notes=[],
+        skipped=[],
+        peak=CPU.to_dict(),
+    )
     return doc
 
 

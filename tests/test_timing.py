@@ -88,8 +88,18 @@ def test_a_diverging_training_run_names_the_step(tmp_path):
     data.synthetic(256, 32).save(tmp_path / "d.npz")
     save_npz(jax_impl.get_weights(jax_impl.build_cnn(0)), tmp_path / "w.npz")
     spec = dataclasses.replace(CNN_QUICK, learning_rate=1e30, global_batch=16)  # Adam steps of ~1e30
-    timer, _, _ = cnn_train_case(jax_impl, JAX_DEVICES[:1], row_kind("cnn_train")[1], spec, "jit", "cpu", "default",
-                                 None, data=str(tmp_path / "d.npz"), weights=str(tmp_path / "w.npz"))  # fmt: skip
+    timer, _, _ = cnn_train_case(
+        jax_impl,
+        JAX_DEVICES[:1],
+        row_kind("cnn_train")[1],
+        spec,
+        "jit",
+        "cpu",
+        "default",
+        None,
+        data=str(tmp_path / "d.npz"),
+        weights=str(tmp_path / "w.npz"),
+    )
     timer.first()
     timer.rep()
     assert not timer.m.verified
@@ -157,8 +167,9 @@ def test_validation_is_outside_the_timed_interval(tmp_path, monkeypatch, validat
     spec = dataclasses.replace(CNN_QUICK, epochs=3, train_size=256, test_size=32)
     impl = _FakeImpl(clock)
     kind = row_kind("cnn_train")[1]
-    timer, info, finish = cases.cnn_train_case(impl, ["cpu:0"], kind, spec, "jit", "cpu", "default", None,
-                                               str(tmp_path / "d.npz"), "unused", validate)  # fmt: skip
+    timer, info, finish = cases.cnn_train_case(
+        impl, ["cpu:0"], kind, spec, "jit", "cpu", "default", None, str(tmp_path / "d.npz"), "unused", validate
+    )
     assert timer.first() == 1.0
     assert [timer.rep() for _ in range(2)] == [1.0, 1.0]
     assert timer.m.compile_s == 1.0 and timer.m.times == [1.0, 1.0]
@@ -166,8 +177,7 @@ def test_validation_is_outside_the_timed_interval(tmp_path, monkeypatch, validat
     if validate == "epoch":
         assert impl.evaluations == 3
         assert [h["epoch"] for h in done["history"]] == [1, 2, 3]
-        assert done["history"][0] == {"epoch": 1, "loss": 0.5, "accuracy": 0.75, "val_loss": 0.25,
-                                      "val_accuracy": 0.51}  # fmt: skip
+        assert done["history"][0] == {"epoch": 1, "loss": 0.5, "accuracy": 0.75, "val_loss": 0.25, "val_accuracy": 0.51}
         assert done["test_accuracy"] == done["history"][-1]["val_accuracy"]  # the last epoch's, not a 4th pass
         assert timer.m.last["val_accuracy"] == 0.53  # the progress line shows it
     elif validate == "end":

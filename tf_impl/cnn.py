@@ -26,8 +26,14 @@ from tf_impl.devices import graph_flops, multiworker, placement, strategy  # noq
 if keras.backend.backend() != "tensorflow":
     raise ImportError(f"tf_impl needs Keras's TensorFlow backend, got {keras.backend.backend()!r}")
 
-_BLOCK_ENDS = {"drop1": "block1", "drop2": "block2", "drop3": "block3", "elu4": "dense1", "dense2": "logits",
-               "probs": "probs"}  # fmt: skip
+_BLOCK_ENDS = {
+    "drop1": "block1",
+    "drop2": "block2",
+    "drop3": "block3",
+    "elu4": "dense1",
+    "dense2": "logits",
+    "probs": "probs",
+}
 
 
 def build_cnn(seed: int = 0, dropout: bool = True) -> keras.Sequential:
@@ -212,8 +218,9 @@ def _replica_step(n: int, model):
             scaled = loss / n
         grads = tape.gradient(scaled, model.trainable_weights)
         model.optimizer.apply_gradients(zip(grads, model.trainable_weights, strict=True))
-        acc = tf.reduce_mean(tf.cast(tf.equal(tf.argmax(probs, -1, output_type=tf.int32), tf.cast(y, tf.int32)),
-                                     tf.float32))  # fmt: skip
+        acc = tf.reduce_mean(
+            tf.cast(tf.equal(tf.argmax(probs, -1, output_type=tf.int32), tf.cast(y, tf.int32)), tf.float32)
+        )
         return loss, acc
 
     return replica_step
@@ -295,8 +302,9 @@ class Trainer:
             return np.array([[float(v) for v in self._step(xb, yb)] for xb, yb in _worker_batches(self.s, x, y)])
         if self.variant == "loop":
             it = iter(_worker_batches(self.s, x, y))
-            out = [np.stack([v.numpy() for v in self._step(it, min(self.spe, k - s))], 1)
-                   for s in range(0, k, self.spe)]  # fmt: skip
+            out = [
+                np.stack([v.numpy() for v in self._step(it, min(self.spe, k - s))], 1) for s in range(0, k, self.spe)
+            ]
             return np.concatenate(out).astype(np.float64)
         ds = tf.data.Dataset.from_tensor_slices((x.reshape(k * b, *x.shape[2:]), y.reshape(k * b))).batch(b)
         with tf.device(self.device) if not self.distributed else nullcontext():
@@ -307,8 +315,13 @@ class Trainer:
         """Devices holding the first weight (every replica's copy under a strategy)."""
         v = self.m.trainable_weights[0].value
         copies = getattr(v, "values", (v,))
-        return sorted({f"{tf.DeviceSpec.from_string(c.device).device_type.lower()}:"
-                       f"{tf.DeviceSpec.from_string(c.device).device_index}" for c in copies})  # fmt: skip
+        return sorted(
+            {
+                f"{tf.DeviceSpec.from_string(c.device).device_type.lower()}:"
+                f"{tf.DeviceSpec.from_string(c.device).device_index}"
+                for c in copies
+            }
+        )
 
     def step_cost(self) -> tuple[float | None, str]:
         """FLOPs of one global training step by TF's profiler on Keras's train_step graph."""
@@ -347,8 +360,12 @@ class Trainer:
         """Inference loss and accuracy of the current weights on (x, y)."""
         if self.variant == "loop":  # every worker the same, from its copy of the trained weights (no collectives)
             m = self.model()
-            probs = np.concatenate([m(x[i : i + batch_size].astype(np.float32), training=False).numpy()
-                                    for i in range(0, len(x), batch_size)])  # fmt: skip
+            probs = np.concatenate(
+                [
+                    m(x[i : i + batch_size].astype(np.float32), training=False).numpy()
+                    for i in range(0, len(x), batch_size)
+                ]
+            )
             loss = float(_loss(tf.constant(y), tf.constant(probs)))
             return {"loss": loss, "accuracy": float(np.mean(np.argmax(probs, -1) == y))}
         self._average_moving_stats()
@@ -356,8 +373,9 @@ class Trainer:
         return {"loss": float(r["loss"]), "accuracy": float(r["accuracy"])}
 
 
-def make_trainer(model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7,
-                 seed: int = 0) -> Trainer:  # fmt: skip
+def make_trainer(
+    model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
+) -> Trainer:
     """A trainer for `model` over `devices` ('fit' on one device; 'strategy' over several).
 
     Raises:
@@ -381,8 +399,9 @@ def prepare_inference(model, images: np.ndarray, devices) -> Prepared:
         with tf.device(devices[0]):
             return f(x)
 
-    return Prepared(run, lambda o: tuple(o.shape), lambda o, idx: o.numpy()[list(idx)], placement,
-                    lambda: graph_flops(f, x))  # fmt: skip
+    return Prepared(
+        run, lambda o: tuple(o.shape), lambda o, idx: o.numpy()[list(idx)], placement, lambda: graph_flops(f, x)
+    )
 
 
 def save_weights(model, path) -> None:

@@ -34,5 +34,12 @@ def prepare_conv(
     Raises:
         ValueError: unknown variant, or a batch that does not divide by len(devices).
     """
-    return prepare_op(lambda a, b: _conv(a, b, stride, padding), "Conv2D", conv_variants(len(devices)), variant,
-                      images, kernels, devices)  # fmt: skip
+    return prepare_op(
+        lambda a, b: _conv(a, b, stride, padding),
+        "Conv2D",
+        conv_variants(len(devices)),
+        variant,
+        images,
+        kernels,
+        devices,
+    )

@@ -17,8 +17,17 @@ from parity.api import LOCAL_HOSTS, Cluster, ClusterError, DeviceUnavailable, po
 # Variants that are not the framework out of the box: XLA forced on where TF and Keras leave it off,
 # bfloat16 inputs (the harness runs '+bf16' only where the device computes in bfloat16 natively), and
 # a custom training loop instead of model.fit (the only way under MultiWorkerMirroredStrategy).
-TUNED_VARIANTS: tuple[str, ...] = ("function+xla", "fit+xla", "function+bf16", "loop", "fit+spe", "strategy+spe",
-                                   "loop+spe", "fit+bf16", "strategy+bf16")
+TUNED_VARIANTS: tuple[str, ...] = (
+    "function+xla",
+    "fit+xla",
+    "function+bf16",
+    "loop",
+    "fit+spe",
+    "strategy+spe",
+    "loop+spe",
+    "fit+bf16",
+    "strategy+bf16",
+)
 # Variants that compute in bfloat16 (an operation's inputs and outputs; the CNN's mixed precision, float32
 # variables): a row's number format, declared here, never read off its name.
 BFLOAT16_VARIANTS: tuple[str, ...] = ("function+bf16", "fit+bf16", "strategy+bf16")
@@ -28,6 +37,8 @@ def tuned_configs(device: str, native_bf16: bool = False) -> dict[str, dict[str,
     """Process-wide settings worth a worker of their own on `device`: none for TensorFlow (its XLA is a
     per-function option, a variant; capping oneDNN's ISA costs speed: docs/numerics.md), bfloat16 or not."""
     return {}
+
+
 _KIND = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
 # TensorFlow's runtime is process-wide (logical devices are fixed once, one MultiWorkerMirroredStrategy per
 # process), so what setup_devices decided is kept for the process too: devices, strategies, the TPU resolver.
@@ -118,8 +129,9 @@ def _join(device: str, cluster: Cluster) -> list[str]:
     # The strategy waits for every worker inside TF's C++ runtime, holding the GIL, with no timeout
     # of its own: faulthandler's C-level watchdog ends the process (traceback on stderr) if it hangs.
     # logged, not printed: what the watchdog's traceback follows, in the worker's log
-    logging.getLogger(__name__).warning("TensorFlow worker %s: joining %s (at most %g s)", task, ", ".join(workers),
-                                        cluster.timeout_s)  # fmt: skip
+    logging.getLogger(__name__).warning(
+        "TensorFlow worker %s: joining %s (at most %g s)", task, ", ".join(workers), cluster.timeout_s
+    )
     faulthandler.dump_traceback_later(cluster.timeout_s, exit=True)
     try:
         s = tf.distribute.MultiWorkerMirroredStrategy(
@@ -127,8 +139,9 @@ def _join(device: str, cluster: Cluster) -> list[str]:
             communication_options=tf.distribute.experimental.CommunicationOptions(timeout_seconds=cluster.timeout_s),
         )
     except Exception as e:  # gRPC server errors, bad TF_CONFIG
-        raise DeviceUnavailable(f"TensorFlow worker {task} could not start ({type(e).__name__}: "
-                                f"{' '.join(str(e).split())[:200]})") from None  # fmt: skip
+        raise DeviceUnavailable(
+            f"TensorFlow worker {task} could not start ({type(e).__name__}: {' '.join(str(e).split())[:200]})"
+        ) from None
     finally:
         faulthandler.cancel_dump_traceback_later()
     local = list(s.extended.worker_devices)
@@ -147,8 +160,11 @@ def process_info(devices) -> dict:
     s = _state.get("multiworker")
     if s is None:
         return {"process_id": 0, "num_processes": 1, "local_replicas": len(devices)}
-    return {"process_id": _state["task"], "num_processes": len(devices) // len(s.extended.worker_devices),
-            "local_replicas": len(s.extended.worker_devices)}  # fmt: skip
+    return {
+        "process_id": _state["task"],
+        "num_processes": len(devices) // len(s.extended.worker_devices),
+        "local_replicas": len(s.extended.worker_devices),
+    }
 
 
 def multiworker() -> tf.distribute.Strategy | None:

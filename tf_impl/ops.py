@@ -39,8 +39,15 @@ def _for_all_workers(cost: tuple[float | None, str], workers: int) -> tuple[floa
     return (flops * workers if flops else None), source
 
 
-def prepare_op(op: Callable, graph_op: str, variants: tuple[str, ...], variant: str, x: np.ndarray, w: np.ndarray,
-               devices: list[str]) -> Prepared:  # fmt: skip
+def prepare_op(
+    op: Callable,
+    graph_op: str,
+    variants: tuple[str, ...],
+    variant: str,
+    x: np.ndarray,
+    w: np.ndarray,
+    devices: list[str],
+) -> Prepared:
     """`op(x, w)` with x's leading axis split across `devices` and w on every one.
 
     'function' is a tf.function, 'function+xla' the same with jit_compile=True, 'function+bf16' the same
@@ -82,6 +89,10 @@ def prepare_op(op: Callable, graph_op: str, variants: tuple[str, ...], variant: 
 
     # Function outputs on logical CPUs all report CPU:0 (shared host memory); the graph says where
     # each replica's op really ran (in a multi-process run: this worker's replicas).
-    return Prepared(lambda: step(a, b), shape, gather_rows if multiworker() else _rows,
-                    lambda o: graph_placement(step, (a, b), graph_op),
-                    lambda: _for_all_workers(graph_flops(step, a, b), process_info(devices)["num_processes"]))
+    return Prepared(
+        lambda: step(a, b),
+        shape,
+        gather_rows if multiworker() else _rows,
+        lambda o: graph_placement(step, (a, b), graph_op),
+        lambda: _for_all_workers(graph_flops(step, a, b), process_info(devices)["num_processes"]),
+    )

@@ -38,8 +38,18 @@ def resolve(reqs: list[str], python_version: str | None) -> tuple[bool, str]:
     """(resolved, what it would install or pip's last error lines)."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "pip", "install", "--dry-run", "--quiet", "--ignore-installed",
-               "--report", str(report), *reqs]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--dry-run",
+            "--quiet",
+            "--ignore-installed",
+            "--report",
+            str(report),
+            *reqs,
+        ]
         if python_version:
             cmd += ["--python-version", python_version, "--only-binary=:all:"]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
@@ -54,8 +64,9 @@ def resolve(reqs: list[str], python_version: str | None) -> tuple[bool, str]:
 def main(argv=None) -> int:
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("extras", nargs="*", help=f"extras to check, of {', '.join(extras)} (default: gpu, tpu, "
-                                              "tpu-jax, tpu-tf)")
+    ap.add_argument(
+        "extras", nargs="*", help=f"extras to check, of {', '.join(extras)} (default: gpu, tpu, tpu-jax, tpu-tf)"
+    )
     ap.add_argument("--python-version", help="resolve for this Python (e.g. 3.12), wheels only")
     args = ap.parse_args(argv)
     unknown = [e for e in args.extras if e not in extras]

@@ -120,8 +120,15 @@ class FrameworkImpl(Protocol):
     def conv_op(self, images: Any, kernels: Any, stride: int = 2, padding: str = "SAME") -> Any: ...
     def conv_variants(self, replicas: int) -> tuple[str, ...]: ...
 
-    def prepare_conv(self, variant: str, images: np.ndarray, kernels: np.ndarray, devices: Sequence[Device],
-                     stride: int = 2, padding: str = "SAME") -> Prepared: ...  # fmt: skip
+    def prepare_conv(
+        self,
+        variant: str,
+        images: np.ndarray,
+        kernels: np.ndarray,
+        devices: Sequence[Device],
+        stride: int = 2,
+        padding: str = "SAME",
+    ) -> Prepared: ...
 
     def matmul_variants(self, replicas: int) -> tuple[str, ...]: ...
     def prepare_matmul(self, variant: str, a: np.ndarray, b: np.ndarray, devices: Sequence[Device]) -> Prepared: ...
@@ -138,8 +145,15 @@ class FrameworkImpl(Protocol):
     def loss_and_grads(self, model: Any, x: np.ndarray, y: np.ndarray) -> Gradients: ...
     def cnn_variants(self, replicas: int) -> tuple[str, ...]: ...
 
-    def make_trainer(self, model: Any, devices: Sequence[Device], variant: str, learning_rate: float = 1e-3,
-                     adam_epsilon: float = 1e-7, seed: int = 0) -> Trainer: ...  # fmt: skip
+    def make_trainer(
+        self,
+        model: Any,
+        devices: Sequence[Device],
+        variant: str,
+        learning_rate: float = 1e-3,
+        adam_epsilon: float = 1e-7,
+        seed: int = 0,
+    ) -> Trainer: ...
 
     def infer_variants(self, replicas: int) -> tuple[str, ...]: ...
     def prepare_inference(self, model: Any, images: np.ndarray, devices: Sequence[Device]) -> Prepared: ...

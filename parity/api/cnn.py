@@ -53,8 +53,11 @@ def _cnn_weights() -> tuple[Weight, ...]:
 CNN_WEIGHTS = _cnn_weights()
 CNN_TRAINABLE = tuple(w for w in CNN_WEIGHTS if w.trainable)  # Keras's trainable_weights order: the gradients'
 _sizes = {w.name: int(np.prod(w.shape)) for w in CNN_WEIGHTS}
-CNN_PARAMS = {"total": sum(_sizes.values()), "trainable": sum(_sizes[w.name] for w in CNN_TRAINABLE),
-              "non_trainable": sum(_sizes[w.name] for w in CNN_WEIGHTS if not w.trainable)}  # fmt: skip
+CNN_PARAMS = {
+    "total": sum(_sizes.values()),
+    "trainable": sum(_sizes[w.name] for w in CNN_TRAINABLE),
+    "non_trainable": sum(_sizes[w.name] for w in CNN_WEIGHTS if not w.trainable),
+}
 
 
 def check_weights(weights: Sequence[np.ndarray], dtype=np.float32) -> None:
