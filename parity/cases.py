@@ -111,35 +111,56 @@ def cnn_train_case(
     always outside the timed interval (the Timer times the call and its synchronisation, then verifies).
     """
     s, ds = spec, _dataset(data)
-    k, b = s.steps_per_epoch, s.global_batch
-    offsets = batch_offsets(s.seed, s.epochs * k, len(ds.x_train), b)
     trainer = impl.make_trainer(_cnn_model(impl, s, weights), devices, variant, s.learning_rate, s.adam_epsilon, s.seed)
-    epoch = [0]
-    history: list[dict] = []  # one entry per epoch, first (compiling) epoch included, as Keras's History
+    epochs = _Epochs(impl, devices, device, variant, s, ds, trainer, validate)
+    k = s.steps_per_epoch
+    info = {
+        "flops": s.step_flops() * k,
+        "flops_unpadded": s.step_flops(padded=False) * k,
+        "flops_formula": CnnSpec.step_flops.__doc__,
+        "min_bytes": s.step_min_bytes() * k,
+        "images": k * s.global_batch,
+        "data": ds.source,
+        "cost": epochs.cost,
+    }
+    return Timer(epochs.run, impl.block, epochs.verify, impl.slowest), info, epochs.finish
 
-    def run():
-        e = epoch[0]
-        epoch[0] += 1
-        return trainer.steps(*batches(ds, offsets[e * k : (e + 1) * k], b))
 
-    def verify(out):
-        if trainer.compute_dtype != variant_dtype(impl, variant):  # the model as built, not the variant's name
-            raise Invalid(f"the model computes in {trainer.compute_dtype}, not {variant_dtype(impl, variant)}")
+class _Epochs:
+    """A training row's calls: one epoch each (run), its checks and figures (verify), the test figures at the
+    end (finish), and the framework's FLOP count of an epoch (cost)."""
+
+    def __init__(self, impl, devices, device: str, variant: str, s: CnnSpec, ds: Dataset, trainer, validate: str):
+        self.impl, self.devices, self.device, self.variant = impl, devices, device, variant
+        self.s, self.ds, self.trainer, self.validate = s, ds, trainer, validate
+        self.offsets = batch_offsets(s.seed, s.epochs * s.steps_per_epoch, len(ds.x_train), s.global_batch)
+        self.epoch = 0
+        self.history: list[dict] = []  # one entry per epoch, first (compiling) epoch included, as Keras's History
+
+    def run(self):
+        k, e = self.s.steps_per_epoch, self.epoch
+        self.epoch += 1
+        return self.trainer.steps(*batches(self.ds, self.offsets[e * k : (e + 1) * k], self.s.global_batch))
+
+    def verify(self, out) -> dict:
+        want = variant_dtype(self.impl, self.variant)
+        if self.trainer.compute_dtype != want:  # the model as built, not the variant's name
+            raise Invalid(f"the model computes in {self.trainer.compute_dtype}, not {want}")
         steps = np.asarray(out, np.float64)
         bad = np.flatnonzero(~np.isfinite(steps[:, 0]))
         if bad.size:
-            step = (epoch[0] - 1) * k + int(bad[0]) + 1
+            step = (self.epoch - 1) * self.s.steps_per_epoch + int(bad[0]) + 1
             raise Invalid(f"loss is {steps[bad[0], 0]} at step {step}: training diverged, stopped")
-        where = trainer.placement()  # this process's replicas
-        local = impl.process_info(devices)["local_replicas"]
-        if len(where) != local or any(not w.startswith(device + ":") for w in where):
-            raise Invalid(f"trained on {where}, expected {local} {device} device(s) in this process")
+        where = self.trainer.placement()  # this process's replicas
+        local = self.impl.process_info(self.devices)["local_replicas"]
+        if len(where) != local or any(not w.startswith(self.device + ":") for w in where):
+            raise Invalid(f"trained on {where}, expected {local} {self.device} device(s) in this process")
         figures = {"loss": float(steps[-1, 0]), "accuracy": float(steps[-1, 1])}
-        if validate == "epoch":
-            ev = trainer.evaluate(ds.x_test, ds.y_test)
-            history.append(
+        if self.validate == "epoch":
+            ev = self.trainer.evaluate(self.ds.x_test, self.ds.y_test)
+            self.history.append(
                 {
-                    "epoch": epoch[0],
+                    "epoch": self.epoch,
                     "loss": float(steps[:, 0].mean()),  # the epoch's mean, as Keras's
                     "accuracy": float(steps[:, 1].mean()),
                     "val_loss": ev["loss"],
@@ -149,33 +170,23 @@ def cnn_train_case(
             figures.update(val_loss=ev["loss"], val_accuracy=ev["accuracy"])
         return figures
 
-    def finish():
-        if validate == "epoch" and history:
+    def finish(self) -> dict:
+        if self.validate == "epoch" and self.history:
+            last = self.history[-1]
             return {
-                "test_loss": history[-1]["val_loss"],
-                "test_accuracy": history[-1]["val_accuracy"],
-                "history": history,
-                "epochs_run": epoch[0],
+                "test_loss": last["val_loss"],
+                "test_accuracy": last["val_accuracy"],
+                "history": self.history,
+                "epochs_run": self.epoch,
             }
-        if validate == "end":
-            ev = trainer.evaluate(ds.x_test, ds.y_test)
-            return {"test_loss": ev["loss"], "test_accuracy": ev["accuracy"], "epochs_run": epoch[0]}
-        return {"epochs_run": epoch[0]}
+        if self.validate == "end":
+            ev = self.trainer.evaluate(self.ds.x_test, self.ds.y_test)
+            return {"test_loss": ev["loss"], "test_accuracy": ev["accuracy"], "epochs_run": self.epoch}
+        return {"epochs_run": self.epoch}
 
-    def cost():
-        flops, source = trainer.step_cost()
-        return (flops * k if flops else None), source
-
-    info = {
-        "flops": s.step_flops() * k,
-        "flops_unpadded": s.step_flops(padded=False) * k,
-        "flops_formula": CnnSpec.step_flops.__doc__,
-        "min_bytes": s.step_min_bytes() * k,
-        "images": k * b,
-        "data": ds.source,
-        "cost": cost,
-    }
-    return Timer(run, impl.block, verify, impl.slowest), info, finish
+    def cost(self):
+        flops, source = self.trainer.step_cost()
+        return (flops * self.s.steps_per_epoch if flops else None), source
 
 
 def cnn_infer_case(

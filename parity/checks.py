@@ -85,9 +85,49 @@ def grads(
         {"layer": name, **oracle.pool_window_stats(a, {fw: saved[fw][f"routing/{k}"] for fw in fws}, NEAR_TIE_ULPS)}
         for k, (name, a) in enumerate(zip(POOLS, pool_inputs, strict=True))
     ]
+    per = _per_parameter(saved, refs, len(np.asarray(y)))
+    figs = {
+        k: max(p[k] for p in per.values()) for k in per[GRAD_NAMES[0]] if k not in ("routing_alone", "conditioning")
+    }
+    own = {fw: figs[f"{fw}_vs_f64"] for fw in fws}
+    grads_row = {
+        "check": "gradients (every parameter)",
+        "replicas": replicas,
+        "figures": figs,
+        "max_rel_err": max(own.values()),
+        "tolerance": tol,
+        "passed": all(e <= tol for e in own.values()),
+        "detail": _grads_verdict(per, pools, own, figs, tol),
+        "per_parameter": per,
+        "pooling": pools,
+    }
+    return [_loss_row(saved, refs, loss_tol, replicas), grads_row]
 
-    loss_figs = {f"{fw}_vs_f64": abs(float(saved[fw]["loss"]) - refs[fw][0]) / abs(refs[fw][0]) for fw in fws}
-    batch = len(np.asarray(y))
+
+def _loss_row(saved: dict, refs: dict, loss_tol: float, replicas: int) -> dict:
+    """The one batch's loss: each framework against float64 (judged), and against each other."""
+    fws = sorted(saved)
+    figs = {f"{fw}_vs_f64": abs(float(saved[fw]["loss"]) - refs[fw][0]) / abs(refs[fw][0]) for fw in fws}
+    if len(fws) == 2:
+        a, b = fws  # 'jax', 'tf'
+        figs[f"{b}_vs_{a}"] = abs(float(saved[b]["loss"]) - float(saved[a]["loss"])) / abs(float(saved[a]["loss"]))
+    off = [fw for fw in fws if figs[f"{fw}_vs_f64"] > loss_tol]
+    return {
+        "check": "loss (one batch)",
+        "replicas": replicas,
+        "figures": figs,
+        "max_rel_err": max(figs[f"{fw}_vs_f64"] for fw in fws),
+        "tolerance": loss_tol,
+        "passed": not off,
+        "detail": "off float64: " + ", ".join(short(fw) for fw in off) if off else "",
+    }
+
+
+def _per_parameter(saved: dict, refs: dict, batch: int) -> dict[str, dict]:
+    """Per parameter: each framework's error against float64 under its own routing, and with two frameworks
+    their difference and routing's alone, all over the parameter's scale (grad_scale); and that scale over
+    max |reference| ('conditioning'; None for an all-zero gradient)."""
+    fws = sorted(saved)
     scales = [
         max(grad_scale(batch, refs[fw][1][i], refs[fw][2]["terms"][i]) for fw in fws) for i in range(len(GRAD_NAMES))
     ]
@@ -95,46 +135,16 @@ def grads(
     def rel(got: np.ndarray, ref: np.ndarray, i: int) -> float:
         return _relative(errors(got, ref)["max_abs_err"], scales[i])
 
-    per = {
-        name: {f"{fw}_vs_f64": rel(saved[fw][f"grad/{i:03d}"], refs[fw][1][i], i) for fw in fws}
-        for i, name in enumerate(GRAD_NAMES)
-    }
-    if len(fws) == 2:
-        a, b = fws  # 'jax', 'tf'
-        loss_figs[f"{b}_vs_{a}"] = abs(float(saved[b]["loss"]) - float(saved[a]["loss"])) / abs(float(saved[a]["loss"]))
-        for i, name in enumerate(GRAD_NAMES):
+    per = {}
+    for i, name in enumerate(GRAD_NAMES):
+        per[name] = {f"{fw}_vs_f64": rel(saved[fw][f"grad/{i:03d}"], refs[fw][1][i], i) for fw in fws}
+        if len(fws) == 2:
+            a, b = fws
             per[name][f"{b}_vs_{a}"] = rel(saved[b][f"grad/{i:03d}"], saved[a][f"grad/{i:03d}"], i)
             per[name]["routing_alone"] = rel(refs[b][1][i], refs[a][1][i], i)
-    figs = {k: max(p[k] for p in per.values()) for k in per[GRAD_NAMES[0]] if k != "routing_alone"}
-    for i, name in enumerate(GRAD_NAMES):
         ref_max = float(np.max(np.abs(refs[fws[0]][1][i])))
-        per[name]["conditioning"] = scales[i] / ref_max if ref_max > 0 else None  # None: an all-zero gradient
-    own = {fw: figs[f"{fw}_vs_f64"] for fw in fws}
-    loss_ok = all(loss_figs[f"{fw}_vs_f64"] <= loss_tol for fw in fws)
-    return [
-        {
-            "check": "loss (one batch)",
-            "replicas": replicas,
-            "figures": loss_figs,
-            "max_rel_err": max(loss_figs[f"{fw}_vs_f64"] for fw in fws),
-            "tolerance": loss_tol,
-            "passed": loss_ok,
-            "detail": ""
-            if loss_ok
-            else "off float64: " + ", ".join(short(fw) for fw in fws if loss_figs[f"{fw}_vs_f64"] > loss_tol),
-        },
-        {
-            "check": "gradients (every parameter)",
-            "replicas": replicas,
-            "figures": figs,
-            "max_rel_err": max(own.values()),
-            "tolerance": tol,
-            "passed": all(e <= tol for e in own.values()),
-            "detail": _grads_verdict(per, pools, own, figs, tol),
-            "per_parameter": per,
-            "pooling": pools,
-        },
-    ]
+        per[name]["conditioning"] = scales[i] / ref_max if ref_max > 0 else None
+    return per
 
 
 def grad_scale(batch: int, ref: np.ndarray, terms: oracle.Terms) -> float:
