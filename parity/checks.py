@@ -42,6 +42,11 @@ def forward(saved: dict[str, dict], ref: dict[str, np.ndarray], tol: float) -> l
     return rows
 
 
+# Max pooling's gradient jumps where a window's largest values tie: two frameworks whose forward passes differ by
+# float32 rounding can break a near-tie differently and send that window's gradient elsewhere, moving a kernel
+# gradient by 1e-3 though neither is wrong. So each framework is judged against float64 with the same subgradient
+# (its own routing, saved by its loss_and_grads), and a TF-vs-JAX difference is explained by the windows they
+# route differently.
 POOLS = ("pool1", "pool2", "pool3")
 NEAR_TIE_ULPS = 4  # a window's two largest values this close (float32 ulps of the largest) are a near-tie
 
@@ -56,18 +61,9 @@ def grads(
     replicas: int = 1,
 ) -> list[dict]:
     """Loss and every parameter's gradient of one training batch, each framework against the float64
-    oracle with that framework's own max-pool routing, and the frameworks against each other.
-
-    Max pooling's gradient jumps where a window's largest values tie: two frameworks whose forward
-    passes differ by float32 rounding can break a near-tie differently and send that window's gradient
-    elsewhere, moving a kernel gradient by 1e-3 though neither is wrong. So each framework is judged
-    against float64 with the same subgradient (its own routing, saved by its loss_and_grads), and a
-    TF-vs-JAX difference is explained by the windows they route differently. A framework off float64
-    under its own routing is a FAIL that names it and the parameter.
-
-    Each parameter's error is relative to its own scale (workloads.gradient_scale, from the oracle's terms):
-    max |reference| where its last sum does not cancel, more where it does, so the verdict holds for any
-    weights and batch. per_parameter keeps that scale over max |reference| ('conditioning') beside the figures.
+    oracle with that framework's own max-pool routing (see POOLS), and the frameworks against each other.
+    A framework off float64 under its own routing is a FAIL that names it and the parameter. Each
+    parameter's error is over its own scale (_per_parameter), so the verdict holds for any input.
 
     Args:
         saved: per framework, its saved 'loss', 'grad/NNN' and 'routing/K' arrays.
@@ -125,8 +121,9 @@ def _loss_row(saved: dict, refs: dict, loss_tol: float, replicas: int) -> dict:
 
 def _per_parameter(saved: dict, refs: dict, batch: int) -> dict[str, dict]:
     """Per parameter: each framework's error against float64 under its own routing, and with two frameworks
-    their difference and routing's alone, all over the parameter's scale (grad_scale); and that scale over
-    max |reference| ('conditioning'; None for an all-zero gradient)."""
+    their difference and routing's alone, all over the parameter's scale; and that scale over max |reference|
+    ('conditioning'; None for an all-zero gradient). The scale (workloads.gradient_scale, from the oracle's
+    terms) is max |reference| where the parameter's last sum does not cancel, more where it does."""
     fws = sorted(saved)
     scales = [
         max(grad_scale(batch, refs[fw][1][i], refs[fw][2]["terms"][i]) for fw in fws) for i in range(len(GRAD_NAMES))
@@ -263,6 +260,16 @@ BN_MOMENTUM = 0.99
 MIN_ACCURACY_STEPS = math.ceil(math.log(0.01) / math.log(BN_MOMENTUM))
 
 
+def _accuracy_runs(rows: list[dict]) -> tuple[dict[str, list[float]], dict[str, tuple[str, str]]]:
+    """Test accuracies by 'framework variant' (one per seed), and each variant's (framework, number format)."""
+    runs: dict[str, list[float]] = {}
+    fmt = {}
+    for row in rows:
+        runs.setdefault(f"{row['framework']} {row['variant']}", []).append(row["test_accuracy"])
+        fmt[f"{row['framework']} {row['variant']}"] = (row["framework"], row.get("dtype", "float32"))
+    return runs, fmt
+
+
 def accuracy(rows: list[dict], band: float) -> list[dict]:
     """After training with dropout on: each variant's test accuracy (mean over seeds), per replica count.
 
@@ -273,55 +280,29 @@ def accuracy(rows: list[dict], band: float) -> list[dict]:
     out = []
     for r in sorted({row["replicas"] for row in rows}):
         mine = [row for row in rows if row["replicas"] == r and row.get("test_accuracy") is not None]
+        check = {"check": "test accuracy after training (dropout on)", "replicas": r}
+        check.update(max_rel_err=None, tolerance=band)
         if not mine:
             steps = min(row["spec"]["epochs"] * row["spec"]["steps_per_epoch"] for row in rows if row["replicas"] == r)
-            out.append(
-                {
-                    "check": "test accuracy after training (dropout on)",
-                    "replicas": r,
-                    "figures": {},
-                    "max_rel_err": None,
-                    "tolerance": band,
-                    "passed": None,
-                    "detail": f"not evaluated: {steps} steps < {MIN_ACCURACY_STEPS}",
-                }
-            )
+            detail = f"not evaluated: {steps} steps < {MIN_ACCURACY_STEPS}"
+            out.append({**check, "figures": {}, "passed": None, "detail": detail})
             continue
-        runs: dict[str, list[float]] = {}
-        fmt = {}
-        for row in mine:
-            runs.setdefault(f"{row['framework']} {row['variant']}", []).append(row["test_accuracy"])
-            fmt[f"{row['framework']} {row['variant']}"] = (row["framework"], row.get("dtype", "float32"))
+        runs, fmt = _accuracy_runs(mine)
         acc = {k: float(np.mean(v)) for k, v in runs.items()}
         tf = [k for k in acc if fmt[k][0] == "tf"]
         jx = [k for k in acc if fmt[k][0] == "jax"]
         if not (tf and jx):
             continue
         # TF against JAX in every number format, and each mixed-precision variant against its own float32 ones
-        pairs = [(a, b) for a in tf for b in jx] + [
-            (a, b)
-            for a in acc
-            for b in acc
-            if fmt[a][0] == fmt[b][0] and fmt[a][1] == "bfloat16" and fmt[b][1] == "float32"
-        ]
+        pairs = [(a, b) for a in tf for b in jx]
+        mixed = [a for a in acc if fmt[a][1] == "bfloat16"]
+        pairs += [(a, b) for a in mixed for b in acc if fmt[a][0] == fmt[b][0] and fmt[b][1] == "float32"]
         gap = max(abs(acc[a] - acc[b]) for a, b in pairs)
         seeds = min(len(v) for v in runs.values())
         steps = min(row["spec"]["epochs"] * row["spec"]["steps_per_epoch"] for row in mine)
         judged = steps >= MIN_ACCURACY_STEPS
-        detail = f"gap {gap:.4f}, mean over {seeds} seed(s)" + (
-            "" if judged else f"; not judged: {steps} steps < {MIN_ACCURACY_STEPS}"
-        )
-        out.append(
-            {
-                "check": "test accuracy after training (dropout on)",
-                "replicas": r,
-                "figures": acc,
-                "per_seed": runs,
-                "max_abs_gap": gap,
-                "max_rel_err": None,
-                "tolerance": band,
-                "passed": bool(gap <= band) if judged else None,
-                "detail": detail,
-            }
-        )
+        detail = f"gap {gap:.4f}, mean over {seeds} seed(s)"
+        detail += "" if judged else f"; not judged: {steps} steps < {MIN_ACCURACY_STEPS}"
+        passed = bool(gap <= band) if judged else None
+        out.append({**check, "figures": acc, "per_seed": runs, "max_abs_gap": gap, "passed": passed, "detail": detail})
     return out

@@ -94,6 +94,12 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    _print(lines, len(new["rows"]) - len(lines), args)
+    return 1 if bad else 0
+
+
+def _print(lines: list[dict], unmatched: int, args) -> None:
+    """The comparison table, the rows left unmatched, and the verdict line."""
     body = [
         (
             ln["row"]["workload"],
@@ -108,16 +114,14 @@ def main(argv: list[str] | None = None) -> int:
         for ln in lines
     ]
     print(grid(("workload", "framework", "variant", "replicas", "old", "new", "new/old", "verdict"), body))
-    unmatched = len(new["rows"]) - len(lines)
     if unmatched:
         print(f"  * {unmatched} row(s) of {args.new} have no counterpart in {args.old}")
     n_bad = sum(ln["verdict"].startswith("REGRESSION") for ln in lines)
     print(
         f"{n_bad} regression(s) beyond {100 * args.fail_over:g}%"
-        if bad
+        if n_bad
         else f"no regression beyond {100 * args.fail_over:g}%"
     )
-    return 1 if bad else 0
 
 
 if __name__ == "__main__":

@@ -100,6 +100,55 @@ def _how(code: int) -> str:
     return f"exited with code {code}"
 
 
+def _start(i: int, processes: int, devices: int, port: int, module: str, args: list[str], log) -> subprocess.Popen:
+    """Process i of the run, told its place by environment variables (parity.cluster.ENV)."""
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.update(
+        {
+            ENV["coordinator"]: f"127.0.0.1:{port}",
+            ENV["num_processes"]: str(processes),
+            ENV["process_id"]: str(i),
+            ENV["local_devices"]: str(devices),
+        }
+    )
+    out = {} if log is None else {"stdout": log, "stderr": subprocess.STDOUT}
+    # own session: a signal to its group reaches the process's framework workers too
+    return subprocess.Popen([sys.executable, "-m", module, *args], env=env, start_new_session=True, **out)
+
+
+def _watch(procs: list, logs: list, module: str, timeout_s: float, start: float) -> int:
+    """Wait for the processes: the first failure stops the others, as does the timeout. Returns the exit code."""
+    processes = len(procs)
+    finished = (0, FINISHED_WITH_FAILURES.get(module, 0))
+    while True:
+        codes = [p.poll() for p in procs]
+        failed = [i for i, c in enumerate(codes) if c not in (None, *finished)]
+        if failed:
+            i = failed[0]
+            _stop(procs)
+            detail = f":\n{_tail(logs[i])}" if i else " (its output is above)"
+            print(f"error: process {i} of {processes} {_how(codes[i])}; stopped the others{detail}", file=sys.stderr)
+            return codes[i] if codes[i] > 0 else 1
+        if all(c in finished for c in codes):
+            bad = [i for i, c in enumerate(codes) if c]
+            if bad:
+                print(
+                    f"process(es) {', '.join(map(str, bad))} finished with failed checks (exit {codes[bad[0]]})",
+                    file=sys.stderr,
+                )
+            return codes[bad[0]] if bad else 0
+        if time.monotonic() - start > timeout_s:
+            hung = [i for i, c in enumerate(codes) if c is None]
+            _stop(procs)
+            print(
+                f"error: process(es) {', '.join(map(str, hung))} still running after {timeout_s:.0f} s "
+                f"(--timeout); stopped all",
+                file=sys.stderr,
+            )
+            return 124
+        time.sleep(0.2)
+
+
 def launch(processes: int, devices: int, port: int | None, timeout_s: float, module: str, args: list[str]) -> int:
     """Run the processes; returns the exit code the launcher should end with."""
     if port is None:
@@ -117,51 +166,9 @@ def launch(processes: int, devices: int, port: int | None, timeout_s: float, mod
     start = time.monotonic()
     try:
         for i in range(processes):
-            env = dict(os.environ, PYTHONUNBUFFERED="1")
-            env.update(
-                {
-                    ENV["coordinator"]: f"127.0.0.1:{port}",
-                    ENV["num_processes"]: str(processes),
-                    ENV["process_id"]: str(i),
-                    ENV["local_devices"]: str(devices),
-                }
-            )
             logs.append(None if i == 0 else tempfile.TemporaryFile("w+"))  # process 0 writes to the terminal
-            out = {} if i == 0 else {"stdout": logs[i], "stderr": subprocess.STDOUT}
-            # own session: a signal to its group reaches the process's framework workers too
-            procs.append(
-                subprocess.Popen([sys.executable, "-m", module, *args], env=env, start_new_session=True, **out)
-            )
-        finished = (0, FINISHED_WITH_FAILURES.get(module, 0))
-        while True:
-            codes = [p.poll() for p in procs]
-            failed = [i for i, c in enumerate(codes) if c not in (None, *finished)]
-            if failed:
-                i = failed[0]
-                _stop(procs)
-                detail = f":\n{_tail(logs[i])}" if i else " (its output is above)"
-                print(
-                    f"error: process {i} of {processes} {_how(codes[i])}; stopped the others{detail}", file=sys.stderr
-                )
-                return codes[i] if codes[i] > 0 else 1
-            if all(c in finished for c in codes):
-                bad = [i for i, c in enumerate(codes) if c]
-                if bad:
-                    print(
-                        f"process(es) {', '.join(map(str, bad))} finished with failed checks (exit {codes[bad[0]]})",
-                        file=sys.stderr,
-                    )
-                return codes[bad[0]] if bad else 0
-            if time.monotonic() - start > timeout_s:
-                hung = [i for i, c in enumerate(codes) if c is None]
-                _stop(procs)
-                print(
-                    f"error: process(es) {', '.join(map(str, hung))} still running after {timeout_s:.0f} s "
-                    f"(--timeout); stopped all",
-                    file=sys.stderr,
-                )
-                return 124
-            time.sleep(0.2)
+            procs.append(_start(i, processes, devices, port, module, args, logs[i]))
+        return _watch(procs, logs, module, timeout_s, start)
     except KeyboardInterrupt:
         print("interrupted: stopping every process", file=sys.stderr)
         _stop(procs, signal.SIGINT)

@@ -236,6 +236,28 @@ class _Block:
         return (dxhat - mean_dxhat - self.xhat * (dxhat * self.xhat).mean(axis=(0, 1, 2))) / self.std
 
 
+def _head(p: dict, h: np.ndarray, y: np.ndarray, grads: dict, terms: dict) -> tuple[float, np.ndarray]:
+    """The dense layers and the loss from the last block's output `h`, forward and backward: the loss, the
+    gradient for `h`, and the dense layers' gradients and their terms into `grads` and `terms`."""
+    flat = h.reshape(len(h), -1)
+    z4 = flat @ p["dense1.kernel"] + p["dense1.bias"]
+    h4 = _elu(z4)
+    logits = h4 @ p["dense2.kernel"] + p["dense2.bias"]
+    top = logits.max(-1, keepdims=True)
+    lse = top[:, 0] + np.log(np.exp(logits - top).sum(-1))
+    loss = float(np.mean(lse - logits[np.arange(len(y)), y]))
+    # backward: softmax cross-entropy, then the dense layers
+    d = np.exp(logits - lse[:, None])
+    d[np.arange(len(y)), y] -= 1.0
+    d /= len(y)
+    grads["dense2.kernel"], grads["dense2.bias"] = h4.T @ d, d.sum(0)
+    terms["dense2.kernel"], terms["dense2.bias"] = _matmul_terms(h4, d), _terms(d, 1.0, (0,))
+    dz4 = (d @ p["dense2.kernel"].T) * _elu_grad(z4)
+    grads["dense1.kernel"], grads["dense1.bias"] = flat.T @ dz4, dz4.sum(0)
+    terms["dense1.kernel"], terms["dense1.bias"] = _matmul_terms(flat, dz4), _terms(dz4, 1.0, (0,))
+    return loss, (dz4 @ p["dense1.kernel"].T).reshape(h.shape)
+
+
 def cnn_loss_and_grads(
     weights: list[np.ndarray], x: np.ndarray, y: np.ndarray, routing: list[np.ndarray] | None = None
 ) -> tuple[float, list[np.ndarray], dict]:
@@ -263,24 +285,9 @@ def cnn_loss_and_grads(
     for i in range(len(CNN_CONVS)):
         blocks.append(_Block.forward(h, p, i + 1, None if routing is None else routing[i]))
         h = blocks[-1].out
-    flat = h.reshape(len(h), -1)
-    z4 = flat @ p["dense1.kernel"] + p["dense1.bias"]
-    h4 = _elu(z4)
-    logits = h4 @ p["dense2.kernel"] + p["dense2.bias"]
-    top = logits.max(-1, keepdims=True)
-    lse = top[:, 0] + np.log(np.exp(logits - top).sum(-1))
-    loss = float(np.mean(lse - logits[np.arange(len(y)), y]))
-    # backward: softmax cross-entropy, the dense layers, then each block in reverse
-    d = np.exp(logits - lse[:, None])
-    d[np.arange(len(y)), y] -= 1.0
-    d /= len(y)
-    grads = {"dense2.kernel": h4.T @ d, "dense2.bias": d.sum(0)}
-    terms = {"dense2.kernel": _matmul_terms(h4, d), "dense2.bias": _terms(d, 1.0, (0,))}
-    dz4 = (d @ p["dense2.kernel"].T) * _elu_grad(z4)
-    grads["dense1.kernel"], grads["dense1.bias"] = flat.T @ dz4, dz4.sum(0)
-    terms["dense1.kernel"], terms["dense1.bias"] = _matmul_terms(flat, dz4), _terms(dz4, 1.0, (0,))
-    dh = (dz4 @ p["dense1.kernel"].T).reshape(h.shape)
-    for b in reversed(blocks):
+    grads, terms = {}, {}
+    loss, dh = _head(p, h, y, grads, terms)
+    for b in reversed(blocks):  # backward through each block in reverse
         dh = b.backward(dh, grads, terms)
     pool_in, used = [b.a for b in blocks], [b.r for b in blocks]
     order = [w.name for w in CNN_TRAINABLE]

@@ -167,7 +167,10 @@ def report_main(argv: list[str] | None = None) -> int:
         "kind of row it has) or one kind of row (cnn_train, cnn_infer)",
     )
     ap.add_argument("--out", type=Path, help="also write merged.json, merged.csv, merged.md and merged.png here")
-    args = ap.parse_args(argv)
+    return _report(ap.parse_args(argv))
+
+
+def _report(args) -> int:
     try:
         baseline = parse_baseline(args.baseline) if args.baseline else None
         docs = [(str(p), load_results(p)) for p in args.files]

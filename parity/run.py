@@ -137,6 +137,14 @@ def parser() -> argparse.ArgumentParser:
     )
     _cnn_flags(ap)
     _timing_flags(ap)
+    _run_flags(ap)
+    _multiprocess_flags(ap)
+    ap.add_argument("--list-devices", action="store_true", help="show what each framework sees and exit")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    return ap
+
+
+def _run_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--configs",
         choices=("all", "default"),
@@ -170,10 +178,6 @@ def parser() -> argparse.ArgumentParser:
         help="directory for results.json, .csv, .md, the .png chart and, with per-epoch validation, "
         "results_history.png (default: results/)",
     )
-    _multiprocess_flags(ap)
-    ap.add_argument("--list-devices", action="store_true", help="show what each framework sees and exit")
-    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
-    return ap
 
 
 def _cnn_flags(ap: argparse.ArgumentParser) -> None:
@@ -192,6 +196,10 @@ def _cnn_flags(ap: argparse.ArgumentParser) -> None:
         help="directory with the four Fashion-MNIST IDX .gz files, or a TFDS data_dir "
         "(default: TFDS's, $TFDS_DATA_DIR or ~/tensorflow_datasets)",
     )
+    _cnn_schedule_flags(ap)
+
+
+def _cnn_schedule_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--schedule",
         choices=("device", "notebook"),
@@ -431,8 +439,13 @@ def _main(argv: list[str] | None, extra_configs: dict | None) -> int:
         print("error: nothing ran: " + "; ".join(s["reason"] for s in res["skipped"]), file=sys.stderr)
         return 2
     ok = all(r["verified"] for r in res["rows"]) and all(c["passed"] is not False for c in res["checks"])
-    if any(h.get("process_id") for h in res["hello"].values()):
-        return 0 if ok else 1  # not process 0: it prints and writes the run's results
+    if not any(h.get("process_id") for h in res["hello"].values()):  # process 0 prints and writes the results
+        _print_and_write(cfg, res, args.out, argv)
+    return 0 if ok else 1
+
+
+def _print_and_write(cfg, res: dict, out: Path, argv: list[str]) -> None:
+    """The tables and notes on stdout, and the result files under `out`."""
     env = environment.environment(cfg, res["hello"], res["skipped"], ["python", "-m", "parity.run", *argv])
     env["notes"] = res["notes"]
     env["peak"] = res["peak"]
@@ -444,9 +457,8 @@ def _main(argv: list[str] | None, extra_configs: dict | None) -> int:
     if history := tables.history_table(doc["rows"]):
         print(f"\n{tables.HISTORY_CAPTION}\n{history}")
     print(tables.footnotes(doc))
-    paths = files.write_all(doc, args.out)
+    paths = files.write_all(doc, out)
     print(f"wrote {', '.join(str(p) for p in paths)}")
-    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -168,13 +168,7 @@ def parity_collect(
     rnd.counts.update({w.framework: hello[k]["replicas"] for k, w in own.items()})
     ds = data.Dataset.load(Path(state.data))
     if rnd.b is None:  # the round's batch, fixed by the frameworks known when the first one asks
-        n = max(rnd.counts.values())
-        b = max(2 * n, min(spec.global_batch, 64))
-        b += -b % math.lcm(*rnd.counts.values())  # every framework's replicas get the same share
-        x, y = data.batches(ds, data.batch_offsets(spec.seed + 1, cfg.parity_steps, len(ds.x_train), b), b)
-        rnd.b, rnd.n, rnd.batches = b, n, str(save_dir / f"parity_batches-r{key}.npz")
-        np.savez(rnd.batches, x=x, y=y)
-        log(cfg, f"cnn parity x{n}: gradients and a {cfg.parity_steps}-step trajectory (dropout off, batch {b})")
+        _round_batch(cfg, spec, rnd, ds, save_dir, log, key)
     fws = {}
     for w in own.values():
         if rnd.b % rnd.counts[w.framework]:  # a later owner on another replica count than the first
@@ -199,24 +193,32 @@ def parity_collect(
         )
     )
     if first and fws:
-        w_fwd = save_dir / "w_fwd.npz"
-        if not w_fwd.exists():  # trained (not initial) weights: the first framework's first trajectory
-            with np.load(rnd.files[next(iter(fws))]) as src:
-                saved = dict(src)
-            v = _variants(saved)[0]
-            save_npz([saved[f"traj/{v}/w{i:03d}"] for i in range(len(checks.WEIGHT_NAMES))], w_fwd)
-            np.save(save_dir / "fwd_x.npy", ds.x_test[:16].astype(np.float32))
-        rnd.fwd.update(
-            _ask_all(
-                fws,
-                save_dir,
-                "fwd-{fw}.npz",
-                {},
-                spec=spec.to_dict(),
-                weights=str(w_fwd),
-                forward=str(save_dir / "fwd_x.npy"),
-            )
-        )
+        _collect_forward(spec, rnd, fws, ds, save_dir)
+
+
+def _round_batch(cfg, spec, rnd: ParityRound, ds, save_dir: Path, log, key: int) -> None:
+    """The round's parity batches: a size every framework's replicas split evenly, saved for all to read."""
+    n = max(rnd.counts.values())
+    b = max(2 * n, min(spec.global_batch, 64))
+    b += -b % math.lcm(*rnd.counts.values())  # every framework's replicas get the same share
+    x, y = data.batches(ds, data.batch_offsets(spec.seed + 1, cfg.parity_steps, len(ds.x_train), b), b)
+    rnd.b, rnd.n, rnd.batches = b, n, str(save_dir / f"parity_batches-r{key}.npz")
+    np.savez(rnd.batches, x=x, y=y)
+    log(cfg, f"cnn parity x{n}: gradients and a {cfg.parity_steps}-step trajectory (dropout off, batch {b})")
+
+
+def _collect_forward(spec, rnd: ParityRound, fws: dict, ds, save_dir: Path) -> None:
+    """Each framework's inference blocks on 16 test images, from trained weights (the first framework's first
+    trajectory's)."""
+    w_fwd = save_dir / "w_fwd.npz"
+    if not w_fwd.exists():
+        with np.load(rnd.files[next(iter(fws))]) as src:
+            saved = dict(src)
+        v = _variants(saved)[0]
+        save_npz([saved[f"traj/{v}/w{i:03d}"] for i in range(len(checks.WEIGHT_NAMES))], w_fwd)
+        np.save(save_dir / "fwd_x.npy", ds.x_test[:16].astype(np.float32))
+    x = str(save_dir / "fwd_x.npy")
+    rnd.fwd.update(_ask_all(fws, save_dir, "fwd-{fw}.npz", {}, spec=spec.to_dict(), weights=str(w_fwd), forward=x))
 
 
 def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, key: int) -> list[dict]:

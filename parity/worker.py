@@ -154,37 +154,14 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
             "tuned": [v for v in chosen if v in impl.TUNED_VARIANTS],
         }
     if cmd == "prepare":
-        wl, kind = row_kind(req["workload"])
-        extra = {k: req[k] for k in ("data", "weights", "validate") if k in req}
-        try:
-            timer, info, finish = cases.CASES[kind.case](
-                impl,
-                devices,
-                kind,
-                type(wl.full)(**req["spec"]),
-                req["variant"],
-                args.device,
-                args.precision,
-                req.get("save"),
-                **extra,
-            )
-            timers[req["id"]] = (timer, info, finish)
-            compile_s = timer.first()
-        except PROGRAMMING_ERRORS:
-            raise
-        except Exception as e:  # the framework refused this variant (Keras's fit under TPUStrategy, keras#19448):
-            return _refused(timers, req["id"], e)  # an INVALID row with the reason; the other variants still run
-        cost = info.pop("cost")
-        # after the first call: the compiler's own FLOP count, to cross-check the formula
-        info["compiler_flops"], info["compiler_flops_source"] = cost() if compile_s is not None else (None, "")
-        return {"compile_s": compile_s, "invalid": timer.m.invalid}
+        return _prepare(impl, devices, args, timers, req)
     if cmd in ("warm", "rep"):
         timer = timers[req["id"]][0]
         try:
             t = getattr(timer, cmd)()
         except PROGRAMMING_ERRORS:
             raise
-        except Exception as e:  # as above, at a later call: the row is INVALID from here on
+        except Exception as e:  # as in _prepare, at a later call: the row is INVALID from here on
             timer.m.invalid = f"{type(e).__name__}: {_one_line(e)}"
             t = None
         return {"time": t, "invalid": timer.m.invalid, "last": timer.m.last}
@@ -196,6 +173,27 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
     if cmd == "call":  # an untimed request a workload's parent side makes by name
         return cases.WORKER_CALLS[req["fn"]](impl, devices, req)
     return {"error": f"unknown command {cmd!r}"}
+
+
+def _prepare(impl, devices, args, timers: dict, req: dict) -> dict:
+    """Build a row's case (its registered Timer) and make its first call; the compiler's FLOP count after it."""
+    wl, kind = row_kind(req["workload"])
+    extra = {k: req[k] for k in ("data", "weights", "validate") if k in req}
+    spec = type(wl.full)(**req["spec"])
+    try:
+        timer, info, finish = cases.CASES[kind.case](
+            impl, devices, kind, spec, req["variant"], args.device, args.precision, req.get("save"), **extra
+        )
+        timers[req["id"]] = (timer, info, finish)
+        compile_s = timer.first()
+    except PROGRAMMING_ERRORS:
+        raise
+    except Exception as e:  # the framework refused this variant (Keras's fit under TPUStrategy, keras#19448):
+        return _refused(timers, req["id"], e)  # an INVALID row with the reason; the other variants still run
+    cost = info.pop("cost")
+    # after the first call: the compiler's own FLOP count, to cross-check the formula
+    info["compiler_flops"], info["compiler_flops_source"] = cost() if compile_s is not None else (None, "")
+    return {"compile_s": compile_s, "invalid": timer.m.invalid}
 
 
 def _one_line(e: BaseException, limit: int = 300) -> str:

@@ -49,33 +49,10 @@ class Worker:
         self.python = python or sys.executable
         self.config_env = config_env or {}
         self.label = label(framework) + ("" if config == "default" else f" ({config})")
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
-        for k, v in self.config_env.items():  # appended to the user's own flags, never replacing them
-            env[k] = f"{env[k]} {v}".strip() if k == "XLA_FLAGS" and k in env else v
-        # Both workers live at once: neither may grab the whole accelerator's memory up front.
-        if tmp_dir is not None:  # what the frameworks write (autograph's generated files) goes with the run's files
-            env["TMPDIR"] = str(tmp_dir)
-        env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-        env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
-        self.env = env  # what the worker runs with
+        self.env = env = _environment(self.config_env, tmp_dir, lock, python)  # what the worker runs with
         self.log = tempfile.NamedTemporaryFile("w+", prefix=f"parity-{framework}-", suffix=".log")
-        if lock is not None:  # one owner at a time, enforced as libtpu does (parity.worker._own_device)
-            env["PARITY_DEVICE_LOCK"] = str(lock)
-        if python:  # another environment's interpreter: it finds this checkout's parity and the implementations
-            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-        cmd = [
-            self.python,
-            "-m",
-            "parity.worker",
-            "--framework",
-            framework,
-            "--device",
-            device,
-            "--replicas",
-            str(replicas),
-            "--precision",
-            precision,
-        ]
+        cmd = [self.python, "-m", "parity.worker", "--framework", framework, "--device", device]
+        cmd += ["--replicas", str(replicas), "--precision", precision]
         if cluster is not None:
             cmd += ["--cluster", cluster.to_json()]
         try:
@@ -162,6 +139,23 @@ class Worker:
         self.log.close()
 
 
+def _environment(config_env: dict, tmp_dir: Path | None, lock: Path | None, python: str | None) -> dict:
+    """A worker's environment: this process's, with its configuration's settings and the run's own."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
+    for k, v in config_env.items():  # appended to the user's own flags, never replacing them
+        env[k] = f"{env[k]} {v}".strip() if k == "XLA_FLAGS" and k in env else v
+    if tmp_dir is not None:  # what the frameworks write (autograph's generated files) goes with the run's files
+        env["TMPDIR"] = str(tmp_dir)
+    # Both workers live at once: neither may grab the whole accelerator's memory up front.
+    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+    if lock is not None:  # one owner at a time, enforced as libtpu does (parity.worker._own_device)
+        env["PARITY_DEVICE_LOCK"] = str(lock)
+    if python:  # another environment's interpreter: it finds this checkout's parity and the implementations
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return env
+
+
 def tuned_configs(cfg: Config, fw: str, hello: dict) -> dict[str, dict]:
     """The configurations a framework's workers run besides its default, in order: those its implementation
     names in its hello ('ynn': XLA flags), then the command line's. name -> environment."""
@@ -178,39 +172,19 @@ def start_workers(
         HarnessError: the device is absent (one line naming what was asked and what was found).
     """
 
-    def cluster(k: int):  # multi-process: each configuration's workers meet at a coordinator port of their own
-        return cfg.cluster.for_config(k) if cfg.cluster else None
+    def spawn(fw: str, k: int = 0, name: str = "default", env: dict | None = None) -> Worker:
+        # multi-process: each configuration's workers meet at a coordinator port of their own (k)
+        cluster = cfg.cluster.for_config(k) if cfg.cluster else None
+        python = cfg.pythons.get(fw)
+        return Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, name, env, cluster, tmp_dir, python)
 
-    workers = {
-        fw: Worker(
-            fw,
-            cfg.device,
-            replicas,
-            cfg.precision,
-            cfg.timeout_s,
-            cluster=cluster(0),
-            tmp_dir=tmp_dir,
-            python=cfg.pythons.get(fw),
-        )
-        for fw in cfg.frameworks
-    }
+    workers = {fw: spawn(fw) for fw in cfg.frameworks}
     ready, hello, skipped = await_workers(cfg, workers)
     if cfg.tuned:  # each implementation names its own process-wide settings in its hello
         tuned = {}
         for fw in list(ready):
             for k, (name, env) in enumerate(tuned_configs(cfg, fw, hello[fw]).items(), 1):
-                tuned[f"{fw}+{name}"] = Worker(
-                    fw,
-                    cfg.device,
-                    replicas,
-                    cfg.precision,
-                    cfg.timeout_s,
-                    name,
-                    env,
-                    cluster(k),
-                    tmp_dir,
-                    cfg.pythons.get(fw),
-                )
+                tuned[f"{fw}+{name}"] = spawn(fw, k, name, env)
         try:
             more, more_hello, _ = await_workers(cfg, tuned)
         except BaseException:
