@@ -16,7 +16,8 @@ from parity import oracle
 from parity.api.weights import load_npz, save_npz
 from parity.data import Dataset, batch_offsets, batches
 from parity.timing import Invalid, Timer, output_verifier
-from parity.workloads import BF16_TOLERANCE, CnnSpec, MatmulSpec, RowKind, cnn_forward_flops
+from parity.tolerances import BF16_TOLERANCE
+from parity.workloads import CnnSpec, MatmulSpec, RowKind, cnn_forward_flops
 
 
 def variant_dtype(impl, variant: str) -> str:

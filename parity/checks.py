@@ -11,7 +11,7 @@ from parity.api.cnn import CNN_BLOCKS as BLOCKS
 from parity.api.cnn import CNN_TRAINABLE, CNN_WEIGHTS
 from parity.frameworks import short
 from parity.oracle import errors
-from parity.workloads import gradient_scale
+from parity.tolerances import gradient_scale
 
 WEIGHT_NAMES = [w.name for w in CNN_WEIGHTS]
 GRAD_NAMES = [w.name for w in CNN_TRAINABLE]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from parity.article import ARTICLE_ROWS
 from parity.files import ResultsError, chart, check_out_dir, csv_text, load_results, write_json, write_text
 from parity.tables import fmt, grid, time_cell
-from parity.workloads import ARTICLE_ROWS, WORKLOADS
+from parity.workloads import WORKLOADS
 
 
 def machine(doc: dict) -> str:

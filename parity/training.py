@@ -19,7 +19,8 @@ from parity.api.weights import load_npz, save_npz
 from parity.config import warn
 from parity.oracle import cnn_forward
 from parity.roofline import native_bf16
-from parity.workloads import CNN_FULL, cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
+from parity.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
+from parity.workloads import CNN_FULL
 
 
 @dataclass

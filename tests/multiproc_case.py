@@ -26,7 +26,8 @@ from parity import checks, oracle  # noqa: E402
 from parity import cluster as cl  # noqa: E402
 from parity.api.cnn import CNN_WEIGHTS  # noqa: E402
 from parity.timing import Timer  # noqa: E402
-from parity.workloads import F32_UNIT_ROUNDOFF, WORKLOADS, cnn_grad_tolerance, cnn_loss_tolerance  # noqa: E402
+from parity.tolerances import F32_UNIT_ROUNDOFF, cnn_grad_tolerance, cnn_loss_tolerance
+from parity.workloads import WORKLOADS  # noqa: E402
 
 BATCH = 16
 # Keras's Adam with epsilon 1: one step moves a weight by lr * g / (|g| + eps / sqrt(1 - b2)), linear in the

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from parity.roofline import native_bf16
-from parity.workloads import tolerance
+from parity.tolerances import tolerance
 
 ROW_KEYS = {
     "workload",

@@ -15,7 +15,7 @@ import tf_impl
 from parity import checks, data, oracle
 from parity.api.cnn import CNN_PARAMS
 from parity.roofline import isa_capped_below_bf16
-from parity.workloads import F32_UNIT_ROUNDOFF, cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
+from parity.tolerances import F32_UNIT_ROUNDOFF, cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 
 TOL = cnn_tolerances("cpu", "highest")
 DS = data.synthetic(512, 64, seed=3)

@@ -7,7 +7,8 @@ import pytest
 
 from parity import oracle
 from parity.roofline import isa_capped_below_bf16
-from parity.workloads import BF16_TOLERANCE, ConvSpec
+from parity.tolerances import BF16_TOLERANCE
+from parity.workloads import ConvSpec
 
 TOL = 1e-5  # float32 at highest precision, relative to max |reference|
 

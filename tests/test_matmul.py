@@ -7,7 +7,8 @@ import pytest
 
 from parity import cases
 from parity.roofline import isa_capped_below_bf16, native_bf16
-from parity.workloads import BF16_TOLERANCE, WORKLOADS, MatmulSpec, matmul_tolerance
+from parity.tolerances import BF16_TOLERANCE
+from parity.workloads import WORKLOADS, MatmulSpec, matmul_tolerance
 
 SPEC = MatmulSpec(m=16, k=24, n=8)
 

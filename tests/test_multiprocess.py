@@ -24,7 +24,8 @@ import jax_impl
 import tf_impl
 from parity import cluster as cl
 from parity import oracle
-from parity.workloads import WORKLOADS, rounding_bound
+from parity.tolerances import rounding_bound
+from parity.workloads import WORKLOADS
 
 pytestmark = pytest.mark.multiprocess  # every test here starts processes (-m "not multiprocess" deselects them)
 

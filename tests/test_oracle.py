@@ -5,17 +5,11 @@ import pytest
 
 from parity import checks, oracle
 from parity.api import check_divisible
+from parity.api.cnn import CNN_CONVS, CNN_DENSE
 from parity.frameworks import short
-from parity.workloads import (
-    CNN_CONVS,
-    CNN_DENSE,
-    CONV_FULL,
-    CONV_QUICK,
-    cnn_grad_tolerance,
-    cnn_loss_tolerance,
-    conv_out_size,
-    same_pads,
-)
+from parity.padding import conv_out_size, same_pads
+from parity.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
+from parity.workloads import CONV_FULL, CONV_QUICK
 
 
 def loop_conv(x, w, stride, padding):

@@ -364,7 +364,7 @@ def test_unpadded_flops_match_xla_cost_analysis_convention():
     # REFERENCE.md: XLA's cost analysis reports 79.8 GFLOP for the 80.5 GFLOP conv (SAME padding's zeros)
     assert CONV_FULL.flops_unpadded() / 1e9 == pytest.approx(79.8, abs=0.05)
     # per axis, 256 -> 128 with k=5, s=2, pads (1, 2): 4 + 126 * 5 + 3 taps
-    from parity.workloads import valid_taps
+    from parity.padding import valid_taps
 
     assert valid_taps(256, 5, 2, "SAME") == 637 and valid_taps(7, 5, 1, "SAME") == 29
     assert valid_taps(9, 3, 1, "VALID") == 7 * 3
