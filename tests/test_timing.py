@@ -81,7 +81,7 @@ def test_a_diverging_training_run_names_the_step(tmp_path):
     from conftest import JAX_DEVICES
 
     from parity import data
-    from parity.api import save_npz
+    from parity.api.weights import save_npz
     from parity.cases import cnn_train_case
     from parity.workloads import CNN_QUICK, row_kind
 
