@@ -122,7 +122,7 @@ def _loss_row(saved: dict, refs: dict, loss_tol: float, replicas: int) -> dict:
 def _per_parameter(saved: dict, refs: dict, batch: int) -> dict[str, dict]:
     """Per parameter: each framework's error against float64 under its own routing, and with two frameworks
     their difference and routing's alone, all over the parameter's scale; and that scale over max |reference|
-    ('conditioning'; None for an all-zero gradient). The scale (workloads.gradient_scale, from the oracle's
+    ('conditioning'; None for an all-zero gradient). The scale (tolerances.gradient_scale, from the oracle's
     terms) is max |reference| where the parameter's last sum does not cancel, more where it does."""
     fws = sorted(saved)
     scales = [
@@ -145,7 +145,7 @@ def _per_parameter(saved: dict, refs: dict, batch: int) -> dict[str, dict]:
 
 
 def grad_scale(batch: int, ref: np.ndarray, terms: oracle.Terms) -> float:
-    """The absolute scale a gradient's error is judged against (workloads.gradient_scale, maxima per array)."""
+    """The absolute scale a gradient's error is judged against (tolerances.gradient_scale, maxima per array)."""
     peak = float(np.max(np.abs(ref))) if ref.size else 0.0
     return gradient_scale(batch, terms.n, float(np.max(terms.abs_sum)), float(np.max(terms.rss)), peak)
 
