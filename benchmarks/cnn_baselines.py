@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 
 import jax_impl  # noqa: E402
 import tf_impl  # noqa: E402
-from parity import data  # noqa: E402
+from parity.cnn import data  # noqa: E402
 from parity.timing import Invalid, measure  # noqa: E402
 
 

@@ -24,7 +24,9 @@ import numpy as np  # noqa: E402
 
 import jax_impl  # noqa: E402
 import tf_impl  # noqa: E402
-from parity import checks, data, oracle  # noqa: E402
+from parity import oracle  # noqa: E402
+from parity.cnn import checks, data
+from parity.cnn import oracle as cnn_oracle
 
 
 def images(kind: str, batch: int) -> tuple[np.ndarray, np.ndarray]:
@@ -51,10 +53,10 @@ def main() -> None:
         m = mod.build_cnn(0, dropout=False)
         mod.set_weights(m, w)
         got[fw] = mod.loss_and_grads(m, x, y)
-    _, g64, f64 = oracle.cnn_loss_and_grads(w, x, y)
-    own = {fw: oracle.cnn_loss_and_grads(w, x, y, g.routing)[1] for fw, g in got.items()}
+    _, g64, f64 = cnn_oracle.cnn_loss_and_grads(w, x, y)
+    own = {fw: cnn_oracle.cnn_loss_and_grads(w, x, y, g.routing)[1] for fw, g in got.items()}
     pools = [
-        oracle.pool_window_stats(a, {fw: g.routing[k] for fw, g in got.items()} | {"f64": f64["routing"][k]})
+        cnn_oracle.pool_window_stats(a, {fw: g.routing[k] for fw, g in got.items()} | {"f64": f64["routing"][k]})
         for k, a in enumerate(f64["pool_inputs"])
     ]
 

@@ -16,8 +16,9 @@ from parity.assemble import Case, cases, cross_check, make_row
 from parity.config import Config, HarnessError, log
 from parity.frameworks import label
 from parity.judge import drift_note, judge_row
+from parity.registry import SUITES
 from parity.rows import Row
-from parity.suite import SUITES, Suite
+from parity.suite import Suite
 from parity.workerproc import Worker, start_owner, start_workers, tuned_configs, with_workers
 from parity.workloads import WORKLOADS, RowKind
 

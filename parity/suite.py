@@ -1,8 +1,8 @@
-"""The parent side of a trained workload, as a declared protocol, and the one registry that names them.
+"""The parent side of a trained workload, as a declared protocol (parity.registry.SUITES names them).
 
 The engine calls these hooks for a workload that has a suite, and knows nothing else about training. A suite's
 state (what it keeps between rounds) is its own type; the engine only passes it back. Worker-side counterparts
-are parity.cases' registered calls.
+are the registered calls of parity.registry.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from parity import training
 from parity.config import Config
 from parity.workloads import RowKind
 
@@ -45,7 +44,3 @@ class Suite(Protocol):
 
     def summary(self, cfg: Config, rows: list[dict], state: Any) -> tuple[list[dict], list[str]]:
         """After every round: closing checks over the rows (as results.json holds them), and notes."""
-
-
-# Workload name -> its parent side (a module implementing Suite); workloads without one are operations.
-SUITES: dict[str, Suite] = {"cnn": training}

@@ -9,7 +9,7 @@ answers on its original stdout (the framework's own chatter goes to stderr):
                                                             -> {"compile_s": s|null, "invalid": ...}
     {"cmd": "warm" | "rep", "id": K}                        -> {"time": s|null, "invalid": ..., "last": {...}}
     {"cmd": "result", "id": K}                              -> {"median_s": ..., "flops": ..., ...}
-    {"cmd": "call", "fn": NAME, ...}                        -> what parity.cases.NAME answers (untimed)
+    {"cmd": "call", "fn": NAME, ...}                        -> what parity.registry.WORKER_CALLS[NAME] answers
     {"cmd": "quit"}
 
 W is a row kind of the registry (parity/workloads.py); this module knows no workload by name.
@@ -25,7 +25,7 @@ import platform
 import sys
 import traceback
 
-from parity import cases, frameworks, roofline
+from parity import cases, frameworks, registry, roofline
 from parity.api import DeviceUnavailable
 from parity.cluster import Cluster
 from parity.environment import ENV_FLAGS
@@ -171,7 +171,7 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
         done = finish() if m.invalid is None else {}
         return {**info, **m.stats(), **m.errors, **done, "compile_s": m.compile_s, "invalid": m.invalid}
     if cmd == "call":  # an untimed request a workload's parent side makes by name
-        return cases.WORKER_CALLS[req["fn"]](impl, devices, req)
+        return registry.WORKER_CALLS[req["fn"]](impl, devices, req)
     return {"error": f"unknown command {cmd!r}"}
 
 
@@ -181,7 +181,7 @@ def _prepare(impl, devices, args, timers: dict, req: dict) -> dict:
     extra = {k: req[k] for k in ("data", "weights", "validate") if k in req}
     spec = type(wl.full)(**req["spec"])
     try:
-        timer, info, finish = cases.CASES[kind.case](
+        timer, info, finish = registry.CASES[kind.case](
             impl, devices, kind, spec, req["variant"], args.device, args.precision, req.get("save"), **extra
         )
         timers[req["id"]] = (timer, info, finish)

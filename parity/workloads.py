@@ -215,7 +215,7 @@ def cnn_forward_flops(padded: bool = True) -> int:
 class RowKind:
     """One kind of timed row: what a worker builds and times, and how the parent reads the result.
 
-    name: the rows' 'workload' field. case: the key of the parity.cases.CASES entry that builds the timed
+    name: the rows' 'workload' field. case: the key of the parity.registry.CASES entry that builds the timed
     case. variants: (implementation, replicas) -> its variants. prepare: for an operation (case 'op'), the
     implementation's function that places its inputs. tolerance:
     (device, precision, dtype) -> the oracle tolerance of the row's output, None when the workload's
@@ -236,7 +236,7 @@ class RowKind:
 class Workload:
     """A workload: its specs (full size, the CPU's default, --quick), its row kinds, and the spec fields the
     command line may override (--batch, --epochs, --steps-per-epoch). A trained workload's parent side (data,
-    shared initial weights, parity checks) is registered in parity.suite.SUITES."""
+    shared initial weights, parity checks) is registered in parity.registry.SUITES."""
 
     name: str
     full: Any

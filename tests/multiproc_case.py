@@ -22,9 +22,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-from parity import checks, oracle  # noqa: E402
 from parity import cluster as cl  # noqa: E402
 from parity.api.cnn import CNN_WEIGHTS  # noqa: E402
+from parity.cnn import checks
+from parity.cnn import oracle as cnn_oracle
 from parity.timing import Timer  # noqa: E402
 from parity.tolerances import F32_UNIT_ROUNDOFF, cnn_grad_tolerance, cnn_loss_tolerance
 from parity.workloads import WORKLOADS  # noqa: E402
@@ -114,7 +115,7 @@ def first_step_bounds(w0: list[np.ndarray], replicas: int) -> dict[str, np.ndarr
     x, y = cnn_batch()
     b = BATCH // replicas
     parts = [
-        oracle.cnn_loss_and_grads(w0, x[0, r * b : (r + 1) * b], y[0, r * b : (r + 1) * b]) for r in range(replicas)
+        cnn_oracle.cnn_loss_and_grads(w0, x[0, r * b : (r + 1) * b], y[0, r * b : (r + 1) * b]) for r in range(replicas)
     ]
     u, tol_g, tol_f = F32_UNIT_ROUNDOFF, cnn_grad_tolerance(b), cnn_loss_tolerance(b)
     spread = (replicas - 1) * u

@@ -191,7 +191,7 @@ def test_cnn_quick_one_replica(tmp_path):
 
 def test_the_notebook_schedule_in_one_flag():
     from parity import run as cli
-    from parity.training import validation
+    from parity.cnn.suite import validation
 
     cfg = cli.config(cli.parser().parse_args(["--schedule", "notebook"]))
     spec = cfg.spec("cnn")

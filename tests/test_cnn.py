@@ -12,8 +12,9 @@ from conftest import JAX_DEVICES, TF_DEVICES
 
 import jax_impl
 import tf_impl
-from parity import checks, data, oracle
 from parity.api.cnn import CNN_PARAMS
+from parity.cnn import checks, data
+from parity.cnn import oracle as cnn_oracle
 from parity.roofline import isa_capped_below_bf16
 from parity.tolerances import F32_UNIT_ROUNDOFF, cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 
@@ -95,7 +96,7 @@ def test_corrupt_weight_file(tmp_path):
 def test_forward_layer_by_layer_matches_oracle(weights):
     tm, jm = models(weights)
     x = DS.x_test[:6].astype(np.float32)
-    ref = oracle.cnn_forward(weights, x)
+    ref = cnn_oracle.cnn_forward(weights, x)
     rows = checks.forward(
         {"tf": _prefixed(tf_impl.forward_layers(tm, x)), "jax": _prefixed(jax_impl.forward_layers(jm, x))},
         ref,
@@ -115,12 +116,12 @@ def test_loss_and_gradients_agree_with_float64(weights):
     tm, jm = models(weights)
     x, y = batch(1, 16, seed=5)
     saved = {}
-    _, _, f64 = oracle.cnn_loss_and_grads(weights, x[0], y[0])
+    _, _, f64 = cnn_oracle.cnn_loss_and_grads(weights, x[0], y[0])
     for fw, mod, m in (("tf", tf_impl, tm), ("jax", jax_impl, jm)):
         g = mod.loss_and_grads(m, x[0], y[0])
         assert len(g.grads) == len(checks.GRAD_NAMES) == 16 and len(g.routing) == 3
         for r, a in zip(g.routing, f64["pool_inputs"], strict=True):
-            win, vals = oracle._windows(r), oracle._windows(a)
+            win, vals = cnn_oracle._windows(r), cnn_oracle._windows(a)
             np.testing.assert_array_equal(win.sum(-1), 1.0)  # each window's gradient goes to one position
             chosen = (win * vals).sum(-1)  # ... which holds that window's largest value, to float32 rounding:
             # the framework's pooling input and float64's each within the forward path's bound
@@ -390,7 +391,7 @@ def test_bf16_tolerances_follow_from_the_mantissa():
 
 
 def test_bf16_variants_are_paired_by_number_format():
-    from parity.training import _pairs, _trajectories
+    from parity.cnn.suite import _pairs, _trajectories
 
     def fake(variants, dtypes, scale=1.0):
         out = {}

@@ -6,7 +6,7 @@ import struct
 import numpy as np
 import pytest
 
-from parity import data
+from parity.cnn import data
 
 
 def write_idx(path, arr):
@@ -212,7 +212,7 @@ def test_an_unreachable_host_is_one_line_in_seconds():
 
 
 def test_the_synthetic_warning_gives_the_exact_command():
-    from parity.training import with_data_download
+    from parity.cnn.suite import with_data_download
 
     cmd = ["python", "-m", "parity.run", "--data", "auto", "--quick", "--data=real", "--out", "r"]
     assert with_data_download(cmd) == ["python", "-m", "parity.run", "--quick", "--out", "r", "--data", "download"]

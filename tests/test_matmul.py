@@ -5,7 +5,7 @@ import os
 import numpy as np
 import pytest
 
-from parity import cases
+from parity import cases, registry
 from parity.roofline import isa_capped_below_bf16, native_bf16
 from parity.tolerances import BF16_TOLERANCE
 from parity.workloads import WORKLOADS, MatmulSpec, matmul_tolerance
@@ -65,7 +65,7 @@ def test_every_registered_row_kind_has_both_implementations(impl):
     for wl in WORKLOADS.values():
         assert wl.full.batch % 8 == 0 and wl.quick.batch % 8 == 0, wl.name
         for kind in wl.kinds:
-            assert callable(cases.CASES[kind.case]), kind.name
+            assert callable(registry.CASES[kind.case]), kind.name
             assert kind.variants(mod, 1), kind.name
             if kind.prepare:
                 assert callable(kind.prepare(mod)), kind.name

@@ -3,9 +3,11 @@
 import numpy as np
 import pytest
 
-from parity import checks, oracle
+from parity import oracle
 from parity.api import check_divisible
 from parity.api.cnn import CNN_CONVS, CNN_DENSE
+from parity.cnn import checks
+from parity.cnn import oracle as cnn_oracle
 from parity.frameworks import short
 from parity.padding import conv_out_size, same_pads
 from parity.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
@@ -73,7 +75,7 @@ def test_cnn_oracle_blocks_have_the_notebook_shapes():
     w = [rng.standard_normal(s) * 0.05 for s in shapes]
     for i in (2, 8, 14):  # positive moving variances, unit gammas
         w[i + 1] = np.abs(w[i + 1]) + 1.0
-    out = oracle.cnn_forward(w, rng.uniform(0, 255, (2, 28, 28, 1)))
+    out = cnn_oracle.cnn_forward(w, rng.uniform(0, 255, (2, 28, 28, 1)))
     assert {k: v.shape for k, v in out.items()} == {
         "block1": (2, 14, 14, 64),
         "block2": (2, 7, 7, 128),
@@ -110,10 +112,10 @@ TRAINABLE = [i for i in range(22) if i >= 18 or i % 6 not in (2, 3)]  # Keras or
 
 def _other_routing(a: np.ndarray, seed: int) -> np.ndarray:
     """A valid routing that is not the argmax: one random position of every window."""
-    win = oracle._windows(a)
+    win = cnn_oracle._windows(a)
     pick = np.random.default_rng(seed).integers(0, 4, win.shape[:-1])
     onehot = (np.arange(4) == pick[..., None]).astype(np.float64)
-    return oracle._unwindows(onehot, a.shape)
+    return cnn_oracle._unwindows(onehot, a.shape)
 
 
 @pytest.mark.parametrize("routing", ["argmax", "arbitrary"])
@@ -123,16 +125,18 @@ def test_cnn_gradients_match_central_differences(routing):
     w = random_cnn_weights()
     rng = np.random.default_rng(1)
     x, y = rng.uniform(0, 255, (2, 28, 28, 1)), np.array([3, 7])
-    _, _, info = oracle.cnn_loss_and_grads(w, x, y)
+    _, _, info = cnn_oracle.cnn_loss_and_grads(w, x, y)
     r = info["routing"] if routing == "argmax" else [_other_routing(a, k) for k, a in enumerate(info["pool_inputs"])]
-    _, grads, _ = oracle.cnn_loss_and_grads(w, x, y, r)
+    _, grads, _ = cnn_oracle.cnn_loss_and_grads(w, x, y, r)
     assert [g.shape for g in grads] == [w[i].shape for i in TRAINABLE]
     for g, i in zip(grads, TRAINABLE, strict=True):
         d = rng.standard_normal(w[i].shape)
         h = 1e-6 * np.linalg.norm(w[i]) / np.linalg.norm(d)
         plus, minus = list(w), list(w)
         plus[i], minus[i] = w[i] + h * d, w[i] - h * d
-        fd = (oracle.cnn_loss_and_grads(plus, x, y, r)[0] - oracle.cnn_loss_and_grads(minus, x, y, r)[0]) / (2 * h)
+        fd = (cnn_oracle.cnn_loss_and_grads(plus, x, y, r)[0] - cnn_oracle.cnn_loss_and_grads(minus, x, y, r)[0]) / (
+            2 * h
+        )
         assert abs(fd - np.sum(g * d)) <= 1e-6 * np.linalg.norm(g) * np.linalg.norm(d), i
 
 
@@ -141,11 +145,11 @@ def test_pool_routing_and_window_stats():
     a[0, :2, :2, 0] = [[1.0, 3.0], [3.0, 2.0]]  # an exact tie: the first (row-major) takes it
     a[0, :2, 2:4, 0] = [[5.0, np.nextafter(np.float32(5), np.float32(9))], [0.0, 0.0]]  # one float32 ulp apart
     a[0, 2:, :2, 0] = [[0.0, 1.0], [2.0, 9.0]]
-    r = oracle.pool_routing(a)
+    r = cnn_oracle.pool_routing(a)
     assert r.sum() == 4 and r[0, 0, 1, 0] == 1 and r[0, 0, 3, 0] == 1 and r[0, :, 4].sum() == 0
     other = r.copy()
     other[0, 0, 1, 0], other[0, 1, 0, 0] = 0, 1  # the tie broken the other way
-    stats = oracle.pool_window_stats(a, {"jax": r, "tf": other})
+    stats = cnn_oracle.pool_window_stats(a, {"jax": r, "tf": other})
     # windows: the exact tie, the 1-ulp near-tie, and the flat all-zero window are near-ties
     assert stats == {"windows": 4, "near_ties": 3, "routed_differently_jax_tf": 1}
 
@@ -153,7 +157,7 @@ def test_pool_routing_and_window_stats():
 # The gradient check's verdicts, on saved arrays made here: a test of the harness's logic that holds on
 # any CPU, whatever its kernels. Each "framework" is the oracle itself rounded to float32, with a routing.
 def _saved(w, x, y, routing, planted: dict[str, float] | None = None) -> dict:
-    loss, grads, _ = oracle.cnn_loss_and_grads(w, x, y, routing)
+    loss, grads, _ = cnn_oracle.cnn_loss_and_grads(w, x, y, routing)
     out = {"loss": np.float32(loss), **{f"routing/{k}": r.astype(np.float32) for k, r in enumerate(routing)}}
     for i, (name, g) in enumerate(zip(checks.GRAD_NAMES, grads, strict=True)):
         g = g.astype(np.float32)
@@ -169,13 +173,13 @@ def batch_with_a_tie():
     w = random_cnn_weights()
     rng = np.random.default_rng(2)
     x, y = rng.uniform(0, 255, (4, 28, 28, 1)), np.array([0, 3, 7, 9])
-    _, _, info = oracle.cnn_loss_and_grads(w, x, y)
+    _, _, info = cnn_oracle.cnn_loss_and_grads(w, x, y)
     routing = info["routing"]
     flipped = [r.copy() for r in routing]  # one pool1 window's gradient sent to another position
-    win = oracle._windows(flipped[0])
+    win = cnn_oracle._windows(flipped[0])
     k = int(np.argmax(win[0, 3, 4, 5]))
     win[0, 3, 4, 5, k], win[0, 3, 4, 5, (k + 1) % 4] = 0.0, 1.0
-    flipped[0] = oracle._unwindows(win, flipped[0].shape)
+    flipped[0] = cnn_oracle._unwindows(win, flipped[0].shape)
     return w, x, y, routing, flipped
 
 

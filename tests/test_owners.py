@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from parity import registry
 from parity.assemble import Case, make_row
 from parity.config import Config
 from parity.devicelock import lock_state
@@ -174,13 +175,13 @@ def test_a_variant_the_framework_refuses_is_an_invalid_row_and_the_run_goes_on(m
     its later requests for that row get answers, and the parent makes an INVALID row of it, never a crash."""
     from types import SimpleNamespace
 
-    from parity import cases, worker
+    from parity import worker
     from parity.workloads import CNN_QUICK, row_kind
 
     def refuses(impl, devices, kind, spec, variant, *a, **k):
         raise RuntimeError("NotFoundError: could not find registered platform with id 0x7f (fit under TPUStrategy)")
 
-    monkeypatch.setitem(cases.CASES, "cnn_train", refuses)
+    monkeypatch.setitem(registry.CASES, "cnn_train", refuses)
     args, timers = SimpleNamespace(device="cpu", precision="default"), {}
     req = {"cmd": "prepare", "id": "k", "workload": "cnn_train", "variant": "strategy", "spec": CNN_QUICK.to_dict()}
     got = worker._answer(None, [], args, timers, req)
@@ -198,10 +199,10 @@ def test_a_bug_in_a_variant_is_still_a_bug(monkeypatch):
     with its traceback (exit 3) as before."""
     from types import SimpleNamespace
 
-    from parity import cases, worker
+    from parity import worker
     from parity.workloads import CNN_QUICK
 
-    monkeypatch.setitem(cases.CASES, "cnn_train", lambda *a, **k: None + 1)
+    monkeypatch.setitem(registry.CASES, "cnn_train", lambda *a, **k: None + 1)
     req = {"cmd": "prepare", "id": "k", "workload": "cnn_train", "variant": "fit", "spec": CNN_QUICK.to_dict()}
     with pytest.raises(TypeError):
         worker._answer(None, [], SimpleNamespace(device="cpu", precision="default"), {}, req)

@@ -80,9 +80,9 @@ def test_rep_before_first_is_an_error():
 def test_a_diverging_training_run_names_the_step(tmp_path):
     from conftest import JAX_DEVICES
 
-    from parity import data
     from parity.api.weights import save_npz
-    from parity.cases import cnn_train_case
+    from parity.cnn import data
+    from parity.cnn.cases import cnn_train_case
     from parity.workloads import CNN_QUICK, row_kind
 
     data.synthetic(256, 32).save(tmp_path / "d.npz")
@@ -157,7 +157,8 @@ class _FakeImpl:
 def test_validation_is_outside_the_timed_interval(tmp_path, monkeypatch, validate):
     """Evaluating after every epoch (100 fake seconds each) leaves every epoch's time at its 1 s of training,
     and the history holds every epoch, first included; 'end' evaluates once, 'none' never."""
-    from parity import cases, data, timing
+    from parity import timing
+    from parity.cnn import cases, data
     from parity.workloads import CNN_QUICK, row_kind
 
     clock = _Clock()

@@ -302,7 +302,7 @@ def download(data_dir: str | None, timeout_s: float, progress: bool) -> Dataset:
 
 
 def _child(args: list[str], timeout_s: float, progress: bool) -> Dataset:
-    """`python -m parity.data ARGS OUT` (TensorFlow stays out of the caller); its stderr shown when `progress`.
+    """`python -m parity.cnn.data ARGS OUT` (TensorFlow stays out of the caller); its stderr shown when `progress`.
     Raises DataError with the child's own one-line reason, or when it takes longer than `timeout_s`."""
     import tempfile
     import threading
@@ -312,7 +312,7 @@ def _child(args: list[str], timeout_s: float, progress: bool) -> Dataset:
         error = out.with_suffix(".error")  # the child's one-line reason, apart from what it shows
         env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
         p = subprocess.Popen(
-            [sys.executable, "-m", "parity.data", *args, str(out)],
+            [sys.executable, "-m", "parity.cnn.data", *args, str(out)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env=env,
@@ -362,7 +362,7 @@ def batches(ds: Dataset, offsets: np.ndarray, batch: int) -> tuple[np.ndarray, n
 def _child_main(argv: list[str]) -> int:
     """The child of _child: `--tfds DATA_DIR OUT` reads what is on disk; `--download STAGE OUT` fetches first."""
     if len(argv) != 3 or argv[0] not in ("--tfds", "--download"):
-        print("usage: python -m parity.data --tfds DATA_DIR OUT | --download STAGE_DIR OUT", file=sys.stderr)
+        print("usage: python -m parity.cnn.data --tfds DATA_DIR OUT | --download STAGE_DIR OUT", file=sys.stderr)
         return 2
     try:
         if argv[0] == "--download":

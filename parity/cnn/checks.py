@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from parity import oracle
 from parity.api.cnn import CNN_BLOCKS as BLOCKS
 from parity.api.cnn import CNN_TRAINABLE, CNN_WEIGHTS
+from parity.cnn import oracle as cnn_oracle
 from parity.frameworks import short
 from parity.oracle import errors
 from parity.tolerances import gradient_scale
@@ -73,12 +73,12 @@ def grads(
     fws = sorted(saved)
     w = [np.asarray(a) for a in weights]
     refs = {
-        fw: oracle.cnn_loss_and_grads(w, x, y, [saved[fw][f"routing/{k}"] for k in range(len(POOLS))]) for fw in fws
+        fw: cnn_oracle.cnn_loss_and_grads(w, x, y, [saved[fw][f"routing/{k}"] for k in range(len(POOLS))]) for fw in fws
     }
     # the float64 pooling inputs: under any framework's routing they differ only by a near-tie's gap
     pool_inputs = refs[fws[0]][2]["pool_inputs"]
     pools = [
-        {"layer": name, **oracle.pool_window_stats(a, {fw: saved[fw][f"routing/{k}"] for fw in fws}, NEAR_TIE_ULPS)}
+        {"layer": name, **cnn_oracle.pool_window_stats(a, {fw: saved[fw][f"routing/{k}"] for fw in fws}, NEAR_TIE_ULPS)}
         for k, (name, a) in enumerate(zip(POOLS, pool_inputs, strict=True))
     ]
     per = _per_parameter(saved, refs, len(np.asarray(y)))
@@ -144,7 +144,7 @@ def _per_parameter(saved: dict, refs: dict, batch: int) -> dict[str, dict]:
     return per
 
 
-def grad_scale(batch: int, ref: np.ndarray, terms: oracle.Terms) -> float:
+def grad_scale(batch: int, ref: np.ndarray, terms: cnn_oracle.Terms) -> float:
     """The absolute scale a gradient's error is judged against (tolerances.gradient_scale, maxima per array)."""
     peak = float(np.max(np.abs(ref))) if ref.size else 0.0
     return gradient_scale(batch, terms.n, float(np.max(terms.abs_sum)), float(np.max(terms.rss)), peak)

@@ -1,7 +1,7 @@
 """The parent side of a trained workload (the CNN): its data, shared initial weights, row figures and parity.
 
-This module is the CNN's parity.suite.Suite (registered in parity.suite.SUITES); the engine knows nothing else
-about training. Worker-side counterparts are in parity.cases.
+This module is the CNN's parity.suite.Suite (registered in parity.registry.SUITES); the engine knows nothing else
+about training. Worker-side counterparts are in parity.cnn.cases.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from parity import checks, data
 from parity.api.weights import load_npz, save_npz
+from parity.cnn import checks, data
+from parity.cnn.oracle import cnn_forward
 from parity.config import warn
-from parity.oracle import cnn_forward
 from parity.roofline import native_bf16
 from parity.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 from parity.workloads import CNN_FULL
