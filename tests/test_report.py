@@ -210,18 +210,7 @@ def test_csv_and_chart(tmp_path):
         _row(framework="jax", variant="jit", median_s=2.0),
         _row(workload="cnn_train", variant="fit", images_per_s=128.0, median_s=10.0),
     ]
-    doc = _doc(rows)
-    doc["env"].update(
-        reps=5,
-        min_time_s=5.0,
-        timestamp="t",
-        git_commit=None,
-        python="3",
-        host_cores=2,
-        notes=[],
-        skipped=[],
-        peak=CPU.to_dict(),
-    )
+    doc = _full_doc(rows)
     paths = files.write_all(doc, tmp_path)
     assert [p.name for p in paths] == ["results.json", "results.csv", "results.md", "results.png"]
     csv_lines = (tmp_path / "results.csv").read_text().splitlines()
@@ -471,19 +460,16 @@ def test_an_unusable_out_is_refused_before_any_work(tmp_path, capsys, where):
     assert "measuring" not in err  # refused before the peak measurement, the first work a run does
 
 
+def _full_doc(rows: list[dict]) -> dict:
+    """A results document with the environment fields the tables print."""
+    doc = _doc(rows)
+    doc["env"].update(reps=5, min_time_s=5.0, timestamp="t", git_commit=None, python="3", host_cores=2, notes=[])
+    doc["env"].update(skipped=[], peak=CPU.to_dict())
+    return doc
+
+
 def _results_doc():
-    doc = _doc([_row()])
-    doc["env"].update(
-        reps=5,
-        min_time_s=5.0,
-        timestamp="t",
-        git_commit=None,
-        python="3",
-        host_cores=2,
-        notes=[],
-        skipped=[],
-        peak=CPU.to_dict(),
-    )
+    doc = _full_doc([_row()])
     return doc
 
 
