@@ -80,20 +80,19 @@ def _figure(k: str, v) -> str:
     return f"{k} {v:.2e}" if "_vs_" in k else f"{k} {v:.4f}"
 
 
+CHECK_COLUMNS = ("parity check", "replicas", "figures", "tolerance", "result", "note")
+
+
+def _check_cells(c: dict, unjudged: str) -> tuple[str, ...]:
+    """One check's cells in CHECK_COLUMNS order; `unjudged` where it was reported but not judged."""
+    figures = ", ".join(_figure(k, v) for k, v in c["figures"].items())
+    result = {True: "PASS", False: "FAIL", None: unjudged}[c["passed"]]
+    return (c["check"], str(c.get("replicas") or "-"), figures, f"{c['tolerance']:.2g}", result, c.get("detail", ""))
+
+
 def checks_table(checks: list[dict]) -> str:
     """The CNN parity checks: figures, tolerance, pass/fail."""
-    body = [
-        (
-            c["check"],
-            str(c.get("replicas") or "-"),
-            ", ".join(_figure(k, v) for k, v in c["figures"].items()),
-            f"{c['tolerance']:.2g}",
-            {True: "PASS", False: "FAIL", None: "-"}[c["passed"]],
-            c.get("detail", ""),
-        )
-        for c in checks
-    ]
-    return grid(("parity check", "replicas", "figures", "tolerance", "result", "note"), body)
+    return grid(CHECK_COLUMNS, [_check_cells(c, "-") for c in checks])
 
 
 def footnotes(doc: dict) -> str:
@@ -285,20 +284,7 @@ def markdown(doc: dict) -> str:
     if doc.get("checks"):
         out += [
             "",
-            _md(
-                ("parity check", "replicas", "figures", "tolerance", "result", "note"),
-                [
-                    (
-                        c["check"],
-                        str(c.get("replicas") or "-"),
-                        ", ".join(_figure(k, v) for k, v in c["figures"].items()),
-                        f"{c['tolerance']:.2g}",
-                        {True: "PASS", False: "FAIL", None: "not judged"}[c["passed"]],
-                        c.get("detail", ""),
-                    )
-                    for c in doc["checks"]
-                ],
-            ),
+            _md(CHECK_COLUMNS, [_check_cells(c, "not judged") for c in doc["checks"]]),
         ]
     header, body = history_rows(doc["rows"])
     if body:
