@@ -368,13 +368,15 @@ def test_mixed_precision_trains_in_bfloat16_and_keeps_the_trajectory(replicas, t
         for r in checks.trajectory(s[fw, v + "+bf16"], s[fw, v], v + "+bf16", v, BF16, replicas, (fw, fw))
     ]
     assert len(own) == 3 * len(ran) and all(r["passed"] for r in mixed + own), mixed + own
-    # bfloat16 really ran: its first step's loss (one forward pass, nothing amplified yet) is further from float32
-    # than two float32 runs of it can be (each within the forward path's bound); u is 2^-8 against 2^-24
+    # The first step's loss (one forward pass, nothing amplified yet): TF's and JAX's float32 within twice the
+    # forward path's bound (and the replicas' mean); bfloat16 visibly off float32. That last is a lower bound no
+    # model gives: 1e-5 is 170 float32 ulps, and bfloat16's roundings (u = 2^-8) moved it 1.7e-4 to 1.0e-3 on Zen 5
+    # (docs/numerics.md); compute_dtype above is the exact check that bfloat16 was built.
     first = {k: float(v[f"traj/{k[1]}/loss"][0]) for k, v in s.items()}
-    f32 = 2 * (cnn_loss_tolerance(16 // replicas) + (replicas - 1) * F32_UNIT_ROUNDOFF)  # and the replicas' mean
+    f32 = 2 * (cnn_loss_tolerance(16 // replicas) + (replicas - 1) * F32_UNIT_ROUNDOFF)
     assert abs(first["tf", tv] - first["jax", jv]) < f32 * first["tf", tv], first
     for fw, v in ran:
-        assert abs(first[fw, v + "+bf16"] - first[fw, v]) > f32 * first[fw, v], first
+        assert abs(first[fw, v + "+bf16"] - first[fw, v]) > 1e-5 * first[fw, v], first
 
 
 def test_mixed_precision_trajectory_check_catches_a_different_learning_rate(weights):
