@@ -107,6 +107,7 @@ def test_one_owner_at_a_time_measures_the_first_again(fakes, tmp_path):
     assert "TensorFlow -> JAX, then TensorFlow again" in note
     assert all(r["drift"] is not None for r in res["rows"] if r["framework"] == "tf")
     assert all(r["drift"] is None for r in res["rows"] if r["framework"] == "jax")
+    assert all(r["xfw_max_rel_err"] == 0.0 for r in res["rows"])  # outputs compared across owners
 
 
 def test_a_bug_in_a_worker_ends_the_run_with_its_traceback(fakes, tmp_path):
