@@ -31,7 +31,7 @@ class Case:
 
 def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, tag: str, said: dict) -> list[Case]:
     """Every worker's variants of this row kind; bfloat16 ones only where the hardware has bfloat16."""
-    cases = []
+    out = []
     for wk, w in workers.items():
         n = hello[wk]["replicas"]
         offered = w.ask(cmd="variants", workload=kind.name, tuned=cfg.tuned)
@@ -46,8 +46,8 @@ def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, t
             shown = variant if w.config == "default" else f"{variant}+{w.config}"
             key = f"{kind.name}-{wk}-{variant}-r{n}{tag}".replace("+", "_")
             tuned = variant in offered["tuned"] or w.config != "default"
-            cases.append(Case(wk, shown, n, key, variant, dtype, tuned))
-    return cases
+            out.append(Case(wk, shown, n, key, variant, dtype, tuned))
+    return out
 
 
 def make_row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hello: dict, save_dir: Path) -> Row:
