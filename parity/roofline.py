@@ -10,13 +10,16 @@ runs faster. A row faster than every peak it could run at is a broken measuremen
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import asdict, dataclass, replace
-from functools import cache
-from pathlib import Path
 
-import numpy as np
-
+from parity.cpuinfo import (
+    BF16_SOURCE,
+    computed_cpu_bf16_peak,
+    computed_cpu_peak,
+    cpu_info,
+    isa_capped_below_bf16,
+    measure_cpu,
+)
 from parity.rows import Row
 
 T, G = 1e12, 1e9
@@ -100,38 +103,6 @@ def native_bf16(device: str, device_kind: str, env=None) -> bool:
     return cpu_info()["bf16"] and not isa_capped_below_bf16(os.environ if env is None else env)
 
 
-def isa_capped_below_bf16(env) -> str | None:
-    """The setting that caps the CPU's instruction set below bfloat16 for a framework, if any: oneDNN then
-    refuses to create a bfloat16 convolution, and XLA would emulate one in float32."""
-    isa = env.get("ONEDNN_MAX_CPU_ISA", "").upper()
-    if isa and not any(k in isa for k in ("BF16", "AMX", "AVX10", "ALL")):
-        return f"ONEDNN_MAX_CPU_ISA={isa}"
-    for flag in env.get("XLA_FLAGS", "").split():
-        if flag.startswith("--xla_cpu_max_isa=") and not any(k in flag.upper() for k in ("BF16", "AMX")):
-            return flag
-    return None
-
-
-# bfloat16 FLOP per cycle per core. AMX (amx_bf16): one TDPBF16PS multiplies 16x32 by 32x16 bfloat16
-# tiles, 16,384 FLOP, issued every 16 cycles: 1,024 FLOP/cycle (Intel's figure for Sapphire Rapids).
-# AVX512_BF16 alone: VDPBF16PS does two multiply-adds per float32 lane, twice an FMA's work, at the FMA's
-# throughput (Intel: 2 per cycle on 512-bit ports; Zen 4: 256-bit units, as for its float32 FMAs).
-AMX_BF16_FLOP_PER_CYCLE = 1024
-BF16_SOURCE = (
-    "Intel 64 and IA-32 Optimization Reference Manual, AMX and AVX512_BF16 chapters; uops.info's VDPBF16PS throughput"
-)
-
-
-def computed_cpu_bf16_peak(info: dict) -> float | None:
-    """cores x bfloat16 FLOP/cycle x clock, from the best bfloat16 unit the CPU reports; None without one."""
-    fp32 = computed_cpu_peak(info)
-    if not (fp32 and info.get("bf16")):
-        return None
-    if info.get("amx"):
-        return info["cores"] * AMX_BF16_FLOP_PER_CYCLE * info["clock_hz"]
-    return 2 * fp32
-
-
 def bf16_peak(device: str, device_kind: str, run_peak: Peak) -> Peak:
     """The peak a bfloat16 row is judged against: the table's bf16 figure; on a CPU the larger of the one computed
     from its bfloat16 unit and the best bfloat16 matrix product measured in the run (each framework's, on one
@@ -178,79 +149,6 @@ def with_bf16_matmul_rows(peak: Peak, rows: list[Row]) -> Peak:
         if r.workload == "matmul" and r.dtype == "bfloat16" and r.verified and r.min_s
     }
     return replace(peak, measured_bf16={**(peak.measured_bf16 or {}), **rows_said}) if rows_said else peak
-
-
-@cache
-def cpu_info() -> dict:
-    """Physical cores this process may use, SIMD width, FMA, and the clock /proc/cpuinfo reports."""
-    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
-    cores, flags, mhz, cur, cpu = set(), set(), [], {}, {}
-    try:
-        blocks = Path("/proc/cpuinfo").read_text().split("\n\n")
-    except OSError:
-        blocks = []
-    for block in blocks:
-        for line in block.splitlines():
-            if ":" in line:
-                k, v = (s.strip() for s in line.split(":", 1))
-                cur[k] = v
-        if "processor" in cur and int(cur["processor"]) in allowed:
-            cores.add((cur.get("physical id", "0"), cur.get("core id", cur["processor"])))
-            flags = set(cur.get("flags", "").split())
-            cpu = cur
-            if "cpu MHz" in cur:
-                mhz.append(float(cur["cpu MHz"]))
-        cur = {}
-    lanes = 16 if "avx512f" in flags else 8 if "avx2" in flags or "avx" in flags else 4
-    if lanes == 16 and cpu.get("vendor_id") == "AuthenticAMD" and cpu.get("cpu family") == "25":
-        lanes = 8  # Zen 4 runs AVX-512 on 256-bit FMA units, two passes per instruction
-    return {
-        "cores": len(cores) or len(allowed),
-        "simd_lanes_fp32": lanes,
-        "fma_units": 2 if "fma" in flags or "avx512f" in flags else 1,
-        "fma": "fma" in flags or "avx512f" in flags,
-        "clock_hz": max(mhz) * 1e6 if mhz else None,
-        "bf16": bool({"avx512_bf16", "amx_bf16"} & flags),
-        "amx": "amx_bf16" in flags,
-    }
-
-
-def computed_cpu_peak(info: dict) -> float | None:
-    """cores x FMA units x fp32 SIMD lanes x 2 (multiply + add) x clock; None without a clock."""
-    if not info["clock_hz"]:
-        return None
-    per_cycle = info["fma_units"] * info["simd_lanes_fp32"] * (2 if info["fma"] else 1)
-    return info["cores"] * per_cycle * info["clock_hz"]
-
-
-def measure_cpu(n: int = 4096, reps: int = 5) -> tuple[float, float]:
-    """(FLOP/s of the best n x n float32 matmul, bytes/s of the best 256 MiB copy), both checked.
-
-    NumPy's BLAS (OpenBLAS in the pinned wheels) is the fastest float32 matmul on most CPUs; the
-    product is spot-checked against float64 so a broken BLAS cannot inflate the peak.
-    """
-    rng = np.random.default_rng(0)
-    a = rng.standard_normal((n, n), dtype=np.float32)
-    b = rng.standard_normal((n, n), dtype=np.float32)
-    c = a @ b
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        c = a @ b
-        best = min(best, time.perf_counter() - t0)
-    ref = a[:4].astype(np.float64) @ b.astype(np.float64)
-    if not np.allclose(c[:4], ref, rtol=1e-3, atol=1e-2 * np.sqrt(n)):
-        raise RuntimeError("the peak-measuring matrix product gave wrong numbers; refusing to use it")
-    x = np.ones(64 * 2**20, np.float32)
-    y = np.empty_like(x)
-    copy = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        np.copyto(y, x)
-        copy = min(copy, time.perf_counter() - t0)
-    if y[-1] != 1.0:
-        raise RuntimeError("the bandwidth-measuring copy did not copy")
-    return 2 * n**3 / best, 2 * x.nbytes / copy
 
 
 def cpu_peak(measure: bool = True, n: int = 4096) -> Peak:

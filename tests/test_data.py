@@ -6,7 +6,7 @@ import struct
 import numpy as np
 import pytest
 
-from parity.cnn import data
+from parity.cnn import data, sources
 
 
 def write_idx(path, arr):
@@ -25,7 +25,7 @@ def idx_dir(tmp_path):
 
 
 def test_idx_files(idx_dir):
-    ds, note = data.load("real", str(idx_dir))
+    ds, note = sources.load("real", str(idx_dir))
     assert ds.source == "idx" and "IDX" in note
     assert ds.x_train.shape == (40, 28, 28, 1) and ds.x_train.dtype == np.uint8
     assert ds.y_test.shape == (10,) and ds.y_test.dtype == np.int32
@@ -36,27 +36,27 @@ def test_truncated_idx_file_is_a_clear_error(idx_dir):
     raw = gzip.decompress(p.read_bytes())
     p.write_bytes(gzip.compress(raw[:-100]))
     with pytest.raises(data.DataError, match="truncated or corrupt"):
-        data.load("real", str(idx_dir))
+        sources.load("real", str(idx_dir))
 
 
 def test_not_gzip_is_a_clear_error(idx_dir):
     (idx_dir / "t10k-labels-idx1-ubyte.gz").write_bytes(b"garbage bytes")
     with pytest.raises(data.DataError, match="not a readable gzip file"):
-        data.load("auto", str(idx_dir))
+        sources.load("auto", str(idx_dir))
 
 
 def test_wrong_magic_is_a_clear_error(idx_dir):
     with gzip.open(idx_dir / "train-labels-idx1-ubyte.gz", "wb") as f:
         f.write(b"\x00\x00\x0d\x01" + b"\x00" * 8)
     with pytest.raises(data.DataError, match="not an unsigned-byte IDX file"):
-        data.load("auto", str(idx_dir))
+        sources.load("auto", str(idx_dir))
 
 
 @pytest.mark.parametrize("mode", ["auto", "real"])
 def test_a_partial_set_of_idx_files_names_the_missing_one(idx_dir, mode):
     (idx_dir / "t10k-labels-idx1-ubyte.gz").unlink()
     with pytest.raises(data.DataError, match="3 of the 4 .* missing t10k-labels-idx1-ubyte.gz"):
-        data.load(mode, str(idx_dir))
+        sources.load(mode, str(idx_dir))
 
 
 @pytest.mark.parametrize("dims", [(60001, 28, 28), (65536, 65536, 65536, 65536)])
@@ -81,16 +81,16 @@ def test_an_empty_test_set_is_a_data_error(idx_dir):
     write_idx(idx_dir / "t10k-images-idx3-ubyte.gz", np.zeros((0, 28, 28)))
     write_idx(idx_dir / "t10k-labels-idx1-ubyte.gz", np.zeros(0))
     with pytest.raises(data.DataError, match="the test set holds no images"):
-        data.load("real", str(idx_dir))
+        sources.load("real", str(idx_dir))
 
 
 def test_absent_real_data_says_how_to_provide_it(tmp_path):
     with pytest.raises(data.DataError, match="--data-dir"):
-        data.load("real", str(tmp_path))
+        sources.load("real", str(tmp_path))
 
 
 def test_absent_data_falls_back_to_synthetic_and_says_so(tmp_path):
-    ds, note = data.load("auto", str(tmp_path), train_size=100, test_size=20)
+    ds, note = sources.load("auto", str(tmp_path), train_size=100, test_size=20)
     assert ds.source == "synthetic" and "SYNTHETIC" in note
     assert ds.x_train.shape == (100, 28, 28, 1)
 
@@ -107,7 +107,7 @@ def test_tfds_mock_data():
     import tensorflow_datasets as tfds
 
     with tfds.testing.mock_data(num_examples=12):
-        ds = data.load_tfds(None)
+        ds = sources.load_tfds(None)
     assert ds.source == "tfds"
     assert ds.x_train.shape == (12, 28, 28, 1) and ds.x_train.dtype == np.uint8
     assert ds.y_train.dtype == np.int32 and ds.y_train.max() <= 9
@@ -135,13 +135,15 @@ def test_download_without_a_network_fails_in_one_line_and_leaves_nothing(tmp_pat
     root = tmp_path / "tfds" / "fresh"
     t0 = time.monotonic()
     try:
-        ds, note = data.load("download", str(root), timeout_s=300, progress=False)
+        ds, note = sources.load("download", str(root), timeout_s=300, progress=False)
     except data.DataError as e:
         took = time.monotonic() - t0
         msg = str(e)
         assert "\n" not in msg and "Traceback" not in msg
         assert "unreachable" in msg and "fashion-mnist" in msg and "--data-dir" in msg, msg
-        assert took < 2 * data.REACH_TIMEOUT_S + 30, f"took {took:.0f} s: not bounded"  # not TFDS's minutes of retries
+        assert took < 2 * sources.REACH_TIMEOUT_S + 30, (
+            f"took {took:.0f} s: not bounded"
+        )  # not TFDS's minutes of retries
         assert not (tmp_path / "tfds").exists()  # the folders it made are gone again, nothing half-written
     else:
         assert ds.source == "tfds" and ds.x_train.shape == (60000, 28, 28, 1) and ds.x_test.shape[0] == 10000
@@ -153,7 +155,7 @@ def test_tfds_download_path_under_mock_data(tmp_path):
     import tensorflow_datasets as tfds
 
     with tfds.testing.mock_data(num_examples=16):
-        ds = data.load_tfds(str(tmp_path), download=True)
+        ds = sources.load_tfds(str(tmp_path), download=True)
     assert ds.source == "tfds" and ds.x_train.shape == (16, 28, 28, 1) and ds.y_test.dtype == np.int32
 
 
@@ -169,14 +171,14 @@ def test_a_download_is_staged_then_moved_into_place(tmp_path, monkeypatch):
         (stage / "fashion_mnist" / "3.0.1" / "dataset_info.json").write_text("{}")
         return data.synthetic(20, 5)
 
-    monkeypatch.setattr(data, "_child", child)
-    ds, note = data.load("download", str(root), progress=False)
+    monkeypatch.setattr(sources, "_child", child)
+    ds, note = sources.load("download", str(root), progress=False)
     assert len(ds.x_train) == 20 and "downloaded" in note
     assert staged[0].parent == root and not staged[0].exists()  # the stage is gone
     assert (root / "fashion_mnist" / "3.0.1" / "dataset_info.json").exists()
-    monkeypatch.setattr(data, "_child", lambda *a: pytest.fail("downloaded again"))
-    monkeypatch.setattr(data, "_tfds_in_child", lambda d: data.synthetic(30, 5))
-    ds, note = data.load("download", str(root), progress=False)  # already on disk: read, not fetched again
+    monkeypatch.setattr(sources, "_child", lambda *a: pytest.fail("downloaded again"))
+    monkeypatch.setattr(sources, "_tfds_in_child", lambda d: data.synthetic(30, 5))
+    ds, note = sources.load("download", str(root), progress=False)  # already on disk: read, not fetched again
     assert len(ds.x_train) == 30 and "from TFDS" in note
 
 
@@ -187,15 +189,15 @@ def test_a_failed_download_leaves_the_data_dir_as_it_was(tmp_path, monkeypatch):
         (__import__("pathlib").Path(args[1]) / "fashion_mnist" / "3.0.1.incomplete").mkdir(parents=True)
         raise data.DataError("TFDS fashion_mnist could not be downloaded (ConnectionError: reset)")
 
-    monkeypatch.setattr(data, "_child", child)
+    monkeypatch.setattr(sources, "_child", child)
     with pytest.raises(data.DataError, match="ConnectionError"):
-        data.load("download", str(tmp_path), progress=False)
+        sources.load("download", str(tmp_path), progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["other_dataset"]
 
 
 def test_a_child_past_its_time_is_stopped():
     with pytest.raises(data.DataError, match=r"did not finish within 0\.01 s"):
-        data._child(["--tfds", ""], timeout_s=0.01, progress=False)
+        sources._child(["--tfds", ""], timeout_s=0.01, progress=False)
 
 
 def test_an_unreachable_host_is_one_line_in_seconds():
@@ -206,7 +208,7 @@ def test_an_unreachable_host_is_one_line_in_seconds():
     port = s.getsockname()[1]
     try:
         with pytest.raises(data.DataError, match=rf"127\.0\.0\.1:{port} is unreachable"):
-            data.reachable(f"http://127.0.0.1:{port}/train.gz", timeout_s=5)
+            sources.reachable(f"http://127.0.0.1:{port}/train.gz", timeout_s=5)
     finally:
         s.close()
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from parity.api.weights import load_npz, save_npz
-from parity.cnn import checks, data
+from parity.cnn import checks, data, sources
 from parity.cnn.oracle import cnn_forward
 from parity.config import warn
 from parity.roofline import native_bf16
@@ -50,14 +50,14 @@ class CnnState:
 
 def prepare(cfg, spec, save_dir: Path) -> tuple[CnnState, list[str]]:
     """Load (or make) the data once for every worker; returns the run's state and its notes."""
-    ds, note = data.load(cfg.data, cfg.data_dir, spec.train_size, spec.test_size, cfg.timeout_s, cfg.progress)
+    ds, note = sources.load(cfg.data, cfg.data_dir, spec.train_size, spec.test_size, cfg.timeout_s, cfg.progress)
     ds.save(save_dir / "data.npz")
     said = []
     if ds.source == "synthetic" and cfg.data == "auto":  # said when training is about to start (warm)
         said = [
             "SYNTHETIC DATA: Fashion-MNIST was not found on disk "
             f"(looked for IDX files{' in ' + cfg.data_dir if cfg.data_dir else ''} and TFDS's "
-            f"fashion_mnist in {data.tfds_root(cfg.data_dir)}).",
+            f"fashion_mnist in {sources.tfds_root(cfg.data_dir)}).",
             "The CNN trains on a learnable stand-in of the same shapes: its speed is the real one, its "
             "accuracy is not Fashion-MNIST's.",
             "To train on the real data (a network, about 30 MB, once):",
