@@ -278,6 +278,12 @@ class Trainer:
         # slower: docs/performance.md). Unrolled there, the same steps are straight-line code in one program;
         # accelerators keep the loop (a smaller program).
         multi = partial(_scan_steps, step, devices[0].platform in self.UNROLL_ON)
+        self._place(state, step, multi)
+
+    def _place(self, state, step, multi) -> None:
+        """Put the training state on the devices and compile-wrap `step` (or `multi`, the scanned steps) for
+        the variant; sets state, _step and the batches' data_sharding."""
+        variant, n, devices = self.variant, self.n, self.devices
         if variant == "jit":
             self.data_sharding = devices[0]
             self.state = jax.device_put(state, devices[0])

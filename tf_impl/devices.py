@@ -65,31 +65,8 @@ def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) ->
             raise ValueError(f"a multi-process run uses every process's devices: replicas must be 0, got {replicas}")
         return _join(device, cluster)
     if device == "tpu":
-        try:
-            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
-            tf.config.experimental_connect_to_cluster(resolver)
-            tf.tpu.experimental.initialize_tpu_system(resolver)
-        except Exception as e:  # the resolver raises assorted types when no TPU is present
-            detail = (str(e).split(". ")[0] or "no detail")[:120]
-            raise DeviceUnavailable(
-                f"--device tpu asked for, but TensorFlow found no TPU ({type(e).__name__}: {detail}); "
-                f"it sees: {describe_devices()}"
-            ) from None
-        _state["tpu_resolver"] = resolver
-    phys = tf.config.list_physical_devices(kind)
-    if device == "cpu" and replicas > 1:
-        try:
-            tf.config.set_logical_device_configuration(
-                phys[0], [tf.config.LogicalDeviceConfiguration() for _ in range(replicas)]
-            )
-        except RuntimeError:
-            pass  # runtime already up (a test session configured it): check the count below
-    if device == "gpu":
-        for gpu in phys:
-            try:  # share the card with the other framework's process instead of grabbing it all
-                tf.config.experimental.set_memory_growth(gpu, True)
-            except RuntimeError:
-                pass
+        _state["tpu_resolver"] = _init_tpu()
+    _configure_physical(device, tf.config.list_physical_devices(kind), replicas)
     logical = tf.config.list_logical_devices(kind)
     if not logical:
         raise DeviceUnavailable(f"--device {device} asked for, but TensorFlow found only: {describe_devices()}")
@@ -102,6 +79,38 @@ def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) ->
     _state["devices"] = names
     _state["device"] = device
     return names
+
+
+def _init_tpu():
+    """Connect to the local TPU system and initialise it; its resolver. Raises DeviceUnavailable without one."""
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu="local")
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except Exception as e:  # the resolver raises assorted types when no TPU is present
+        detail = (str(e).split(". ")[0] or "no detail")[:120]
+        raise DeviceUnavailable(
+            f"--device tpu asked for, but TensorFlow found no TPU ({type(e).__name__}: {detail}); "
+            f"it sees: {describe_devices()}"
+        ) from None
+    return resolver
+
+
+def _configure_physical(device: str, phys: list, replicas: int) -> None:
+    """Before the runtime starts: `replicas` logical devices on the CPU; memory growth on each GPU."""
+    if device == "cpu" and replicas > 1:
+        try:
+            tf.config.set_logical_device_configuration(
+                phys[0], [tf.config.LogicalDeviceConfiguration() for _ in range(replicas)]
+            )
+        except RuntimeError:
+            pass  # runtime already up (a test session configured it): the caller checks the count
+    if device == "gpu":
+        for gpu in phys:
+            try:  # share the card with the other framework's process instead of grabbing it all
+                tf.config.experimental.set_memory_growth(gpu, True)
+            except RuntimeError:
+                pass
 
 
 def _join(device: str, cluster: Cluster) -> list[str]:

@@ -63,17 +63,28 @@ def prepare_op(
     if variant not in variants:
         raise ValueError(f"unknown TF {graph_op} variant {variant!r} for {n} replicas; have {variants}")
     if variant.startswith("function"):
-        with tf.device(devices[0]):
-            a, b = tf.constant(x), tf.constant(w)
-            if variant in BFLOAT16_VARIANTS:
-                a, b = tf.cast(a, tf.bfloat16), tf.cast(b, tf.bfloat16)
-        f = tf.function(op, jit_compile=variant.endswith("xla"))
+        return _prepare_function(op, variant, x, w, devices[0])
+    return _prepare_strategy(op, graph_op, x, w, devices)
 
-        def run():
-            with tf.device(devices[0]):
-                return f(a, b)
 
-        return Prepared(run, _shape, _rows, placement, lambda: graph_flops(f, a, b))
+def _prepare_function(op: Callable, variant: str, x: np.ndarray, w: np.ndarray, device: str) -> Prepared:
+    """`op` as one tf.function on `device` (XLA-compiled for '+xla'; on bfloat16 operands for '+bf16')."""
+    with tf.device(device):
+        a, b = tf.constant(x), tf.constant(w)
+        if variant in BFLOAT16_VARIANTS:
+            a, b = tf.cast(a, tf.bfloat16), tf.cast(b, tf.bfloat16)
+    f = tf.function(op, jit_compile=variant.endswith("xla"))
+
+    def run():
+        with tf.device(device):
+            return f(a, b)
+
+    return Prepared(run, _shape, _rows, placement, lambda: graph_flops(f, a, b))
+
+
+def _prepare_strategy(op: Callable, graph_op: str, x: np.ndarray, w: np.ndarray, devices: list[str]) -> Prepared:
+    """`op` under the device's strategy, x's leading axis split across `devices` and w on every one."""
+    n = len(devices)
     s = strategy(devices)
     shards = np.split(x, n)
     a = s.experimental_distribute_values_from_function(lambda ctx: tf.constant(shards[ctx.replica_id_in_sync_group]))
