@@ -73,6 +73,8 @@ def make_row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hel
         q3_s=res.get("q3_s"),
         min_s=res.get("min_s"),
         reps=res.get("reps"),
+        times_s=res.get("times_s"),
+        rounds=res.get("rounds"),
         # an operation's first call (tracing, compilation, one execution); a training row's first epoch is
         # first_epoch_s instead, never called a compile time
         compile_s=None if kind.epochs else res.get("compile_s"),

@@ -1,9 +1,13 @@
 """`python -m parity.compare OLD.json NEW.json --fail-over 10%`: per-row time ratios; non-zero exit on a regression.
 
 Rows are matched on what was measured (workload, framework, variant, device kind, replicas, precision,
---quick, seed, and a CNN row's schedule and batch). A row slower than OLD by more than the threshold,
-or verified in OLD and invalid in NEW, is a regression: exit 1. Unreadable files, a bad threshold or
-no common rows: exit 2.
+--quick, seed, and a CNN row's schedule and batch). Each row's NEW/OLD is the ratio of its medians with a 95%
+bootstrap interval from both files' raw times (each file's calls resampled on their own: two runs share no
+rounds). A regression is a slowdown whose whole interval lies above 1 + the threshold, or a row verified in OLD
+and invalid in NEW: exit 1. One median ratio over the threshold is not enough: a row whose interval reaches
+below it is said as "slower, not shown beyond the threshold". Rows from files without raw times (schema 2),
+or with fewer than 5 timed calls, are judged on the median ratio alone, and say so. Unreadable files, a bad
+threshold or no common rows: exit 2.
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from parity import rows
+from parity import rows, summary
 from parity.files import ResultsError, load_results
 from parity.tables import grid, time_cell
 
@@ -34,6 +38,26 @@ def threshold(text: str) -> float:
 key = rows.key
 
 
+def verdict(q, fail_over: float, raw: bool) -> str:
+    """A row's verdict from its NEW/OLD ratio: on the interval where there is one, else on the median ratio.
+    raw: both rows have raw times."""
+    pct = f"{100 * abs(q.ratio - 1):.1f}%"
+    if q.low is None:
+        why = f"{min(q.calls)} timed calls, too few for an interval" if raw else "a file without raw times"
+        tail = f" (median ratio only: {why})"
+        if q.ratio > 1 + fail_over:
+            return f"REGRESSION: {pct} slower{tail}"
+        return (f"faster by {pct}" if q.ratio < 1 / (1 + fail_over) else "ok") + tail
+    ci = f"(95% CI {q.low:.3f}-{q.high:.3f})"
+    if q.low > 1 + fail_over:
+        return f"REGRESSION: {pct} slower {ci}"
+    if q.high < 1 / (1 + fail_over):
+        return f"faster by {pct} {ci}"
+    if q.ratio > 1 + fail_over:
+        return f"slower by {pct}, not shown beyond {100 * fail_over:g}% {ci}"
+    return f"ok {ci}"
+
+
 def compare(old: dict, new: dict, fail_over: float) -> tuple[list[dict], bool]:
     """One line per row present in both; returns (lines, any regression)."""
     olds = {key(r): r for r in old["rows"]}
@@ -47,20 +71,17 @@ def compare(old: dict, new: dict, fail_over: float) -> tuple[list[dict], bool]:
             "old": o.get("median_s") if o["verified"] else None,
             "new": r.get("median_s") if r["verified"] else None,
             "ratio": None,
+            "ci95": None,
         }
         if o["verified"] and not r["verified"]:
             line["verdict"] = f"REGRESSION: now invalid ({r.get('invalid_reason')})"
         elif not o["verified"]:
             line["verdict"] = "was invalid: not compared"
         else:
-            line["ratio"] = line["new"] / line["old"]
-            if line["ratio"] > 1 + fail_over:
-                line["verdict"] = f"REGRESSION: {100 * (line['ratio'] - 1):.1f}% slower"
-            elif line["ratio"] < 1 / (1 + fail_over):
-                line["verdict"] = f"faster by {100 * (1 - line['ratio']):.1f}%"
-            else:
-                line["verdict"] = "ok"
-            if o.get("noisy") or r.get("noisy"):
+            q = summary.ratio(r, o, same_run=False)  # two runs share no rounds: each file's calls resampled apart
+            line["ratio"], line["ci95"] = q.ratio, q.ci95
+            line["verdict"] = verdict(q, fail_over, bool(r.get("times_s") and o.get("times_s")))
+            if q.low is None and (o.get("noisy") or r.get("noisy")):
                 line["verdict"] += " (noisy: IQR > 10% of median)"
         bad |= line["verdict"].startswith("REGRESSION")
         lines.append(line)

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 # 2: rows carry 'dtype' and 'tuned'; a training row's first epoch is 'first_epoch_s' only ('compile_s' null)
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 ENV_FLAGS = (

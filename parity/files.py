@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -223,6 +224,26 @@ def load_results(path: Path) -> dict:
     return doc
 
 
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _raw_problem(r: dict) -> str | None:
+    """What makes a row's raw times unusable (schema 3): times above zero, one round (an integer) per time."""
+    times, rounds = r.get("times_s"), r.get("rounds")
+    if times is not None and not (
+        isinstance(times, list) and all(_number(t) and math.isfinite(t) and t > 0 for t in times)
+    ):
+        return "times_s is not a list of times above zero"
+    if rounds is not None and not (
+        isinstance(rounds, list)
+        and all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in rounds)
+        and len(rounds) == len(times or ())
+    ):
+        return "rounds is not one round number (an integer from 0) per timed call"
+    return None
+
+
 def _row_problem(r) -> str | None:
     """What makes a row unreadable, or None."""
     if not isinstance(r, dict):
@@ -246,6 +267,9 @@ def _row_problem(r) -> str | None:
         )
     ):
         return f"history is not a list of epochs with {', '.join(HISTORY_KEYS)}"
+    why = _raw_problem(r)
+    if why:
+        return why
     if r["verified"] and not (r["median_s"] is not None and r["median_s"] > 0):
         return f"verified, but its median_s is {r['median_s']!r}, not a time above zero"
     return None

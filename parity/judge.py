@@ -3,7 +3,9 @@ workload's parity checks and closing checks."""
 
 from __future__ import annotations
 
-from parity import roofline
+import dataclasses
+
+from parity import roofline, stats
 from parity.rows import Row
 
 SPREAD_WARN = 0.10  # IQR / median above this: the machine was too noisy for the median to be trusted
@@ -18,6 +20,8 @@ def judge_row(row: Row, peak: roofline.Peak | None) -> None:
         row.update(roofline.roofline(row, peak, row.replicas))
     if row.impossible:
         row.verified, row.invalid_reason = False, row.impossible
+    m = stats.modes(row.times_s) if row.verified and row.times_s else None
+    row.modes = dataclasses.asdict(m) if m else None
     med, iqr = row.median_s, row.iqr_s
     row.noisy = bool(med and iqr is not None and row.reps > 1 and iqr / med > SPREAD_WARN)
     row.compiler_flops_ratio, row.compiler_flops_ratio_unpadded = roofline.compiler_ratios(

@@ -9,7 +9,7 @@ import threading
 import traceback
 from pathlib import Path
 
-from parity import environment, files, frameworks, tables
+from parity import environment, files, frameworks, summary, tables
 from parity.cluster import from_settings
 from parity.config import Config, HarnessError, WorkerBug
 from parity.flags import check_interpreter, parser  # noqa: F401  (parser: this command's flags)
@@ -160,14 +160,17 @@ def _print_and_write(cfg, res: dict, out: Path, argv: list[str]) -> None:
     env = environment.environment(cfg, res["hello"], res["skipped"], ["python", "-m", "parity.run", *argv])
     env["notes"] = res["notes"]
     env["peak"] = res["peak"]
-    doc = {"env": env, "rows": res["rows"], "checks": res["checks"]}
-    print(tables.table(doc["rows"]))
-    if doc["checks"]:
+    doc = {"env": env, "rows": res["rows"], "checks": res["checks"], "comparisons": summary.comparisons(res["rows"])}
+    print(tables.summary_table(doc))
+    if cfg.progress:  # --quiet: the summary only
         print()
-        print(tables.checks_table(doc["checks"]))
-    if history := tables.history_table(doc["rows"]):
-        print(f"\n{tables.HISTORY_CAPTION}\n{history}")
-    print(tables.footnotes(doc))
+        print(tables.table(doc["rows"]))
+        if doc["checks"]:
+            print()
+            print(tables.checks_table(doc["checks"]))
+        if history := tables.history_table(doc["rows"]):
+            print(f"\n{tables.HISTORY_CAPTION}\n{history}")
+        print(tables.footnotes(doc))
     paths = files.write_all(doc, out)
     print(f"wrote {', '.join(str(p) for p in paths)}")
 

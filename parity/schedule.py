@@ -198,10 +198,10 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
             if resp["invalid"]
             else f"  first call {resp['compile_s']:.3f} s, output verified",
         )
-    _timed_reps(cfg, kind, spec, todo, workers, first_s)
+    rounds = _timed_reps(cfg, kind, spec, todo, workers, first_s)
     for c in todo:  # untimed: every worker at once, each answering in order
         workers[c.worker].send(cmd="result", id=c.key)
-    results = {c.key: workers[c.worker].answer() for c in todo}
+    results = {c.key: {**workers[c.worker].answer(), "rounds": rounds[c.key]} for c in todo}
     rows = []
     for c in todo:
         row = make_row(cfg, kind, c, results[c.key], workers[c.worker], rnd.hello[c.worker], rnd.save_dir)
@@ -211,9 +211,12 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
     return rows
 
 
-def _timed_reps(cfg: Config, kind: RowKind, spec, todo: list[Case], workers: dict[str, Worker], first_s: dict) -> None:
+def _timed_reps(
+    cfg: Config, kind: RowKind, spec, todo: list[Case], workers: dict[str, Worker], first_s: dict
+) -> dict[str, list[int]]:
     """Warm-up, then the timed repetitions, interleaved across cases with alternating order. A training
-    kind's first epoch was its first call; each later epoch is one repetition."""
+    kind's first epoch was its first call; each later epoch is one repetition. Returns each case's rounds: the
+    round of each of its timed calls, in order (a call that came back invalid is no timed call)."""
     last_s = dict(first_s)
     for _ in range(0 if kind.epochs else cfg.warmup):
         for c in todo:
@@ -223,6 +226,7 @@ def _timed_reps(cfg: Config, kind: RowKind, spec, todo: list[Case], workers: dic
     else:  # calibrated: enough calls for min_time_s of timed work, as pytest-benchmark does
         reps = {c.key: calibrated_reps(last_s[c.key], cfg) for c in todo}
     most, said_at = max(reps.values()), time.monotonic()
+    rounds: dict[str, list[int]] = {c.key: [] for c in todo}
     for i in range(most):
         said = []
         for c in todo if i % 2 == 0 else todo[::-1]:  # alternate so no case always runs first
@@ -230,6 +234,8 @@ def _timed_reps(cfg: Config, kind: RowKind, spec, todo: list[Case], workers: dic
                 continue
             resp = workers[c.worker].ask(cmd="rep", id=c.key)
             t, last = resp["time"], resp.get("last") or {}
+            if t is not None:
+                rounds[c.key].append(i)
             fig = f"{t:.4f}s" if t is not None else f"INVALID ({resp['invalid']})"
             if t is not None and kind.epochs:  # a training epoch's last step: its loss and accuracy
                 fig += "".join(f" {k} {v:.4f}" for k, v in last.items())
@@ -238,6 +244,7 @@ def _timed_reps(cfg: Config, kind: RowKind, spec, todo: list[Case], workers: dic
         if kind.epochs or time.monotonic() - said_at > 5 or i + 1 == most:  # a line every 5 s
             log(cfg, f"{kind.name} {what}: " + ", ".join(said))
             said_at = time.monotonic()
+    return rounds
 
 
 def calibrated_reps(call_s: float | None, cfg: Config) -> int:

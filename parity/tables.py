@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from parity import summary
 from parity.roofline import compiler_ratios
 from parity.rows import COLUMNS
 
@@ -24,7 +25,7 @@ def _first(r: dict) -> float | None:
 def _iqr(r: dict) -> str:
     if not r["verified"] or r["reps"] < 2:
         return "-"
-    return time_cell(r["iqr_s"]) + (" !" if r.get("noisy") else "")
+    return time_cell(r["iqr_s"]) + (" !" if r.get("noisy") else "") + (" 2 modes" if r.get("modes") else "")
 
 
 def _cells(r: dict) -> list[str]:
@@ -76,6 +77,35 @@ def table(rows: list[dict]) -> str:
     return grid(COLUMNS, body)
 
 
+SUMMARY_COLUMNS = ("workload", "replicas", "format", "TF best", "JAX best", "JAX/TF (95% CI)", "parity")
+
+
+def _ratio_cell(jax: dict, tf: dict) -> str:
+    q = summary.ratio(jax, tf)
+    if q.low is None:
+        return f"{q.ratio:.2f}x (" + ("no raw times" if not jax.get("times_s") else f"{min(q.calls)} calls") + ")"
+    return f"{q.ratio:.2f}x ({q.low:.2f}-{q.high:.2f})" + (" no difference" if q.contains_one() else "")
+
+
+def summary_body(doc: dict) -> list[tuple[str, ...]]:
+    """One line per workload x replicas x format, in SUMMARY_COLUMNS order: the answer before the full table."""
+    body = []
+    for wl, n, dtype in summary.groups(doc["rows"]):
+        tf, jax = (summary.best(doc["rows"], wl, n, dtype, fw) for fw in ("tf", "jax"))
+        cells = [f"{b['variant']} {time_cell(b['median_s'])}" if b else "-" for b in (tf, jax)]
+        shown = _ratio_cell(jax, tf) if tf and jax else "-"
+        body.append((wl, str(n), dtype, *cells, shown, summary.verdict(doc, wl, n, dtype)))
+    return body
+
+
+def summary_table(doc: dict) -> str:
+    """The summary and how its intervals were made."""
+    body = summary_body(doc)
+    if not body:
+        return "no verified row: nothing to summarise"
+    return grid(SUMMARY_COLUMNS, body) + "\n  * " + summary.interval_note(doc)
+
+
 def _figure(k: str, v) -> str:
     return f"{k} {v:.2e}" if "_vs_" in k else f"{k} {v:.4f}"
 
@@ -125,7 +155,7 @@ def footnotes(doc: dict) -> str:
             )
             + " (article: TPU v2-8 ~40 s, K80 GPU over 2 minutes)"
         )
-    notes += roofline_notes(doc) + best_notes(doc["rows"])
+    notes += roofline_notes(doc) + modes_note(doc["rows"]) + best_notes(doc["rows"])
     notes += env.get("notes", [])
     for s in env.get("skipped", []):
         notes.append(f"not run: {s['framework']}: {s['reason']}")
@@ -192,41 +222,41 @@ def roofline_notes(doc: dict) -> list[str]:
     return notes
 
 
-def _tuned(r: dict) -> bool:
-    """Not the framework out of the box (files older than the 'tuned' field: a '+' in the variant's name)."""
-    return r["tuned"] if "tuned" in r else "+" in r["variant"]
-
-
 def best_notes(rows: list[dict]) -> list[str]:
-    """Per workload, replica count and number format: each framework's best row against its out-of-the-box
-    one, and the best JAX time over the best TF time."""
+    """Per workload, replica count and number format: each framework's best row against its best out-of-the-box
+    one, with the interval (the summary gives the best JAX over the best TF)."""
     notes = []
-    ok = [r for r in rows if r["verified"] and r.get("median_s")]
-    for wl, n, dtype in dict.fromkeys((r["workload"], r["replicas"], r.get("dtype", "float32")) for r in ok):
-        parts, best = [], {}
-        for fw in dict.fromkeys(r["framework"] for r in ok):
-            mine = [
-                r
-                for r in ok
-                if (r["workload"], r["replicas"], r.get("dtype", "float32"), r["framework"]) == (wl, n, dtype, fw)
-            ]
-            if not mine:
+    for wl, n, dtype in summary.groups(rows):
+        parts = []
+        for fw in dict.fromkeys(r["framework"] for r in rows):
+            b = summary.best(rows, wl, n, dtype, fw)
+            if b is None:
                 continue
-            b = best[fw] = min(mine, key=lambda r: r["median_s"])
-            plain = [r for r in mine if not _tuned(r)]
-            o = min(plain, key=lambda r: r["median_s"]) if plain else None
+            o = summary.best(rows, wl, n, "float32", fw, tuned=False)
             said = f"{fw} best {b['variant']} {time_cell(b['median_s'])}"
             if o is None or o is b:
                 parts.append(said + (" (out of the box)" if o is b else ""))
             else:
-                parts.append(
-                    f"{said}, {o['median_s'] / b['median_s']:.2f}x faster than out of the box "
-                    f"{o['variant']} {time_cell(o['median_s'])}"
-                )
-        if "tf" in best and "jax" in best:
-            parts.append(f"best jax / best tf time {best['jax']['median_s'] / best['tf']['median_s']:.2f}")
+                speedup = summary.ratio(o, b).text()
+                parts.append(f"{said}: out of the box {o['variant']} {time_cell(o['median_s'])} takes {speedup}")
         notes.append(f"{wl} x{n}{'' if dtype == 'float32' else f' {dtype}'}: " + "; ".join(parts))
     return notes
+
+
+def modes_note(rows: list[dict]) -> list[str]:
+    """Rows whose times fell into two groups: both modes, since one median between them describes neither."""
+    two = [
+        f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {time_cell(m['low_s'])} "
+        f"({m['low_n']} calls) and {time_cell(m['high_s'])} ({m['high_n']} calls)"
+        for r in rows
+        if (m := r.get("modes"))
+    ]
+    if not two:
+        return []
+    return [
+        "2 modes: these rows' times fell into two groups far apart (parity.stats.modes), and their median "
+        "describes neither: " + "; ".join(two)
+    ]
 
 
 def history_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
@@ -280,7 +310,10 @@ def markdown(doc: dict) -> str:
         )
         for r in doc["rows"]
     ]
-    out = [_md(COLUMNS[:3] + COLUMNS[4:], rows)]
+    out = []
+    if body := summary_body(doc):
+        out += [_md(SUMMARY_COLUMNS, body), "", summary.interval_note(doc) + ".", ""]
+    out += [_md(COLUMNS[:3] + COLUMNS[4:], rows)]
     if doc.get("checks"):
         out += [
             "",
@@ -299,7 +332,8 @@ def markdown(doc: dict) -> str:
         f"({env['host_cores']} cores), Python {env['python']}, {env['timestamp']}, commit {env['git_commit']}.",
         f"Frameworks: {fw}.",
     ]
-    out += [f"Note: {n}" for n in roofline_notes(doc) + best_notes(doc["rows"]) + env.get("notes", [])]
+    notes = roofline_notes(doc) + modes_note(doc["rows"]) + best_notes(doc["rows"]) + env.get("notes", [])
+    out += [f"Note: {n}" for n in notes]
     out += [f"Not run: {s['framework']}: {s['reason']}" for s in env.get("skipped", [])]
     return "\n".join(out) + "\n"
 

@@ -169,7 +169,15 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
         timer, info, finish = timers.pop(req["id"])
         m = timer.m
         done = finish() if m.invalid is None else {}
-        return {**info, **m.stats(), **m.errors, **done, "compile_s": m.compile_s, "invalid": m.invalid}
+        return {
+            **info,
+            **m.stats(),
+            **m.errors,
+            **done,
+            "times_s": list(m.times),
+            "compile_s": m.compile_s,
+            "invalid": m.invalid,
+        }
     if cmd == "call":  # an untimed request a workload's parent side makes by name
         return registry.WORKER_CALLS[req["fn"]](impl, devices, req)
     return {"error": f"unknown command {cmd!r}"}

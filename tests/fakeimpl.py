@@ -23,6 +23,20 @@ from parity.frameworks import label
 from parity.workerproc import Worker
 
 
+class FakeClock:
+    """A perf_counter that moves only when told: a fake's call advances it by its delay, its verification by
+    `verify_s`, so what a timed interval holds is known exactly, whatever this machine's speed."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 @dataclass
 class FakeImpl:
     """One framework's fake: variants 'op' (out of the box) and 'op+tuned' on one device, 'sharded' on several."""
@@ -31,6 +45,9 @@ class FakeImpl:
     error: float = 0.0
     bug: bool = False
     configs: dict = field(default_factory=dict)  # tuned configurations offered: name -> environment
+    clock: FakeClock | None = None  # time on a fake clock: a call takes delay_s on it, synchronising block_s,
+    block_s: float = 0.0  # reading the output for verification verify_s (which no timed interval may hold)
+    verify_s: float = 0.0
     TUNED_VARIANTS: tuple[str, ...] = ("op+tuned",)
     BFLOAT16_VARIANTS: tuple[str, ...] = ()
 
@@ -62,7 +79,8 @@ class FakeImpl:
         return out.placement
 
     def block(self, out):
-        pass
+        if self.clock:
+            self.clock.advance(self.block_s)
 
     def slowest(self, seconds):
         return seconds
@@ -90,14 +108,25 @@ class FakeImpl:
         def run():
             if self.bug:
                 raise TypeError("a planted bug")
-            time.sleep(self.delay_s)
+            if self.clock:
+                self.clock.advance(self.delay_s)
+            else:
+                time.sleep(self.delay_s)
             return out
+
+        def reading(read):  # verification's reads of the output: they take verify_s on the fake clock
+            def f(*a):
+                if self.clock:
+                    self.clock.advance(self.verify_s)
+                return read(*a)
+
+            return f
 
         return api.Prepared(
             run,
-            lambda o: o.value.shape,
-            lambda o, idx: o.value[list(idx)],
-            lambda o: o.placement,
+            reading(lambda o: o.value.shape),
+            reading(lambda o, idx: o.value[list(idx)]),
+            reading(lambda o: o.placement),
             lambda: (None, "fake: no counter"),
         )
 

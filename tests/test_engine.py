@@ -141,3 +141,42 @@ def test_the_files_hold_the_declared_row_and_compare_reads_them(fakes, tmp_path)
     assert tuple(header) == CSV_FIELDS
     lines, bad = compare.compare(back, files.load_results(tmp_path / "b.json"), 0.10)
     assert len(lines) == len(res["rows"]) and not bad and all(ln["ratio"] == 1.0 for ln in lines)
+
+
+def test_nothing_outside_the_call_enters_the_timed_interval(fakes, tmp_path, monkeypatch):
+    # on a fake clock a call takes 0.1 s and its synchronisation 0.02 s; reading its output for verification takes
+    # 1000 s: every recorded time must be exactly 0.12 s (the first call's too)
+    from fakeimpl import FakeClock
+
+    from parity import timing
+
+    clock = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    for fw in fakes:
+        fakes[fw]["default"] = FakeImpl(delay_s=0.1, block_s=0.02, verify_s=1000.0, clock=clock)
+    rows = _run(tmp_path, workloads=("conv",), replicas=(1,), reps=5, max_reps=5, warmup=1)["rows"]
+    assert rows and clock.now > 1000  # the verification did run, on the same clock
+    for r in rows:
+        assert r["verified"], r
+        assert r["times_s"] == [pytest.approx(0.12, abs=1e-9)] * 5 and r["compile_s"] == pytest.approx(0.12)
+
+
+def test_rows_keep_their_raw_times_and_rounds(fakes, tmp_path):
+    rows = _run(tmp_path, workloads=("conv",), replicas=(1,), reps=3, max_reps=3)["rows"]
+    for r in rows:
+        assert len(r["times_s"]) == r["reps"] == 3 and r["rounds"] == [0, 1, 2]
+        assert r["median_s"] == sorted(r["times_s"])[1] and r["min_s"] == min(r["times_s"])
+    doc = {"env": {}, "rows": rows}
+    from parity import summary
+
+    comps = summary.comparisons(rows)
+    head = next(c for c in comps if c["kind"] == "jax_vs_tf")
+    assert head["workload"] == "conv" and head["replicas"] == 1 and head["dtype"] == "float32"
+    assert head["num"]["framework"] == "jax" and head["den"]["framework"] == "tf" and head["paired"]
+    assert head["ci95"] is None  # 3 calls: too few for a 95% interval, and said so
+    assert "too few" in head["text"] and summary.verdict(doc, "conv", 1, "float32").startswith("PASS (")
+    tuned = [c for c in comps if c["kind"] == "tuned_vs_default"]
+    assert {(c["num"]["framework"], c["num"]["variant"], c["den"]["variant"]) for c in tuned} == {
+        ("tf", "op+tuned", "op"),
+        ("jax", "op+tuned", "op"),
+    }

@@ -1,0 +1,113 @@
+"""How sure a ratio is: the ratio of two rows' medians with a 95% bootstrap interval, paired by interleaving round
+where both rows ran in the same rounds, and the rows' modes where a row's times fall into two groups.
+
+Paired: the harness interleaves the timed calls of every case in rounds, so a machine's slow moment falls on every
+row of the round; resampling whole rounds keeps that shared part out of the ratio's spread. Unpaired (rows of two
+files, or rows whose rounds differ): each row's times are resampled on their own. The interval is the bootstrap's
+2.5th to 97.5th percentile of the resampled ratio of medians (Efron & Tibshirani, "An Introduction to the
+Bootstrap", ch. 13). With n calls a row's bootstrap medians take only its n values, so with few calls the
+interval is wide: that is what few calls can say.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+RESAMPLES = 4000
+LEVEL = 0.95
+# Fewer calls give no interval: a bootstrap median takes only the sample's values, so with n calls its widest
+# interval is the sample's range, which holds the true median with probability 1 - 2 / 2**n: 87.5% at n = 4,
+# 93.8% at n = 5 (a ratio of two such medians, paired or not, covers 95% and more at 5: tests/test_stats.py).
+MIN_CALLS = 5
+
+
+@dataclass(frozen=True)
+class Ratio:
+    """num's median over den's, with its 95% interval."""
+
+    ratio: float
+    low: float | None  # None: fewer than MIN_CALLS calls on a side
+    high: float | None
+    paired: bool  # resampled by round
+    calls: tuple[int, int]  # timed calls behind num and den
+
+    @property
+    def ci95(self) -> list[float] | None:
+        return None if self.low is None else [self.low, self.high]
+
+    def contains_one(self) -> bool:
+        return self.low is not None and self.low <= 1 <= self.high
+
+    def text(self, what: str = "") -> str:
+        """'JAX/TF 2.21x (95% CI 2.05-2.40)'; an interval containing 1 is said as no measurable difference."""
+        head = f"{what} {self.ratio:.2f}x".strip()
+        if self.low is None:
+            return f"{head} ({min(self.calls)} timed calls: too few for a 95% interval, {MIN_CALLS} needed)"
+        tail = "; no difference measurable here" if self.contains_one() else ""
+        return f"{head} (95% CI {self.low:.2f}-{self.high:.2f}{tail})"
+
+
+def paired_rounds(a: Sequence[int] | None, b: Sequence[int] | None) -> bool:
+    """Whether two rows ran their timed calls in the same interleaving rounds (and so can be paired)."""
+    return bool(a) and bool(b) and list(a) == list(b) and len(set(a)) == len(a)
+
+
+def median_ratio(
+    num: Sequence[float],
+    den: Sequence[float],
+    num_rounds: Sequence[int] | None = None,
+    den_rounds: Sequence[int] | None = None,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> Ratio:
+    """median(num) / median(den) with a 95% percentile-bootstrap interval; paired when the rounds agree."""
+    x, y = np.asarray(num, float), np.asarray(den, float)
+    if x.size == 0 or y.size == 0:
+        raise ValueError("a ratio needs at least one time on each side")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and x.min() > 0 and y.min() > 0):
+        raise ValueError("times must be finite and above zero")
+    point = float(np.median(x) / np.median(y))
+    paired = paired_rounds(num_rounds, den_rounds)
+    if min(x.size, y.size) < MIN_CALLS:
+        return Ratio(point, None, None, paired, (x.size, y.size))
+    rng = np.random.default_rng(seed)
+    ix = rng.integers(0, x.size, (resamples, x.size))
+    iy = ix if paired else rng.integers(0, y.size, (resamples, y.size))
+    boot = np.median(x[ix], axis=1) / np.median(y[iy], axis=1)
+    tail = 100 * (1 - LEVEL) / 2
+    low, high = (float(v) for v in np.percentile(boot, [tail, 100 - tail]))
+    return Ratio(point, low, high, paired, (x.size, y.size))
+
+
+@dataclass(frozen=True)
+class Modes:
+    """Two groups of a row's times, split at its largest gap: their medians and sizes."""
+
+    low_s: float
+    high_s: float
+    low_n: int
+    high_n: int
+
+
+BIMODAL_GAP = 0.25  # the gap between the groups, relative to the faster group's median
+
+
+def modes(times: Sequence[float]) -> Modes | None:
+    """The row's two modes when its times split into two groups far apart, else None: split at the largest gap
+    between consecutive sorted times; two modes when each group holds at least 2 calls, the gap exceeds
+    BIMODAL_GAP of the faster group's median and the faster group's own range (the slower one may spread: slow
+    calls are slowed by varied causes). One median between two such groups describes neither."""
+    t = np.sort(np.asarray(times, float))
+    if t.size < 4:
+        return None
+    k = int(np.argmax(t[1:] - t[:-1]))
+    lo, hi = t[: k + 1], t[k + 1 :]
+    if min(lo.size, hi.size) < 2:
+        return None
+    gap, mlo = float(t[k + 1] - t[k]), float(np.median(lo))
+    if gap > BIMODAL_GAP * mlo and gap > lo[-1] - lo[0]:
+        return Modes(mlo, float(np.median(hi)), int(lo.size), int(hi.size))
+    return None
