@@ -3,6 +3,7 @@
 No TensorFlow or JAX starts: each test runs in about a second. What only the real frameworks show stays in the
 end-to-end tests (test_cli, test_owners, test_multiprocess)."""
 
+import dataclasses
 import json
 
 import pytest
@@ -180,3 +181,37 @@ def test_rows_keep_their_raw_times_and_rounds(fakes, tmp_path):
         ("tf", "op+tuned", "op"),
         ("jax", "op+tuned", "op"),
     }
+
+
+def test_releasing_the_output_is_part_of_the_call(fakes, tmp_path, monkeypatch):
+    # a framework that frees its output at once (XLA:CPU unmaps it) pays that in every call of a user's loop
+    from fakeimpl import FakeClock
+
+    from parity import timing
+
+    clock = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+
+    class Output:  # advances the clock by 0.05 s when the last reference to it goes
+        def __init__(self, value, placement):
+            self.value, self.placement = value, placement
+
+        def __del__(self):
+            clock.advance(0.05)
+
+    fake = FakeImpl(delay_s=0.1, verify_s=1000.0, clock=clock)
+    prepared = fake._prepared
+
+    def with_release(compute, devices):
+        p = prepared(compute, devices)
+        value = compute()
+        return dataclasses.replace(
+            p, run=lambda: (p.run(), Output(value, [f"cpu:{i}" for i in range(len(devices))]))[1]
+        )
+
+    monkeypatch.setattr(fake, "_prepared", with_release)
+    fakes["jax"]["default"] = fake
+    rows = _run(tmp_path, frameworks=("jax",), workloads=("conv",), replicas=(1,), reps=3, max_reps=3)["rows"]
+    for r in rows:
+        assert r["verified"], r
+        assert r["times_s"] == [pytest.approx(0.15, abs=1e-9)] * 3
