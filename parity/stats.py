@@ -1,12 +1,13 @@
 """How sure a ratio is: the ratio of two rows' medians with a 95% bootstrap interval, paired by interleaving round
-where both rows ran in the same rounds, and the rows' modes where a row's times fall into two groups.
+on the rounds both rows ran in, and the rows' modes where a row's times fall into two groups.
 
 Paired: the harness interleaves the timed calls of every case in rounds, so a machine's slow moment falls on every
-row of the round; resampling whole rounds keeps that shared part out of the ratio's spread. Unpaired (rows of two
-files, or rows whose rounds differ): each row's times are resampled on their own. The interval is the bootstrap's
-2.5th to 97.5th percentile of the resampled ratio of medians (Efron & Tibshirani, "An Introduction to the
-Bootstrap", ch. 13). With n calls a row's bootstrap medians take only its n values, so with few calls the
-interval is wide: that is what few calls can say.
+row of the round; resampling whole rounds keeps that shared part out of the ratio's spread. Two rows calibrated to
+different numbers of calls share only their first rounds: those are resampled together, each row's other calls on
+their own (a stratified bootstrap). Rows of two files share no round: each row's times are resampled on their own.
+The interval is the bootstrap's 2.5th to 97.5th percentile of the resampled ratio of medians (Efron & Tibshirani,
+"An Introduction to the Bootstrap", ch. 13). With n calls a row's bootstrap medians take only its n values, so
+with few calls the interval is wide: that is what few calls can say.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class Ratio:
     ratio: float
     low: float | None  # None: fewer than MIN_CALLS calls on a side
     high: float | None
-    paired: bool  # resampled by round
+    paired: int  # rounds both rows ran in, resampled together (0: unpaired)
     calls: tuple[int, int]  # timed calls behind num and den
 
     @property
@@ -50,9 +51,11 @@ class Ratio:
         return f"{head} (95% CI {self.low:.2f}-{self.high:.2f}{tail})"
 
 
-def paired_rounds(a: Sequence[int] | None, b: Sequence[int] | None) -> bool:
-    """Whether two rows ran their timed calls in the same interleaving rounds (and so can be paired)."""
-    return bool(a) and bool(b) and list(a) == list(b) and len(set(a)) == len(a)
+def common_rounds(a: Sequence[int] | None, b: Sequence[int] | None) -> list[int]:
+    """The rounds two rows both ran a timed call in (each at most once per round), in order; [] without rounds."""
+    if not a or not b or len(set(a)) != len(a) or len(set(b)) != len(b):
+        return []
+    return sorted(set(a) & set(b))
 
 
 def median_ratio(
@@ -63,23 +66,37 @@ def median_ratio(
     resamples: int = RESAMPLES,
     seed: int = 0,
 ) -> Ratio:
-    """median(num) / median(den) with a 95% percentile-bootstrap interval; paired when the rounds agree."""
+    """median(num) / median(den) with a 95% percentile-bootstrap interval; the rounds both rows ran in are
+    resampled together (pass each row's rounds, one per time), every other call on its own."""
     x, y = np.asarray(num, float), np.asarray(den, float)
     if x.size == 0 or y.size == 0:
         raise ValueError("a ratio needs at least one time on each side")
     if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y)) and x.min() > 0 and y.min() > 0):
         raise ValueError("times must be finite and above zero")
     point = float(np.median(x) / np.median(y))
-    paired = paired_rounds(num_rounds, den_rounds)
+    both = num_rounds is not None and den_rounds is not None and (len(num_rounds), len(den_rounds)) == (x.size, y.size)
+    common = common_rounds(num_rounds, den_rounds) if both else []
     if min(x.size, y.size) < MIN_CALLS:
-        return Ratio(point, None, None, paired, (x.size, y.size))
+        return Ratio(point, None, None, len(common), (x.size, y.size))
     rng = np.random.default_rng(seed)
-    ix = rng.integers(0, x.size, (resamples, x.size))
-    iy = ix if paired else rng.integers(0, y.size, (resamples, y.size))
-    boot = np.median(x[ix], axis=1) / np.median(y[iy], axis=1)
+    shared = rng.integers(0, len(common), (resamples, len(common)))  # rounds drawn once, for both rows
+    xs = _resample(rng, x, num_rounds if common else None, common, shared)
+    ys = _resample(rng, y, den_rounds if common else None, common, shared)
+    boot = np.median(xs, axis=1) / np.median(ys, axis=1)
     tail = 100 * (1 - LEVEL) / 2
     low, high = (float(v) for v in np.percentile(boot, [tail, 100 - tail]))
-    return Ratio(point, low, high, paired, (x.size, y.size))
+    return Ratio(point, low, high, len(common), (x.size, y.size))
+
+
+def _resample(rng, t: np.ndarray, rounds, common: list[int], shared: np.ndarray) -> np.ndarray:
+    """(resamples, len(t)) draws of a row's times: its calls in the common rounds by the shared draw of rounds
+    (`shared`: indices into `common`), its other calls on their own."""
+    at = {k: i for i, k in enumerate(rounds)} if rounds is not None else {}
+    parts = [t[[at[k] for k in common]][shared]] if common else []
+    own = np.array([i for i in range(t.size) if rounds is None or rounds[i] not in set(common)], dtype=int)
+    if own.size:
+        parts.append(t[own][rng.integers(0, own.size, (shared.shape[0], own.size))])
+    return np.concatenate(parts, axis=1)
 
 
 @dataclass(frozen=True)

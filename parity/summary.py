@@ -58,7 +58,7 @@ def _entry(kind: str, wl: str, n: int, dtype: str, num: dict, den: dict) -> dict
         "den": _side(den),
         "ratio": q.ratio,
         "ci95": q.ci95,
-        "paired": q.paired,
+        "paired_rounds": q.paired,
         "calls": list(q.calls),
         "text": q.text("JAX/TF" if kind == "jax_vs_tf" else f"{num['variant']}/{den['variant']}"),
     }
@@ -121,10 +121,11 @@ def verdict(doc: dict, wl: str, n: int, dtype: str) -> str:
 def interval_note(doc: dict) -> str:
     """How the summary's intervals were made."""
     comps = comparisons(doc["rows"])
-    paired = sum(c["paired"] for c in comps)
+    paired = sum(bool(c["paired_rounds"]) for c in comps)
     return (
         "JAX/TF (95% CI): the best JAX row's median over the best TF row's, with a 95% percentile-bootstrap interval "
-        f"({paired} of {len(comps)} comparisons paired by interleaving round, the rest resampled row by row; "
+        f"({paired} of {len(comps)} comparisons paired on the interleaving rounds both rows ran in, each row's "
+        "other calls resampled on their own; "
         f"fewer than {MIN_CALLS} timed calls on a side: no interval); an interval that holds 1 is no difference "
         "measurable here"
     )

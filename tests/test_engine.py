@@ -173,7 +173,7 @@ def test_rows_keep_their_raw_times_and_rounds(fakes, tmp_path):
     comps = summary.comparisons(rows)
     head = next(c for c in comps if c["kind"] == "jax_vs_tf")
     assert head["workload"] == "conv" and head["replicas"] == 1 and head["dtype"] == "float32"
-    assert head["num"]["framework"] == "jax" and head["den"]["framework"] == "tf" and head["paired"]
+    assert head["num"]["framework"] == "jax" and head["den"]["framework"] == "tf" and head["paired_rounds"] == 3
     assert head["ci95"] is None  # 3 calls: too few for a 95% interval, and said so
     assert "too few" in head["text"] and summary.verdict(doc, "conv", 1, "float32").startswith("PASS (")
     tuned = [c for c in comps if c["kind"] == "tuned_vs_default"]

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from parity.stats import median_ratio, modes, paired_rounds
+from parity.stats import common_rounds, median_ratio, modes
 
 
 def _pair(rng, n: int, ratio: float) -> tuple[np.ndarray, np.ndarray]:
@@ -27,7 +27,7 @@ def test_the_interval_covers_the_true_ratio(paired, calls):
     for k in range(200):
         a, b = _pair(rng, calls, 2.21)
         r = median_ratio(b, a, rounds, rounds, seed=k)
-        assert r.paired == paired
+        assert r.paired == (calls if paired else 0)
         hits += r.low <= 2.21 <= r.high
     assert hits >= 180, f"{hits} of 200 intervals hold the true ratio"
 
@@ -69,11 +69,22 @@ def test_times_that_are_no_times_are_refused(bad):
         median_ratio(bad, [1.0, 1.0])
 
 
-def test_rows_pair_only_on_the_same_rounds():
-    assert paired_rounds([0, 1, 2], [0, 1, 2])
-    assert not paired_rounds([0, 1, 2], [0, 1, 2, 3])  # calibrated to more calls: resampled apart
-    assert not paired_rounds(None, [0, 1]) and not paired_rounds([], [])
-    assert not paired_rounds([0, 0], [0, 0])
+def test_rows_pair_on_the_rounds_both_ran():
+    assert common_rounds([0, 1, 2], [0, 1, 2]) == [0, 1, 2]
+    assert common_rounds([0, 1, 2], [0, 1, 2, 3, 4]) == [0, 1, 2]  # calibrated to more calls: the rest apart
+    assert common_rounds(None, [0, 1]) == [] and common_rounds([], []) == []
+    assert common_rounds([0, 0], [0, 0]) == []
+
+
+def test_rows_of_different_lengths_are_paired_on_their_common_rounds_and_still_cover():
+    rng = np.random.default_rng(11)
+    hits = 0
+    for k in range(200):
+        a, b = _pair(rng, 20, 0.6)  # one row calibrated to 20 calls, the other (slower) to its first 6 rounds
+        r = median_ratio(b[:6], a, range(6), range(20), seed=k)
+        assert r.paired == 6 and r.calls == (6, 20)
+        hits += r.low <= 0.6 <= r.high
+    assert hits >= 180, f"{hits} of 200 intervals hold the true ratio"
 
 
 def test_two_groups_of_times_are_two_modes():
