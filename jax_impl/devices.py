@@ -197,3 +197,22 @@ def placement(out) -> list[str]:
     """Devices of this process holding the leaves of `out`, as 'platform:id' (all of them in one process)."""
     devs = {s.device for leaf in jax.tree.leaves(out) for s in leaf.addressable_shards}
     return sorted(f"{d.platform}:{d.id}" for d in devs)
+
+
+def memory_stats(devices) -> list[dict] | None:
+    """Per device of this process: bytes in use and the peak (`Device.memory_stats()`); None where the backend
+    keeps no statistics (the CPU). Unverified on the CI machine, which has no accelerator."""
+    out = []
+    for d in devices:
+        if d.process_index != jax.process_index():
+            continue
+        s = d.memory_stats()
+        if not s or "bytes_in_use" not in s:
+            return None
+        out.append({"in_use": s["bytes_in_use"], "peak": s.get("peak_bytes_in_use", s["bytes_in_use"])})
+    return out or None
+
+
+def reset_memory_peak(devices) -> bool:
+    """JAX offers no reset of peak_bytes_in_use: False (parity.memory then trusts only a peak that rises)."""
+    return False

@@ -74,6 +74,8 @@ def make_row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hel
         min_s=res.get("min_s"),
         reps=res.get("reps"),
         times_s=res.get("times_s"),
+        peak_memory_bytes=res.get("peak_memory_bytes"),
+        peak_memory_source=res.get("peak_memory_source"),
         rounds=res.get("rounds"),
         # an operation's first call (tracing, compilation, one execution); a training row's first epoch is
         # first_epoch_s instead, never called a compile time

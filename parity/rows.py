@@ -92,6 +92,9 @@ class Row:
     test_accuracy: float | None = None
     history: list | None = None  # per epoch: epoch, loss, accuracy, val_loss, val_accuracy
     est_5_notebook_epochs_s: float | None = None  # the article's figure, extrapolated from the step time
+    # memory (parity.memory): the row's resident state + its largest rise during one call
+    peak_memory_bytes: int | None = _f(csv=True, column="peak mem")
+    peak_memory_source: str | None = None  # where it was read, or why there is none
     # agreement
     max_abs_err: float | None = None
     max_rel_err: float | None = _f(csv=True, column="err vs f64")  # against the float64 oracle
@@ -155,4 +158,4 @@ def _types(name: str) -> tuple[type, ...]:
 
 
 SCHEMA = {n: _types(n) for n in FIELDS}
-NUMBERS = tuple(n for n, t in SCHEMA.items() if float in t)  # numbers or None wherever present
+NUMBERS = tuple(n for n, t in SCHEMA.items() if float in t or int in t)  # numbers or None wherever present

@@ -17,6 +17,12 @@ def time_cell(s: float | None) -> str:
     return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.3f} s" if s < 100 else f"{s:.0f} s"
 
 
+def bytes_cell(n: int | None) -> str:
+    if n is None:
+        return "-"
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
+
+
 def _first(r: dict) -> float | None:
     """The first call: an operation's compile_s, a training row's first epoch."""
     return r.get("first_epoch_s") if r.get("first_epoch_s") is not None else r.get("compile_s")
@@ -39,6 +45,7 @@ def _cells(r: dict) -> list[str]:
         fmt(r.get("pct_peak"), ".1f") if ok else "-",
         (r.get("bound") or "-") if ok else "-",
         fmt(r.get("images_per_s"), ".1f") if ok else "-",
+        bytes_cell(r.get("peak_memory_bytes")) if ok else "-",
         fmt(r["max_rel_err"], ".1e"),
         fmt(r.get("xfw_max_rel_err"), ".1e"),
     ]

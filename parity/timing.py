@@ -71,16 +71,21 @@ class Timer:
         `slowest`, a small collective made after the timed interval); in one process, the time itself."""
         self.run, self.block, self.verify, self.agree = run, block, verify, agree
         self.m = Measurement()
+        self.memory = None  # a parity.memory.RowMemory: read around each call, outside the timed interval
 
     def warm(self) -> float | None:
         """One synchronised, verified call that is not recorded; returns its time: the call, its synchronisation
         and the release of its output, never the verification between them."""
         if self.m.invalid is not None:
             return None
+        if self.memory:
+            self.memory.before_call()
         t0 = time.perf_counter()
         out = self.run()
         self.block(out)
         dt = time.perf_counter() - t0
+        if self.memory:
+            self.memory.after_call()
         try:
             errs = self.verify(out)
         except Invalid as e:

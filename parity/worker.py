@@ -25,7 +25,7 @@ import platform
 import sys
 import traceback
 
-from parity import cases, frameworks, registry, roofline
+from parity import cases, frameworks, memory, registry, roofline
 from parity.api import DeviceUnavailable
 from parity.cluster import Cluster
 from parity.environment import ENV_FLAGS
@@ -103,6 +103,7 @@ def serve(args, out) -> None:
         say({"status": "unavailable", "error": str(e)})
         return
     impl.set_precision(args.precision)
+    args.memory = memory.source_for(impl, devices, args.device)  # where rows' peak memory is read (or None)
     say(hello(impl, devices, args))
     timers: dict[str, tuple[Timer, dict, object]] = {}
     for line in sys.stdin:
@@ -175,6 +176,7 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
             **m.errors,
             **done,
             "times_s": list(m.times),
+            **_memory(timer, args),
             "compile_s": m.compile_s,
             "invalid": m.invalid,
         }
@@ -188,10 +190,15 @@ def _prepare(impl, devices, args, timers: dict, req: dict) -> dict:
     wl, kind = row_kind(req["workload"])
     extra = {k: req[k] for k in ("data", "weights", "validate") if k in req}
     spec = type(wl.full)(**req["spec"])
+    src = getattr(args, "memory", None)
+    mem = memory.RowMemory(src) if src else None
     try:
         timer, info, finish = registry.CASES[kind.case](
             impl, devices, kind, spec, req["variant"], args.device, args.precision, req.get("save"), **extra
         )
+        if mem:
+            mem.built()
+        timer.memory = mem
         timers[req["id"]] = (timer, info, finish)
         compile_s = timer.first()
     except PROGRAMMING_ERRORS:
@@ -202,6 +209,15 @@ def _prepare(impl, devices, args, timers: dict, req: dict) -> dict:
     # after the first call: the compiler's own FLOP count, to cross-check the formula
     info["compiler_flops"], info["compiler_flops_source"] = cost() if compile_s is not None else (None, "")
     return {"compile_s": compile_s, "invalid": timer.m.invalid}
+
+
+def _memory(timer: Timer, args) -> dict:
+    """A row's peak memory and where it was read, or why there is none."""
+    src = getattr(args, "memory", None)
+    if src is None:
+        return {"peak_memory_bytes": None, "peak_memory_source": "not measured: no memory statistics here"}
+    peak = timer.memory.peak_bytes() if timer.memory else None
+    return {"peak_memory_bytes": peak, "peak_memory_source": src.source if peak is not None else "unknown"}
 
 
 def _one_line(e: BaseException, limit: int = 300) -> str:

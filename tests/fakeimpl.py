@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from parity import api, oracle, worker
+from parity import api, memory, oracle, worker
 from parity.frameworks import label
 from parity.workerproc import Worker
 
@@ -48,6 +48,7 @@ class FakeImpl:
     clock: FakeClock | None = None  # time on a fake clock: a call takes delay_s on it, synchronising block_s,
     block_s: float = 0.0  # reading the output for verification verify_s (which no timed interval may hold)
     verify_s: float = 0.0
+    workspace_mb: int = 0  # memory each call touches and frees again (its peak memory, beside its output)
     TUNED_VARIANTS: tuple[str, ...] = ("op+tuned",)
     BFLOAT16_VARIANTS: tuple[str, ...] = ()
 
@@ -85,6 +86,12 @@ class FakeImpl:
     def slowest(self, seconds):
         return seconds
 
+    def memory_stats(self, devices):
+        return None
+
+    def reset_memory_peak(self, devices):
+        return False
+
     # the conv and the matmul
     def conv_op(self, images, kernels, stride=2, padding="SAME"):
         return oracle.conv2d(images, kernels, stride, padding).astype(np.float32)
@@ -108,6 +115,8 @@ class FakeImpl:
         def run():
             if self.bug:
                 raise TypeError("a planted bug")
+            if self.workspace_mb:
+                np.ones(self.workspace_mb * 2**20, np.uint8).sum()  # touched: resident until freed
             if self.clock:
                 self.clock.advance(self.delay_s)
             else:
@@ -173,6 +182,7 @@ class LocalWorker:
         self.asked: list[dict] = []  # every request, in order
         try:
             self.devices = self.impl.setup_devices(device, replicas)
+            self.args.memory = memory.source_for(self.impl, self.devices, device)  # as worker.serve does
             self.pending = deque([worker.hello(self.impl, self.devices, self.args)])
         except api.DeviceUnavailable as e:
             self.pending = deque([{"status": "unavailable", "error": str(e)}])

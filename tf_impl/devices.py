@@ -301,3 +301,28 @@ def graph_placement(fn, args, op_type: str) -> list[str]:
             spec = tf.DeviceSpec.from_string(op.device)
             found.add(f"{spec.device_type.lower()}:{spec.device_index}")
     return sorted(found)
+
+
+def memory_stats(devices: list[str]) -> list[dict] | None:
+    """Per device: bytes in use and the peak since the last reset (`tf.config.experimental.get_memory_info`);
+    None on the CPU (host memory is the process's) or where TensorFlow keeps no statistics. Unverified on the CI
+    machine, which has no accelerator."""
+    if _state.get("device", "cpu") == "cpu":
+        return None
+    try:
+        infos = [tf.config.experimental.get_memory_info(d) for d in devices]
+    except (ValueError, tf.errors.OpError):  # another worker's device, or a device without statistics
+        return None
+    return [{"in_use": i["current"], "peak": i["peak"]} for i in infos]
+
+
+def reset_memory_peak(devices: list[str]) -> bool:
+    """Reset each device's peak (`tf.config.experimental.reset_memory_stats`); False where it cannot."""
+    if _state.get("device", "cpu") == "cpu":
+        return False
+    try:
+        for d in devices:
+            tf.config.experimental.reset_memory_stats(d)
+    except (ValueError, tf.errors.OpError):
+        return False
+    return True

@@ -116,6 +116,13 @@ class FrameworkImpl(Protocol):
     def block(self, out: Any) -> None: ...
     def slowest(self, seconds: float) -> float: ...
 
+    def memory_stats(self, devices: Sequence[Device]) -> list[dict] | None:
+        """Per device of this process {'in_use', 'peak'} bytes; None where there are none (a CPU: parity reads
+        the process's resident set instead)."""
+
+    def reset_memory_peak(self, devices: Sequence[Device]) -> bool:
+        """Reset the devices' peak; False where the framework cannot."""
+
     # the conv and the matmul
     def conv_op(self, images: Any, kernels: Any, stride: int = 2, padding: str = "SAME") -> Any: ...
     def conv_variants(self, replicas: int) -> tuple[str, ...]: ...

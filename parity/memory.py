@@ -1,0 +1,121 @@
+"""A row's peak memory, measured in the worker around each call, outside the timed interval.
+
+peak_memory_bytes = the row's resident state (what building its case added: inputs, weights, compiled programs,
+read from before the case is built to before its first call) + the largest rise of memory during one of its calls
+above the level just before that call (its output, its workspace). Both parts are differences, so the other
+cases a worker holds alive while calls interleave do not count against this one.
+
+On a CPU the memory is the worker's resident set (Linux): VmRSS now, and VmHWM, the kernel's high-water mark, reset
+before each call by writing 5 to /proc/self/clear_refs. It sees every page the process touched, whichever
+allocator took it; it misses memory reserved but never touched, and memory of other processes. Elsewhere, the
+implementation's device memory statistics (bytes in use and the peak since its last reset, summed over this
+process's devices): JAX's `memory_stats()`, TF's `get_memory_info` after `reset_memory_stats`. That path is
+unverified on the CI machine (it has no accelerator); where a framework cannot reset its peak (JAX), a call
+whose peak does not rise above the earlier one is said as unknown, never as zero.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+STATUS = Path("/proc/self/status")
+CLEAR_REFS = Path("/proc/self/clear_refs")
+
+
+def _status_bytes(field: str, status: Path = STATUS) -> int | None:
+    try:
+        for line in status.read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024  # the kernel writes kB
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+class HostMemory:
+    """This process's resident set. `works` is False where /proc offers no resettable high-water mark."""
+
+    source = "CPU: the worker's resident set high-water mark (VmHWM, reset per call via /proc/self/clear_refs)"
+
+    def __init__(self, status: Path = STATUS, clear_refs: Path = CLEAR_REFS):
+        self.status, self.clear_refs = status, clear_refs
+        self.works = self.reset_peak() and self.now() is not None and self.peak() is not None
+
+    def now(self) -> int | None:
+        return _status_bytes("VmRSS", self.status)
+
+    def peak(self) -> int | None:
+        return _status_bytes("VmHWM", self.status)
+
+    def reset_peak(self) -> bool:
+        try:
+            self.clear_refs.write_text("5")
+            return True
+        except OSError:
+            return False
+
+
+class DeviceMemory:
+    """An accelerator's memory, from the implementation: memory_stats(devices) -> [{'in_use', 'peak'}] per device,
+    reset_memory_peak(devices) -> whether the peak could be reset."""
+
+    source = "accelerator: the framework's device memory statistics (peak since reset; unverified here)"
+
+    def __init__(self, impl, devices):
+        self.impl, self.devices = impl, devices
+        self.works = bool(impl.memory_stats(devices))
+
+    def _sum(self, key: str) -> int | None:
+        stats = self.impl.memory_stats(self.devices)
+        return sum(s[key] for s in stats) if stats else None
+
+    def now(self) -> int | None:
+        return self._sum("in_use")
+
+    def peak(self) -> int | None:
+        return self._sum("peak")
+
+    def reset_peak(self) -> bool:
+        return bool(self.impl.reset_memory_peak(self.devices))
+
+
+def source_for(impl, devices, device: str):
+    """Where this worker reads memory: the host's resident set on a CPU, the device's statistics elsewhere; None
+    where neither works (the rows then hold no peak, and say why)."""
+    src = HostMemory() if device == "cpu" else DeviceMemory(impl, devices)
+    return src if src.works else None
+
+
+class RowMemory:
+    """One row's peak memory: call built() once its case is built, around() around each call."""
+
+    def __init__(self, source):
+        self.src = source
+        self.base = source.now()
+        self.resident: int | None = None
+        self.transient: int | None = 0
+        self.calls = 0  # calls whose own peak was seen
+        self._level = self._peak_before = None
+
+    def built(self) -> None:
+        now = self.src.now()
+        self.resident = max(0, now - self.base) if now is not None and self.base is not None else None
+
+    def before_call(self) -> None:
+        self._reset = self.src.reset_peak()
+        self._level, self._peak_before = self.src.now(), self.src.peak()
+
+    def after_call(self) -> None:
+        peak = self.src.peak()
+        if peak is None or self._level is None or self.transient is None:
+            self.transient = None
+            return
+        if not self._reset and self._peak_before is not None and peak <= self._peak_before:
+            return  # a peak that cannot be reset and did not rise: this call's own peak is unknown
+        self.transient = max(self.transient, peak - self._level)
+        self.calls += 1
+
+    def peak_bytes(self) -> int | None:
+        if self.resident is None or self.transient is None or not self.calls:
+            return None
+        return self.resident + max(0, self.transient)

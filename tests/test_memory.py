@@ -1,0 +1,133 @@
+"""Peak memory per row (parity.memory): the arithmetic on fake /proc files and fake device statistics, and one
+row of the engine whose calls touch a known amount of memory."""
+
+import pytest
+
+from parity import memory
+
+
+class FakeProc:
+    """/proc/self/status and clear_refs as files: VmRSS and VmHWM set by the test, a reset recorded."""
+
+    def __init__(self, tmp_path, rss_mb: int):
+        self.status, self.clear = tmp_path / "status", tmp_path / "clear_refs"
+        self.rss = self.hwm = rss_mb
+        self.clear.write_text("")
+        self.write()
+
+    def write(self):
+        self.status.write_text(f"Name:\tpython\nVmHWM:\t{self.hwm * 1024} kB\nVmRSS:\t{self.rss * 1024} kB\n")
+
+    def reset_if_asked(self):
+        if self.clear.read_text() == "5":
+            self.hwm = self.rss
+            self.clear.write_text("")
+            self.write()
+
+    def source(self):
+        return memory.HostMemory(self.status, self.clear)
+
+
+def _call(proc, row, rise_mb, keep_mb=0):
+    """A call: a peak `rise_mb` above the level before it, `keep_mb` of it still resident after."""
+    row.before_call()
+    proc.reset_if_asked()
+    row._level = row.src.now()
+    proc.hwm = proc.rss + rise_mb
+    proc.rss += keep_mb
+    proc.write()
+    row.after_call()
+
+
+def test_a_rows_peak_is_its_resident_state_plus_its_largest_call(tmp_path):
+    proc = FakeProc(tmp_path, 1000)
+    src = proc.source()
+    assert src.works
+    row = memory.RowMemory(src)
+    proc.rss += 300  # building the case: inputs, weights, the compiled program
+    proc.write()
+    row.built()
+    for rise in (2100, 2150, 2000):  # each call's output (and workspace) comes and goes
+        _call(proc, row, rise)
+    assert row.peak_bytes() == (300 + 2150) * 2**20
+
+
+def test_other_cases_alive_in_the_worker_do_not_count(tmp_path):
+    proc = FakeProc(tmp_path, 1000)
+    a = memory.RowMemory(proc.source())
+    proc.rss += 100
+    proc.write()
+    a.built()
+    b = memory.RowMemory(proc.source())  # a second case built later, and kept alive while a's calls run
+    proc.rss += 5000
+    proc.write()
+    b.built()
+    _call(proc, a, 50)
+    _call(proc, b, 700)
+    assert a.peak_bytes() == 150 * 2**20 and b.peak_bytes() == 5700 * 2**20
+
+
+def test_a_peak_that_cannot_be_reset_and_does_not_rise_is_unknown():
+    class Device:  # JAX on an accelerator: peak_bytes_in_use never resets
+        def __init__(self):
+            self.in_use, self.peak = 100, 9000  # an earlier row set the peak
+
+        def memory_stats(self, devices):
+            return [{"in_use": self.in_use, "peak": self.peak}]
+
+        def reset_memory_peak(self, devices):
+            return False
+
+    dev = Device()
+    src = memory.DeviceMemory(dev, ["gpu:0"])
+    row = memory.RowMemory(src)
+    dev.in_use = 300
+    row.built()
+    row.before_call()
+    dev.peak = 9000  # the call's own peak (say 2,000) stays below the old one: not seen
+    row.after_call()
+    assert row.peak_bytes() is None  # unknown, never zero
+    row.before_call()
+    dev.peak = 12000  # this call rose above it: seen
+    row.after_call()
+    assert row.peak_bytes() == 200 + (12000 - 300)
+
+
+def test_no_statistics_means_no_source(tmp_path):
+    class NoStats:
+        def memory_stats(self, devices):
+            return None
+
+    assert memory.source_for(NoStats(), [], "gpu") is None
+    missing = memory.HostMemory(tmp_path / "no-status", tmp_path / "no-dir" / "clear_refs")
+    assert not missing.works
+
+
+@pytest.mark.skipif(not memory.HostMemory().works, reason="no /proc/self/clear_refs on this kernel")
+def test_a_row_that_touches_memory_reports_at_least_that(tmp_path, monkeypatch):
+    from fakeimpl import FakeImpl, LocalWorker
+
+    from parity import roofline, workerproc
+    from parity.config import Config
+    from parity.schedule import run_suite
+
+    monkeypatch.setattr(workerproc, "Worker", LocalWorker)
+    peak = roofline.Peak("cpu", "fp32", 1e9, 1e9, "fixed", computed_flops=1e9, measured_flops=1e9, headroom=1.5)
+    monkeypatch.setattr(roofline, "cpu_peak", lambda n: peak)
+    monkeypatch.setattr(roofline, "remeasured", lambda p, n: p)
+    monkeypatch.setattr(LocalWorker, "FAKES", {"jax": {"default": FakeImpl(delay_s=0.1, workspace_mb=64)}})
+    cfg = Config(
+        frameworks=("jax",),
+        workloads=("conv",),
+        replicas=(1,),
+        quick=True,
+        reps=2,
+        min_time_s=0.0,
+        max_reps=2,
+        warmup=0,
+        progress=False,
+    )
+    rows = run_suite(cfg, tmp_path)["rows"]
+    for r in rows:
+        assert r["peak_memory_bytes"] >= 64 * 2**20, r
+        assert "VmHWM" in r["peak_memory_source"]
