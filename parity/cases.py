@@ -7,6 +7,7 @@ parity.registry lists every workload's cases (the CNN's are parity.cnn.cases) an
 
 from __future__ import annotations
 
+import math
 import time
 from functools import cache
 
@@ -73,6 +74,11 @@ def op_case(impl, devices, kind: RowKind, spec, variant: str, device: str, preci
         "flops_formula": type(spec).flops.__doc__,
         "min_bytes": spec.min_bytes(2 if dtype == "bfloat16" else None),
         "cost": p.cost,
+        # this process's share of one output: a row whose peak memory is below it measured nothing real
+        "output_bytes": math.prod(spec.output_shape)
+        * (2 if dtype == "bfloat16" else 4)
+        * impl.process_info(devices)["local_replicas"]
+        // len(devices),
     }
     return Timer(p.run, impl.block, verify, impl.slowest), info, dict
 

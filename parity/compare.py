@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 
 from parity import rows, summary
+from parity.cells import grid, time_cell
 from parity.files import ResultsError, load_results
-from parity.tables import grid, time_cell
 
 KEY = rows.KEY  # what was measured (parity.rows.Row's key fields): a CNN row's schedule and batch among them
 

@@ -1,9 +1,9 @@
 """A row's peak memory, measured in the worker around each call, outside the timed interval.
 
-peak_memory_bytes = the row's resident state (what building its case added: inputs, weights, compiled programs,
-read from before the case is built to before its first call) + the largest rise of memory during one of its calls
-above the level just before that call (its output, its workspace). Both parts are differences, so the other
-cases a worker holds alive while calls interleave do not count against this one.
+peak_memory_bytes = what the row holds (its inputs, weights, compiled programs and whatever the framework keeps
+between calls, read above the worker's level before the row) + the largest rise of memory during one of its calls
+above the level just before that call (its output, its workspace): RowMemory says how. Both parts are
+differences, so the other cases a worker holds alive while calls interleave do not count against this one.
 
 On a CPU the memory is the worker's resident set (Linux): VmRSS now, and VmHWM, the kernel's high-water mark, reset
 before each call by writing 5 to /proc/self/clear_refs. It sees every page the process touched, whichever
@@ -87,19 +87,34 @@ def source_for(impl, devices, device: str):
 
 
 class RowMemory:
-    """One row's peak memory: call built() once its case is built, around() around each call."""
+    """One row's peak memory. The worker builds each case and makes its first call before the next case is built,
+    so what the row holds is read without the others: call built() once its case is built, settled() after its
+    first call, and the Timer calls before_call() / after_call() around every call.
+
+    peak = max(built + the first call's rise, settled + the largest later rise), each part above the worker's level
+    before the row: a framework that keeps a freed output cached for the next call (TF's allocator) holds it in
+    `settled`, one that frees it (XLA:CPU) shows it in each call's rise; neither is counted twice."""
 
     def __init__(self, source):
         self.src = source
         self.base = source.now()
-        self.resident: int | None = None
-        self.transient: int | None = 0
-        self.calls = 0  # calls whose own peak was seen
+        self.resident: int | None = None  # after building the case
+        self.retained: int | None = None  # after its first call and the release of that call's output
+        self.first: int | None = None  # the first call's rise
+        self.later: int | None = None  # the largest later rise
+        self.unknown = False  # a call whose rise could not be read
         self._level = self._peak_before = None
+        self._reset = False
+
+    def _above_base(self) -> int | None:
+        now = self.src.now()
+        return max(0, now - self.base) if now is not None and self.base is not None else None
 
     def built(self) -> None:
-        now = self.src.now()
-        self.resident = max(0, now - self.base) if now is not None and self.base is not None else None
+        self.resident = self._above_base()
+
+    def settled(self) -> None:
+        self.retained = self._above_base()
 
     def before_call(self) -> None:
         self._reset = self.src.reset_peak()
@@ -107,15 +122,22 @@ class RowMemory:
 
     def after_call(self) -> None:
         peak = self.src.peak()
-        if peak is None or self._level is None or self.transient is None:
-            self.transient = None
+        if peak is None or self._level is None:
+            self.unknown = True
             return
         if not self._reset and self._peak_before is not None and peak <= self._peak_before:
-            return  # a peak that cannot be reset and did not rise: this call's own peak is unknown
-        self.transient = max(self.transient, peak - self._level)
-        self.calls += 1
+            return  # a peak that cannot be reset and did not rise: this call's own rise is not seen
+        rise = max(0, peak - self._level)
+        if self.retained is None:
+            self.first = max(self.first or 0, rise)
+        else:
+            self.later = max(self.later or 0, rise)
 
     def peak_bytes(self) -> int | None:
-        if self.resident is None or self.transient is None or not self.calls:
+        """None when a part could not be read, or no call's rise was seen."""
+        if self.unknown or self.resident is None or (self.first is None and self.later is None):
             return None
-        return self.resident + max(0, self.transient)
+        parts = [self.resident + (self.first or 0)]
+        if self.retained is not None:
+            parts.append(self.retained + (self.later or 0))
+        return max(parts)

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 from parity.article import ARTICLE_ROWS
+from parity.cells import fmt, grid, time_cell
 from parity.files import ResultsError, chart, check_out_dir, csv_text, load_results, write_json, write_text
-from parity.tables import fmt, grid, time_cell
 from parity.workloads import WORKLOADS
 
 

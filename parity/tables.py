@@ -3,24 +3,9 @@
 from __future__ import annotations
 
 from parity import summary
-from parity.roofline import compiler_ratios
+from parity.cells import bytes_cell, fmt, grid, md_table, time_cell
+from parity.notes import best_notes, memory_note, modes_note, roofline_notes
 from parity.rows import COLUMNS
-
-
-def fmt(x, fmt: str, none: str = "-") -> str:
-    return none if x is None else format(x, fmt)
-
-
-def time_cell(s: float | None) -> str:
-    if s is None:
-        return "-"
-    return f"{s * 1e3:.2f} ms" if s < 1 else f"{s:.3f} s" if s < 100 else f"{s:.0f} s"
-
-
-def bytes_cell(n: int | None) -> str:
-    if n is None:
-        return "-"
-    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
 
 
 def _first(r: dict) -> float | None:
@@ -49,15 +34,6 @@ def _cells(r: dict) -> list[str]:
         fmt(r["max_rel_err"], ".1e"),
         fmt(r.get("xfw_max_rel_err"), ".1e"),
     ]
-
-
-def grid(header, body) -> str:
-    widths = [max(len(c), *(len(b[i]) for b in body)) if body else len(c) for i, c in enumerate(header)]
-
-    def line(cells):
-        return "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
-
-    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(b) for b in body)])
 
 
 def replicas_cell(r: dict) -> str:
@@ -162,7 +138,7 @@ def footnotes(doc: dict) -> str:
             )
             + " (article: TPU v2-8 ~40 s, K80 GPU over 2 minutes)"
         )
-    notes += roofline_notes(doc) + modes_note(doc["rows"]) + best_notes(doc["rows"])
+    notes += roofline_notes(doc) + memory_note(doc["rows"]) + modes_note(doc["rows"]) + best_notes(doc["rows"])
     notes += env.get("notes", [])
     for s in env.get("skipped", []):
         notes.append(f"not run: {s['framework']}: {s['reason']}")
@@ -173,97 +149,6 @@ def footnotes(doc: dict) -> str:
         )
     )
     return "\n".join(f"  * {n}" for n in notes)
-
-
-FLOPS_DISAGREE = 0.10  # compiler count vs formula: beyond this the row's GFLOP/s deserves a second look
-
-
-def roofline_notes(doc: dict) -> list[str]:
-    """What '% peak' and 'bound' divide by, FLOP cross-checks, and which rows were too noisy."""
-    notes, peak = [], doc["env"].get("peak")
-    if peak:
-        m, c = peak.get("measured_flops"), peak.get("computed_flops")
-        figs = [f"measured {m / 1e9:.1f} GFLOP/s" if m else None, f"computed {c / 1e9:.1f} GFLOP/s" if c else None]
-        figs = ", ".join(f for f in figs if f) or (f"{peak['flops'] / 1e12:.1f} TFLOP/s" if peak["flops"] else "none")
-        bw = f"; memory {peak['bandwidth'] / 1e9:.1f} GB/s" if peak.get("bandwidth") else ""
-        notes.append(
-            f"% peak: the necessary arithmetic per second (FLOPs without SAME padding's zeros) over the "
-            f"larger {peak['number_format']} peak of the devices used ({peak['device_kind']}: {figs}{bw}; "
-            f"{peak['source']}); bound: compute or memory, by the row's FLOP per minimum byte against the "
-            f"peak's ridge point; a row above the peak shows no % and is named below, a row far above "
-            f"it (x{peak.get('headroom', 1.0):g}) is marked invalid"
-        )
-    seen: dict[tuple, list[dict]] = {}
-    for r in doc["rows"]:
-        if r.get("compiler_flops") is not None:
-            seen.setdefault((r["workload"], r.get("compiler_flops_source")), []).append(r)
-    for (wl, src), rs in seen.items():
-        r = rs[0]
-        c, f, u = r["compiler_flops"], r["flops"], r.get("flops_unpadded") or r["flops"]
-        # a counter may or may not count the padding's zeros: each row is judged against the closer count
-        bad = [
-            x
-            for x in rs
-            if min(abs(q - 1) for q in compiler_ratios(x["compiler_flops"], x.get("flops"), x.get("flops_unpadded")))
-            > FLOPS_DISAGREE
-        ]
-        names = ", ".join(f"{x['variant']} x{x['replicas']}" for x in bad)
-        flag = f" DISAGREES by more than 10% in: {names}" if bad else f" ({len(rs)} row(s) counted, all within 10%)"
-        notes.append(
-            f"{wl} FLOPs per call: formula {f / 1e9:.4g} G ({u / 1e9:.4g} G without SAME padding's zeros), "
-            f"{src} {c / 1e9:.4g} G ({c / f:.3f}x, {c / u:.3f}x){flag}"
-        )
-    above = [
-        f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {r['above_peak']}"
-        for r in doc["rows"]
-        if r.get("above_peak")
-    ]
-    if above:
-        notes.append("above the peak, no % shown: " + "; ".join(above))
-    noisy = [f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}" for r in doc["rows"] if r.get("noisy")]
-    if noisy:
-        notes.append(
-            f"! spread (IQR) above 10% of the median, the figure is not to be trusted to better than "
-            f"that: {', '.join(noisy)}"
-        )
-    return notes
-
-
-def best_notes(rows: list[dict]) -> list[str]:
-    """Per workload, replica count and number format: each framework's best row against its best out-of-the-box
-    one, with the interval (the summary gives the best JAX over the best TF)."""
-    notes = []
-    for wl, n, dtype in summary.groups(rows):
-        parts = []
-        for fw in dict.fromkeys(r["framework"] for r in rows):
-            b = summary.best(rows, wl, n, dtype, fw)
-            if b is None:
-                continue
-            o = summary.best(rows, wl, n, "float32", fw, tuned=False)
-            said = f"{fw} best {b['variant']} {time_cell(b['median_s'])}"
-            if o is None or o is b:
-                parts.append(said + (" (out of the box)" if o is b else ""))
-            else:
-                speedup = summary.ratio(o, b).text()
-                parts.append(f"{said}: out of the box {o['variant']} {time_cell(o['median_s'])} takes {speedup}")
-        notes.append(f"{wl} x{n}{'' if dtype == 'float32' else f' {dtype}'}: " + "; ".join(parts))
-    return notes
-
-
-def modes_note(rows: list[dict]) -> list[str]:
-    """Rows whose times fell into two groups: both modes, since one median between them describes neither."""
-    two = [
-        f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {time_cell(m['low_s'])} "
-        f"({m['low_n']} calls) and {time_cell(m['high_s'])} ({m['high_n']} calls)"
-        for r in rows
-        if (m := r.get("modes"))
-    ]
-    if not two:
-        return []
-    return [
-        "2 modes: these rows' times fell into two groups far apart (parity.stats.modes), and their median "
-        "describes neither: " + "; ".join(two)
-    ]
 
 
 def history_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
@@ -296,12 +181,6 @@ def history_table(rows: list[dict]) -> str:
     return grid(header, body) if body else ""
 
 
-def _md(header, body) -> str:
-    return "\n".join(
-        ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(b) + " |" for b in body]
-    )
-
-
 def markdown(doc: dict) -> str:
     """The speed table, the parity checks and the environment as Markdown (for docs/ and reviews)."""
     env = doc["env"]
@@ -319,16 +198,16 @@ def markdown(doc: dict) -> str:
     ]
     out = []
     if body := summary_body(doc):
-        out += [_md(SUMMARY_COLUMNS, body), "", summary.interval_note(doc) + ".", ""]
-    out += [_md(COLUMNS[:3] + COLUMNS[4:], rows)]
+        out += [md_table(SUMMARY_COLUMNS, body), "", summary.interval_note(doc) + ".", ""]
+    out += [md_table(COLUMNS[:3] + COLUMNS[4:], rows)]
     if doc.get("checks"):
         out += [
             "",
-            _md(CHECK_COLUMNS, [_check_cells(c, "not judged") for c in doc["checks"]]),
+            md_table(CHECK_COLUMNS, [_check_cells(c, "not judged") for c in doc["checks"]]),
         ]
     header, body = history_rows(doc["rows"])
     if body:
-        out += ["", HISTORY_CAPTION, "", _md(header, body)]
+        out += ["", HISTORY_CAPTION, "", md_table(header, body)]
     fw = "; ".join(
         f"{k}: {' '.join(f'{n} {v}' for n, v in f['versions'].items())} ({f['device_kind']})"
         for k, f in env["frameworks"].items()
@@ -339,7 +218,13 @@ def markdown(doc: dict) -> str:
         f"({env['host_cores']} cores), Python {env['python']}, {env['timestamp']}, commit {env['git_commit']}.",
         f"Frameworks: {fw}.",
     ]
-    notes = roofline_notes(doc) + modes_note(doc["rows"]) + best_notes(doc["rows"]) + env.get("notes", [])
+    notes = (
+        roofline_notes(doc)
+        + memory_note(doc["rows"])
+        + modes_note(doc["rows"])
+        + best_notes(doc["rows"])
+        + env.get("notes", [])
+    )
     out += [f"Note: {n}" for n in notes]
     out += [f"Not run: {s['framework']}: {s['reason']}" for s in env.get("skipped", [])]
     return "\n".join(out) + "\n"

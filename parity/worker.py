@@ -176,7 +176,7 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
             **m.errors,
             **done,
             "times_s": list(m.times),
-            **_memory(timer, args),
+            **_memory(timer, args, info.pop("output_bytes", None)),
             "compile_s": m.compile_s,
             "invalid": m.invalid,
         }
@@ -201,6 +201,8 @@ def _prepare(impl, devices, args, timers: dict, req: dict) -> dict:
         timer.memory = mem
         timers[req["id"]] = (timer, info, finish)
         compile_s = timer.first()
+        if mem:
+            mem.settled()
     except PROGRAMMING_ERRORS:
         raise
     except Exception as e:  # the framework refused this variant (Keras's fit under TPUStrategy, keras#19448):
@@ -211,13 +213,21 @@ def _prepare(impl, devices, args, timers: dict, req: dict) -> dict:
     return {"compile_s": compile_s, "invalid": timer.m.invalid}
 
 
-def _memory(timer: Timer, args) -> dict:
-    """A row's peak memory and where it was read, or why there is none."""
+def _memory(timer: Timer, args, output_bytes: int | None) -> dict:
+    """A row's peak memory and where it was read, or why there is none. A peak below the bytes of the row's own
+    output is a measurement bug: said, never given as a figure."""
     src = getattr(args, "memory", None)
     if src is None:
         return {"peak_memory_bytes": None, "peak_memory_source": "not measured: no memory statistics here"}
     peak = timer.memory.peak_bytes() if timer.memory else None
-    return {"peak_memory_bytes": peak, "peak_memory_source": src.source if peak is not None else "unknown"}
+    if peak is None:
+        return {"peak_memory_bytes": None, "peak_memory_source": "unknown: a call's rise could not be read"}
+    if output_bytes and peak < output_bytes:
+        return {
+            "peak_memory_bytes": None,
+            "peak_memory_source": f"MEASUREMENT BUG: {peak} bytes read, below the {output_bytes} of its own output",
+        }
+    return {"peak_memory_bytes": peak, "peak_memory_source": src.source}
 
 
 def _one_line(e: BaseException, limit: int = 300) -> str:

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from parity import compare, environment, files, report, roofline, tables
+from parity import compare, environment, files, notes, report, roofline, tables
 from parity.api.cnn import CNN_PARAMS
 from parity.assemble import cross_check
 from parity.config import Config
@@ -66,7 +66,7 @@ def test_a_row_above_the_peak_is_flagged_far_above_is_invalid():
     row = _row(flops=2e11, flops_unpadded=1e11, median_s=1e11 / (1.2 * 180e9))
     row = _judged(row, CPU)
     assert row["verified"] and row["pct_peak"] is None and "1.20x the peak" in row["above_peak"]
-    assert "above the peak, no % shown" in " ".join(tables.roofline_notes({"env": {}, "rows": [row]}))
+    assert "above the peak, no % shown" in " ".join(notes.roofline_notes({"env": {}, "rows": [row]}))
     assert "-" in tables.table([row]).splitlines()[-1]
     row = _row(flops=2e11, flops_unpadded=1e11, median_s=1e11 / (2 * 180e9))
     row = _judged(row, CPU)
@@ -370,10 +370,10 @@ def test_compare_never_matches_different_cnn_schedules(tmp_path, capsys):
 def test_a_compiler_count_far_from_both_formulas_is_shown():
     rows = [_row(), _row(variant="jit", compiler_flops=50e9, flops_unpadded=CONV_FULL.flops_unpadded())]
     doc = _doc(rows)
-    notes = [n for n in tables.roofline_notes(doc) if "FLOPs" in n]
-    assert len(notes) == 1 and "DISAGREES by more than 10% in: jit x1" in notes[0]
+    said = [n for n in notes.roofline_notes(doc) if "FLOPs" in n]
+    assert len(said) == 1 and "DISAGREES by more than 10% in: jit x1" in said[0]
     rows[1]["compiler_flops"] = CONV_FULL.flops_unpadded()  # XLA's convention: no padding zeros
-    assert "all within 10%" in tables.roofline_notes(_doc(rows))[0]
+    assert "all within 10%" in notes.roofline_notes(_doc(rows))[0]
 
 
 def test_bf16_rows_only_where_the_hardware_has_it(monkeypatch):
