@@ -103,6 +103,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     try:
+        return _compare(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+def _compare(args) -> int:
+    try:
         old, new = load_results(args.old), load_results(args.new)
     except ResultsError as e:
         print(f"error: {e}", file=sys.stderr)

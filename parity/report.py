@@ -7,7 +7,16 @@ from pathlib import Path
 
 from parity.article import ARTICLE_ROWS
 from parity.cells import fmt, grid, time_cell
-from parity.files import ResultsError, chart, check_out_dir, csv_text, load_results, write_json, write_text
+from parity.files import (
+    ResultsError,
+    chart,
+    check_out_dir,
+    csv_text,
+    load_results,
+    write_json,
+    write_staged,
+    write_text,
+)
 from parity.workloads import WORKLOADS
 
 
@@ -168,7 +177,12 @@ def report_main(argv: list[str] | None = None) -> int:
         "kind of row it has) or one kind of row (cnn_train, cnn_infer)",
     )
     ap.add_argument("--out", type=Path, help="also write merged.json, merged.csv, merged.md and merged.png here")
-    return _report(ap.parse_args(argv))
+    args = ap.parse_args(argv)
+    try:
+        return _report(args)
+    except KeyboardInterrupt:
+        print("interrupted; nothing written", file=sys.stderr)
+        return 130
 
 
 def _report(args) -> int:
@@ -197,17 +211,27 @@ def _report(args) -> int:
         print(f"  * {wl} baseline: {what}")
     for wl in dict.fromkeys(r["workload"] for r in rows):
         if wl not in bases:
-            print(f"  * {wl}: no verified row matches --baseline {args.baseline}: no speedups")
+            why = f"no verified row matches --baseline {args.baseline}" if baseline else "no verified row"
+            print(f"  * {wl}: {why}: no speedups")
     if not args.no_article:
         print("  * reference rows are the 2018 article's own figures, not measured here")
     if args.out:
         measured = [r for r in rows if not r["reference"]]
-        write_json(args.out / "merged.json", {"files": [n for n, _ in docs], "rows": rows})
-        write_text(args.out / "merged.csv", csv_text(measured))
-        write_text(args.out / "merged.md", "```\n" + cross_table(rows) + "\n```\n")
-        if not chart(measured, args.out / "merged.png", "merged results"):
-            (args.out / "merged.png").unlink(missing_ok=True)  # never a stale chart beside these files
-        print(f"wrote merged.json, merged.csv, merged.md and merged.png in {args.out}")
+        try:
+            made = write_staged(
+                args.out,
+                {
+                    "merged.json": lambda p: write_json(p, {"files": [n for n, _ in docs], "rows": rows}),
+                    "merged.csv": lambda p: write_text(p, csv_text(measured)),
+                    "merged.md": lambda p: write_text(p, "```\n" + cross_table(rows) + "\n```\n"),
+                    "merged.png": lambda p: chart(measured, p, "merged results"),
+                },
+                MERGED_FILES,
+            )
+        except OSError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(f"wrote {', '.join(p.name for p in made)} in {args.out}")
     return 0
 
 

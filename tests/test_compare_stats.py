@@ -107,7 +107,7 @@ def test_files_without_raw_times_load_and_say_what_they_are_judged_on(tmp_path, 
 @pytest.mark.parametrize(
     "times, rounds, why",
     [
-        ([1.0, 1e400], [0, 1], "times_s is not a list of times above zero"),
+        ([1.0, 1e400], [0, 1], "1e400 overflows to infinity"),
         ([1.0, -1.0], [0, 1], "times_s is not a list of times above zero"),
         ([1.0, "1"], [0, 1], "times_s is not a list of times above zero"),
         ([1.0, 1.0], [0], "rounds is not one round number"),

@@ -1,0 +1,191 @@
+"""Hostile input, one line per case: what a user (or a broken tool) hands the command line, the exit status it
+must get, and the first line it must read, never a traceback. Add a case by adding a line to CASES.
+
+Each case is `(name, files, argv, exit, first line)`: `files` maps a name under the test's folder to its
+content (text, or bytes), written before the command runs; `{d}` in argv is that folder. The commands run in
+this process (their `main`), so a case costs milliseconds."""
+
+import json
+import os
+import re
+
+import pytest
+
+from parity import compare, report
+from parity.environment import SCHEMA_VERSION
+
+ENV = {"schema_version": SCHEMA_VERSION, "device": "cpu", "host_cpu": "test", "precision": "default", "frameworks": {}}
+ROW = {
+    "workload": "conv",
+    "framework": "tf",
+    "variant": "function",
+    "device": "cpu",
+    "device_kind": "cpu",
+    "replicas": 1,
+    "precision": "default",
+    "median_s": 1.0,
+    "flops": 1e9,
+    "reps": 5,
+    "verified": True,
+    "invalid_reason": None,
+}
+
+
+def results(rows=None, **env) -> str:
+    return json.dumps({"env": {**ENV, **env}, "rows": [ROW] if rows is None else rows, "checks": []})
+
+
+def row(**kw) -> str:
+    return results([{**ROW, **kw}])
+
+
+GOOD = results()
+CMP = (compare.main, "compare")
+REP = (report.report_main, "report")
+
+CASES = [
+    # results files: numbers
+    (
+        "overflowing median",
+        {"a.json": row(median_s=1).replace('"median_s": 1', '"median_s": 1e400')},
+        (CMP, "{d}/a.json", "{d}/a.json"),
+        2,
+        r"error: .*a\.json: 1e400 overflows to infinity",
+    ),
+    (
+        "negative overflow in iqr",
+        {"a.json": row(iqr_s=1).replace('"iqr_s": 1', '"iqr_s": -1e400')},
+        (REP, "{d}/a.json"),
+        2,
+        r"error: .*-1e400 overflows to infinity",
+    ),
+    (
+        "a 400-digit median",
+        {"a.json": row(median_s=1).replace('"median_s": 1', '"median_s": ' + "9" * 400)},
+        (CMP, "{d}/a.json", "{d}/a.json"),
+        2,
+        r"error: .*an integer of 400 digits",
+    ),
+    ("negative iqr", {"a.json": row(iqr_s=-0.5)}, (REP, "{d}/a.json"), 2, r"error: .*row 0: iqr_s is -0.5: below zero"),
+    (
+        "negative compile time",
+        {"a.json": row(compile_s=-1.0)},
+        (REP, "{d}/a.json"),
+        2,
+        r"compile_s is -1.0: below zero",
+    ),
+    (
+        "a string estimate",
+        {"a.json": row(est_5_notebook_epochs_s="50")},
+        (REP, "{d}/a.json"),
+        2,
+        r"est_5_notebook_epochs_s is '50', not float or NoneType",
+    ),
+    (
+        "a negative estimate",
+        {"a.json": row(est_5_notebook_epochs_s=-50000.0)},
+        (REP, "{d}/a.json"),
+        2,
+        r"est_5_notebook_epochs_s is -50000.0: below zero",
+    ),
+    ("quartiles as strings", {"a.json": row(q1_s="0.9")}, (REP, "{d}/a.json"), 2, r"q1_s is '0.9'"),
+    # results files: shape
+    (
+        "100,000 nested levels",
+        {"a.json": "[" * 100000 + "]" * 100000},
+        (CMP, "{d}/a.json", "{d}/a.json"),
+        2,
+        r"error: .*(nested deeper than any results file|not a parity.run results file)",
+    ),
+    (
+        "schema version 0",
+        {"a.json": results(schema_version=0)},
+        (REP, "{d}/a.json"),
+        2,
+        r"schema_version 0; this tool reads 1 to",
+    ),
+    ("schema version -7", {"a.json": results(schema_version=-7)}, (REP, "{d}/a.json"), 2, r"schema_version -7"),
+    ("no device", {"a.json": results(device=None)}, (REP, "{d}/a.json"), 2, r"env: device is None"),
+    (
+        "frameworks a list",
+        {"a.json": results(frameworks=["tf"])},
+        (REP, "{d}/a.json"),
+        2,
+        r"env: frameworks is not an object",
+    ),
+    (
+        "frameworks a string",
+        {"a.json": results(frameworks="tf")},
+        (REP, "{d}/a.json"),
+        2,
+        r"env: frameworks is not an object",
+    ),
+    ("not UTF-8", {"a.json": b"\xff\xfe{}"}, (REP, "{d}/a.json"), 2, r"error: .*not UTF-8 text"),
+    ("a directory", {}, (REP, "{d}"), 2, r"error: .*not a regular file"),
+    ("/dev/zero", {}, (REP, "/dev/zero"), 2, r"error: /dev/zero: not a regular file"),
+    # what report says
+    (
+        "no baseline given, nothing verified",
+        {"a.json": row(verified=False, median_s=None, invalid_reason="x")},
+        (REP, "{d}/a.json", "--no-article"),
+        0,
+        r"workload",
+    ),
+]
+
+
+def _run(tmp_path, files, argv):
+    for name, content in files.items():
+        p = tmp_path / name
+        p.write_bytes(content) if isinstance(content, bytes) else p.write_text(content)
+    (main, _), *args = argv
+    return main([a.replace("{d}", str(tmp_path)) for a in args])
+
+
+@pytest.mark.parametrize("name, files, argv, code, first", CASES, ids=[c[0] for c in CASES])
+def test_hostile_input(tmp_path, capsys, name, files, argv, code, first):
+    assert _run(tmp_path, files, argv) == code
+    out, err = capsys.readouterr()
+    said = (err or out).strip().splitlines()
+    assert said and re.search(first, said[0]), (err or out)[:500]
+    assert "Traceback" not in out + err
+    if code == 2:
+        assert len(err.strip().splitlines()) == 1, err
+
+
+def test_a_fifo_is_refused_at_once(tmp_path, capsys):
+    fifo = tmp_path / "results.json"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer came
+    assert report.report_main([str(fifo)]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_ctrl_c_during_compare_or_report_is_one_line(tmp_path, capsys, monkeypatch):
+    (tmp_path / "a.json").write_text(GOOD)
+
+    def interrupted(path):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(compare, "load_results", interrupted)
+    monkeypatch.setattr(report, "load_results", interrupted)
+    assert compare.main([str(tmp_path / "a.json")] * 2) == 130
+    assert report.report_main([str(tmp_path / "a.json")]) == 130
+    err = capsys.readouterr().err
+    assert err.count("interrupted") == 2 and "Traceback" not in err
+
+
+def test_a_report_that_fails_midway_leaves_the_previous_files_and_no_stage(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "out"
+    (tmp_path / "a.json").write_text(GOOD)
+    assert report.report_main([str(tmp_path / "a.json"), "--out", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def full_disk(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report, "chart", full_disk)  # the last file of the set fails, after the others
+    (tmp_path / "b.json").write_text(row(median_s=2.0))
+    assert report.report_main([str(tmp_path / "b.json"), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and "as they were" in err and "Traceback" not in err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no new json beside an old chart, no stage
