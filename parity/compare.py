@@ -19,6 +19,7 @@ from pathlib import Path
 from parity import rows, summary
 from parity.cells import grid, time_cell
 from parity.files import ResultsError, load_results
+from parity.flags import Parser
 
 KEY = rows.KEY  # what was measured (parity.rows.Row's key fields): a CNN row's schedule and batch among them
 
@@ -89,7 +90,7 @@ def compare(old: dict, new: dict, fail_over: float) -> tuple[list[dict], bool]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="python -m parity.compare", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("old", type=Path, help="the reference results.json")

@@ -148,6 +148,8 @@ def check_out_dir(out: Path, names: tuple[str, ...] = RESULT_FILES) -> None:
     """Make sure results can be written to `out` before any work is done: it is (or can be made) a writable
     directory, and none of the files to be written is a directory. Raises OSError with one clear line."""
     out = Path(out)
+    if out.is_symlink() and not out.exists():
+        raise OSError(f"--out {out}: a symbolic link that leads nowhere (a loop, or a missing target)")
     if out.exists() and not out.is_dir():
         raise OSError(f"--out {out}: exists and is not a directory")
     try:

@@ -22,8 +22,20 @@ EXAMPLES = """examples:
 """
 
 
-def seconds(allow_zero: bool):
-    """An argparse type: a finite number of seconds, >= 0 or > 0 (inf and nan are refused, with the flag named)."""
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad flag said in one line (not the whole usage block) and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (--help explains every flag)\n")
+
+
+DAY = 86400.0
+MAX_SECONDS = 7 * DAY  # no step of a run waits longer than a week (and time.monotonic arithmetic stays exact)
+
+
+def seconds(allow_zero: bool, most: float = MAX_SECONDS):
+    """An argparse type: a finite number of seconds, >= 0 or > 0, at most `most` (inf and nan are refused, with
+    the flag named)."""
 
     def parse(text: str) -> float:
         try:
@@ -32,21 +44,40 @@ def seconds(allow_zero: bool):
             raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
         if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
             raise argparse.ArgumentTypeError(f"must be a finite number {'>=' if allow_zero else '>'} 0, got {text!r}")
+        if v > most:
+            raise argparse.ArgumentTypeError(f"must be at most {most:g} s, got {text!r}")
         return v
 
     return parse
 
 
-def at_least(low: int):
-    """An argparse type: a whole number >= `low`."""
+def whole(low: int, high: int, why: str = ""):
+    """An argparse type: a whole number from `low` to `high`; `why` says where the upper bound comes from."""
 
     def parse(text: str) -> int:
-        n = positive(text)
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
         if n < low:
             raise argparse.ArgumentTypeError(f"must be >= {low}, got {n}")
+        if n > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}{f' ({why})' if why else ''}, got {n}")
         return n
 
     return parse
+
+
+def at_least(low: int, high: int = 10**6, why: str = ""):
+    """An argparse type: a whole number >= `low` (and at most `high`)."""
+    return whole(low, high, why)
+
+
+def out_dir(text: str) -> Path:
+    """An argparse type: a directory path; the empty string is refused (it would mean the current directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a directory, got an empty path")
+    return Path(text)
 
 
 def interpreter(text: str) -> tuple[str, str]:
@@ -75,17 +106,11 @@ def check_interpreter(fw: str, path: str) -> None:
 
 
 def positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
-    return n
+    return whole(1, 10**6)(text)
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="python -m parity.run",
         description="`python -m parity.run`: measure the workloads in TensorFlow and JAX, check them, print the table.",
         epilog=EXAMPLES,
@@ -160,7 +185,7 @@ def _run_flags(ap: argparse.ArgumentParser) -> None:
     )
     ap.add_argument(
         "--out",
-        type=Path,
+        type=out_dir,
         default=Path("results"),
         help="directory for results.json, .csv, .md, the .png chart and, with per-epoch validation, "
         "results_history.png (default: results/)",
@@ -207,28 +232,32 @@ def _cnn_schedule_flags(ap: argparse.ArgumentParser) -> None:
     )
     ap.add_argument(
         "--batch",
-        type=positive,
+        type=whole(1, 60000, "Fashion-MNIST's training set"),
         dest="global_batch",
         help="CNN global batch, split across replicas (notebook: 1024; CPU default: 256)",
     )
     ap.add_argument(
         "--epochs",
-        type=at_least(2),
+        type=at_least(2, 10000),
         help="CNN epochs, 2 or more: the first (compilation included) is "
         "kept apart, the others are timed (notebook: 10; CPU default: "
         "shortened)",
     )
-    ap.add_argument("--steps-per-epoch", type=positive, help="CNN steps per epoch (notebook: 100)")
+    ap.add_argument(
+        "--steps-per-epoch",
+        type=whole(1, 10000, "an epoch's batches are drawn ahead, in memory"),
+        help="CNN steps per epoch (notebook: 100)",
+    )
     ap.add_argument(
         "--seeds",
-        type=positive,
+        type=whole(1, 100),
         default=1,
         help="CNN training runs per variant, each with its own initial weights, dropout and batch "
         "order; the accuracy check compares the frameworks' mean (default: 1)",
     )
     ap.add_argument(
         "--parity-steps",
-        type=positive,
+        type=whole(1, 1000, "the trajectory check's batches are held in memory"),
         default=20,
         help="steps of the dropout-free TF-vs-JAX training trajectory check (default: 20)",
     )
@@ -243,7 +272,7 @@ def _timing_flags(ap: argparse.ArgumentParser) -> None:
     )
     ap.add_argument(
         "--reps",
-        type=positive,
+        type=whole(1, 100000),
         default=5,
         help="minimum timed repetitions per row; more are added until --min-time (default: 5)",
     )
@@ -254,8 +283,10 @@ def _timing_flags(ap: argparse.ArgumentParser) -> None:
         help="repeat each row until its timed calls add up to S seconds, as pytest-benchmark "
         "calibrates (default: 5; --quick: 0.5). CNN training is timed per epoch instead",
     )
-    ap.add_argument("--max-reps", type=positive, default=200, help="cap on the calibrated repetitions (default: 200)")
-    ap.add_argument("--warmup", type=int, default=1, help="untimed calls after the first (default: 1)")
+    ap.add_argument(
+        "--max-reps", type=whole(1, 100000), default=200, help="cap on the calibrated repetitions (default: 200)"
+    )
+    ap.add_argument("--warmup", type=whole(0, 1000), default=1, help="untimed calls after the first (default: 1)")
     ap.add_argument(
         "--timeout",
         type=seconds(allow_zero=False),
@@ -276,7 +307,7 @@ def _multiprocess_flags(ap: argparse.ArgumentParser) -> None:
         "(Cloud TPU VMs, Slurm, Open MPI) and TensorFlow reads TF_CONFIG (env: PARITY_COORDINATOR)",
     )
     mp.add_argument(
-        "--num-processes", type=positive, metavar="P", help="processes in the run (env: PARITY_NUM_PROCESSES)"
+        "--num-processes", type=whole(1, 4096), metavar="P", help="processes in the run (env: PARITY_NUM_PROCESSES)"
     )
     mp.add_argument(
         "--process-id",
@@ -286,7 +317,7 @@ def _multiprocess_flags(ap: argparse.ArgumentParser) -> None:
     )
     mp.add_argument(
         "--local-devices",
-        type=int,
+        type=whole(1, 1024, "simulated devices per process"),
         metavar="D",
         help="simulated CPU devices per process for JAX (env: PARITY_LOCAL_DEVICES; default 1; GPUs and "
         "TPUs: every local one). The run's replicas are every process's devices",

@@ -19,6 +19,7 @@ import tempfile
 import time
 
 from parity.cluster import ENV, TF_PORT_OFFSET, free_port, port_free
+from parity.flags import Parser, seconds, whole
 
 EXAMPLES = """examples:
   python -m parity.launch --processes 2 --devices-per-process 4 -- --device cpu --workload conv
@@ -31,17 +32,33 @@ GRACE_S = 10.0  # after Ctrl-C or a failure: how long processes get to exit befo
 FINISHED_WITH_FAILURES = {"parity.run": 1}
 
 
+def max_processes() -> int:
+    """The processes this machine can hold: each parity.run process and its framework workers take about 1 GiB."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 64
+    return max(1, min(4096, total // 2**30))
+
+
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="python -m parity.launch",
         description=__doc__,
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    ap.add_argument("--processes", type=int, required=True, metavar="P", help="how many processes to start (>= 1)")
+    ap.add_argument(
+        "--processes",
+        type=whole(1, max_processes(), "about 1 GiB of this machine's memory per process and its workers"),
+        required=True,
+        metavar="P",
+        help=f"how many processes to start (1 to {max_processes()} here: each process and its workers take "
+        "about 1 GiB)",
+    )
     ap.add_argument(
         "--devices-per-process",
-        type=int,
+        type=whole(1, 1024, "simulated devices per process"),
         default=1,
         metavar="D",
         help="simulated CPU devices per process for JAX (TensorFlow's multi-worker strategy uses "
@@ -49,13 +66,13 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--port",
-        type=int,
+        type=whole(1, 65535, "a TCP port"),
         help="coordinator port on 127.0.0.1; the run uses it and the next "
         f"{TF_PORT_OFFSET} + P ports (default: a free one)",
     )
     ap.add_argument(
         "--timeout",
-        type=float,
+        type=seconds(allow_zero=False),
         default=7200.0,
         metavar="S",
         help="stop every process when the run takes longer than S seconds (default: 7200)",
@@ -182,12 +199,6 @@ def launch(processes: int, devices: int, port: int | None, timeout_s: float, mod
 def main(argv: list[str] | None = None) -> int:
     ap = parser()
     a = ap.parse_args(sys.argv[1:] if argv is None else argv)
-    if a.processes < 1:
-        ap.error(f"--processes must be >= 1, got {a.processes}")
-    if a.devices_per_process < 1:
-        ap.error(f"--devices-per-process must be >= 1, got {a.devices_per_process}")
-    if a.timeout <= 0:
-        ap.error(f"--timeout must be > 0, got {a.timeout}")
     args = a.args[1:] if a.args[:1] == ["--"] else a.args
     return launch(a.processes, a.devices_per_process, a.port, a.timeout, a.module, args)
 

@@ -17,6 +17,7 @@ from parity.files import (
     write_staged,
     write_text,
 )
+from parity.flags import Parser
 from parity.workloads import WORKLOADS
 
 
@@ -154,9 +155,8 @@ MERGED_FILES = ("merged.json", "merged.csv", "merged.md", "merged.png")
 
 
 def report_main(argv: list[str] | None = None) -> int:
-    import argparse
 
-    ap = argparse.ArgumentParser(
+    ap = Parser(
         prog="python -m parity.report",
         description="Merge results.json files from different machines (a CPU here, a GPU box, a TPU VM) into "
         "one table of framework x device, with speedups over a baseline row. Times are per call; "

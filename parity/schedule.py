@@ -87,7 +87,10 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
 def _check_batches(cfg: Config) -> None:
     """Before anything starts: a batch that does not split over the replicas is the user's to fix."""
     for wl in cfg.workloads:
-        batch = cfg.spec(wl).batch
+        spec = cfg.spec(wl)
+        batch = spec.batch
+        if batch > getattr(spec, "train_size", batch):
+            raise HarnessError(f"{wl}: global batch {batch} is larger than the training set ({spec.train_size} images)")
         for r in cfg.replica_counts():
             if r and batch % r:
                 fits = [d for d in (1, 2, 4, 8, 16, 32) if batch % d == 0]

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from parity import compare, report
+from parity import compare, launch, report, run
 from parity.environment import SCHEMA_VERSION
 
 ENV = {"schema_version": SCHEMA_VERSION, "device": "cpu", "host_cpu": "test", "precision": "default", "frameworks": {}}
@@ -42,6 +42,8 @@ def row(**kw) -> str:
 GOOD = results()
 CMP = (compare.main, "compare")
 REP = (report.report_main, "report")
+RUN = (run.main, "run")
+LAUNCH = (launch.main, "launch")
 
 CASES = [
     # results files: numbers
@@ -123,6 +125,27 @@ CASES = [
     ("not UTF-8", {"a.json": b"\xff\xfe{}"}, (REP, "{d}/a.json"), 2, r"error: .*not UTF-8 text"),
     ("a directory", {}, (REP, "{d}"), 2, r"error: .*not a regular file"),
     ("/dev/zero", {}, (REP, "/dev/zero"), 2, r"error: /dev/zero: not a regular file"),
+    # flags accepted but impossible: refused before any work, the bound said
+    ("a timeout of 1e12 s", {}, (RUN, "--timeout", "1e12"), 2, r"--timeout: must be at most 604800 s"),
+    ("1e12 parity steps", {}, (RUN, "--parity-steps", "1e12"), 2, r"--parity-steps: expected a whole number"),
+    ("a million parity steps", {}, (RUN, "--parity-steps", "1000000"), 2, r"--parity-steps: must be at most 1000"),
+    ("1e12 steps per epoch", {}, (RUN, "--steps-per-epoch", "1000000000000"), 2, r"must be at most 10000"),
+    ("a batch of a billion", {}, (RUN, "--batch", "1000000000"), 2, r"--batch: must be at most 60000"),
+    (
+        "a batch above --quick's training set",
+        {},
+        (RUN, "--quick", "--workload", "cnn", "--batch", "4096", "--out", "{d}/out"),
+        2,
+        r"error: cnn: global batch 4096 is larger than the training set \(2048 images\)",
+    ),
+    ("1e12 local devices", {}, (RUN, "--local-devices", "1e12"), 2, r"--local-devices: expected a whole number"),
+    ("100,000 local devices", {}, (RUN, "--local-devices", "100000"), 2, r"--local-devices: must be at most 1024"),
+    ("an empty --out", {}, (RUN, "--out", ""), 2, r"--out: expected a directory, got an empty path"),
+    ("zero epochs", {}, (RUN, "--epochs", "0"), 2, r"--epochs: must be >= 2, got 0"),
+    ("a negative warm-up", {}, (RUN, "--warmup", "-1"), 2, r"--warmup: must be >= 0"),
+    ("100,000 processes", {}, (LAUNCH, "--processes", "100000"), 2, r"--processes: must be at most \d+ \(about 1 GiB"),
+    ("port -1", {}, (LAUNCH, "--processes", "2", "--port", "-1"), 2, r"--port: must be >= 1"),
+    ("port 70000", {}, (LAUNCH, "--processes", "2", "--port", "70000"), 2, r"--port: must be at most 65535"),
     # what report says
     (
         "no baseline given, nothing verified",
@@ -139,7 +162,10 @@ def _run(tmp_path, files, argv):
         p = tmp_path / name
         p.write_bytes(content) if isinstance(content, bytes) else p.write_text(content)
     (main, _), *args = argv
-    return main([a.replace("{d}", str(tmp_path)) for a in args])
+    try:
+        return main([a.replace("{d}", str(tmp_path)) for a in args])
+    except SystemExit as e:  # argparse refuses a flag by exiting
+        return e.code
 
 
 @pytest.mark.parametrize("name, files, argv, code, first", CASES, ids=[c[0] for c in CASES])
@@ -189,3 +215,11 @@ def test_a_report_that_fails_midway_leaves_the_previous_files_and_no_stage(tmp_p
     err = capsys.readouterr().err
     assert "No space left on device" in err and "as they were" in err and "Traceback" not in err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no new json beside an old chart, no stage
+
+
+def test_an_out_that_is_a_symlink_loop_says_so(tmp_path, capsys):
+    loop = tmp_path / "loop"
+    loop.symlink_to(loop)
+    assert run.main(["--out", str(loop)]) == 2
+    err = capsys.readouterr().err
+    assert "a symbolic link that leads nowhere" in err and len(err.strip().splitlines()) == 1
