@@ -218,3 +218,44 @@ def test_the_synthetic_warning_gives_the_exact_command():
 
     cmd = ["python", "-m", "parity.run", "--data", "auto", "--quick", "--data=real", "--out", "r"]
     assert with_data_download(cmd) == ["python", "-m", "parity.run", "--quick", "--out", "r", "--data", "download"]
+
+
+def test_a_corrupt_deflate_stream_is_said_as_corrupt(idx_dir):
+    p = idx_dir / "train-labels-idx1-ubyte.gz"
+    raw = bytearray(gzip.compress(gzip.decompress(p.read_bytes()), mtime=0))  # a 10-byte gzip header
+    raw[10] = 0xFF  # the first deflate block's header: block type 3, which deflate reserves (zlib.error)
+    p.write_bytes(bytes(raw))
+    with pytest.raises(data.DataError, match="corrupt"):
+        sources.load("auto", str(idx_dir))
+
+
+def test_an_idx_file_that_is_a_fifo_is_refused_at_once(idx_dir):
+    import os
+
+    p = idx_dir / "t10k-labels-idx1-ubyte.gz"
+    p.unlink()
+    os.mkfifo(p)  # reading it would block until a writer came
+    with pytest.raises(data.DataError, match="not a regular file"):
+        sources.load("real", str(idx_dir))
+
+
+def test_an_idx_symlink_loop_is_said_as_such_not_as_missing(idx_dir):
+    p = idx_dir / "t10k-labels-idx1-ubyte.gz"
+    p.unlink()
+    p.symlink_to(p)
+    with pytest.raises(data.DataError, match="a symbolic link that leads nowhere"):
+        sources.load("auto", str(idx_dir))
+
+
+def test_corrupt_tfds_data_is_an_error_even_under_auto(tmp_path, monkeypatch):
+    (tmp_path / "fashion_mnist" / "3.0.1").mkdir(parents=True)
+
+    def corrupt(args, timeout_s, progress):
+        raise data.DataError(f"TFDS fashion_mnist in {tmp_path} is corrupt or unreadable (ParseError: bad)")
+
+    monkeypatch.setattr(sources, "_child", corrupt)
+    for mode in ("auto", "real"):
+        with pytest.raises(data.DataError, match="corrupt or unreadable"):
+            sources.load(mode, str(tmp_path))  # never a fallback to synthetic data, never "not found"
+    ds, note = sources.load("auto", str(tmp_path / "elsewhere"), train_size=64, test_size=8)
+    assert ds.source == "synthetic" and "not found" in note  # absent: the one case auto falls back on

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
+import stat
 import struct
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +33,10 @@ HOW_TO = (
 
 class DataError(ValueError):
     """Data that is absent, truncated or corrupt; the message says which file and why."""
+
+
+class DataAbsent(DataError):
+    """The data is not there at all (as opposed to there and corrupt): --data auto may fall back on this only."""
 
 
 @dataclass
@@ -63,8 +70,14 @@ def read_idx(path: Path, max_bytes: int = MAX_IDX_BYTES) -> np.ndarray:
     """One gzipped IDX file (unsigned bytes). Raises DataError on a truncated or corrupt file.
 
     The header is read first and the body never beyond what it declares (at most `max_bytes`), so a small
-    file that unpacks to gigabytes is refused without unpacking it."""
+    file that unpacks to gigabytes is refused without unpacking it. Only a regular file is opened: a FIFO would
+    block and a device would never end."""
+    path = Path(path)
+    if path.is_symlink() and not path.exists():
+        raise DataError(f"{path}: a symbolic link that leads nowhere (a loop, or a missing target)")
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            raise DataError(f"{path}: not a regular file")
         with gzip.open(path, "rb") as f:
             head = f.read(4)
             if len(head) < 4:
@@ -83,8 +96,8 @@ def read_idx(path: Path, max_bytes: int = MAX_IDX_BYTES) -> np.ndarray:
                     f"{max_bytes}: not this data set"
                 )
             body = f.read(need + 1)  # one more byte than declared shows a file longer than its header says
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
-        raise DataError(f"{path}: not a readable gzip file ({type(e).__name__}: {e})") from None
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
+        raise DataError(f"{path}: not a readable gzip file, corrupt ({type(e).__name__}: {e})") from None
     if len(body) != need:
         held = "more" if len(body) > need else len(body)
         raise DataError(f"{path}: header says {shape} = {need} bytes, file holds {held}: truncated or corrupt")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from parity.cnn.data import HOW_TO, IDX_FILES, DataError, Dataset, load_idx, stack, synthetic
+from parity.cnn.data import HOW_TO, IDX_FILES, DataAbsent, DataError, Dataset, load_idx, stack, synthetic
 
 
 def load_tfds(data_dir: str | None, download: bool = False) -> Dataset:
@@ -29,9 +29,16 @@ def load_tfds(data_dir: str | None, download: bool = False) -> Dataset:
         )
         (xtr, ytr), (xte, yte) = (stack(tfds.as_numpy(s.batch(10000))) for s in splits)
     except Exception as e:  # tfds raises assorted types for absent or broken data
-        what = "could not be downloaded to" if download else "not found in"
-        why = f"{type(e).__name__}: {_first_line(e)}" if download else type(e).__name__
-        raise DataError(f"TFDS fashion_mnist {what} {data_dir or 'the default data dir'} ({why})") from None
+        where = data_dir or "the default data dir"
+        if download:
+            raise DataError(
+                f"TFDS fashion_mnist could not be downloaded to {where} ({type(e).__name__}: {_first_line(e)})"
+            ) from None
+        # the caller has seen a fashion_mnist folder there: what TFDS cannot read in it is corrupt, not absent
+        raise DataError(
+            f"TFDS fashion_mnist in {where} is corrupt or unreadable ({type(e).__name__}: {_first_line(e)}); "
+            "remove the folder and fetch it again (--data download)"
+        ) from None
     return Dataset(xtr.astype(np.uint8), ytr.astype(np.int32), xte.astype(np.uint8), yte.astype(np.int32), "tfds")
 
 
@@ -93,7 +100,12 @@ def load(
     """
     if data == "synthetic":
         return synthetic(train_size, test_size), "synthetic data (asked for)"
-    present = [f for f in IDX_FILES.values() if data_dir and (Path(data_dir) / f).exists()]
+    # a symbolic link counts as present, even a broken one: read_idx says what is wrong with it
+    present = [
+        f
+        for f in IDX_FILES.values()
+        if data_dir and ((Path(data_dir) / f).exists() or (Path(data_dir) / f).is_symlink())
+    ]
     if present and len(present) < len(IDX_FILES):  # a partial set is a mistake to report, never a reason to fall back
         missing = [f for f in IDX_FILES.values() if f not in present]
         raise DataError(
@@ -106,7 +118,7 @@ def load(
         return download(data_dir, timeout_s, progress), f"Fashion-MNIST downloaded through TFDS to {root}"
     try:
         return _tfds_in_child(data_dir), f"Fashion-MNIST from TFDS ({data_dir or 'default data dir'})"
-    except DataError as e:
+    except DataAbsent as e:  # absent only: data that is there but corrupt is an error whatever --data says
         if data != "auto":
             raise DataError(f"{e}; to provide it: {HOW_TO}") from None
     return synthetic(train_size, test_size), "SYNTHETIC data: Fashion-MNIST not found on disk (--data download gets it)"
@@ -120,7 +132,7 @@ def tfds_root(data_dir: str | None) -> Path:
 def _tfds_in_child(data_dir: str | None) -> Dataset:
     root = tfds_root(data_dir)
     if not (root / "fashion_mnist").is_dir():  # no need to start TensorFlow (seconds) to learn that
-        raise DataError(f"Fashion-MNIST not found: no fashion_mnist folder in the TFDS data dir {root}")
+        raise DataAbsent(f"Fashion-MNIST not found: no fashion_mnist folder in the TFDS data dir {root}")
     return _child(["--tfds", data_dir or ""], timeout_s=600.0, progress=False)
 
 
