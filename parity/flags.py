@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -91,16 +92,49 @@ def interpreter(text: str) -> tuple[str, str]:
     return fw, str(p.absolute())
 
 
+# The platforms JAX_PLATFORMS may name for each --device: a setting that names none of them contradicts the flag.
+JAX_PLATFORM_NAMES = {"cpu": ("cpu",), "gpu": ("cuda", "rocm", "gpu"), "tpu": ("tpu",)}
+
+
+def check_environment(device: str, fws: tuple[str, ...], env=None) -> None:
+    """Raise HarnessError (one line naming the variable) when the environment contradicts the flags."""
+    env = os.environ if env is None else env
+    names = [p.strip().lower() for p in env.get("JAX_PLATFORMS", "").split(",") if p.strip()]
+    if "jax" in fws and names and not set(names) & set(JAX_PLATFORM_NAMES[device]):
+        raise HarnessError(
+            f"JAX_PLATFORMS={env['JAX_PLATFORMS']} in the environment contradicts --device {device}: unset it, or "
+            f"name {' or '.join(JAX_PLATFORM_NAMES[device])} there"
+        )
+    hidden = env.get("CUDA_VISIBLE_DEVICES")
+    if device == "gpu" and hidden is not None and hidden.strip() in ("", "-1"):
+        raise HarnessError(f"CUDA_VISIBLE_DEVICES={hidden!r} in the environment hides every GPU from --device gpu")
+
+
+INTERPRETER_PROBE_S = 30.0  # a Python with numpy starts in about a second; a cold disk in a few
+
+
 def check_interpreter(fw: str, path: str) -> None:
     """Raise HarnessError (one line) unless `path` runs Python 3.10+ with numpy: what every worker needs before its
     framework (whose absence the worker reports itself)."""
-    probe = "import sys, numpy; sys.exit(0 if sys.version_info >= (3, 10) else 3)"
+    probe = "import sys, numpy; print('parity-python-ok'); sys.exit(0 if sys.version_info >= (3, 10) else 3)"
+    try:  # its own session: on a timeout the whole group goes, whatever the program started
+        p = subprocess.Popen(
+            [path, "-c", probe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+    except OSError as e:
+        raise HarnessError(f"--python {fw}={path}: does not run ({e.strerror or e})") from None
     try:
-        p = subprocess.run([path, "-c", probe], capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise HarnessError(f"--python {fw}={path}: does not run ({e})") from None
+        out, err = p.communicate(timeout=INTERPRETER_PROBE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        raise HarnessError(
+            f"--python {fw}={path}: no answer within {INTERPRETER_PROBE_S:g} s to a one-line Python probe; stopped"
+        ) from None
+    if p.returncode == 0 and "parity-python-ok" not in out:
+        raise HarnessError(f"--python {fw}={path}: not a Python interpreter (it ran the probe without running it)")
     if p.returncode:
-        last = (p.stderr.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+        last = (err.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
         why = "Python older than 3.10" if p.returncode == 3 else last
         raise HarnessError(f"--python {fw}={path}: not a usable interpreter for the {fw} worker ({why})")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from parity import environment, files, frameworks, summary, tables
 from parity.cluster import from_settings
 from parity.config import Config, HarnessError, WorkerBug
-from parity.flags import check_interpreter, parser  # noqa: F401  (parser: this command's flags)
+from parity.flags import check_environment, check_interpreter, parser  # noqa: F401  (parser: this command's flags)
 from parity.schedule import run_suite
 from parity.workerproc import Worker
 from parity.workloads import CNN_FULL, WORKLOADS
@@ -42,6 +42,7 @@ def config(args, argv: list[str] = ()) -> Config:
         raise HarnessError("--python names a framework twice")
     for fw, path in pythons.items():
         check_interpreter(fw, path)
+    check_environment(args.device, frameworks.KEYS if args.framework == "all" else (args.framework,))
     given = {k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None}
     if args.quick and args.schedule == "notebook":
         raise HarnessError("--quick and --schedule notebook contradict each other: choose one")

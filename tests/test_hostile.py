@@ -223,3 +223,39 @@ def test_an_out_that_is_a_symlink_loop_says_so(tmp_path, capsys):
     assert run.main(["--out", str(loop)]) == 2
     err = capsys.readouterr().err
     assert "a symbolic link that leads nowhere" in err and len(err.strip().splitlines()) == 1
+
+
+def test_an_environment_that_contradicts_the_flags_is_one_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("JAX_PLATFORMS", "tpu")
+    assert run.main(["--device", "cpu", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: JAX_PLATFORMS=tpu in the environment contradicts --device cpu")
+    assert len(err.strip().splitlines()) == 1
+    assert run.main(["--device", "cpu", "--framework", "tf", "--list-devices"]) == 0  # TF does not read it
+
+
+def test_an_interpreter_that_hangs_or_is_no_python_is_refused(tmp_path, monkeypatch):
+    import subprocess
+    import time
+
+    from parity import flags
+    from parity.config import HarnessError
+
+    marker = tmp_path / "started"
+    sleepy = tmp_path / "python"
+    sleepy.write_text(f"#!/bin/sh\ntouch {marker}\nsleep 600 &\necho $! > {tmp_path / 'child'}\nwait\n")
+    sleepy.chmod(0o755)
+    monkeypatch.setattr(flags, "INTERPRETER_PROBE_S", 1.0)
+    with pytest.raises(HarnessError, match="no answer within 1 s"):
+        flags.check_interpreter("jax", str(sleepy))
+    child = int((tmp_path / "child").read_text())
+    deadline = time.monotonic() + 5  # killed with its group: gone (or a zombie reaped by init) within seconds
+    while time.monotonic() < deadline:
+        state = subprocess.run(["ps", "-o", "stat=", "-p", str(child)], capture_output=True, text=True).stdout
+        if not state.strip() or state.strip().startswith("Z"):
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail(f"the probe's child {child} outlived the refusal")
+    with pytest.raises(HarnessError, match="not a Python interpreter"):
+        flags.check_interpreter("jax", "/bin/true")
