@@ -152,7 +152,11 @@ def _main(argv: list[str] | None, extra_configs: dict | None) -> int:
         return 2
     ok = all(r["verified"] for r in res["rows"]) and all(c["passed"] is not False for c in res["checks"])
     if not any(h.get("process_id") for h in res["hello"].values()):  # process 0 prints and writes the results
-        _print_and_write(cfg, res, args.out, argv)
+        try:
+            _print_and_write(cfg, res, args.out, argv)
+        except OSError as e:  # a full disk: the previous results stay, nothing half-written (files.write_staged)
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     return 0 if ok else 1
 
 

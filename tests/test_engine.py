@@ -215,3 +215,22 @@ def test_releasing_the_output_is_part_of_the_call(fakes, tmp_path, monkeypatch):
     for r in rows:
         assert r["verified"], r
         assert r["times_s"] == [pytest.approx(0.15, abs=1e-9)] * 3
+
+
+def test_a_full_disk_at_the_end_is_one_line_and_leaves_the_previous_results(fakes, tmp_path, capsys, monkeypatch):
+    from parity import run
+
+    out = tmp_path / "out"
+    argv = ["--quick", "--workload", "conv", "--replicas", "1", "--configs", "default", "--out", str(out), "--quiet"]
+    monkeypatch.setattr(files, "chart", lambda *a, **k: False)  # no matplotlib work: the engine's files only
+    assert run.main(argv) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+
+    def full(path, text):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files, "write_text", full)
+    assert run.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "No space left on device" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
