@@ -31,6 +31,12 @@ _TUNED_CONFIGS = {"cpu": {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusio
 ONEDNN_CONFIG = {"XLA_FLAGS": "--xla_cpu_experimental_onednn_custom_call=true"}
 
 
+# The number formats each configuration acts on, by its mechanism: YNNPACK's fusions are float32 dots, elementwise
+# ops and reductions; oneDNN's rewriter takes bfloat16 convolutions and dots. `--configs best` runs a configuration
+# with only the variants of its formats; `--configs all` with every variant.
+TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]] = {"ynn": ("float32",), "onednn": ("bfloat16",)}
+
+
 def tuned_configs(device: str, native_bf16: bool = False) -> dict[str, dict[str, str]]:
     """Process-wide settings worth a worker of their own on `device` ({name: environment variables});
     native_bf16: the device multiplies bfloat16 in hardware (the caller knows: parity.roofline.native_bf16)."""

@@ -35,8 +35,17 @@ def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, t
     for wk, w in workers.items():
         n = hello[wk]["replicas"]
         offered = w.ask(cmd="variants", workload=kind.name, tuned=cfg.tuned)
+        formats = hello[wk].get("config_formats", {}).get(w.config) if cfg.configs == "best" else None
         for variant in offered["variants"]:
             dtype = offered["dtypes"][variant]
+            if formats is not None and dtype not in formats:
+                said["configs_best"] = (
+                    "--configs best: each tuned configuration ran only the variants of the number formats it acts "
+                    "on ("
+                    + ", ".join(f"+{k} {'/'.join(v)}" for k, v in hello[wk]["config_formats"].items())
+                    + "); --configs all runs every combination"
+                )
+                continue
             if dtype == "bfloat16" and not roofline.native_bf16(cfg.device, hello[wk]["device_kind"], w.env):
                 # emulated bfloat16 would only show a slower configuration; the table says why it is absent
                 cap = roofline.isa_capped_below_bf16(w.env) if cfg.device == "cpu" else None

@@ -32,9 +32,10 @@ class Config:
     precision: str = "default"
     quick: bool = False
     reps: int = 5  # the minimum; calibrated_reps() adds calls until min_time_s of timed work
-    min_time_s: float = 5.0
+    min_time_s: float = 2.0
     max_reps: int = 200
     tuned: bool = True  # also run each implementation's tuned configurations, as rows of their own
+    configs: str = "best"  # with tuned: 'best' runs a configuration only with variants of the formats it acts on
     extra_configs: dict = field(default_factory=dict)  # framework -> {name: env}: more configurations to try
     warmup: int = 1
     timeout_s: float = 1800.0

@@ -193,10 +193,13 @@ def parser() -> argparse.ArgumentParser:
 def _run_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--configs",
-        choices=("all", "default"),
-        help="'default': each framework out of the box only; 'all': also the process-wide settings "
-        "each implementation names for the device (JAX on a CPU: XLA's YNNPACK kernels, rows "
-        "named '+ynn'), each in a worker of its own (default: all; with --quick: default)",
+        choices=("all", "best", "default"),
+        help="'default': each framework out of the box only; 'all': also each framework's tuned variants "
+        "(+xla, +bf16, +scan, ...) and the process-wide settings each implementation names for the device "
+        "(JAX on a CPU: '+ynn', '+onednn'), each setting in a worker of its own running every variant; "
+        "'best': the same, but each setting runs only the variants of the number formats it acts on "
+        "(+ynn float32, +onednn bfloat16): their combinations with the other format are left to 'all' "
+        "(default: best; with --quick: default)",
     )
     ap.add_argument(
         "--exclusive",
@@ -315,7 +318,8 @@ def _timing_flags(ap: argparse.ArgumentParser) -> None:
         type=seconds(allow_zero=True),
         metavar="S",
         help="repeat each row until its timed calls add up to S seconds, as pytest-benchmark "
-        "calibrates (default: 5; --quick: 0.5). CNN training is timed per epoch instead",
+        "calibrates (default: 2; --quick: 0.5); at least --reps calls whatever S. CNN training is timed per "
+        "epoch instead",
     )
     ap.add_argument(
         "--max-reps", type=whole(1, 100000), default=200, help="cap on the calibrated repetitions (default: 200)"

@@ -119,6 +119,7 @@ def hello(impl, devices, args) -> dict:
     return {
         "status": "ready",
         "tuned_configs": impl.tuned_configs(args.device, bf16),
+        "config_formats": {k: list(v) for k, v in impl.TUNED_CONFIG_FORMATS.items()},
         "replicas": len(devices),
         **impl.process_info(devices),
         "device_kind": impl.device_kind(),

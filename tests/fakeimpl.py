@@ -50,6 +50,7 @@ class FakeImpl:
     verify_s: float = 0.0
     workspace_mb: int = 0  # memory each call touches and frees again (its peak memory, beside its output)
     TUNED_VARIANTS: tuple[str, ...] = ("op+tuned",)
+    TUNED_CONFIG_FORMATS: dict = field(default_factory=dict)
     BFLOAT16_VARIANTS: tuple[str, ...] = ()
 
     # devices

@@ -104,6 +104,22 @@ def test_tuned_configurations_get_workers_of_their_own(fakes, tmp_path):
     assert all(r["config_env"] == {"XLA_FLAGS": "--fake"} and r["tuned"] for r in fast)
 
 
+@pytest.mark.parametrize(
+    "configs, formats, expected",
+    [
+        ("best", {"fast": ("bfloat16",)}, set()),  # acts on bfloat16 only: no float32 variant of the fake runs with it
+        ("best", {"fast": ("float32",)}, {"op+fast", "op+tuned+fast"}),
+        ("all", {"fast": ("bfloat16",)}, {"op+fast", "op+tuned+fast"}),  # every combination
+    ],
+)
+def test_best_runs_a_configuration_only_in_the_formats_it_acts_on(fakes, tmp_path, configs, formats, expected):
+    fakes["jax"]["default"] = FakeImpl(configs={"fast": {"XLA_FLAGS": "--fake"}}, TUNED_CONFIG_FORMATS=formats)
+    fakes["jax"]["fast"] = FakeImpl(TUNED_CONFIG_FORMATS=formats)
+    res = _run(tmp_path, workloads=("matmul",), replicas=(1,), configs=configs)
+    assert {r["variant"] for r in res["rows"] if r["variant"].endswith("+fast")} == expected
+    assert ("--configs best" in " ".join(res["notes"])) == (configs == "best" and not expected)
+
+
 def test_one_owner_at_a_time_measures_the_first_again(fakes, tmp_path):
     res = _run(tmp_path, workloads=("conv",), replicas=(1,), exclusive=True, tuned=False)
     note = next(n for n in res["notes"] if n.startswith("one owner of the device at a time"))

@@ -24,6 +24,7 @@ from tf_impl.cnn import (  # noqa: E402
 from tf_impl.conv import conv_op, conv_variants, prepare_conv
 from tf_impl.devices import (
     BFLOAT16_VARIANTS,
+    TUNED_CONFIG_FORMATS,
     TUNED_VARIANTS,
     block,
     describe_devices,

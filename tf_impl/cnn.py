@@ -305,6 +305,10 @@ class Trainer:
             out = [
                 np.stack([v.numpy() for v in self._step(it, min(self.spe, k - s))], 1) for s in range(0, k, self.spe)
             ]
+            # Run the pipeline to its end before the iterator goes: destroying a distributed iterator whose input
+            # threads still wait for a next element hung TF for good at 8 logical CPUs (in ~LogicalThreadWrapper).
+            for _ in it:
+                raise RuntimeError("the input pipeline held more batches than the steps took")
             return np.concatenate(out).astype(np.float64)
         ds = tf.data.Dataset.from_tensor_slices((x.reshape(k * b, *x.shape[2:]), y.reshape(k * b))).batch(b)
         with tf.device(self.device) if not self.distributed else nullcontext():

@@ -33,6 +33,9 @@ TUNED_VARIANTS: tuple[str, ...] = (
 BFLOAT16_VARIANTS: tuple[str, ...] = ("function+bf16", "fit+bf16", "strategy+bf16")
 
 
+TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]] = {}  # no process-wide configurations (tuned_configs)
+
+
 def tuned_configs(device: str, native_bf16: bool = False) -> dict[str, dict[str, str]]:
     """Process-wide settings worth a worker of their own on `device`: none for TensorFlow (its XLA is a
     per-function option, a variant; capping oneDNN's ISA costs speed: docs/numerics.md), bfloat16 or not."""

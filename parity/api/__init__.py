@@ -96,6 +96,7 @@ class FrameworkImpl(Protocol):
     both packages against it. Model, Device and array types are the framework's own (opaque to parity)."""
 
     TUNED_VARIANTS: tuple[str, ...]  # not the framework out of the box: tuned variants
+    TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]]  # the number formats each tuned configuration acts on
     BFLOAT16_VARIANTS: tuple[str, ...]  # variants that compute in bfloat16 (a row's number format)
 
     # devices
