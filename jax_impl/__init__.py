@@ -31,6 +31,7 @@ from jax_impl.devices import (
     set_precision,
     setup_devices,
     slowest,
+    trace,
     tuned_configs,
 )
 from jax_impl.matmul import matmul_variants, prepare_matmul

@@ -222,3 +222,9 @@ def memory_stats(devices) -> list[dict] | None:
 def reset_memory_peak(devices) -> bool:
     """JAX offers no reset of peak_bytes_in_use: False (parity.memory then trusts only a peak that rises)."""
     return False
+
+
+def trace(directory: str):
+    """A context manager: what runs inside is traced by JAX's profiler into `directory` (an XSpace `.xplane.pb`
+    for TensorBoard's profile plugin or xprof, and a `.trace.json.gz` for Perfetto)."""
+    return jax.profiler.trace(directory, create_perfetto_trace=True)

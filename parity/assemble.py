@@ -85,6 +85,7 @@ def make_row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hel
         times_s=res.get("times_s"),
         peak_memory_bytes=res.get("peak_memory_bytes"),
         peak_memory_source=res.get("peak_memory_source"),
+        profile_dir=res.get("profile_dir"),
         rounds=res.get("rounds"),
         # an operation's first call (tracing, compilation, one execution); a training row's first epoch is
         # first_epoch_s instead, never called a compile time

@@ -35,6 +35,7 @@ class Config:
     min_time_s: float = 2.0
     max_reps: int = 200
     tuned: bool = True  # also run each implementation's tuned configurations, as rows of their own
+    profile: bool = False  # one more call per row, after its timed ones, under the framework's profiler
     configs: str = "best"  # with tuned: 'best' runs a configuration only with variants of the formats it acts on
     extra_configs: dict = field(default_factory=dict)  # framework -> {name: env}: more configurations to try
     warmup: int = 1

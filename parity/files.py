@@ -207,6 +207,23 @@ def write_all(doc: dict, out: Path) -> list[Path]:
     )
 
 
+def install_tree(src: Path, dest: Path) -> Path:
+    """Replace the folder `dest` with a copy of `src`: copied beside it first, so a failure (a full disk) leaves
+    `dest` as it was and no copy behind; raised as OSError with one line."""
+    import shutil
+
+    stage = dest.with_name(f".{dest.name}.stage")
+    try:
+        shutil.rmtree(stage, ignore_errors=True)
+        shutil.copytree(src, stage)
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(stage, dest)
+    except OSError as e:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise OSError(f"cannot write {dest}: {e.strerror or e}") from None
+    return dest
+
+
 class ResultsError(ValueError):
     """A results file that cannot be read as one of ours; the message names the file."""
 

@@ -186,7 +186,14 @@ def parser() -> argparse.ArgumentParser:
     _run_flags(ap)
     _multiprocess_flags(ap)
     ap.add_argument("--list-devices", action="store_true", help="show what each framework sees and exit")
-    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr; print only the summary")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="after each row's timed calls, one more call (a training row: one epoch) under the framework's own "
+        "profiler (jax.profiler, tf.profiler.experimental), never inside the timed calls; traces in "
+        "OUT/profiles/<row>/ for TensorBoard's profile plugin (pip install tensorboard-plugin-profile) or Perfetto",
+    )
     return ap
 
 

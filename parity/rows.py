@@ -95,6 +95,8 @@ class Row:
     # memory (parity.memory): the row's resident state + its largest rise during one call
     peak_memory_bytes: int | None = _f(csv=True, column="peak mem")
     peak_memory_source: str | None = None  # where it was read, or why there is none
+    # --profile: one more call after the timed ones, traced by the framework's own profiler
+    profile_dir: str | None = None  # its traces, relative to --out
     # agreement
     max_abs_err: float | None = None
     max_rel_err: float | None = _f(csv=True, column="err vs f64")  # against the float64 oracle

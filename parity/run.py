@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import signal
 import sys
 import tempfile
@@ -13,7 +14,7 @@ from parity import environment, files, frameworks, summary, tables
 from parity.cluster import from_settings
 from parity.config import Config, HarnessError, WorkerBug
 from parity.flags import check_environment, check_interpreter, parser  # noqa: F401  (parser: this command's flags)
-from parity.schedule import run_suite
+from parity.schedule import PROFILES, run_suite
 from parity.workerproc import Worker
 from parity.workloads import CNN_FULL, WORKLOADS
 
@@ -67,6 +68,7 @@ def config(args, argv: list[str] = ()) -> Config:
         data_dir=args.data_dir,
         overrides={**(NOTEBOOK_SCHEDULE if args.schedule == "notebook" else {}), **given},
         validate=args.validate,
+        profile=args.profile,
         seeds=args.seeds,
         parity_steps=3 if args.quick and args.parity_steps == 20 else args.parity_steps,
         cluster=cluster,
@@ -116,6 +118,15 @@ def main(argv: list[str] | None = None, extra_configs: dict | None = None) -> in
 
 
 def _main(argv: list[str] | None, extra_configs: dict | None) -> int:
+    temporary: list[Path] = []  # the run's working folder: removed at the end, whatever happened
+    try:
+        return _run(argv, extra_configs, temporary)
+    finally:
+        for t in temporary:
+            shutil.rmtree(t, ignore_errors=True)
+
+
+def _run(argv: list[str] | None, extra_configs: dict | None, temporary: list[Path]) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
     who = ""  # in a multi-process run, which process an error comes from
@@ -129,8 +140,9 @@ def _main(argv: list[str] | None, extra_configs: dict | None) -> int:
         if args.list_devices:
             list_devices(cfg)
             return 0
-        with tempfile.TemporaryDirectory(prefix="parity-") as tmp:
-            res = run_suite(cfg, Path(tmp))
+        tmp = Path(tempfile.mkdtemp(prefix="parity-"))  # removed by main, whatever happens
+        temporary.append(tmp)
+        res = run_suite(cfg, tmp)
     except WorkerBug as e:  # a bug inside a worker: its traceback, and exit 3 like one here
         print(e.traceback, file=sys.stderr)
         print(f"error: {who}{e} (internal error: the worker's traceback above); no results written", file=sys.stderr)
@@ -154,14 +166,14 @@ def _main(argv: list[str] | None, extra_configs: dict | None) -> int:
     ok = all(r["verified"] for r in res["rows"]) and all(c["passed"] is not False for c in res["checks"])
     if not any(h.get("process_id") for h in res["hello"].values()):  # process 0 prints and writes the results
         try:
-            _print_and_write(cfg, res, args.out, argv)
+            _print_and_write(cfg, res, args.out, argv, tmp / PROFILES)
         except OSError as e:  # a full disk: the previous results stay, nothing half-written (files.write_staged)
             print(f"error: {e}", file=sys.stderr)
             return 2
     return 0 if ok else 1
 
 
-def _print_and_write(cfg, res: dict, out: Path, argv: list[str]) -> None:
+def _print_and_write(cfg, res: dict, out: Path, argv: list[str], profiles: Path) -> None:
     """The tables and notes on stdout, and the result files under `out`."""
     env = environment.environment(cfg, res["hello"], res["skipped"], ["python", "-m", "parity.run", *argv])
     env["notes"] = res["notes"]
@@ -178,6 +190,10 @@ def _print_and_write(cfg, res: dict, out: Path, argv: list[str]) -> None:
             print(f"\n{tables.HISTORY_CAPTION}\n{history}")
         print(tables.footnotes(doc))
     paths = files.write_all(doc, out)
+    if cfg.profile and profiles.is_dir():
+        paths.append(files.install_tree(profiles, Path(out) / PROFILES))
+    else:  # a previous run's traces must not sit beside these results
+        shutil.rmtree(Path(out) / PROFILES, ignore_errors=True)
     print(f"wrote {', '.join(str(p) for p in paths)}")
 
 

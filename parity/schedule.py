@@ -202,9 +202,12 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
             else f"  first call {resp['compile_s']:.3f} s, output verified",
         )
     rounds = _timed_reps(cfg, kind, spec, todo, workers, first_s)
+    profiled = _profile(cfg, kind, todo, workers, rnd.save_dir) if cfg.profile else {}
     for c in todo:  # untimed: every worker at once, each answering in order
         workers[c.worker].send(cmd="result", id=c.key)
-    results = {c.key: {**workers[c.worker].answer(), "rounds": rounds[c.key]} for c in todo}
+    results = {
+        c.key: {**workers[c.worker].answer(), "rounds": rounds[c.key], "profile_dir": profiled.get(c.key)} for c in todo
+    }
     rows = []
     for c in todo:
         row = make_row(cfg, kind, c, results[c.key], workers[c.worker], rnd.hello[c.worker], rnd.save_dir)
@@ -248,6 +251,21 @@ def _timed_reps(
             log(cfg, f"{kind.name} {what}: " + ", ".join(said))
             said_at = time.monotonic()
     return rounds
+
+
+PROFILES = "profiles"  # under --out: one folder of traces per profiled row
+
+
+def _profile(cfg: Config, kind: RowKind, todo: list[Case], workers: dict[str, Worker], save_dir: Path) -> dict:
+    """--profile: after the timed calls, one more call of each case (a training row: one epoch) under its
+    framework's profiler, one at a time; {case key: its trace folder, relative to --out}."""
+    out = {}
+    for c in todo:
+        rel = f"{PROFILES}/{c.key}"
+        log(cfg, f"{kind.name}: profiling {label(workers[c.worker].framework)} {c.shown} x{c.replicas} (one call)")
+        if workers[c.worker].ask(cmd="profile", id=c.key, dir=str(save_dir / rel))["profiled"]:
+            out[c.key] = rel
+    return out
 
 
 def calibrated_reps(call_s: float | None, cfg: Config) -> int:

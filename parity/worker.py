@@ -8,6 +8,7 @@ answers on its original stdout (the framework's own chatter goes to stderr):
     {"cmd": "prepare", "id": K, "workload": W, "variant": V, "spec": {...}, "save": PATH|null, ...}
                                                             -> {"compile_s": s|null, "invalid": ...}
     {"cmd": "warm" | "rep", "id": K}                        -> {"time": s|null, "invalid": ..., "last": {...}}
+    {"cmd": "profile", "id": K, "dir": D}                   -> {"profiled": bool} (one more call, traced into D)
     {"cmd": "result", "id": K}                              -> {"median_s": ..., "flops": ..., ...}
     {"cmd": "call", "fn": NAME, ...}                        -> what parity.registry.WORKER_CALLS[NAME] answers
     {"cmd": "quit"}
@@ -181,6 +182,15 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
             "compile_s": m.compile_s,
             "invalid": m.invalid,
         }
+    if cmd == "profile":  # one more call, after the timed ones, under the framework's profiler
+        timer = timers[req["id"]][0]
+        if timer.m.invalid is not None:
+            return {"profiled": False}
+        with impl.trace(req["dir"]):
+            out = timer.run()
+            impl.block(out)
+            del out
+        return {"profiled": True}
     if cmd == "call":  # an untimed request a workload's parent side makes by name
         return registry.WORKER_CALLS[req["fn"]](impl, devices, req)
     return {"error": f"unknown command {cmd!r}"}

@@ -250,3 +250,24 @@ def test_a_full_disk_at_the_end_is_one_line_and_leaves_the_previous_results(fake
     err = capsys.readouterr().err
     assert "No space left on device" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_profile_traces_one_more_call_per_row_outside_the_timed_ones(fakes, tmp_path, monkeypatch):
+    from parity import run
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(files, "chart", lambda *a, **k: False)
+    argv = ["--quick", "--workload", "conv", "--replicas", "1", "--configs", "default", "--out", str(out), "--quiet"]
+    workers = []
+    monkeypatch.setattr(workerproc, "Worker", lambda *a, **k: workers.append(LocalWorker(*a, **k)) or workers[-1])
+    assert run.main([*argv, "--profile"]) == 0
+    cmds = [m["cmd"] for m in workers[0].asked]
+    assert cmds.index("profile") > max(i for i, c in enumerate(cmds) if c == "rep")  # after every timed call
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    for r in rows:
+        assert r["profile_dir"] == f"profiles/{r['profile_dir'].split('/')[1]}"
+        assert (out / r["profile_dir"] / "fake.trace").read_text() == "traced\n"
+        assert r["reps"] == len(r["times_s"])  # the profiled call is no timed call
+    assert run.main(argv) == 0  # without --profile: no trace folder, the rows say none, the old traces gone
+    assert all(r["profile_dir"] is None for r in json.loads((out / "results.json").read_text())["rows"])
+    assert not (out / "profiles").exists()

@@ -37,6 +37,7 @@ from tf_impl.devices import (
     set_precision,
     setup_devices,
     slowest,
+    trace,
     tuned_configs,
 )
 from tf_impl.matmul import matmul_variants, prepare_matmul

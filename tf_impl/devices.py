@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import json
 import logging
@@ -329,3 +330,14 @@ def reset_memory_peak(devices: list[str]) -> bool:
     except (ValueError, tf.errors.OpError):
         return False
     return True
+
+
+@contextlib.contextmanager
+def trace(directory: str):
+    """A context manager: what runs inside is traced by TensorFlow's profiler into `directory` (an XSpace
+    `.xplane.pb` under plugins/profile/, for TensorBoard's profile plugin or xprof)."""
+    tf.profiler.experimental.start(directory)
+    try:
+        yield
+    finally:
+        tf.profiler.experimental.stop()

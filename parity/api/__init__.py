@@ -124,6 +124,9 @@ class FrameworkImpl(Protocol):
     def reset_memory_peak(self, devices: Sequence[Device]) -> bool:
         """Reset the devices' peak; False where the framework cannot."""
 
+    def trace(self, directory: str) -> Any:
+        """A context manager: what runs inside is traced by the framework's own profiler into `directory`."""
+
     # the conv and the matmul
     def conv_op(self, images: Any, kernels: Any, stride: int = 2, padding: str = "SAME") -> Any: ...
     def conv_variants(self, replicas: int) -> tuple[str, ...]: ...
