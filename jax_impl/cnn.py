@@ -63,19 +63,34 @@ class CNN(nnx.Module):
             keep = jax.random.bernoulli(keys[i], 1.0 - r, h.shape)
             return jnp.where(keep, h / (1.0 - r), 0.0)
 
+        # Each layer in a named scope of Keras's layer name (its HLO ops carry it: per-layer profiles map onto
+        # the same names in both frameworks; the conv's ELU is in its scope, as Keras's Conv2D(activation=)).
         out = {}
         h = x
         for i, (bn, conv) in enumerate(((self.bn1, self.conv1), (self.bn2, self.conv2), (self.bn3, self.conv3))):
-            h = jax.nn.elu(conv(bn(h, use_running_average=not train)))
+            with jax.named_scope(f"bn{i + 1}"):
+                h = bn(h, use_running_average=not train)
+            with jax.named_scope(f"conv{i + 1}"):
+                h = jax.nn.elu(conv(h))
             out[f"pool{i + 1}_input"] = h
-            h = drop(_pool(h), i)
+            with jax.named_scope(f"pool{i + 1}"):
+                h = _pool(h)
+            with jax.named_scope(f"drop{i + 1}"):
+                h = drop(h, i)
             out[f"block{i + 1}"] = h
-        h = jax.nn.elu(self.dense1(h.reshape(h.shape[0], -1)))  # NHWC flatten: Keras's order
+        with jax.named_scope("dense1"):
+            h = self.dense1(h.reshape(h.shape[0], -1))  # NHWC flatten: Keras's order
+        with jax.named_scope("elu4"):
+            h = jax.nn.elu(h)
         out["dense1"] = h
+        with jax.named_scope("drop4"):
+            h = drop(h, 3)
         # Softmax and loss in float32 whatever the compute dtype: Keras's mixed-precision rule (its last
         # Activation layer keeps a float32 policy), applied here by hand. A no-op in float32.
-        out["logits"] = self.dense2(drop(h, 3)).astype(jnp.float32)
-        out["probs"] = jax.nn.softmax(out["logits"])
+        with jax.named_scope("dense2"):
+            out["logits"] = self.dense2(h).astype(jnp.float32)
+        with jax.named_scope("probs"):
+            out["probs"] = jax.nn.softmax(out["logits"])
         return out
 
     def logits(self, x, train: bool = False, key=None) -> jax.Array:
@@ -152,7 +167,8 @@ def _infer_blocks(model, x):
 
 def _loss(logits, y):
     # Keras on TF computes sparse CE from the softmax's cached logits: the same quantity as this.
-    return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+    with jax.named_scope("loss"):
+        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
 
 def loss_and_grads(model: CNN, x: np.ndarray, y: np.ndarray) -> Gradients:
@@ -232,8 +248,10 @@ def _train_step(graphdef, tx, seed, axis, replicated, state, x, y, i):
         # Gradients averaged over replicas; batch statistics stay per replica (Keras's default,
         # synchronized=False) and the moving statistics are averaged, so every replica keeps the same.
         grads, loss, acc, new_stats = jax.lax.pmean((grads, loss, acc, new_stats), axis)
-    updates, opt = tx.update(grads, opt, params)
-    return (optax.apply_updates(params, updates), new_stats, opt), jnp.stack([loss, acc])
+    with jax.named_scope("optimizer"):
+        updates, opt = tx.update(grads, opt, params)
+        params = optax.apply_updates(params, updates)
+    return (params, new_stats, opt), jnp.stack([loss, acc])
 
 
 def _scan_steps(step, unroll, state, xs, ys, i0):

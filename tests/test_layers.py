@@ -1,0 +1,40 @@
+"""Per-layer attribution from profiled op names (parity.layers): both frameworks' naming, without them."""
+
+import pytest
+
+from parity.layers import attribute, classify
+
+
+@pytest.mark.parametrize(
+    "scope, expected",
+    [
+        # JAX: HLO op_name metadata under the named scopes of jax_impl.cnn
+        ("jit(_train_step)/jvp(bn1)/reduce_sum", ("bn1", "forward")),
+        ("jit(_train_step)/transpose(jvp(conv2))/conv_general_dilated", ("conv2", "backward")),
+        ("jit(_train_step)/jvp(pool3)/reduce_window_max", ("pool3", "forward")),
+        ("jit(_train_step)/transpose(jvp(pool3))/select_and_scatter_add", ("pool3", "backward")),
+        ("jit(_train_step)/jvp(loss)/log_softmax", ("loss", "forward")),
+        ("jit(_train_step)/optimizer/mul", ("optimizer", "optimizer")),
+        ("jit(_train_step)/broadcast_in_dim", ("other", "other")),
+        # TensorFlow / Keras: op names under the layers' name scopes
+        ("fashion_mnist_cnn_1/conv1_1/convolution", ("conv1", "forward")),
+        ("gradient_tape/fashion_mnist_cnn_1/conv3_1/convolution/Conv2DBackpropFilter", ("conv3", "backward")),
+        ("fashion_mnist_cnn_1/bn2_1/batchnorm/mul", ("bn2", "forward")),
+        ("compile_loss/sparse_categorical_crossentropy/Mean", ("loss", "forward")),
+        ("adam/AssignSubVariableOp_3", ("optimizer", "optimizer")),
+        ("fashion_mnist_cnn_1/dense1_1/MatMul", ("dense1", "forward")),
+    ],
+)
+def test_each_frameworks_op_names_map_onto_the_same_layers(scope, expected):
+    assert classify(scope) == expected
+
+
+def test_a_layer_made_ten_times_heavier_comes_out_on_top_with_coverage():
+    ops = [("a/conv1/convolution", 0.01), ("a/conv2/convolution", 0.10), ("gradient_tape/a/conv2/x", 0.02)]
+    ops += [("a/bn1/mul", 0.01), ("adam/update", 0.005), ("something_else", 0.005)]
+    layers, coverage = attribute(ops, per=2, median_s=0.20)
+    top = max(layers, key=lambda r: r["seconds"])
+    assert (top["layer"], top["pass"]) == ("conv2", "forward") and top["seconds"] == pytest.approx(0.05)
+    assert sum(r["share"] for r in layers) == pytest.approx(1.0)
+    assert coverage == pytest.approx(0.15 / 0.20)
+    assert [r["layer"] for r in layers][:3] == ["bn1", "conv1", "conv2"]  # the model's order
