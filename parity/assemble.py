@@ -86,6 +86,8 @@ def make_row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hel
         peak_memory_bytes=res.get("peak_memory_bytes"),
         peak_memory_source=res.get("peak_memory_source"),
         profile_dir=res.get("profile_dir"),
+        layers=res.get("layers"),
+        profile_coverage=res.get("profile_coverage"),
         rounds=res.get("rounds"),
         # an operation's first call (tracing, compilation, one execution); a training row's first epoch is
         # first_epoch_s instead, never called a compile time

@@ -141,7 +141,42 @@ def history_chart(rows: list[dict], path: Path, title: str = "") -> bool:
     return True
 
 
-RESULT_FILES = ("results.json", "results.csv", "results.md", "results.png", "results_history.png")
+def layers_chart(doc: dict, path: Path) -> bool:
+    """With --profile: a PNG per profiled group, TF's and JAX's ms per layer and pass as grouped bars; False
+    (nothing written) without matplotlib or without a profiled pair of rows."""
+    from parity.tables import layer_groups
+
+    groups = layer_groups(doc)
+    if not groups:
+        return False
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, axes = plt.subplots(len(groups), 1, figsize=(9, 1 + sum(0.3 * len(b) + 0.8 for _, b, _ in groups)))
+    for ax, (title, body, _) in zip([axes] if len(groups) == 1 else axes, groups, strict=True):
+        labels = [f"{layer} {p}" for layer, p, *_ in body]
+        at = range(len(body))
+        for k, (fw, color) in enumerate((("TF", "tab:orange"), ("JAX", "tab:blue"))):
+            ms = [float(b[2 + k]) if b[2 + k] != "-" else 0.0 for b in body]
+            ax.barh([i + (k - 0.5) * 0.4 for i in at], ms, height=0.4, color=color, label=fw)
+        ax.set_yticks(list(at), labels, fontsize=7)
+        ax.invert_yaxis()
+        ax.set_xlabel("ms")
+        ax.set_title(title, fontsize=8, loc="left")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    tmp = path.with_name(f".{path.stem}.tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return True
+
+
+RESULT_FILES = ("results.json", "results.csv", "results.md", "results.png", "results_history.png", "results_layers.png")
 
 
 def check_out_dir(out: Path, names: tuple[str, ...] = RESULT_FILES) -> None:
@@ -202,6 +237,7 @@ def write_all(doc: dict, out: Path) -> list[Path]:
             "results.md": lambda p: write_text(p, markdown(doc)),
             "results.png": lambda p: chart(doc["rows"], p, title),
             "results_history.png": lambda p: history_chart(doc["rows"], p, f"validation accuracy per epoch: {title}"),
+            "results_layers.png": lambda p: layers_chart(doc, p),
         },
         RESULT_FILES,
     )

@@ -67,3 +67,34 @@ def attribute(ops: list[tuple[str, float]], per: int, median_s: float | None) ->
     ]
     # ops that overlap in time (TensorFlow's inter-op threads) can make this exceed 1
     return rows, (whole / median_s if median_s else None)
+
+
+def side_by_side(tf: dict, jax: dict) -> list[tuple[str, str, float | None, float | None]]:
+    """(layer, pass, TF seconds, JAX seconds) for every layer and pass either row's profile holds."""
+    per = {
+        fw: {(r["layer"], r["pass"]): r["seconds"] for r in row.get("layers") or []}
+        for fw, row in (("tf", tf), ("jax", jax))
+    }
+    keys = list(dict.fromkeys([*per["tf"], *per["jax"]]))
+    order = {name: i for i, name in enumerate((*CNN_LAYERS, "optimizer", "other"))}
+    keys.sort(key=lambda k: (order.get(k[0], 99), PASSES.index(k[1])))
+    return [(layer, p, per["tf"].get((layer, p)), per["jax"].get((layer, p))) for layer, p in keys]
+
+
+def loses_most(lines: list[tuple[str, str, float | None, float | None]]) -> dict[str, tuple[str, str, float]]:
+    """Per framework, the layer and pass where it spends the most time beyond the other: {fw: (layer, pass, s)}."""
+    out = {}
+    for fw, sign in (("jax", 1), ("tf", -1)):
+        gaps = [
+            (sign * ((j or 0.0) - (t or 0.0)), layer, p) for layer, p, t, j in lines if t is not None and j is not None
+        ]
+        if gaps and max(gaps)[0] > 0:
+            gap, layer, p = max(gaps)
+            out[fw] = (layer, p, gap)
+    return out
+
+
+def one_op(name: str, ops: list[tuple[str, float]], median_s: float) -> tuple[list[dict], float]:
+    """An operation's row (the conv, the matmul): every profiled op is its one op, forward."""
+    total = sum(s for _, s in ops)
+    return [{"layer": name, "pass": "forward", "seconds": total, "share": 1.0}], total / median_s

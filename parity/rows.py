@@ -97,6 +97,8 @@ class Row:
     peak_memory_source: str | None = None  # where it was read, or why there is none
     # --profile: one more call after the timed ones, traced by the framework's own profiler
     profile_dir: str | None = None  # its traces, relative to --out
+    layers: list | None = None  # per layer and pass (parity.layers): layer, pass, seconds (per step or call), share
+    profile_coverage: float | None = None  # the profiled ops' time over the row's median (below 0.8: said)
     # agreement
     max_abs_err: float | None = None
     max_rel_err: float | None = _f(csv=True, column="err vs f64")  # against the float64 oracle

@@ -188,6 +188,8 @@ def _print_and_write(cfg, res: dict, out: Path, argv: list[str], profiles: Path)
             print(tables.checks_table(doc["checks"]))
         if history := tables.history_table(doc["rows"]):
             print(f"\n{tables.HISTORY_CAPTION}\n{history}")
+        if per_layer := tables.layer_tables(doc):
+            print(f"\n{per_layer}")
         print(tables.footnotes(doc))
     paths = files.write_all(doc, out)
     if cfg.profile and profiles.is_dir():

@@ -16,6 +16,7 @@ from parity.assemble import Case, cases, cross_check, make_row
 from parity.config import Config, HarnessError, log
 from parity.frameworks import label
 from parity.judge import drift_note, judge_row
+from parity.layers import attribute, one_op
 from parity.registry import SUITES
 from parity.rows import Row
 from parity.suite import Suite
@@ -202,12 +203,19 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
             else f"  first call {resp['compile_s']:.3f} s, output verified",
         )
     rounds = _timed_reps(cfg, kind, spec, todo, workers, first_s)
-    profiled = _profile(cfg, kind, todo, workers, rnd.save_dir) if cfg.profile else {}
     for c in todo:  # untimed: every worker at once, each answering in order
-        workers[c.worker].send(cmd="result", id=c.key)
-    results = {
-        c.key: {**workers[c.worker].answer(), "rounds": rounds[c.key], "profile_dir": profiled.get(c.key)} for c in todo
-    }
+        workers[c.worker].send(cmd="result", id=c.key, keep=cfg.profile)
+    results = {c.key: {**workers[c.worker].answer(), "rounds": rounds[c.key]} for c in todo}
+    # after the results (a profiled training epoch must not count in the row's training), one call each
+    profiled = _profile(cfg, kind, todo, workers, rnd.save_dir) if cfg.profile else {}
+    for key, (rel, ops) in profiled.items():
+        per = spec.steps_per_epoch if kind.epochs else 1  # the profiled call: an epoch of steps, or one call
+        results[key]["profile_dir"] = rel
+        if ops and results[key].get("median_s"):
+            med = results[key]["median_s"]
+            results[key]["layers"], results[key]["profile_coverage"] = (
+                attribute(ops, per, med) if suite else one_op(kind.name, ops, med)  # an operation: its one op
+            )
     rows = []
     for c in todo:
         row = make_row(cfg, kind, c, results[c.key], workers[c.worker], rnd.hello[c.worker], rnd.save_dir)
@@ -258,13 +266,15 @@ PROFILES = "profiles"  # under --out: one folder of traces per profiled row
 
 def _profile(cfg: Config, kind: RowKind, todo: list[Case], workers: dict[str, Worker], save_dir: Path) -> dict:
     """--profile: after the timed calls, one more call of each case (a training row: one epoch) under its
-    framework's profiler, one at a time; {case key: its trace folder, relative to --out}."""
+    framework's profiler, one at a time; {case key: (its trace folder relative to --out, its ops as (scope,
+    seconds))}."""
     out = {}
     for c in todo:
         rel = f"{PROFILES}/{c.key}"
         log(cfg, f"{kind.name}: profiling {label(workers[c.worker].framework)} {c.shown} x{c.replicas} (one call)")
-        if workers[c.worker].ask(cmd="profile", id=c.key, dir=str(save_dir / rel))["profiled"]:
-            out[c.key] = rel
+        resp = workers[c.worker].ask(cmd="profile", id=c.key, dir=str(save_dir / rel))
+        if resp["profiled"]:
+            out[c.key] = (rel, [tuple(op) for op in resp.get("ops") or []])
     return out
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parity import summary
+from parity import layers, summary
 from parity.cells import bytes_cell, fmt, grid, md_table, time_cell
 from parity.notes import best_notes, memory_note, modes_note, roofline_notes
 from parity.rows import COLUMNS
@@ -86,7 +86,43 @@ def summary_table(doc: dict) -> str:
     body = summary_body(doc)
     if not body:
         return "no verified row: nothing to summarise"
-    return grid(SUMMARY_COLUMNS, body) + "\n  * " + summary.interval_note(doc)
+    most = [f"{title.split(',')[0]}: {said}" for title, _, said in layer_groups(doc)]  # with --profile
+    return "\n  * ".join([grid(SUMMARY_COLUMNS, body), summary.interval_note(doc), *most])
+
+
+LAYER_COLUMNS = ("layer", "pass", "TF ms", "JAX ms", "JAX/TF")
+
+
+def _ms(s: float | None) -> str:
+    return "-" if s is None else f"{s * 1e3:.2f}"
+
+
+def layer_groups(doc: dict) -> list[tuple[str, list[tuple[str, ...]], str]]:
+    """With --profile: per workload x replicas x format whose best TF and best JAX rows were profiled, a title,
+    the layer x pass lines (ms per step, or per call) and a line naming where each framework loses most."""
+    out = []
+    for wl, n, dtype in summary.groups(doc["rows"]):
+        tf, jax = (summary.best(doc["rows"], wl, n, dtype, fw) for fw in ("tf", "jax"))
+        if not (tf and jax and tf.get("layers") and jax.get("layers")):
+            continue
+        lines = layers.side_by_side(tf, jax)
+        body = [(layer, p, _ms(t), _ms(j), f"{j / t:.2f}" if t and j else "-") for layer, p, t, j in lines]
+        cov = ", ".join(f"{fw} {r['variant']} {r['profile_coverage']:.0%}" for fw, r in (("tf", tf), ("jax", jax)))
+        low = [fw for fw, r in (("tf", tf), ("jax", jax)) if (r["profile_coverage"] or 0) < COVERAGE_SAID]
+        title = f"{wl} x{n} {dtype}, per {'step' if wl == 'cnn_train' else 'call'} (profile coverage: {cov})"
+        most = layers.loses_most(lines)
+        said = "; ".join(f"{fw} loses most in {ly} {p} (+{g * 1e3:.2f} ms)" for fw, (ly, p, g) in most.items())
+        if low:
+            said += f"; coverage below {COVERAGE_SAID:.0%} for {', '.join(low)}: its profile misses time"
+        out.append((title, body, said))
+    return out
+
+
+COVERAGE_SAID = 0.8  # a profile that accounts for less of the row's median than this is said to miss time
+
+
+def layer_tables(doc: dict) -> str:
+    return "\n\n".join(f"{t}\n{grid(LAYER_COLUMNS, b)}\n  * {s}" for t, b, s in layer_groups(doc))
 
 
 def _figure(k: str, v) -> str:
@@ -208,6 +244,8 @@ def markdown(doc: dict) -> str:
     header, body = history_rows(doc["rows"])
     if body:
         out += ["", HISTORY_CAPTION, "", md_table(header, body)]
+    for title, body, said in layer_groups(doc):
+        out += ["", f"Per layer: {title}.", "", md_table(LAYER_COLUMNS, body), "", said + "."]
     fw = "; ".join(
         f"{k}: {' '.join(f'{n} {v}' for n, v in f['versions'].items())} ({f['device_kind']})"
         for k, f in env["frameworks"].items()

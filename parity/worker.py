@@ -8,8 +8,8 @@ answers on its original stdout (the framework's own chatter goes to stderr):
     {"cmd": "prepare", "id": K, "workload": W, "variant": V, "spec": {...}, "save": PATH|null, ...}
                                                             -> {"compile_s": s|null, "invalid": ...}
     {"cmd": "warm" | "rep", "id": K}                        -> {"time": s|null, "invalid": ..., "last": {...}}
-    {"cmd": "profile", "id": K, "dir": D}                   -> {"profiled": bool} (one more call, traced into D)
-    {"cmd": "result", "id": K}                              -> {"median_s": ..., "flops": ..., ...}
+    {"cmd": "result", "id": K, "keep": bool}                -> {"median_s": ..., "flops": ..., ...}
+    {"cmd": "profile", "id": K, "dir": D}                   -> {"profiled": bool, "ops": [[scope, s], ...]}
     {"cmd": "call", "fn": NAME, ...}                        -> what parity.registry.WORKER_CALLS[NAME] answers
     {"cmd": "quit"}
 
@@ -168,8 +168,8 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
             timer.m.invalid = f"{type(e).__name__}: {_one_line(e)}"
             t = None
         return {"time": t, "invalid": timer.m.invalid, "last": timer.m.last}
-    if cmd == "result":
-        timer, info, finish = timers.pop(req["id"])
+    if cmd == "result":  # keep: the case stays for a 'profile' after it (which releases it)
+        timer, info, finish = timers[req["id"]] if req.get("keep") else timers.pop(req["id"])
         m = timer.m
         done = finish() if m.invalid is None else {}
         return {
@@ -182,15 +182,15 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
             "compile_s": m.compile_s,
             "invalid": m.invalid,
         }
-    if cmd == "profile":  # one more call, after the timed ones, under the framework's profiler
-        timer = timers[req["id"]][0]
+    if cmd == "profile":  # one more call, after the row's result, under the framework's profiler
+        timer = timers.pop(req["id"])[0]
         if timer.m.invalid is not None:
             return {"profiled": False}
         with impl.trace(req["dir"]):
             out = timer.run()
             impl.block(out)
             del out
-        return {"profiled": True}
+        return {"profiled": True, "ops": impl.trace_ops(req["dir"])}
     if cmd == "call":  # an untimed request a workload's parent side makes by name
         return registry.WORKER_CALLS[req["fn"]](impl, devices, req)
     return {"error": f"unknown command {cmd!r}"}

@@ -262,12 +262,14 @@ def test_profile_traces_one_more_call_per_row_outside_the_timed_ones(fakes, tmp_
     monkeypatch.setattr(workerproc, "Worker", lambda *a, **k: workers.append(LocalWorker(*a, **k)) or workers[-1])
     assert run.main([*argv, "--profile"]) == 0
     cmds = [m["cmd"] for m in workers[0].asked]
-    assert cmds.index("profile") > max(i for i, c in enumerate(cmds) if c == "rep")  # after every timed call
+    assert cmds.index("profile") > max(i for i, c in enumerate(cmds) if c in ("rep", "result"))  # after its result
     rows = json.loads((out / "results.json").read_text())["rows"]
     for r in rows:
         assert r["profile_dir"] == f"profiles/{r['profile_dir'].split('/')[1]}"
         assert (out / r["profile_dir"] / "fake.trace").read_text() == "traced\n"
         assert r["reps"] == len(r["times_s"])  # the profiled call is no timed call
+        assert r["layers"] == [{"layer": "conv", "pass": "forward", "seconds": 0.05, "share": 1.0}]  # its one op
+        assert r["profile_coverage"] == pytest.approx(0.05 / r["median_s"])
     assert run.main(argv) == 0  # without --profile: no trace folder, the rows say none, the old traces gone
     assert all(r["profile_dir"] is None for r in json.loads((out / "results.json").read_text())["rows"])
     assert not (out / "profiles").exists()

@@ -127,6 +127,10 @@ class FrameworkImpl(Protocol):
     def trace(self, directory: str) -> Any:
         """A context manager: what runs inside is traced by the framework's own profiler into `directory`."""
 
+    def trace_ops(self, directory: str) -> list[tuple[str, float]]:
+        """The ops of the trace in `directory`: (the op's framework name, with its layer scope; seconds), one per
+        executed op (empty where the trace holds none)."""
+
     # the conv and the matmul
     def conv_op(self, images: Any, kernels: Any, stride: int = 2, padding: str = "SAME") -> Any: ...
     def conv_variants(self, replicas: int) -> tuple[str, ...]: ...
