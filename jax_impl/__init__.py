@@ -32,6 +32,7 @@ from jax_impl.devices import (
     setup_devices,
     slowest,
     trace,
+    trace_ops,
     tuned_configs,
 )
 from jax_impl.matmul import matmul_variants, prepare_matmul

@@ -381,6 +381,11 @@ class Trainer:
         per = 1 if self.variant == "jit" else self.n  # sharded programs are costed per device
         return lowered_flops(self._step, self.state, *self._batch, self.i, devices=per)
 
+    def program_text(self) -> str | None:
+        """The compiled step's HLO, with each op's metadata (after at least one step): compiled again, the same
+        program, so a profile's op names map back to the layers' named scopes."""
+        return self._step.lower(self.state, *self._batch, self.i).compile().as_text()
+
     def model(self) -> CNN:
         """The trained model (the passed-in model, updated in place)."""
         params, stats, _ = self.state
@@ -436,6 +441,7 @@ def prepare_inference(model: CNN, images: np.ndarray, devices) -> Prepared:
         lambda o, idx: np.asarray(o)[list(idx)],
         placement,
         lambda: lowered_flops(f, state, x),
+        lambda: f.lower(state, x).compile().as_text(),  # its HLO: a profile's ops back to the named scopes
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import jax
 import numpy as np
@@ -228,3 +229,53 @@ def trace(directory: str):
     """A context manager: what runs inside is traced by JAX's profiler into `directory` (an XSpace `.xplane.pb`
     for TensorBoard's profile plugin or xprof, and a `.trace.json.gz` for Perfetto)."""
     return jax.profiler.trace(directory, create_perfetto_trace=True)
+
+
+_HLO_HEADER = re.compile(r"^\s*(?:ENTRY\s+)?%([\w.\-]+)\s*\(.*\{\s*$")  # a computation's first line
+_HLO_INST = re.compile(r"^\s*(ROOT\s+)?%([\w.\-]+)\s*=")
+_OP_NAME = re.compile(r'op_name="([^"]*)"')
+_CALLS = re.compile(r"calls=%([\w.\-]+)")
+
+
+def hlo_scopes(program: str) -> dict[str, str]:
+    """Each HLO instruction's op_name metadata (its named scopes) from a compiled program's text. An instruction
+    without metadata (XLA's fusions, 'wrapped_*' ops) takes that of the computation it calls: its root's, else
+    its first instruction's that has one."""
+    own, comp_scope, calls, comp = {}, {}, {}, None
+    for line in program.splitlines():
+        if (h := _HLO_HEADER.match(line)) and " = " not in line.split("(", 1)[0]:
+            comp = h.group(1)
+            continue
+        if not (m := _HLO_INST.match(line)):
+            continue
+        name, op = m.group(2), _OP_NAME.search(line)
+        if op:
+            own[name] = op.group(1)
+            if m.group(1) or comp not in comp_scope:  # the root's wins
+                comp_scope[comp] = op.group(1)
+        if c := _CALLS.search(line):
+            calls[name] = c.group(1)
+    return {**{n: comp_scope[c] for n, c in calls.items() if c in comp_scope}, **own}
+
+
+def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, float]]:
+    """The XLA ops of the trace in `directory` as (scope, seconds). XLA:CPU's trace names each op by its HLO
+    instruction ('fusion.12', 'convolution.3'); `program` (the compiled HLO's text) maps each to its metadata
+    op_name, which holds the named scopes ('jit(_train_step)/transpose(jvp(conv2))/conv_general_dilated'). An op
+    run piecewise on several threads is counted on each: the sum can exceed the call's wall time."""
+    from pathlib import Path
+
+    from jax.profiler import ProfileData
+
+    files = sorted(Path(directory).rglob("*.xplane.pb"))
+    if not files:
+        return []
+    scopes = hlo_scopes(program or "")
+    ops = []
+    for plane in ProfileData.from_file(str(files[-1])).planes:
+        for line in plane.lines:
+            for ev in line.events:
+                stats = dict(ev.stats)
+                if "hlo_op" in stats:
+                    ops.append((scopes.get(stats["hlo_op"], stats["hlo_op"]), ev.duration_ns * 1e-9))
+    return ops

@@ -190,7 +190,8 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
             out = timer.run()
             impl.block(out)
             del out
-        return {"profiled": True, "ops": impl.trace_ops(req["dir"])}
+        program = getattr(timer, "program", None)
+        return {"profiled": True, "ops": impl.trace_ops(req["dir"], program() if program else None)}
     if cmd == "call":  # an untimed request a workload's parent side makes by name
         return registry.WORKER_CALLS[req["fn"]](impl, devices, req)
     return {"error": f"unknown command {cmd!r}"}
@@ -219,6 +220,7 @@ def _prepare(impl, devices, args, timers: dict, req: dict) -> dict:
     except Exception as e:  # the framework refused this variant (Keras's fit under TPUStrategy, keras#19448):
         return _refused(timers, req["id"], e)  # an INVALID row with the reason; the other variants still run
     cost = info.pop("cost")
+    timer.program = info.pop("program", None)  # the compiled program's text, for a profile's op names
     # after the first call: the compiler's own FLOP count, to cross-check the formula
     info["compiler_flops"], info["compiler_flops_source"] = cost() if compile_s is not None else (None, "")
     return {"compile_s": compile_s, "invalid": timer.m.invalid}

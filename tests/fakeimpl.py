@@ -93,7 +93,7 @@ class FakeImpl:
     def reset_memory_peak(self, devices):
         return False
 
-    def trace_ops(self, directory):
+    def trace_ops(self, directory, program=None):
         from pathlib import Path
 
         return [("fake/op", 0.05)] if (Path(directory) / "fake.trace").exists() else []

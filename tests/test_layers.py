@@ -38,3 +38,33 @@ def test_a_layer_made_ten_times_heavier_comes_out_on_top_with_coverage():
     assert sum(r["share"] for r in layers) == pytest.approx(1.0)
     assert coverage == pytest.approx(0.15 / 0.20)
     assert [r["layer"] for r in layers][:3] == ["bn1", "conv1", "conv2"]  # the model's order
+
+
+HLO = """HloModule jit__train_step
+
+%fused_computation.3 (param_0.3: f32[4], param_1.3: f32[4]) -> f32[4] {
+  %param_0.3 = f32[4]{0} parameter(0)
+  ROOT %multiply.7 = f32[4]{0} multiply(%param_0.3), metadata={op_name="jit(f)/transpose(jvp(conv2))/mul"}
+}
+
+%wrapped_iota_computation () -> s32[4] {
+  ROOT %iota.46 = s32[4]{0} iota(), iota_dimension=0
+}
+
+ENTRY %main.9 (Arg_0.1: f32[4]) -> f32[4] {
+  %Arg_0.1 = f32[4]{0} parameter(0), metadata={op_name="state"}
+  %fusion.3 = f32[4]{0} fusion(%Arg_0.1, %Arg_0.1), kind=kLoop, calls=%fused_computation.3
+  %wrapped_iota = s32[4]{0} fusion(), kind=kLoop, calls=%wrapped_iota_computation
+  ROOT %add.2 = f32[4]{0} add(%fusion.3, %fusion.3), metadata={op_name="jit(_train_step)/jvp(bn1)/add"}
+}
+"""
+
+
+def test_jax_ops_take_their_scopes_from_the_compiled_program():
+    from jax_impl.devices import hlo_scopes
+
+    scopes = hlo_scopes(HLO)
+    assert scopes["add.2"] == "jit(_train_step)/jvp(bn1)/add"
+    assert scopes["fusion.3"] == "jit(f)/transpose(jvp(conv2))/mul"  # a fusion: its computation's root
+    assert "wrapped_iota" not in scopes  # XLA made it without metadata: 'other', never guessed
+    assert classify(scopes["fusion.3"]) == ("conv2", "backward")

@@ -38,6 +38,7 @@ from tf_impl.devices import (
     setup_devices,
     slowest,
     trace,
+    trace_ops,
     tuned_configs,
 )
 from tf_impl.matmul import matmul_variants, prepare_matmul

@@ -327,6 +327,10 @@ class Trainer:
             }
         )
 
+    def program_text(self) -> str | None:
+        """None: TensorFlow's profiled op names carry Keras's layer scopes themselves."""
+        return None
+
     def step_cost(self) -> tuple[float | None, str]:
         """FLOPs of one global training step by TF's profiler on Keras's train_step graph."""
         if self.distributed:

@@ -47,6 +47,10 @@ class Trainer(Protocol):
     def step_cost(self) -> tuple[float | None, str]:
         """FLOPs of one global training step by the framework's own counter, and which counter (None, why)."""
 
+    def program_text(self) -> str | None:
+        """The compiled step's text (XLA's HLO with op metadata) after at least one step; None where the
+        framework's profiled op names carry the code's scopes already."""
+
     def model(self) -> Any:
         """The trained model (the passed-in model, updated in place)."""
 
@@ -67,6 +71,8 @@ class Prepared:
     placement: the devices ('cpu:3', 'gpu:0', ...) that computed an output.
     cost: FLOPs of one call as the framework's compiler or profiler counts them, and which counter
         said so; (None, why) where the framework offers no count. Cross-checks the analytic formula.
+    program: the compiled program's text (XLA's HLO, with each op's metadata), which maps a profile's ops
+        back to the code's scopes; None where the framework's op names carry them already (TensorFlow).
     """
 
     run: Callable[[], Any]
@@ -74,6 +80,7 @@ class Prepared:
     rows: Callable[[Any, Sequence[int]], np.ndarray]
     placement: Callable[[Any], list[str]]
     cost: Callable[[], tuple[float | None, str]] = lambda: (None, "no FLOP count offered")
+    program: Callable[[], str | None] = lambda: None
 
 
 class Gradients(NamedTuple):
@@ -127,9 +134,10 @@ class FrameworkImpl(Protocol):
     def trace(self, directory: str) -> Any:
         """A context manager: what runs inside is traced by the framework's own profiler into `directory`."""
 
-    def trace_ops(self, directory: str) -> list[tuple[str, float]]:
+    def trace_ops(self, directory: str, program: str | None = None) -> list[tuple[str, float]]:
         """The ops of the trace in `directory`: (the op's framework name, with its layer scope; seconds), one per
-        executed op (empty where the trace holds none)."""
+        executed op (empty where the trace holds none). program: the traced program's text (Prepared.program,
+        Trainer.program_text), where the trace names ops without their scopes."""
 
     # the conv and the matmul
     def conv_op(self, images: Any, kernels: Any, stride: int = 2, padding: str = "SAME") -> Any: ...

@@ -58,6 +58,7 @@ def cnn_train_case(
         "images": k * s.global_batch,
         "data": ds.source,
         "cost": epochs.cost,
+        "program": epochs.trainer.program_text,
     }
     return Timer(epochs.run, impl.block, epochs.verify, impl.slowest), info, epochs.finish
 
@@ -74,7 +75,8 @@ class _Epochs:
         self.history: list[dict] = []  # one entry per epoch, first (compiling) epoch included, as Keras's History
 
     def run(self):
-        k, e = self.s.steps_per_epoch, self.epoch
+        # a call beyond the schedule (--profile's, after the row's result) takes the schedule's batches again
+        k, e = self.s.steps_per_epoch, self.epoch % self.s.epochs
         self.epoch += 1
         return self.trainer.steps(*batches(self.ds, self.offsets[e * k : (e + 1) * k], self.s.global_batch))
 
@@ -153,6 +155,7 @@ def cnn_infer_case(
         "images": len(x),
         "data": ds.source,
         "cost": p.cost,
+        "program": p.program,
     }
     return Timer(p.run, impl.block, verify, impl.slowest), info, dict
 
