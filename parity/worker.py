@@ -238,7 +238,9 @@ def _memory(timer: Timer, args, output_bytes: int | None) -> dict:
     if output_bytes and peak < output_bytes:
         return {
             "peak_memory_bytes": None,
-            "peak_memory_source": f"MEASUREMENT BUG: {peak} bytes read, below the {output_bytes} of its own output",
+            "peak_memory_source": f"MEASUREMENT BUG: {peak} bytes read, below the {output_bytes} of its own output "
+            "(likely memory the framework's allocator already held for an earlier row: a process's high-water "
+            "mark cannot see it)",
         }
     return {"peak_memory_bytes": peak, "peak_memory_source": src.source}
 
