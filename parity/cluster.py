@@ -117,6 +117,10 @@ class Cluster:
         return cls(**json.loads(text))
 
 
+MAX_LOCAL_DEVICES = 1024  # as --local-devices: simulated devices per process
+MAX_PROCESSES = 4096  # as --num-processes
+
+
 def split_address(address: str) -> tuple[str, int]:
     """'host:port' -> (host, port). Raises ClusterError on anything else."""
     host, sep, port = address.rpartition(":")
@@ -159,8 +163,12 @@ def from_settings(
         if local_devices:
             raise ClusterError("--local-devices is for multi-process runs; use --replicas in a single process")
         return None
-    if local_devices is not None and local_devices < 0:
-        raise ClusterError(f"--local-devices must be >= 0, got {local_devices}")
+    if local_devices is not None and not 0 <= local_devices <= MAX_LOCAL_DEVICES:
+        raise ClusterError(
+            f"--local-devices must be 0 to {MAX_LOCAL_DEVICES} (simulated devices per process), got {local_devices}"
+        )
+    if num_processes is not None and not 1 <= num_processes <= MAX_PROCESSES:
+        raise ClusterError(f"the process count must be 1 to {MAX_PROCESSES}, got {num_processes}")
     return Cluster(coordinator, num_processes, process_id, local_devices or 0, timeout_s=timeout_s)
 
 

@@ -259,3 +259,21 @@ def test_an_interpreter_that_hangs_or_is_no_python_is_refused(tmp_path, monkeypa
         pytest.fail(f"the probe's child {child} outlived the refusal")
     with pytest.raises(HarnessError, match="not a Python interpreter"):
         flags.check_interpreter("jax", "/bin/true")
+
+
+@pytest.mark.parametrize(
+    "var, value, said",
+    [
+        ("PARITY_LOCAL_DEVICES", "1000000000000", "must be 0 to 1024"),
+        ("PARITY_LOCAL_DEVICES", "1e12", "must be a whole number"),
+        ("PARITY_NUM_PROCESSES", "100000", "the process count must be 1 to 4096"),
+    ],
+)
+def test_cluster_settings_from_the_environment_are_bounded_too(tmp_path, capsys, monkeypatch, var, value, said):
+    monkeypatch.setenv("PARITY_COORDINATOR", "127.0.0.1:12355")
+    monkeypatch.setenv("PARITY_NUM_PROCESSES", "2")
+    monkeypatch.setenv("PARITY_PROCESS_ID", "0")
+    monkeypatch.setenv(var, value)
+    assert run.main(["--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
