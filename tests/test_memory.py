@@ -1,6 +1,9 @@
 """Peak memory per row (parity.memory): the arithmetic on fake /proc files and fake device statistics, and one
 row of the engine whose calls touch a known amount of memory."""
 
+import os
+import threading
+
 import pytest
 
 from parity import memory
@@ -123,6 +126,12 @@ def test_no_statistics_means_no_source(tmp_path):
     assert not missing.works
 
 
+# Linux counts a process's resident pages per CPU (or per thread) and folds them into VmRSS/VmHWM in batches: a
+# reading can lag by up to 64 pages per counter (TASK_RSS_EVENTS_THRESH; percpu_counter batches on 6.2+), so each
+# of the two readings of a rise may be that far off.
+RSS_SLACK = 2 * 64 * os.sysconf("SC_PAGE_SIZE") * max(os.cpu_count() or 1, threading.active_count())
+
+
 @pytest.mark.skipif(not memory.HostMemory().works, reason="no /proc/self/clear_refs on this kernel")
 def test_a_row_that_touches_memory_reports_at_least_that(tmp_path, monkeypatch):
     from fakeimpl import FakeImpl, LocalWorker
@@ -135,7 +144,7 @@ def test_a_row_that_touches_memory_reports_at_least_that(tmp_path, monkeypatch):
     peak = roofline.Peak("cpu", "fp32", 1e9, 1e9, "fixed", computed_flops=1e9, measured_flops=1e9, headroom=1.5)
     monkeypatch.setattr(roofline, "cpu_peak", lambda n: peak)
     monkeypatch.setattr(roofline, "remeasured", lambda p, n: p)
-    monkeypatch.setattr(LocalWorker, "FAKES", {"jax": {"default": FakeImpl(delay_s=0.1, workspace_mb=64)}})
+    monkeypatch.setattr(LocalWorker, "FAKES", {"jax": {"default": FakeImpl(delay_s=0.1, workspace_mb=256)}})
     cfg = Config(
         frameworks=("jax",),
         workloads=("conv",),
@@ -148,8 +157,8 @@ def test_a_row_that_touches_memory_reports_at_least_that(tmp_path, monkeypatch):
         progress=False,
     )
     rows = run_suite(cfg, tmp_path)["rows"]
-    for r in rows:
-        assert r["peak_memory_bytes"] >= 64 * 2**20, r
+    for r in rows:  # each call touches 256 MB and frees it again
+        assert r["peak_memory_bytes"] >= 256 * 2**20 - RSS_SLACK, r
         assert "VmHWM" in r["peak_memory_source"]
 
 
