@@ -141,6 +141,9 @@ class _FakeImpl:
             def placement(self):
                 return ["cpu:0"]
 
+            def program_text(self):
+                return None
+
         return Trainer()
 
     def process_info(self, devices):
