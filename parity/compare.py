@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 
 from parity import rows, summary
+from parity.argtypes import Parser
 from parity.cells import grid, time_cell
 from parity.files import ResultsError, load_results
-from parity.flags import Parser
 
 KEY = rows.KEY  # what was measured (parity.rows.Row's key fields): a CNN row's schedule and batch among them
 

@@ -18,8 +18,8 @@ import sys
 import tempfile
 import time
 
+from parity.argtypes import Parser, seconds, whole
 from parity.cluster import ENV, TF_PORT_OFFSET, free_port, port_free
-from parity.flags import Parser, seconds, whole
 
 EXAMPLES = """examples:
   python -m parity.launch --processes 2 --devices-per-process 4 -- --device cpu --workload conv

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from parity.argtypes import Parser
 from parity.article import ARTICLE_ROWS
 from parity.cells import fmt, grid, time_cell
 from parity.files import (
@@ -17,7 +18,6 @@ from parity.files import (
     write_staged,
     write_text,
 )
-from parity.flags import Parser
 from parity.workloads import WORKLOADS
 
 

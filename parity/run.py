@@ -11,9 +11,10 @@ import traceback
 from pathlib import Path
 
 from parity import environment, files, frameworks, summary, tables
+from parity.argtypes import check_environment, check_interpreter
 from parity.cluster import from_settings
 from parity.config import Config, HarnessError, WorkerBug
-from parity.flags import check_environment, check_interpreter, parser  # noqa: F401  (parser: this command's flags)
+from parity.flags import parser  # noqa: F401  (parser: this command's flags)
 from parity.schedule import PROFILES, run_suite
 from parity.workerproc import Worker
 from parity.workloads import CNN_FULL, WORKLOADS
@@ -26,8 +27,6 @@ NOTEBOOK_SCHEDULE = {
 
 
 def config(args, argv: list[str] = ()) -> Config:
-    if args.warmup < 0:
-        raise HarnessError(f"--warmup must be >= 0, got {args.warmup}")
     cluster = from_settings(
         args.coordinator, args.num_processes, args.process_id, args.local_devices, args.join_timeout
     )
@@ -49,6 +48,7 @@ def config(args, argv: list[str] = ()) -> Config:
         raise HarnessError("--quick and --schedule notebook contradict each other: choose one")
     if cluster is not None and cluster.process_id:  # process 0 speaks for the run
         args.quiet = True
+    configs = args.configs or ("default" if args.quick else "best")
     return Config(
         device=args.device,
         frameworks=frameworks.KEYS if args.framework == "all" else (args.framework,),
@@ -60,8 +60,8 @@ def config(args, argv: list[str] = ()) -> Config:
         min_time_s=args.min_time if args.min_time is not None else (0.5 if args.quick else 2.0),
         max_reps=max(args.max_reps, args.reps),
         warmup=args.warmup,
-        tuned=(args.configs or ("default" if args.quick else "best")) != "default",
-        configs=args.configs or ("default" if args.quick else "best"),
+        tuned=configs != "default",
+        configs=configs,
         timeout_s=args.timeout,
         progress=not args.quiet,
         data=args.data,

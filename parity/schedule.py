@@ -206,16 +206,8 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
     for c in todo:  # untimed: every worker at once, each answering in order
         workers[c.worker].send(cmd="result", id=c.key, keep=cfg.profile)
     results = {c.key: {**workers[c.worker].answer(), "rounds": rounds[c.key]} for c in todo}
-    # after the results (a profiled training epoch must not count in the row's training), one call each
-    profiled = _profile(cfg, kind, todo, workers, rnd.save_dir) if cfg.profile else {}
-    for key, (rel, ops) in profiled.items():
-        per = spec.steps_per_epoch if kind.epochs else 1  # the profiled call: an epoch of steps, or one call
-        results[key]["profile_dir"] = rel
-        if ops and results[key].get("median_s"):
-            med = results[key]["median_s"]
-            results[key]["layers"], results[key]["profile_coverage"] = (
-                attribute(ops, per, med) if suite else one_op(kind.name, ops, med)  # an operation: its one op
-            )
+    if cfg.profile:  # after the results: a profiled training epoch must not count in the row's training
+        _with_profiles(results, _profile(cfg, kind, todo, workers, rnd.save_dir), kind, spec, suite is not None)
     rows = []
     for c in todo:
         row = make_row(cfg, kind, c, results[c.key], workers[c.worker], rnd.hello[c.worker], rnd.save_dir)
@@ -262,6 +254,19 @@ def _timed_reps(
 
 
 PROFILES = "profiles"  # under --out: one folder of traces per profiled row
+
+
+def _with_profiles(results: dict, profiled: dict, kind: RowKind, spec, layered: bool) -> None:
+    """Each profiled case's trace folder, its ops attributed to layers (a workload with layers) or to its one op
+    (an operation), and the coverage, into its result."""
+    for key, (rel, ops) in profiled.items():
+        per = spec.steps_per_epoch if kind.epochs else 1  # the profiled call: an epoch of steps, or one call
+        results[key]["profile_dir"] = rel
+        if ops and results[key].get("median_s"):
+            med = results[key]["median_s"]
+            results[key]["layers"], results[key]["profile_coverage"] = (
+                attribute(ops, per, med) if layered else one_op(kind.name, ops, med)
+            )
 
 
 def _profile(cfg: Config, kind: RowKind, todo: list[Case], workers: dict[str, Worker], save_dir: Path) -> dict:

@@ -238,7 +238,7 @@ def test_an_interpreter_that_hangs_or_is_no_python_is_refused(tmp_path, monkeypa
     import subprocess
     import time
 
-    from parity import flags
+    from parity import argtypes as flags
     from parity.config import HarnessError
 
     marker = tmp_path / "started"
