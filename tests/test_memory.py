@@ -4,8 +4,6 @@ row of the engine whose calls touch a known amount of memory."""
 import os
 import threading
 
-import pytest
-
 from parity import memory
 
 
