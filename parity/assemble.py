@@ -82,13 +82,9 @@ def make_row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hel
         q3_s=res.get("q3_s"),
         min_s=res.get("min_s"),
         reps=res.get("reps"),
-        times_s=res.get("times_s"),
-        peak_memory_bytes=res.get("peak_memory_bytes"),
-        peak_memory_source=res.get("peak_memory_source"),
-        profile_dir=res.get("profile_dir"),
-        layers=res.get("layers"),
-        profile_coverage=res.get("profile_coverage"),
-        rounds=res.get("rounds"),
+        # raw times, memory and --profile's figures, as the worker (and the schedule) measured them
+        **{k: res.get(k) for k in ("times_s", "rounds", "peak_memory_bytes", "peak_memory_source")},
+        **{k: res.get(k) for k in ("profile_dir", "layers", "profile_coverage")},
         # an operation's first call (tracing, compilation, one execution); a training row's first epoch is
         # first_epoch_s instead, never called a compile time
         compile_s=None if kind.epochs else res.get("compile_s"),

@@ -6,6 +6,19 @@ import os
 from pathlib import Path
 
 
+def _save(fig, path: Path, dpi: int) -> bool:
+    """Lay out, write beside `path` and rename into place (a crash leaves no half-written PNG); True."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.stem}.tmp.png")
+    fig.savefig(tmp, dpi=dpi)
+    plt.close(fig)
+    os.replace(tmp, path)
+    return True
+
+
 def _throughput(r: dict) -> tuple[float, float, float, str]:
     """(median, low, high) throughput of a row from its median and quartiles, and the unit."""
     if r.get("images_per_s"):  # the CNN rows: images per call, from the row's own figures
@@ -51,13 +64,7 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
         ax.grid(axis="x", alpha=0.3)
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
-    return True
+    return _save(fig, path, 110)
 
 
 def history_chart(rows: list[dict], path: Path, title: str = "") -> bool:
@@ -96,12 +103,7 @@ def history_chart(rows: list[dict], path: Path, title: str = "") -> bool:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     ax.set_title(title or "validation accuracy per epoch", fontsize=10)
-    fig.tight_layout()
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=110)
-    plt.close(fig)
-    os.replace(tmp, path)
-    return True
+    return _save(fig, path, 110)
 
 
 def layers_chart(doc: dict, path: Path) -> bool:
@@ -131,9 +133,4 @@ def layers_chart(doc: dict, path: Path) -> bool:
         ax.set_xlabel("ms")
         ax.set_title(title, fontsize=8, loc="left")
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    tmp = path.with_name(f".{path.stem}.tmp.png")
-    fig.savefig(tmp, dpi=100)
-    plt.close(fig)
-    os.replace(tmp, path)
-    return True
+    return _save(fig, path, 100)

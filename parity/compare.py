@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         type=threshold,
         default=0.10,
         metavar="PCT",
-        help="slowdown (NEW median / OLD median - 1) that counts as a regression, e.g. 10%% (default: 10%%)",
+        help="the slowdown threshold, e.g. 10%%: a row is a regression when the 95%% interval of NEW/OLD lies wholly "
+        "above 1 + PCT (files without raw times: when the median ratio does) (default: 10%%)",
     )
     args = ap.parse_args(argv)
     try:
