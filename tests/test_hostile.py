@@ -277,3 +277,10 @@ def test_cluster_settings_from_the_environment_are_bounded_too(tmp_path, capsys,
     assert run.main(["--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert said in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_report_without_a_baseline_never_names_one(tmp_path, capsys):
+    (tmp_path / "a.json").write_text(row(verified=False, median_s=None, invalid_reason="x"))
+    assert report.report_main([str(tmp_path / "a.json"), "--no-article"]) == 0
+    out = capsys.readouterr().out
+    assert "conv: no verified row: no speedups" in out and "--baseline None" not in out
