@@ -280,6 +280,8 @@ def _profile(cfg: Config, kind: RowKind, todo: list[Case], workers: dict[str, Wo
         resp = workers[c.worker].ask(cmd="profile", id=c.key, dir=str(save_dir / rel))
         if resp["profiled"]:
             out[c.key] = (rel, [tuple(op) for op in resp.get("ops") or []])
+        elif resp.get("why"):
+            log(cfg, f"  not profiled: {resp['why']}")
     return out
 
 

@@ -186,12 +186,17 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
         timer = timers.pop(req["id"])[0]
         if timer.m.invalid is not None:
             return {"profiled": False}
-        with impl.trace(req["dir"]):
-            out = timer.run()
-            impl.block(out)
-            del out
-        program = getattr(timer, "program", None)
-        return {"profiled": True, "ops": impl.trace_ops(req["dir"], program() if program else None)}
+        try:
+            with impl.trace(req["dir"]):
+                out = timer.run()
+                impl.block(out)
+                del out
+            program = getattr(timer, "program", None)
+            return {"profiled": True, "ops": impl.trace_ops(req["dir"], program() if program else None)}
+        except PROGRAMMING_ERRORS:
+            raise
+        except Exception as e:  # a profiler that fails costs the row its profile, never the run
+            return {"profiled": False, "why": f"{type(e).__name__}: {_one_line(e)}"}
     if cmd == "call":  # an untimed request a workload's parent side makes by name
         return registry.WORKER_CALLS[req["fn"]](impl, devices, req)
     return {"error": f"unknown command {cmd!r}"}
