@@ -44,7 +44,8 @@ def verdict(q, fail_over: float, raw: bool) -> str:
     raw: both rows have raw times."""
     pct = f"{100 * abs(q.ratio - 1):.1f}%"
     if q.low is None:
-        why = f"{min(q.calls)} timed calls, too few for an interval" if raw else "a file without raw times"
+        n = min(q.calls)
+        why = f"{n} timed call{'s' * (n != 1)}, too few for an interval" if raw else "a file without raw times"
         tail = f" (median ratio only: {why})"
         if q.ratio > 1 + fail_over:
             return f"REGRESSION: {pct} slower{tail}"

@@ -46,7 +46,8 @@ class Ratio:
         """'JAX/TF 2.21x (95% CI 2.05-2.40)'; an interval containing 1 is said as no measurable difference."""
         head = f"{what} {self.ratio:.2f}x".strip()
         if self.low is None:
-            return f"{head} ({min(self.calls)} timed calls: too few for a 95% interval, {MIN_CALLS} needed)"
+            n = min(self.calls)
+            return f"{head} ({n} timed call{'s' * (n != 1)}: too few for a 95% interval, {MIN_CALLS} needed)"
         tail = "; no difference measurable here" if self.contains_one() else ""
         return f"{head} (95% CI {self.low:.2f}-{self.high:.2f}{tail})"
 

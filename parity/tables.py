@@ -66,7 +66,8 @@ SUMMARY_COLUMNS = ("workload", "replicas", "format", "TF best", "JAX best", "JAX
 def _ratio_cell(jax: dict, tf: dict) -> str:
     q = summary.ratio(jax, tf)
     if q.low is None:
-        return f"{q.ratio:.2f}x (" + ("no raw times" if not jax.get("times_s") else f"{min(q.calls)} calls") + ")"
+        n = min(q.calls)
+        return f"{q.ratio:.2f}x (" + ("no raw times" if not jax.get("times_s") else f"{n} call{'s' * (n != 1)}") + ")"
     return f"{q.ratio:.2f}x ({q.low:.2f}-{q.high:.2f})" + (" no difference" if q.contains_one() else "")
 
 
