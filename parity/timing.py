@@ -92,8 +92,8 @@ class Timer:
             self.m.invalid = str(e)
             errs = None
         finally:
-            # A user's loop releases every call's output; where a framework frees it at once, that is part of
-            # the call's cost (XLA:CPU unmaps a 2.1 GB conv output in about 0.16 s: docs/performance.md).
+            # A user's loop releases every call's output; where a framework frees it at once (XLA:CPU unmaps a
+            # large output), that is part of the call's cost (docs/statistics.md has the conv's figures).
             t1 = time.perf_counter()
             del out
             dt += time.perf_counter() - t1
