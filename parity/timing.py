@@ -72,6 +72,7 @@ class Timer:
         self.run, self.block, self.verify, self.agree = run, block, verify, agree
         self.m = Measurement()
         self.memory = None  # a parity.memory.RowMemory: read around each call, outside the timed interval
+        self.program: Callable[[], str | None] | None = None  # the case's compiled program's text (--profile)
 
     def warm(self) -> float | None:
         """One synchronised, verified call that is not recorded; returns its time: the call, its synchronisation

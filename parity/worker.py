@@ -191,8 +191,7 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
                 out = timer.run()
                 impl.block(out)
                 del out
-            program = getattr(timer, "program", None)
-            return {"profiled": True, "ops": impl.trace_ops(req["dir"], program() if program else None)}
+            return {"profiled": True, "ops": impl.trace_ops(req["dir"], timer.program() if timer.program else None)}
         except PROGRAMMING_ERRORS:
             raise
         except Exception as e:  # a profiler that fails costs the row its profile, never the run
@@ -207,8 +206,7 @@ def _prepare(impl, devices, args, timers: dict, req: dict) -> dict:
     wl, kind = row_kind(req["workload"])
     extra = {k: req[k] for k in ("data", "weights", "validate") if k in req}
     spec = type(wl.full)(**req["spec"])
-    src = getattr(args, "memory", None)
-    mem = memory.RowMemory(src) if src else None
+    mem = memory.RowMemory(args.memory) if args.memory else None
     try:
         timer, info, finish = registry.CASES[kind.case](
             impl, devices, kind, spec, req["variant"], args.device, args.precision, req.get("save"), **extra
@@ -234,7 +232,7 @@ def _prepare(impl, devices, args, timers: dict, req: dict) -> dict:
 def _memory(timer: Timer, args, output_bytes: int | None) -> dict:
     """A row's peak memory and where it was read, or why there is none. A peak below the bytes of the row's own
     output is a measurement bug: said, never given as a figure."""
-    src = getattr(args, "memory", None)
+    src = args.memory
     if src is None:
         return {"peak_memory_bytes": None, "peak_memory_source": "not measured: no memory statistics here"}
     peak = timer.memory.peak_bytes() if timer.memory else None
