@@ -184,7 +184,7 @@ def test_a_variant_the_framework_refuses_is_an_invalid_row_and_the_run_goes_on(m
         raise RuntimeError("NotFoundError: could not find registered platform with id 0x7f (fit under TPUStrategy)")
 
     monkeypatch.setitem(registry.CASES, "cnn_train", refuses)
-    args, timers = SimpleNamespace(device="cpu", precision="default"), {}
+    args, timers = SimpleNamespace(device="cpu", precision="default", memory=None), {}  # as serve() makes them
     req = {"cmd": "prepare", "id": "k", "workload": "cnn_train", "variant": "strategy", "spec": CNN_QUICK.to_dict()}
     got = worker._answer(None, [], args, timers, req)
     assert got["compile_s"] is None and got["invalid"].startswith("the framework failed: RuntimeError: NotFoundError")
@@ -207,4 +207,4 @@ def test_a_bug_in_a_variant_is_still_a_bug(monkeypatch):
     monkeypatch.setitem(registry.CASES, "cnn_train", lambda *a, **k: None + 1)
     req = {"cmd": "prepare", "id": "k", "workload": "cnn_train", "variant": "fit", "spec": CNN_QUICK.to_dict()}
     with pytest.raises(TypeError):
-        worker._answer(None, [], SimpleNamespace(device="cpu", precision="default"), {}, req)
+        worker._answer(None, [], SimpleNamespace(device="cpu", precision="default", memory=None), {}, req)
