@@ -98,10 +98,18 @@ def main() -> int:
     ap.add_argument("--calls", type=int, default=5)
     ap.add_argument("--results", help="a results.json whose out-of-the-box conv rows to set beside these")
     ap.add_argument("--json", help="write the figures here")
+    ap.add_argument(
+        "--frameworks",
+        nargs="+",
+        choices=("tf", "jax"),
+        default=["tf", "jax"],
+        help="the frameworks to time (one alone: no alternating run; a GPU box without TensorFlow)",
+    )
     args = ap.parse_args()
     out = {"cpu": open("/proc/cpuinfo").read().split("model name")[1].split("\n")[0].strip(": "), "when": time.ctime()}
-    out["alone"] = {fw: alone(fw, args.calls) for fw in ("tf", "jax")}
-    out["alternating"] = alternating(args.calls)
+    out["alone"] = {fw: alone(fw, args.calls) for fw in args.frameworks}
+    if len(args.frameworks) == 2:
+        out["alternating"] = alternating(args.calls)
     if args.results:
         out["harness"] = {fw: r.get("times_s") or [r["median_s"]] for fw, r in harness_rows(args.results).items()}
     for how, per in out.items():

@@ -258,11 +258,24 @@ def hlo_scopes(program: str) -> dict[str, str]:
     return {**{n: comp_scope[c] for n, c in calls.items() if c in comp_scope}, **own}
 
 
+_ANNOTATED_OP = re.compile(r"hlo_op=([\w.\-]+)")
+
+
+def _hlo_op(stats: dict) -> str | None:
+    """The HLO instruction an event ran: XLA:CPU's events carry it as the stat 'hlo_op'; a GPU kernel's (CUPTI's)
+    carry the launch's annotation, 'fusion.3:#hlo_op=fusion.3,hlo_module=jit_step,program_id=7#'."""
+    if "hlo_op" in stats:
+        return str(stats["hlo_op"])
+    m = _ANNOTATED_OP.search(str(stats.get("annotation", "")))
+    return m.group(1) if m else None
+
+
 def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, float]]:
     """The XLA ops of the trace in `directory` as (scope, seconds). XLA:CPU's trace names each op by its HLO
     instruction ('fusion.12', 'convolution.3'); `program` (the compiled HLO's text) maps each to its metadata
     op_name, which holds the named scopes ('jit(_train_step)/transpose(jvp(conv2))/conv_general_dilated'). An op
-    run piecewise on several threads is counted on each: the sum can exceed the call's wall time."""
+    run piecewise on several threads is counted on each: the sum can exceed the call's wall time. Where a device
+    plane ('/device:GPU:0') holds ops, only its kernels count: the host's events for the same ops are launches."""
     from pathlib import Path
 
     from jax.profiler import ProfileData
@@ -271,11 +284,11 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
     if not files:
         return []
     scopes = hlo_scopes(program or "")
-    ops = []
+    host, device = [], []
     for plane in ProfileData.from_file(str(files[-1])).planes:
+        ops = device if plane.name.startswith("/device:") else host
         for line in plane.lines:
             for ev in line.events:
-                stats = dict(ev.stats)
-                if "hlo_op" in stats:
-                    ops.append((scopes.get(stats["hlo_op"], stats["hlo_op"]), ev.duration_ns * 1e-9))
-    return ops
+                if op := _hlo_op(dict(ev.stats)):
+                    ops.append((scopes.get(op, op), ev.duration_ns * 1e-9))
+    return device or host

@@ -68,3 +68,12 @@ def test_jax_ops_take_their_scopes_from_the_compiled_program():
     assert scopes["fusion.3"] == "jit(f)/transpose(jvp(conv2))/mul"  # a fusion: its computation's root
     assert "wrapped_iota" not in scopes  # XLA made it without metadata: 'other', never guessed
     assert classify(scopes["fusion.3"]) == ("conv2", "backward")
+
+
+def test_a_gpu_kernel_takes_its_op_from_the_launch_annotation():
+    from jax_impl.devices import _hlo_op
+
+    assert _hlo_op({"hlo_op": "fusion.12"}) == "fusion.12"  # XLA:CPU's events
+    annotation = "fusion.3:#hlo_op=fusion.3,hlo_module=jit__train_step,program_id=7#"  # CUPTI's kernel events
+    assert _hlo_op({"annotation": annotation, "correlation_id": 5}) == "fusion.3"
+    assert _hlo_op({"kernel_details": "regs:32"}) is None  # a memcpy, say: no op, never guessed
