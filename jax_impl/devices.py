@@ -258,6 +258,7 @@ def hlo_scopes(program: str) -> dict[str, str]:
     return {**{n: comp_scope[c] for n, c in calls.items() if c in comp_scope}, **own}
 
 
+_KERNEL_NAME = re.compile(r"[.\-]")  # XLA:GPU names a fusion's kernel after it, '.' and '-' made '_'
 _ANNOTATED_OP = re.compile(r"hlo_op=([\w.\-]+)")
 
 
@@ -275,7 +276,9 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
     instruction ('fusion.12', 'convolution.3'); `program` (the compiled HLO's text) maps each to its metadata
     op_name, which holds the named scopes ('jit(_train_step)/transpose(jvp(conv2))/conv_general_dilated'). An op
     run piecewise on several threads is counted on each: the sum can exceed the call's wall time. Where a device
-    plane ('/device:GPU:0') holds ops, only its kernels count: the host's events for the same ops are launches."""
+    plane ('/device:GPU:0') holds ops, only its kernels count: the host's events for the same ops are launches. A
+    kernel run inside a command buffer (a CUDA graph) is annotated with the buffer, not its op: its kernel name,
+    which XLA:GPU derives from the fusion's ('loop_add_fusion.17' -> 'loop_add_fusion_17'), maps it."""
     from pathlib import Path
 
     from jax.profiler import ProfileData
@@ -284,11 +287,17 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
     if not files:
         return []
     scopes = hlo_scopes(program or "")
+    kernels = {_KERNEL_NAME.sub("_", name): scope for name, scope in scopes.items()}
     host, device = [], []
     for plane in ProfileData.from_file(str(files[-1])).planes:
         ops = device if plane.name.startswith("/device:") else host
         for line in plane.lines:
             for ev in line.events:
-                if op := _hlo_op(dict(ev.stats)):
-                    ops.append((scopes.get(op, op), ev.duration_ns * 1e-9))
+                if not (op := _hlo_op(dict(ev.stats))):
+                    continue
+                if op.startswith("command_buffer"):  # a CUDA graph's kernel: its own name is its fusion's
+                    scope = kernels.get(ev.name, op)
+                else:
+                    scope = scopes.get(op, op)
+                ops.append((scope, ev.duration_ns * 1e-9))
     return device or host

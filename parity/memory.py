@@ -1,17 +1,19 @@
 """A row's peak memory, measured in the worker around each call, outside the timed interval.
 
-peak_memory_bytes = what the row holds (its inputs, weights, compiled programs and whatever the framework keeps
-between calls, read above the worker's level before the row) + the largest rise of memory during one of its calls
-above the level just before that call (its output, its workspace): RowMemory says how. Both parts are
-differences, so the other cases a worker holds alive while calls interleave do not count against this one.
+peak_memory_bytes = what the row holds after its first call (its inputs, weights, compiled programs and whatever
+the framework keeps between calls, read above the worker's level before the row) + the largest rise of memory
+during one of its later calls above the level just before that call (its output, its workspace): the steady
+state, compilation left out. RowMemory says how. Both parts are differences, so the other cases a worker holds
+alive while calls interleave do not count against this one.
 
 On a CPU the memory is the worker's resident set (Linux): VmRSS now, and VmHWM, the kernel's high-water mark, reset
 before each call by writing 5 to /proc/self/clear_refs. It sees every page the process touched, whichever
 allocator took it; it misses memory reserved but never touched, and memory of other processes. Elsewhere, the
 implementation's device memory statistics (bytes in use and the peak since its last reset, summed over this
 process's devices): JAX's `memory_stats()`, TF's `get_memory_info` after `reset_memory_stats`. That path is
-unverified on the CI machine (it has no accelerator); where a framework cannot reset its peak (JAX), a call
-whose peak does not rise above the earlier one is said as unknown, never as zero.
+read on an H200 for JAX (docs/results/h200.md), unverified for TF. Where a framework cannot reset its peak (JAX), a
+call whose peak does not rise above the earlier one shows only the bytes in use with its output alive: the row's
+figure is then a lower bound (its workspace not seen), said as "at least", never as the peak.
 """
 
 from __future__ import annotations
@@ -91,9 +93,9 @@ class RowMemory:
     so what the row holds is read without the others: call built() once its case is built, settled() after its
     first call, and the Timer calls before_call() / after_call() around every call.
 
-    peak = max(built + the first call's rise, settled + the largest later rise), each part above the worker's level
-    before the row: a framework that keeps a freed output cached for the next call (TF's allocator) holds it in
-    `settled`, one that frees it (XLA:CPU) shows it in each call's rise; neither is counted twice."""
+    peak = settled + the largest later rise, above the worker's level before the row: a framework that keeps a freed
+    output cached for the next call (TF's allocator) holds it in `settled`, one that frees it (XLA:CPU) shows it in
+    each call's rise; neither is counted twice. The first call (compilation) counts only for a row with no other."""
 
     def __init__(self, source):
         self.src = source
@@ -103,6 +105,7 @@ class RowMemory:
         self.first: int | None = None  # the first call's rise
         self.later: int | None = None  # the largest later rise
         self.unknown = False  # a call whose rise could not be read
+        self.at_least = False  # a call whose peak was not seen: its rise is the bytes in use with its output alive
         self._level = self._peak_before = None
         self._reset = False
 
@@ -126,7 +129,13 @@ class RowMemory:
             self.unknown = True
             return
         if not self._reset and self._peak_before is not None and peak <= self._peak_before:
-            return  # a peak that cannot be reset and did not rise: this call's own rise is not seen
+            # a peak that cannot be reset and did not rise (JAX on a GPU, after a larger row or this row's own
+            # compilation): the call's workspace is not seen, its output (alive now) is
+            now = self.src.now()
+            if now is None:
+                self.unknown = True
+                return
+            self.at_least, peak = True, now
         rise = max(0, peak - self._level)
         if self.retained is None:
             self.first = max(self.first or 0, rise)
@@ -134,10 +143,11 @@ class RowMemory:
             self.later = max(self.later or 0, rise)
 
     def peak_bytes(self) -> int | None:
-        """None when a part could not be read, or no call's rise was seen."""
-        if self.unknown or self.resident is None or (self.first is None and self.later is None):
+        """The steady state's peak: settled + the largest later rise (compilation, in the first call, is left out:
+        on a GPU its autotuning takes workspaces no later call needs); resident + the first call's rise only for a
+        row with no later call. None when a part could not be read, or no call's rise was seen."""
+        if self.unknown or self.resident is None:
             return None
-        parts = [self.resident + (self.first or 0)]
-        if self.retained is not None:
-            parts.append(self.retained + (self.later or 0))
-        return max(parts)
+        if self.retained is not None and self.later is not None:
+            return self.retained + self.later
+        return None if self.first is None else self.resident + self.first

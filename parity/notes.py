@@ -61,17 +61,31 @@ def roofline_notes(doc: dict) -> list[str]:
     return notes
 
 
+def _name(r: dict) -> str:
+    return f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}"
+
+
 def memory_note(rows: list[dict]) -> list[str]:
-    """Where the peak memory was read (parity.memory), and every row whose peak is a measurement bug."""
-    sources = sorted({r["peak_memory_source"] for r in rows if r.get("peak_memory_bytes") is not None})
+    """Where the peak memory was read (parity.memory), the rows whose figure is a lower bound, and every row whose
+    peak is a measurement bug."""
+    shown = [r for r in rows if r.get("peak_memory_bytes") is not None]
+    low = [r for r in shown if r["peak_memory_source"].startswith("at least")]
+    sources = sorted({r["peak_memory_source"].split("): ", 1)[-1] for r in shown})
     notes = (
         [
-            "peak mem: what the row holds plus its largest rise during one call, above the worker's level before the "
-            f"row ({'; '.join(sources)})"
+            "peak mem: what the row holds after its first call plus its largest rise during one later call, above "
+            f"the worker's level before the row; compilation left out ({'; '.join(sources)})"
         ]
         if sources
         else []
     )
+    if low:
+        notes.append(
+            ">= peak mem: a lower bound, "
+            + low[0]["peak_memory_source"].split("): ", 1)[0]
+            + "): "
+            + ", ".join(_name(r) for r in low)
+        )
     bugs = [
         f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {r['peak_memory_source']}"
         for r in rows

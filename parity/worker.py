@@ -191,7 +191,11 @@ def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
                 out = timer.run()
                 impl.block(out)
                 del out
-            return {"profiled": True, "ops": impl.trace_ops(req["dir"], timer.program() if timer.program else None)}
+            program = timer.program() if timer.program else None
+            if program:  # beside the trace: what maps its op names to the layers, for a later reading
+                with open(os.path.join(req["dir"], "program.hlo.txt"), "w") as f:
+                    f.write(program)
+            return {"profiled": True, "ops": impl.trace_ops(req["dir"], program)}
         except PROGRAMMING_ERRORS:
             raise
         except Exception as e:  # a profiler that fails costs the row its profile, never the run
@@ -229,6 +233,10 @@ def _prepare(impl, devices, args, timers: dict, req: dict) -> dict:
     return {"compile_s": compile_s, "invalid": timer.m.invalid}
 
 
+AT_LEAST = "at least (the peak cannot be reset and stayed above this row's calls: their outputs seen, not their "
+AT_LEAST += "workspace): "
+
+
 def _memory(timer: Timer, args, output_bytes: int | None) -> dict:
     """A row's peak memory and where it was read, or why there is none. A peak below the bytes of the row's own
     output is a measurement bug: said, never given as a figure."""
@@ -245,6 +253,8 @@ def _memory(timer: Timer, args, output_bytes: int | None) -> dict:
             "(likely memory the framework's allocator already held for an earlier row: a process's high-water "
             "mark cannot see it)",
         }
+    if timer.memory.at_least:
+        return {"peak_memory_bytes": peak, "peak_memory_source": AT_LEAST + src.source}
     return {"peak_memory_bytes": peak, "peak_memory_source": src.source}
 
 
