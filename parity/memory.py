@@ -61,7 +61,7 @@ class DeviceMemory:
     """An accelerator's memory, from the implementation: memory_stats(devices) -> [{'in_use', 'peak'}] per device,
     reset_memory_peak(devices) -> whether the peak could be reset."""
 
-    source = "accelerator: the framework's device memory statistics (peak since reset; unverified here)"
+    source = "accelerator: the framework's device memory statistics (bytes in use, and the peak since its reset)"
 
     def __init__(self, impl, devices):
         self.impl, self.devices = impl, devices
