@@ -237,11 +237,17 @@ _OP_NAME = re.compile(r'op_name="([^"]*)"')
 _CALLS = re.compile(r"calls=%([\w.\-]+)")
 
 
+_NAME_REF = re.compile(r"%([\w.\-]+)")
+_LEAF = re.compile(r"=\s*\S+\s+(?:constant|parameter)\(")
+_BACKWARD = re.compile(r"transpose\(jvp\((\w+)\)\)")  # JAX's scope for a named scope's backward pass
+
+
 def hlo_scopes(program: str) -> dict[str, str]:
     """Each HLO instruction's op_name metadata (its named scopes) from a compiled program's text. An instruction
     without metadata (XLA's fusions, 'wrapped_*' ops) takes that of the computation it calls: its root's, else
-    its first instruction's that has one."""
-    own, comp_scope, calls, comp = {}, {}, {}, None
+    its first instruction's that has one. What is still without one then is inferred from the dataflow
+    (_backward_by_dataflow)."""
+    own, comp_scope, calls, comp, graph = {}, {}, {}, None, {}
     for line in program.splitlines():
         if (h := _HLO_HEADER.match(line)) and " = " not in line.split("(", 1)[0]:
             comp = h.group(1)
@@ -249,13 +255,51 @@ def hlo_scopes(program: str) -> dict[str, str]:
         if not (m := _HLO_INST.match(line)):
             continue
         name, op = m.group(2), _OP_NAME.search(line)
+        if not _LEAF.search(line):  # constants and parameters join nothing: shared, they would bridge every group
+            graph.setdefault(comp, {})[name] = _NAME_REF.findall(line.split("=", 1)[1])
         if op:
             own[name] = op.group(1)
             if m.group(1) or comp not in comp_scope:  # the root's wins
                 comp_scope[comp] = op.group(1)
         if c := _CALLS.search(line):
             calls[name] = c.group(1)
-    return {**{n: comp_scope[c] for n, c in calls.items() if c in comp_scope}, **own}
+    scopes = {**{n: comp_scope[c] for n, c in calls.items() if c in comp_scope}, **own}
+    for instructions in graph.values():
+        scopes.update(_backward_by_dataflow(instructions, scopes))
+    return scopes
+
+
+def _backward_by_dataflow(instructions: dict[str, list[str]], scopes: dict[str, str]) -> dict[str, str]:
+    """Scopes for one computation's instructions that XLA's rewrites left without metadata: YNNPACK's
+    weight-gradient convolutions, the max-pool gradient's reduce-window and its iotas. Such instructions, taken
+    with their neighbours (operands and users) that have no scope either, form groups; a group whose scoped
+    neighbours include the backward pass of exactly one layer ('transpose(jvp(conv3))') takes that backward scope:
+    a weight gradient reads its layer's output gradient, a pooling gradient's indices feed its layer's scatter.
+    Every other group keeps no scope ('other'): none is guessed from shapes or names."""
+    near = {n: set() for n in instructions}
+    for n, refs in instructions.items():
+        for r in refs:
+            if r in near and r != n:  # an instruction of this computation (not a called computation's name)
+                near[n].add(r)
+                near[r].add(n)
+    found, seen = {}, set()
+    for start in instructions:
+        if start in scopes or start in seen:
+            continue
+        group, frontier, stack = [], set(), [start]
+        seen.add(start)
+        while stack:
+            group.append(n := stack.pop())
+            for m in near[n]:
+                if m in scopes:
+                    frontier.add(scopes[m])
+                elif m not in seen:
+                    seen.add(m)
+                    stack.append(m)
+        backward = {b[-1]: s for s in sorted(frontier) if (b := _BACKWARD.findall(s))}
+        if len(backward) == 1:
+            found.update(dict.fromkeys(group, next(iter(backward.values()))))
+    return found
 
 
 _KERNEL_NAME = re.compile(r"[.\-]")  # XLA:GPU names a fusion's kernel after it, '.' and '-' made '_'

@@ -77,3 +77,35 @@ def test_a_gpu_kernel_takes_its_op_from_the_launch_annotation():
     annotation = "fusion.3:#hlo_op=fusion.3,hlo_module=jit__train_step,program_id=7#"  # CUPTI's kernel events
     assert _hlo_op({"annotation": annotation, "correlation_id": 5}) == "fusion.3"
     assert _hlo_op({"kernel_details": "regs:32"}) is None  # a memcpy, say: no op, never guessed
+
+
+DATAFLOW_HLO = """HloModule jit__train_step
+
+ENTRY %main (x: f32[4], g: f32[4]) -> f32[4] {
+  %x = f32[4]{0} parameter(0), metadata={op_name="state"}
+  %zero = f32[] constant(0)
+  %elu = f32[4]{0} add(%x, %x), metadata={op_name="jit(_train_step)/jvp(conv1)/jit(elu)/select_n"}
+  %wrapped_iota = s32[4]{0} fusion(), kind=kLoop, calls=%iota_computation
+  %wrapped_reduce-window = (f32[2]{0}, s32[2]{0}) fusion(%elu, %wrapped_iota, %zero), kind=kLoop, calls=%rw
+  %gte = s32[2]{0} get-tuple-element(%wrapped_reduce-window), index=1
+  %scatter = f32[4]{0} scatter(%gte, %x), metadata={op_name="jit(_train_step)/transpose(jvp(pool1))/select_and_scatter"}
+  %dy = f32[4]{0} multiply(%scatter, %x), metadata={op_name="jit(_train_step)/transpose(jvp(conv1))/jit(elu)/mul"}
+  %transpose_copy = f32[4]{0} copy(%dy)
+  %ynn_fusion = f32[4]{0} fusion(%transpose_copy, %elu, %zero), kind=kCustom, calls=%ynn
+  %adam = f32[4]{0} subtract(%x, %ynn_fusion), metadata={op_name="jit(_train_step)/optimizer/sub"}
+  %mixed = f32[4]{0} add(%dy, %scatter)
+  ROOT %out = f32[4]{0} add(%adam, %mixed), metadata={op_name="jit(_train_step)/optimizer/add"}
+}
+"""
+
+
+def test_ops_that_xla_left_without_metadata_take_the_one_backward_pass_their_dataflow_meets():
+    from jax_impl.devices import hlo_scopes
+
+    layer = {name: classify(scope) for name, scope in hlo_scopes(DATAFLOW_HLO).items()}
+    # a weight gradient reads its layer's output gradient (its other operand is forward, its user the optimizer)
+    assert layer["ynn_fusion"] == layer["transpose_copy"] == ("conv1", "backward")
+    # the pooling gradient's indices and their iota feed the pool's scatter
+    assert layer["wrapped_reduce-window"] == layer["wrapped_iota"] == layer["gte"] == ("pool1", "backward")
+    assert "mixed" not in layer  # two layers' backward passes meet: not guessed, 'other'
+    assert "zero" not in layer  # a constant shared by both groups neither joins nor bridges them
