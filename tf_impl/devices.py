@@ -364,6 +364,8 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
                 continue
             for ev in line.events:
                 name = names.get(ev.metadata_id, "")
-                if ":" in name and "/" in name:  # an op ('scope/op:Type'), not the executor's own bookkeeping
+                # an op ('scope/op:Type', or 'Conv2D:_MklNativeConv2D' in a one-op function), not the executor's
+                # own bookkeeping ('ExecutorState::Process', 'ExecutorDoneCallback')
+                if ":" in name and "::" not in name:
                     ops.append((name.rsplit(":", 1)[0], ev.duration_ps * 1e-12))
     return ops
