@@ -23,6 +23,41 @@ def _pool(h: jax.Array) -> jax.Array:
     return nnx.max_pool(h, (2, 2), strides=(2, 2), padding="VALID")
 
 
+@jax.custom_vjp
+def pool_elementwise(h: jax.Array) -> jax.Array:
+    """Max pooling (2x2, stride 2, VALID) whose gradient is elementwise: each window's cotangent goes to its first
+    maximum in row-major order, the routing of JAX's own gradient (select_and_scatter with >=) and of TF's
+    MaxPoolGrad, so the gradient is the same array. XLA:CPU expands JAX's own into a variadic reduce-window that
+    recomputes every window's argmax with four index iotas, then a scatter: 43% of a CPU training step
+    (docs/performance.md). Used by the '+pool' variants."""
+    return _pool(h)
+
+
+def _pool_fwd(h):
+    y = _pool(h)
+    return y, (h, y)
+
+
+def _pool_bwd(res, g):
+    h, y = res
+    n, rows, cols, c = h.shape
+    r, k = rows // 2, cols // 2
+    hit = h[:, : 2 * r, : 2 * k, :].reshape(n, r, 2, k, 2, c) == y[:, :, None, :, None, :]
+    first, taken = [], jnp.zeros_like(y, dtype=bool)
+    for i, j in ((0, 0), (0, 1), (1, 0), (1, 1)):  # row-major: the first maximum wins a tie
+        first.append(hit[:, :, i, :, j] & ~taken)
+        taken = taken | first[-1]
+    zero = jnp.zeros_like(g)
+    top = jnp.stack([jnp.where(first[0], g, zero), jnp.where(first[1], g, zero)], axis=3)
+    bottom = jnp.stack([jnp.where(first[2], g, zero), jnp.where(first[3], g, zero)], axis=3)
+    grad = jnp.stack([top, bottom], axis=2).reshape(n, 2 * r, 2 * k, c)
+    # VALID pooling leaves an odd last row or column out (7 -> 3): its gradient is zero
+    return (jnp.pad(grad, ((0, 0), (0, rows - 2 * r), (0, cols - 2 * k), (0, 0))),)
+
+
+pool_elementwise.defvjp(_pool_fwd, _pool_bwd)
+
+
 class CNN(nnx.Module):
     """Layer for layer the Keras Sequential model of the tensorflow/tpu notebook (NHWC)."""
 
@@ -48,6 +83,7 @@ class CNN(nnx.Module):
         self.dense1 = nnx.Linear(3 * 3 * 256, 256, kernel_init=glorot, rngs=rngs, **mixed)
         self.dense2 = nnx.Linear(256, 10, kernel_init=glorot, rngs=rngs, **mixed)
         self.rates = (0.25, 0.25, 0.25, 0.5) if dropout else (0.0, 0.0, 0.0, 0.0)
+        self.elementwise_pool = False  # the '+pool' variants: pool_elementwise's gradient (the same array)
 
     def blocks(self, x: jax.Array, train: bool = False, key: jax.Array | None = None) -> dict[str, jax.Array]:
         """Every block's output, and each pooling layer's input ('pool1_input', ...). train: batch statistics
@@ -74,7 +110,7 @@ class CNN(nnx.Module):
                 h = jax.nn.elu(conv(h))
             out[f"pool{i + 1}_input"] = h
             with jax.named_scope(f"pool{i + 1}"):
-                h = _pool(h)
+                h = pool_elementwise(h) if self.elementwise_pool else _pool(h)
             with jax.named_scope(f"drop{i + 1}"):
                 h = drop(h, i)
             out[f"block{i + 1}"] = h
@@ -148,10 +184,11 @@ def cnn_variants(replicas: int) -> tuple[str, ...]:
     """Names of the ways this framework trains the CNN over `replicas` devices.
 
     '+scan': STEPS_PER_DISPATCH steps in one dispatch (lax.scan over stacked batches), the same steps.
-    '+bf16': mixed precision (mixed_precision(): bfloat16 compute, float32 parameters and Adam state)."""
+    '+bf16': mixed precision (mixed_precision(): bfloat16 compute, float32 parameters and Adam state).
+    '+pool': max pooling's gradient computed elementwise (pool_elementwise), the same gradient."""
     if replicas == 1:
-        return ("jit", "jit+scan", "jit+bf16")
-    return ("pmap", "shard_map", "shard_map+scan", "shard_map+bf16")
+        return ("jit", "jit+scan", "jit+bf16", "jit+pool")
+    return ("pmap", "shard_map", "shard_map+scan", "shard_map+bf16", "shard_map+pool")
 
 
 def forward_layers(model: CNN, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -273,6 +310,8 @@ class Trainer:
         n = len(devices)
         if variant not in cnn_variants(n):
             raise ValueError(f"unknown JAX CNN variant {variant!r} for {n} replicas; have {cnn_variants(n)}")
+        elementwise_pool = variant.endswith("+pool")
+        variant = variant.removesuffix("+pool")
         self.scan = variant.endswith("+scan")
         self.steps_per_dispatch = STEPS_PER_DISPATCH if self.scan else 1
         self.loss_every = 1  # per-step figures are exact in every variant
@@ -281,6 +320,7 @@ class Trainer:
         # what trains and evaluates: the model itself, or its bfloat16-compute copy (Keras's evaluate runs the
         # mixed model too); model() writes the trained weights back to the model passed in, in both cases
         self.compute = mixed_precision(model) if variant.endswith("+bf16") else model
+        self.compute.elementwise_pool = elementwise_pool  # static: part of the graph definition split below
         variant = self.variant = variant.removesuffix("+bf16")
         self.compute_dtype = jnp.dtype(self.compute.conv1.dtype or jnp.float32).name
         # XLA:CPU runs simulated devices on one shared thread pool; with several multi-device steps

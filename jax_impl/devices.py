@@ -16,7 +16,14 @@ from parity.api import Cluster, DeviceUnavailable, port_free, split_address
 # Variants that are not the framework out of the box: bfloat16 inputs (the harness runs '+bf16' only
 # where the device computes in bfloat16 natively). JAX's other tuned settings are process-wide
 # XLA_FLAGS (tuned_configs below): the harness gives each a worker of its own.
-TUNED_VARIANTS: tuple[str, ...] = ("jit+bf16", "jit+scan", "shard_map+scan", "shard_map+bf16")
+TUNED_VARIANTS: tuple[str, ...] = (
+    "jit+bf16",
+    "jit+scan",
+    "jit+pool",
+    "shard_map+scan",
+    "shard_map+bf16",
+    "shard_map+pool",
+)
 # Variants that compute in bfloat16 (an operation's inputs and outputs; the CNN's mixed precision, float32
 # parameters): a row's number format, declared here, never read off its name.
 BFLOAT16_VARIANTS: tuple[str, ...] = ("jit+bf16", "shard_map+bf16")

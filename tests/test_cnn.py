@@ -219,6 +219,29 @@ def test_several_steps_per_dispatch_are_the_same_steps(weights, mod, replicas, o
     np.testing.assert_allclose(lk, l1, rtol=1e-3, atol=1e-5)
 
 
+@pytest.mark.parametrize(
+    "shape,dtype", [((3, 28, 28, 4), "float32"), ((3, 7, 7, 8), "float32"), ((3, 14, 14, 4), "bfloat16")]
+)
+def test_the_elementwise_pool_gradient_is_jaxs_own_under_ties(shape, dtype):
+    """'+pool' routes each window's cotangent to its first maximum, as JAX's own gradient does: the same array,
+    element for element, on inputs where most windows tie (values 0, 1, 2), an odd size (7 -> 3) and bfloat16.
+    Exact on any machine: routing moves values, it adds nothing."""
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(3)
+    h = jnp.asarray(rng.integers(0, 3, shape), dtype=dtype)
+    g = jnp.asarray(rng.standard_normal((shape[0], shape[1] // 2, shape[2] // 2, shape[3])), dtype=dtype)
+    own = jax.vjp(jax_impl.cnn._pool, h)[1](g)[0]
+    elementwise = jax.vjp(jax_impl.cnn.pool_elementwise, h)[1](g)[0]
+    assert elementwise.dtype == own.dtype and np.array_equal(np.asarray(elementwise), np.asarray(own))
+    assert np.array_equal(jax_impl.cnn.pool_elementwise(h), jax_impl.cnn._pool(h))
+
+
+def test_the_elementwise_pool_variant_keeps_the_trajectory(weights):
+    rows, _ = _trajectory(weights, 1, "fit", "jit+pool")
+    assert len(rows) == 3 and all(r["passed"] for r in rows), rows
+
+
 def test_trajectory_check_catches_a_different_learning_rate(weights):
     rows, _ = _trajectory(weights, 1, "fit", "jit", jax_lr=1.5e-3)
     assert not rows[0]["passed"] and not rows[1]["passed"], rows
