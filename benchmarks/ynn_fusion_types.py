@@ -1,0 +1,70 @@
+"""What XLA:CPU's `--xla_cpu_experimental_ynn_fusion_type` does to the CNN's training step and the full-size conv:
+each setting in a fresh process (XLA_FLAGS is read once), the step's compiled program searched for YNNPACK
+fusions, and the median of timed calls (issue "JAX at its best on CPUs", item 1: a list without '+'/'-' replaces
+XLA's default list instead of adding to it).
+
+    python benchmarks/ynn_fusion_types.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+SETTINGS = {
+    "out of the box": "",
+    "dot,eltwise,reduce (the '+ynn' worker's)": "--xla_cpu_experimental_ynn_fusion_type=dot,eltwise,reduce",
+    "+dot,+eltwise,+reduce (added to the default)": "--xla_cpu_experimental_ynn_fusion_type=+dot,+eltwise,+reduce",
+}
+
+CHILD = r"""
+import json, time
+import jax, numpy as np
+from jax import lax
+from jax_impl.cnn import build_cnn, make_trainer
+rng = np.random.default_rng(0)
+out = {}
+for variant in ("jit", "jit+pool"):
+    t = make_trainer(build_cnn(0), jax.devices()[:1], variant)
+    x = rng.standard_normal((2, 256, 28, 28, 1)).astype(np.float32)
+    y = rng.integers(0, 10, (2, 256))
+    t.steps(x, y)
+    times = []
+    for _ in range(5):
+        t0 = time.perf_counter(); t.steps(x, y); times.append(time.perf_counter() - t0)
+    text = t.program_text()
+    out[variant] = {"epoch_s": float(np.median(times)), "ynn_fusions": text.count("__ynn_fusion")}
+x = jax.device_put(rng.standard_normal((128, 256, 256, 3), dtype=np.float32))
+k = jax.device_put(rng.standard_normal((5, 5, 3, 256), dtype=np.float32))
+f = jax.jit(lambda x, k: lax.conv_general_dilated(x, k, (2, 2), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")))
+f(x, k).block_until_ready()
+times = []
+for _ in range(5):
+    t0 = time.perf_counter(); f(x, k).block_until_ready(); times.append(time.perf_counter() - t0)
+fused = f.lower(x, k).compile().as_text().count("__ynn_fusion")
+out["conv"] = {"call_s": float(np.median(times)), "ynn_fusions": fused}
+print(json.dumps(out))
+"""
+
+
+def main() -> int:
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for name, flags in SETTINGS.items():
+        env = dict(os.environ, XLA_FLAGS=flags, PYTHONPATH=here)
+        p = subprocess.run([sys.executable, "-c", CHILD], env=env, capture_output=True, text=True)
+        if p.returncode:
+            print(name, "failed:", p.stderr.strip().splitlines()[-1])
+            continue
+        r = json.loads(p.stdout.strip().splitlines()[-1])
+        print(
+            f"{name}: CNN 2 steps jit {r['jit']['epoch_s']:.3f} s ({r['jit']['ynn_fusions']} YNNPACK fusions), "
+            f"jit+pool {r['jit+pool']['epoch_s']:.3f} s; conv {r['conv']['call_s']:.3f} s "
+            f"({r['conv']['ynn_fusions']} YNNPACK fusions)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
