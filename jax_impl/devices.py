@@ -28,8 +28,10 @@ TUNED_VARIANTS: tuple[str, ...] = (
 # parameters): a row's number format, declared here, never read off its name.
 BFLOAT16_VARIANTS: tuple[str, ...] = ("jit+bf16", "shard_map+bf16")
 # Process-wide settings that make JAX faster than out of the box, by device: name -> environment.
-# YNNPACK: XLA:CPU's newer kernel library for dots, elementwise ops and reductions (in jaxlib 0.10 the
-# convolutions gain too; measured in docs/performance.md). Rows run with it are named '...+ynn'.
+# YNNPACK: XLA:CPU's newer kernel library. The list below replaces XLA's default one (no '+'/'-' modifiers): YNNPACK
+# for dots, elementwise ops and reductions, XLA's own convolutions (out of the box, JAX 0.12 sends float32
+# convolutions to YNNPACK). Faster for the CNN than adding the three to the default list (docs/performance.md,
+# "What '+ynn' is"). Rows run with it are named '...+ynn'.
 _TUNED_CONFIGS = {"cpu": {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=dot,eltwise,reduce"}}}
 # oneDNN: from jaxlib 0.11, XLA:CPU's oneDNN rewriter turns bfloat16 convolutions into oneDNN's own bfloat16
 # kernels (the library TensorFlow's CPU kernels use). Out of the box XLA:CPU computes a bfloat16 conv as a float32
