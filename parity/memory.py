@@ -93,9 +93,10 @@ class RowMemory:
     so what the row holds is read without the others: call built() once its case is built, settled() after its
     first call, and the Timer calls before_call() / after_call() around every call.
 
-    peak = settled + the largest later rise, above the worker's level before the row: a framework that keeps a freed
-    output cached for the next call (TF's allocator) holds it in `settled`, one that frees it (XLA:CPU) shows it in
-    each call's rise; neither is counted twice. The first call (compilation) counts only for a row with no other."""
+    peak = max(built, settled) + the largest later rise, above the worker's level before the row: a framework that
+    keeps a freed output cached for the next call (TF's allocator) holds it in `settled`, one that frees it (XLA:CPU)
+    shows it in each call's rise; neither is counted twice. The first call (compilation) counts only for a row with
+    no other."""
 
     def __init__(self, source):
         self.src = source
@@ -143,11 +144,13 @@ class RowMemory:
             self.later = max(self.later or 0, rise)
 
     def peak_bytes(self) -> int | None:
-        """The steady state's peak: settled + the largest later rise (compilation, in the first call, is left out:
-        on a GPU its autotuning takes workspaces no later call needs); resident + the first call's rise only for a
-        row with no later call. None when a part could not be read, or no call's rise was seen."""
+        """The steady state's peak: max(built, settled) + the largest later rise (compilation, in the first call, is
+        left out: on a GPU its autotuning takes workspaces no later call needs); resident + the first call's rise
+        only for a row with no later call. None when a part could not be read, or no call's rise was seen."""
         if self.unknown or self.resident is None:
             return None
         if self.retained is not None and self.later is not None:
-            return self.retained + self.later
+            # what the row holds: at least what building it took (memory the worker frees meanwhile, an earlier
+            # row's garbage, can lower the level read after the first call below it)
+            return max(self.resident, self.retained) + self.later
         return None if self.first is None else self.resident + self.first

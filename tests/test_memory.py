@@ -68,6 +68,18 @@ def test_an_output_the_framework_keeps_for_the_next_call_counts_once(tmp_path):
     assert row.peak_bytes() == (300 + 2100) * 2**20
 
 
+def test_memory_the_worker_frees_during_the_first_call_does_not_hide_the_rows_inputs(tmp_path):
+    proc = FakeProc(tmp_path, 1000)
+    row = memory.RowMemory(proc.source())
+    proc.rss += 128  # the inputs
+    proc.write()
+    row.built()
+    _call(proc, row, 64, keep_mb=-500)  # meanwhile an earlier row's garbage (500) goes back to the system
+    row.settled()
+    _call(proc, row, 64)
+    assert row.peak_bytes() == (128 + 64) * 2**20  # not 0 + 64: the inputs are still held
+
+
 def test_other_cases_alive_in_the_worker_do_not_count(tmp_path):
     proc = FakeProc(tmp_path, 1000)
     a = memory.RowMemory(proc.source())
