@@ -145,23 +145,33 @@ def test_help_explains_every_flag():
         assert flag in p.stdout
 
 
-def test_cnn_quick_one_replica(tmp_path):
-    args = [
-        "--workload",
-        "cnn",
-        "--quick",
-        "--replicas",
-        "1",
-        "--validate",
-        "epoch",
-        "--data-dir",
-        str(tmp_path / "no"),
-        "--out",
-        str(tmp_path),
-    ]
-    p = run(*args)
+CNN_ARGS = [
+    "--workload",
+    "cnn",
+    "--quick",
+    "--replicas",
+    "1",
+    "--validate",
+    "epoch",
+    "--exclusive",
+    "--configs",
+    "default",
+]
+
+
+@pytest.fixture(scope="module")
+def quick_cnn(tmp_path_factory):
+    """One CNN run end to end, read by the tests below: synthetic data, per-epoch validation, and one owner of the
+    device at a time (the two cost the same start-up and training, so they share one run)."""
+    out = tmp_path_factory.mktemp("cnn")
+    args = [*CNN_ARGS, "--data-dir", str(out / "no"), "--out", str(out)]
+    return run(*args), out, args
+
+
+def test_cnn_quick_one_replica(quick_cnn):
+    p, out, args = quick_cnn
     assert p.returncode == 0, p.stderr[-3000:]
-    doc = json.loads((tmp_path / "results.json").read_text())
+    doc = json.loads((out / "results.json").read_text())
     kinds = {(r["workload"], r["framework"], r["variant"]) for r in doc["rows"]}
     assert kinds == {
         ("cnn_train", "tf", "fit"),
@@ -185,8 +195,30 @@ def test_cnn_quick_one_replica(tmp_path):
         if r["workload"] == "cnn_train":
             assert [h["epoch"] for h in r["history"]] == [1, 2]
             assert r["test_accuracy"] == r["history"][-1]["val_accuracy"]
-    assert "| training row | epoch 1 | epoch 2 |" in (tmp_path / "results.md").read_text()
-    assert (tmp_path / "results_history.png").stat().st_size > 0
+    assert "| training row | epoch 1 | epoch 2 |" in (out / "results.md").read_text()
+    assert (out / "results_history.png").stat().st_size > 0
+
+
+def test_one_owner_at_a_time_runs_every_row_and_reports_drift(quick_cnn):
+    """The CNN with --exclusive and real frameworks: each worker alone (they take the lock, so any overlap would
+    fail the run), the parity checks judged from the arrays each left, and the first worker measured again. (The
+    schedule itself, operations' rows and their cross-check across owners: tests/test_engine.py; a second owner
+    refused: tests/test_owners.py.)"""
+    p, out, _ = quick_cnn
+    assert p.returncode == 0, p.stderr[-3000:]
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["env"]["one_owner_at_a_time"] is True
+    assert {r["framework"] for r in doc["rows"]} == {"tf", "jax"} and all(r["verified"] for r in doc["rows"])
+    starts = [ln for ln in p.stderr.splitlines() if "worker alone" in ln]
+    assert [("TensorFlow" in ln, "JAX" in ln) for ln in starts] == [(True, False), (False, True)]
+    assert "measuring the TensorFlow rows again, after the others (drift)" in p.stderr
+    note = next(n for n in doc["env"]["notes"] if n.startswith("one owner of the device at a time"))
+    assert "TensorFlow -> JAX, then TensorFlow again" in note and "between the first and the last" in note
+    assert all(r["drift"] is not None for r in doc["rows"] if r["framework"] == "tf")
+    names = {c["check"] for c in doc["checks"]}
+    assert {"gradients (every parameter)", "forward block1"} <= names
+    assert any(n.startswith("trajectory loss (tf fit vs jax jit") for n in names)
+    assert all(c["passed"] is not False for c in doc["checks"])
 
 
 def test_the_notebook_schedule_in_one_flag():

@@ -51,27 +51,7 @@ def test_a_second_simultaneous_owner_is_refused(tmp_path):
         third.close()
 
 
-def test_one_owner_at_a_time_runs_every_row_and_reports_drift(tmp_path):
-    """The CNN with --exclusive and real frameworks: each worker alone (they take the lock, so any overlap would
-    fail the run), the parity checks judged from the arrays each left, and the first worker measured again. (The
-    schedule itself, operations' rows and their cross-check across owners: tests/test_engine.py.)"""
-    p = run(
-        "--quick", "--workload", "cnn", "--replicas", "1", "--exclusive", "--configs", "default", "--out", str(tmp_path)
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    doc = json.loads((tmp_path / "results.json").read_text())
-    assert doc["env"]["one_owner_at_a_time"] is True
-    assert {r["framework"] for r in doc["rows"]} == {"tf", "jax"} and all(r["verified"] for r in doc["rows"])
-    starts = [ln for ln in p.stderr.splitlines() if "worker alone" in ln]
-    assert [("TensorFlow" in ln, "JAX" in ln) for ln in starts] == [(True, False), (False, True)]
-    assert "measuring the TensorFlow rows again, after the others (drift)" in p.stderr
-    note = next(n for n in doc["env"]["notes"] if n.startswith("one owner of the device at a time"))
-    assert "TensorFlow -> JAX, then TensorFlow again" in note and "between the first and the last" in note
-    assert all(r["drift"] is not None for r in doc["rows"] if r["framework"] == "tf")
-    names = {c["check"] for c in doc["checks"]}
-    assert {"gradients (every parameter)", "forward block1"} <= names
-    assert any(n.startswith("trajectory loss (tf fit vs jax jit") for n in names)
-    assert all(c["passed"] is not False for c in doc["checks"])
+# One owner at a time end to end, with real frameworks: tests/test_cli.py (it shares its run with the CNN's).
 
 
 def test_drift_note_names_rows_that_moved():
