@@ -9,7 +9,7 @@ from parity.padding import same_pads
 
 
 def conv2d(images: np.ndarray, kernels: np.ndarray, stride: int = 2, padding: str = "SAME") -> np.ndarray:
-    """NHWC x HWIO convolution in float64 by matrix products, TF's SAME/VALID conventions.
+    """NHWC x HWIO convolution in float64 by im2col + matmul (in chunks: patches()), TF's SAME/VALID conventions.
 
     Args:
         images: (N, H, W, Cin) array.
@@ -29,21 +29,25 @@ def conv2d(images: np.ndarray, kernels: np.ndarray, stride: int = 2, padding: st
         x = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
     elif padding != "VALID":
         raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
-    n, ho, wo = x.shape[0], (x.shape[1] - kh) // stride + 1, (x.shape[2] - kw) // stride + 1
-    if cin < 16:  # few channels: one matrix product over the patches (a product with so few terms is overhead)
-        win = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))[:, ::stride, ::stride]
-        patches = win.transpose(0, 1, 2, 4, 5, 3).reshape(n * ho * wo, kh * kw * cin)
-        return (patches @ w.reshape(kh * kw * cin, cout)).reshape(n, ho, wo, cout)
-    # many: a matrix product per kernel offset, summed; no patch array kh * kw times the input (its copy, up to
-    # 640 MB for the CNN's input gradients, would dominate the oracle's time)
-    out = np.zeros((n * ho * wo, cout))
-    for i in range(kh):
-        for j in range(kw):
-            out += (
-                x[:, i : i + stride * (ho - 1) + 1 : stride, j : j + stride * (wo - 1) + 1 : stride].reshape(-1, cin)
-                @ w[i, j]
-            )
-    return out.reshape(n, ho, wo, cout)
+    return np.concatenate([c @ w.reshape(kh * kw * cin, cout) for _, c in patches(x, kh, kw, stride)]).reshape(
+        x.shape[0], (x.shape[1] - kh) // stride + 1, (x.shape[2] - kw) // stride + 1, cout
+    )
+
+
+PATCH_BYTES = 64 << 20  # the most one chunk of patches holds
+
+
+def patches(x: np.ndarray, kh: int, kw: int, stride: int = 1):
+    """im2col of padded NHWC images, a few images at a time: yields (the images' slice, their patches as rows of
+    kh * kw * Cin values, (kh, kw, Cin) order). Chunks bound the patch array (kh * kw times the input: 640 MB for
+    the CNN's input gradients at batch 64, whose fresh pages alone took a second) and keep each matrix product
+    large (many small ones stall a multi-threaded BLAS when other processes hold the cores)."""
+    n, h, w, cin = x.shape
+    ho, wo = (h - kh) // stride + 1, (w - kw) // stride + 1
+    step = max(1, PATCH_BYTES // (ho * wo * kh * kw * cin * 8))
+    for s in range(0, n, step):
+        win = np.lib.stride_tricks.sliding_window_view(x[s : s + step], (kh, kw), axis=(1, 2))[:, ::stride, ::stride]
+        yield slice(s, s + step), win.transpose(0, 1, 2, 4, 5, 3).reshape(-1, kh * kw * cin)
 
 
 def errors(got: np.ndarray, ref: np.ndarray) -> dict[str, float]:

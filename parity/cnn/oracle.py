@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from parity.api.cnn import CNN_CONVS, CNN_TRAINABLE, CNN_WEIGHTS
-from parity.oracle import conv2d
+from parity.oracle import conv2d, patches
 
 BN_EPSILON = 1e-3  # Keras's default, set explicitly on both sides
 
@@ -100,24 +100,26 @@ def cnn_forward(weights: list[np.ndarray], x: np.ndarray) -> dict[str, np.ndarra
     return out
 
 
-def _kernel_grad(x: np.ndarray, dz: np.ndarray, kh: int, kw: int) -> np.ndarray:
-    """The kernel gradient of a stride-1 SAME conv (odd kernel) of input `x` with output gradient `dz`: for each
-    kernel offset, the shifted input's pixels times dz's, one matrix product each (no (N, H, W, Cin, kh, kw)
-    patch array: its copy would dominate the oracle's time)."""
-    n, h, w, cin = x.shape
+def _kernel_grads(x: np.ndarray, dz: np.ndarray, kh: int, kw: int) -> tuple[np.ndarray, Terms]:
+    """The kernel gradient of a stride-1 SAME conv (odd kernel) of input `x` with output gradient `dz` (the
+    patches times dz, over N x H x W), and its terms."""
+    cin, cout = x.shape[-1], dz.shape[-1]
     xp = np.pad(x, ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
-    d = dz.reshape(-1, dz.shape[-1])
-    out = np.empty((kh, kw, cin, dz.shape[-1]))
-    for i in range(kh):
-        for j in range(kw):
-            out[i, j] = xp[:, i : i + h, j : j + w].reshape(-1, cin).T @ d
-    return out
+    grad, abs_sum, sq_sum = (np.zeros((kh * kw * cin, cout)) for _ in range(3))
+    for rows, pt in patches(xp, kh, kw):
+        d = dz[rows].reshape(-1, cout)
+        grad += pt.T @ d
+        abs_sum += np.abs(pt).T @ np.abs(d)
+        sq_sum += (pt * pt).T @ (d * d)
+    shape = (kh, kw, cin, cout)
+    return grad.reshape(shape), Terms(
+        int(np.prod(dz.shape[:3])), abs_sum.reshape(shape), np.sqrt(sq_sum).reshape(shape)
+    )
 
 
-def _conv_same_grads(x: np.ndarray, k: np.ndarray, dz: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Gradients of a stride-1 SAME conv (odd kernel: symmetric padding) for its input and its kernel."""
-    dx = conv2d(dz, k[::-1, ::-1].transpose(0, 1, 3, 2), stride=1, padding="SAME")
-    return dx, _kernel_grad(x, dz, *k.shape[:2])
+def _conv_input_grad(k: np.ndarray, dz: np.ndarray) -> np.ndarray:
+    """The input gradient of a stride-1 SAME conv (odd kernel: symmetric padding)."""
+    return conv2d(dz, k[::-1, ::-1].transpose(0, 1, 3, 2), stride=1, padding="SAME")
 
 
 @dataclass(frozen=True)
@@ -140,13 +142,6 @@ def _terms(a: np.ndarray, b: np.ndarray, axes: tuple[int, ...]) -> Terms:
 def _matmul_terms(a: np.ndarray, b: np.ndarray) -> Terms:
     """Terms of a.T @ b (the sum over a's and b's first axis)."""
     return Terms(a.shape[0], np.abs(a).T @ np.abs(b), np.sqrt((a * a).T @ (b * b)))
-
-
-def _conv_kernel_terms(x: np.ndarray, dz: np.ndarray, kh: int, kw: int) -> Terms:
-    """Terms of a stride-1 SAME conv's kernel gradient (the patches times dz, over N x H x W)."""
-    abs_sum = _kernel_grad(np.abs(x), np.abs(dz), kh, kw)
-    rss = np.sqrt(_kernel_grad(x * x, dz * dz, kh, kw))
-    return Terms(int(np.prod(dz.shape[:3])), abs_sum, rss)
 
 
 def _elu_grad(z: np.ndarray) -> np.ndarray:
@@ -190,11 +185,11 @@ class _Block:
         for its input."""
         da = _unwindows(_windows(self.r) * dout[..., None], self.a.shape)
         dz = da * _elu_grad(self.z)
-        du, dk = _conv_same_grads(self.u, self.kernel, dz)
+        du = _conv_input_grad(self.kernel, dz)
+        dk, terms[f"conv{self.i}.kernel"] = _kernel_grads(self.u, dz, *self.kernel.shape[:2])
         pix = (0, 1, 2)
         grads[f"conv{self.i}.kernel"], grads[f"conv{self.i}.bias"] = dk, dz.sum(axis=pix)
         grads[f"bn{self.i}.gamma"], grads[f"bn{self.i}.beta"] = (du * self.xhat).sum(axis=pix), du.sum(pix)
-        terms[f"conv{self.i}.kernel"] = _conv_kernel_terms(self.u, dz, *self.kernel.shape[:2])
         terms[f"conv{self.i}.bias"] = _terms(dz, 1.0, pix)
         terms[f"bn{self.i}.gamma"], terms[f"bn{self.i}.beta"] = _terms(du, self.xhat, pix), _terms(du, 1.0, pix)
         dxhat = du * self.gamma
