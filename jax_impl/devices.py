@@ -36,8 +36,9 @@ _TUNED_CONFIGS = {"cpu": {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusio
 # oneDNN: from jaxlib 0.11, XLA:CPU's oneDNN rewriter turns bfloat16 convolutions into oneDNN's own bfloat16
 # kernels (the library TensorFlow's CPU kernels use). Out of the box XLA:CPU computes a bfloat16 conv as a float32
 # one between two conversions, slower than float32 itself; float32 convs it leaves alone. So a configuration for
-# CPUs with bfloat16 hardware only (rows '...+onednn'; docs/performance.md). It cannot join YNNPACK's: with both,
-# YNNPACK fails at run time ("invalid parameter").
+# CPUs with bfloat16 hardware only (rows '...+onednn'; docs/performance.md). Float32 convolutions reach it only with
+# YNNPACK's list emptied, and then lose to '+ynn' in training; combined with '+ynn' no faster (docs/performance.md,
+# "oneDNN for float32 convolutions"; with jaxlib 0.11 the combination failed at run time).
 ONEDNN_CONFIG = {"XLA_FLAGS": "--xla_cpu_experimental_onednn_custom_call=true"}
 
 
