@@ -38,7 +38,7 @@ _TUNED_CONFIGS = {"cpu": {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusio
 # one between two conversions, slower than float32 itself; float32 convs it leaves alone. So a configuration for
 # CPUs with bfloat16 hardware only (rows '...+onednn'; docs/performance.md). Float32 convolutions reach it only with
 # YNNPACK's list emptied, and then lose to '+ynn' in training; combined with '+ynn' no faster (docs/performance.md,
-# "oneDNN for float32 convolutions"; with jaxlib 0.11 the combination failed at run time).
+# "oneDNN for float32 convolutions"; an earlier jaxlib failed at run time with both: "invalid parameter").
 ONEDNN_CONFIG = {"XLA_FLAGS": "--xla_cpu_experimental_onednn_custom_call=true"}
 
 
