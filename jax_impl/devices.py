@@ -35,7 +35,7 @@ BFLOAT16_VARIANTS: tuple[str, ...] = ("jit+bf16", "shard_map+bf16")
 _TUNED_CONFIGS = {"cpu": {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=dot,eltwise,reduce"}}}
 # oneDNN: from jaxlib 0.11, XLA:CPU's oneDNN rewriter turns bfloat16 convolutions into oneDNN's own bfloat16
 # kernels (the library TensorFlow's CPU kernels use). Out of the box XLA:CPU computes a bfloat16 conv as a float32
-# one between two conversions, slower than float32 itself; float32 convs it leaves alone. So a configuration for
+# one between two conversions, slower than float32 itself; float32 convs YNNPACK takes first. So a configuration for
 # CPUs with bfloat16 hardware only (rows '...+onednn'; docs/performance.md). Float32 convolutions reach it only with
 # YNNPACK's list emptied, and then lose to '+ynn' in training; combined with '+ynn' no faster (docs/performance.md,
 # "oneDNN for float32 convolutions"; an earlier jaxlib failed at run time with both: "invalid parameter").
