@@ -145,64 +145,78 @@ def respond(impl, devices, args, timers: dict, req: dict) -> dict:
         }
 
 
+def _variants(impl, devices, args, timers: dict, req: dict) -> dict:
+    every = row_kind(req["workload"])[1].variants(impl, len(devices))
+    chosen = cases.offered(impl, every, req.get("tuned", True))
+    return {
+        "variants": chosen,
+        "dtypes": {v: cases.variant_dtype(impl, v) for v in chosen},
+        "tuned": [v for v in chosen if v in impl.TUNED_VARIANTS],
+    }
+
+
+def _call(impl, devices, args, timers: dict, req: dict) -> dict:
+    """'warm' or 'rep': one call of a prepared case."""
+    timer = timers[req["id"]][0]
+    try:
+        t = getattr(timer, req["cmd"])()
+    except PROGRAMMING_ERRORS:
+        raise
+    except Exception as e:  # as in _prepare, at a later call: the row is INVALID from here on
+        timer.m.invalid = f"{type(e).__name__}: {_one_line(e)}"
+        t = None
+    return {"time": t, "invalid": timer.m.invalid, "last": timer.m.last}
+
+
+def _result(impl, devices, args, timers: dict, req: dict) -> dict:
+    """A case's figures; with 'keep', the case stays for a 'profile' after it (which releases it)."""
+    timer, info, finish = timers[req["id"]] if req.get("keep") else timers.pop(req["id"])
+    m = timer.m
+    done = finish() if m.invalid is None else {}
+    return {
+        **info,
+        **m.stats(),
+        **m.errors,
+        **done,
+        "times_s": list(m.times),
+        **_memory(timer, args, info.pop("output_bytes", None)),
+        "compile_s": m.compile_s,
+        "invalid": m.invalid,
+    }
+
+
+def _profile(impl, devices, args, timers: dict, req: dict) -> dict:
+    """One more call, after the row's result, under the framework's profiler."""
+    timer = timers.pop(req["id"])[0]
+    if timer.m.invalid is not None:
+        return {"profiled": False}
+    try:
+        with impl.trace(req["dir"]):
+            out = timer.run()
+            impl.block(out)
+            del out
+        program = timer.program() if timer.program else None
+        if program:  # beside the trace: what maps its op names to the layers, for a later reading
+            with open(os.path.join(req["dir"], "program.hlo.txt"), "w") as f:
+                f.write(program)
+        return {"profiled": True, "ops": impl.trace_ops(req["dir"], program)}
+    except PROGRAMMING_ERRORS:
+        raise
+    except Exception as e:  # a profiler that fails costs the row its profile, never the run
+        return {"profiled": False, "why": f"{type(e).__name__}: {_one_line(e)}"}
+
+
+def _named_call(impl, devices, args, timers: dict, req: dict) -> dict:
+    """An untimed request a workload's parent side makes by name."""
+    return registry.WORKER_CALLS[req["fn"]](impl, devices, req)
+
+
 def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
     """One request's answer (the module docstring lists them)."""
-    cmd = req["cmd"]
-    if cmd == "variants":
-        every = row_kind(req["workload"])[1].variants(impl, len(devices))
-        chosen = cases.offered(impl, every, req.get("tuned", True))
-        return {
-            "variants": chosen,
-            "dtypes": {v: cases.variant_dtype(impl, v) for v in chosen},
-            "tuned": [v for v in chosen if v in impl.TUNED_VARIANTS],
-        }
-    if cmd == "prepare":
-        return _prepare(impl, devices, args, timers, req)
-    if cmd in ("warm", "rep"):
-        timer = timers[req["id"]][0]
-        try:
-            t = getattr(timer, cmd)()
-        except PROGRAMMING_ERRORS:
-            raise
-        except Exception as e:  # as in _prepare, at a later call: the row is INVALID from here on
-            timer.m.invalid = f"{type(e).__name__}: {_one_line(e)}"
-            t = None
-        return {"time": t, "invalid": timer.m.invalid, "last": timer.m.last}
-    if cmd == "result":  # keep: the case stays for a 'profile' after it (which releases it)
-        timer, info, finish = timers[req["id"]] if req.get("keep") else timers.pop(req["id"])
-        m = timer.m
-        done = finish() if m.invalid is None else {}
-        return {
-            **info,
-            **m.stats(),
-            **m.errors,
-            **done,
-            "times_s": list(m.times),
-            **_memory(timer, args, info.pop("output_bytes", None)),
-            "compile_s": m.compile_s,
-            "invalid": m.invalid,
-        }
-    if cmd == "profile":  # one more call, after the row's result, under the framework's profiler
-        timer = timers.pop(req["id"])[0]
-        if timer.m.invalid is not None:
-            return {"profiled": False}
-        try:
-            with impl.trace(req["dir"]):
-                out = timer.run()
-                impl.block(out)
-                del out
-            program = timer.program() if timer.program else None
-            if program:  # beside the trace: what maps its op names to the layers, for a later reading
-                with open(os.path.join(req["dir"], "program.hlo.txt"), "w") as f:
-                    f.write(program)
-            return {"profiled": True, "ops": impl.trace_ops(req["dir"], program)}
-        except PROGRAMMING_ERRORS:
-            raise
-        except Exception as e:  # a profiler that fails costs the row its profile, never the run
-            return {"profiled": False, "why": f"{type(e).__name__}: {_one_line(e)}"}
-    if cmd == "call":  # an untimed request a workload's parent side makes by name
-        return registry.WORKER_CALLS[req["fn"]](impl, devices, req)
-    return {"error": f"unknown command {cmd!r}"}
+    handler = _HANDLERS.get(req["cmd"])
+    if handler is None:
+        return {"error": f"unknown command {req['cmd']!r}"}
+    return handler(impl, devices, args, timers, req)
 
 
 def _prepare(impl, devices, args, timers: dict, req: dict) -> dict:
@@ -235,6 +249,17 @@ def _prepare(impl, devices, args, timers: dict, req: dict) -> dict:
 
 AT_LEAST = "at least (the peak cannot be reset and stayed above this row's calls: their outputs seen, not their "
 AT_LEAST += "workspace): "
+
+
+_HANDLERS = {
+    "variants": _variants,
+    "prepare": _prepare,
+    "warm": _call,
+    "rep": _call,
+    "result": _result,
+    "profile": _profile,
+    "call": _named_call,
+}
 
 
 def _memory(timer: Timer, args, output_bytes: int | None) -> dict:
