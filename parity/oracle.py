@@ -29,9 +29,9 @@ def conv2d(images: np.ndarray, kernels: np.ndarray, stride: int = 2, padding: st
         x = np.pad(x, ((0, 0), (pt, pb), (pl, pr), (0, 0)))
     elif padding != "VALID":
         raise ValueError(f"padding must be 'SAME' or 'VALID', got {padding!r}")
-    return np.concatenate([c @ w.reshape(kh * kw * cin, cout) for _, c in patches(x, kh, kw, stride)]).reshape(
-        x.shape[0], (x.shape[1] - kh) // stride + 1, (x.shape[2] - kw) // stride + 1, cout
-    )
+    out = [c @ w.reshape(kh * kw * cin, cout) for _, c in patches(x, kh, kw, stride)]
+    shape = (x.shape[0], (x.shape[1] - kh) // stride + 1, (x.shape[2] - kw) // stride + 1, cout)
+    return np.concatenate(out).reshape(shape) if out else np.zeros(shape)
 
 
 PATCH_BYTES = 64 << 20  # the most one chunk of patches holds
@@ -44,7 +44,7 @@ def patches(x: np.ndarray, kh: int, kw: int, stride: int = 1):
     multi-threaded BLAS when other processes hold the cores; docs/performance.md, "The float64 oracle's time")."""
     n, h, w, cin = x.shape
     ho, wo = (h - kh) // stride + 1, (w - kw) // stride + 1
-    step = max(1, PATCH_BYTES // (ho * wo * kh * kw * cin * 8))
+    step = max(1, PATCH_BYTES // max(1, ho * wo * kh * kw * cin * 8))
     for s in range(0, n, step):
         win = np.lib.stride_tricks.sliding_window_view(x[s : s + step], (kh, kw), axis=(1, 2))[:, ::stride, ::stride]
         yield slice(s, s + step), win.transpose(0, 1, 2, 4, 5, 3).reshape(-1, kh * kw * cin)
