@@ -9,6 +9,7 @@ faked: its variants are none.
 
 from __future__ import annotations
 
+import mmap
 import os
 import sys
 import time
@@ -21,6 +22,16 @@ import numpy as np
 from parity import api, memory, oracle, worker
 from parity.frameworks import label
 from parity.workerproc import Worker
+
+
+def _touch_and_unmap(nbytes: int) -> None:
+    """A call's workspace: an anonymous mapping of its own, every page written, then unmapped. The kernel counts
+    each page in the resident set and unmapping it updates VmHWM, whatever the allocator holds: a malloc'ed
+    buffer may reuse pages some earlier test left resident, and then no rise is there to see."""
+    with mmap.mmap(-1, nbytes) as m:
+        view = np.frombuffer(m, np.uint8)
+        view.fill(1)
+        del view  # the mapping cannot close while an array exports it
 
 
 class FakeClock:
@@ -134,7 +145,7 @@ class FakeImpl:
             if self.bug:
                 raise TypeError("a planted bug")
             if self.workspace_mb:
-                np.ones(self.workspace_mb * 2**20, np.uint8).sum()  # touched: resident until freed
+                _touch_and_unmap(self.workspace_mb * 2**20)
             if self.clock:
                 self.clock.advance(self.delay_s)
             else:

@@ -185,8 +185,9 @@ def test_a_row_that_touches_memory_reports_at_least_that(tmp_path, monkeypatch):
         progress=False,
     )
     rows = run_suite(cfg, tmp_path)["rows"]
-    for r in rows:  # each call touches 256 MB and frees it again
-        assert r["peak_memory_bytes"] >= 256 * 2**20 - RSS_SLACK, r
+    for r in rows:  # each call maps 256 MB, writes every page and unmaps it
+        said = {k: v for k, v in r.items() if "memory" in k}
+        assert r["peak_memory_bytes"] >= 256 * 2**20 - RSS_SLACK, said
         assert "VmHWM" in r["peak_memory_source"]
 
 
