@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 import jax
 import numpy as np
@@ -42,19 +43,50 @@ _TUNED_CONFIGS = {"cpu": {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusio
 ONEDNN_CONFIG = {"XLA_FLAGS": "--xla_cpu_experimental_onednn_custom_call=true"}
 
 
-# The number formats each configuration acts on, by its mechanism: YNNPACK's fusions are float32 dots, elementwise
-# ops and reductions; oneDNN's rewriter takes bfloat16 convolutions and dots. `--configs best` runs a configuration
-# with only the variants of its formats; `--configs all` with every variant.
-TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]] = {"ynn": ("float32",), "onednn": ("bfloat16",)}
+# Transparent huge pages for XLA:CPU's buffers. XLA:CPU takes each large buffer (the conv's 2.1 GB output) from a
+# fresh mapping and unmaps it when freed, so each call faults its memory in 4 KB at a time; glibc 2.35+ asks the
+# kernel for 2 MB pages for such mappings with this tunable (madvise), which a kernel whose THP mode is 'madvise'
+# grants ('always' grants them out of the box, 'never' refuses: no configuration then). TensorFlow's allocator
+# keeps its buffers between calls and gains nothing. Rows run with it are named '...+thp' (docs/performance.md,
+# "Huge pages for XLA:CPU's buffers").
+THP_CONFIG = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+# The number formats `--configs best` runs each configuration with, by its mechanism: YNNPACK's fusions are float32
+# dots, elementwise ops and reductions; oneDNN's rewriter takes bfloat16 convolutions and dots; huge pages act on
+# every buffer, and run with each of the two (alone, '+thp', only under `--configs all`, as every combination).
+TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]] = {
+    "ynn": ("float32",),
+    "onednn": ("bfloat16",),
+    "thp": (),
+    "ynn+thp": ("float32",),
+    "onednn+thp": ("bfloat16",),
+}
 
 
 def tuned_configs(device: str, native_bf16: bool = False) -> dict[str, dict[str, str]]:
     """Process-wide settings worth a worker of their own on `device` ({name: environment variables});
-    native_bf16: the device multiplies bfloat16 in hardware (the caller knows: parity.roofline.native_bf16)."""
+    native_bf16: the device multiplies bfloat16 in hardware (the caller knows: parity.roofline.native_bf16).
+    Where huge pages can be asked for, each configuration runs with them ('ynn+thp'), and they alone ('thp')."""
     configs = dict(_TUNED_CONFIGS.get(device, {}))
     if device == "cpu" and _version(jax.__version__) >= (0, 11) and native_bf16:
         configs["onednn"] = ONEDNN_CONFIG
+    if device == "cpu" and huge_pages_on_request():
+        configs = {"thp": THP_CONFIG, **{f"{k}+thp": {**env, **THP_CONFIG} for k, env in configs.items()}}
     return configs
+
+
+def huge_pages_on_request(mode_file: Path = THP_MODE) -> bool:
+    """Whether glibc's hugetlb tunable changes anything here: glibc 2.35 or later, and a kernel that grants
+    transparent huge pages to the mappings that ask ('madvise')."""
+    try:
+        libc = os.confstr("CS_GNU_LIBC_VERSION") or ""  # 'glibc 2.36'; absent on other C libraries
+        mode = mode_file.read_text()  # 'always [madvise] never'
+    except (AttributeError, ValueError, OSError):
+        return False
+    name, _, version = libc.partition(" ")
+    return name == "glibc" and _version(version) >= (2, 35) and "[madvise]" in mode
 
 
 def _version(v: str) -> tuple[int, ...]:

@@ -42,7 +42,7 @@ def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, t
                 said["configs_best"] = (
                     "--configs best: each tuned configuration ran only the variants of the number formats it acts "
                     "on ("
-                    + ", ".join(f"+{k} {'/'.join(v)}" for k, v in hello[wk]["config_formats"].items())
+                    + ", ".join(f"+{k} {'/'.join(v) or 'none'}" for k, v in hello[wk]["config_formats"].items())
                     + "); --configs all runs every combination"
                 )
                 continue

@@ -21,7 +21,19 @@ ENV_FLAGS = (
     "XLA_PYTHON_CLIENT_PREALLOCATE",
     "TF_FORCE_GPU_ALLOW_GROWTH",
     "OMP_NUM_THREADS",
+    "GLIBC_TUNABLES",
 )
+THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+
+
+def transparent_hugepages(mode_file: Path = THP_MODE) -> str | None:
+    """The kernel's transparent-huge-page mode ('always', 'madvise' or 'never'): whether a large buffer that an
+    allocator maps afresh gets 2 MB pages decides much of XLA:CPU's time on a large conv (docs/performance.md)."""
+    try:
+        text = mode_file.read_text()
+    except OSError:
+        return None
+    return text[text.find("[") + 1 : text.find("]")] if "[" in text else None
 
 
 def cpu_model() -> str:
@@ -58,6 +70,7 @@ def environment(cfg, hello: dict, skipped: list[dict], argv: list[str]) -> dict:
         "platform": platform.platform(),
         "host_cpu": cpu_model(),
         "host_cores": os.cpu_count(),
+        "transparent_hugepages": transparent_hugepages(),
         "device": cfg.device,
         "precision": cfg.precision,
         "quick": cfg.quick,

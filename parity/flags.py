@@ -82,9 +82,10 @@ def _run_flags(ap: argparse.ArgumentParser) -> None:
         choices=("all", "best", "default"),
         help="'default': each framework out of the box only; 'all': also each framework's tuned variants "
         "(+xla, +bf16, +scan, ...) and the process-wide settings each implementation names for the device "
-        "(JAX on a CPU: '+ynn', '+onednn'), each setting in a worker of its own running every variant; "
-        "'best': the same, but each setting runs only the variants of the number formats it acts on "
-        "(+ynn float32, +onednn bfloat16): their combinations with the other format are left to 'all' "
+        "(JAX on a CPU: '+ynn', '+onednn', each with '+thp' where the kernel grants huge pages on request), "
+        "each setting in a worker of its own running every variant; 'best': the same, but each setting runs only "
+        "the variants of the number formats it acts on (+ynn float32, +onednn bfloat16; '+thp' alone none): the "
+        "other combinations are left to 'all' "
         "(default: best; with --quick: default)",
     )
     ap.add_argument(

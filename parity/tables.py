@@ -182,12 +182,17 @@ def footnotes(doc: dict) -> str:
     for s in env.get("skipped", []):
         notes.append(f"not run: {s['framework']}: {s['reason']}")
     notes.append(
-        f"host: {env['host_cpu']}, {env['host_cores']} cores; "
+        f"host: {env['host_cpu']}, {env['host_cores']} cores{_thp(env)}; "
         + "; ".join(
             f"{fw} {' '.join(f'{k} {v}' for k, v in f['versions'].items())}" for fw, f in env["frameworks"].items()
         )
     )
     return "\n".join(f"  * {n}" for n in notes)
+
+
+def _thp(env: dict) -> str:
+    mode = env.get("transparent_hugepages")
+    return f", transparent huge pages '{mode}'" if mode else ""
 
 
 def history_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
@@ -256,7 +261,8 @@ def markdown(doc: dict) -> str:
     out += [
         "",
         f"Device `{env['device']}`, precision `{env['precision']}`, host {env['host_cpu']} "
-        f"({env['host_cores']} cores), Python {env['python']}, {env['timestamp']}, commit {env['git_commit']}.",
+        f"({env['host_cores']} cores{_thp(env)}), Python {env['python']}, {env['timestamp']}, "
+        f"commit {env['git_commit']}.",
         f"Frameworks: {fw}.",
     ]
     notes = (

@@ -139,11 +139,16 @@ class Worker:
         self.log.close()
 
 
+# Settings that hold a list, which a configuration's own entries join: XLA's flags, glibc's tunables.
+LIST_SEPARATORS = {"XLA_FLAGS": " ", "GLIBC_TUNABLES": ":"}
+
+
 def _environment(config_env: dict, tmp_dir: Path | None, lock: Path | None, python: str | None) -> dict:
     """A worker's environment: this process's, with its configuration's settings and the run's own."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
-    for k, v in config_env.items():  # appended to the user's own flags, never replacing them
-        env[k] = f"{env[k]} {v}".strip() if k == "XLA_FLAGS" and k in env else v
+    for k, v in config_env.items():  # appended to the user's own settings, never replacing them
+        sep = LIST_SEPARATORS.get(k)
+        env[k] = f"{env[k]}{sep}{v}" if sep and env.get(k, "").strip() else v
     if tmp_dir is not None:  # what the frameworks write (autograph's generated files) goes with the run's files
         env["TMPDIR"] = str(tmp_dir)
     # Both workers live at once: neither may grab the whole accelerator's memory up front.
@@ -158,8 +163,13 @@ def _environment(config_env: dict, tmp_dir: Path | None, lock: Path | None, pyth
 
 def tuned_configs(cfg: Config, fw: str, hello: dict) -> dict[str, dict]:
     """The configurations a framework's workers run besides its default, in order: those its implementation
-    names in its hello ('ynn': XLA flags), then the command line's. name -> environment."""
-    return {**hello.get("tuned_configs", {}), **cfg.extra_configs.get(fw, {})}
+    names in its hello ('ynn': XLA flags), then the command line's. name -> environment. Under `--configs best`,
+    not those the implementation runs with no number format there (they are left to `--configs all`)."""
+    named = hello.get("tuned_configs", {})
+    if cfg.configs == "best":
+        formats = hello.get("config_formats", {})
+        named = {k: v for k, v in named.items() if formats.get(k) != []}
+    return {**named, **cfg.extra_configs.get(fw, {})}
 
 
 def start_workers(

@@ -120,6 +120,27 @@ def test_best_runs_a_configuration_only_in_the_formats_it_acts_on(fakes, tmp_pat
     assert ("--configs best" in " ".join(res["notes"])) == (configs == "best" and not expected)
 
 
+@pytest.mark.parametrize("configs", ["best", "all"])
+def test_a_configuration_with_no_format_under_best_starts_no_worker(fakes, tmp_path, monkeypatch, configs):
+    """A configuration declared for no number format (JAX's 'thp' alone) is left to --configs all: under best
+    its worker is never started, so it costs no start-up."""
+    from fakeimpl import LocalWorker
+
+    started = []
+    monkeypatch.setattr(LocalWorker, "close", lambda self, kill=False: started.append(self.config))
+    formats = {"alone": (), "fast": ("float32",)}
+    configs_env = {"alone": {"GLIBC_TUNABLES": "x=1"}, "fast": {"XLA_FLAGS": "--fake"}}
+    fakes["jax"]["default"] = FakeImpl(configs=configs_env, TUNED_CONFIG_FORMATS=formats)
+    fakes["jax"]["alone"] = FakeImpl(TUNED_CONFIG_FORMATS=formats)
+    fakes["jax"]["fast"] = FakeImpl(TUNED_CONFIG_FORMATS=formats)
+    rows = _run(tmp_path, workloads=("matmul",), replicas=(1,), configs=configs)["rows"]
+    assert ("alone" in started) == (configs == "all")
+    assert {r["variant"] for r in rows if r["variant"].endswith("+alone")} == (
+        {"op+alone", "op+tuned+alone"} if configs == "all" else set()
+    )
+    assert {r["variant"] for r in rows if r["variant"].endswith("+fast")} == {"op+fast", "op+tuned+fast"}
+
+
 def test_one_owner_at_a_time_measures_the_first_again(fakes, tmp_path):
     res = _run(tmp_path, workloads=("conv",), replicas=(1,), exclusive=True, tuned=False)
     note = next(n for n in res["notes"] if n.startswith("one owner of the device at a time"))

@@ -32,3 +32,53 @@ def test_the_two_implementations_mirror_each_other():
         a, b = getattr(jax_impl, name), getattr(tf_impl, name)
         if callable(a):
             assert [p for p, _ in _params(a)] == [p for p, _ in _params(b)], name
+
+
+@pytest.mark.parametrize(
+    "mode, offered",
+    [("always [madvise] never", True), ("[always] madvise never", False), ("always madvise [never]", False)],
+)
+def test_huge_pages_are_a_configuration_only_where_asking_for_them_changes_something(tmp_path, mode, offered):
+    """'+thp' asks for huge pages through glibc's tunable: a kernel in 'always' mode gives them out of the box,
+    one in 'never' mode refuses them; only 'madvise' makes the configuration differ from the default."""
+    from jax_impl import devices
+
+    (tmp_path / "enabled").write_text(mode + "\n")
+    libc = devices.os.confstr("CS_GNU_LIBC_VERSION") or ""
+    new_glibc = libc.startswith("glibc ") and devices._version(libc.split()[1]) >= (2, 35)
+    assert devices.huge_pages_on_request(tmp_path / "enabled") == (offered and new_glibc)
+    assert not devices.huge_pages_on_request(tmp_path / "absent")
+
+
+def test_tuned_configurations_with_huge_pages_keep_each_lever_named(monkeypatch):
+    from jax_impl import devices
+
+    monkeypatch.setattr(devices, "huge_pages_on_request", lambda: True)
+    configs = devices.tuned_configs("cpu", native_bf16=True)
+    assert set(configs) == {"thp", "ynn+thp", "onednn+thp"}
+    assert configs["ynn+thp"] == {**devices._TUNED_CONFIGS["cpu"]["ynn"], **devices.THP_CONFIG}
+    assert configs["onednn+thp"] == {**devices.ONEDNN_CONFIG, **devices.THP_CONFIG}
+    assert set(configs) <= set(jax_impl.TUNED_CONFIG_FORMATS)
+    monkeypatch.setattr(devices, "huge_pages_on_request", lambda: False)
+    assert set(devices.tuned_configs("cpu", native_bf16=True)) == {"ynn", "onednn"}
+    assert devices.tuned_configs("gpu") == {}
+
+
+def test_a_configurations_list_settings_join_the_users_own(monkeypatch):
+    from parity.workerproc import _environment
+
+    monkeypatch.setenv("XLA_FLAGS", "--mine")
+    monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")
+    env = _environment({"XLA_FLAGS": "--theirs", "GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}, None, None, None)
+    assert env["XLA_FLAGS"] == "--mine --theirs"
+    assert env["GLIBC_TUNABLES"] == "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"
+    monkeypatch.delenv("GLIBC_TUNABLES")
+    assert _environment({"GLIBC_TUNABLES": "a=1"}, None, None, None)["GLIBC_TUNABLES"] == "a=1"
+
+
+def test_the_result_file_records_the_kernels_huge_page_mode(tmp_path):
+    from parity.environment import transparent_hugepages
+
+    (tmp_path / "enabled").write_text("always [madvise] never\n")
+    assert transparent_hugepages(tmp_path / "enabled") == "madvise"
+    assert transparent_hugepages(tmp_path / "absent") is None
