@@ -83,7 +83,7 @@ def make_row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hel
         min_s=res.get("min_s"),
         reps=res.get("reps"),
         # raw times, memory and --profile's figures, as the worker (and the schedule) measured them
-        **{k: res.get(k) for k in ("times_s", "rounds", "peak_memory_bytes", "peak_memory_source")},
+        **{k: res.get(k) for k in ("times_s", "rounds", "busy_after_s", "peak_memory_bytes", "peak_memory_source")},
         **{k: res.get(k) for k in ("profile_dir", "layers", "profile_coverage")},
         # an operation's first call (tracing, compilation, one execution); a training row's first epoch is
         # first_epoch_s instead, never called a compile time

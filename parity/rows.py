@@ -65,6 +65,9 @@ class Row:
     times_s: list | None = None  # every timed call (or epoch), in order (schema 3; older files lack them)
     rounds: list | None = None  # the interleaving round of each timed call: rows of one round can be paired
     modes: dict | None = None  # two groups of times far apart (parity.stats.modes): low_s, low_n, high_s, high_n
+    # of the median time: how long the worker's threads went on computing after each call returned (median;
+    # included in every time: parity.timing.busy_after)
+    busy_after_s: float | None = _f(csv=True)
     compile_s: float | None = _f(csv=True, column="first call")  # an operation's first call; training: None
     time_unit: str | None = None  # 'epoch' for a training row, else one call
     first_epoch_s: float | None = None  # a training row's first epoch (compilation included), never timed

@@ -9,7 +9,7 @@ import json
 import pytest
 from fakeimpl import FakeImpl, LocalWorker
 
-from parity import compare, files, roofline, workerproc
+from parity import compare, files, roofline, timing, workerproc
 from parity.config import Config, WorkerBug
 from parity.rows import CSV_FIELDS, FIELDS
 from parity.schedule import run_suite
@@ -294,3 +294,54 @@ def test_profile_traces_one_more_call_per_row_outside_the_timed_ones(fakes, tmp_
     assert run.main(argv) == 0  # without --profile: no trace folder, the rows say none, the old traces gone
     assert all(r["profile_dir"] is None for r in json.loads((out / "results.json").read_text())["rows"])
     assert not (out / "profiles").exists()
+
+
+class BusyMachine:
+    """A fake clock and a fake process CPU clock: the process's threads compute, one core's worth, until
+    `busy_until` on the clock; sleeping advances the clock."""
+
+    def __init__(self, busy_until: float):
+        self.now, self.cpu, self.busy_until = 0.0, 0.0, busy_until
+
+    def sleep(self, s: float) -> None:
+        self.cpu += max(0.0, min(self.now + s, self.busy_until) - self.now)
+        self.now += s
+
+    def busy_after(self, **kw) -> float:
+        return timing.busy_after(clock=lambda: self.now, cpu=lambda: self.cpu, sleep=self.sleep, **kw)
+
+
+@pytest.mark.parametrize("busy_s", [0.0, 0.00005, 0.3, 0.30011])
+def test_busy_after_finds_the_end_of_the_work_left_after_a_call(busy_s):
+    poll = 0.0005
+    got = BusyMachine(busy_s).busy_after(poll_s=poll)
+    if busy_s < timing.IDLE_SHARE * poll:  # less than the idle share of one poll: idle
+        assert got == 0.0
+    else:
+        assert busy_s <= got <= busy_s + poll + 1e-12
+
+
+def test_busy_after_stops_at_its_limit_when_the_threads_never_rest():
+    assert BusyMachine(float("inf")).busy_after(poll_s=0.0005, limit_s=0.1) == pytest.approx(0.1)
+
+
+def test_the_work_a_framework_leaves_after_a_call_is_part_of_its_time(fakes, tmp_path, monkeypatch):
+    """A framework's threads may compute on after its call has returned and its output is gone (a JAX bfloat16
+    conv's execution thread did, standalone): on a fake clock, 0.25 s of such work is in the row's time, and said."""
+    from fakeimpl import FakeClock
+
+    clock = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+
+    def busy_after():
+        clock.advance(0.25)
+        return 0.25
+
+    monkeypatch.setattr(timing, "busy_after", busy_after)
+    for fw in ("tf", "jax"):
+        fakes[fw]["default"] = FakeImpl(delay_s=0.1, clock=clock)
+    rows = _run(tmp_path, workloads=("matmul",), replicas=(1,))["rows"]
+    assert rows
+    for r in rows:
+        assert r["times_s"] == pytest.approx([0.35] * len(r["times_s"])), r["times_s"]
+        assert r["busy_after_s"] == pytest.approx(0.25)
