@@ -26,6 +26,20 @@ ENV_FLAGS = (
 THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 
+REPORTED = Path("/sys/module/page_reporting/parameters/reported_kib")
+
+
+def free_page_reporting(reported: Path = REPORTED) -> bool | None:
+    """Whether this (virtual) machine hands memory its kernel has kept free back to the host (virtio-balloon's free
+    page reporting: some memory reported so far). Memory so handed back is slow to touch again, so a framework that
+    maps its large buffers afresh (JAX on a CPU) pays more when other processes ran in between (docs/statistics.md).
+    None where the kernel has no page reporting."""
+    try:
+        return int(reported.read_text().split()[0]) > 0
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def transparent_hugepages(mode_file: Path = THP_MODE) -> str | None:
     """The kernel's transparent-huge-page mode ('always', 'madvise' or 'never'): whether a large buffer that an
     allocator maps afresh gets 2 MB pages decides much of XLA:CPU's time on a large conv (docs/performance.md)."""
@@ -71,6 +85,7 @@ def environment(cfg, hello: dict, skipped: list[dict], argv: list[str]) -> dict:
         "host_cpu": cpu_model(),
         "host_cores": os.cpu_count(),
         "transparent_hugepages": transparent_hugepages(),
+        "free_page_reporting": free_page_reporting(),
         "device": cfg.device,
         "precision": cfg.precision,
         "quick": cfg.quick,

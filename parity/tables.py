@@ -191,8 +191,12 @@ def footnotes(doc: dict) -> str:
 
 
 def _thp(env: dict) -> str:
+    """What the host's memory does to a framework that maps its buffers afresh: THP mode, free page reporting."""
     mode = env.get("transparent_hugepages")
-    return f", transparent huge pages '{mode}'" if mode else ""
+    said = f", transparent huge pages '{mode}'" if mode else ""
+    if env.get("free_page_reporting"):
+        said += ", free page reporting on (freed memory goes back to the VM's host)"
+    return said
 
 
 def history_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:

@@ -82,3 +82,13 @@ def test_the_result_file_records_the_kernels_huge_page_mode(tmp_path):
     (tmp_path / "enabled").write_text("always [madvise] never\n")
     assert transparent_hugepages(tmp_path / "enabled") == "madvise"
     assert transparent_hugepages(tmp_path / "absent") is None
+
+
+def test_the_result_file_records_whether_freed_memory_goes_back_to_the_host(tmp_path):
+    from parity.environment import free_page_reporting
+
+    (tmp_path / "reported_kib").write_text("945975948\n")
+    assert free_page_reporting(tmp_path / "reported_kib") is True
+    (tmp_path / "reported_kib").write_text("0\n")
+    assert free_page_reporting(tmp_path / "reported_kib") is False
+    assert free_page_reporting(tmp_path / "absent") is None
