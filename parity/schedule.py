@@ -221,8 +221,12 @@ def _timed_reps(
     cfg: Config, kind: RowKind, spec, todo: list[Case], workers: dict[str, Worker], first_s: dict
 ) -> dict[str, list[int]]:
     """Warm-up, then the timed repetitions, interleaved across cases with alternating order. A training
-    kind's first epoch was its first call; each later epoch is one repetition. Returns each case's rounds: the
-    round of each of its timed calls, in order (a call that came back invalid is no timed call)."""
+    kind's first epoch was its first call; each later epoch is one repetition. An operation's timed call follows
+    an untimed call of the same case at once: between two rounds other workers run, and memory they free and
+    take meanwhile is slow for a fresh buffer to touch again (on a VM that hands freed memory back to its host:
+    docs/statistics.md), which a user's loop of back-to-back calls does not pay; an epoch's steps already run back
+    to back. Returns each case's rounds: the round of each of its timed calls, in order (a call that came back
+    invalid is no timed call)."""
     last_s = dict(first_s)
     for _ in range(0 if kind.epochs else cfg.warmup):
         for c in todo:
@@ -238,6 +242,8 @@ def _timed_reps(
         for c in todo if i % 2 == 0 else todo[::-1]:  # alternate so no case always runs first
             if i >= reps[c.key]:
                 continue
+            if not kind.epochs:  # back to back with an untimed call of its own, as in a user's loop
+                workers[c.worker].ask(cmd="warm", id=c.key)
             resp = workers[c.worker].ask(cmd="rep", id=c.key)
             t, last = resp["time"], resp.get("last") or {}
             if t is not None:

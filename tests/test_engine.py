@@ -70,9 +70,14 @@ def test_calls_are_interleaved_first_calls_apart(fakes, tmp_path, monkeypatch):
     monkeypatch.setattr(workerproc, "Worker", lambda *a, **k: workers.append(LocalWorker(*a, **k)) or workers[-1])
     _run(tmp_path, workloads=("conv",), replicas=(1,), tuned=False)
     cmds = [m["cmd"] for m in workers[0].asked]
-    # variants, then the first call, then the timed reps (interleaved with the other framework's), then results
-    assert cmds == ["variants", "prepare", "rep", "rep", "result"]
+    # variants, then the first call, then the timed reps (interleaved with the other framework's), each right
+    # after an untimed call of its own (an operation's calls back to back, as in a user's loop), then results
+    assert cmds == ["variants", "prepare", "warm", "rep", "warm", "rep", "result"]
     assert [m["cmd"] for m in workers[1].asked] == cmds
+    for w in workers:
+        for i, m in enumerate(w.asked):
+            if m["cmd"] == "rep":
+                assert w.asked[i - 1] == {"cmd": "warm", "id": m["id"]}
 
 
 def test_a_planted_error_is_invalid_and_names_the_oracle(fakes, tmp_path):
