@@ -182,7 +182,7 @@ def footnotes(doc: dict) -> str:
     for s in env.get("skipped", []):
         notes.append(f"not run: {s['framework']}: {s['reason']}")
     notes.append(
-        f"host: {env['host_cpu']}, {env['host_cores']} cores{_thp(env)}; "
+        f"host: {env['host_cpu']}, {env['host_cores']} cores{_host_memory(env)}; "
         + "; ".join(
             f"{fw} {' '.join(f'{k} {v}' for k, v in f['versions'].items())}" for fw, f in env["frameworks"].items()
         )
@@ -190,7 +190,7 @@ def footnotes(doc: dict) -> str:
     return "\n".join(f"  * {n}" for n in notes)
 
 
-def _thp(env: dict) -> str:
+def _host_memory(env: dict) -> str:
     """What the host's memory does to a framework that maps its buffers afresh: THP mode, free page reporting."""
     mode = env.get("transparent_hugepages")
     said = f", transparent huge pages '{mode}'" if mode else ""
@@ -265,7 +265,7 @@ def markdown(doc: dict) -> str:
     out += [
         "",
         f"Device `{env['device']}`, precision `{env['precision']}`, host {env['host_cpu']} "
-        f"({env['host_cores']} cores{_thp(env)}), Python {env['python']}, {env['timestamp']}, "
+        f"({env['host_cores']} cores{_host_memory(env)}), Python {env['python']}, {env['timestamp']}, "
         f"commit {env['git_commit']}.",
         f"Frameworks: {fw}.",
     ]
