@@ -545,3 +545,27 @@ def test_a_planted_gradient_error_of_1e3_fails():
     named = {n for n, p in row["per_parameter"].items() if p["jax_vs_f64"] > tol}
     assert named == set(resolvable), (named, resolvable)
     assert all(n in row["detail"] for n in resolvable), row["detail"]
+
+
+@pytest.mark.parametrize("variant,replicas", [("fit", 1), ("strategy", 8), ("loop", 8), ("loop+spe", 8)])
+def test_tf_training_input_is_not_autotuned(monkeypatch, variant, replicas):
+    # tf.data's autotuning thread held each epoch's iterator teardown until its next wake-up (docs/performance.md):
+    # every dataset the trainer feeds, to fit or to its own loop, has it off
+    import tensorflow as tf
+
+    seen = []
+    fit, distribute = tf_impl.cnn.keras.Model.fit, tf.distribute.MirroredStrategy.distribute_datasets_from_function
+
+    def fit_spy(self, ds, *a, **k):
+        seen.append(ds.options().autotune.enabled)
+        return fit(self, ds, *a, **k)
+
+    def distribute_spy(self, fn, *a, **k):
+        seen.append(fn(tf.distribute.InputContext()).options().autotune.enabled)
+        return distribute(self, fn, *a, **k)
+
+    monkeypatch.setattr(tf_impl.cnn.keras.Model, "fit", fit_spy)
+    monkeypatch.setattr(tf.distribute.MirroredStrategy, "distribute_datasets_from_function", distribute_spy)
+    t = tf_impl.make_trainer(tf_impl.build_cnn(0), TF_DEVICES[:replicas], variant)
+    t.steps(*batch(2, 16))
+    assert seen == [False]

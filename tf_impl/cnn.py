@@ -186,6 +186,16 @@ class _StepLogs(keras.callbacks.Callback):
         return out
 
 
+def _in_memory(ds: tf.data.Dataset) -> tf.data.Dataset:
+    """`ds` with tf.data's autotuning off: its input is arrays already in memory, with nothing to tune. With it on,
+    each epoch's iterator, when destroyed, waited for its autotuning thread's next wake-up (10 ms x 2^n after the
+    epoch began): `fit` epochs read 0.63 or 1.27 s at random (docs/performance.md, "TensorFlow's epochs that
+    waited for tf.data")."""
+    opts = tf.data.Options()
+    opts.autotune.enabled = False
+    return ds.with_options(opts)
+
+
 def _worker_batches(s: tf.distribute.Strategy, x: np.ndarray, y: np.ndarray) -> tf.distribute.DistributedDataset:
     """This worker's share of each global batch x[k], y[k]: global replica r gets rows r*per .. (r+1)*per,
     as MirroredStrategy splits a batch over its devices in one process. Only those rows enter its pipeline."""
@@ -201,7 +211,7 @@ def _worker_batches(s: tf.distribute.Strategy, x: np.ndarray, y: np.ndarray) -> 
         ds = tf.data.Dataset.from_tensor_slices((xs, ys))  # already per-replica batches, replica order
         opts = tf.data.Options()
         opts.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
-        return ds.with_options(opts)
+        return _in_memory(ds.with_options(opts))
 
     return s.distribute_datasets_from_function(fn)
 
@@ -310,7 +320,7 @@ class Trainer:
             for _ in it:
                 raise RuntimeError("the input pipeline held more batches than the steps took")
             return np.concatenate(out).astype(np.float64)
-        ds = tf.data.Dataset.from_tensor_slices((x.reshape(k * b, *x.shape[2:]), y.reshape(k * b))).batch(b)
+        ds = _in_memory(tf.data.Dataset.from_tensor_slices((x.reshape(k * b, *x.shape[2:]), y.reshape(k * b))).batch(b))
         with tf.device(self.device) if not self.distributed else nullcontext():
             self.m.fit(ds, epochs=1, steps_per_epoch=k, verbose=0, callbacks=[self.logs], shuffle=False)
         return self.logs.per_step(k)
