@@ -560,9 +560,12 @@ def test_tf_training_input_is_not_autotuned(monkeypatch, variant, replicas):
         seen.append(ds.options().autotune.enabled)
         return fit(self, ds, *a, **k)
 
-    def distribute_spy(self, fn, *a, **k):
+    def distribute_spy(self, fn, options=None):
+        # and one pipeline per replica, in host memory: no per-device pipelines, which are autotuned whatever we set
+        per_replica = tf.distribute.InputReplicationMode.PER_REPLICA
+        assert options.experimental_replication_mode == per_replica and not options.experimental_fetch_to_device
         seen.append(fn(tf.distribute.InputContext()).options().autotune.enabled)
-        return distribute(self, fn, *a, **k)
+        return distribute(self, fn, options)
 
     monkeypatch.setattr(tf_impl.cnn.keras.Model, "fit", fit_spy)
     monkeypatch.setattr(tf.distribute.MirroredStrategy, "distribute_datasets_from_function", distribute_spy)

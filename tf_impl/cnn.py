@@ -213,7 +213,16 @@ def _worker_batches(s: tf.distribute.Strategy, x: np.ndarray, y: np.ndarray) -> 
         opts.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
         return _in_memory(ds.with_options(opts))
 
-    return s.distribute_datasets_from_function(fn)
+    if multiworker() is not None:  # one pipeline per process; PER_REPLICA is MirroredStrategy's alone
+        return s.distribute_datasets_from_function(fn)
+    # One pipeline per replica, left in host memory (which the logical CPUs share): per worker, TF copies to each
+    # device through per-device pipelines whose autotuning cannot be turned off, and every epoch waited for them
+    # (docs/performance.md, "TensorFlow's epochs that waited for tf.data").
+    per_replica = tf.distribute.InputOptions(
+        experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
+        experimental_fetch_to_device=False,
+    )
+    return s.distribute_datasets_from_function(fn, per_replica)
 
 
 def _replica_step(n: int, model):
