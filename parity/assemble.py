@@ -36,13 +36,12 @@ def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, t
         n = hello[wk]["replicas"]
         offered = w.ask(cmd="variants", workload=kind.name, tuned=cfg.tuned)
         formats = hello[wk].get("config_formats", {}).get(w.config) if cfg.configs == "best" else None
-        most_tuned = {offered["dtypes"][v]: v for v in offered["variants"]}  # each format's last (VARIANT_ORDER)
         for variant in offered["variants"]:
             dtype = offered["dtypes"][variant]
-            if formats is not None and (dtype not in formats or most_tuned[dtype] != variant):
+            if formats is not None and dtype not in formats:
                 said["configs_best"] = (
-                    "--configs best: each tuned configuration ran only with the most tuned variant (its "
-                    "implementation's last) of each number format it acts on ("
+                    "--configs best: each tuned configuration ran only the variants of the number formats it acts "
+                    "on ("
                     + ", ".join(f"+{k} {'/'.join(v) or 'none'}" for k, v in hello[wk]["config_formats"].items())
                     + "); --configs all runs every combination"
                 )

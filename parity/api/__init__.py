@@ -100,10 +100,7 @@ class Gradients(NamedTuple):
 class FrameworkImpl(Protocol):
     """The surface each implementation (`jax_impl`, `tf_impl`) exposes, with the same names and arguments;
     parity talks to nothing else. Written here once: each package's __all__ is SURFACE, and a test checks
-    both packages against it. Model, Device and array types are the framework's own (opaque to parity).
-
-    VARIANT_ORDER: each `*_variants` lists the framework out of the box first, and of each number format its most
-    tuned variant last: under `--configs best` a tuned process-wide configuration runs with that one only."""
+    both packages against it. Model, Device and array types are the framework's own (opaque to parity)."""
 
     TUNED_VARIANTS: tuple[str, ...]  # not the framework out of the box: tuned variants
     TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]]  # the number formats each tuned configuration acts on
