@@ -13,7 +13,7 @@ from pathlib import Path
 
 from jax.profiler import ProfileData
 
-from jax_impl.devices import _hlo_op
+from jax_impl.profile import _hlo_op
 
 
 def describe(pb: Path, samples: int = 4) -> list[str]:

@@ -9,12 +9,12 @@ from jax_impl.cnn import (
     infer_variants,
     load_weights,
     loss_and_grads,
-    make_trainer,
     mixed_precision,
     prepare_inference,
     save_weights,
     set_weights,
 )
+from jax_impl.cnn_train import make_trainer
 from jax_impl.conv import conv_op, conv_variants, prepare_conv
 from jax_impl.devices import (
     BFLOAT16_VARIANTS,
@@ -31,11 +31,10 @@ from jax_impl.devices import (
     set_precision,
     setup_devices,
     slowest,
-    trace,
-    trace_ops,
     tuned_configs,
 )
 from jax_impl.matmul import matmul_variants, prepare_matmul
+from jax_impl.profile import trace, trace_ops
 from parity.api import SURFACE
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

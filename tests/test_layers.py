@@ -61,7 +61,7 @@ ENTRY %main.9 (Arg_0.1: f32[4]) -> f32[4] {
 
 
 def test_jax_ops_take_their_scopes_from_the_compiled_program():
-    from jax_impl.devices import hlo_scopes
+    from jax_impl.profile import hlo_scopes
 
     scopes = hlo_scopes(HLO)
     assert scopes["add.2"] == "jit(_train_step)/jvp(bn1)/add"
@@ -71,7 +71,7 @@ def test_jax_ops_take_their_scopes_from_the_compiled_program():
 
 
 def test_a_gpu_kernel_takes_its_op_from_the_launch_annotation():
-    from jax_impl.devices import _hlo_op
+    from jax_impl.profile import _hlo_op
 
     assert _hlo_op({"hlo_op": "fusion.12"}) == "fusion.12"  # XLA:CPU's events
     annotation = "fusion.3:#hlo_op=fusion.3,hlo_module=jit__train_step,program_id=7#"  # CUPTI's kernel events
@@ -100,7 +100,7 @@ ENTRY %main (x: f32[4], g: f32[4]) -> f32[4] {
 
 
 def test_ops_that_xla_left_without_metadata_take_the_one_backward_pass_their_dataflow_meets():
-    from jax_impl.devices import hlo_scopes
+    from jax_impl.profile import hlo_scopes
 
     layer = {name: classify(scope) for name, scope in hlo_scopes(DATAFLOW_HLO).items()}
     # a weight gradient reads its layer's output gradient (its other operand is forward, its user the optimizer)

@@ -15,12 +15,12 @@ from tf_impl.cnn import (  # noqa: E402
     infer_variants,
     load_weights,
     loss_and_grads,
-    make_trainer,
     mixed_precision,
     prepare_inference,
     save_weights,
     set_weights,
 )
+from tf_impl.cnn_train import make_trainer  # noqa: E402
 from tf_impl.conv import conv_op, conv_variants, prepare_conv
 from tf_impl.devices import (
     BFLOAT16_VARIANTS,
@@ -37,10 +37,9 @@ from tf_impl.devices import (
     set_precision,
     setup_devices,
     slowest,
-    trace,
-    trace_ops,
     tuned_configs,
 )
-from tf_impl.matmul import matmul_variants, prepare_matmul
+from tf_impl.matmul import matmul_variants, prepare_matmul  # noqa: E402
+from tf_impl.profile import trace, trace_ops  # noqa: E402
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

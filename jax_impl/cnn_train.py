@@ -1,0 +1,240 @@
+"""Training the CNN in JAX: Keras's Adam as an optax transformation, the jitted (pmap, shard_map) step, and the
+Trainer that make_trainer returns (mirror image of tf_impl.cnn_train)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+from jax.sharding import AxisType, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from jax_impl.cnn import CNN, cnn_variants, cross_entropy, infer_blocks, mixed_precision
+from jax_impl.devices import local_device, lowered_flops, placement, put_global
+from parity.api.cnn import STEPS_PER_DISPATCH
+
+
+def keras_adam(learning_rate: float, epsilon: float, b1: float = 0.9, b2: float = 0.999):
+    """Keras 3's Adam update rule as an optax transformation.
+
+    Keras adds epsilon to sqrt(v) before bias correction (lr * sqrt(1-b2^t)/(1-b1^t) * m/(sqrt(v)+eps));
+    optax.adam adds it after, so the two differ slightly at every step. This is Keras's rule.
+    """
+
+    def init(params):
+        zeros = jax.tree.map(jnp.zeros_like, params)
+        return {"m": zeros, "v": jax.tree.map(jnp.zeros_like, params), "t": jnp.zeros((), jnp.int32)}
+
+    def update(grads, state, params=None):
+        t = state["t"] + 1
+        m = jax.tree.map(lambda m, g: m + (g - m) * (1 - b1), state["m"], grads)
+        v = jax.tree.map(lambda v, g: v + (g * g - v) * (1 - b2), state["v"], grads)
+        tf32 = t.astype(jnp.float32)
+        alpha = learning_rate * jnp.sqrt(1 - b2**tf32) / (1 - b1**tf32)
+        updates = jax.tree.map(lambda m, v: -alpha * m / (jnp.sqrt(v) + epsilon), m, v)
+        return updates, {"m": m, "v": v, "t": t}
+
+    return optax.GradientTransformation(init, update)
+
+
+def _train_step(graphdef, tx, seed, axis, replicated, state, x, y, i):
+    params, stats, opt = state
+    # shard_map types replicated params as invariant, and autodiff would then psum (not average)
+    # their gradients over replicas: differentiate a per-replica copy so pmean below averages.
+    local = jax.lax.pcast(params, axis, to="varying") if replicated else params
+    key = jax.random.fold_in(jax.random.key(seed), i)
+    if axis:
+        key = jax.random.fold_in(key, jax.lax.axis_index(axis))  # each replica its own dropout mask
+
+    def f(m):
+        logits = m.logits(x, train=True, key=key)
+        return cross_entropy(logits, y), jnp.mean(jnp.argmax(logits, -1) == y)
+
+    m = nnx.merge(graphdef, local, stats)
+    (loss, acc), grads = nnx.value_and_grad(f, has_aux=True)(m)  # updates m's batch statistics
+    new_stats = nnx.state(m, nnx.BatchStat)
+    if axis:
+        # Gradients averaged over replicas; batch statistics stay per replica (Keras's default,
+        # synchronized=False) and the moving statistics are averaged, so every replica keeps the same.
+        grads, loss, acc, new_stats = jax.lax.pmean((grads, loss, acc, new_stats), axis)
+    with jax.named_scope("optimizer"):
+        updates, opt = tx.update(grads, opt, params)
+        params = optax.apply_updates(params, updates)
+    return (params, new_stats, opt), jnp.stack([loss, acc])
+
+
+def _scan_steps(step, unroll, state, xs, ys, i0):
+    """len(xs) training steps in one program: `step` over the stacked batches, per-step metrics stacked."""
+
+    def body(state, batch):
+        x, y, i = batch
+        return step(state, x, y, i)
+
+    return jax.lax.scan(body, state, (xs, ys, i0 + jnp.arange(xs.shape[0])), unroll=unroll)
+
+
+class Trainer:
+    """Data-parallel training of a CNN: a pure jitted step over split state (no graph walk per step)."""
+
+    UNROLL_ON = ("cpu",)  # platforms where '+scan' unrolls its loop (see __init__)
+
+    def __init__(self, model: CNN, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
+        n = len(devices)
+        if variant not in cnn_variants(n):
+            raise ValueError(f"unknown JAX CNN variant {variant!r} for {n} replicas; have {cnn_variants(n)}")
+        elementwise_pool = variant.endswith("+pool")
+        variant = variant.removesuffix("+pool")
+        self.scan = variant.endswith("+scan")
+        self.steps_per_dispatch = STEPS_PER_DISPATCH if self.scan else 1
+        self.loss_every = 1  # per-step figures are exact in every variant
+        variant = variant.removesuffix("+scan")
+        self.model_, self.variant, self.n, self.i, self.devices = model, variant, n, 0, devices
+        # what trains and evaluates: the model itself, or its bfloat16-compute copy (Keras's evaluate runs the
+        # mixed model too); model() writes the trained weights back to the model passed in, in both cases
+        self.compute = mixed_precision(model) if variant.endswith("+bf16") else model
+        self.compute.elementwise_pool = elementwise_pool  # static: part of the graph definition split below
+        variant = self.variant = variant.removesuffix("+bf16")
+        self.compute_dtype = jnp.dtype(self.compute.conv1.dtype or jnp.float32).name
+        # XLA:CPU runs simulated devices on one shared thread pool; with several multi-device steps
+        # in flight their all-reduces can wait on each other forever (seen on 2 cores: a deadlock
+        # within 20 steps). One step at a time there; accelerators keep asynchronous dispatch.
+        self.serial = n > 1 and devices[0].platform == "cpu"
+        graphdef, params, stats = nnx.split(self.compute, nnx.Param, nnx.BatchStat)
+        tx = keras_adam(learning_rate, adam_epsilon)
+        state = (params, stats, tx.init(params))
+        axis = None if variant == "jit" else "batch"
+        step = partial(_train_step, graphdef, tx, seed, axis, variant == "shard_map")
+        # XLA:CPU runs a while loop's body without its fast convolution path (a rolled scan trains many times
+        # slower: docs/performance.md). Unrolled there, the same steps are straight-line code in one program;
+        # accelerators keep the loop (a smaller program).
+        multi = partial(_scan_steps, step, devices[0].platform in self.UNROLL_ON)
+        self._place(state, step, multi)
+
+    def _place(self, state, step, multi) -> None:
+        """Put the training state on the devices and compile-wrap `step` (or `multi`, the scanned steps) for
+        the variant; sets state, _step and the batches' data_sharding."""
+        variant, n, devices = self.variant, self.n, self.devices
+        if variant == "jit":
+            self.data_sharding = devices[0]
+            self.state = jax.device_put(state, devices[0])
+            self._step = jax.jit(multi if self.scan else step, donate_argnums=0)
+            return
+        # pmap hands its outputs back on an Auto-typed mesh: state placed on make_mesh's default
+        # (Explicit) mesh would differ from the step's output and cost a second compilation.
+        axis_types = (AxisType.Auto,) if variant == "pmap" else None
+        mesh = jax.make_mesh((n,), ("batch",), devices=devices, axis_types=axis_types)
+        self.data_sharding = NamedSharding(mesh, P("batch"))
+        # put_global: in a multi-process run each process places only its own devices' copies.
+        if variant == "pmap":
+            stacked = jax.tree.map(lambda a: np.broadcast_to(a, (n, *np.shape(a))), state)
+            self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P("batch"))), stacked)
+            self._step = jax.pmap(step, axis_name="batch", in_axes=(0, 0, 0, None), devices=devices, donate_argnums=0)
+        elif self.scan:  # stacked batches: the step axis first, each batch split over the replicas
+            self.data_sharding = NamedSharding(mesh, P(None, "batch"))
+            self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P())), state)
+            specs = (P(), P(None, "batch"), P(None, "batch"), P())
+            self._step = jax.jit(
+                jax.shard_map(multi, mesh=mesh, in_specs=specs, out_specs=(P(), P())), donate_argnums=0
+            )
+        else:
+            self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P())), state)
+            self._step = jax.jit(
+                jax.shard_map(step, mesh=mesh, in_specs=(P(), P("batch"), P("batch"), P()), out_specs=(P(), P())),
+                donate_argnums=0,
+            )
+
+    def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Train on each global batch x[k], y[k] in turn; returns (K, 2) float64 per-step [loss, accuracy]
+        (reading them waits for the last step)."""
+        if self.scan:
+            return self._scan(x, y)
+        out = []
+        for xb, yb in zip(x, y, strict=True):
+            if self.variant == "pmap":
+                xb, yb = xb.reshape(self.n, -1, *xb.shape[1:]), yb.reshape(self.n, -1)
+            if self.variant == "jit":
+                xb, yb = jax.device_put((xb, yb), self.data_sharding)
+            else:  # each process feeds only its own devices' share of the global batch
+                xb, yb = put_global(xb, self.data_sharding), put_global(yb, self.data_sharding)
+            self._batch = (xb, yb)
+            self.state, m = self._step(self.state, xb, yb, self.i)
+            m = m.addressable_data(0)  # this process's copy (pmap: its first device's row)
+            out.append(m[0] if self.variant == "pmap" else m)
+            self.i += 1
+            if self.serial:
+                jax.block_until_ready(m)
+        return np.asarray(jnp.stack(out), np.float64)
+
+    def _scan(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """steps() STEPS_PER_DISPATCH at a time, each chunk one dispatch (the remainder a shorter one)."""
+        out = []
+        for s in range(0, len(x), self.steps_per_dispatch):
+            xc, yc = x[s : s + self.steps_per_dispatch], y[s : s + self.steps_per_dispatch]
+            if self.variant == "jit":
+                xc, yc = jax.device_put((xc, yc), self.data_sharding)
+            else:
+                xc, yc = put_global(xc, self.data_sharding), put_global(yc, self.data_sharding)
+            self._batch = (xc, yc)
+            self.state, m = self._step(self.state, xc, yc, self.i)
+            out.append(m.addressable_data(0))
+            self.i += len(xc)
+            if self.serial:
+                jax.block_until_ready(m)
+        return np.asarray(jnp.concatenate(out), np.float64)
+
+    def placement(self) -> list[str]:
+        """Devices holding this process's copies of the parameters."""
+        return placement(self.state[0])
+
+    def step_cost(self) -> tuple[float | None, str]:
+        """FLOPs of one global training step by XLA's cost analysis (after at least one step)."""
+        if self.scan:  # XLA's cost analysis counts a loop's body once, whatever its trip count
+            return None, "XLA cost analysis: not counted (several steps in one loop)"
+        per = 1 if self.variant == "jit" else self.n  # sharded programs are costed per device
+        return lowered_flops(self._step, self.state, *self._batch, self.i, devices=per)
+
+    def program_text(self) -> str | None:
+        """The compiled step's HLO, with each op's metadata (after at least one step): compiled again, the same
+        program, so a profile's op names map back to the layers' named scopes."""
+        return self._step.lower(self.state, *self._batch, self.i).compile().as_text()
+
+    def model(self) -> CNN:
+        """The trained model (the passed-in model, updated in place)."""
+        params, stats, _ = self.state
+        # this process's first copy (every replica holds the same after the step's pmean)
+        params, stats = jax.tree.map(lambda a: a.addressable_data(0), (params, stats))
+        if self.variant == "pmap":
+            params, stats = jax.tree.map(lambda a: a[0], (params, stats))
+        # one copy on one device: a replicated copy would make every later call run 8 times
+        params, stats = jax.device_put((params, stats), local_device(self.devices))
+        nnx.update(self.model_, params, stats)
+        if self.compute is not self.model_:
+            nnx.update(self.compute, params, stats)
+        return self.model_
+
+    def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
+        """Inference loss and accuracy of the current weights on (x, y), in the trainer's compute dtype."""
+        self.model()
+        model = self.compute
+        loss = acc = 0.0
+        for s in range(0, len(x), batch_size):
+            logits = infer_blocks(model, jnp.asarray(x[s : s + batch_size], jnp.float32))["logits"]
+            yb = jnp.asarray(y[s : s + batch_size])
+            loss += float(cross_entropy(logits, yb)) * len(yb)
+            acc += float(jnp.sum(jnp.argmax(logits, -1) == yb))
+        return {"loss": loss / len(x), "accuracy": acc / len(x)}
+
+
+def make_trainer(
+    model: CNN, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
+) -> Trainer:
+    """A trainer for `model` over `devices` ('jit' on one device; 'pmap' or 'shard_map' over several).
+
+    Raises:
+        ValueError: unknown variant.
+    """
+    return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)

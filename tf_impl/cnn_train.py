@@ -1,0 +1,260 @@
+"""Training the CNN in TensorFlow: Keras's fit (with a strategy's scope), the harness's own distributed loop, their
+in-memory input pipelines, and the Trainer that make_trainer returns (mirror image of jax_impl.cnn_train)."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from parity.api.cnn import STEPS_PER_DISPATCH
+from tf_impl.cnn import cnn_variants, cross_entropy, mixed_precision
+from tf_impl.devices import graph_flops, multiworker, strategy
+
+
+class _StepLogs(keras.callbacks.Callback):
+    """Per-step loss and accuracy from fit's running means (Keras logs the mean over the epoch so far, once per
+    execution: every step, or every steps_per_execution steps)."""
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.means = []
+
+    def on_train_batch_end(self, batch, logs=None):  # batch: the execution's last step (as if it were full)
+        self.means.append((batch + 1, float(logs["loss"]), float(logs["accuracy"])))
+
+    def per_step(self, steps: int) -> np.ndarray:
+        """(steps, 2): each step's loss and accuracy; under steps_per_execution, its execution's mean."""
+        out, done, prev = np.zeros((steps, 2)), 0, np.zeros(2)
+        for end, *mean in self.means:
+            end = min(end, steps)  # the epoch's last execution may be shorter
+            total = np.array(mean) * end
+            out[done:end] = (total - prev) / (end - done)
+            done, prev = end, total
+        return out
+
+
+def _in_memory(ds: tf.data.Dataset) -> tf.data.Dataset:
+    """`ds` with tf.data's autotuning off: its input is arrays already in memory, with nothing to tune. With it on,
+    each epoch's iterator, when destroyed, waited for its autotuning thread's next wake-up (10 ms x 2^n after the
+    epoch began): `fit` epochs read 0.63 or 1.27 s at random (docs/performance.md, "TensorFlow's epochs that
+    waited for tf.data")."""
+    opts = tf.data.Options()
+    opts.autotune.enabled = False
+    return ds.with_options(opts)
+
+
+def _worker_batches(s: tf.distribute.Strategy, x: np.ndarray, y: np.ndarray) -> tf.distribute.DistributedDataset:
+    """This worker's share of each global batch x[k], y[k]: global replica r gets rows r*per .. (r+1)*per,
+    as MirroredStrategy splits a batch over its devices in one process. Only those rows enter its pipeline."""
+    n = s.num_replicas_in_sync
+    per = y.shape[1] // n
+
+    def fn(ctx: tf.distribute.InputContext):
+        local = n // ctx.num_input_pipelines  # replicas fed by this pipeline, in order
+        first = ctx.input_pipeline_id * local
+        parts = [slice((first + j) * per, (first + j + 1) * per) for j in range(local)]
+        xs = np.concatenate([x[:, p] for p in parts], axis=1).reshape(-1, per, *x.shape[2:])
+        ys = np.concatenate([y[:, p] for p in parts], axis=1).reshape(-1, per)
+        ds = tf.data.Dataset.from_tensor_slices((xs, ys))  # already per-replica batches, replica order
+        opts = tf.data.Options()
+        opts.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.OFF
+        return _in_memory(ds.with_options(opts))
+
+    if multiworker() is not None:  # one pipeline per process; PER_REPLICA is MirroredStrategy's alone
+        return s.distribute_datasets_from_function(fn)
+    # One pipeline per replica, left in host memory (which the logical CPUs share): per worker, TF copies to each
+    # device through per-device pipelines whose autotuning cannot be turned off, and every epoch waited for them
+    # (docs/performance.md, "TensorFlow's epochs that waited for tf.data").
+    per_replica = tf.distribute.InputOptions(
+        experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
+        experimental_fetch_to_device=False,
+    )
+    return s.distribute_datasets_from_function(fn, per_replica)
+
+
+def _replica_step(n: int, model):
+    """One training step on one replica as Keras's fit takes it: per-replica loss scaled by 1/replicas (the
+    optimizer all-reduces by sum), per-replica BatchNorm statistics, Keras's Adam; the replica's loss and
+    accuracy."""
+
+    def replica_step(x, y):
+        with tf.GradientTape() as tape:
+            probs = model(tf.cast(x, tf.float32), training=True)
+            loss = cross_entropy(y, probs)
+            scaled = loss / n
+        grads = tape.gradient(scaled, model.trainable_weights)
+        model.optimizer.apply_gradients(zip(grads, model.trainable_weights, strict=True))
+        acc = tf.reduce_mean(
+            tf.cast(tf.equal(tf.argmax(probs, -1, output_type=tf.int32), tf.cast(y, tf.int32)), tf.float32)
+        )
+        return loss, acc
+
+    return replica_step
+
+
+def _loop_step(s: tf.distribute.Strategy, model) -> tf.types.experimental.PolymorphicFunction:
+    """One global step of the custom loop; returns the global batch's mean loss and accuracy."""
+    replica_step = _replica_step(s.num_replicas_in_sync, model)
+
+    @tf.function
+    def step(x, y):
+        loss, acc = s.run(replica_step, args=(x, y))
+        return s.reduce("MEAN", loss, axis=None), s.reduce("MEAN", acc, axis=None)
+
+    return step
+
+
+def _loop_steps(s: tf.distribute.Strategy, model) -> tf.types.experimental.PolymorphicFunction:
+    """`count` global steps of the custom loop in one tf.function (one host dispatch), reading the distributed
+    iterator; per-step mean loss and accuracy, stacked. `count` is a Python int: one trace per length."""
+    replica_step = _replica_step(s.num_replicas_in_sync, model)
+
+    @tf.function
+    def steps(iterator, count: int):
+        losses = tf.TensorArray(tf.float32, size=count)
+        accs = tf.TensorArray(tf.float32, size=count)
+        for i in tf.range(count):
+            loss, acc = s.run(replica_step, args=next(iterator))
+            losses = losses.write(i, s.reduce("MEAN", loss, axis=None))
+            accs = accs.write(i, s.reduce("MEAN", acc, axis=None))
+        return losses.stack(), accs.stack()
+
+    return steps
+
+
+class Trainer:
+    """model.compile + model.fit ('loop': a custom strategy.run loop) under the strategy's scope (a copy
+    of the model lives there)."""
+
+    def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
+        n = len(devices)
+        if variant.startswith("strategy") and multiworker() is not None:
+            raise ValueError("Keras 3's fit fails under MultiWorkerMirroredStrategy (tensorflow#72388): use 'loop'")
+        if variant not in cnn_variants(n):
+            raise ValueError(f"unknown TF CNN variant {variant!r} for {n} replicas; have {cnn_variants(n)}")
+        self.spe = STEPS_PER_DISPATCH if variant.endswith("+spe") else 1
+        # fit under steps_per_execution logs once per execution: its per-step loss is that execution's mean
+        self.steps_per_dispatch, self.loss_every = self.spe, self.spe if variant != "loop+spe" else 1
+        mixed = variant.endswith("+bf16")
+        variant = variant.removesuffix("+spe").removesuffix("+bf16")
+        self.src, self.variant = model, variant
+        self.distributed = variant in ("strategy", "loop")
+        keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as JAX's)
+        scope = strategy(devices).scope() if self.distributed else nullcontext()
+        with scope, tf.device(devices[0]) if not self.distributed else nullcontext():
+            self.m = mixed_precision(model) if mixed else keras.models.clone_model(model)
+            self.m.set_weights(model.get_weights())
+            self.m.compile(
+                optimizer=keras.optimizers.Adam(learning_rate, epsilon=adam_epsilon),  # epsilon set on both sides
+                loss="sparse_categorical_crossentropy",
+                metrics=["accuracy"],
+                jit_compile=True if variant == "fit+xla" else "auto",
+                steps_per_execution=self.spe if variant != "loop" else 1,
+            )
+            if variant == "loop":  # fit builds it on its first call; the loop's step must not create variables
+                self.m.optimizer.build(self.m.trainable_variables)
+        self.compute_dtype = self.m.get_layer("conv1").compute_dtype
+        self.device = devices[0]
+        self.logs = _StepLogs()
+        if variant == "loop":
+            self.s = strategy(devices)
+            self._step = _loop_step(self.s, self.m) if self.spe == 1 else _loop_steps(self.s, self.m)
+
+    def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Train on each global batch x[k], y[k] in turn (one model.fit epoch); returns (K, 2) [loss, acc]."""
+        k, b = y.shape
+        self.batch = b
+        if self.variant == "loop" and self.spe == 1:
+            return np.array([[float(v) for v in self._step(xb, yb)] for xb, yb in _worker_batches(self.s, x, y)])
+        if self.variant == "loop":
+            it = iter(_worker_batches(self.s, x, y))
+            out = [
+                np.stack([v.numpy() for v in self._step(it, min(self.spe, k - s))], 1) for s in range(0, k, self.spe)
+            ]
+            # Run the pipeline to its end before the iterator goes: destroying a distributed iterator whose input
+            # threads still wait for a next element hung TF for good at 8 logical CPUs (in ~LogicalThreadWrapper).
+            for _ in it:
+                raise RuntimeError("the input pipeline held more batches than the steps took")
+            return np.concatenate(out).astype(np.float64)
+        ds = _in_memory(tf.data.Dataset.from_tensor_slices((x.reshape(k * b, *x.shape[2:]), y.reshape(k * b))).batch(b))
+        with tf.device(self.device) if not self.distributed else nullcontext():
+            self.m.fit(ds, epochs=1, steps_per_epoch=k, verbose=0, callbacks=[self.logs], shuffle=False)
+        return self.logs.per_step(k)
+
+    def placement(self) -> list[str]:
+        """Devices holding the first weight (every replica's copy under a strategy)."""
+        v = self.m.trainable_weights[0].value
+        copies = getattr(v, "values", (v,))
+        return sorted(
+            {
+                f"{tf.DeviceSpec.from_string(c.device).device_type.lower()}:"
+                f"{tf.DeviceSpec.from_string(c.device).device_index}"
+                for c in copies
+            }
+        )
+
+    def program_text(self) -> str | None:
+        """None: TensorFlow's profiled op names carry Keras's layer scopes themselves."""
+        return None
+
+    def step_cost(self) -> tuple[float | None, str]:
+        """FLOPs of one global training step by TF's profiler on Keras's train_step graph."""
+        if self.distributed:
+            return None, "TF profiler: not traced under a strategy"
+        if self.spe > 1:
+            return None, "TF profiler: not counted (several steps in one loop)"
+        spec = (tf.TensorSpec((self.batch, 28, 28, 1), tf.float32), tf.TensorSpec((self.batch,), tf.int32))
+        with tf.device(self.device):
+            return graph_flops(tf.function(self.m.train_step), spec)
+
+    def _average_moving_stats(self) -> None:
+        # Keras 3 creates BatchNorm moving statistics with aggregation='none': under a strategy each
+        # replica's copy follows only its own batches, and get_weights() would return replica 0's.
+        # The EMA is linear, so the mean of the copies is the EMA of the replica-mean statistics:
+        # exactly what the JAX side keeps (and what tf.keras's ON_READ/MEAN variables gave).
+        s = multiworker()
+        if s is not None and self.distributed:  # the copies live on several workers: all-reduce
+            stats = self.m.non_trainable_weights
+            copies = s.run(lambda: [tf.identity(v.value) for v in stats])
+            for v, c in zip(stats, copies, strict=True):
+                v.assign(s.reduce(tf.distribute.ReduceOp.MEAN, c, axis=None))
+            return
+        for v in self.m.non_trainable_weights:
+            copies = getattr(v.value, "values", None)
+            if copies and len(copies) > 1:
+                v.assign(np.mean([c.numpy() for c in copies], axis=0))
+
+    def model(self):
+        """The trained model (the passed-in model, updated in place)."""
+        self._average_moving_stats()
+        self.src.set_weights(self.m.get_weights())
+        return self.src
+
+    def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
+        """Inference loss and accuracy of the current weights on (x, y)."""
+        if self.variant == "loop":  # every worker the same, from its copy of the trained weights (no collectives)
+            m = self.model()
+            probs = np.concatenate(
+                [
+                    m(x[i : i + batch_size].astype(np.float32), training=False).numpy()
+                    for i in range(0, len(x), batch_size)
+                ]
+            )
+            loss = float(cross_entropy(tf.constant(y), tf.constant(probs)))
+            return {"loss": loss, "accuracy": float(np.mean(np.argmax(probs, -1) == y))}
+        self._average_moving_stats()
+        r = self.m.evaluate(x.astype(np.float32), y, batch_size=batch_size, verbose=0, return_dict=True)
+        return {"loss": float(r["loss"]), "accuracy": float(r["accuracy"])}
+
+
+def make_trainer(
+    model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
+) -> Trainer:
+    """A trainer for `model` over `devices` ('fit' on one device; 'strategy' over several).
+
+    Raises:
+        ValueError: unknown variant.
+    """
+    return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)
