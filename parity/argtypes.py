@@ -91,7 +91,7 @@ def check_environment(device: str, fws: tuple[str, ...], env=None) -> None:
     """Raise HarnessError (one line naming the variable) when the environment contradicts the flags."""
     env = os.environ if env is None else env
     names = [p.strip().lower() for p in env.get("JAX_PLATFORMS", "").split(",") if p.strip()]
-    if "jax" in fws and names and not set(names) & set(JAX_PLATFORM_NAMES[device]):
+    if frameworks.JAX in fws and names and not set(names) & set(JAX_PLATFORM_NAMES[device]):
         raise HarnessError(
             f"JAX_PLATFORMS={env['JAX_PLATFORMS']} in the environment contradicts --device {device}: unset it, or "
             f"name {' or '.join(JAX_PLATFORM_NAMES[device])} there"

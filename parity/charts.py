@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from parity import frameworks
+
 
 def _save(fig, path: Path, dpi: int) -> bool:
     """Lay out, write beside `path` and rename into place (a crash leaves no half-written PNG); True."""
@@ -47,7 +49,7 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
     if not workloads:
         return False
     fig, axes = plt.subplots(len(workloads), 1, figsize=(9, 1.2 + 0.45 * len(ok) + 0.6 * len(workloads)), squeeze=False)
-    colors = {"tf": "tab:orange", "jax": "tab:blue"}
+    colors = {k: frameworks.color(k) for k in frameworks.KEYS}
     for ax, wl in zip(axes[:, 0], workloads, strict=True):
         rs = [r for r in ok if r["workload"] == wl]
         vals = [_throughput(r) for r in rs]
@@ -82,7 +84,7 @@ def history_chart(rows: list[dict], path: Path, title: str = "") -> bool:
     except ImportError:
         return False
     fig, ax = plt.subplots(figsize=(8, 4.5))
-    colors, styles = {"tf": "tab:orange", "jax": "tab:blue"}, ["-", "--", ":", "-."]
+    colors, styles = {k: frameworks.color(k) for k in frameworks.KEYS}, ["-", "--", ":", "-."]
     seen: dict[str, int] = {}
     for r in hist:
         style = styles[seen.setdefault(f"{r['variant']}", len(seen)) % len(styles)]

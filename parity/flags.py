@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from parity import frameworks
 from parity.argtypes import Parser, at_least, interpreter, out_dir, positive, seconds, whole
 from parity.workloads import DEVICES, PRECISIONS, WORKLOADS
 
@@ -33,7 +34,7 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--framework",
-        choices=("tf", "jax", "all"),
+        choices=(*frameworks.KEYS, "all"),
         default="all",
         help="which implementation(s) to run, each in its own process (default: all)",
     )

@@ -15,13 +15,18 @@ class Framework:
     short: str  # in the checks' notes: 'TF'
     module: str  # the implementation package: 'tf_impl'
     distributions: tuple[str, ...]
+    color: str  # in charts: matplotlib's name
+
+
+# The two keys, for code that pairs one framework against the other (TF's best row against JAX's)
+TF, JAX = "tf", "jax"
 
 
 TABLE = {
     f.key: f
     for f in (
-        Framework("tf", "TensorFlow", "TF", "tf_impl", ("tensorflow", "tensorflow-cpu", "keras")),
-        Framework("jax", "JAX", "JAX", "jax_impl", ("jax", "jaxlib", "flax", "optax")),
+        Framework(TF, "TensorFlow", "TF", "tf_impl", ("tensorflow", "tensorflow-cpu", "keras"), "tab:orange"),
+        Framework(JAX, "JAX", "JAX", "jax_impl", ("jax", "jaxlib", "flax", "optax"), "tab:blue"),
     )
 }
 KEYS = tuple(TABLE)  # ('tf', 'jax'): the order workers start and tables list them
@@ -35,3 +40,8 @@ def label(key: str) -> str:
 def short(key: str) -> str:
     """'TF' for 'tf'."""
     return TABLE[key].short
+
+
+def color(key: str) -> str:
+    """'tab:orange' for 'tf'."""
+    return TABLE[key].color

@@ -14,6 +14,7 @@ import re
 from collections import defaultdict
 
 from parity.api.cnn import CNN_WEIGHTS
+from parity.frameworks import JAX, TF
 
 # The CNN's layers in order, as Keras names them (tf_impl/cnn.py; the JAX side's named scopes use the same names).
 CNN_LAYERS = (
@@ -73,18 +74,18 @@ def side_by_side(tf: dict, jax: dict) -> list[tuple[str, str, float | None, floa
     """(layer, pass, TF seconds, JAX seconds) for every layer and pass either row's profile holds."""
     per = {
         fw: {(r["layer"], r["pass"]): r["seconds"] for r in row.get("layers") or []}
-        for fw, row in (("tf", tf), ("jax", jax))
+        for fw, row in ((TF, tf), (JAX, jax))
     }
-    keys = list(dict.fromkeys([*per["tf"], *per["jax"]]))
+    keys = list(dict.fromkeys([*per[TF], *per[JAX]]))
     order = {name: i for i, name in enumerate((*CNN_LAYERS, "optimizer", "other"))}
     keys.sort(key=lambda k: (order.get(k[0], 99), PASSES.index(k[1])))
-    return [(layer, p, per["tf"].get((layer, p)), per["jax"].get((layer, p))) for layer, p in keys]
+    return [(layer, p, per[TF].get((layer, p)), per[JAX].get((layer, p))) for layer, p in keys]
 
 
 def loses_most(lines: list[tuple[str, str, float | None, float | None]]) -> dict[str, tuple[str, str, float]]:
     """Per framework, the layer and pass where it spends the most time beyond the other: {fw: (layer, pass, s)}."""
     out = {}
-    for fw, sign in (("jax", 1), ("tf", -1)):
+    for fw, sign in ((JAX, 1), (TF, -1)):
         gaps = [
             (sign * ((j or 0.0) - (t or 0.0)), layer, p) for layer, p, t, j in lines if t is not None and j is not None
         ]

@@ -14,7 +14,7 @@ from pathlib import Path
 from parity import devicelock, peaks, roofline
 from parity.assemble import Case, cases, cross_check, make_row
 from parity.config import Config, HarnessError, log
-from parity.frameworks import label
+from parity.frameworks import TF, label
 from parity.judge import drift_note, judge_row
 from parity.layers import attribute, one_op
 from parity.registry import SUITES
@@ -338,6 +338,6 @@ def multiprocess_note(cfg: Config) -> str:
             "; no % of peak: the processes' CPUs may be one machine's or several, and a peak measured "
             "while the others start would be wrong"
         )
-        if "tf" in cfg.frameworks:
+        if TF in cfg.frameworks:
             note += "; TensorFlow's MultiWorkerMirroredStrategy gives each worker one CPU replica"
     return note

@@ -4,6 +4,7 @@ variant against its own framework out of the box)."""
 
 from __future__ import annotations
 
+from parity.frameworks import JAX, TF
 from parity.stats import MIN_CALLS, Ratio, median_ratio
 from parity.workloads import WORKLOADS
 
@@ -70,7 +71,7 @@ def comparisons(rows: list[dict]) -> list[dict]:
     out-of-the-box row in float32 when the tuned one is bfloat16: what the tuning buys)."""
     out = []
     for wl, n, dtype in groups(rows):
-        tf, jax = best(rows, wl, n, dtype, "tf"), best(rows, wl, n, dtype, "jax")
+        tf, jax = best(rows, wl, n, dtype, TF), best(rows, wl, n, dtype, JAX)
         if tf and jax:
             out.append(_entry("jax_vs_tf", wl, n, dtype, jax, tf))
     for r in _ok(rows):

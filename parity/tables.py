@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from parity import layers, summary
 from parity.cells import bytes_cell, fmt, grid, md_table, time_cell
+from parity.frameworks import JAX, TF
 from parity.notes import best_notes, memory_note, modes_note, roofline_notes
 from parity.rows import COLUMNS
 
@@ -77,7 +78,7 @@ def summary_body(doc: dict) -> list[tuple[str, ...]]:
     """One line per workload x replicas x format, in SUMMARY_COLUMNS order: the answer before the full table."""
     body = []
     for wl, n, dtype in summary.groups(doc["rows"]):
-        tf, jax = (summary.best(doc["rows"], wl, n, dtype, fw) for fw in ("tf", "jax"))
+        tf, jax = (summary.best(doc["rows"], wl, n, dtype, fw) for fw in (TF, JAX))
         cells = [f"{b['variant']} {time_cell(b['median_s'])}" if b else "-" for b in (tf, jax)]
         shown = _ratio_cell(jax, tf) if tf and jax else "-"
         body.append((wl, str(n), dtype, *cells, shown, summary.verdict(doc, wl, n, dtype)))
@@ -105,13 +106,13 @@ def layer_groups(doc: dict) -> list[tuple[str, list[tuple[str, ...]], str]]:
     the layer x pass lines (ms per step, or per call) and a line naming where each framework loses most."""
     out = []
     for wl, n, dtype in summary.groups(doc["rows"]):
-        tf, jax = (summary.best(doc["rows"], wl, n, dtype, fw) for fw in ("tf", "jax"))
+        tf, jax = (summary.best(doc["rows"], wl, n, dtype, fw) for fw in (TF, JAX))
         if not (tf and jax and tf.get("layers") and jax.get("layers")):
             continue
         lines = layers.side_by_side(tf, jax)
         body = [(layer, p, _ms(t), _ms(j), f"{j / t:.2f}" if t and j else "-") for layer, p, t, j in lines]
-        cov = ", ".join(f"{fw} {r['variant']} {r['profile_coverage']:.0%}" for fw, r in (("tf", tf), ("jax", jax)))
-        low = [fw for fw, r in (("tf", tf), ("jax", jax)) if (r["profile_coverage"] or 0) < COVERAGE_SAID]
+        cov = ", ".join(f"{fw} {r['variant']} {r['profile_coverage']:.0%}" for fw, r in ((TF, tf), (JAX, jax)))
+        low = [fw for fw, r in ((TF, tf), (JAX, jax)) if (r["profile_coverage"] or 0) < COVERAGE_SAID]
         title = f"{wl} x{n} {dtype}, per {'step' if wl == 'cnn_train' else 'call'} (profile coverage: {cov})"
         most = layers.loses_most(lines)
         said = "; ".join(f"{fw} loses most in {ly} {p} (+{g * 1e3:.2f} ms)" for fw, (ly, p, g) in most.items())

@@ -9,7 +9,7 @@ import numpy as np
 from parity.api.cnn import CNN_BLOCKS as BLOCKS
 from parity.api.cnn import CNN_TRAINABLE, CNN_WEIGHTS
 from parity.cnn import oracle as cnn_oracle
-from parity.frameworks import short
+from parity.frameworks import JAX, TF, short
 from parity.oracle import errors
 from parity.tolerances import gradient_scale
 
@@ -37,7 +37,7 @@ def forward(saved: dict[str, dict], ref: dict[str, np.ndarray], tol: float) -> l
     for b in BLOCKS:
         figs = {f"{fw}_vs_f64": errors(saved[fw][f"forward/{b}"], ref[b])["max_rel_err"] for fw in fws}
         if len(fws) == 2:
-            figs["tf_vs_jax"] = errors(saved["tf"][f"forward/{b}"], saved["jax"][f"forward/{b}"])["max_rel_err"]
+            figs[f"{TF}_vs_{JAX}"] = errors(saved[TF][f"forward/{b}"], saved[JAX][f"forward/{b}"])["max_rel_err"]
         rows.append(_row(f"forward {b}", figs, tol))
     return rows
 
@@ -211,8 +211,8 @@ def trajectory(
     vb: str,
     tols: dict,
     replicas: int,
-    names: tuple[str, str] = ("tf", "jax"),
-    key: str = "tf_vs_jax",
+    names: tuple[str, str] = (TF, JAX),
+    key: str = f"{TF}_vs_{JAX}",
 ) -> list[dict]:
     """The same dropout-free steps from the same weights: per-step loss and final parameters, of variant `va` in
     saved arrays `a` against `vb` in `b` (TF against JAX by default; `names` label them, `key` names the figure)."""
@@ -289,8 +289,8 @@ def accuracy(rows: list[dict], band: float) -> list[dict]:
             continue
         runs, fmt = _accuracy_runs(mine)
         acc = {k: float(np.mean(v)) for k, v in runs.items()}
-        tf = [k for k in acc if fmt[k][0] == "tf"]
-        jx = [k for k in acc if fmt[k][0] == "jax"]
+        tf = [k for k in acc if fmt[k][0] == TF]
+        jx = [k for k in acc if fmt[k][0] == JAX]
         if not (tf and jx):
             continue
         # TF against JAX in every number format, and each mixed-precision variant against its own float32 ones

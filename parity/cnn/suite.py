@@ -18,6 +18,7 @@ from parity.api.weights import load_npz, save_npz
 from parity.cnn import checks, data, sources
 from parity.cnn.oracle import cnn_forward
 from parity.config import warn
+from parity.frameworks import JAX, TF
 from parity.roofline import native_bf16
 from parity.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 from parity.workloads import CNN_FULL
@@ -295,17 +296,17 @@ def _trajectories(saved: dict, counts: dict, tols: dict, n: int, state: CnnState
     ]
     if len(saved) < 2:
         return same
-    if counts["tf"] != counts["jax"]:  # BatchNorm statistics are per replica: a different split is another model
+    if counts[TF] != counts[JAX]:  # BatchNorm statistics are per replica: a different split is another model
         state.traj_skipped = (
-            f"cnn: no TF-vs-JAX trajectory check: TensorFlow trained on {counts['tf']} "
-            f"replicas, JAX on {counts['jax']} (BatchNorm statistics: per replica)"
+            f"cnn: no TF-vs-JAX trajectory check: TensorFlow trained on {counts[TF]} "
+            f"replicas, JAX on {counts[JAX]} (BatchNorm statistics: per replica)"
         )
         return same
     cross = [
         row
-        for tv, jv in _pairs(saved["tf"], saved["jax"])
+        for tv, jv in _pairs(saved[TF], saved[JAX])
         for row in checks.trajectory(
-            saved["tf"], saved["jax"], tv, jv, bf16_tols if _dtype(saved["tf"], tv) == "bfloat16" else tols, n
+            saved[TF], saved[JAX], tv, jv, bf16_tols if _dtype(saved[TF], tv) == "bfloat16" else tols, n
         )
     ]
     return cross + same

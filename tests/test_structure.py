@@ -1,0 +1,100 @@
+"""The code's layering, read from its source (nothing imported, no framework started): the implementations
+import from parity only its contract, no package's modules import each other in a cycle, each module and
+function stays short enough to read, and framework keys are written once."""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("parity", "jax_impl", "tf_impl")
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 350, 50
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            out[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(path: Path, module: str, top_level_only: bool) -> set[str]:
+    """The project modules that `module` imports (`from a import b` counts a.b where that is a module)."""
+    tree = ast.parse(path.read_text())
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the importing module's package
+                pkg = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+                base = ".".join(pkg[: len(pkg) - node.level + 1] + ([base] if base else []))
+            found.add(base)
+            found.update(f"{base}.{a.name}" for a in node.names)
+    return {m for m in found if m in MODULES and m != module}
+
+
+def test_the_implementations_import_only_the_contract_from_parity():
+    for module, path in MODULES.items():
+        if module.startswith(("jax_impl", "tf_impl")):
+            other = {m for m in _imports(path, module, False) if m.startswith("parity")}
+            assert all(m == "parity.api" or m.startswith("parity.api.") for m in other), (module, other)
+            assert not {m for m in _imports(path, module, False) if m.startswith(("jax_impl", "tf_impl"))} - {
+                m for m in MODULES if m.startswith(module.split(".")[0])
+            }, f"{module} imports the other implementation"
+
+
+@pytest.mark.parametrize("top_level_only", [True, False], ids=["module-level", "any"])
+def test_no_import_cycles(top_level_only):
+    graph = {m: _imports(p, m, top_level_only) for m, p in MODULES.items()}
+    # a package's __init__ that re-exports its modules is not a cycle with them: drop edges into one's own parent
+    graph = {m: {d for d in deps if not m.startswith(d + ".")} for m, deps in graph.items()}
+    state: dict[str, int] = {}
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for d in sorted(graph[m]):
+            assert state.get(d) != 1, " -> ".join([*path, m, d])
+            if d not in state:
+                visit(d, [*path, m])
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
+
+
+def test_modules_and_functions_stay_short():
+    long_modules = {m: n for m, p in MODULES.items() if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long_modules
+    long_functions = [
+        (m, node.name, node.end_lineno - node.lineno + 1)
+        for m, p in MODULES.items()
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert not long_functions
+
+
+def test_framework_keys_are_written_once():
+    """'tf' and 'jax' as string literals only in parity/frameworks.py (the one table); elsewhere its names."""
+    from parity import frameworks
+
+    keys = set(frameworks.KEYS)
+    found = [
+        (m, node.lineno)
+        for m, p in MODULES.items()
+        if m.startswith("parity") and m != "parity.frameworks"
+        for node in ast.walk(ast.parse(p.read_text()))
+        if isinstance(node, ast.Constant) and node.value in keys
+    ]
+    assert not found
