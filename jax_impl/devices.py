@@ -27,6 +27,9 @@ TUNED_VARIANTS: tuple[str, ...] = (
 # Variants that compute in bfloat16 (an operation's inputs and outputs; the CNN's mixed precision, float32
 # parameters): a row's number format, declared here, never read off its name.
 BFLOAT16_VARIANTS: tuple[str, ...] = ("jit+bf16", "shard_map+bf16")
+# Variants that tune only the host's dispatch (several steps in one program): under `--configs best` the
+# process-wide settings below, which act on the kernels, run without them (each lever measured on its own).
+DISPATCH_VARIANTS: tuple[str, ...] = ("jit+scan", "shard_map+scan")
 # Process-wide settings that make JAX faster than out of the box, by device: name -> environment.
 # YNNPACK: XLA:CPU's newer kernel library. The list below replaces XLA's default one (no '+'/'-' modifiers): YNNPACK
 # for dots, elementwise ops and reductions, XLA's own convolutions (out of the box, JAX 0.12 sends float32

@@ -46,6 +46,12 @@ def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, t
                     + "); --configs all runs every combination"
                 )
                 continue
+            if formats is not None and variant in offered.get("dispatch", ()):
+                said["configs_best_dispatch"] = (
+                    "--configs best: the tuned configurations ran without the several-steps-per-dispatch variants "
+                    f"({', '.join(offered['dispatch'])}), measured out of the box; --configs all runs them with each"
+                )
+                continue
             if dtype == "bfloat16" and not roofline.native_bf16(cfg.device, hello[wk]["device_kind"], w.env):
                 # emulated bfloat16 would only show a slower configuration; the table says why it is absent
                 cap = roofline.isa_capped_below_bf16(w.env) if cfg.device == "cpu" else None

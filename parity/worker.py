@@ -152,6 +152,7 @@ def _variants(impl, devices, args, timers: dict, req: dict) -> dict:
         "variants": chosen,
         "dtypes": {v: cases.variant_dtype(impl, v) for v in chosen},
         "tuned": [v for v in chosen if v in impl.TUNED_VARIANTS],
+        "dispatch": [v for v in chosen if v in impl.DISPATCH_VARIANTS],
     }
 
 

@@ -125,17 +125,27 @@ class Worker:
 
     def close(self, kill: bool = False) -> None:
         """Ask the worker to quit (kill: stop it at once, as when the run is interrupted); remove its log."""
+        self.ask_to_quit(kill)
+        self.wait_quit()
+
+    def ask_to_quit(self, kill: bool = False) -> None:
+        """The first half of close(): several workers asked at once then exit side by side."""
         if self.proc.poll() is None and kill:
             self.proc.kill()
-            self.proc.wait()
-        if self.proc.poll() is None:
+        elif self.proc.poll() is None:
             try:
                 self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
                 self.proc.stdin.flush()
-                self.proc.wait(10)
-            except (OSError, subprocess.TimeoutExpired):
+            except OSError:
                 self.proc.kill()
-                self.proc.wait()
+
+    def wait_quit(self, timeout_s: float = 10) -> None:
+        """The second half of close(): wait for the worker to exit (killed after timeout_s); remove its log."""
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
         self.log.close()
 
 
@@ -243,9 +253,11 @@ def with_workers(workers: dict[str, Worker], work):
     except BaseException:  # interrupted or failed: the workers are stopped now, not asked to finish
         stopped = True
         raise
-    finally:
+    finally:  # all asked first, so that they exit side by side
         for w in workers.values():
-            w.close(kill=stopped)
+            w.ask_to_quit(kill=stopped)
+        for w in workers.values():
+            w.wait_quit()
 
 
 def start_owner(

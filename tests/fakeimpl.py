@@ -63,6 +63,7 @@ class FakeImpl:
     TUNED_VARIANTS: tuple[str, ...] = ("op+tuned",)
     TUNED_CONFIG_FORMATS: dict = field(default_factory=dict)
     BFLOAT16_VARIANTS: tuple[str, ...] = ()
+    DISPATCH_VARIANTS: tuple[str, ...] = ()
 
     # devices
     def setup_devices(self, device, replicas, cluster=None):
@@ -226,5 +227,10 @@ class LocalWorker:
     answer = Worker.answer
     ask = Worker.ask
 
-    def close(self, kill: bool = False) -> None:
+    def ask_to_quit(self, kill: bool = False) -> None:
         pass
+
+    def wait_quit(self, timeout_s: float = 10) -> None:
+        pass
+
+    close = Worker.close

@@ -126,13 +126,31 @@ def test_best_runs_a_configuration_only_in_the_formats_it_acts_on(fakes, tmp_pat
 
 
 @pytest.mark.parametrize("configs", ["best", "all"])
+def test_best_runs_a_configuration_without_the_dispatch_variants(fakes, tmp_path, configs):
+    """A variant that tunes only the dispatch (JAX's '+scan') runs out of the box under best, not again with each
+    process-wide configuration; all runs every combination."""
+    formats = {"fast": ("float32",)}
+    for config in ("default", "fast"):
+        fakes["jax"][config] = FakeImpl(
+            configs={"fast": {"XLA_FLAGS": "--fake"}} if config == "default" else {},
+            TUNED_CONFIG_FORMATS=formats,
+            DISPATCH_VARIANTS=("op+tuned",),
+        )
+    res = _run(tmp_path, workloads=("matmul",), replicas=(1,), configs=configs)
+    variants = {r["variant"] for r in res["rows"] if r["framework"] == "jax"}
+    assert {"op", "op+tuned", "op+fast"} <= variants
+    assert ("op+tuned+fast" in variants) == (configs == "all")
+    assert ("several-steps-per-dispatch" in " ".join(res["notes"])) == (configs == "best")
+
+
+@pytest.mark.parametrize("configs", ["best", "all"])
 def test_a_configuration_with_no_format_under_best_starts_no_worker(fakes, tmp_path, monkeypatch, configs):
     """A configuration declared for no number format (JAX's 'thp' alone) is left to --configs all: under best
     its worker is never started, so it costs no start-up."""
     from fakeimpl import LocalWorker
 
     started = []
-    monkeypatch.setattr(LocalWorker, "close", lambda self, kill=False: started.append(self.config))
+    monkeypatch.setattr(LocalWorker, "ask_to_quit", lambda self, kill=False: started.append(self.config))
     formats = {"alone": (), "fast": ("float32",)}
     configs_env = {"alone": {"GLIBC_TUNABLES": "x=1"}, "fast": {"XLA_FLAGS": "--fake"}}
     fakes["jax"]["default"] = FakeImpl(configs=configs_env, TUNED_CONFIG_FORMATS=formats)
@@ -350,3 +368,34 @@ def test_the_work_a_framework_leaves_after_a_call_is_part_of_its_time(fakes, tmp
     for r in rows:
         assert r["times_s"] == pytest.approx([0.35] * len(r["times_s"])), r["times_s"]
         assert r["busy_after_s"] == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("fails", [False, True], ids=["finished", "failed"])
+def test_workers_are_all_asked_to_quit_before_any_is_waited_for(fails):
+    """So that their interpreters exit side by side; a failed or interrupted round kills them instead."""
+    from parity.workerproc import with_workers
+
+    calls = []
+
+    class Quitting:
+        def __init__(self, name):
+            self.name = name
+
+        def ask_to_quit(self, kill=False):
+            calls.append(("ask", self.name, kill))
+
+        def wait_quit(self, timeout_s=10):
+            calls.append(("wait", self.name))
+
+    def work():
+        if fails:
+            raise KeyboardInterrupt
+        return 7
+
+    workers = {"a": Quitting("a"), "b": Quitting("b")}
+    if fails:
+        with pytest.raises(KeyboardInterrupt):
+            with_workers(workers, work)
+    else:
+        assert with_workers(workers, work) == 7
+    assert calls == [("ask", "a", fails), ("ask", "b", fails), ("wait", "a"), ("wait", "b")]

@@ -31,6 +31,9 @@ TUNED_VARIANTS: tuple[str, ...] = (
 # Variants that compute in bfloat16 (an operation's inputs and outputs; the CNN's mixed precision, float32
 # variables): a row's number format, declared here, never read off its name.
 BFLOAT16_VARIANTS: tuple[str, ...] = ("function+bf16", "fit+bf16", "strategy+bf16")
+# Variants that tune only the host's dispatch (several steps per execution): mirror of jax_impl's, for
+# `--configs best` (TensorFlow names no process-wide configuration to combine them with).
+DISPATCH_VARIANTS: tuple[str, ...] = ("fit+spe", "strategy+spe", "loop+spe")
 
 
 TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]] = {}  # no process-wide configurations (tuned_configs)

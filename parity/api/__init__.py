@@ -105,6 +105,9 @@ class FrameworkImpl(Protocol):
     TUNED_VARIANTS: tuple[str, ...]  # not the framework out of the box: tuned variants
     TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]]  # the number formats each tuned configuration acts on
     BFLOAT16_VARIANTS: tuple[str, ...]  # variants that compute in bfloat16 (a row's number format)
+    # tuned variants that change only how steps reach the device (several per dispatch: '+scan', '+spe'); under
+    # --configs best a process-wide configuration, which acts on the kernels, runs without them
+    DISPATCH_VARIANTS: tuple[str, ...]
 
     # devices
     def setup_devices(self, device: str, replicas: int, cluster: Cluster | None = None) -> list[Device]:
