@@ -85,8 +85,9 @@ def _run_flags(ap: argparse.ArgumentParser) -> None:
         "(+xla, +bf16, +scan, ...) and the process-wide settings each implementation names for the device "
         "(JAX on a CPU: '+ynn', '+onednn', each with '+thp' where the kernel grants huge pages on request), "
         "each setting in a worker of its own running every variant; 'best': the same, but each setting runs only "
-        "the variants of the number formats it acts on (+ynn float32, +onednn bfloat16; '+thp' alone none): the "
-        "other combinations are left to 'all' "
+        "the variants of the number formats it acts on (+ynn float32, +onednn bfloat16; '+thp' alone none), and "
+        "not the several-steps-per-dispatch ones (+scan, measured out of the box): the other combinations are "
+        "left to 'all' "
         "(default: best; with --quick: default)",
     )
     ap.add_argument(
