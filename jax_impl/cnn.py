@@ -183,10 +183,10 @@ def cnn_variants(replicas: int) -> tuple[str, ...]:
 
     '+scan': STEPS_PER_DISPATCH steps in one dispatch (lax.scan over stacked batches), the same steps.
     '+bf16': mixed precision (mixed_precision(): bfloat16 compute, float32 parameters and Adam state).
-    '+pool': max pooling's gradient computed elementwise (pool_elementwise), the same gradient."""
+    '+pool': max pooling's gradient computed elementwise (pool_elementwise), the same gradient; with '+bf16' too."""
     if replicas == 1:
-        return ("jit", "jit+scan", "jit+bf16", "jit+pool")
-    return ("pmap", "shard_map", "shard_map+scan", "shard_map+bf16", "shard_map+pool")
+        return ("jit", "jit+scan", "jit+bf16", "jit+pool", "jit+bf16+pool")
+    return ("pmap", "shard_map", "shard_map+scan", "shard_map+bf16", "shard_map+pool", "shard_map+bf16+pool")
 
 
 def forward_layers(model: CNN, x: np.ndarray) -> dict[str, np.ndarray]:

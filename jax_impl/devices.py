@@ -23,10 +23,12 @@ TUNED_VARIANTS: tuple[str, ...] = (
     "shard_map+scan",
     "shard_map+bf16",
     "shard_map+pool",
+    "jit+bf16+pool",
+    "shard_map+bf16+pool",
 )
 # Variants that compute in bfloat16 (an operation's inputs and outputs; the CNN's mixed precision, float32
 # parameters): a row's number format, declared here, never read off its name.
-BFLOAT16_VARIANTS: tuple[str, ...] = ("jit+bf16", "shard_map+bf16")
+BFLOAT16_VARIANTS: tuple[str, ...] = ("jit+bf16", "shard_map+bf16", "jit+bf16+pool", "shard_map+bf16+pool")
 # Variants that tune only the host's dispatch (several steps in one program): under `--configs best` the
 # process-wide settings below, which act on the kernels, run without them (each lever measured on its own).
 DISPATCH_VARIANTS: tuple[str, ...] = ("jit+scan", "shard_map+scan")

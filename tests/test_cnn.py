@@ -406,6 +406,22 @@ def test_mixed_precision_trains_in_bfloat16_and_keeps_the_trajectory(replicas, t
         assert abs(first[fw, v + "+bf16"] - first[fw, v]) > 1e-5 * first[fw, v], first
 
 
+def test_the_elementwise_pool_in_mixed_precision_keeps_the_trajectory(weights):
+    """'+bf16+pool': the elementwise pooling gradient in bfloat16 compute (the same routing as JAX's own there:
+    test above) trains as '+bf16' does, within bfloat16's tolerances, and is judged against the float32 '+pool'."""
+    from parity.cnn.suite import _float32
+
+    x, y = batch(3, 16, seed=11)
+    mixed, t = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16+pool", weights, x, y)
+    plain, _ = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16", weights, x, y)
+    assert t.compute_dtype == "bfloat16" and t.compute.elementwise_pool
+    rows = checks.trajectory(mixed, plain, "jit+bf16+pool", "jit+bf16", BF16, 1, ("jax", "jax"))
+    assert len(rows) == 3 and all(r["passed"] for r in rows), rows
+    saved = {f"traj/{v}/loss": np.ones(2) for v in ("jit", "jit+pool", "jit+bf16", "jit+bf16+pool")}
+    saved.update({f"traj/{v}/dtype": np.array("bfloat16") for v in ("jit+bf16", "jit+bf16+pool")})
+    assert [_float32(saved, v) for v in ("jit+bf16", "jit+bf16+pool")] == ["jit", "jit+pool"]
+
+
 def test_mixed_precision_trajectory_check_catches_a_different_learning_rate(weights):
     x, y = batch(6, 16, seed=11)
     a, _ = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16", weights, x, y)

@@ -318,9 +318,10 @@ def _dtype(saved: dict, v: str) -> str:
 
 def _float32(saved: dict, mixed: str) -> str:
     """What a mixed-precision variant is compared with: the same variant in float32 ('shard_map' for
-    'shard_map+bf16'), else the framework's first float32 one."""
+    'shard_map+bf16', 'jit+pool' for 'jit+bf16+pool'), else the framework's first float32 one."""
     f32 = [v for v in _variants(saved) if _dtype(saved, v) == "float32"]
-    return mixed.removesuffix("+bf16") if mixed.removesuffix("+bf16") in f32 else f32[0]
+    same = mixed.replace("+bf16", "")
+    return same if same in f32 else f32[0]
 
 
 def _pairs(tf: dict, jx: dict) -> list[tuple[str, str]]:
