@@ -18,7 +18,7 @@ from parity.files import (
     write_staged,
     write_text,
 )
-from parity.workloads import WORKLOADS
+from parity.workloads import WORKLOADS, trained
 
 
 def machine(doc: dict) -> str:
@@ -32,7 +32,7 @@ def machine(doc: dict) -> str:
 
 def _time_metric(r: dict) -> float | None:
     """What the cross-device table compares: time per call, or 5 notebook epochs for training."""
-    if r["workload"] == "cnn_train":
+    if trained(r["workload"]):
         return r.get("est_5_notebook_epochs_s")
     return r.get("median_s")
 
@@ -114,7 +114,7 @@ def cross_table(rows: list[dict]) -> str:
     for r in rows:
         t = r.get("time")
         shown = "-" if t is None else (f"{r['approx']} " if r.get("approx") else "") + time_cell(t)
-        if r["workload"] == "cnn_train" and t is not None and not r["reference"]:
+        if trained(r["workload"]) and t is not None and not r["reference"]:
             shown += " (est.)"
         body.append(
             (

@@ -21,6 +21,7 @@ from parity.cpuinfo import (
     measure_cpu,
 )
 from parity.rows import Row
+from parity.workloads import row_kind
 
 T, G = 1e12, 1e9
 CPU_HEADROOM = 2.0  # see Peak.headroom
@@ -142,12 +143,13 @@ def bf16_peak(device: str, device_kind: str, run_peak: Peak) -> Peak:
 
 
 def with_bf16_matmul_rows(peak: Peak, rows: list[Row]) -> Peak:
-    """The CPU peak with the run's verified bfloat16 matmul rows among its bfloat16 measurements (each row's fastest
-    call), as NumPy's matmul measures the float32 peak: the best bfloat16 matrix product measured in the run."""
+    """The CPU peak with the run's verified bfloat16 rows of a ceiling kind (the matmul) among its bfloat16
+    measurements (each row's fastest call), as NumPy's matmul measures the float32 peak: the best bfloat16 matrix
+    product measured in the run."""
     rows_said = {
         f"{r.framework} {r.variant} row": r.flops / r.min_s
         for r in rows
-        if r.workload == "matmul" and r.dtype == "bfloat16" and r.verified and r.min_s
+        if row_kind(r.workload)[1].ceiling and r.dtype == "bfloat16" and r.verified and r.min_s
     }
     return replace(peak, measured_bf16={**(peak.measured_bf16 or {}), **rows_said}) if rows_said else peak
 

@@ -7,6 +7,7 @@ from parity.cells import bytes_cell, fmt, grid, md_table, time_cell
 from parity.frameworks import JAX, TF
 from parity.notes import best_notes, memory_note, modes_note, roofline_notes
 from parity.rows import COLUMNS
+from parity.workloads import trained
 
 
 def _first(r: dict) -> float | None:
@@ -113,7 +114,7 @@ def layer_groups(doc: dict) -> list[tuple[str, list[tuple[str, ...]], str]]:
         body = [(layer, p, _ms(t), _ms(j), f"{j / t:.2f}" if t and j else "-") for layer, p, t, j in lines]
         cov = ", ".join(f"{fw} {r['variant']} {r['profile_coverage']:.0%}" for fw, r in ((TF, tf), (JAX, jax)))
         low = [fw for fw, r in ((TF, tf), (JAX, jax)) if (r["profile_coverage"] or 0) < COVERAGE_SAID]
-        title = f"{wl} x{n} {dtype}, per {'step' if wl == 'cnn_train' else 'call'} (profile coverage: {cov})"
+        title = f"{wl} x{n} {dtype}, per {'step' if trained(wl) else 'call'} (profile coverage: {cov})"
         most = layers.loses_most(lines)
         said = "; ".join(f"{fw} loses most in {ly} {p} (+{g * 1e3:.2f} ms)" for fw, (ly, p, g) in most.items())
         if low:
@@ -163,9 +164,9 @@ def footnotes(doc: dict) -> str:
         "err vs f64: max |out - oracle| / max |oracle| on the first and last batch rows (float64 NumPy oracle); "
         "err vs other: the same against the other framework's output",
     ]
-    if any(r["workload"] == "cnn_train" for r in doc["rows"]):
+    for kind in dict.fromkeys(r["workload"] for r in doc["rows"] if trained(r["workload"])):
         notes.append(
-            "cnn_train: median/IQR per epoch after the first; first call = the first epoch (includes "
+            f"{kind}: median/IQR per epoch after the first; first call = the first epoch (includes "
             "compilation); img/s = images per second of a steady-state epoch; err columns: see checks"
         )
     five = [r for r in doc["rows"] if r.get("est_5_notebook_epochs_s") is not None]

@@ -222,6 +222,7 @@ class RowKind:
     (device, precision, dtype) -> the oracle tolerance of the row's output, None when the workload's
     checks judge its numbers instead. epochs: one call is a training epoch (the first epoch apart,
     then epochs - 1 timed ones) rather than a calibrated number of calls. seeded: run once per --seeds.
+    ceiling: its rows measure the device's ceiling (the matmul): a CPU's bfloat16 peak counts their fastest calls.
     """
 
     name: str
@@ -231,6 +232,7 @@ class RowKind:
     prepare: Callable[[Any], Callable] | None = None
     epochs: bool = False
     seeded: bool = False
+    ceiling: bool = False
 
 
 @dataclass(frozen=True)
@@ -317,7 +319,7 @@ WORKLOADS = {
             MATMUL_FULL,
             MATMUL_FULL,
             MATMUL_QUICK,
-            (RowKind("matmul", "op", _matmul_variants, matmul_tolerance, prepare=_prepare_matmul),),
+            (RowKind("matmul", "op", _matmul_variants, matmul_tolerance, prepare=_prepare_matmul, ceiling=True),),
         ),
     )
 }
@@ -330,3 +332,8 @@ def row_kind(name: str) -> tuple[Workload, RowKind]:
             if k.name == name:
                 return w, k
     raise KeyError(f"no row kind {name!r}; have {[k.name for w in WORKLOADS.values() for k in w.kinds]}")
+
+
+def trained(name: str) -> bool:
+    """Whether rows of the kind named `name` time training epochs (the first apart) rather than calls."""
+    return row_kind(name)[1].epochs
