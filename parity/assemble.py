@@ -49,7 +49,7 @@ def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, t
             if formats is not None and variant in offered.get("dispatch", ()):
                 said["configs_best_dispatch"] = (
                     "--configs best: the tuned configurations ran without the several-steps-per-dispatch variants "
-                    f"({', '.join(offered['dispatch'])}), measured out of the box; --configs all runs them with each"
+                    "('+scan': DISPATCH_VARIANTS), each measured out of the box; --configs all runs them with each"
                 )
                 continue
             if dtype == "bfloat16" and not roofline.native_bf16(cfg.device, hello[wk]["device_kind"], w.env):
