@@ -58,7 +58,7 @@ def config(args, argv: list[str] = ()) -> Config:
         quick=args.quick,
         reps=args.reps,
         min_time_s=args.min_time if args.min_time is not None else (0.5 if args.quick else 2.0),
-        max_reps=max(args.max_reps, args.reps),
+        max_reps=max(args.max_reps if args.max_reps is not None else (50 if args.quick else 200), args.reps),
         warmup=args.warmup,
         tuned=configs != "default",
         configs=configs,
