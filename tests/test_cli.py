@@ -284,3 +284,17 @@ def test_a_framework_that_is_not_installed_is_a_note_not_a_crash(tmp_path):
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
     assert {r["framework"] for r in doc["rows"]} == {"jax"}
     assert doc["env"]["skipped"][0]["framework"] == "tf"
+
+
+def test_quick_caps_its_calibrated_calls_lower_and_a_given_cap_wins():
+    from parity import run as cli
+
+    def cap(*args):
+        return cli.config(cli.parser().parse_args(list(args))).max_reps
+
+    assert (cap(), cap("--quick"), cap("--quick", "--max-reps", "7"), cap("--max-reps", "3", "--reps", "9")) == (
+        200,
+        50,
+        7,
+        9,
+    )
