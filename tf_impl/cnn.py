@@ -130,8 +130,10 @@ def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
     return out
 
 
-def cross_entropy(y, probs):
-    # On the TF backend this uses the softmax's cached logits (no clipping of p).
+def cross_entropy(probs, y):
+    """Mean sparse cross-entropy of the model's output and integer labels: jax_impl.cnn.cross_entropy's order (its
+    model's output is the logits, Keras's the softmax). On the TF backend Keras computes it from the softmax's cached
+    logits (no clipping of p)."""
     return tf.reduce_mean(keras.losses.sparse_categorical_crossentropy(y, probs))
 
 
@@ -152,7 +154,7 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
             if isinstance(layer, keras.layers.MaxPooling2D):
                 pool_inputs.append((layer, h))
             h = layer(h, training=True)
-        loss = cross_entropy(tf.convert_to_tensor(y), h)
+        loss = cross_entropy(h, tf.convert_to_tensor(y))
     grads = tape.gradient(loss, model.trainable_weights)
     model.set_weights(saved)
     routing = []

@@ -82,7 +82,7 @@ def _replica_step(n: int, model):
     def replica_step(x, y):
         with tf.GradientTape() as tape:
             probs = model(tf.cast(x, tf.float32), training=True)
-            loss = cross_entropy(y, probs)
+            loss = cross_entropy(probs, y)
             scaled = loss / n
         grads = tape.gradient(scaled, model.trainable_weights)
         model.optimizer.apply_gradients(zip(grads, model.trainable_weights, strict=True))
@@ -242,7 +242,7 @@ class Trainer:
                     for i in range(0, len(x), batch_size)
                 ]
             )
-            loss = float(cross_entropy(tf.constant(y), tf.constant(probs)))
+            loss = float(cross_entropy(tf.constant(probs), tf.constant(y)))
             return {"loss": loss, "accuracy": float(np.mean(np.argmax(probs, -1) == y))}
         self._average_moving_stats()
         r = self.m.evaluate(x.astype(np.float32), y, batch_size=batch_size, verbose=0, return_dict=True)
