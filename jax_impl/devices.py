@@ -32,6 +32,22 @@ BFLOAT16_VARIANTS: tuple[str, ...] = ("jit+bf16", "shard_map+bf16", "jit+bf16+po
 # Variants that tune only the host's dispatch (several steps in one program): under `--configs best` the
 # process-wide settings below, which act on the kernels, run without them (each lever measured on its own).
 DISPATCH_VARIANTS: tuple[str, ...] = ("jit+scan", "shard_map+scan")
+# The best-known configuration's variants, in order of preference (`--configs best` times, for each workload,
+# replica count and number format, the first offered, under the process-wide setting of its format below): the
+# CNN with the elementwise pooling gradient ('+pool': 1.37 against 1.71 s an epoch alone, 0.95 with '+ynn+thp'),
+# the operations as they are (their only lever is the setting). Measured on a Zen 5 only (docs/performance.md,
+# "Which configuration the default times"); `--configs levers` times every lever on its own to check it elsewhere.
+BEST_VARIANTS: tuple[str, ...] = (
+    "jit+pool",
+    "shard_map+pool",
+    "jit+bf16+pool",
+    "shard_map+bf16+pool",
+    "jit",
+    "shard_map",
+    "jit+bf16",
+    "shard_map+bf16",
+    "predict",
+)
 # Process-wide settings that make JAX faster than out of the box, by device: name -> environment.
 # YNNPACK: XLA:CPU's newer kernel library. The list below replaces XLA's default one (no '+'/'-' modifiers): YNNPACK
 # for dots, elementwise ops and reductions, XLA's own convolutions (out of the box, JAX 0.12 sends float32

@@ -30,27 +30,15 @@ class Case:
 
 
 def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, tag: str, said: dict) -> list[Case]:
-    """Every worker's variants of this row kind; bfloat16 ones only where the hardware has bfloat16."""
+    """Every worker's variants of this row kind that `--configs` asks for; bfloat16 ones only where the hardware
+    has bfloat16."""
     out = []
     for wk, w in workers.items():
         n = hello[wk]["replicas"]
         offered = w.ask(cmd="variants", workload=kind.name, tuned=cfg.tuned)
-        formats = hello[wk].get("config_formats", {}).get(w.config) if cfg.configs == "best" else None
         for variant in offered["variants"]:
             dtype = offered["dtypes"][variant]
-            if formats is not None and dtype not in formats:
-                said["configs_best"] = (
-                    "--configs best: each tuned configuration ran only the variants of the number formats it acts "
-                    "on ("
-                    + ", ".join(f"+{k} {'/'.join(v) or 'none'}" for k, v in hello[wk]["config_formats"].items())
-                    + "); --configs all runs every combination"
-                )
-                continue
-            if formats is not None and variant in offered.get("dispatch", ()):
-                said["configs_best_dispatch"] = (
-                    "--configs best: the tuned configurations ran without the several-steps-per-dispatch variants "
-                    "('+scan': DISPATCH_VARIANTS), each measured out of the box; --configs all runs them with each"
-                )
+            if not _asked(cfg, wk, workers, hello, offered, variant, said):
                 continue
             if dtype == "bfloat16" and not roofline.native_bf16(cfg.device, hello[wk]["device_kind"], w.env):
                 # emulated bfloat16 would only show a slower configuration; the table says why it is absent
@@ -63,6 +51,45 @@ def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, t
             tuned = variant in offered["tuned"] or w.config != "default"
             out.append(Case(wk, shown, n, key, variant, dtype, tuned))
     return out
+
+
+def _asked(cfg: Config, wk: str, workers: dict, hello: dict, offered: dict, variant: str, said: dict) -> bool:
+    """Whether `--configs` times this worker's variant: 'all' every one; 'levers' each tuning on its own and with
+    each process-wide configuration of its number format, but not the several-steps-per-dispatch ones with one;
+    'best' the framework out of the box and, per number format, its best-known configuration (the implementation's
+    first BEST_VARIANTS offered, in the worker of the configuration for that format, where one runs)."""
+    w, dtype = workers[wk], offered["dtypes"][variant]
+    formats = hello[wk].get("config_formats", {}).get(w.config)  # None: the default, or a command line's
+    if cfg.configs == "levers" and formats is not None and dtype not in formats:
+        said["configs_levers"] = (
+            "--configs levers: each tuned configuration ran only the variants of the number formats it acts on ("
+            + ", ".join(f"+{k} {'/'.join(v) or 'none'}" for k, v in hello[wk]["config_formats"].items())
+            + "); --configs all runs every combination"
+        )
+        return False
+    if cfg.configs == "levers" and formats is not None and variant in offered.get("dispatch", ()):
+        said["configs_levers_dispatch"] = (
+            "--configs levers: the tuned configurations ran without the several-steps-per-dispatch variants "
+            "('+scan': DISPATCH_VARIANTS), each measured out of the box; --configs all runs them with each"
+        )
+        return False
+    if cfg.configs != "best" or (w.config != "default" and formats is None):
+        return True
+    covered = {  # the formats a configuration of this framework's acts on, in a worker of its own
+        f
+        for ok, o in workers.items()
+        if o.framework == w.framework and o.config != "default"
+        for f in hello[ok].get("config_formats", {}).get(o.config) or ()
+    }
+    best = offered["best"].get(dtype) == variant
+    plain = w.config == "default" and variant in offered["plain"]
+    said["configs_best"] = (
+        "--configs best: each framework out of the box and its best-known configuration for each workload, "
+        "replica count and number format (its implementation's first BEST_VARIANTS offered, with the process-wide "
+        "setting for that format where it names one); every parity check still runs each variant; "
+        "--configs levers times each tuning on its own, --configs all every combination"
+    )
+    return plain or (best and (dtype in formats if w.config != "default" else dtype not in covered))
 
 
 def make_row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hello: dict, save_dir: Path) -> Row:

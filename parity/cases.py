@@ -32,6 +32,16 @@ def offered(impl, variants, tuned: bool) -> list[str]:
     return [v for v in variants if tuned or v not in impl.TUNED_VARIANTS] or list(variants[:1])
 
 
+def best_known(impl, variants) -> dict[str, str]:
+    """Number format -> the variant of the framework's best-known configuration among `variants` (one workload's,
+    at one replica count): the first of them in the implementation's BEST_VARIANTS, its order of preference."""
+    best: dict[str, str] = {}
+    for v in impl.BEST_VARIANTS:
+        if v in variants:
+            best.setdefault(variant_dtype(impl, v), v)
+    return best
+
+
 def _saving(rows, save: str | None):
     """rows(), also saving what it read, for the parent's framework-vs-framework comparison."""
 

@@ -36,7 +36,7 @@ class Config:
     max_reps: int = 200
     tuned: bool = True  # also run each implementation's tuned configurations, as rows of their own
     profile: bool = False  # one more call per row, after its timed ones, under the framework's profiler
-    configs: str = "best"  # with tuned: 'best' runs a configuration only with variants of the formats it acts on
+    configs: str = "best"  # with tuned: 'best', 'levers' or 'all' (parity.assemble.cases: which variants each times)
     extra_configs: dict = field(default_factory=dict)  # framework -> {name: env}: more configurations to try
     warmup: int = 1
     timeout_s: float = 1800.0

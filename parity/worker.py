@@ -153,6 +153,8 @@ def _variants(impl, devices, args, timers: dict, req: dict) -> dict:
         "dtypes": {v: cases.variant_dtype(impl, v) for v in chosen},
         "tuned": [v for v in chosen if v in impl.TUNED_VARIANTS],
         "dispatch": [v for v in chosen if v in impl.DISPATCH_VARIANTS],
+        "plain": cases.offered(impl, every, False),  # the framework out of the box (or what stands in for it)
+        "best": cases.best_known(impl, chosen),
     }
 
 

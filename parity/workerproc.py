@@ -173,10 +173,10 @@ def _environment(config_env: dict, tmp_dir: Path | None, lock: Path | None, pyth
 
 def tuned_configs(cfg: Config, fw: str, hello: dict) -> dict[str, dict]:
     """The configurations a framework's workers run besides its default, in order: those its implementation
-    names in its hello ('ynn': XLA flags), then the command line's. name -> environment. Under `--configs best`,
-    not those the implementation runs with no number format there (they are left to `--configs all`)."""
+    names in its hello ('ynn': XLA flags), then the command line's. name -> environment. Under `--configs best`
+    and `levers`, not those the implementation runs with no number format there (left to `--configs all`)."""
     named = hello.get("tuned_configs", {})
-    if cfg.configs == "best":
+    if cfg.configs in ("best", "levers"):
         formats = hello.get("config_formats", {})
         named = {k: v for k, v in named.items() if formats.get(k) != []}
     return {**named, **cfg.extra_configs.get(fw, {})}

@@ -64,6 +64,7 @@ class FakeImpl:
     TUNED_CONFIG_FORMATS: dict = field(default_factory=dict)
     BFLOAT16_VARIANTS: tuple[str, ...] = ()
     DISPATCH_VARIANTS: tuple[str, ...] = ()
+    BEST_VARIANTS: tuple[str, ...] = ("op+tuned", "sharded")
 
     # devices
     def setup_devices(self, device, replicas, cluster=None):

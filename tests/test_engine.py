@@ -112,22 +112,22 @@ def test_tuned_configurations_get_workers_of_their_own(fakes, tmp_path):
 @pytest.mark.parametrize(
     "configs, formats, expected",
     [
-        ("best", {"fast": ("bfloat16",)}, set()),  # acts on bfloat16 only: no float32 variant of the fake runs with it
-        ("best", {"fast": ("float32",)}, {"op+fast", "op+tuned+fast"}),
+        ("levers", {"fast": ("bfloat16",)}, set()),  # acts on bfloat16 only: no float32 variant of the fake with it
+        ("levers", {"fast": ("float32",)}, {"op+fast", "op+tuned+fast"}),
         ("all", {"fast": ("bfloat16",)}, {"op+fast", "op+tuned+fast"}),  # every combination
     ],
 )
-def test_best_runs_a_configuration_only_in_the_formats_it_acts_on(fakes, tmp_path, configs, formats, expected):
+def test_levers_runs_a_configuration_only_in_the_formats_it_acts_on(fakes, tmp_path, configs, formats, expected):
     fakes["jax"]["default"] = FakeImpl(configs={"fast": {"XLA_FLAGS": "--fake"}}, TUNED_CONFIG_FORMATS=formats)
     fakes["jax"]["fast"] = FakeImpl(TUNED_CONFIG_FORMATS=formats)
     res = _run(tmp_path, workloads=("matmul",), replicas=(1,), configs=configs)
     assert {r["variant"] for r in res["rows"] if r["variant"].endswith("+fast")} == expected
-    assert ("--configs best" in " ".join(res["notes"])) == (configs == "best" and not expected)
+    assert ("--configs levers" in " ".join(res["notes"])) == (configs == "levers" and not expected)
 
 
-@pytest.mark.parametrize("configs", ["best", "all"])
-def test_best_runs_a_configuration_without_the_dispatch_variants(fakes, tmp_path, configs):
-    """A variant that tunes only the dispatch (JAX's '+scan') runs out of the box under best, not again with each
+@pytest.mark.parametrize("configs", ["levers", "all"])
+def test_levers_runs_a_configuration_without_the_dispatch_variants(fakes, tmp_path, configs):
+    """A variant that tunes only the dispatch (JAX's '+scan') runs out of the box under levers, not again with each
     process-wide configuration; all runs every combination."""
     formats = {"fast": ("float32",)}
     for config in ("default", "fast"):
@@ -140,13 +140,48 @@ def test_best_runs_a_configuration_without_the_dispatch_variants(fakes, tmp_path
     variants = {r["variant"] for r in res["rows"] if r["framework"] == "jax"}
     assert {"op", "op+tuned", "op+fast"} <= variants
     assert ("op+tuned+fast" in variants) == (configs == "all")
-    assert ("several-steps-per-dispatch" in " ".join(res["notes"])) == (configs == "best")
+    assert ("several-steps-per-dispatch" in " ".join(res["notes"])) == (configs == "levers")
 
 
-@pytest.mark.parametrize("configs", ["best", "all"])
+@pytest.mark.parametrize(
+    "formats, best, expected",
+    [
+        # no configuration: the best-known variant runs in the default worker, beside the out-of-the-box one
+        ({}, ("op+tuned",), {"op", "op+tuned"}),
+        # a configuration for its format: the best-known variant runs there only, the default worker out of the box
+        ({"fast": ("float32",)}, ("op+tuned",), {"op", "op+tuned+fast"}),
+        ({"fast": ("float32",)}, ("op",), {"op", "op+fast"}),  # the best-known is the plain variant, with the setting
+        # a configuration for another format: nothing of this one's runs there
+        ({"fast": ("bfloat16",)}, ("op+tuned",), {"op", "op+tuned"}),
+        ({}, (), {"op"}),  # no best-known variant: the framework out of the box
+    ],
+)
+def test_best_times_each_framework_out_of_the_box_and_its_best_known_configuration(
+    fakes, tmp_path, formats, best, expected
+):
+    configs = {"fast": {"XLA_FLAGS": "--fake"}} if formats else {}
+    for config in ("default", *formats):
+        fakes["jax"][config] = FakeImpl(
+            configs=configs if config == "default" else {}, TUNED_CONFIG_FORMATS=formats, BEST_VARIANTS=best
+        )
+    res = _run(tmp_path, workloads=("matmul",), replicas=(1,), configs="best")
+    assert {r["variant"] for r in res["rows"] if r["framework"] == "jax"} == expected
+    assert {r["variant"] for r in res["rows"] if r["framework"] == "tf"} == {"op", "op+tuned"}  # its own BEST
+    assert "--configs best" in " ".join(res["notes"])
+
+
+def test_best_known_is_the_first_offered_of_each_number_format():
+    from parity.cases import best_known
+
+    impl = FakeImpl(BFLOAT16_VARIANTS=("op+bf16", "op+bf16+tuned"), BEST_VARIANTS=("op+bf16+tuned", "op+tuned", "op"))
+    assert best_known(impl, ("op", "op+tuned", "op+bf16")) == {"float32": "op+tuned"}  # op+bf16 is not named
+    assert best_known(impl, ("op", "op+bf16", "op+bf16+tuned")) == {"float32": "op", "bfloat16": "op+bf16+tuned"}
+
+
+@pytest.mark.parametrize("configs", ["best", "levers", "all"])
 def test_a_configuration_with_no_format_under_best_starts_no_worker(fakes, tmp_path, monkeypatch, configs):
-    """A configuration declared for no number format (JAX's 'thp' alone) is left to --configs all: under best
-    its worker is never started, so it costs no start-up."""
+    """A configuration declared for no number format (JAX's 'thp' alone) is left to --configs all: under best and
+    levers its worker is never started, so it costs no start-up."""
     from fakeimpl import LocalWorker
 
     started = []
@@ -161,7 +196,8 @@ def test_a_configuration_with_no_format_under_best_starts_no_worker(fakes, tmp_p
     assert {r["variant"] for r in rows if r["variant"].endswith("+alone")} == (
         {"op+alone", "op+tuned+alone"} if configs == "all" else set()
     )
-    assert {r["variant"] for r in rows if r["variant"].endswith("+fast")} == {"op+fast", "op+tuned+fast"}
+    fast = {"op+tuned+fast"} if configs == "best" else {"op+fast", "op+tuned+fast"}  # best: BEST_VARIANTS' only
+    assert {r["variant"] for r in rows if r["variant"].endswith("+fast")} == fast
 
 
 def test_one_owner_at_a_time_measures_the_first_again(fakes, tmp_path):

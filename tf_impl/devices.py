@@ -32,8 +32,23 @@ TUNED_VARIANTS: tuple[str, ...] = (
 # variables): a row's number format, declared here, never read off its name.
 BFLOAT16_VARIANTS: tuple[str, ...] = ("function+bf16", "fit+bf16", "strategy+bf16")
 # Variants that tune only the host's dispatch (several steps per execution): mirror of jax_impl's, for
-# `--configs best` (TensorFlow names no process-wide configuration to combine them with).
+# `--configs levers` (TensorFlow names no process-wide configuration to combine them with).
 DISPATCH_VARIANTS: tuple[str, ...] = ("fit+spe", "strategy+spe", "loop+spe")
+# The best-known configuration's variants, in order of preference (mirror of jax_impl's; `--configs best` times,
+# for each workload, replica count and number format, the first offered beside the framework out of the box):
+# several steps a dispatch (Keras's steps_per_execution; at 8 replicas the custom loop, which stalls less than
+# fit), mixed precision, not '+xla' (slower in every Zen 4 and Zen 5 run recorded: docs/performance.md, "Which
+# configuration the default times"). `--configs levers` times every lever on its own to check it elsewhere.
+BEST_VARIANTS: tuple[str, ...] = (
+    "fit+spe",
+    "loop+spe",
+    "fit+bf16",
+    "strategy+bf16",
+    "function",
+    "strategy",
+    "function+bf16",
+    "predict",
+)
 
 
 TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]] = {}  # no process-wide configurations (tuned_configs)

@@ -106,8 +106,11 @@ class FrameworkImpl(Protocol):
     TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]]  # the number formats each tuned configuration acts on
     BFLOAT16_VARIANTS: tuple[str, ...]  # variants that compute in bfloat16 (a row's number format)
     # tuned variants that change only how steps reach the device (several per dispatch: '+scan', '+spe'); under
-    # --configs best a process-wide configuration, which acts on the kernels, runs without them
+    # --configs levers a process-wide configuration, which acts on the kernels, runs without them
     DISPATCH_VARIANTS: tuple[str, ...]
+    # the variants of the best-known configuration, in order of preference: for each workload, replica count and
+    # number format, the first one offered is what --configs best times beside the framework out of the box
+    BEST_VARIANTS: tuple[str, ...]
 
     # devices
     def setup_devices(self, device: str, replicas: int, cluster: Cluster | None = None) -> list[Device]:
