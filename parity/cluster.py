@@ -17,6 +17,8 @@ import os
 import socket
 from dataclasses import asdict, dataclass, replace
 
+from parity import frameworks
+
 ENV = {
     "coordinator": "PARITY_COORDINATOR",
     "num_processes": "PARITY_NUM_PROCESSES",
@@ -190,3 +192,22 @@ def port_free(host: str, port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def run_note(cfg) -> str:
+    """What a multi-process run's rows mean (cfg: the run's parity.config.Config)."""
+    c = cfg.cluster
+    note = (
+        f"multi-process run: {c.num_processes or 'auto'} processes (coordinator {c.coordinator}); each call's "
+        f"time is the slowest process's (agreed after the call, outside the timed interval), each row's output "
+        f"gathered from every process and checked; repetitions fixed at --reps {cfg.reps} (every process must "
+        f"make the same calls)"
+    )
+    if cfg.device == "cpu":
+        note += (
+            "; no % of peak: the processes' CPUs may be one machine's or several, and a peak measured "
+            "while the others start would be wrong"
+        )
+        if frameworks.TF in cfg.frameworks:
+            note += "; TensorFlow's MultiWorkerMirroredStrategy gives each worker one CPU replica"
+    return note

@@ -82,13 +82,13 @@ def _run_flags(ap: argparse.ArgumentParser) -> None:
         "--configs",
         choices=("all", "levers", "best", "default"),
         help="which variants are timed. 'default': each framework out of the box only (and only its parity "
-        "checks); the others run every variant's parity checks. 'best': also each framework's best-known configuration for each "
-        "workload, replica count and number format (the first of its implementation's BEST_VARIANTS offered, "
-        "with the process-wide setting it names for that format: JAX on a CPU '+ynn' for float32, '+onednn' "
-        "for bfloat16, each with '+thp' where the kernel grants huge pages on request); 'levers': each tuned "
-        "variant (+xla, +bf16, +scan, +pool, ...) and each process-wide setting on its own, a setting with the "
-        "variants of the number formats it acts on, without the several-steps-per-dispatch ones (+scan, +spe); "
-        "'all': every combination, '+thp' alone too "
+        "checks); the others run every variant's parity checks. 'best': also each framework's best-known "
+        "configuration for each workload, replica count and number format (the first of its implementation's "
+        "BEST_VARIANTS offered, with the process-wide setting it names for that format: JAX on a CPU '+ynn' for "
+        "float32, '+onednn' for bfloat16, each with '+thp' where the kernel grants huge pages on request); "
+        "'levers': each tuned variant (+xla, +bf16, +scan, +pool, ...) and each process-wide setting on its own, "
+        "a setting with the variants of the number formats it acts on, without the several-steps-per-dispatch "
+        "ones (+scan, +spe); 'all': every combination, '+thp' alone too "
         "(default: best; with --quick: default)",
     )
     ap.add_argument(

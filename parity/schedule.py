@@ -11,10 +11,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from parity import devicelock, peaks, roofline
+from parity import cluster, devicelock, peaks, roofline
 from parity.assemble import Case, cases, cross_check, make_row
 from parity.config import Config, HarnessError, log
-from parity.frameworks import TF, label
+from parity.frameworks import label
 from parity.judge import drift_note, judge_row
 from parity.layers import attribute, one_op
 from parity.registry import SUITES
@@ -60,7 +60,7 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
     suites = {wl: SUITES[wl] for wl in cfg.workloads if wl in SUITES}
     run = RunState(suites, {wl: {} for wl in cfg.workloads})
     if cfg.cluster is not None:
-        run.notes.append(multiprocess_note(cfg))
+        run.notes.append(cluster.run_note(cfg))
     run.peak = peaks.before_workers(cfg)
     for wl, suite in suites.items():
         run.ctxs[wl], more = suite.prepare(cfg, cfg.spec(wl), save_dir)
@@ -172,8 +172,9 @@ def _rows(rnd: Round, parity: bool = True) -> list[Row]:
 
 
 def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[Row]:
-    """One row kind of a workload: every worker's variants, first calls one at a time, then interleaved
-    timed repetitions, then the rows."""
+    """One row kind of a workload: every worker's variants, first calls one at a time, then the timed repetitions
+    (an operation's interleaved across cases; a training row's epochs back to back after its first), then the
+    rows."""
     cfg, run, workers = rnd.cfg, rnd.run, rnd.workers
     suite = run.suites.get(wl)
     spec, extra, tag = cfg.spec(wl), {}, ""
@@ -182,27 +183,14 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
     todo = cases(cfg, kind, workers, rnd.hello, tag, run.said)
     if not todo:
         return []
-    first_s = {}
-    for c in todo:  # one at a time: a first call's time is its own
-        what = f"first epoch (seed {spec.seed})" if kind.epochs else "compiling"
-        log(cfg, f"{kind.name}: {what} {label(workers[c.worker].framework)} {c.shown} x{c.replicas}")
-        resp = workers[c.worker].ask(
-            cmd="prepare",
-            id=c.key,
-            workload=kind.name,
-            variant=c.variant,
-            spec=spec.to_dict(),
-            save=str(rnd.save_dir / f"{c.key}.npy"),
-            **extra,
-        )
-        first_s[c.key] = resp["compile_s"]
-        log(
-            cfg,
-            f"  INVALID: {resp['invalid']}"
-            if resp["invalid"]
-            else f"  first call {resp['compile_s']:.3f} s, output verified",
-        )
-    rounds = _timed_reps(cfg, kind, spec, todo, workers, first_s)
+    if kind.epochs:  # as a user's fit(epochs=N): the first epoch, then the others at once, one row at a time
+        rounds = {}
+        for k, c in enumerate(todo):
+            first_s = {c.key: _first_call(rnd, kind, spec, c, extra)}
+            rounds.update(_timed_reps(cfg, kind, spec, [c], workers, first_s, start=k * spec.epochs))
+    else:
+        first_s = {c.key: _first_call(rnd, kind, spec, c, extra) for c in todo}  # one at a time: its own time
+        rounds = _timed_reps(cfg, kind, spec, todo, workers, first_s)
     for c in todo:  # untimed: every worker at once, each answering in order
         workers[c.worker].send(cmd="result", id=c.key, keep=cfg.profile)
     results = {c.key: {**workers[c.worker].answer(), "rounds": rounds[c.key]} for c in todo}
@@ -217,16 +205,39 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
     return rows
 
 
+def _first_call(rnd: Round, kind: RowKind, spec, c: Case, extra: dict) -> float | None:
+    """A case's first call (compilation, or a training row's first epoch), alone; its time."""
+    cfg, w = rnd.cfg, rnd.workers[c.worker]
+    what = f"first epoch (seed {spec.seed})" if kind.epochs else "compiling"
+    log(cfg, f"{kind.name}: {what} {label(w.framework)} {c.shown} x{c.replicas}")
+    resp = w.ask(
+        cmd="prepare",
+        id=c.key,
+        workload=kind.name,
+        variant=c.variant,
+        spec=spec.to_dict(),
+        save=str(rnd.save_dir / f"{c.key}.npy"),
+        **extra,
+    )
+    log(
+        cfg,
+        f"  INVALID: {resp['invalid']}"
+        if resp["invalid"]
+        else f"  first call {resp['compile_s']:.3f} s, output verified",
+    )
+    return resp["compile_s"]
+
+
 def _timed_reps(
-    cfg: Config, kind: RowKind, spec, todo: list[Case], workers: dict[str, Worker], first_s: dict
+    cfg: Config, kind: RowKind, spec, todo: list[Case], workers: dict[str, Worker], first_s: dict, start: int = 0
 ) -> dict[str, list[int]]:
-    """Warm-up, then the timed repetitions, interleaved across cases with alternating order. A training
-    kind's first epoch was its first call; each later epoch is one repetition. An operation's timed call follows
-    an untimed call of the same case at once: between two rounds other workers run, and memory they free and
-    take meanwhile is slow for a fresh buffer to touch again (on a VM that hands freed memory back to its host:
-    docs/statistics.md), which a user's loop of back-to-back calls does not pay; an epoch's steps already run back
-    to back. Returns each case's rounds: the round of each of its timed calls, in order (a call that came back
-    invalid is no timed call)."""
+    """Warm-up, then the timed repetitions, interleaved across cases with alternating order (a training kind's
+    cases come one at a time: its first epoch was its first call, each later epoch is one repetition). Nothing of
+    another worker's comes between two calls that a user's loop makes back to back: an operation's timed call
+    follows an untimed call of its own, a training row's epochs follow each other. On a VM that hands freed memory
+    back to its host, a call after another worker's finds its fresh buffers slow to touch (an epoch up to 1.5x:
+    docs/statistics.md). Returns each case's rounds: the round of each of its timed calls, in order, counted from
+    `start` (a call that came back invalid is no timed call)."""
     last_s = dict(first_s)
     for _ in range(0 if kind.epochs else cfg.warmup):
         for c in todo:
@@ -247,7 +258,7 @@ def _timed_reps(
             resp = workers[c.worker].ask(cmd="rep", id=c.key)
             t, last = resp["time"], resp.get("last") or {}
             if t is not None:
-                rounds[c.key].append(i)
+                rounds[c.key].append(start + i)
             fig = f"{t:.4f}s" if t is not None else f"INVALID ({resp['invalid']})"
             if t is not None and kind.epochs:  # a training epoch's last step: its loss and accuracy
                 fig += "".join(f" {k} {v:.4f}" for k, v in last.items())
@@ -323,21 +334,3 @@ def _judge_all(cfg: Config, run: RunState) -> None:
         more, notes = suite.summary(cfg, as_saved, run.ctxs[wl])
         run.checks += [{**c, "workload": wl} for c in more]
         run.notes += notes
-
-
-def multiprocess_note(cfg: Config) -> str:
-    c = cfg.cluster
-    note = (
-        f"multi-process run: {c.num_processes or 'auto'} processes (coordinator {c.coordinator}); each call's "
-        f"time is the slowest process's (agreed after the call, outside the timed interval), each row's output "
-        f"gathered from every process and checked; repetitions fixed at --reps {cfg.reps} (every process must "
-        f"make the same calls)"
-    )
-    if cfg.device == "cpu":
-        note += (
-            "; no % of peak: the processes' CPUs may be one machine's or several, and a peak measured "
-            "while the others start would be wrong"
-        )
-        if TF in cfg.frameworks:
-            note += "; TensorFlow's MultiWorkerMirroredStrategy gives each worker one CPU replica"
-    return note

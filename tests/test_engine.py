@@ -435,3 +435,52 @@ def test_workers_are_all_asked_to_quit_before_any_is_waited_for(fails):
     else:
         assert with_workers(workers, work) == 7
     assert calls == [("ask", "a", fails), ("ask", "b", fails), ("wait", "a"), ("wait", "b")]
+
+
+class _Recorder:
+    """A worker that answers every request at once and records it: (command, case id)."""
+
+    def __init__(self, log):
+        self.framework, self.log, self.pending = "jax", log, []
+
+    def ask(self, cmd, id=None, **_):
+        self.log.append((cmd, id))
+        return {"compile_s": 1.0, "invalid": None, "time": 1.0, "last": {}}
+
+    def send(self, cmd, id=None, **_):
+        self.pending.append(id)
+
+    def answer(self):
+        return {"median_s": 1.0, "id": self.pending.pop(0)}
+
+
+@pytest.mark.parametrize("epochs", [False, True])
+def test_training_epochs_run_back_to_back_and_operations_interleave(monkeypatch, tmp_path, epochs):
+    """A training row's epochs follow its first epoch at once, one row at a time (as a user's fit(epochs=N)), each
+    in rounds of its own; an operation's timed calls are interleaved across rows, each after an untimed call."""
+    from types import SimpleNamespace
+
+    from parity import schedule
+    from parity.assemble import Case
+    from parity.workloads import RowKind
+
+    calls = []
+    worker = _Recorder(calls)
+    todo = [Case("jax", v, 1, v, v, "float32", False) for v in ("a", "b")]
+    monkeypatch.setattr(schedule, "cases", lambda *a: todo)
+    monkeypatch.setattr(schedule, "make_row", lambda cfg, kind, c, res, *a: {"id": c.key, "rounds": res["rounds"]})
+    kind = RowKind("k", "op", lambda impl, n: ("a", "b"), lambda *a: None, epochs=epochs)
+    spec = SimpleNamespace(epochs=3, seed=0, to_dict=dict)
+    cfg = Config(progress=False, reps=2, min_time_s=0.0, max_reps=2, warmup=0, workloads=())
+    monkeypatch.setattr(Config, "spec", lambda self, wl: spec)
+    run = SimpleNamespace(suites={}, said={}, ctxs={})
+    rnd = schedule.Round(cfg, run, 1, tmp_path, {"jax": worker}, {"jax": {"replicas": 1}})
+    rows = schedule._run_kind(rnd, "k", kind)
+    if epochs:
+        assert calls == [("prepare", "a"), ("rep", "a"), ("rep", "a"), ("prepare", "b"), ("rep", "b"), ("rep", "b")]
+        assert [r["rounds"] for r in rows] == [[0, 1], [3, 4]]  # no round in common: never paired
+    else:
+        assert calls == [("prepare", "a"), ("prepare", "b")] + [
+            (cmd, c) for order in (("a", "b"), ("b", "a")) for c in order for cmd in ("warm", "rep")
+        ]
+        assert [r["rounds"] for r in rows] == [[0, 1], [0, 1]]
