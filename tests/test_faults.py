@@ -75,19 +75,19 @@ def _gone(tag: str, within_s: float = 30) -> bool:
 
 def test_a_killed_worker_is_named_with_its_signal(tmp_path):
     proc, tag = _start(tmp_path)
-    _wait_for(proc, "first epoch (seed 0) JAX")
-    jax = [pid for pid, cmd in _processes(tag).items() if "parity.worker" in cmd and "--framework jax" in cmd]
-    assert len(jax) == 1
-    os.kill(jax[0], signal.SIGKILL)
+    _wait_for(proc, "first epoch (seed 0) TensorFlow")  # its 1000 epochs come first, one row at a time
+    tf = [pid for pid, cmd in _processes(tag).items() if "parity.worker" in cmd and "--framework tf" in cmd]
+    assert len(tf) == 1
+    os.kill(tf[0], signal.SIGKILL)
     err = proc.stderr.read()
     assert proc.wait(120) == 2
-    assert "error: JAX worker died (killed by SIGKILL)" in err and "Broken pipe" not in err
+    assert "error: TensorFlow worker died (killed by SIGKILL)" in err and "Broken pipe" not in err
     assert _gone(tag)
 
 
 def test_sigterm_stops_the_workers_and_leaves_no_files(tmp_path):
     proc, tag = _start(tmp_path)
-    _wait_for(proc, "first epoch (seed 0) JAX")
+    _wait_for(proc, "first epoch (seed 0) TensorFlow")
     assert sum("parity.worker" in cmd for cmd in _processes(tag).values()) == 2
     proc.send_signal(signal.SIGTERM)
     err = proc.stderr.read()
