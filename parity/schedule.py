@@ -184,6 +184,11 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
     if not todo:
         return []
     if kind.epochs:  # as a user's fit(epochs=N): the first epoch, then the others at once, one row at a time
+        run.said["epochs"] = (
+            f"{kind.name}: each row's epochs back to back after its first, one row at a time (as fit(epochs=N) runs "
+            "them; an epoch after another worker's reads slower on a VM, docs/statistics.md): its rows share no "
+            "rounds, so their intervals are unpaired"
+        )
         rounds = {}
         for k, c in enumerate(todo):
             first_s = {c.key: _first_call(rnd, kind, spec, c, extra)}

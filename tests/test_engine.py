@@ -476,6 +476,7 @@ def test_training_epochs_run_back_to_back_and_operations_interleave(monkeypatch,
     run = SimpleNamespace(suites={}, said={}, ctxs={})
     rnd = schedule.Round(cfg, run, 1, tmp_path, {"jax": worker}, {"jax": {"replicas": 1}})
     rows = schedule._run_kind(rnd, "k", kind)
+    assert ("back to back" in " ".join(run.said.values())) == epochs  # the run's notes say so
     if epochs:
         assert calls == [("prepare", "a"), ("rep", "a"), ("rep", "a"), ("prepare", "b"), ("rep", "b"), ("rep", "b")]
         assert [r["rounds"] for r in rows] == [[0, 1], [3, 4]]  # no round in common: never paired
