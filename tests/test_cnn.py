@@ -541,6 +541,24 @@ def test_gradients_hold_whoever_initialises(init):
         assert all(r["passed"] for r in rows), rows[1]["detail"]
 
 
+def test_frameworks_that_routed_alike_share_one_oracle(monkeypatch):
+    """The float64 oracle runs once per distinct max-pool routing: the same inputs give the same reference, so a
+    second framework with the same routing reuses it (a second of the parity round), and one that routed a
+    window elsewhere gets its own (here TF and JAX route 2 tied windows of pool1 apart)."""
+    w, x, y, saved = _fresh("tf")
+    routing = [k for k in saved["tf"] if k.startswith("routing/")]
+    calls = []
+    real = cnn_oracle.cnn_loss_and_grads
+    monkeypatch.setattr(cnn_oracle, "cnn_loss_and_grads", lambda *a: calls.append(a) or real(*a))
+    tol, ltol = cnn_grad_tolerance(64), cnn_loss_tolerance(64)
+    alike = {"tf": saved["tf"], "jax": {**saved["jax"], **{k: saved["tf"][k] for k in routing}}}
+    checks.grads(alike, w, x, y, tol, ltol)
+    assert len(calls) == 1
+    assert not all(np.array_equal(saved["tf"][k], saved["jax"][k]) for k in routing)
+    assert all(r["passed"] for r in checks.grads(saved, w, x, y, tol, ltol))
+    assert len(calls) == 3
+
+
 def test_a_planted_gradient_error_of_1e3_fails():
     """An error of 1e-3 of max |gradient| in one element fails wherever the parameter's sum leaves float32 able
     to resolve it (tolerance x conditioning < 1e-3): conv2's kernel and every parameter from bn3 on, at
