@@ -51,6 +51,19 @@ POOLS = ("pool1", "pool2", "pool3")
 NEAR_TIE_ULPS = 4  # a window's two largest values this close (float32 ulps of the largest) are a near-tie
 
 
+def _references(saved: dict[str, dict], fws: list[str], w: list[np.ndarray], x, y) -> dict[str, tuple]:
+    """Each framework's float64 oracle under its own max-pool routing; a routing another framework took too gets
+    that framework's (the same inputs, the same reference)."""
+    refs: dict[str, tuple] = {}
+    for fw in fws:
+        routing = [saved[fw][f"routing/{k}"] for k in range(len(POOLS))]
+        twin = next(
+            (o for o in refs if all(np.array_equal(a, saved[o][f"routing/{k}"]) for k, a in enumerate(routing))), None
+        )
+        refs[fw] = refs[twin] if twin else cnn_oracle.cnn_loss_and_grads(w, x, y, routing)
+    return refs
+
+
 def grads(
     saved: dict[str, dict],
     weights: list[np.ndarray],
@@ -72,13 +85,7 @@ def grads(
     """
     fws = sorted(saved)
     w = [np.asarray(a) for a in weights]
-    refs: dict[str, tuple] = {}
-    for fw in fws:  # a routing another framework took too gets that framework's oracle (the same inputs)
-        routing = [saved[fw][f"routing/{k}"] for k in range(len(POOLS))]
-        twin = next(
-            (o for o in refs if all(np.array_equal(a, saved[o][f"routing/{k}"]) for k, a in enumerate(routing))), None
-        )
-        refs[fw] = refs[twin] if twin else cnn_oracle.cnn_loss_and_grads(w, x, y, routing)
+    refs = _references(saved, fws, w, x, y)
     # the float64 pooling inputs: under any framework's routing they differ only by a near-tie's gap
     pool_inputs = refs[fws[0]][2]["pool_inputs"]
     pools = [
