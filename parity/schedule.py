@@ -192,7 +192,8 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
         rounds = {}
         for k, c in enumerate(todo):
             first_s = {c.key: _first_call(rnd, kind, spec, c, extra)}
-            rounds.update(_timed_reps(cfg, kind, spec, [c], workers, first_s, start=k * spec.epochs))
+            start = (seed_offset * len(todo) + k) * spec.epochs  # no row of the run shares a round with another
+            rounds.update(_timed_reps(cfg, kind, spec, [c], workers, first_s, start=start))
     else:
         first_s = {c.key: _first_call(rnd, kind, spec, c, extra) for c in todo}  # one at a time: its own time
         rounds = _timed_reps(cfg, kind, spec, todo, workers, first_s)

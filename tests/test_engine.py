@@ -480,6 +480,8 @@ def test_training_epochs_run_back_to_back_and_operations_interleave(monkeypatch,
     if epochs:
         assert calls == [("prepare", "a"), ("rep", "a"), ("rep", "a"), ("prepare", "b"), ("rep", "b"), ("rep", "b")]
         assert [r["rounds"] for r in rows] == [[0, 1], [3, 4]]  # no round in common: never paired
+        again = schedule._run_kind(rnd, "k", kind, seed_offset=1)  # --seeds: the next seed's rows, rounds of their own
+        assert [r["rounds"] for r in again] == [[6, 7], [9, 10]]
     else:
         assert calls == [("prepare", "a"), ("prepare", "b")] + [
             (cmd, c) for order in (("a", "b"), ("b", "a")) for c in order for cmd in ("warm", "rep")
