@@ -544,7 +544,8 @@ def test_gradients_hold_whoever_initialises(init):
 def test_frameworks_that_routed_alike_share_one_oracle(monkeypatch):
     """The float64 oracle runs once per distinct max-pool routing: the same inputs give the same reference, so a
     second framework with the same routing reuses it (a second of the parity round), and one that routed a
-    window elsewhere gets its own (here TF and JAX route 2 tied windows of pool1 apart)."""
+    window elsewhere gets its own (whether TF and JAX route a tied window apart depends on the host's kernels, so
+    both cases are made here)."""
     w, x, y, saved = _fresh("tf")
     routing = [k for k in saved["tf"] if k.startswith("routing/")]
     calls = []
@@ -554,8 +555,8 @@ def test_frameworks_that_routed_alike_share_one_oracle(monkeypatch):
     alike = {"tf": saved["tf"], "jax": {**saved["jax"], **{k: saved["tf"][k] for k in routing}}}
     checks.grads(alike, w, x, y, tol, ltol)
     assert len(calls) == 1
-    assert not all(np.array_equal(saved["tf"][k], saved["jax"][k]) for k in routing)
-    assert all(r["passed"] for r in checks.grads(saved, w, x, y, tol, ltol))
+    apart = {"tf": saved["tf"], "jax": {**saved["jax"], "routing/0": np.roll(saved["tf"]["routing/0"], 1)}}
+    checks.grads(apart, w, x, y, tol, ltol)  # every pool1 window routed elsewhere: a reference of its own
     assert len(calls) == 3
 
 
