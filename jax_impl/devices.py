@@ -29,14 +29,14 @@ TUNED_VARIANTS: tuple[str, ...] = (
 # Variants that compute in bfloat16 (an operation's inputs and outputs; the CNN's mixed precision, float32
 # parameters): a row's number format, declared here, never read off its name.
 BFLOAT16_VARIANTS: tuple[str, ...] = ("jit+bf16", "shard_map+bf16", "jit+bf16+pool", "shard_map+bf16+pool")
-# Variants that tune only the host's dispatch (several steps in one program): under `--configs best` the
+# Variants that tune only the host's dispatch (several steps in one program): under `--configs levers` the
 # process-wide settings below, which act on the kernels, run without them (each lever measured on its own).
 DISPATCH_VARIANTS: tuple[str, ...] = ("jit+scan", "shard_map+scan")
 # The best-known configuration's variants, in order of preference (`--configs best` times, for each workload,
 # replica count and number format, the first offered, under the process-wide setting of its format below): the
-# CNN with the elementwise pooling gradient ('+pool': 1.37 against 1.71 s an epoch alone, 0.95 with '+ynn+thp'),
-# the operations as they are (their only lever is the setting). Measured on a Zen 5 only (docs/performance.md,
-# "Which configuration the default times"); `--configs levers` times every lever on its own to check it elsewhere.
+# CNN with the elementwise pooling gradient ('+pool', faster with every setting), the operations as they are (their
+# only lever is the setting). Measured on a Zen 5 only (docs/performance.md, "Which configuration the default
+# times"); `--configs levers` times every lever on its own to check it elsewhere.
 BEST_VARIANTS: tuple[str, ...] = (
     "jit+pool",
     "shard_map+pool",
@@ -73,9 +73,10 @@ THP_CONFIG = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
 THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 
-# The number formats `--configs best` runs each configuration with, by its mechanism: YNNPACK's fusions are float32
-# dots, elementwise ops and reductions; oneDNN's rewriter takes bfloat16 convolutions and dots; huge pages act on
-# every buffer, and run with each of the two (alone, '+thp', only under `--configs all`, as every combination).
+# The number formats `--configs best` and `levers` run each configuration with, by its mechanism: YNNPACK's
+# fusions are float32 dots, elementwise ops and reductions; oneDNN's rewriter takes bfloat16 convolutions and dots;
+# huge pages act on every buffer, and run with each of the two (alone, '+thp', only under `--configs all`, as every
+# combination).
 TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]] = {
     "ynn": ("float32",),
     "onednn": ("bfloat16",),
