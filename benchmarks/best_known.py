@@ -1,7 +1,8 @@
 """Does `--configs best` time each framework's fastest configuration? Reads results.json files of runs that timed
 every lever (`--configs levers` or `all`) and prints, per workload, replica count, framework and number format,
-the fastest row against the one `--configs best` would have timed (its out-of-the-box rows, and the first of the
-implementation's BEST_VARIANTS offered, under the process-wide setting of that format where that setting ran).
+the fastest row against the fastest of those `--configs best` would have timed (parity.assemble's rule: the
+framework out of the box, and the implementation's best-known variant, parity.cases.best_known, under each
+process-wide setting of that format that ran, else in the default worker).
 
     python benchmarks/best_known.py docs/results/cpu-default-zen5-bf16pool.json ...
 """
@@ -13,30 +14,34 @@ import sys
 
 import jax_impl
 import tf_impl
+from parity import cases
 
 IMPLS = {"tf": tf_impl, "jax": jax_impl}
 
 
-def _setting(impl, variant: str, row_variant: str) -> str | None:
-    """The process-wide setting a row ran under ('ynn+thp'), or None for the default worker's."""
-    if row_variant == variant:
-        return "default"
-    rest = row_variant[len(variant) + 1 :] if row_variant.startswith(variant + "+") else None
-    return rest if rest in impl.TUNED_CONFIG_FORMATS else None
+def _split(impl, shown: str) -> tuple[str, str]:
+    """A row's variant as shown ('jit+pool+ynn+thp') -> (the implementation's variant, its setting or 'default')."""
+    for c in sorted(impl.TUNED_CONFIG_FORMATS, key=len, reverse=True):
+        if shown.endswith("+" + c):
+            return shown[: -len(c) - 1], c
+    return shown, "default"
 
 
 def best_rows(impl, rows: list[dict]) -> list[dict]:
-    """The rows of one group (workload, replicas, framework, format) that --configs best times."""
-    dtype = rows[0]["dtype"]
-    plain = {v for v in (r["variant"] for r in rows) if v not in impl.TUNED_VARIANTS}
-    settings = [c for c, f in impl.TUNED_CONFIG_FORMATS.items() if dtype in f]
-    offered = {r["variant"] for r in rows}
-    for v in impl.BEST_VARIANTS:
-        under = [f"{v}+{c}" for c in settings if f"{v}+{c}" in offered]
-        if under or v in offered:
-            chosen = set(under) or {v}
-            return [r for r in rows if r["variant"] in plain | chosen]
-    return [r for r in rows if r["variant"] in plain]
+    """The rows of one workload, replica count and framework (every format) that --configs best times."""
+    split = {r["variant"]: _split(impl, r["variant"]) for r in rows}
+    variants = list(dict.fromkeys(v for v, _ in split.values()))
+    plain, best = set(cases.offered(impl, variants, False)), cases.best_known(impl, variants)
+    kept = []
+    for r in rows:
+        v, setting = split[r["variant"]]
+        settings = {c for c, f in impl.TUNED_CONFIG_FORMATS.items() if r["dtype"] in f}
+        ran = {s for _, s in split.values() if s in settings}  # this format's settings, in workers of their own
+        if (setting == "default" and v in plain) or (
+            best.get(r["dtype"]) == v and (setting in ran if ran else setting == "default")
+        ):
+            kept.append(r)
+    return kept
 
 
 def main(paths: list[str]) -> None:
@@ -45,16 +50,18 @@ def main(paths: list[str]) -> None:
         groups: dict[tuple, list[dict]] = {}
         for r in doc["rows"]:
             if r.get("median_s"):
-                groups.setdefault((r["workload"], r["replicas"], r["framework"], r["dtype"]), []).append(r)
+                groups.setdefault((r["workload"], r["replicas"], r["framework"]), []).append(r)
         print(path)
-        for (wl, n, fw, dtype), rows in groups.items():
-            fastest = min(rows, key=lambda r: r["median_s"])
-            kept = min(best_rows(IMPLS[fw], rows), key=lambda r: r["median_s"])
-            off = kept["median_s"] / fastest["median_s"]
-            print(
-                f"  {wl:9s} x{n} {fw:3s} {dtype:8s} fastest {fastest['variant']:30s} {fastest['median_s']:.3f} s"
-                f"   best's {kept['variant']:30s} {kept['median_s']:.3f} s  ({off:.3f}x)"
-            )
+        for (wl, n, fw), rows in groups.items():
+            kept = best_rows(IMPLS[fw], rows)
+            for dtype in dict.fromkeys(r["dtype"] for r in rows):
+                fastest = min((r for r in rows if r["dtype"] == dtype), key=lambda r: r["median_s"])
+                ours = min((r for r in kept if r["dtype"] == dtype), key=lambda r: r["median_s"])
+                off = ours["median_s"] / fastest["median_s"]
+                print(
+                    f"  {wl:9s} x{n} {fw:3s} {dtype:8s} fastest {fastest['variant']:30s} {fastest['median_s']:.3f} s"
+                    f"   best's {ours['variant']:30s} {ours['median_s']:.3f} s  ({off:.3f}x)"
+                )
 
 
 if __name__ == "__main__":
