@@ -16,6 +16,9 @@ class Framework:
     module: str  # the implementation package: 'tf_impl'
     distributions: tuple[str, ...]
     color: str  # in charts: matplotlib's name
+    # modules its worker never loads: TF's lite converter imports JAX wherever JAX is installed (another
+    # framework's runtime in TF's process, and 0.5-0.6 s of each TF worker's start-up)
+    keeps_out: tuple[str, ...] = ()
 
 
 # The two keys, for code that pairs one framework against the other (TF's best row against JAX's)
@@ -25,7 +28,15 @@ TF, JAX = "tf", "jax"
 TABLE = {
     f.key: f
     for f in (
-        Framework(TF, "TensorFlow", "TF", "tf_impl", ("tensorflow", "tensorflow-cpu", "keras"), "tab:orange"),
+        Framework(
+            TF,
+            "TensorFlow",
+            "TF",
+            "tf_impl",
+            ("tensorflow", "tensorflow-cpu", "keras"),
+            "tab:orange",
+            keeps_out=("jax",),
+        ),
         Framework(JAX, "JAX", "JAX", "jax_impl", ("jax", "jaxlib", "flax", "optax"), "tab:blue"),
     )
 }

@@ -65,15 +65,18 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
     for wl, suite in suites.items():
         run.ctxs[wl], more = suite.prepare(cfg, cfg.spec(wl), save_dir)
         run.notes += more
+    last = None  # the round before, judged while this round's workers start (it needs none of them)
     for r in cfg.replica_counts():
         rnd = Round(cfg, run, r, save_dir)
         (save_dir / "tmp").mkdir(exist_ok=True)
-        if cfg.exclusive:
+        if cfg.exclusive:  # one owner at a time: nothing of the parent's beside a starting owner
+            _judge_parity(last)
             _one_owner_at_a_time(rnd)
         else:
-            _interleaved(rnd)
-        _judge_parity(rnd)
-        run.peak = peaks.after_round(cfg, run.peak)
+            _interleaved(rnd, last)
+        run.peak = peaks.after_round(cfg, run.peak)  # its workers gone, the next not yet started
+        last = rnd
+    _judge_parity(last)
     _judge_all(cfg, run)
     return {
         "rows": [r.to_dict() for r in run.rows],
@@ -102,11 +105,14 @@ def _check_batches(cfg: Config) -> None:
                 )
 
 
-def _interleaved(rnd: Round) -> None:
-    """Every framework's workers at once (each tuned configuration a worker of its own), calls interleaved."""
+def _interleaved(rnd: Round, last: Round | None) -> None:
+    """Every framework's workers at once (each tuned configuration a worker of its own), calls interleaved; the
+    `last` round's parity checks while they start."""
     cfg, run = rnd.cfg, rnd.run
-    log(cfg, f"starting {', '.join(label(f) for f in cfg.frameworks)} workers on {cfg.device} x{rnd.replicas or 'all'}")
-    rnd.workers, rnd.hello, skip = start_workers(cfg, rnd.replicas, rnd.save_dir / "tmp")
+    meanwhile = f"; the x{last.replicas or 'all'} round's parity checks meanwhile" if last else ""
+    fws = ", ".join(label(f) for f in cfg.frameworks)
+    log(cfg, f"starting {fws} workers on {cfg.device} x{rnd.replicas or 'all'}{meanwhile}")
+    rnd.workers, rnd.hello, skip = start_workers(cfg, rnd.replicas, rnd.save_dir / "tmp", lambda: _judge_parity(last))
     run.skipped.extend(s for s in skip if s not in run.skipped)
     if rnd.workers:
         run.rows += with_workers(rnd.workers, lambda: _rows(rnd))
@@ -317,9 +323,10 @@ def calibrated_reps(call_s: float | None, cfg: Config) -> int:
     return max(cfg.reps, min(cfg.max_reps, math.ceil(cfg.min_time_s / call_s)))
 
 
-def _judge_parity(rnd: Round) -> None:
-    run = rnd.run
-    for wl, suite in run.suites.items():
+def _judge_parity(rnd: Round | None) -> None:
+    """A round's parity checks, into the run's (None: no round)."""
+    run = rnd.run if rnd else None
+    for wl, suite in run.suites.items() if run else ():
         first = not any(c["workload"] == wl for c in run.checks)
         run.checks += [
             {**c, "workload": wl}

@@ -92,6 +92,8 @@ def serve(args, out) -> None:
             }
         )
         return
+    for name in frameworks.TABLE[args.framework].keeps_out:  # an import of it now fails, as if not installed
+        sys.modules.setdefault(name, None)
     try:
         impl = importlib.import_module(frameworks.TABLE[args.framework].module)
     except ImportError as e:
@@ -323,6 +325,10 @@ def main(argv=None) -> None:
     os.dup2(2, 1)  # keep the frameworks' prints off the answer channel
     print(f"worker {args.framework} {args.device} x{args.replicas} on {platform.node()}", file=sys.stderr)
     serve(args, out)
+    out.close()
+    if args.cluster is None:  # gone without the interpreter's teardown (TensorFlow's: about 1 s, on every round's
+        sys.stderr.flush()  # path); a process of a multi-process run exits in full, so that its runtime leaves in step
+        os._exit(0)
 
 
 if __name__ == "__main__":

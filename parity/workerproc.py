@@ -183,10 +183,11 @@ def tuned_configs(cfg: Config, fw: str, hello: dict) -> dict[str, dict]:
 
 
 def start_workers(
-    cfg: Config, replicas: int, tmp_dir: Path | None = None
+    cfg: Config, replicas: int, tmp_dir: Path | None = None, meanwhile=None
 ) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:
-    """Start every framework's workers at once (one per tuned configuration too); returns (ready workers,
-    their hello, skipped notes), keyed 'tf', 'jax', 'jax+ynn', ...
+    """Start every framework's workers at once (one per tuned configuration too), calling `meanwhile()` (untimed
+    work of the parent's) while the default ones start up; returns (ready workers, their hello, skipped notes),
+    keyed 'tf', 'jax', 'jax+ynn', ...
 
     Raises:
         HarnessError: the device is absent (one line naming what was asked and what was found).
@@ -199,6 +200,13 @@ def start_workers(
         return Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, name, env, cluster, tmp_dir, python)
 
     workers = {fw: spawn(fw) for fw in cfg.frameworks}
+    try:
+        if meanwhile is not None:
+            meanwhile()
+    except BaseException:
+        for w in workers.values():
+            w.close(kill=True)
+        raise
     ready, hello, skipped = await_workers(cfg, workers)
     if cfg.tuned:  # each implementation names its own process-wide settings in its hello
         tuned = {}

@@ -487,3 +487,40 @@ def test_training_epochs_run_back_to_back_and_operations_interleave(monkeypatch,
             (cmd, c) for order in (("a", "b"), ("b", "a")) for c in order for cmd in ("warm", "rep")
         ]
         assert [r["rounds"] for r in rows] == [[0, 1], [0, 1]]
+
+
+def test_a_round_is_judged_while_the_next_rounds_workers_start(fakes, tmp_path, monkeypatch):
+    """Its workers gone and the CPU's peak measured again first; the last round after every worker is gone."""
+    from parity import peaks, schedule
+
+    events = []
+    started = LocalWorker.__init__
+
+    def spawn(self, framework, device, replicas, *a, **k):
+        events.append(("start", framework, replicas))
+        started(self, framework, device, replicas, *a, **k)
+
+    monkeypatch.setattr(LocalWorker, "__init__", spawn)
+    monkeypatch.setattr(LocalWorker, "wait_quit", lambda self, timeout_s=10: events.append(("gone", self.framework)))
+    monkeypatch.setattr(peaks, "after_round", lambda cfg, peak: events.append(("peak",)) or peak)
+    monkeypatch.setattr(schedule, "_judge_parity", lambda rnd: rnd and events.append(("judge", rnd.replicas)))
+    _run(tmp_path, workloads=("conv",), replicas=(1, 8))
+    assert events == [
+        ("start", "tf", 1), ("start", "jax", 1), ("gone", "tf"), ("gone", "jax"), ("peak",),
+        ("start", "tf", 8), ("start", "jax", 8), ("judge", 1), ("gone", "tf"), ("gone", "jax"), ("peak",),
+        ("judge", 8),
+    ]  # fmt: skip
+
+
+def test_workers_starting_are_stopped_when_the_work_beside_them_fails(fakes, monkeypatch):
+    from parity.workerproc import start_workers
+
+    killed = []
+    monkeypatch.setattr(LocalWorker, "ask_to_quit", lambda self, kill=False: killed.append((self.framework, kill)))
+
+    def fails():
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        start_workers(Config(workloads=("conv",), quick=True, progress=False), 1, meanwhile=fails)
+    assert killed == [("tf", True), ("jax", True)]

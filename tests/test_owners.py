@@ -188,3 +188,25 @@ def test_a_bug_in_a_variant_is_still_a_bug(monkeypatch):
     req = {"cmd": "prepare", "id": "k", "workload": "cnn_train", "variant": "fit", "spec": CNN_QUICK.to_dict()}
     with pytest.raises(TypeError):
         worker._answer(None, [], SimpleNamespace(device="cpu", precision="default", memory=None), {}, req)
+
+
+def test_a_worker_loads_no_module_its_framework_keeps_out_and_exits_at_once(tmp_path):
+    """TF's worker never imports JAX (TF's lite converter would, wherever JAX is installed), and a single-process
+    worker leaves on 'quit' without the interpreter's teardown. A stand-in implementation reports what its own
+    `import jax` did; JAX is installed here, so only the keep-out can stop it."""
+    (tmp_path / "probe_impl.py").write_text(
+        "try:\n    import jax  # noqa: F401\nexcept ImportError:\n    raise ImportError('jax kept out') from None\n"
+        "raise ImportError('jax loaded')\n"
+    )
+    code = (
+        "import dataclasses, sys\n"
+        "from parity import frameworks, worker\n"
+        "frameworks.TABLE['tf'] = dataclasses.replace(frameworks.TABLE['tf'], module='probe_impl')\n"
+        "worker.main(['--framework', 'tf', '--device', 'cpu'])\n"
+        "sys.exit(7)  # not reached: the worker leaves with os._exit(0)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    p = subprocess.run([sys.executable, "-c", code], input="", capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    hello = json.loads(p.stdout.splitlines()[0])
+    assert hello["status"] == "missing" and hello["error"].endswith("(jax kept out)"), hello
