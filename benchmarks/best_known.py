@@ -2,7 +2,8 @@
 every lever (`--configs levers` or `all`) and prints, per workload, replica count, framework and number format,
 the fastest row against the fastest of those `--configs best` would have timed (parity.assemble's rule: the
 framework out of the box, and the implementation's best-known variant, parity.cases.best_known, under each
-process-wide setting of that format that ran, else in the default worker).
+process-wide setting of that format that ran and best would start, parity.workerproc.best_configs, else in the
+default worker).
 
     python benchmarks/best_known.py docs/results/cpu-default-zen5-bf16pool.json ...
 """
@@ -15,6 +16,7 @@ import sys
 import jax_impl
 import tf_impl
 from parity import cases
+from parity.workerproc import best_configs
 
 IMPLS = {"tf": tf_impl, "jax": jax_impl}
 
@@ -37,6 +39,7 @@ def best_rows(impl, rows: list[dict]) -> list[dict]:
         v, setting = split[r["variant"]]
         settings = {c for c, f in impl.TUNED_CONFIG_FORMATS.items() if r["dtype"] in f}
         ran = {s for _, s in split.values() if s in settings}  # this format's settings, in workers of their own
+        ran &= best_configs(dict.fromkeys(ran), impl.TUNED_CONFIG_FORMATS, impl.BEST_CONFIGS)  # best's among them
         if (setting == "default" and v in plain) or (
             best.get(r["dtype"]) == v and (setting in ran if ran else setting == "default")
         ):

@@ -17,6 +17,7 @@ from jax_impl.cnn import (
 from jax_impl.cnn_train import make_trainer
 from jax_impl.conv import conv_op, conv_variants, prepare_conv
 from jax_impl.devices import (
+    BEST_CONFIGS,
     BEST_VARIANTS,
     BFLOAT16_VARIANTS,
     DISPATCH_VARIANTS,

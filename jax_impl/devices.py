@@ -58,9 +58,14 @@ _TUNED_CONFIGS = {"cpu": {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusio
 # kernels (the library TensorFlow's CPU kernels use). Out of the box XLA:CPU computes a bfloat16 conv as a float32
 # one between two conversions, slower than float32 itself; float32 convs YNNPACK takes first. So a configuration for
 # CPUs with bfloat16 hardware only (rows '...+onednn'; docs/performance.md). Float32 convolutions reach it only with
-# YNNPACK's list emptied, and then lose to '+ynn' in training; combined with '+ynn' no faster (docs/performance.md,
-# "oneDNN for float32 convolutions"; an earlier jaxlib failed at run time with both: "invalid parameter").
+# YNNPACK's list emptied or replaced: the next setting.
 ONEDNN_CONFIG = {"XLA_FLAGS": "--xla_cpu_experimental_onednn_custom_call=true"}
+# Both: YNNPACK for dots, elementwise ops and reductions, oneDNN for the convolutions (float32 ones too, since
+# YNNPACK's list no longer takes them). With huge pages the fastest float32 setting measured on a Zen 5 for the conv
+# (247 against 276 ms for '+ynn+thp') and the CNN's training (913 against 986 ms an epoch), inference the same
+# (docs/performance.md, "oneDNN's float32 convolutions with huge pages"). Float32 only: its bfloat16 training fails
+# at run time (YNNPACK: "invalid parameter"). Offered where '+onednn' is.
+YNN_ONEDNN_CONFIG = {"XLA_FLAGS": f"{_TUNED_CONFIGS['cpu']['ynn']['XLA_FLAGS']} {ONEDNN_CONFIG['XLA_FLAGS']}"}
 
 
 # Transparent huge pages for XLA:CPU's buffers. XLA:CPU takes each large buffer (the conv's 2.1 GB output) from a
@@ -83,7 +88,11 @@ TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]] = {
     "thp": (),
     "ynn+thp": ("float32",),
     "onednn+thp": ("bfloat16",),
+    "ynn+onednn": ("float32",),
+    "ynn+onednn+thp": ("float32",),
 }
+# Which of them `--configs best` runs: for each number format, the first offered that acts on it (levers: all).
+BEST_CONFIGS: tuple[str, ...] = ("ynn+onednn+thp", "ynn+thp", "onednn+thp", "ynn+onednn", "ynn", "onednn")
 
 
 def tuned_configs(device: str, native_bf16: bool = False) -> dict[str, dict[str, str]]:
@@ -93,6 +102,7 @@ def tuned_configs(device: str, native_bf16: bool = False) -> dict[str, dict[str,
     configs = dict(_TUNED_CONFIGS.get(device, {}))
     if device == "cpu" and _version(jax.__version__) >= (0, 11) and native_bf16:
         configs["onednn"] = ONEDNN_CONFIG
+        configs["ynn+onednn"] = YNN_ONEDNN_CONFIG
     if device == "cpu" and huge_pages_on_request():
         configs = {"thp": THP_CONFIG, **{f"{k}+thp": {**env, **THP_CONFIG} for k, env in configs.items()}}
     return configs

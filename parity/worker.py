@@ -123,6 +123,7 @@ def hello(impl, devices, args) -> dict:
         "status": "ready",
         "tuned_configs": impl.tuned_configs(args.device, bf16),
         "config_formats": {k: list(v) for k, v in impl.TUNED_CONFIG_FORMATS.items()},
+        "best_configs": list(impl.BEST_CONFIGS),
         "replicas": len(devices),
         **impl.process_info(devices),
         "device_kind": impl.device_kind(),

@@ -174,12 +174,26 @@ def _environment(config_env: dict, tmp_dir: Path | None, lock: Path | None, pyth
 def tuned_configs(cfg: Config, fw: str, hello: dict) -> dict[str, dict]:
     """The configurations a framework's workers run besides its default, in order: those its implementation
     names in its hello ('ynn': XLA flags), then the command line's. name -> environment. Under `--configs best`
-    and `levers`, not those the implementation runs with no number format there (left to `--configs all`)."""
+    and `levers`, not those the implementation runs with no number format there (left to `--configs all`); under
+    `best`, for each number format only the first of its BEST_CONFIGS offered that acts on it."""
     named = hello.get("tuned_configs", {})
+    formats = hello.get("config_formats", {})
     if cfg.configs in ("best", "levers"):
-        formats = hello.get("config_formats", {})
         named = {k: v for k, v in named.items() if formats.get(k) != []}
+    if cfg.configs == "best":
+        named = {k: v for k, v in named.items() if k in best_configs(named, formats, hello.get("best_configs", ()))}
     return {**named, **cfg.extra_configs.get(fw, {})}
+
+
+def best_configs(named: dict, formats: dict, order) -> set[str]:
+    """Of the configurations offered (`named`), those `best` runs: for each number format, the first in the
+    implementation's order that acts on it; a format no configuration in the order acts on keeps all of its own,
+    and one that declares no formats runs as ever."""
+    first: dict[str, str] = {}
+    for k in (k for k in order if k in named):
+        for f in formats.get(k) or ():
+            first.setdefault(f, k)
+    return {k for k in named if formats.get(k) is None or any(first.get(f, k) == k for f in formats[k])}
 
 
 def start_workers(

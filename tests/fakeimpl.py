@@ -65,6 +65,7 @@ class FakeImpl:
     BFLOAT16_VARIANTS: tuple[str, ...] = ()
     DISPATCH_VARIANTS: tuple[str, ...] = ()
     BEST_VARIANTS: tuple[str, ...] = ("op+tuned", "sharded")
+    BEST_CONFIGS: tuple[str, ...] = ()
 
     # devices
     def setup_devices(self, device, replicas, cluster=None):

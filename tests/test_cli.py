@@ -60,8 +60,10 @@ def test_quick_run_prints_a_verified_table(quick_conv):
     import jax_impl
     from parity.roofline import native_bf16
 
-    # YNNPACK's configuration, with huge pages where the kernel grants them on request ('ynn+thp')
-    ynn = next(c for c in jax_impl.tuned_configs("cpu", native_bf16("cpu", "cpu")) if c.startswith("ynn"))
+    # float32's setting: the first of BEST_CONFIGS offered here ('ynn+onednn+thp' with bfloat16 hardware and huge
+    # pages on request, 'ynn' with neither)
+    offered = jax_impl.tuned_configs("cpu", native_bf16("cpu", "cpu"))
+    ynn = next(c for c in jax_impl.BEST_CONFIGS if c in offered and "float32" in jax_impl.TUNED_CONFIG_FORMATS[c])
     for variant in ("jit", "pmap", "shard_map", "function", "strategy", f"jit+{ynn}", f"shard_map+{ynn}"):
         assert f" {variant} " in p.stdout
     # --configs best: beside each framework out of the box, its best-known configuration only (BEST_VARIANTS)
@@ -81,7 +83,9 @@ def test_results_json_schema(quick_conv):
     import jax_impl  # its tuned configurations: YNNPACK, and oneDNN where jaxlib and the CPU have bfloat16 for it
 
     tuned = jax_impl.tuned_configs("cpu", native_bf16("cpu", "cpu"))
-    best = [c for c in tuned if jax_impl.TUNED_CONFIG_FORMATS.get(c) != ()]  # the others are --configs all's
+    formats = jax_impl.TUNED_CONFIG_FORMATS
+    preferred = [c for c in jax_impl.BEST_CONFIGS if c in tuned]  # best: each format's first (the rest: levers')
+    best = {next(c for c in preferred if f in formats[c]) for f in {f for c in preferred for f in formats[c]}}
     assert set(doc["env"]["frameworks"]) == {"tf", "jax", *(f"jax+{c}" for c in best)}
     rows = doc["rows"]
     assert {(r["framework"], r["replicas"]) for r in rows} == {("tf", 1), ("tf", 8), ("jax", 1), ("jax", 8)}

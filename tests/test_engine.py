@@ -524,3 +524,18 @@ def test_workers_starting_are_stopped_when_the_work_beside_them_fails(fakes, mon
     with pytest.raises(KeyboardInterrupt):
         start_workers(Config(workloads=("conv",), quick=True, progress=False), 1, meanwhile=fails)
     assert killed == [("tf", True), ("jax", True)]
+
+
+@pytest.mark.parametrize("configs", ["best", "levers"])
+def test_best_runs_for_each_format_the_first_of_the_preferred_configurations(fakes, tmp_path, configs):
+    """Two settings offered act on float32: best times the float32 rows under the first of BEST_CONFIGS offered
+    (the one preferred but not offered is passed over), levers under each."""
+    formats = {"absent": ("float32",), "slow": ("float32",), "fast": ("float32",), "half": ("bfloat16",)}
+    offered = {k: {"XLA_FLAGS": f"--{k}"} for k in ("slow", "fast", "half")}
+    order = ("absent", "fast", "slow", "half")
+    fakes["jax"]["default"] = FakeImpl(configs=offered, TUNED_CONFIG_FORMATS=formats, BEST_CONFIGS=order)
+    for k in offered:
+        fakes["jax"][k] = FakeImpl(TUNED_CONFIG_FORMATS=formats, BEST_CONFIGS=order)
+    rows = _run(tmp_path, workloads=("matmul",), replicas=(1,), configs=configs)["rows"]
+    ran = {r["variant"].rsplit("+", 1)[1] for r in rows if r["framework"] == "jax" and "+" in r["variant"]}
+    assert ran - {"tuned"} == ({"fast"} if configs == "best" else {"slow", "fast"})

@@ -55,12 +55,16 @@ def test_tuned_configurations_with_huge_pages_keep_each_lever_named(monkeypatch)
 
     monkeypatch.setattr(devices, "huge_pages_on_request", lambda: True)
     configs = devices.tuned_configs("cpu", native_bf16=True)
-    assert set(configs) == {"thp", "ynn+thp", "onednn+thp"}
+    assert set(configs) == {"thp", "ynn+thp", "onednn+thp", "ynn+onednn+thp"}
     assert configs["ynn+thp"] == {**devices._TUNED_CONFIGS["cpu"]["ynn"], **devices.THP_CONFIG}
     assert configs["onednn+thp"] == {**devices.ONEDNN_CONFIG, **devices.THP_CONFIG}
+    flags = configs["ynn+onednn+thp"]["XLA_FLAGS"].split()  # both settings' flags, the list without modifiers
+    assert flags == [devices._TUNED_CONFIGS["cpu"]["ynn"]["XLA_FLAGS"], devices.ONEDNN_CONFIG["XLA_FLAGS"]]
     assert set(configs) <= set(jax_impl.TUNED_CONFIG_FORMATS)
+    assert set(jax_impl.BEST_CONFIGS) <= set(jax_impl.TUNED_CONFIG_FORMATS)
     monkeypatch.setattr(devices, "huge_pages_on_request", lambda: False)
-    assert set(devices.tuned_configs("cpu", native_bf16=True)) == {"ynn", "onednn"}
+    assert set(devices.tuned_configs("cpu", native_bf16=True)) == {"ynn", "onednn", "ynn+onednn"}
+    assert set(devices.tuned_configs("cpu", native_bf16=False)) == {"ynn"}
     assert devices.tuned_configs("gpu") == {}
 
 

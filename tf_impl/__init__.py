@@ -23,6 +23,7 @@ from tf_impl.cnn import (  # noqa: E402
 from tf_impl.cnn_train import make_trainer  # noqa: E402
 from tf_impl.conv import conv_op, conv_variants, prepare_conv
 from tf_impl.devices import (
+    BEST_CONFIGS,
     BEST_VARIANTS,
     BFLOAT16_VARIANTS,
     DISPATCH_VARIANTS,

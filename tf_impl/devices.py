@@ -52,6 +52,7 @@ BEST_VARIANTS: tuple[str, ...] = (
 
 
 TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]] = {}  # no process-wide configurations (tuned_configs)
+BEST_CONFIGS: tuple[str, ...] = ()
 
 
 def tuned_configs(device: str, native_bf16: bool = False) -> dict[str, dict[str, str]]:

@@ -111,6 +111,9 @@ class FrameworkImpl(Protocol):
     # the variants of the best-known configuration, in order of preference: for each workload, replica count and
     # number format, the first one offered is what --configs best times beside the framework out of the box
     BEST_VARIANTS: tuple[str, ...]
+    # the process-wide configurations of the best-known one, in order of preference: for each number format, the
+    # first offered whose TUNED_CONFIG_FORMATS hold it is the one --configs best runs (the others, levers' only)
+    BEST_CONFIGS: tuple[str, ...]
 
     # devices
     def setup_devices(self, device: str, replicas: int, cluster: Cluster | None = None) -> list[Device]:
