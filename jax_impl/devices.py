@@ -61,10 +61,10 @@ _TUNED_CONFIGS = {"cpu": {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusio
 # YNNPACK's list emptied or replaced: the next setting.
 ONEDNN_CONFIG = {"XLA_FLAGS": "--xla_cpu_experimental_onednn_custom_call=true"}
 # Both: YNNPACK for dots, elementwise ops and reductions, oneDNN for the convolutions (float32 ones too, since
-# YNNPACK's list no longer takes them). With huge pages the fastest float32 setting measured on a Zen 5 for the conv
-# (247 against 276 ms for '+ynn+thp') and the CNN's training (913 against 986 ms an epoch), inference the same
-# (docs/performance.md, "oneDNN's float32 convolutions with huge pages"). Float32 only: its bfloat16 training fails
-# at run time (YNNPACK: "invalid parameter"). Offered where '+onednn' is.
+# YNNPACK's list no longer takes them). With huge pages faster than '+ynn+thp' on a Zen 5 for the conv in every run
+# measured, for the CNN's training in some (docs/performance.md, "oneDNN's float32 convolutions with huge pages",
+# has the figures; `--configs levers` checks it elsewhere). Float32 only: its bfloat16 training fails at run time
+# (YNNPACK: "invalid parameter"). Offered where '+onednn' is.
 YNN_ONEDNN_CONFIG = {"XLA_FLAGS": f"{_TUNED_CONFIGS['cpu']['ynn']['XLA_FLAGS']} {ONEDNN_CONFIG['XLA_FLAGS']}"}
 
 

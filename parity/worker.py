@@ -328,7 +328,8 @@ def main(argv=None) -> None:
     serve(args, out)
     out.close()
     if args.cluster is None:  # gone without the interpreter's teardown (TensorFlow's: about 1 s, on every round's
-        sys.stderr.flush()  # path); a process of a multi-process run exits in full, so that its runtime leaves in step
+        sys.stdout.flush()  # path); a process of a multi-process run exits in full, so that its runtime leaves in step
+        sys.stderr.flush()
         os._exit(0)
 
 
