@@ -50,21 +50,19 @@ BEST_VARIANTS: tuple[str, ...] = (
 )
 # Process-wide settings that make JAX faster than out of the box, by device: name -> environment.
 # YNNPACK: XLA:CPU's newer kernel library. The list below replaces XLA's default one (no '+'/'-' modifiers): YNNPACK
-# for dots, elementwise ops and reductions, XLA's own convolutions (out of the box, JAX 0.12 sends float32
-# convolutions to YNNPACK). Faster for the CNN than adding the three to the default list (docs/performance.md,
-# "What '+ynn' is"). Rows run with it are named '...+ynn'.
-_TUNED_CONFIGS = {"cpu": {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=dot,eltwise,reduce"}}}
+# for dots and reductions, XLA's own convolutions (out of the box, JAX 0.12 sends float32 convolutions to YNNPACK).
+# Not 'eltwise': YNNPACK's elementwise fusions take a convolution in with the bias add after it (every conv of the
+# CNN), which keeps oneDNN (below) from it; alone, the list with or without 'eltwise' times the same
+# (docs/performance.md, "YNNPACK's elementwise fusions took the CNN's convolutions"). Rows: '...+ynn'.
+_TUNED_CONFIGS = {"cpu": {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=dot,reduce"}}}
 # oneDNN: from jaxlib 0.11, XLA:CPU's oneDNN rewriter turns bfloat16 convolutions into oneDNN's own bfloat16
 # kernels (the library TensorFlow's CPU kernels use). Out of the box XLA:CPU computes a bfloat16 conv as a float32
 # one between two conversions, slower than float32 itself; float32 convs YNNPACK takes first. So a configuration for
 # CPUs with bfloat16 hardware only (rows '...+onednn'; docs/performance.md). Float32 convolutions reach it only with
 # YNNPACK's list emptied or replaced: the next setting.
 ONEDNN_CONFIG = {"XLA_FLAGS": "--xla_cpu_experimental_onednn_custom_call=true"}
-# Both: YNNPACK for dots, elementwise ops and reductions, oneDNN for the convolutions (float32 ones too, since
-# YNNPACK's list no longer takes them). With huge pages faster than '+ynn+thp' on a Zen 5 for the conv in every run
-# measured, for the CNN's training in some (docs/performance.md, "oneDNN's float32 convolutions with huge pages",
-# has the figures; `--configs levers` checks it elsewhere). Float32 only: its bfloat16 training fails at run time
-# (YNNPACK: "invalid parameter"). Offered where '+onednn' is.
+# Both: YNNPACK for dots and reductions, oneDNN for every convolution (float32 ones too, since YNNPACK's list no
+# longer takes them) with its bias add. Offered where '+onednn' is; measured on a Zen 5 only (docs/performance.md).
 YNN_ONEDNN_CONFIG = {"XLA_FLAGS": f"{_TUNED_CONFIGS['cpu']['ynn']['XLA_FLAGS']} {ONEDNN_CONFIG['XLA_FLAGS']}"}
 
 
@@ -76,35 +74,53 @@ YNN_ONEDNN_CONFIG = {"XLA_FLAGS": f"{_TUNED_CONFIGS['cpu']['ynn']['XLA_FLAGS']} 
 # "Huge pages for XLA:CPU's buffers").
 THP_CONFIG = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
 THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
+# Huge pages, and malloc keeping freed memory for the next buffer, as TensorFlow's allocator does: with mmap off
+# (mmap_max=0) a large buffer comes from the heap, and a trim threshold of 1 TiB never gives the heap's top back,
+# so a call's 2.1 GB output lands on pages the last call's already faulted in (the kernel zeroes no page again).
+# The process holds the freed memory: its rows' peak memory is a lower bound (parity.memory). Rows '...+thp+heap'.
+HEAP_TUNABLES = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776"
+HEAP_CONFIG = {"GLIBC_TUNABLES": f"{THP_CONFIG['GLIBC_TUNABLES']}:{HEAP_TUNABLES}"}
 
 
 # The number formats `--configs best` and `levers` run each configuration with, by its mechanism: YNNPACK's
-# fusions are float32 dots, elementwise ops and reductions; oneDNN's rewriter takes bfloat16 convolutions and dots;
-# huge pages act on every buffer, and run with each of the two (alone, '+thp', only under `--configs all`, as every
-# combination).
+# fusions are float32 dots and reductions; oneDNN's rewriter takes bfloat16 convolutions and dots, and with
+# YNNPACK's list float32 convolutions too; huge pages and the heap act on every buffer, and run with the kernels'
+# settings (huge pages alone, 'thp', only under `--configs all`, as every combination).
 TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]] = {
     "ynn": ("float32",),
     "onednn": ("bfloat16",),
     "thp": (),
     "ynn+thp": ("float32",),
     "onednn+thp": ("bfloat16",),
-    "ynn+onednn": ("float32",),
-    "ynn+onednn+thp": ("float32",),
+    "ynn+onednn": ("float32", "bfloat16"),
+    "ynn+onednn+thp": ("float32", "bfloat16"),
+    "ynn+onednn+thp+heap": ("float32", "bfloat16"),
 }
 # Which of them `--configs best` runs: for each number format, the first offered that acts on it (levers: all).
-BEST_CONFIGS: tuple[str, ...] = ("ynn+onednn+thp", "ynn+thp", "onednn+thp", "ynn+onednn", "ynn", "onednn")
+BEST_CONFIGS: tuple[str, ...] = (
+    "ynn+onednn+thp+heap",
+    "ynn+onednn+thp",
+    "ynn+thp",
+    "onednn+thp",
+    "ynn+onednn",
+    "ynn",
+    "onednn",
+)
 
 
 def tuned_configs(device: str, native_bf16: bool = False) -> dict[str, dict[str, str]]:
     """Process-wide settings worth a worker of their own on `device` ({name: environment variables});
     native_bf16: the device multiplies bfloat16 in hardware (the caller knows: parity.roofline.native_bf16).
-    Where huge pages can be asked for, each configuration runs with them ('ynn+thp'), and they alone ('thp')."""
+    Where huge pages can be asked for, each configuration runs with them ('ynn+thp'), and they alone ('thp'); the
+    fastest, both libraries', with the heap kept too ('ynn+onednn+thp+heap')."""
     configs = dict(_TUNED_CONFIGS.get(device, {}))
     if device == "cpu" and _version(jax.__version__) >= (0, 11) and native_bf16:
         configs["onednn"] = ONEDNN_CONFIG
         configs["ynn+onednn"] = YNN_ONEDNN_CONFIG
     if device == "cpu" and huge_pages_on_request():
         configs = {"thp": THP_CONFIG, **{f"{k}+thp": {**env, **THP_CONFIG} for k, env in configs.items()}}
+        if "ynn+onednn+thp" in configs:
+            configs["ynn+onednn+thp+heap"] = {**YNN_ONEDNN_CONFIG, **HEAP_CONFIG}
     return configs
 
 

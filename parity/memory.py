@@ -18,6 +18,7 @@ figure is then a lower bound (its workspace not seen), said as "at least", never
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 STATUS = Path("/proc/self/status")
@@ -39,9 +40,13 @@ class HostMemory:
 
     source = "CPU: the worker's resident set high-water mark (VmHWM, reset per call via /proc/self/clear_refs)"
 
-    def __init__(self, status: Path = STATUS, clear_refs: Path = CLEAR_REFS):
+    def __init__(self, status: Path = STATUS, clear_refs: Path = CLEAR_REFS, tunables: str | None = None):
         self.status, self.clear_refs = status, clear_refs
         self.works = self.reset_peak() and self.now() is not None and self.peak() is not None
+        # glibc with mmap off keeps every freed buffer resident for the next (jax_impl's '+heap'): a row reusing
+        # pages an earlier row freed shows no rise for them, so its figure is a lower bound
+        tunables = os.environ.get("GLIBC_TUNABLES", "") if tunables is None else tunables
+        self.keeps_freed = "glibc.malloc.mmap_max=0" in tunables.split(":")
 
     def now(self) -> int | None:
         return _status_bytes("VmRSS", self.status)

@@ -79,13 +79,9 @@ def memory_note(rows: list[dict]) -> list[str]:
         if sources
         else []
     )
-    if low:
-        notes.append(
-            ">= peak mem: a lower bound, "
-            + low[0]["peak_memory_source"].split("): ", 1)[0]
-            + "): "
-            + ", ".join(_name(r) for r in low)
-        )
+    for why in dict.fromkeys(r["peak_memory_source"].split("): ", 1)[0] for r in low):  # each reason once
+        named = ", ".join(_name(r) for r in low if r["peak_memory_source"].startswith(why + "): "))
+        notes.append(f">= peak mem: a lower bound, {why}): {named}")
     bugs = [
         f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {r['peak_memory_source']}"
         for r in rows

@@ -206,3 +206,31 @@ def test_a_peak_below_the_rows_own_output_is_said_as_a_bug_never_a_figure():
     got = worker._memory(SimpleNamespace(memory=Stub()), args, output_bytes=1000)
     assert got["peak_memory_bytes"] is None and got["peak_memory_source"].startswith("MEASUREMENT BUG")
     assert worker._memory(SimpleNamespace(memory=Stub()), args, output_bytes=8)["peak_memory_bytes"] == 10
+
+
+def test_a_heap_that_keeps_freed_memory_makes_every_figure_a_lower_bound(tmp_path):
+    """With glibc's mmap off ('+heap'), a row can reuse pages an earlier row freed, which its resident set never
+    shows rising: the figure is said to be a lower bound, for that reason, in the row and in the table's note."""
+    from types import SimpleNamespace
+
+    from parity import notes, worker
+
+    proc = FakeProc(tmp_path, 1000)
+    assert not memory.HostMemory(proc.status, proc.clear, tunables="glibc.malloc.hugetlb=1").keeps_freed
+    kept = memory.HostMemory(proc.status, proc.clear, tunables="glibc.malloc.hugetlb=1:glibc.malloc.mmap_max=0")
+    assert kept.keeps_freed
+    row = memory.RowMemory(kept)
+    row.built()
+    _call(proc, row, 100)
+    row.settled()
+    _call(proc, row, 100)
+    assert not row.at_least  # its calls were read: the reason is the heap's, not the peak's
+    got = worker._memory(SimpleNamespace(memory=row), SimpleNamespace(memory=kept), output_bytes=10)
+    assert got["peak_memory_bytes"] == 100 * 2**20 and got["peak_memory_source"] == worker.KEPT + kept.source
+    rows = [
+        {"workload": "conv", "framework": "jax", "variant": v, "replicas": 1, "peak_memory_bytes": 1, **src}
+        for v, src in (("a", got), ("b", {"peak_memory_source": worker.AT_LEAST + "x"}), ("c", got))
+    ]
+    low = [n for n in notes.memory_note(rows) if n.startswith(">=")]
+    assert len(low) == 2 and low[0].endswith("conv jax a x1, conv jax c x1") and low[1].endswith("conv jax b x1")
+    assert "mmap_max=0" in low[0] and "cannot be reset" in low[1]

@@ -55,16 +55,24 @@ def test_tuned_configurations_with_huge_pages_keep_each_lever_named(monkeypatch)
 
     monkeypatch.setattr(devices, "huge_pages_on_request", lambda: True)
     configs = devices.tuned_configs("cpu", native_bf16=True)
-    assert set(configs) == {"thp", "ynn+thp", "onednn+thp", "ynn+onednn+thp"}
+    assert set(configs) == {"thp", "ynn+thp", "onednn+thp", "ynn+onednn+thp", "ynn+onednn+thp+heap"}
     assert configs["ynn+thp"] == {**devices._TUNED_CONFIGS["cpu"]["ynn"], **devices.THP_CONFIG}
     assert configs["onednn+thp"] == {**devices.ONEDNN_CONFIG, **devices.THP_CONFIG}
     flags = configs["ynn+onednn+thp"]["XLA_FLAGS"].split()  # both settings' flags, the list without modifiers
     assert flags == [devices._TUNED_CONFIGS["cpu"]["ynn"]["XLA_FLAGS"], devices.ONEDNN_CONFIG["XLA_FLAGS"]]
+    # YNNPACK's list leaves elementwise ops out: with them it takes each convolution and its bias add from oneDNN
+    assert "eltwise" not in devices._TUNED_CONFIGS["cpu"]["ynn"]["XLA_FLAGS"]
+    heap = configs["ynn+onednn+thp+heap"]
+    assert heap["XLA_FLAGS"] == configs["ynn+onednn+thp"]["XLA_FLAGS"]
+    tunables = heap["GLIBC_TUNABLES"].split(":")  # huge pages, and the freed memory kept in the heap
+    assert tunables[0] == devices.THP_CONFIG["GLIBC_TUNABLES"] and "glibc.malloc.mmap_max=0" in tunables
     assert set(configs) <= set(jax_impl.TUNED_CONFIG_FORMATS)
     assert set(jax_impl.BEST_CONFIGS) <= set(jax_impl.TUNED_CONFIG_FORMATS)
     monkeypatch.setattr(devices, "huge_pages_on_request", lambda: False)
     assert set(devices.tuned_configs("cpu", native_bf16=True)) == {"ynn", "onednn", "ynn+onednn"}
     assert set(devices.tuned_configs("cpu", native_bf16=False)) == {"ynn"}
+    monkeypatch.setattr(devices, "huge_pages_on_request", lambda: True)  # the heap only beside both libraries
+    assert set(devices.tuned_configs("cpu", native_bf16=False)) == {"thp", "ynn+thp"}
     assert devices.tuned_configs("gpu") == {}
 
 
