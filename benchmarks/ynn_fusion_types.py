@@ -17,7 +17,8 @@ import sys
 
 SETTINGS = {
     "out of the box": "",
-    "dot,eltwise,reduce (the '+ynn' worker's)": "--xla_cpu_experimental_ynn_fusion_type=dot,eltwise,reduce",
+    "dot,eltwise,reduce (the first '+ynn' worker's)": "--xla_cpu_experimental_ynn_fusion_type=dot,eltwise,reduce",
+    "dot,reduce (the '+ynn' worker's)": "--xla_cpu_experimental_ynn_fusion_type=dot,reduce",
     "+dot,+eltwise,+reduce (added to the default)": "--xla_cpu_experimental_ynn_fusion_type=+dot,+eltwise,+reduce",
     # item 4: out of the box YNNPACK takes the float32 convolutions before oneDNN's rewriter can; with YNNPACK's
     # list emptied, or without its convolutions, oneDNN's rewriter takes them
@@ -26,6 +27,9 @@ SETTINGS = {
     "--xla_cpu_experimental_ynn_fusion_type=",
     "oneDNN's custom calls and dot,eltwise,reduce": "--xla_cpu_experimental_onednn_custom_call=true "
     "--xla_cpu_experimental_ynn_fusion_type=dot,eltwise,reduce",
+    # YNNPACK's elementwise fusions take a convolution in with its bias add: without them oneDNN takes the CNN's
+    "oneDNN's custom calls and dot,reduce ('+ynn+onednn')": "--xla_cpu_experimental_onednn_custom_call=true "
+    "--xla_cpu_experimental_ynn_fusion_type=dot,reduce",
 }
 
 CHILD = r"""
