@@ -78,6 +78,8 @@ THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 # (mmap_max=0) a large buffer comes from the heap, and a trim threshold of 1 TiB never gives the heap's top back,
 # so a call's 2.1 GB output lands on pages the last call's already faulted in (the kernel zeroes no page again).
 # The process holds the freed memory: its rows' peak memory is a lower bound (parity.memory). Rows '...+thp+heap'.
+# Not in BEST_CONFIGS: in a default run some of its calls took 2-8x the others (a freed chunk split by smaller
+# buffers, the heap grown afresh), so it is a lever `levers` measures (docs/performance.md, "Malloc's heap").
 HEAP_TUNABLES = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776"
 HEAP_CONFIG = {"GLIBC_TUNABLES": f"{THP_CONFIG['GLIBC_TUNABLES']}:{HEAP_TUNABLES}"}
 
@@ -97,22 +99,14 @@ TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]] = {
     "ynn+onednn+thp+heap": ("float32", "bfloat16"),
 }
 # Which of them `--configs best` runs: for each number format, the first offered that acts on it (levers: all).
-BEST_CONFIGS: tuple[str, ...] = (
-    "ynn+onednn+thp+heap",
-    "ynn+onednn+thp",
-    "ynn+thp",
-    "onednn+thp",
-    "ynn+onednn",
-    "ynn",
-    "onednn",
-)
+BEST_CONFIGS: tuple[str, ...] = ("ynn+onednn+thp", "ynn+thp", "onednn+thp", "ynn+onednn", "ynn", "onednn")
 
 
 def tuned_configs(device: str, native_bf16: bool = False) -> dict[str, dict[str, str]]:
     """Process-wide settings worth a worker of their own on `device` ({name: environment variables});
     native_bf16: the device multiplies bfloat16 in hardware (the caller knows: parity.roofline.native_bf16).
-    Where huge pages can be asked for, each configuration runs with them ('ynn+thp'), and they alone ('thp'); the
-    fastest, both libraries', with the heap kept too ('ynn+onednn+thp+heap')."""
+    Where huge pages can be asked for, each configuration runs with them ('ynn+thp'), and they alone ('thp'); both
+    libraries' setting with the heap kept too ('ynn+onednn+thp+heap')."""
     configs = dict(_TUNED_CONFIGS.get(device, {}))
     if device == "cpu" and _version(jax.__version__) >= (0, 11) and native_bf16:
         configs["onednn"] = ONEDNN_CONFIG
