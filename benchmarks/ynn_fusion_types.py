@@ -36,7 +36,8 @@ CHILD = r"""
 import json, time
 import jax, numpy as np
 from jax import lax
-from jax_impl.cnn import build_cnn, make_trainer
+from jax_impl.cnn import build_cnn
+from jax_impl.cnn_train import make_trainer
 rng = np.random.default_rng(0)
 out = {}
 for variant in ("jit", "jit+pool"):
