@@ -78,8 +78,8 @@ THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 # (mmap_max=0) a large buffer comes from the heap, and a trim threshold of 1 TiB never gives the heap's top back,
 # so a call's 2.1 GB output lands on pages the last call's already faulted in (the kernel zeroes no page again).
 # The process holds the freed memory: its rows' peak memory is a lower bound (parity.memory). Rows '...+thp+heap'.
-# Not in BEST_CONFIGS: in a default run some of its calls took 2-8x the others (a freed chunk split by smaller
-# buffers, the heap grown afresh), so it is a lever `levers` measures (docs/performance.md, "Malloc's heap").
+# Not in BEST_CONFIGS: in one default run some of its calls took 2-8x the others (why was not established), so it
+# is a lever `levers` measures (docs/performance.md, "Malloc's heap").
 HEAP_TUNABLES = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776"
 HEAP_CONFIG = {"GLIBC_TUNABLES": f"{THP_CONFIG['GLIBC_TUNABLES']}:{HEAP_TUNABLES}"}
 
