@@ -98,6 +98,13 @@ def _hlo_op(stats: dict) -> str | None:
     return m.group(1) if m else None
 
 
+def _scope(op: str, scopes: dict[str, str]) -> str:
+    """The named scopes of the op an event ran (the op's name where its program has none). XLA:CPU names a library
+    call's event after its instruction and the call's target: 'custom-call.10.clone__onednn$convolution' ran
+    '%custom-call.10.clone'."""
+    return scopes[op] if op in scopes else scopes.get(op.partition("__")[0], op)
+
+
 def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, float]]:
     """The XLA ops of the trace in `directory` as (scope, seconds). XLA:CPU's trace names each op by its HLO
     instruction ('fusion.12', 'convolution.3'); `program` (the compiled HLO's text) maps each to its metadata
@@ -125,6 +132,6 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
                 if op.startswith("command_buffer"):  # a CUDA graph's kernel: its own name is its fusion's
                     scope = kernels.get(ev.name, op)
                 else:
-                    scope = scopes.get(op, op)
+                    scope = _scope(op, scopes)
                 ops.append((scope, ev.duration_ns * 1e-9))
     return device or host

@@ -79,6 +79,16 @@ def test_a_gpu_kernel_takes_its_op_from_the_launch_annotation():
     assert _hlo_op({"kernel_details": "regs:32"}) is None  # a memcpy, say: no op, never guessed
 
 
+def test_a_library_calls_event_takes_its_instructions_scope():
+    from jax_impl.profile import _scope
+
+    scopes = {"custom-call.10.clone": "jit(_train_step)/transpose(jvp(conv2))/jit(elu)/add_any"}
+    # XLA:CPU's event for a oneDNN convolution: the instruction, then the call's target
+    assert classify(_scope("custom-call.10.clone__onednn$convolution", scopes)) == ("conv2", "backward")
+    assert _scope("custom-call.10.clone", scopes) == scopes["custom-call.10.clone"]
+    assert _scope("custom-call.3__onednn$matmul", scopes) == "custom-call.3__onednn$matmul"  # unknown: as named
+
+
 DATAFLOW_HLO = """HloModule jit__train_step
 
 ENTRY %main (x: f32[4], g: f32[4]) -> f32[4] {
