@@ -11,7 +11,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from jax_impl.devices import lowered_flops, placement
+from jax_impl.devices import _version, lowered_flops, placement
 from parity.api import Gradients, Prepared
 from parity.api.cnn import CNN_BLOCKS, CNN_WEIGHTS, check_weights
 from parity.api.weights import load_npz, save_npz
@@ -242,16 +242,33 @@ def _routing(a: jax.Array) -> jax.Array:
 
 
 def infer_variants(replicas: int) -> tuple[str, ...]:
-    """Inference is timed on one device."""
-    return ("predict",) if replicas == 1 else ()
+    """Inference is timed on one device. '+dots': YNNPACK takes only the dots of this one program (INFER_OPTIONS;
+    offered from JAX 0.12, the version it was measured with, whose XLA has the option)."""
+    if replicas != 1:
+        return ()
+    return ("predict", "predict+dots") if _version(jax.__version__) >= (0, 12) else ("predict",)
 
 
-def prepare_inference(model: CNN, images: np.ndarray, devices) -> Prepared:
-    """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand."""
+# '+dots': XLA:CPU's YNNPACK list for the inference program alone, dots only. With 'reduce' in the list (as under
+# '+ynn'), YNNPACK fuses each max pooling with the next BatchNorm, convolution and bias add, so oneDNN ('+onednn')
+# gets none of those convolutions; training is faster with 'reduce' (docs/performance.md). The option is set per
+# program (jax.jit's compiler_options), as the list's proto enum number: xla.proto's LIBRARY_FUSION_TYPE_DOT = 1 (its
+# names are refused as values). Other backends have no YNNPACK and ignore it.
+INFER_OPTIONS = {"predict": {}, "predict+dots": {"xla_cpu_experimental_ynn_fusion_type": 1}}
+
+
+def prepare_inference(model: CNN, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
+    """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand.
+
+    Raises:
+        ValueError: a variant not in infer_variants(1).
+    """
+    if variant not in infer_variants(1):
+        raise ValueError(f"unknown JAX inference variant {variant!r}; have {infer_variants(1)}")
     graphdef, state = nnx.split(model)
     x = jax.device_put(jnp.asarray(images, jnp.float32), devices[0])
     state = jax.device_put(state, devices[0])
-    f = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x))
+    f = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x), compiler_options=INFER_OPTIONS[variant])
     return Prepared(
         lambda: f(state, x),
         lambda o: tuple(o.shape),

@@ -25,6 +25,7 @@ TUNED_VARIANTS: tuple[str, ...] = (
     "shard_map+pool",
     "jit+bf16+pool",
     "shard_map+bf16+pool",
+    "predict+dots",
 )
 # Variants that compute in bfloat16 (an operation's inputs and outputs; the CNN's mixed precision, float32
 # parameters): a row's number format, declared here, never read off its name.
@@ -34,8 +35,9 @@ BFLOAT16_VARIANTS: tuple[str, ...] = ("jit+bf16", "shard_map+bf16", "jit+bf16+po
 DISPATCH_VARIANTS: tuple[str, ...] = ("jit+scan", "shard_map+scan")
 # The best-known configuration's variants, in order of preference (`--configs best` times, for each workload,
 # replica count and number format, the first offered, under the process-wide setting of its format below): the
-# CNN with the elementwise pooling gradient ('+pool', faster with every setting), the operations as they are (their
-# only lever is the setting). Measured on a Zen 5 only (docs/performance.md, "Which configuration the default
+# CNN with the elementwise pooling gradient ('+pool', faster with every setting), its inference with YNNPACK on the
+# dots alone ('+dots', so that oneDNN gets its convolutions), the operations as they are (their only lever is the
+# setting). Measured on a Zen 5 only (docs/performance.md, "Which configuration the default
 # times"); `--configs levers` times every lever on its own to check it elsewhere.
 BEST_VARIANTS: tuple[str, ...] = (
     "jit+pool",
@@ -46,6 +48,7 @@ BEST_VARIANTS: tuple[str, ...] = (
     "shard_map",
     "jit+bf16",
     "shard_map+bf16",
+    "predict+dots",
     "predict",
 )
 # Process-wide settings that make JAX faster than out of the box, by device: name -> environment.

@@ -112,6 +112,33 @@ def _prefixed(blocks):
     return {f"forward/{k}": v for k, v in blocks.items()}
 
 
+def test_inference_with_ynnpack_on_its_dots_only_is_the_same_forward_pass(weights):
+    """'predict+dots' changes which library computes the convolutions, not what: its probabilities meet the float64
+    oracle within the forward bound, as 'predict's do; its program leaves every convolution out of YNNPACK's
+    fusions (out of the box JAX 0.12 fuses them with their bias adds); an unknown variant is refused in both
+    frameworks."""
+    import re
+
+    from parity.oracle import errors
+
+    _, jm = models(weights)
+    x = DS.x_test[:16].astype(np.float32)
+    ref = cnn_oracle.cnn_forward(weights, x)["probs"]
+    fused = {}
+    for v in jax_impl.infer_variants(1):
+        p = jax_impl.prepare_inference(jm, x, JAX_DEVICES[:1], v)
+        assert errors(np.asarray(p.run()), ref)["max_rel_err"] < TOL["forward"], v
+        # a YNNPACK fusion's computation holding a convolution: named in the fusion's calls=
+        text = p.program()
+        ynn = [re.search(r"calls=%([\w.\-]+)", ln).group(1) for ln in text.splitlines() if '"__ynn_fusion"' in ln]
+        bodies = {c: text.split(f"%{c} (", 1)[1].split("\n}", 1)[0] for c in ynn}
+        fused[v] = sum(" convolution(" in b for b in bodies.values())
+    assert fused["predict+dots"] == 0
+    for mod in (jax_impl, tf_impl):
+        with pytest.raises(ValueError, match="predict\\+nothing"):
+            mod.prepare_inference(None, x, None, "predict+nothing")
+
+
 def test_loss_and_gradients_agree_with_float64(weights):
     tm, jm = models(weights)
     x, y = batch(1, 16, seed=5)

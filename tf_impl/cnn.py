@@ -171,8 +171,14 @@ def infer_variants(replicas: int) -> tuple[str, ...]:
     return ("predict",) if replicas == 1 else ()
 
 
-def prepare_inference(model, images: np.ndarray, devices) -> Prepared:
-    """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand."""
+def prepare_inference(model, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
+    """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand.
+
+    Raises:
+        ValueError: a variant not in infer_variants(1).
+    """
+    if variant not in infer_variants(1):
+        raise ValueError(f"unknown TF inference variant {variant!r}; have {infer_variants(1)}")
     with tf.device(devices[0]):
         x = tf.constant(images, tf.float32)
     f = tf.function(lambda x: model(x, training=False))

@@ -135,7 +135,7 @@ def cnn_infer_case(
     x = ds.x_test[: spec.global_batch].astype(np.float32)
     idx = [0, len(x) - 1]
     ref = cnn_oracle.cnn_forward(load_npz(weights), x[idx])["probs"]
-    p = impl.prepare_inference(_cnn_model(impl, spec, weights), x, devices)
+    p = impl.prepare_inference(_cnn_model(impl, spec, weights), x, devices, variant)
     verify = output_verifier(
         p.shape,
         _saving(p.rows, save),
