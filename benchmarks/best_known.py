@@ -1,8 +1,8 @@
 """Does `--configs best` time each framework's fastest configuration? Reads results.json files of runs that timed
 every lever (`--configs levers` or `all`) and prints, per workload, replica count, framework and number format,
-the fastest row against the fastest of those `--configs best` would have timed (parity.assemble's rule: the
-framework out of the box, and the implementation's best-known variant, parity.cases.best_known, under each
-process-wide setting of that format that ran and best would start, parity.workerproc.best_configs, else in the
+the fastest row against the fastest of those `--configs best` would have timed (parity.engine.assemble's rule: the
+framework out of the box, and the implementation's best-known variant, parity.workloads.ops.best_known, under each
+process-wide setting of that format that ran and best would start, parity.engine.workerproc.best_configs, else in the
 default worker).
 
     python benchmarks/best_known.py docs/results/cpu-default-zen5-bf16pool.json ...
@@ -15,8 +15,8 @@ import sys
 
 import jax_impl
 import tf_impl
-from parity import cases
-from parity.workerproc import best_configs
+from parity.engine.workerproc import best_configs
+from parity.workloads import ops as cases
 
 IMPLS = {"tf": tf_impl, "jax": jax_impl}
 

@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 
-from parity.cnn import data
-from parity.frameworks import JAX, KEYS
+from parity.common.frameworks import JAX, KEYS
+from parity.workloads.cnn import data
 
 
 def main() -> None:

@@ -25,8 +25,8 @@ import numpy as np  # noqa: E402
 import jax_impl  # noqa: E402
 import tf_impl  # noqa: E402
 from parity import oracle  # noqa: E402
-from parity.cnn import checks, data
-from parity.cnn import oracle as cnn_oracle
+from parity.workloads.cnn import checks, data
+from parity.workloads.cnn import oracle as cnn_oracle
 
 
 def images(kind: str, batch: int) -> tuple[np.ndarray, np.ndarray]:

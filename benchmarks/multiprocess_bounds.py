@@ -28,7 +28,7 @@ from multiproc_case import case, first_step_bounds, first_step_excess  # noqa: E
 import jax_impl  # noqa: E402
 import tf_impl  # noqa: E402
 from parity import oracle  # noqa: E402
-from parity.tolerances import rounding_bound  # noqa: E402
+from parity.common.tolerances import rounding_bound  # noqa: E402
 from parity.workloads import WORKLOADS  # noqa: E402
 
 

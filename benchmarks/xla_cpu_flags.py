@@ -42,7 +42,7 @@ def child() -> dict:
     import numpy as np
 
     import jax_impl
-    from parity.oracle import conv2d, errors
+    from parity.common.float64 import conv2d, errors
     from parity.workloads import CONV_FULL
 
     out = {"flags": os.environ.get("XLA_FLAGS", "")}
@@ -93,7 +93,7 @@ def _bf16_screen(x, w, xb, yb, devs) -> dict:
     import numpy as np
 
     import jax_impl
-    from parity.oracle import conv2d, errors
+    from parity.common.float64 import conv2d, errors
 
     out = {}
     ref = conv2d(x[-1:], w, 2, "SAME")

@@ -80,7 +80,8 @@ THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 # Huge pages, and malloc keeping freed memory for the next buffer, as TensorFlow's allocator does: with mmap off
 # (mmap_max=0) a large buffer comes from the heap, and a trim threshold of 1 TiB never gives the heap's top back,
 # so a call's 2.1 GB output lands on pages the last call's already faulted in (the kernel zeroes no page again).
-# The process holds the freed memory: its rows' peak memory is a lower bound (parity.memory). Rows '...+thp+heap'.
+# The process holds the freed memory: its rows' peak memory is a lower bound (parity.engine.memory).
+# Rows '...+thp+heap'.
 # Not in BEST_CONFIGS: in one default run some of its calls took 2-8x the others (why was not established), so it
 # is a lever `levers` measures (docs/performance.md, "Malloc's heap").
 HEAP_TUNABLES = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776"
@@ -107,7 +108,7 @@ BEST_CONFIGS: tuple[str, ...] = ("ynn+onednn+thp", "ynn+thp", "onednn+thp", "ynn
 
 def tuned_configs(device: str, native_bf16: bool = False) -> dict[str, dict[str, str]]:
     """Process-wide settings worth a worker of their own on `device` ({name: environment variables});
-    native_bf16: the device multiplies bfloat16 in hardware (the caller knows: parity.roofline.native_bf16).
+    native_bf16: the device multiplies bfloat16 in hardware (the caller knows: parity.judging.roofline.native_bf16).
     Where huge pages can be asked for, each configuration runs with them ('ynn+thp'), and they alone ('thp'); both
     libraries' setting with the heap kept too ('ynn+onednn+thp+heap')."""
     configs = dict(_TUNED_CONFIGS.get(device, {}))
@@ -307,5 +308,5 @@ def memory_stats(devices) -> list[dict] | None:
 
 
 def reset_memory_peak(devices) -> bool:
-    """JAX offers no reset of peak_bytes_in_use: False (parity.memory then trusts only a peak that rises)."""
+    """JAX offers no reset of peak_bytes_in_use: False (parity.engine.memory then trusts only a peak that rises)."""
     return False

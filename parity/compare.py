@@ -16,12 +16,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from parity import rows, summary
-from parity.argtypes import Parser
-from parity.cells import grid, time_cell
-from parity.files import ResultsError, load_results
+from parity.cli.argtypes import Parser
+from parity.judging import summary
+from parity.output import rows
+from parity.output.cells import grid, time_cell
+from parity.output.files import ResultsError, load_results
 
-KEY = rows.KEY  # what was measured (parity.rows.Row's key fields): a CNN row's schedule and batch among them
+KEY = rows.KEY  # what was measured (parity.output.rows.Row's key fields): a CNN row's schedule and batch among them
 
 
 def threshold(text: str) -> float:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from parity.argtypes import Parser
-from parity.article import ARTICLE_ROWS
-from parity.cells import fmt, grid, time_cell
-from parity.files import (
+from parity.cli.argtypes import Parser
+from parity.output.article import ARTICLE_ROWS
+from parity.output.cells import fmt, grid, time_cell
+from parity.output.files import (
     ResultsError,
     chart,
     check_out_dir,

@@ -10,13 +10,16 @@ import threading
 import traceback
 from pathlib import Path
 
-from parity import environment, files, frameworks, summary, tables
-from parity.argtypes import check_environment, check_interpreter
-from parity.cluster import from_settings
-from parity.config import Config, HarnessError, WorkerBug
-from parity.flags import parser  # noqa: F401  (parser: this command's flags)
-from parity.schedule import PROFILES, run_suite
-from parity.workerproc import Worker
+from parity.cli.argtypes import check_environment, check_interpreter
+from parity.cli.flags import parser  # noqa: F401  (parser: this command's flags)
+from parity.common import frameworks
+from parity.engine import environment
+from parity.engine.cluster import from_settings
+from parity.engine.config import Config, HarnessError, WorkerBug
+from parity.engine.schedule import PROFILES, run_suite
+from parity.engine.workerproc import Worker
+from parity.judging import summary
+from parity.output import files, tables
 from parity.workloads import CNN_FULL, WORKLOADS
 
 NOTEBOOK_SCHEDULE = {

@@ -2,7 +2,7 @@
 
 FakeImpl computes the conv and the matmul with NumPy (float32 copies of the float64 oracle), deterministic, with a
 controllable time per call (`delay_s`), a planted relative error (`error`) and a planted bug (`bug`: a TypeError
-at the first call). LocalWorker has workerproc.Worker's interface and answers with parity.worker's own code, so
+at the first call). LocalWorker has workerproc.Worker's interface and answers with parity.engine.worker's own code, so
 the engine (schedule, rows, judging, peaks, files) runs in seconds, without TensorFlow or JAX. The CNN is not
 faked: its variants are none.
 """
@@ -19,9 +19,11 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from parity import api, memory, oracle, worker
-from parity.frameworks import label
-from parity.workerproc import Worker
+from parity import api
+from parity.common import float64 as oracle
+from parity.common.frameworks import label
+from parity.engine import memory, worker
+from parity.engine.workerproc import Worker
 
 
 def _touch_and_unmap(nbytes: int) -> None:
@@ -186,7 +188,7 @@ class FakeImpl:
 
 
 class LocalWorker:
-    """workerproc.Worker's interface, answered in this process by parity.worker on FAKES[framework][config]."""
+    """workerproc.Worker's interface, answered in this process by parity.engine.worker on FAKES[framework][config]."""
 
     FAKES: dict[str, dict[str, FakeImpl]] = {}  # framework -> configuration ('default', a tuned one) -> its fake
 

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from parity.roofline import native_bf16
-from parity.tolerances import tolerance
+from parity.common.tolerances import tolerance
+from parity.judging.roofline import native_bf16
 
 ROW_KEYS = {
     "workload",
@@ -58,7 +58,7 @@ def test_quick_run_prints_a_verified_table(quick_conv):
     p, _ = quick_conv
     assert p.returncode == 0, p.stderr[-2000:]
     import jax_impl
-    from parity.roofline import native_bf16
+    from parity.judging.roofline import native_bf16
 
     # float32's setting: the first of BEST_CONFIGS offered here ('ynn+onednn+thp' with bfloat16 hardware and huge
     # pages on request, 'ynn' with neither)
@@ -250,7 +250,7 @@ def test_one_owner_at_a_time_runs_every_row_and_reports_drift(quick_cnn):
 
 def test_the_notebook_schedule_in_one_flag():
     from parity import run as cli
-    from parity.cnn.suite import validation
+    from parity.workloads.cnn.suite import validation
 
     cfg = cli.config(cli.parser().parse_args(["--schedule", "notebook"]))
     spec = cfg.spec("cnn")

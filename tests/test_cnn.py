@@ -13,10 +13,10 @@ from conftest import JAX_DEVICES, TF_DEVICES
 import jax_impl
 import tf_impl
 from parity.api.cnn import CNN_PARAMS
-from parity.cnn import checks, data
-from parity.cnn import oracle as cnn_oracle
-from parity.roofline import isa_capped_below_bf16
-from parity.tolerances import F32_UNIT_ROUNDOFF, cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
+from parity.common.tolerances import F32_UNIT_ROUNDOFF, cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
+from parity.judging.roofline import isa_capped_below_bf16
+from parity.workloads.cnn import checks, data
+from parity.workloads.cnn import oracle as cnn_oracle
 
 TOL = cnn_tolerances("cpu", "highest")
 DS = data.synthetic(512, 64, seed=3)
@@ -119,7 +119,7 @@ def test_inference_with_ynnpack_on_its_dots_only_is_the_same_forward_pass(weight
     frameworks."""
     import re
 
-    from parity.oracle import errors
+    from parity.common.float64 import errors
 
     _, jm = models(weights)
     x = DS.x_test[:16].astype(np.float32)
@@ -434,7 +434,7 @@ def test_mixed_precision_trains_in_bfloat16_and_keeps_the_trajectory(replicas, t
 def test_the_elementwise_pool_in_mixed_precision_keeps_the_trajectory(weights):
     """'+bf16+pool': the elementwise pooling gradient in bfloat16 compute (the same routing as JAX's own there:
     test above) trains as '+bf16' does, within bfloat16's tolerances, and is judged against the float32 '+pool'."""
-    from parity.cnn.suite import _float32
+    from parity.workloads.cnn.suite import _float32
 
     x, y = batch(3, 16, seed=11)
     mixed, t = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16+pool", weights, x, y)
@@ -461,7 +461,7 @@ def test_bf16_tolerances_follow_from_the_mantissa():
 
 
 def test_bf16_variants_are_paired_by_number_format():
-    from parity.cnn.suite import _pairs, _trajectories
+    from parity.workloads.cnn.suite import _pairs, _trajectories
 
     def fake(variants, dtypes, scale=1.0):
         out = {}

@@ -6,8 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from parity import compare, environment
-from parity.files import load_results
+from parity import compare
+from parity.engine import environment
+from parity.output.files import load_results
 
 
 def _row(framework: str, variant: str, times) -> dict:

@@ -5,9 +5,9 @@ import os
 import numpy as np
 import pytest
 
-from parity import oracle
-from parity.roofline import isa_capped_below_bf16
-from parity.tolerances import BF16_TOLERANCE
+from parity.common import float64 as oracle
+from parity.common.tolerances import BF16_TOLERANCE
+from parity.judging.roofline import isa_capped_below_bf16
 from parity.workloads import ConvSpec
 
 TOL = 1e-5  # float32 at highest precision, relative to max |reference|

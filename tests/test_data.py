@@ -6,7 +6,7 @@ import struct
 import numpy as np
 import pytest
 
-from parity.cnn import data, sources
+from parity.workloads.cnn import data, sources
 
 
 def write_idx(path, arr):
@@ -214,7 +214,7 @@ def test_an_unreachable_host_is_one_line_in_seconds():
 
 
 def test_the_synthetic_warning_gives_the_exact_command():
-    from parity.cnn.suite import with_data_download
+    from parity.workloads.cnn.suite import with_data_download
 
     cmd = ["python", "-m", "parity.run", "--data", "auto", "--quick", "--data=real", "--out", "r"]
     assert with_data_download(cmd) == ["python", "-m", "parity.run", "--quick", "--out", "r", "--data", "download"]

@@ -9,10 +9,13 @@ import json
 import pytest
 from fakeimpl import FakeImpl, LocalWorker
 
-from parity import compare, files, roofline, timing, workerproc
-from parity.config import Config, WorkerBug
-from parity.rows import CSV_FIELDS, FIELDS
-from parity.schedule import run_suite
+from parity import compare
+from parity.engine import timing, workerproc
+from parity.engine.config import Config, WorkerBug
+from parity.engine.schedule import run_suite
+from parity.judging import roofline
+from parity.output import files
+from parity.output.rows import CSV_FIELDS, FIELDS
 
 # A fixed peak of 1 GFLOP/s: a fake call of 0.1 s (the quick conv: 79 MFLOP) stays below it on any machine,
 # a fake that returns at once (a computation the harness cannot see done) is far above it.
@@ -171,7 +174,7 @@ def test_best_times_each_framework_out_of_the_box_and_its_best_known_configurati
 
 
 def test_best_known_is_the_first_offered_of_each_number_format():
-    from parity.cases import best_known
+    from parity.workloads.ops import best_known
 
     impl = FakeImpl(BFLOAT16_VARIANTS=("op+bf16", "op+bf16+tuned"), BEST_VARIANTS=("op+bf16+tuned", "op+tuned", "op"))
     assert best_known(impl, ("op", "op+tuned", "op+bf16")) == {"float32": "op+tuned"}  # op+bf16 is not named
@@ -217,7 +220,7 @@ def test_a_bug_in_a_worker_ends_the_run_with_its_traceback(fakes, tmp_path):
 
 
 def test_a_batch_that_does_not_split_is_refused_before_anything_starts(fakes, tmp_path):
-    from parity.config import HarnessError
+    from parity.engine.config import HarnessError
 
     with pytest.raises(HarnessError, match="does not divide by 3 replicas"):
         _run(tmp_path, workloads=("conv",), replicas=(3,))
@@ -245,7 +248,7 @@ def test_nothing_outside_the_call_enters_the_timed_interval(fakes, tmp_path, mon
     # 1000 s: every recorded time must be exactly 0.12 s (the first call's too)
     from fakeimpl import FakeClock
 
-    from parity import timing
+    from parity.engine import timing
 
     clock = FakeClock()
     monkeypatch.setattr(timing.time, "perf_counter", clock)
@@ -264,7 +267,7 @@ def test_rows_keep_their_raw_times_and_rounds(fakes, tmp_path):
         assert len(r["times_s"]) == r["reps"] == 3 and r["rounds"] == [0, 1, 2]
         assert r["median_s"] == sorted(r["times_s"])[1] and r["min_s"] == min(r["times_s"])
     doc = {"env": {}, "rows": rows}
-    from parity import summary
+    from parity.judging import summary
 
     comps = summary.comparisons(rows)
     head = next(c for c in comps if c["kind"] == "jax_vs_tf")
@@ -283,7 +286,7 @@ def test_releasing_the_output_is_part_of_the_call(fakes, tmp_path, monkeypatch):
     # a framework that frees its output at once (XLA:CPU unmaps it) pays that in every call of a user's loop
     from fakeimpl import FakeClock
 
-    from parity import timing
+    from parity.engine import timing
 
     clock = FakeClock()
     monkeypatch.setattr(timing.time, "perf_counter", clock)
@@ -409,7 +412,7 @@ def test_the_work_a_framework_leaves_after_a_call_is_part_of_its_time(fakes, tmp
 @pytest.mark.parametrize("fails", [False, True], ids=["finished", "failed"])
 def test_workers_are_all_asked_to_quit_before_any_is_waited_for(fails):
     """So that their interpreters exit side by side; a failed or interrupted round kills them instead."""
-    from parity.workerproc import with_workers
+    from parity.engine.workerproc import with_workers
 
     calls = []
 
@@ -460,8 +463,8 @@ def test_training_epochs_run_back_to_back_and_operations_interleave(monkeypatch,
     in rounds of its own; an operation's timed calls are interleaved across rows, each after an untimed call."""
     from types import SimpleNamespace
 
-    from parity import schedule
-    from parity.assemble import Case
+    from parity.engine import schedule
+    from parity.engine.assemble import Case
     from parity.workloads import RowKind
 
     calls = []
@@ -491,7 +494,7 @@ def test_training_epochs_run_back_to_back_and_operations_interleave(monkeypatch,
 
 def test_a_round_is_judged_while_the_next_rounds_workers_start(fakes, tmp_path, monkeypatch):
     """Its workers gone and the CPU's peak measured again first; the last round after every worker is gone."""
-    from parity import peaks, schedule
+    from parity.engine import peaks, schedule
 
     events = []
     started = LocalWorker.__init__
@@ -513,7 +516,7 @@ def test_a_round_is_judged_while_the_next_rounds_workers_start(fakes, tmp_path, 
 
 
 def test_workers_starting_are_stopped_when_the_work_beside_them_fails(fakes, monkeypatch):
-    from parity.workerproc import start_workers
+    from parity.engine.workerproc import start_workers
 
     killed = []
     monkeypatch.setattr(LocalWorker, "ask_to_quit", lambda self, kill=False: killed.append((self.framework, kill)))

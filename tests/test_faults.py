@@ -76,7 +76,7 @@ def _gone(tag: str, within_s: float = 30) -> bool:
 def test_a_killed_worker_is_named_with_its_signal(tmp_path):
     proc, tag = _start(tmp_path)
     _wait_for(proc, "first epoch (seed 0) TensorFlow")  # its 1000 epochs come first, one row at a time
-    tf = [pid for pid, cmd in _processes(tag).items() if "parity.worker" in cmd and "--framework tf" in cmd]
+    tf = [pid for pid, cmd in _processes(tag).items() if "parity.engine.worker" in cmd and "--framework tf" in cmd]
     assert len(tf) == 1
     os.kill(tf[0], signal.SIGKILL)
     err = proc.stderr.read()
@@ -88,7 +88,7 @@ def test_a_killed_worker_is_named_with_its_signal(tmp_path):
 def test_sigterm_stops_the_workers_and_leaves_no_files(tmp_path):
     proc, tag = _start(tmp_path)
     _wait_for(proc, "first epoch (seed 0) TensorFlow")
-    assert sum("parity.worker" in cmd for cmd in _processes(tag).values()) == 2
+    assert sum("parity.engine.worker" in cmd for cmd in _processes(tag).values()) == 2
     proc.send_signal(signal.SIGTERM)
     err = proc.stderr.read()
     assert proc.wait(120) == 143
@@ -124,8 +124,8 @@ def test_a_replica_count_given_twice_is_measured_once():
 
 
 def test_a_bug_inside_a_worker_is_exit_3_with_its_traceback():
-    from parity.config import HarnessError, WorkerBug
-    from parity.workerproc import Worker
+    from parity.engine.config import HarnessError, WorkerBug
+    from parity.engine.workerproc import Worker
 
     w = Worker("jax", "cpu", 1, "default", 120)
     try:

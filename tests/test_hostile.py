@@ -12,7 +12,7 @@ import re
 import pytest
 
 from parity import compare, launch, report, run
-from parity.environment import SCHEMA_VERSION
+from parity.engine.environment import SCHEMA_VERSION
 
 ENV = {"schema_version": SCHEMA_VERSION, "device": "cpu", "host_cpu": "test", "precision": "default", "frameworks": {}}
 ROW = {
@@ -238,8 +238,8 @@ def test_an_interpreter_that_hangs_or_is_no_python_is_refused(tmp_path, monkeypa
     import subprocess
     import time
 
-    from parity import argtypes as flags
-    from parity.config import HarnessError
+    from parity.cli import argtypes as flags
+    from parity.engine.config import HarnessError
 
     marker = tmp_path / "started"
     sleepy = tmp_path / "python"

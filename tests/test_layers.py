@@ -1,8 +1,8 @@
-"""Per-layer attribution from profiled op names (parity.layers): both frameworks' naming, without them."""
+"""Per-layer attribution from profiled op names (parity.judging.layers): both frameworks' naming, without them."""
 
 import pytest
 
-from parity.layers import attribute, classify
+from parity.judging.layers import attribute, classify
 
 
 @pytest.mark.parametrize(

@@ -5,10 +5,11 @@ import os
 import numpy as np
 import pytest
 
-from parity import cases, registry
-from parity.roofline import isa_capped_below_bf16, native_bf16
-from parity.tolerances import BF16_TOLERANCE
+from parity.common.tolerances import BF16_TOLERANCE
+from parity.engine import registry
+from parity.judging.roofline import isa_capped_below_bf16, native_bf16
 from parity.workloads import WORKLOADS, MatmulSpec, matmul_tolerance
+from parity.workloads import ops as cases
 
 SPEC = MatmulSpec(m=16, k=24, n=8)
 

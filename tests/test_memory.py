@@ -1,10 +1,10 @@
-"""Peak memory per row (parity.memory): the arithmetic on fake /proc files and fake device statistics, and one
+"""Peak memory per row (parity.engine.memory): the arithmetic on fake /proc files and fake device statistics, and one
 row of the engine whose calls touch a known amount of memory."""
 
 import os
 import threading
 
-from parity import memory
+from parity.engine import memory
 
 
 class FakeProc:
@@ -103,7 +103,7 @@ def test_other_cases_alive_in_the_worker_do_not_count(tmp_path):
 def test_a_peak_that_cannot_be_reset_and_does_not_rise_gives_a_lower_bound_said_as_such():
     from types import SimpleNamespace
 
-    from parity import worker
+    from parity.engine import worker
 
     class Device:  # JAX on an accelerator: peak_bytes_in_use never resets
         def __init__(self):
@@ -164,9 +164,10 @@ def test_a_row_that_touches_memory_reports_at_least_that(tmp_path, monkeypatch):
     assert memory.HostMemory().works, "Linux 4.0+ offers /proc/self/clear_refs: the CPU's peak memory needs it"
     from fakeimpl import FakeImpl, LocalWorker
 
-    from parity import roofline, workerproc
-    from parity.config import Config
-    from parity.schedule import run_suite
+    from parity.engine import workerproc
+    from parity.engine.config import Config
+    from parity.engine.schedule import run_suite
+    from parity.judging import roofline
 
     monkeypatch.setattr(workerproc, "Worker", LocalWorker)
     peak = roofline.Peak("cpu", "fp32", 1e9, 1e9, "fixed", computed_flops=1e9, measured_flops=1e9, headroom=1.5)
@@ -194,7 +195,7 @@ def test_a_row_that_touches_memory_reports_at_least_that(tmp_path, monkeypatch):
 def test_a_peak_below_the_rows_own_output_is_said_as_a_bug_never_a_figure():
     from types import SimpleNamespace
 
-    from parity import worker
+    from parity.engine import worker
 
     class Stub:
         at_least = False
@@ -213,7 +214,8 @@ def test_a_heap_that_keeps_freed_memory_makes_every_figure_a_lower_bound(tmp_pat
     shows rising: the figure is said to be a lower bound, for that reason, in the row and in the table's note."""
     from types import SimpleNamespace
 
-    from parity import notes, worker
+    from parity.engine import worker
+    from parity.output import notes
 
     proc = FakeProc(tmp_path, 1000)
     assert not memory.HostMemory(proc.status, proc.clear, tunables="glibc.malloc.hugetlb=1").keeps_freed

@@ -22,9 +22,9 @@ from multiproc_case import case, first_step_bounds, first_step_excess, process_f
 
 import jax_impl
 import tf_impl
-from parity import cluster as cl
-from parity import oracle
-from parity.tolerances import rounding_bound
+from parity.common import float64 as oracle
+from parity.common.tolerances import rounding_bound
+from parity.engine import cluster as cl
 from parity.workloads import WORKLOADS
 
 pytestmark = pytest.mark.multiprocess  # every test here starts processes (-m "not multiprocess" deselects them)

@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 
-from parity import oracle
 from parity.api import check_divisible
 from parity.api.cnn import CNN_CONVS, CNN_DENSE
-from parity.cnn import checks
-from parity.cnn import oracle as cnn_oracle
-from parity.frameworks import short
-from parity.padding import conv_out_size, same_pads
-from parity.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
+from parity.common import float64 as oracle
+from parity.common.frameworks import short
+from parity.common.padding import conv_out_size, same_pads
+from parity.common.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
 from parity.workloads import CONV_FULL, CONV_QUICK
+from parity.workloads.cnn import checks
+from parity.workloads.cnn import oracle as cnn_oracle
 
 
 def loop_conv(x, w, stride, padding):

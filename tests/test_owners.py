@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from parity import registry
-from parity.assemble import Case, make_row
-from parity.config import Config
-from parity.devicelock import lock_state
-from parity.judge import drift_note
-from parity.rows import Row
-from parity.workerproc import Worker
+from parity.engine import registry
+from parity.engine.assemble import Case, make_row
+from parity.engine.config import Config
+from parity.engine.devicelock import lock_state
+from parity.engine.workerproc import Worker
+from parity.judging.judge import drift_note
+from parity.output.rows import Row
 
 
 def run(*args, timeout=900, env=None):
@@ -157,7 +157,7 @@ def test_a_variant_the_framework_refuses_is_an_invalid_row_and_the_run_goes_on(m
     its later requests for that row get answers, and the parent makes an INVALID row of it, never a crash."""
     from types import SimpleNamespace
 
-    from parity import worker
+    from parity.engine import worker
     from parity.workloads import CNN_QUICK, row_kind
 
     def refuses(impl, devices, kind, spec, variant, *a, **k):
@@ -181,7 +181,7 @@ def test_a_bug_in_a_variant_is_still_a_bug(monkeypatch):
     with its traceback (exit 3) as before."""
     from types import SimpleNamespace
 
-    from parity import worker
+    from parity.engine import worker
     from parity.workloads import CNN_QUICK
 
     monkeypatch.setitem(registry.CASES, "cnn_train", lambda *a, **k: None + 1)

@@ -7,13 +7,16 @@ import os
 
 import pytest
 
-from parity import compare, environment, files, notes, report, roofline, tables
+from parity import compare, report
 from parity.api.cnn import CNN_PARAMS
-from parity.assemble import cross_check
-from parity.config import Config
-from parity.judge import judge_row
-from parity.rows import Row
-from parity.schedule import calibrated_reps
+from parity.engine import environment
+from parity.engine.assemble import cross_check
+from parity.engine.config import Config
+from parity.engine.schedule import calibrated_reps
+from parity.judging import roofline
+from parity.judging.judge import judge_row
+from parity.output import files, notes, tables
+from parity.output.rows import Row
 from parity.workloads import CONV_FULL, CnnSpec, cnn_forward_flops
 
 
@@ -353,7 +356,7 @@ def test_unpadded_flops_match_xla_cost_analysis_convention():
     # REFERENCE.md: XLA's cost analysis reports 79.8 GFLOP for the 80.5 GFLOP conv (SAME padding's zeros)
     assert CONV_FULL.flops_unpadded() / 1e9 == pytest.approx(79.8, abs=0.05)
     # per axis, 256 -> 128 with k=5, s=2, pads (1, 2): 4 + 126 * 5 + 3 taps
-    from parity.padding import valid_taps
+    from parity.common.padding import valid_taps
 
     assert valid_taps(256, 5, 2, "SAME") == 637 and valid_taps(7, 5, 1, "SAME") == 29
     assert valid_taps(9, 3, 1, "VALID") == 7 * 3

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from parity.stats import common_rounds, median_ratio, modes
+from parity.judging.stats import common_rounds, median_ratio, modes
 
 
 def _pair(rng, n: int, ratio: float) -> tuple[np.ndarray, np.ndarray]:

@@ -87,13 +87,13 @@ def test_modules_and_functions_stay_short():
 
 def test_framework_keys_are_written_once():
     """'tf' and 'jax' as string literals only in parity/frameworks.py (the one table); elsewhere its names."""
-    from parity import frameworks
+    from parity.common import frameworks
 
     keys = set(frameworks.KEYS)
     found = [
         (m, node.lineno)
         for m, p in MODULES.items()
-        if m.startswith("parity") and m != "parity.frameworks"
+        if m.startswith("parity") and m != "parity.common.frameworks"
         for node in ast.walk(ast.parse(p.read_text()))
         if isinstance(node, ast.Constant) and node.value in keys
     ]

@@ -77,7 +77,7 @@ def test_tuned_configurations_with_huge_pages_keep_each_lever_named(monkeypatch)
 
 
 def test_a_configurations_list_settings_join_the_users_own(monkeypatch):
-    from parity.workerproc import _environment
+    from parity.engine.workerproc import _environment
 
     monkeypatch.setenv("XLA_FLAGS", "--mine")
     monkeypatch.setenv("GLIBC_TUNABLES", "glibc.malloc.arena_max=2")
@@ -89,7 +89,7 @@ def test_a_configurations_list_settings_join_the_users_own(monkeypatch):
 
 
 def test_the_result_file_records_the_kernels_huge_page_mode(tmp_path):
-    from parity.environment import transparent_hugepages
+    from parity.engine.environment import transparent_hugepages
 
     (tmp_path / "enabled").write_text("always [madvise] never\n")
     assert transparent_hugepages(tmp_path / "enabled") == "madvise"
@@ -97,7 +97,7 @@ def test_the_result_file_records_the_kernels_huge_page_mode(tmp_path):
 
 
 def test_the_result_file_records_whether_freed_memory_goes_back_to_the_host(tmp_path):
-    from parity.environment import free_page_reporting
+    from parity.engine.environment import free_page_reporting
 
     (tmp_path / "reported_kib").write_text("945975948\n")
     assert free_page_reporting(tmp_path / "reported_kib") is True

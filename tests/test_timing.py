@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import jax_impl
-from parity import oracle
-from parity.timing import Timer, measure, output_verifier
+from parity.common import float64 as oracle
+from parity.engine.timing import Timer, measure, output_verifier
 from parity.workloads import ConvSpec
 
 SPEC = ConvSpec(batch=8, height=8, width=8, cout=4)
@@ -81,9 +81,9 @@ def test_a_diverging_training_run_names_the_step(tmp_path):
     from conftest import JAX_DEVICES
 
     from parity.api.weights import save_npz
-    from parity.cnn import data
-    from parity.cnn.cases import cnn_train_case
     from parity.workloads import CNN_QUICK, row_kind
+    from parity.workloads.cnn import data
+    from parity.workloads.cnn.cases import cnn_train_case
 
     data.synthetic(256, 32).save(tmp_path / "d.npz")
     save_npz(jax_impl.get_weights(jax_impl.build_cnn(0)), tmp_path / "w.npz")
@@ -160,9 +160,9 @@ class _FakeImpl:
 def test_validation_is_outside_the_timed_interval(tmp_path, monkeypatch, validate):
     """Evaluating after every epoch (100 fake seconds each) leaves every epoch's time at its 1 s of training,
     and the history holds every epoch, first included; 'end' evaluates once, 'none' never."""
-    from parity import timing
-    from parity.cnn import cases, data
+    from parity.engine import timing
     from parity.workloads import CNN_QUICK, row_kind
+    from parity.workloads.cnn import cases, data
 
     clock = _Clock()
     monkeypatch.setattr(timing.time, "perf_counter", clock)

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from parity.cluster import LOCAL_HOSTS, Cluster, ClusterError, port_free, split_address  # noqa: F401
+from parity.engine.cluster import LOCAL_HOSTS, Cluster, ClusterError, port_free, split_address  # noqa: F401
 
 # A framework's device handle: a jax.Device in jax_impl, a device string ('/device:CPU:0') in tf_impl. Opaque
 # to parity/, which only passes what setup_devices returned back to the same implementation; where it needs

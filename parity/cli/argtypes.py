@@ -1,0 +1,134 @@
+"""The command lines' argparse types and checks: each refuses a bad value before any work, in one line that names
+the flag (or the environment variable, or the interpreter) and the bound."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+from parity.common import frameworks
+from parity.engine.config import HarnessError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a bad flag said in one line (not the whole usage block) and exit status 2."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (--help explains every flag)\n")
+
+
+DAY = 86400.0
+MAX_SECONDS = 7 * DAY  # no step of a run waits longer than a week (and time.monotonic arithmetic stays exact)
+
+
+def seconds(allow_zero: bool, most: float = MAX_SECONDS):
+    """An argparse type: a finite number of seconds, >= 0 or > 0, at most `most` (inf and nan are refused, with
+    the flag named)."""
+
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+        if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+            raise argparse.ArgumentTypeError(f"must be a finite number {'>=' if allow_zero else '>'} 0, got {text!r}")
+        if v > most:
+            raise argparse.ArgumentTypeError(f"must be at most {most:g} s, got {text!r}")
+        return v
+
+    return parse
+
+
+def whole(low: int, high: int, why: str = ""):
+    """An argparse type: a whole number from `low` to `high`; `why` says where the upper bound comes from."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if n < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {n}")
+        if n > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}{f' ({why})' if why else ''}, got {n}")
+        return n
+
+    return parse
+
+
+def at_least(low: int, high: int = 10**6, why: str = ""):
+    """An argparse type: a whole number >= `low` (and at most `high`)."""
+    return whole(low, high, why)
+
+
+def out_dir(text: str) -> Path:
+    """An argparse type: a directory path; the empty string is refused (it would mean the current directory)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a directory, got an empty path")
+    return Path(text)
+
+
+def interpreter(text: str) -> tuple[str, str]:
+    """An argparse type: FW=PATH, FW one of the frameworks, PATH an executable file (not run yet)."""
+    fw, sep, path = text.partition("=")
+    if not sep or fw not in frameworks.KEYS or not path:
+        raise argparse.ArgumentTypeError(f"expected FW=PATH with FW one of {', '.join(frameworks.KEYS)}, got {text!r}")
+    p = Path(path).expanduser()
+    if not p.is_file() or not os.access(p, os.X_OK):
+        raise argparse.ArgumentTypeError(f"{fw}: {path} is not an executable file")
+    return fw, str(p.absolute())
+
+
+# The platforms JAX_PLATFORMS may name for each --device: a setting that names none of them contradicts the flag.
+JAX_PLATFORM_NAMES = {"cpu": ("cpu",), "gpu": ("cuda", "rocm", "gpu"), "tpu": ("tpu",)}
+
+
+def check_environment(device: str, fws: tuple[str, ...], env=None) -> None:
+    """Raise HarnessError (one line naming the variable) when the environment contradicts the flags."""
+    env = os.environ if env is None else env
+    names = [p.strip().lower() for p in env.get("JAX_PLATFORMS", "").split(",") if p.strip()]
+    if frameworks.JAX in fws and names and not set(names) & set(JAX_PLATFORM_NAMES[device]):
+        raise HarnessError(
+            f"JAX_PLATFORMS={env['JAX_PLATFORMS']} in the environment contradicts --device {device}: unset it, or "
+            f"name {' or '.join(JAX_PLATFORM_NAMES[device])} there"
+        )
+    hidden = env.get("CUDA_VISIBLE_DEVICES")
+    if device == "gpu" and hidden is not None and hidden.strip() in ("", "-1"):
+        raise HarnessError(f"CUDA_VISIBLE_DEVICES={hidden!r} in the environment hides every GPU from --device gpu")
+
+
+INTERPRETER_PROBE_S = 30.0  # a Python with numpy starts in about a second; a cold disk in a few
+
+
+def check_interpreter(fw: str, path: str) -> None:
+    """Raise HarnessError (one line) unless `path` runs Python 3.10+ with numpy: what every worker needs before its
+    framework (whose absence the worker reports itself)."""
+    probe = "import sys, numpy; print('parity-python-ok'); sys.exit(0 if sys.version_info >= (3, 10) else 3)"
+    try:  # its own session: on a timeout the whole group goes, whatever the program started
+        p = subprocess.Popen(
+            [path, "-c", probe], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
+    except OSError as e:
+        raise HarnessError(f"--python {fw}={path}: does not run ({e.strerror or e})") from None
+    try:
+        out, err = p.communicate(timeout=INTERPRETER_PROBE_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()
+        raise HarnessError(
+            f"--python {fw}={path}: no answer within {INTERPRETER_PROBE_S:g} s to a one-line Python probe; stopped"
+        ) from None
+    if p.returncode == 0 and "parity-python-ok" not in out:
+        raise HarnessError(f"--python {fw}={path}: not a Python interpreter (it ran the probe without running it)")
+    if p.returncode:
+        last = (err.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
+        why = "Python older than 3.10" if p.returncode == 3 else last
+        raise HarnessError(f"--python {fw}={path}: not a usable interpreter for the {fw} worker ({why})")
+
+
+def positive(text: str) -> int:
+    return whole(1, 10**6)(text)

@@ -1,0 +1,261 @@
+"""The command line of `python -m parity.run`: every flag with its help (the types that refuse bad values:
+`parity.cli.argtypes`)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from parity.cli.argtypes import Parser, at_least, interpreter, out_dir, positive, seconds, whole
+from parity.common import frameworks
+from parity.workloads import DEVICES, PRECISIONS, WORKLOADS
+
+EXAMPLES = """examples:
+  python -m parity.run --device cpu --quick        # minutes: both frameworks, tiny shapes, every check
+  python -m parity.run --device cpu                # the article's full-size workloads, 1 and 8 replicas
+  python -m parity.run --device gpu --framework jax --precision highest
+  python -m parity.run --device tpu --workload cnn --schedule notebook --data download   # the notebook's table
+  python -m parity.run --list-devices              # what each framework sees (the article's first step)
+"""
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = Parser(
+        prog="python -m parity.run",
+        description="`python -m parity.run`: measure the workloads in TensorFlow and JAX, check them, print the table.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "--device",
+        choices=DEVICES,
+        default="cpu",
+        help="where to run; an absent device is an error, never a silent fallback (default: cpu)",
+    )
+    ap.add_argument(
+        "--framework",
+        choices=(*frameworks.KEYS, "all"),
+        default="all",
+        help="which implementation(s) to run, each in its own process (default: all)",
+    )
+    ap.add_argument(
+        "--workload", choices=(*WORKLOADS, "all"), default="all", help="which workload(s) to run (default: all)"
+    )
+    ap.add_argument(
+        "--replicas",
+        type=positive,
+        nargs="+",
+        metavar="N",
+        help="data-parallel replica counts; the batch must divide by each. Default: 1 and 8 "
+        "on the CPU (8 = simulated devices), every core on a GPU or TPU",
+    )
+    ap.add_argument(
+        "--precision",
+        choices=PRECISIONS,
+        default="default",
+        help="float32 matmul/conv precision: 'default' is the framework's choice (TF32 on "
+        "Ampere+ GPUs, bfloat16 passes on TPUs, float32 on CPUs), 'highest' forces float32; "
+        "recorded in every row and sets the agreement tolerance (default: default)",
+    )
+    _cnn_flags(ap)
+    _timing_flags(ap)
+    _run_flags(ap)
+    _multiprocess_flags(ap)
+    _output_flags(ap)
+    return ap
+
+
+def _output_flags(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument("--list-devices", action="store_true", help="show what each framework sees and exit")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr; print only the summary")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="after each row's timed calls, one more call (a training row: one epoch) under the framework's own "
+        "profiler (jax.profiler, tf.profiler.experimental), never inside the timed calls; traces in "
+        "OUT/profiles/<row>/ for TensorBoard's profile plugin (pip install tensorboard-plugin-profile) or Perfetto",
+    )
+
+
+def _run_flags(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument(
+        "--configs",
+        choices=("all", "levers", "best", "default"),
+        help="which variants are timed. 'default': each framework out of the box only (and only its parity "
+        "checks); the others run every variant's parity checks. 'best': also each framework's best-known "
+        "configuration for each workload, replica count and number format (the first of its implementation's "
+        "BEST_VARIANTS offered, with the process-wide setting it names for that format: JAX on a CPU '+ynn' for "
+        "float32, '+onednn' for bfloat16, each with '+thp' where the kernel grants huge pages on request); "
+        "'levers': each tuned variant (+xla, +bf16, +scan, +pool, ...) and each process-wide setting on its own, "
+        "a setting with the variants of the number formats it acts on, without the several-steps-per-dispatch "
+        "ones (+scan, +spe); 'all': every combination, '+thp' alone too "
+        "(default: best; with --quick: default)",
+    )
+    ap.add_argument(
+        "--exclusive",
+        action=argparse.BooleanOptionalAction,
+        help="one owner of the device at a time: each worker runs all its rows alone and releases the "
+        "device before the next starts, and the first is measured again at the end to show drift "
+        "(a TPU host takes one owning process: on by default with --device tpu, off elsewhere; on "
+        "other devices it also makes each worker lock the device, as libtpu does)",
+    )
+    ap.add_argument(
+        "--python",
+        nargs="+",
+        metavar="FW=PATH",
+        type=interpreter,
+        default=[],
+        help="the interpreter a framework's workers run in, e.g. --python tf=~/tf-env/bin/python "
+        "jax=~/jax-env/bin/python, for TF and JAX kept in environments of their own (TPU VMs, "
+        "preinstalled GPU images); each needs numpy and its framework, and runs this checkout's "
+        "code (default: this interpreter)",
+    )
+    ap.add_argument(
+        "--out",
+        type=out_dir,
+        default=Path("results"),
+        help="directory for results.json, .csv, .md, the .png chart and, with per-epoch validation, "
+        "results_history.png (default: results/)",
+    )
+
+
+def _cnn_flags(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument(
+        "--data",
+        choices=("auto", "real", "download", "synthetic"),
+        default="auto",
+        help="CNN data: 'auto' uses Fashion-MNIST if found on disk (IDX files or TFDS in --data-dir) "
+        "and otherwise a learnable synthetic stand-in, said before training and in every row; "
+        "'real' makes absent data an error; 'download' fetches it through TFDS where absent "
+        "(needs a network; bounded by --timeout); 'synthetic' always uses the stand-in "
+        "(default: auto)",
+    )
+    ap.add_argument(
+        "--data-dir",
+        help="directory with the four Fashion-MNIST IDX .gz files, or a TFDS data_dir "
+        "(default: TFDS's, $TFDS_DATA_DIR or ~/tensorflow_datasets)",
+    )
+    _cnn_schedule_flags(ap)
+
+
+def _cnn_schedule_flags(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument(
+        "--schedule",
+        choices=("device", "notebook"),
+        default="device",
+        help="CNN schedule: 'device' is the device's default (GPU, TPU: the notebook's; CPU: shortened, "
+        "see --epochs), 'notebook' the tensorflow/tpu notebook's 10 epochs x 100 steps at global "
+        "batch 1024, validated after every epoch (its TPU v2-8 ended at val_accuracy 0.9184). "
+        "--batch, --epochs and --steps-per-epoch still override it (default: device)",
+    )
+    ap.add_argument(
+        "--validate",
+        choices=("auto", "epoch", "end", "none"),
+        default="auto",
+        help="CNN test-set evaluation, never inside a timed epoch: 'epoch' after every epoch (as Keras's "
+        "fit(validation_data=...); per-epoch history in the results and a second chart), 'end' once "
+        "after training, 'none' never; 'auto' is 'epoch' for 459 steps or more, where accuracy "
+        "can be judged, else 'none' (default: auto)",
+    )
+    ap.add_argument(
+        "--batch",
+        type=whole(1, 60000, "Fashion-MNIST's training set"),
+        dest="global_batch",
+        help="CNN global batch, split across replicas (notebook: 1024; CPU default: 256)",
+    )
+    ap.add_argument(
+        "--epochs",
+        type=at_least(2, 10000),
+        help="CNN epochs, 2 or more: the first (compilation included) is "
+        "kept apart, the others are timed (notebook: 10; CPU default: "
+        "shortened)",
+    )
+    ap.add_argument(
+        "--steps-per-epoch",
+        type=whole(1, 10000, "an epoch's batches are drawn ahead, in memory"),
+        help="CNN steps per epoch (notebook: 100)",
+    )
+    ap.add_argument(
+        "--seeds",
+        type=whole(1, 100),
+        default=1,
+        help="CNN training runs per variant, each with its own initial weights, dropout and batch "
+        "order; the accuracy check compares the frameworks' mean (default: 1)",
+    )
+    ap.add_argument(
+        "--parity-steps",
+        type=whole(1, 1000, "the trajectory check's batches are held in memory"),
+        default=20,
+        help="steps of the dropout-free TF-vs-JAX training trajectory check (default: 20)",
+    )
+
+
+def _timing_flags(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="same structure at tiny sizes, for smoke tests (conv: seconds; cnn: about 2 minutes on 2 CPU "
+        "cores, most of it compilation)",
+    )
+    ap.add_argument(
+        "--reps",
+        type=whole(1, 100000),
+        default=5,
+        help="minimum timed repetitions per row; more are added until --min-time (default: 5)",
+    )
+    ap.add_argument(
+        "--min-time",
+        type=seconds(allow_zero=True),
+        metavar="S",
+        help="repeat each row until its timed calls add up to S seconds, as pytest-benchmark "
+        "calibrates (default: 2; --quick: 0.5); at least --reps calls whatever S. CNN training is timed per "
+        "epoch instead",
+    )
+    ap.add_argument(
+        "--max-reps",
+        type=whole(1, 100000),
+        help="cap on the calibrated repetitions (default: 200; --quick: 50, ten times what a 95%% interval needs)",
+    )
+    ap.add_argument("--warmup", type=whole(0, 1000), default=1, help="untimed calls after the first (default: 1)")
+    ap.add_argument(
+        "--timeout",
+        type=seconds(allow_zero=False),
+        default=1800.0,
+        help="seconds any one worker step (and a --data download) may take before the run is stopped (default: 1800)",
+    )
+
+
+def _multiprocess_flags(ap: argparse.ArgumentParser) -> None:
+    mp = ap.add_argument_group(
+        "multi-process runs (one process of several; docs/multihost.md; parity.launch starts them on one machine)"
+    )
+    mp.add_argument(
+        "--coordinator",
+        metavar="HOST:PORT",
+        help="process 0's address: JAX's coordinator listens on PORT (PORT+1.. for tuned configurations), "
+        "TensorFlow worker i on PORT+4+i unless TF_CONFIG says otherwise; 'auto': JAX finds it "
+        "(Cloud TPU VMs, Slurm, Open MPI) and TensorFlow reads TF_CONFIG (env: PARITY_COORDINATOR)",
+    )
+    mp.add_argument(
+        "--num-processes", type=whole(1, 4096), metavar="P", help="processes in the run (env: PARITY_NUM_PROCESSES)"
+    )
+    mp.add_argument(
+        "--process-id",
+        type=int,
+        metavar="I",
+        help="this process, 0..P-1; process 0 prints and writes the results (env: PARITY_PROCESS_ID)",
+    )
+    mp.add_argument(
+        "--local-devices",
+        type=whole(1, 1024, "simulated devices per process"),
+        metavar="D",
+        help="simulated CPU devices per process for JAX (env: PARITY_LOCAL_DEVICES; default 1; GPUs and "
+        "TPUs: every local one). The run's replicas are every process's devices",
+    )
+    mp.add_argument(
+        "--join-timeout",
+        type=seconds(allow_zero=False),
+        default=120.0,
+        metavar="S",
+        help="seconds to wait for the other processes at start-up, and for a peer in a collective (default: 120)",
+    )

@@ -1,0 +1,50 @@
+"""Who holds a TPU: libtpu's lock file and the processes that have it (or a TPU device) open, read from /proc."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from parity.engine.config import HarnessError
+
+LIBTPU_LOCKFILE = Path("/tmp/libtpu_lockfile")  # what libtpu leaves while (and, if killed, after) it owns the TPU
+
+
+def holders(paths: list[Path]) -> dict[int, str]:
+    """Live processes with one of `paths` open: pid -> command line (from /proc; those this user may read)."""
+    want = {str(p) for p in paths}
+    found = {}
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if any(os.readlink(fd) in want for fd in (proc / "fd").iterdir()):
+                found[int(proc.name)] = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+        except OSError:  # gone meanwhile, or not ours to read
+            continue
+    return found
+
+
+def lock_state(lock: Path, devices: list[Path]) -> tuple[str, str]:
+    """('free' | 'held' | 'stale', one line saying what to do). Never removes anything."""
+    if not lock.exists():
+        return "free", ""
+    live = holders([lock, *devices])
+    if live:
+        pid, cmd = next(iter(live.items()))
+        return "held", (
+            f"the TPU is in use by process {pid} ({cmd[:80]}): wait for it to end or stop it; "
+            f"{lock} is its lock and must not be removed while it runs"
+        )
+    return "stale", (
+        f"{lock} is left over from a process that has ended (no live process holds it or a TPU "
+        f"device); libtpu may refuse the TPU until it is removed: rm {lock}"
+    )
+
+
+def check_libtpu_lock() -> None:
+    """Before the first TPU owner starts: a live owner is an error, a stale lockfile one line of advice."""
+    state, say = lock_state(LIBTPU_LOCKFILE, sorted(Path("/dev").glob("accel*")) + sorted(Path("/dev").glob("vfio/*")))
+    if state == "held":
+        raise HarnessError(say)
+    if state == "stale":
+        print(f"warning: {say}", file=sys.stderr, flush=True)

@@ -1,0 +1,350 @@
+"""The schedule: every workload x framework x variant x replica count, in rounds of workers.
+
+Two strategies share one expansion of configurations (workerproc.tuned_configs): every framework's workers at
+once, their timed calls interleaved; or, on a device that takes one owner at a time, each worker alone.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from parity.common.frameworks import label
+from parity.engine import cluster, devicelock, peaks
+from parity.engine.assemble import Case, cases, cross_check, make_row
+from parity.engine.config import Config, HarnessError, log
+from parity.engine.registry import SUITES
+from parity.engine.workerproc import Worker, start_owner, start_workers, tuned_configs, with_workers
+from parity.judging import roofline
+from parity.judging.judge import drift_note, judge_row
+from parity.judging.layers import attribute, one_op
+from parity.output.rows import Row
+from parity.workloads import WORKLOADS, RowKind
+from parity.workloads.suite import Suite
+
+
+@dataclass
+class RunState:
+    """What a run gathers as it goes."""
+
+    suites: dict[str, Suite]  # workload -> its parent side, for workloads that have one
+    ctxs: dict  # workload -> its suite's state (data file, initial weights, parity arrays)
+    rows: list[Row] = field(default_factory=list)
+    checks: list = field(default_factory=list)
+    hello: dict = field(default_factory=dict)
+    skipped: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    said: dict = field(default_factory=dict)  # notes said once, however often their cause recurs
+    peak: roofline.Peak | None = None
+
+
+@dataclass
+class Round:
+    """One replica count's workers and where their files go."""
+
+    cfg: Config
+    run: RunState
+    replicas: int
+    save_dir: Path
+    workers: dict[str, Worker] = field(default_factory=dict)
+    hello: dict[str, dict] = field(default_factory=dict)
+
+
+def run_suite(cfg: Config, save_dir: Path) -> dict:
+    """Run every workload x framework x variant x replica count.
+
+    Returns {"rows", "checks", "hello", "skipped", "notes", "peak"}, rows as results.json holds them.
+    """
+    _check_batches(cfg)
+    suites = {wl: SUITES[wl] for wl in cfg.workloads if wl in SUITES}
+    run = RunState(suites, {wl: {} for wl in cfg.workloads})
+    if cfg.cluster is not None:
+        run.notes.append(cluster.run_note(cfg))
+    run.peak = peaks.before_workers(cfg)
+    for wl, suite in suites.items():
+        run.ctxs[wl], more = suite.prepare(cfg, cfg.spec(wl), save_dir)
+        run.notes += more
+    last = None  # the round before, judged while this round's workers start (it needs none of them)
+    for r in cfg.replica_counts():
+        rnd = Round(cfg, run, r, save_dir)
+        (save_dir / "tmp").mkdir(exist_ok=True)
+        if cfg.exclusive:  # one owner at a time: nothing of the parent's beside a starting owner
+            _judge_parity(last)
+            _one_owner_at_a_time(rnd)
+        else:
+            _interleaved(rnd, last)
+        run.peak = peaks.after_round(cfg, run.peak)  # its workers gone, the next not yet started
+        last = rnd
+    _judge_parity(last)
+    _judge_all(cfg, run)
+    return {
+        "rows": [r.to_dict() for r in run.rows],
+        "checks": run.checks,
+        "hello": run.hello,
+        "skipped": run.skipped,
+        "notes": run.notes,
+        "peak": run.peak.to_dict() if run.peak else None,
+    }
+
+
+def _check_batches(cfg: Config) -> None:
+    """Before anything starts: a batch that does not split over the replicas is the user's to fix."""
+    for wl in cfg.workloads:
+        spec = cfg.spec(wl)
+        batch = spec.batch
+        if batch > getattr(spec, "train_size", batch):
+            raise HarnessError(f"{wl}: global batch {batch} is larger than the training set ({spec.train_size} images)")
+        for r in cfg.replica_counts():
+            if r and batch % r:
+                fits = [d for d in (1, 2, 4, 8, 16, 32) if batch % d == 0]
+                how = "a --batch that divides, or " if "global_batch" in WORKLOADS[wl].options else ""
+                raise HarnessError(
+                    f"{wl}: global batch {batch} does not divide by {r} replicas; choose {how}"
+                    f"--replicas among {', '.join(map(str, fits))}"
+                )
+
+
+def _interleaved(rnd: Round, last: Round | None) -> None:
+    """Every framework's workers at once (each tuned configuration a worker of its own), calls interleaved; the
+    `last` round's parity checks while they start."""
+    cfg, run = rnd.cfg, rnd.run
+    meanwhile = f"; the x{last.replicas or 'all'} round's parity checks meanwhile" if last else ""
+    fws = ", ".join(label(f) for f in cfg.frameworks)
+    log(cfg, f"starting {fws} workers on {cfg.device} x{rnd.replicas or 'all'}{meanwhile}")
+    rnd.workers, rnd.hello, skip = start_workers(cfg, rnd.replicas, rnd.save_dir / "tmp", lambda: _judge_parity(last))
+    run.skipped.extend(s for s in skip if s not in run.skipped)
+    if rnd.workers:
+        run.rows += with_workers(rnd.workers, lambda: _rows(rnd))
+
+
+def _one_owner_at_a_time(rnd: Round) -> None:
+    """A TPU host takes one owning process (libtpu): each worker runs all its rows alone and releases the device
+    before the next starts. Interleaving cannot spread drift over the frameworks here, so the first worker's rows
+    are measured again at the end and the change is reported (the table keeps the first measurement)."""
+    cfg, run = rnd.cfg, rnd.run
+    if cfg.device == "tpu":
+        devicelock.check_libtpu_lock()
+    owners = [(fw, "default", {}, 0) for fw in cfg.frameworks]  # (framework, configuration, its env, port offset)
+    order, first_rows, first_owner, k = [], None, None, 0
+    while k < len(owners):
+        fw, name, env, offset = owners[k]
+        k += 1
+        log(
+            cfg,
+            f"starting the {label(fw)}{'' if name == 'default' else f' ({name})'} worker alone on "
+            f"{cfg.device} x{rnd.replicas or 'all'} (one owner at a time)",
+        )
+        rnd.workers, rnd.hello, skip = start_owner(cfg, rnd.replicas, fw, name, env, offset, rnd.save_dir)
+        run.skipped.extend(s for s in skip if s not in run.skipped)
+        if not rnd.workers:
+            continue
+        key = next(iter(rnd.workers))
+        if name == "default" and cfg.tuned:  # its tuned configurations follow it, each an owner of its own
+            configs = tuned_configs(cfg, fw, rnd.hello[key])
+            owners[k:k] = [(fw, n, e, i) for i, (n, e) in enumerate(configs.items(), 1)]
+        rows = with_workers(rnd.workers, lambda: _rows(rnd))
+        run.rows += rows
+        order.append(rnd.workers[key].label)
+        if first_rows is None:
+            first_rows, first_owner = rows, owners[k - 1]
+    if first_rows is None or len(order) < 2:
+        return
+    log(cfg, f"measuring the {order[0]} rows again, after the others (drift)")
+    rnd.workers, rnd.hello, _ = start_owner(cfg, rnd.replicas, *first_owner, rnd.save_dir)
+    again = with_workers(rnd.workers, lambda: _rows(rnd, parity=False))
+    run.notes.append(drift_note(order, first_rows, again))
+
+
+def _rows(rnd: Round, parity: bool = True) -> list[Row]:
+    """The running workers' rows of every workload (returned), and their parity arrays."""
+    cfg, run = rnd.cfg, rnd.run
+    for key, h in rnd.hello.items():
+        run.hello.setdefault(key, h)
+    for wl, suite in run.suites.items():
+        suite.warm(cfg, rnd.workers, run.ctxs[wl])
+    run.peak = peaks.with_workers(cfg, run.peak, rnd.workers, rnd.hello)
+    rows = []
+    for wl in cfg.workloads:
+        for kind in WORKLOADS[wl].kinds:
+            for k in range(cfg.seeds if kind.seeded else 1):
+                rows += _run_kind(rnd, wl, kind, k)
+        if wl in run.suites and parity:
+            first = not any(c["workload"] == wl for c in run.checks)
+            run.suites[wl].parity_collect(
+                cfg, cfg.spec(wl), rnd.workers, rnd.hello, rnd.save_dir, run.ctxs[wl], first, log, rnd.replicas
+            )
+    return rows
+
+
+def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[Row]:
+    """One row kind of a workload: every worker's variants, first calls one at a time, then the timed repetitions
+    (an operation's interleaved across cases; a training row's epochs back to back after its first), then the
+    rows."""
+    cfg, run, workers = rnd.cfg, rnd.run, rnd.workers
+    suite = run.suites.get(wl)
+    spec, extra, tag = cfg.spec(wl), {}, ""
+    if suite:
+        spec, extra, tag = suite.case_args(spec, seed_offset, workers, rnd.save_dir, run.ctxs[wl])
+    todo = cases(cfg, kind, workers, rnd.hello, tag, run.said)
+    if not todo:
+        return []
+    if kind.epochs:  # as a user's fit(epochs=N): the first epoch, then the others at once, one row at a time
+        run.said["epochs"] = (
+            f"{kind.name}: each row's epochs back to back after its first, one row at a time (as fit(epochs=N) runs "
+            "them; an epoch after another worker's reads slower on a VM, docs/statistics.md): its rows share no "
+            "rounds, so their intervals are unpaired"
+        )
+        rounds = {}
+        for k, c in enumerate(todo):
+            first_s = {c.key: _first_call(rnd, kind, spec, c, extra)}
+            start = (seed_offset * len(todo) + k) * spec.epochs  # no row of the run shares a round with another
+            rounds.update(_timed_reps(cfg, kind, spec, [c], workers, first_s, start=start))
+    else:
+        first_s = {c.key: _first_call(rnd, kind, spec, c, extra) for c in todo}  # one at a time: its own time
+        rounds = _timed_reps(cfg, kind, spec, todo, workers, first_s)
+    for c in todo:  # untimed: every worker at once, each answering in order
+        workers[c.worker].send(cmd="result", id=c.key, keep=cfg.profile)
+    results = {c.key: {**workers[c.worker].answer(), "rounds": rounds[c.key]} for c in todo}
+    if cfg.profile:  # after the results: a profiled training epoch must not count in the row's training
+        _with_profiles(results, _profile(cfg, kind, todo, workers, rnd.save_dir), kind, spec, suite is not None)
+    rows = []
+    for c in todo:
+        row = make_row(cfg, kind, c, results[c.key], workers[c.worker], rnd.hello[c.worker], rnd.save_dir)
+        if suite:
+            row.update(suite.row_extra(kind, results[c.key], spec))
+        rows.append(row)
+    return rows
+
+
+def _first_call(rnd: Round, kind: RowKind, spec, c: Case, extra: dict) -> float | None:
+    """A case's first call (compilation, or a training row's first epoch), alone; its time."""
+    cfg, w = rnd.cfg, rnd.workers[c.worker]
+    what = f"first epoch (seed {spec.seed})" if kind.epochs else "compiling"
+    log(cfg, f"{kind.name}: {what} {label(w.framework)} {c.shown} x{c.replicas}")
+    resp = w.ask(
+        cmd="prepare",
+        id=c.key,
+        workload=kind.name,
+        variant=c.variant,
+        spec=spec.to_dict(),
+        save=str(rnd.save_dir / f"{c.key}.npy"),
+        **extra,
+    )
+    log(
+        cfg,
+        f"  INVALID: {resp['invalid']}"
+        if resp["invalid"]
+        else f"  first call {resp['compile_s']:.3f} s, output verified",
+    )
+    return resp["compile_s"]
+
+
+def _timed_reps(
+    cfg: Config, kind: RowKind, spec, todo: list[Case], workers: dict[str, Worker], first_s: dict, start: int = 0
+) -> dict[str, list[int]]:
+    """Warm-up, then the timed repetitions, interleaved across cases with alternating order (a training kind's
+    cases come one at a time: its first epoch was its first call, each later epoch is one repetition). Nothing of
+    another worker's comes between two calls that a user's loop makes back to back: an operation's timed call
+    follows an untimed call of its own, a training row's epochs follow each other. On a VM that hands freed memory
+    back to its host, a call after another worker's finds its fresh buffers slow to touch (an epoch up to 1.5x:
+    docs/statistics.md). Returns each case's rounds: the round of each of its timed calls, in order, counted from
+    `start` (a call that came back invalid is no timed call)."""
+    last_s = dict(first_s)
+    for _ in range(0 if kind.epochs else cfg.warmup):
+        for c in todo:
+            last_s[c.key] = workers[c.worker].ask(cmd="warm", id=c.key)["time"]
+    if kind.epochs:
+        reps = {c.key: spec.epochs - 1 for c in todo}
+    else:  # calibrated: enough calls for min_time_s of timed work, as pytest-benchmark does
+        reps = {c.key: calibrated_reps(last_s[c.key], cfg) for c in todo}
+    most, said_at = max(reps.values()), time.monotonic()
+    rounds: dict[str, list[int]] = {c.key: [] for c in todo}
+    for i in range(most):
+        said = []
+        for c in todo if i % 2 == 0 else todo[::-1]:  # alternate so no case always runs first
+            if i >= reps[c.key]:
+                continue
+            if not kind.epochs:  # back to back with an untimed call of its own, as in a user's loop
+                workers[c.worker].ask(cmd="warm", id=c.key)
+            resp = workers[c.worker].ask(cmd="rep", id=c.key)
+            t, last = resp["time"], resp.get("last") or {}
+            if t is not None:
+                rounds[c.key].append(start + i)
+            fig = f"{t:.4f}s" if t is not None else f"INVALID ({resp['invalid']})"
+            if t is not None and kind.epochs:  # a training epoch's last step: its loss and accuracy
+                fig += "".join(f" {k} {v:.4f}" for k, v in last.items())
+            said.append(f"{workers[c.worker].framework} {c.shown} {fig}")
+        what = f"epoch {i + 2}/{spec.epochs}" if kind.epochs else f"rep {i + 1}/{most}"
+        if kind.epochs or time.monotonic() - said_at > 5 or i + 1 == most:  # a line every 5 s
+            log(cfg, f"{kind.name} {what}: " + ", ".join(said))
+            said_at = time.monotonic()
+    return rounds
+
+
+PROFILES = "profiles"  # under --out: one folder of traces per profiled row
+
+
+def _with_profiles(results: dict, profiled: dict, kind: RowKind, spec, layered: bool) -> None:
+    """Each profiled case's trace folder, its ops attributed to layers (a workload with layers) or to its one op
+    (an operation), and the coverage, into its result."""
+    for key, (rel, ops) in profiled.items():
+        per = spec.steps_per_epoch if kind.epochs else 1  # the profiled call: an epoch of steps, or one call
+        results[key]["profile_dir"] = rel
+        if ops and results[key].get("median_s"):
+            med = results[key]["median_s"]
+            results[key]["layers"], results[key]["profile_coverage"] = (
+                attribute(ops, per, med) if layered else one_op(kind.name, ops, med)
+            )
+
+
+def _profile(cfg: Config, kind: RowKind, todo: list[Case], workers: dict[str, Worker], save_dir: Path) -> dict:
+    """--profile: after the timed calls, one more call of each case (a training row: one epoch) under its
+    framework's profiler, one at a time; {case key: (its trace folder relative to --out, its ops as (scope,
+    seconds))}."""
+    out = {}
+    for c in todo:
+        rel = f"{PROFILES}/{c.key}"
+        log(cfg, f"{kind.name}: profiling {label(workers[c.worker].framework)} {c.shown} x{c.replicas} (one call)")
+        resp = workers[c.worker].ask(cmd="profile", id=c.key, dir=str(save_dir / rel))
+        if resp["profiled"]:
+            out[c.key] = (rel, [tuple(op) for op in resp.get("ops") or []])
+        elif resp.get("why"):
+            log(cfg, f"  not profiled: {resp['why']}")
+    return out
+
+
+def calibrated_reps(call_s: float | None, cfg: Config) -> int:
+    """Timed calls for one row: at least cfg.reps, more until cfg.min_time_s of timed work, at most cfg.max_reps."""
+    # Invalid already: the reps only confirm it. Multi-process: every process must make the same
+    # (collective) calls, whatever its own timings say.
+    if not call_s or cfg.cluster is not None:
+        return cfg.reps
+    return max(cfg.reps, min(cfg.max_reps, math.ceil(cfg.min_time_s / call_s)))
+
+
+def _judge_parity(rnd: Round | None) -> None:
+    """A round's parity checks, into the run's (None: no round)."""
+    run = rnd.run if rnd else None
+    for wl, suite in run.suites.items() if run else ():
+        first = not any(c["workload"] == wl for c in run.checks)
+        run.checks += [
+            {**c, "workload": wl}
+            for c in suite.parity_judge(rnd.cfg, rnd.cfg.spec(wl), rnd.save_dir, run.ctxs[wl], first, log, rnd.replicas)
+        ]
+
+
+def _judge_all(cfg: Config, run: RunState) -> None:
+    """After every round: rows against each other and the peak, then each workload's closing checks."""
+    run.notes += run.said.values()
+    cross_check(run.rows)
+    run.peak, notes = peaks.after_rows(cfg, run.peak, run.rows)
+    for row in run.rows:
+        judge_row(row, run.peak)
+    run.notes += notes
+    as_saved = [r.to_dict() for r in run.rows]
+    for wl, suite in run.suites.items():
+        more, notes = suite.summary(cfg, as_saved, run.ctxs[wl])
+        run.checks += [{**c, "workload": wl} for c in more]
+        run.notes += notes

@@ -1,0 +1,345 @@
+"""One framework on one device set, in its own process, driven by the parent over JSON lines.
+
+`python -m parity.engine.worker --framework jax --device cpu --replicas 8 --precision default`
+answers on its original stdout (the framework's own chatter goes to stderr):
+
+    start-up      -> {"status": "ready" | "missing" | "unavailable", ...}
+    {"cmd": "variants", "workload": W}                      -> {"variants": [...], "dtypes": {V: D}, "tuned": [...]}
+    {"cmd": "prepare", "id": K, "workload": W, "variant": V, "spec": {...}, "save": PATH|null, ...}
+                                                            -> {"compile_s": s|null, "invalid": ...}
+    {"cmd": "warm" | "rep", "id": K}                        -> {"time": s|null, "invalid": ..., "last": {...}}
+    {"cmd": "result", "id": K, "keep": bool}                -> {"median_s": ..., "flops": ..., ...}
+    {"cmd": "profile", "id": K, "dir": D}                   -> {"profiled": bool, "ops": [[scope, s], ...]}
+    {"cmd": "call", "fn": NAME, ...}                        -> what parity.engine.registry.WORKER_CALLS[NAME] answers
+    {"cmd": "quit"}
+
+W is a row kind of the registry (parity/workloads.py); this module knows no workload by name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import sys
+import traceback
+
+from parity.api import DeviceUnavailable
+from parity.common import frameworks
+from parity.engine import memory, registry
+from parity.engine.cluster import Cluster
+from parity.engine.environment import ENV_FLAGS
+from parity.engine.timing import Timer
+from parity.judging import roofline
+from parity.workloads import ops as cases
+from parity.workloads import row_kind
+
+# Exceptions that mean this code is wrong, not the input or the machine: the run ends with exit 3 and the
+# traceback. A framework's own runtime errors (a peer gone, a device refusing) stay one line and exit 2.
+PROGRAMMING_ERRORS = (LookupError, TypeError, AttributeError, NameError, ArithmeticError, AssertionError)
+
+
+def versions(framework: str) -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    found = {}
+    for name in frameworks.TABLE[framework].distributions:
+        try:
+            found[name] = version(name)
+        except PackageNotFoundError:
+            pass
+    return found
+
+
+_LOCKS = []  # held until the process ends
+
+
+def _own_device(path: str) -> str | None:
+    """Take the device as libtpu does on a TPU host, one owning process: an exclusive lock on `path`, kept for
+    the life of this process (the kernel releases it when the process ends, however it ends). Returns None when
+    taken, else the holder's pid as it wrote it. PARITY_DEVICE_LOCK turns this on (the harness, --exclusive)."""
+    import fcntl
+
+    f = open(path, "a+")  # noqa: SIM115 - kept open: the lock lives as long as the file stays open
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "unknown"
+        f.close()
+        return holder
+    f.seek(0)
+    f.truncate()
+    f.write(str(os.getpid()))
+    f.flush()
+    _LOCKS.append(f)
+    return None
+
+
+def serve(args, out) -> None:
+    """Say hello (or why not), then answer the parent's requests until 'quit' or the end of stdin."""
+
+    def say(msg: dict) -> None:
+        out.write(json.dumps(msg) + "\n")
+        out.flush()
+
+    lock = os.environ.get("PARITY_DEVICE_LOCK")
+    if lock and (holder := _own_device(lock)) is not None:  # before the framework touches the device
+        say(
+            {
+                "status": "unavailable",
+                "error": f"the {args.device} device is already in use by process {holder} "
+                f"(lock {lock}): one owner at a time",
+            }
+        )
+        return
+    for name in frameworks.TABLE[args.framework].keeps_out:  # an import of it now fails, as if not installed
+        sys.modules.setdefault(name, None)
+    try:
+        impl = importlib.import_module(frameworks.TABLE[args.framework].module)
+    except ImportError as e:
+        say({"status": "missing", "error": f"{args.framework} is not installed for {sys.executable} ({e})"})
+        return
+    try:
+        cluster = Cluster.from_json(args.cluster) if args.cluster else None
+        devices = impl.setup_devices(args.device, 0 if cluster else args.replicas, cluster)
+    except DeviceUnavailable as e:
+        say({"status": "unavailable", "error": str(e)})
+        return
+    impl.set_precision(args.precision)
+    args.memory = memory.source_for(impl, devices, args.device)  # where rows' peak memory is read (or None)
+    say(hello(impl, devices, args))
+    timers: dict[str, tuple[Timer, dict, object]] = {}
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req["cmd"] == "quit":
+            return
+        say(respond(impl, devices, args, timers, req))
+
+
+def hello(impl, devices, args) -> dict:
+    """A ready worker's first words: its devices, its tuned configurations, its versions and settings."""
+    bf16 = roofline.native_bf16(args.device, impl.device_kind())  # under this process's ISA settings
+    return {
+        "status": "ready",
+        "tuned_configs": impl.tuned_configs(args.device, bf16),
+        "config_formats": {k: list(v) for k, v in impl.TUNED_CONFIG_FORMATS.items()},
+        "best_configs": list(impl.BEST_CONFIGS),
+        "replicas": len(devices),
+        **impl.process_info(devices),
+        "device_kind": impl.device_kind(),
+        "devices": impl.list_devices(),
+        "versions": versions(args.framework),
+        "python": platform.python_version(),
+        "executable": sys.executable,
+        # what this process really ran with (the harness and setup_devices add settings of their own)
+        "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ},
+    }
+
+
+def respond(impl, devices, args, timers: dict, req: dict) -> dict:
+    """One request's answer, or the error it raised (a bug's with its traceback)."""
+    try:
+        return _answer(impl, devices, args, timers, req)
+    except Exception as e:
+        return {
+            "error": f"{type(e).__name__}: {e}",
+            "traceback": traceback.format_exc(),
+            "bug": isinstance(e, PROGRAMMING_ERRORS),
+        }
+
+
+def _variants(impl, devices, args, timers: dict, req: dict) -> dict:
+    every = row_kind(req["workload"])[1].variants(impl, len(devices))
+    chosen = cases.offered(impl, every, req.get("tuned", True))
+    return {
+        "variants": chosen,
+        "dtypes": {v: cases.variant_dtype(impl, v) for v in chosen},
+        "tuned": [v for v in chosen if v in impl.TUNED_VARIANTS],
+        "dispatch": [v for v in chosen if v in impl.DISPATCH_VARIANTS],
+        "plain": cases.offered(impl, every, False),  # the framework out of the box (or what stands in for it)
+        "best": cases.best_known(impl, chosen),
+    }
+
+
+def _call(impl, devices, args, timers: dict, req: dict) -> dict:
+    """'warm' or 'rep': one call of a prepared case."""
+    timer = timers[req["id"]][0]
+    try:
+        t = getattr(timer, req["cmd"])()
+    except PROGRAMMING_ERRORS:
+        raise
+    except Exception as e:  # as in _prepare, at a later call: the row is INVALID from here on
+        timer.m.invalid = f"{type(e).__name__}: {_one_line(e)}"
+        t = None
+    return {"time": t, "invalid": timer.m.invalid, "last": timer.m.last}
+
+
+def _result(impl, devices, args, timers: dict, req: dict) -> dict:
+    """A case's figures; with 'keep', the case stays for a 'profile' after it (which releases it)."""
+    timer, info, finish = timers[req["id"]] if req.get("keep") else timers.pop(req["id"])
+    m = timer.m
+    done = finish() if m.invalid is None else {}
+    return {
+        **info,
+        **m.stats(),
+        **m.errors,
+        **done,
+        "times_s": list(m.times),
+        **_memory(timer, args, info.pop("output_bytes", None)),
+        "compile_s": m.compile_s,
+        "invalid": m.invalid,
+    }
+
+
+def _profile(impl, devices, args, timers: dict, req: dict) -> dict:
+    """One more call, after the row's result, under the framework's profiler."""
+    timer = timers.pop(req["id"])[0]
+    if timer.m.invalid is not None:
+        return {"profiled": False}
+    try:
+        with impl.trace(req["dir"]):
+            out = timer.run()
+            impl.block(out)
+            del out
+        program = timer.program() if timer.program else None
+        if program:  # beside the trace: what maps its op names to the layers, for a later reading
+            with open(os.path.join(req["dir"], "program.hlo.txt"), "w") as f:
+                f.write(program)
+        return {"profiled": True, "ops": impl.trace_ops(req["dir"], program)}
+    except PROGRAMMING_ERRORS:
+        raise
+    except Exception as e:  # a profiler that fails costs the row its profile, never the run
+        return {"profiled": False, "why": f"{type(e).__name__}: {_one_line(e)}"}
+
+
+def _named_call(impl, devices, args, timers: dict, req: dict) -> dict:
+    """An untimed request a workload's parent side makes by name."""
+    return registry.WORKER_CALLS[req["fn"]](impl, devices, req)
+
+
+def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
+    """One request's answer (the module docstring lists them)."""
+    handler = _HANDLERS.get(req["cmd"])
+    if handler is None:
+        return {"error": f"unknown command {req['cmd']!r}"}
+    return handler(impl, devices, args, timers, req)
+
+
+def _prepare(impl, devices, args, timers: dict, req: dict) -> dict:
+    """Build a row's case (its registered Timer) and make its first call; the compiler's FLOP count after it."""
+    wl, kind = row_kind(req["workload"])
+    extra = {k: req[k] for k in ("data", "weights", "validate") if k in req}
+    spec = type(wl.full)(**req["spec"])
+    mem = memory.RowMemory(args.memory) if args.memory else None
+    try:
+        timer, info, finish = registry.CASES[kind.case](
+            impl, devices, kind, spec, req["variant"], args.device, args.precision, req.get("save"), **extra
+        )
+        if mem:
+            mem.built()
+        timer.memory = mem
+        timers[req["id"]] = (timer, info, finish)
+        compile_s = timer.first()
+        if mem:
+            mem.settled()
+    except PROGRAMMING_ERRORS:
+        raise
+    except Exception as e:  # the framework refused this variant (Keras's fit under TPUStrategy, keras#19448):
+        return _refused(timers, req["id"], e)  # an INVALID row with the reason; the other variants still run
+    cost = info.pop("cost")
+    timer.program = info.pop("program", None)  # the compiled program's text, for a profile's op names
+    # after the first call: the compiler's own FLOP count, to cross-check the formula
+    info["compiler_flops"], info["compiler_flops_source"] = cost() if compile_s is not None else (None, "")
+    return {"compile_s": compile_s, "invalid": timer.m.invalid}
+
+
+AT_LEAST = "at least (the peak cannot be reset and stayed above this row's calls: their outputs seen, not their "
+AT_LEAST += "workspace): "
+KEPT = "at least (malloc keeps freed memory resident, GLIBC_TUNABLES' mmap_max=0: pages an earlier row freed are "
+KEPT += "reused unseen): "
+
+
+_HANDLERS = {
+    "variants": _variants,
+    "prepare": _prepare,
+    "warm": _call,
+    "rep": _call,
+    "result": _result,
+    "profile": _profile,
+    "call": _named_call,
+}
+
+
+def _memory(timer: Timer, args, output_bytes: int | None) -> dict:
+    """A row's peak memory and where it was read, or why there is none. A peak below the bytes of the row's own
+    output is a measurement bug: said, never given as a figure."""
+    src = args.memory
+    if src is None:
+        return {"peak_memory_bytes": None, "peak_memory_source": "not measured: no memory statistics here"}
+    peak = timer.memory.peak_bytes() if timer.memory else None
+    if peak is None:
+        return {"peak_memory_bytes": None, "peak_memory_source": "unknown: a call's rise could not be read"}
+    if output_bytes and peak < output_bytes:
+        return {
+            "peak_memory_bytes": None,
+            "peak_memory_source": f"MEASUREMENT BUG: {peak} bytes read, below the {output_bytes} of its own output "
+            "(likely memory the framework's allocator already held for an earlier row: a process's high-water "
+            "mark cannot see it)",
+        }
+    if timer.memory.at_least or getattr(src, "keeps_freed", False):
+        why = AT_LEAST if timer.memory.at_least else KEPT
+        return {"peak_memory_bytes": peak, "peak_memory_source": why + src.source}
+    return {"peak_memory_bytes": peak, "peak_memory_source": src.source}
+
+
+def _one_line(e: BaseException, limit: int = 300) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _refused(timers: dict, key: str, e: Exception) -> dict:
+    """A variant the framework failed to build or run: kept as a timer that is invalid from the start, so the
+    harness's later requests for it get answers (no times, the reason) like any other invalid row."""
+    timer = Timer(lambda: None, lambda out: None, lambda out: {})
+    timer.m.invalid = f"the framework failed: {type(e).__name__}: {_one_line(e)}"
+    timers[key] = (
+        timer,
+        {
+            "flops": None,
+            "flops_unpadded": None,
+            "flops_formula": "",
+            "min_bytes": None,
+            "compiler_flops": None,
+            "compiler_flops_source": "",
+        },
+        dict,
+    )
+    return {"compile_s": None, "invalid": timer.m.invalid}
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--framework", choices=sorted(frameworks.KEYS), required=True)
+    ap.add_argument("--device", choices=("cpu", "gpu", "tpu"), required=True)
+    ap.add_argument("--replicas", type=int, default=1, help="0: every core of the device")
+    ap.add_argument("--precision", choices=("default", "highest"), default="default")
+    ap.add_argument(
+        "--cluster", help="JSON of parity.engine.cluster.Cluster: join a multi-process run (--replicas ignored)"
+    )
+    args = ap.parse_args(argv)
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # keep the frameworks' prints off the answer channel
+    print(f"worker {args.framework} {args.device} x{args.replicas} on {platform.node()}", file=sys.stderr)
+    serve(args, out)
+    out.close()
+    if args.cluster is None:  # gone without the interpreter's teardown (TensorFlow's: about 1 s, on every round's
+        sys.stdout.flush()  # path); a process of a multi-process run exits in full, so that its runtime leaves in step
+        sys.stderr.flush()
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

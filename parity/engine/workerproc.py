@@ -1,0 +1,303 @@
+"""The worker processes: one `parity.engine.worker` per framework and configuration, started, asked and stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from pathlib import Path
+
+from parity.common.frameworks import label
+from parity.engine.cluster import Cluster
+from parity.engine.config import Config, HarnessError, WorkerBug
+
+ROOT = Path(__file__).resolve().parent.parent  # the checkout: parity/, tf_impl/, jax_impl/
+
+# What a worker's last words mean, where the framework's own are obscure.
+DEATH_HINTS = (
+    (("RegisterTask", "DEADLINE_EXCEEDED"), ": it could not reach the JAX coordinator in time"),
+    (("distributed service detected fatal errors",), ": another process of the run stopped"),
+    (("Failed to add port to server",), ": a port it needs is already taken"),
+    (("Timeout (", "_initialize_multi_worker"), ": it could not reach the other TensorFlow workers in time"),
+    (("TPU is already in use",), ": another process owns the TPU (libtpu allows one per host; docs/tpu.md)"),
+)
+
+
+class Worker:
+    """A `parity.engine.worker` process for one framework on one device set."""
+
+    def __init__(
+        self,
+        framework: str,
+        device: str,
+        replicas: int,
+        precision: str,
+        timeout_s: float,
+        config: str = "default",
+        config_env: dict | None = None,
+        cluster: Cluster | None = None,
+        tmp_dir: Path | None = None,
+        python: str | None = None,
+        lock: Path | None = None,
+    ):
+        self.framework, self.timeout_s, self.config = framework, timeout_s, config
+        self.python = python or sys.executable
+        self.config_env = config_env or {}
+        self.label = label(framework) + ("" if config == "default" else f" ({config})")
+        self.env = env = _environment(self.config_env, tmp_dir, lock, python)  # what the worker runs with
+        self.log = tempfile.NamedTemporaryFile("w+", prefix=f"parity-{framework}-", suffix=".log")
+        cmd = [self.python, "-m", "parity.engine.worker", "--framework", framework, "--device", device]
+        cmd += ["--replicas", str(replicas), "--precision", precision]
+        if cluster is not None:
+            cmd += ["--cluster", cluster.to_json()]
+        try:
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True, env=env
+            )
+        except OSError as e:  # checked before the run; gone since, or not executable
+            self.log.close()
+            raise HarnessError(f"{self.label}: cannot start {self.python} ({e.strerror or e})") from None
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def stderr_tail(self, n: int = 15) -> str:
+        """The last lines the worker wrote, without C++ stack-trace frames."""
+        self.log.flush()
+        self.log.seek(0)
+        lines = [
+            ln
+            for ln in self.log.read().splitlines()
+            if ln.strip() and not ln.lstrip().startswith(("@ ", "*** Check failure"))
+        ]
+        return "\n".join(lines[-n:])
+
+    def recv(self, timeout_s: float | None = None) -> dict:
+        try:
+            line = self.lines.get(timeout=timeout_s or self.timeout_s)
+        except queue.Empty:
+            self.close()
+            raise HarnessError(
+                f"{self.label} worker gave no answer in {timeout_s or self.timeout_s:.0f} s; stopped it"
+            ) from None
+        if line is None:
+            raise self._died()
+        return json.loads(line)
+
+    def _died(self) -> HarnessError:
+        """Which worker died and how: its exit code or the signal that killed it, and its last words."""
+        self.proc.wait()
+        rc = self.proc.returncode
+        how = f"killed by {signal.Signals(-rc).name}" if rc < 0 and -rc in signal.valid_signals() else f"exit code {rc}"
+        tail = self.stderr_tail()
+        why = next((hint for marks, hint in DEATH_HINTS if all(m in tail for m in marks)), "")
+        if why:  # the framework's own words, shortened
+            tail = "\n".join(tail.splitlines()[:4])
+        return HarnessError(f"{self.label} worker died ({how}){why}" + (f":\n{tail}" if tail else ""))
+
+    def send(self, **msg) -> None:
+        try:
+            self.proc.stdin.write(json.dumps(msg) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, ConnectionResetError):  # it is gone: say which and how, not "Broken pipe"
+            raise self._died() from None
+
+    def answer(self) -> dict:
+        resp = self.recv()
+        if "error" in resp:
+            if resp.get("bug"):
+                raise WorkerBug(f"{self.label} worker: {resp['error']}", resp.get("traceback", ""))
+            raise HarnessError(f"{self.label} worker: {resp['error']}")
+        return resp
+
+    def ask(self, **msg) -> dict:
+        self.send(**msg)
+        return self.answer()
+
+    def close(self, kill: bool = False) -> None:
+        """Ask the worker to quit (kill: stop it at once, as when the run is interrupted); remove its log."""
+        self.ask_to_quit(kill)
+        self.wait_quit()
+
+    def ask_to_quit(self, kill: bool = False) -> None:
+        """The first half of close(): several workers asked at once then exit side by side."""
+        if self.proc.poll() is None and kill:
+            self.proc.kill()
+        elif self.proc.poll() is None:
+            try:
+                self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+                self.proc.stdin.flush()
+            except OSError:
+                self.proc.kill()
+
+    def wait_quit(self, timeout_s: float = 10) -> None:
+        """The second half of close(): wait for the worker to exit (killed after timeout_s); remove its log."""
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+
+
+# Settings that hold a list, which a configuration's own entries join: XLA's flags, glibc's tunables.
+LIST_SEPARATORS = {"XLA_FLAGS": " ", "GLIBC_TUNABLES": ":"}
+
+
+def _environment(config_env: dict, tmp_dir: Path | None, lock: Path | None, python: str | None) -> dict:
+    """A worker's environment: this process's, with its configuration's settings and the run's own."""
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
+    for k, v in config_env.items():  # appended to the user's own settings, never replacing them
+        sep = LIST_SEPARATORS.get(k)
+        env[k] = f"{env[k]}{sep}{v}" if sep and env.get(k, "").strip() else v
+    if tmp_dir is not None:  # what the frameworks write (autograph's generated files) goes with the run's files
+        env["TMPDIR"] = str(tmp_dir)
+    # Both workers live at once: neither may grab the whole accelerator's memory up front.
+    env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
+    if lock is not None:  # one owner at a time, enforced as libtpu does (parity.engine.worker._own_device)
+        env["PARITY_DEVICE_LOCK"] = str(lock)
+    if python:  # another environment's interpreter: it finds this checkout's parity and the implementations
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def tuned_configs(cfg: Config, fw: str, hello: dict) -> dict[str, dict]:
+    """The configurations a framework's workers run besides its default, in order: those its implementation
+    names in its hello ('ynn': XLA flags), then the command line's. name -> environment. Under `--configs best`
+    and `levers`, not those the implementation runs with no number format there (left to `--configs all`); under
+    `best`, for each number format only the first of its BEST_CONFIGS offered that acts on it."""
+    named = hello.get("tuned_configs", {})
+    formats = hello.get("config_formats", {})
+    if cfg.configs in ("best", "levers"):
+        named = {k: v for k, v in named.items() if formats.get(k) != []}
+    if cfg.configs == "best":
+        named = {k: v for k, v in named.items() if k in best_configs(named, formats, hello.get("best_configs", ()))}
+    return {**named, **cfg.extra_configs.get(fw, {})}
+
+
+def best_configs(named: dict, formats: dict, order) -> set[str]:
+    """Of the configurations offered (`named`), those `best` runs: for each number format, the first in the
+    implementation's order that acts on it; a format no configuration in the order acts on keeps all of its own,
+    and one that declares no formats runs as ever."""
+    first: dict[str, str] = {}
+    for k in (k for k in order if k in named):
+        for f in formats.get(k) or ():
+            first.setdefault(f, k)
+    return {k for k in named if formats.get(k) is None or any(first.get(f, k) == k for f in formats[k])}
+
+
+def start_workers(
+    cfg: Config, replicas: int, tmp_dir: Path | None = None, meanwhile=None
+) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:
+    """Start every framework's workers at once (one per tuned configuration too), calling `meanwhile()` (untimed
+    work of the parent's) while the default ones start up; returns (ready workers, their hello, skipped notes),
+    keyed 'tf', 'jax', 'jax+ynn', ...
+
+    Raises:
+        HarnessError: the device is absent (one line naming what was asked and what was found).
+    """
+
+    def spawn(fw: str, k: int = 0, name: str = "default", env: dict | None = None) -> Worker:
+        # multi-process: each configuration's workers meet at a coordinator port of their own (k)
+        cluster = cfg.cluster.for_config(k) if cfg.cluster else None
+        python = cfg.pythons.get(fw)
+        return Worker(fw, cfg.device, replicas, cfg.precision, cfg.timeout_s, name, env, cluster, tmp_dir, python)
+
+    workers = {fw: spawn(fw) for fw in cfg.frameworks}
+    try:
+        if meanwhile is not None:
+            meanwhile()
+    except BaseException:
+        for w in workers.values():
+            w.close(kill=True)
+        raise
+    ready, hello, skipped = await_workers(cfg, workers)
+    if cfg.tuned:  # each implementation names its own process-wide settings in its hello
+        tuned = {}
+        for fw in list(ready):
+            for k, (name, env) in enumerate(tuned_configs(cfg, fw, hello[fw]).items(), 1):
+                tuned[f"{fw}+{name}"] = spawn(fw, k, name, env)
+        try:
+            more, more_hello, _ = await_workers(cfg, tuned)
+        except BaseException:
+            for w in ready.values():
+                w.close()
+            raise
+        ready.update(more)
+        hello.update(more_hello)
+    return ready, hello, skipped
+
+
+def await_workers(cfg: Config, workers: dict[str, Worker]) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:
+    """Each worker's first words: ready, missing (its framework is not installed) or unavailable (the device)."""
+    ready, hello, skipped, absent = {}, {}, [], []
+    wait_s = 300 + (cfg.cluster.timeout_s if cfg.cluster else 0)  # joining waits for every process
+    try:
+        for key, w in workers.items():
+            msg = w.recv(timeout_s=wait_s)
+            if msg["status"] == "ready":
+                ready[key], hello[key] = w, msg
+                continue
+            w.close()
+            if msg["status"] == "missing" and w.python != sys.executable:  # an interpreter chosen for it
+                absent.append(f"{w.label}: {msg['error']} (--python {w.framework}={w.python})")
+            elif msg["status"] == "missing":
+                if w.config == "default":
+                    skipped.append({"framework": w.framework, "reason": msg["error"]})
+            else:
+                absent.append(f"{w.label}: {msg['error']}")
+    except BaseException:
+        for w in workers.values():
+            w.close()
+        raise
+    if absent:
+        for w in ready.values():
+            w.close()
+        raise HarnessError("; ".join(absent))
+    return ready, hello, skipped
+
+
+def with_workers(workers: dict[str, Worker], work):
+    """work() with `workers` running; then they are stopped (at once, if work was interrupted or failed)."""
+    stopped = False
+    try:
+        return work()
+    except BaseException:  # interrupted or failed: the workers are stopped now, not asked to finish
+        stopped = True
+        raise
+    finally:  # all asked first, so that they exit side by side
+        for w in workers.values():
+            w.ask_to_quit(kill=stopped)
+        for w in workers.values():
+            w.wait_quit()
+
+
+def start_owner(
+    cfg: Config, replicas: int, fw: str, name: str, env: dict, k: int, save_dir: Path
+) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:
+    """One worker (a framework in one configuration; k: its coordinator port offset), alone on the device."""
+    key = fw if name == "default" else f"{fw}+{name}"
+    w = Worker(
+        fw,
+        cfg.device,
+        replicas,
+        cfg.precision,
+        cfg.timeout_s,
+        name,
+        env,
+        cfg.cluster.for_config(k) if cfg.cluster else None,
+        save_dir / "tmp",
+        cfg.pythons.get(fw),
+        save_dir / "device.lock",
+    )
+    return await_workers(cfg, {key: w})

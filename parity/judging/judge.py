@@ -1,0 +1,50 @@
+"""Judging: each row against the device's peak and its own spread, the re-measured owner's drift, and each
+workload's parity checks and closing checks."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from parity.judging import roofline, stats
+from parity.output.rows import Row
+
+SPREAD_WARN = 0.10  # IQR / median above this: the machine was too noisy for the median to be trusted
+DRIFT_NOTED = 0.10  # a re-measured row whose median moved more than this is named in the notes
+
+
+def judge_row(row: Row, peak: roofline.Peak | None) -> None:
+    """Roofline fields, the impossible-throughput guard, and the spread warning for one row."""
+    if peak and row.dtype == "bfloat16":  # judged against the device's bfloat16 peak
+        peak = roofline.bf16_peak(row.device, row.device_kind, peak)
+    if peak:
+        row.update(roofline.roofline(row, peak, row.replicas))
+    if row.impossible:
+        row.verified, row.invalid_reason = False, row.impossible
+    m = stats.modes(row.times_s) if row.verified and row.times_s else None
+    row.modes = dataclasses.asdict(m) if m else None
+    med, iqr = row.median_s, row.iqr_s
+    row.noisy = bool(med and iqr is not None and row.reps > 1 and iqr / med > SPREAD_WARN)
+    row.compiler_flops_ratio, row.compiler_flops_ratio_unpadded = roofline.compiler_ratios(
+        row.compiler_flops, row.flops, row.flops_unpadded
+    )
+
+
+def drift_note(order: list[str], first: list[Row], again: list[Row]) -> str:
+    """What the first owner's rows did when measured again at the end; each first row gets its `drift`."""
+    later = {r.key(): r for r in again}
+    moved = []
+    for r in first:
+        a = later.get(r.key())
+        if r.verified and a and a.verified:
+            r.drift = a.median_s / r.median_s - 1
+            moved.append((r.drift, f"{r.workload} {r.framework} {r.variant} x{r.replicas}"))
+    text = f"one owner of the device at a time: {' -> '.join(order)}, then {order[0]} again; its rows' medians moved "
+    if not moved:
+        return text + "(no verified row to compare)"
+    lo, hi = min(d for d, _ in moved), max(d for d, _ in moved)
+    big = [f"{what} {d:+.1%}" for d, what in moved if abs(d) > DRIFT_NOTED]
+    return (
+        text
+        + f"{lo:+.1%} to {hi:+.1%} between the first and the last measurement (the table shows the first)"
+        + (f"; more than {DRIFT_NOTED:.0%}, compare with care: " + ", ".join(big) if big else "")
+    )

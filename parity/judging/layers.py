@@ -1,0 +1,101 @@
+"""Per-layer attribution: each framework's profiled ops mapped onto the model's own layer names and a pass.
+
+The implementations trace one call with their own profiler and return its ops as (scope, seconds): the scope is
+the op's framework name, which holds the layer it came from (Keras names its ops after its layers; the JAX
+implementation runs each layer in a `jax.named_scope` of Keras's layer name, which lands in the HLO metadata).
+Here those scopes become (layer, pass): the layer is the innermost scope token that names one of the model's
+layers, the pass is 'backward' for gradient ops ('transpose(' in JAX's names, 'gradient' or 'Backprop' in
+TensorFlow's), 'optimizer' for the update, else 'forward'; what names no layer is ('other', its pass).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from parity.api.cnn import CNN_WEIGHTS
+from parity.common.frameworks import JAX, TF
+
+# The CNN's layers in order, as Keras names them (tf_impl/cnn.py; the JAX side's named scopes use the same names).
+CNN_LAYERS = (
+    *(f"{k}{i}" for i in (1, 2, 3) for k in ("bn", "conv", "pool", "drop")),
+    "dense1",
+    "elu4",
+    "drop4",
+    "dense2",
+    "probs",
+    "loss",
+)
+assert {w.layer for w in CNN_WEIGHTS} <= set(CNN_LAYERS)
+PASSES = ("forward", "backward", "optimizer", "other")
+
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z_]*\d*")
+_LAYER = re.compile(r"(bn[123]|conv[123]|pool[123]|drop[1-4]|dense[12]|elu4|probs)(?:_\d+)?$")
+_LOSS = re.compile(r"loss|crossentropy|softmax_cross_entropy", re.I)
+_OPTIMIZER = re.compile(r"(^|/)(optimizer|adam)(_\d+)?(/|$)", re.I)
+_BACKWARD = re.compile(r"transpose\(|gradient|backprop|grad(ients)?/", re.I)
+
+
+def classify(scope: str) -> tuple[str, str]:
+    """(layer, pass) of one profiled op from its framework name."""
+    if _OPTIMIZER.search(scope):
+        return "optimizer", "optimizer"
+    layer = None
+    for tok in _TOKEN.findall(scope):
+        m = _LAYER.match(tok)
+        if m:
+            layer = m.group(1)  # the innermost scope wins
+    if layer is None and _LOSS.search(scope):
+        layer = "loss"
+    backward = bool(_BACKWARD.search(scope))
+    if layer is None:
+        return "other", "backward" if backward else "other"
+    return layer, "backward" if backward else "forward"
+
+
+def attribute(ops: list[tuple[str, float]], per: int, median_s: float | None) -> tuple[list[dict], float | None]:
+    """The row's `layers` ({layer, pass, seconds, share}: seconds per step or call, share of the attributed
+    time) from the profiled call's ops, `per` steps (or calls) in it; and `profile_coverage`, the attributed time
+    per call over the row's measured median (None without one)."""
+    total: dict[tuple[str, str], float] = defaultdict(float)
+    for scope, seconds in ops:
+        total[classify(scope)] += seconds
+    whole = sum(total.values())
+    order = {name: i for i, name in enumerate((*CNN_LAYERS, "optimizer", "other"))}
+    rows = [
+        {"layer": layer, "pass": p, "seconds": s / per, "share": s / whole if whole else 0.0}
+        for (layer, p), s in sorted(total.items(), key=lambda kv: (order.get(kv[0][0], 99), PASSES.index(kv[0][1])))
+    ]
+    # ops that overlap in time (TensorFlow's inter-op threads) can make this exceed 1
+    return rows, (whole / median_s if median_s else None)
+
+
+def side_by_side(tf: dict, jax: dict) -> list[tuple[str, str, float | None, float | None]]:
+    """(layer, pass, TF seconds, JAX seconds) for every layer and pass either row's profile holds."""
+    per = {
+        fw: {(r["layer"], r["pass"]): r["seconds"] for r in row.get("layers") or []}
+        for fw, row in ((TF, tf), (JAX, jax))
+    }
+    keys = list(dict.fromkeys([*per[TF], *per[JAX]]))
+    order = {name: i for i, name in enumerate((*CNN_LAYERS, "optimizer", "other"))}
+    keys.sort(key=lambda k: (order.get(k[0], 99), PASSES.index(k[1])))
+    return [(layer, p, per[TF].get((layer, p)), per[JAX].get((layer, p))) for layer, p in keys]
+
+
+def loses_most(lines: list[tuple[str, str, float | None, float | None]]) -> dict[str, tuple[str, str, float]]:
+    """Per framework, the layer and pass where it spends the most time beyond the other: {fw: (layer, pass, s)}."""
+    out = {}
+    for fw, sign in ((JAX, 1), (TF, -1)):
+        gaps = [
+            (sign * ((j or 0.0) - (t or 0.0)), layer, p) for layer, p, t, j in lines if t is not None and j is not None
+        ]
+        if gaps and max(gaps)[0] > 0:
+            gap, layer, p = max(gaps)
+            out[fw] = (layer, p, gap)
+    return out
+
+
+def one_op(name: str, ops: list[tuple[str, float]], median_s: float) -> tuple[list[dict], float]:
+    """An operation's row (the conv, the matmul): every profiled op is its one op, forward."""
+    total = sum(s for _, s in ops)
+    return [{"layer": name, "pass": "forward", "seconds": total, "share": 1.0}], total / median_s

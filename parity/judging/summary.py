@@ -1,0 +1,132 @@
+"""The answer first: per workload x replicas x number format, each framework's best row, JAX's over TF's with a 95%
+interval, and the parity verdict; and the `comparisons` a results file keeps (JAX against TF, and each tuned
+variant against its own framework out of the box)."""
+
+from __future__ import annotations
+
+from parity.common.frameworks import JAX, TF
+from parity.judging.stats import MIN_CALLS, Ratio, median_ratio
+from parity.workloads import WORKLOADS
+
+_WORKLOAD_OF = {k.name: wl for wl, w in WORKLOADS.items() for k in w.kinds}  # row kind -> workload
+
+
+def is_tuned(r: dict) -> bool:
+    """Not the framework out of the box (files older than the 'tuned' field: a '+' in the variant's name)."""
+    return r["tuned"] if "tuned" in r else "+" in r["variant"]
+
+
+def _ok(rows: list[dict]) -> list[dict]:
+    return [r for r in rows if r["verified"] and r.get("median_s")]
+
+
+def groups(rows: list[dict]) -> list[tuple[str, int, str]]:
+    """(row kind, replicas, number format) of the verified rows, in the order they first appear."""
+    return list(dict.fromkeys((r["workload"], r["replicas"], r.get("dtype") or "float32") for r in _ok(rows)))
+
+
+def best(rows: list[dict], wl: str, n: int, dtype: str, fw: str, tuned: bool | None = None) -> dict | None:
+    mine = [
+        r
+        for r in _ok(rows)
+        if (r["workload"], r["replicas"], r.get("dtype") or "float32", r["framework"]) == (wl, n, dtype, fw)
+        and (tuned is None or is_tuned(r) == tuned)
+    ]
+    return min(mine, key=lambda r: r["median_s"]) if mine else None
+
+
+def ratio(num: dict, den: dict, same_run: bool = True) -> Ratio:
+    """num's median over den's; the interval from their raw times, paired by round where both rows ran in the same
+    rounds of one run (`same_run`); a file without raw times gives the medians' ratio and no interval."""
+    if num.get("times_s") and den.get("times_s"):
+        rounds = (num.get("rounds"), den.get("rounds")) if same_run else (None, None)
+        return median_ratio(num["times_s"], den["times_s"], *rounds)
+    return Ratio(num["median_s"] / den["median_s"], None, None, False, (num.get("reps") or 0, den.get("reps") or 0))
+
+
+def _side(r: dict) -> dict:
+    return {"framework": r["framework"], "variant": r["variant"], "median_s": r["median_s"]}
+
+
+def _entry(kind: str, wl: str, n: int, dtype: str, num: dict, den: dict) -> dict:
+    q = ratio(num, den)
+    return {
+        "kind": kind,
+        "workload": wl,
+        "replicas": n,
+        "dtype": dtype,
+        "num": _side(num),
+        "den": _side(den),
+        "ratio": q.ratio,
+        "ci95": q.ci95,
+        "paired_rounds": q.paired,
+        "calls": list(q.calls),
+        "text": q.text("JAX/TF" if kind == "jax_vs_tf" else f"{num['variant']}/{den['variant']}"),
+    }
+
+
+def comparisons(rows: list[dict]) -> list[dict]:
+    """Per workload x replicas x format: the best JAX row over the best TF row ('jax_vs_tf'); and each tuned row
+    over its framework's best out-of-the-box row at the same workload and replicas ('tuned_vs_default', the
+    out-of-the-box row in float32 when the tuned one is bfloat16: what the tuning buys)."""
+    out = []
+    for wl, n, dtype in groups(rows):
+        tf, jax = best(rows, wl, n, dtype, TF), best(rows, wl, n, dtype, JAX)
+        if tf and jax:
+            out.append(_entry("jax_vs_tf", wl, n, dtype, jax, tf))
+    for r in _ok(rows):
+        if is_tuned(r):
+            base = best(rows, r["workload"], r["replicas"], "float32", r["framework"], tuned=False)
+            if base:
+                out.append(
+                    _entry("tuned_vs_default", r["workload"], r["replicas"], r.get("dtype") or "float32", r, base)
+                )
+    return out
+
+
+def _oracle_verdict(rows: list[dict]) -> str:
+    """Rows judged each against the float64 oracle (conv, matmul, inference): PASS when every one's output is
+    within its tolerance."""
+    judged = [r for r in rows if r.get("tolerance") is not None]
+    if not judged:
+        return "not judged"
+    off = [r for r in judged if r.get("max_rel_err") is None or r["max_rel_err"] > r["tolerance"]]
+    return f"FAIL ({len(off)} of {len(judged)} rows vs float64)" if off else f"PASS ({len(judged)} rows vs float64)"
+
+
+def _checks_verdict(checks: list[dict]) -> str:
+    judged = [c for c in checks if c.get("passed") is not None]
+    if not judged:
+        return f"not judged ({len(checks)} checks)" if checks else "not judged"
+    failed = [c for c in judged if not c["passed"]]
+    extra = f", {len(checks) - len(judged)} not judged" if len(judged) < len(checks) else ""
+    if failed:
+        return f"FAIL ({len(failed)} of {len(judged)} checks{extra})"
+    return f"PASS ({len(judged)} checks{extra})"
+
+
+def verdict(doc: dict, wl: str, n: int, dtype: str) -> str:
+    """The parity verdict behind a group: its workload's parity checks at this replica count where the workload
+    has checks (the CNN), else its rows against the float64 oracle."""
+    checks = [
+        c
+        for c in doc.get("checks") or []
+        if c.get("workload") == _WORKLOAD_OF.get(wl, wl) and c.get("replicas") in (n, None)
+    ]
+    if checks:
+        return _checks_verdict(checks)
+    rows = [r for r in doc["rows"] if (r["workload"], r["replicas"], r.get("dtype") or "float32") == (wl, n, dtype)]
+    return _oracle_verdict(rows)
+
+
+def interval_note(doc: dict) -> str:
+    """How the summary's intervals were made."""
+    comps = comparisons(doc["rows"])
+    paired = sum(bool(c["paired_rounds"]) for c in comps)
+    return (
+        "JAX/TF (95% CI): the best JAX row's median over the best TF row's, with a 95% percentile-bootstrap interval "
+        f"({paired} of {len(comps)} comparisons paired on the interleaving rounds both rows ran in, each row's "
+        "other calls resampled on their own; "
+        f"fewer than {MIN_CALLS} timed calls on a side: no interval); an interval that holds 1 is no difference "
+        "measurable here"
+    )

@@ -1,0 +1,289 @@
+"""Result files: results.json, .csv, .md and the chart, written as a unit; and reading them back."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from parity.engine.environment import SCHEMA_VERSION
+from parity.output import rows
+from parity.output.charts import chart, history_chart, layers_chart
+from parity.output.tables import markdown
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write atomically: a crash never leaves a half-written results file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, doc: dict) -> None:
+    write_text(path, json.dumps(doc, indent=2) + "\n")
+
+
+CSV_FIELDS = rows.CSV_FIELDS  # the fields tools most often want, in parity.output.rows.Row's order
+
+
+def csv_text(rows: list[dict]) -> str:
+    """The rows as CSV (one line per row, the fields tools most often want)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({k: r.get(k) for k in CSV_FIELDS})
+    return buf.getvalue()
+
+
+RESULT_FILES = ("results.json", "results.csv", "results.md", "results.png", "results_history.png", "results_layers.png")
+
+
+def check_out_dir(out: Path, names: tuple[str, ...] = RESULT_FILES) -> None:
+    """Make sure results can be written to `out` before any work is done: it is (or can be made) a writable
+    directory, and none of the files to be written is a directory. Raises OSError with one clear line."""
+    out = Path(out)
+    if out.is_symlink() and not out.exists():
+        raise OSError(f"--out {out}: a symbolic link that leads nowhere (a loop, or a missing target)")
+    if out.exists() and not out.is_dir():
+        raise OSError(f"--out {out}: exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = tempfile.NamedTemporaryFile(dir=out, prefix=".parity-probe-")
+        probe.close()
+    except OSError as e:
+        raise OSError(f"--out {out}: cannot write there ({e.strerror or e})") from None
+    for name in names:
+        if (out / name).is_dir():
+            raise OSError(f"--out {out}: {name} there is a directory; results would not fit")
+
+
+def write_staged(out: Path, makers: dict[str, Callable[[Path], bool | None]], names: tuple[str, ...]) -> list[Path]:
+    """The one writer of an output directory: each maker writes its file into a staging folder inside `out`
+    (returning False when it has nothing to write); only when every one has succeeded do the files replace
+    the previous ones, and a previous file of `names` that this set lacks is removed. Any failure (a chart
+    that crashes, a full disk) leaves the previous files as they were and no staging folder behind; it is
+    raised as OSError with one line."""
+    out = Path(out)
+    check_out_dir(out, names)
+    try:
+        with tempfile.TemporaryDirectory(dir=out, prefix=".parity-stage-") as tmp:
+            stage = Path(tmp)
+            made = [name for name, make in makers.items() if make(stage / name) is not False]
+            for name in names:
+                if name not in made:
+                    (out / name).unlink(missing_ok=True)  # a stale file must not sit beside this set
+            for name in made:
+                os.replace(stage / name, out / name)
+    except OSError as e:
+        raise OSError(f"cannot write to {out}: {e.strerror or e}; the previous files there are as they were") from None
+    except (ValueError, TypeError, KeyError) as e:  # a maker refused what it was given (a chart, a table)
+        raise OSError(
+            f"cannot write to {out}: {type(e).__name__}: {e}; the previous files there are as they were"
+        ) from None
+    return [out / n for n in made]
+
+
+def write_all(doc: dict, out: Path) -> list[Path]:
+    """results.json, .csv, .md, .png (when matplotlib is there and a row is verified) and results_history.png
+    (when a training row was validated per epoch) under `out`, as a unit (write_staged)."""
+    env = doc["env"]
+    title = f"{env['device']} ({env.get('host_cpu', '')}), precision {env['precision']}"
+    return write_staged(
+        out,
+        {
+            "results.json": lambda p: write_json(p, doc),
+            "results.csv": lambda p: write_text(p, csv_text(doc["rows"])),
+            "results.md": lambda p: write_text(p, markdown(doc)),
+            "results.png": lambda p: chart(doc["rows"], p, title),
+            "results_history.png": lambda p: history_chart(doc["rows"], p, f"validation accuracy per epoch: {title}"),
+            "results_layers.png": lambda p: layers_chart(doc, p),
+        },
+        RESULT_FILES,
+    )
+
+
+def install_tree(src: Path, dest: Path) -> Path:
+    """Replace the folder `dest` with a copy of `src`: copied beside it first, so a failure (a full disk) leaves
+    `dest` as it was and no copy behind; raised as OSError with one line."""
+    import shutil
+
+    stage = dest.with_name(f".{dest.name}.stage")
+    try:
+        shutil.rmtree(stage, ignore_errors=True)
+        shutil.copytree(src, stage)
+        shutil.rmtree(dest, ignore_errors=True)
+        os.replace(stage, dest)
+    except OSError as e:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise OSError(f"cannot write {dest}: {e.strerror or e}") from None
+    return dest
+
+
+class ResultsError(ValueError):
+    """A results file that cannot be read as one of ours; the message names the file."""
+
+
+# What every row of a results file must hold for report and compare to read it, and the fields that are numbers
+# (or null) wherever present: both from parity.output.rows.Row. A verified row's median_s must also be a finite time
+# above zero; NaN and Infinity are refused anywhere.
+ROW_SCHEMA = {k: rows.SCHEMA[k] for k in rows.REQUIRED}
+HISTORY_KEYS = ("epoch", "loss", "accuracy", "val_loss", "val_accuracy")  # one epoch of a row's history
+ROW_NUMBERS = rows.NUMBERS
+
+
+def _refuse_constant(name: str):
+    raise ValueError(f"{name} is not a number a results file may hold")
+
+
+def _finite(text: str) -> float:
+    v = float(text)
+    if not math.isfinite(v):
+        raise ValueError(f"{text[:20]} overflows to infinity: not a number a results file may hold")
+    return v
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text)} digits is not a number a results file may hold")
+    return int(text)
+
+
+MAX_RESULTS_BYTES = 512 * 2**20  # a default run's results.json is about 1 MB; a merge of hundreds stays far below
+MAX_INT_DIGITS = 20  # byte counts and FLOP counts fit in 20 digits
+OLDEST_SCHEMA = 1
+
+
+def read_bounded(path: Path, limit: int = MAX_RESULTS_BYTES, what: str = "results file") -> bytes:
+    """A regular file's bytes, at most `limit` of them: a FIFO, a device or a directory is refused before it is
+    opened for reading (a FIFO would block, /dev/zero would never end), and so is a file larger than `limit`."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise ResultsError(f"{path}: not a regular file; a {what} is one")
+        if st.st_size > limit:
+            raise ResultsError(f"{path}: {st.st_size} bytes, more than a {what} holds ({limit})")
+        with open(path, "rb") as f:
+            data = f.read(limit + 1)
+    except OSError as e:
+        raise ResultsError(f"{path}: cannot read ({e.strerror or e})") from None
+    if len(data) > limit:
+        raise ResultsError(f"{path}: more than a {what} holds ({limit} bytes)")
+    return data
+
+
+def load_results(path: Path) -> dict:
+    """A results.json written by `parity.run`, checked so that merging and comparing cannot misread it: a regular
+    file of bounded size, finite numbers and bounded integers, bounded nesting, a known schema version, a
+    validated `env`, and every row field of its declared type (parity.output.rows.Row). Raises ResultsError naming
+    the file, the row and the field."""
+    data = read_bounded(path)
+    try:
+        doc = json.loads(
+            data.decode("utf-8"), parse_constant=_refuse_constant, parse_float=_finite, parse_int=_bounded_int
+        )
+    except UnicodeDecodeError:
+        raise ResultsError(f"{path}: not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise ResultsError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
+    except ValueError as e:  # NaN, Infinity, overflowing numbers, huge integers
+        raise ResultsError(f"{path}: {e}") from None
+    except RecursionError:
+        raise ResultsError(f"{path}: nested deeper than any results file") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("env"), dict) or not isinstance(doc.get("rows"), list):
+        raise ResultsError(f"{path}: not a parity.run results file (no 'env' and 'rows')")
+    why = _env_problem(doc["env"])
+    if why:
+        raise ResultsError(f"{path}: env: {why}")
+    for i, r in enumerate(doc["rows"]):
+        why = _row_problem(r)
+        if why:
+            raise ResultsError(f"{path}: row {i}: {why}")
+    return doc
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _raw_problem(r: dict) -> str | None:
+    """What makes a row's raw times unusable (schema 3): times above zero, one round (an integer) per time."""
+    times, rounds = r.get("times_s"), r.get("rounds")
+    if times is not None and not (
+        isinstance(times, list) and all(_number(t) and math.isfinite(t) and t > 0 for t in times)
+    ):
+        return "times_s is not a list of times above zero"
+    if rounds is not None and not (
+        isinstance(rounds, list)
+        and all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in rounds)
+        and len(rounds) == len(times or ())
+    ):
+        return "rounds is not one round number (an integer from 0) per timed call"
+    return None
+
+
+def _env_problem(env: dict) -> str | None:
+    """What makes a results file's env unreadable, or None."""
+    version = env.get("schema_version")
+    if not isinstance(version, int) or isinstance(version, bool) or not OLDEST_SCHEMA <= version <= SCHEMA_VERSION:
+        return f"schema_version {version!r}; this tool reads {OLDEST_SCHEMA} to {SCHEMA_VERSION}"
+    if not isinstance(env.get("device"), str) or not env["device"]:
+        return f"device is {env.get('device')!r}, not a device name"
+    fws = env.get("frameworks", {})
+    if not isinstance(fws, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in fws.items()):
+        return "frameworks is not an object of framework name -> its record"
+    for k, v in fws.items():
+        if not isinstance(v.get("versions", {}), dict):
+            return f"frameworks.{k}.versions is not an object"
+    for k in ("host_cpu", "precision", "timestamp", "git_commit"):
+        if env.get(k) is not None and not isinstance(env[k], str):
+            return f"{k} is {env[k]!r}, not text"
+    return None
+
+
+# Numbers that may be below zero: a re-measured median's change. Every other number a row holds is a time, a
+# count, a size, an error or a ratio, never negative.
+SIGNED = ("drift",)
+
+
+def _row_problem(r) -> str | None:
+    """What makes a row unreadable, or None."""
+    if not isinstance(r, dict):
+        return f"not an object but {type(r).__name__}"
+    missing = [k for k in ROW_SCHEMA if k not in r]
+    if missing:
+        return f"lacks {', '.join(missing)}"
+    for k, types in rows.SCHEMA.items():
+        if k not in r or (r[k] is None and type(None) in types):
+            continue
+        if not isinstance(r[k], types) or (isinstance(r[k], bool) and bool not in types):
+            return f"{k} is {r[k]!r}, not {' or '.join(t.__name__ for t in types)}"
+    for k in ROW_NUMBERS:
+        if r.get(k) is not None and (not isinstance(r[k], (int, float)) or isinstance(r[k], bool)):
+            return f"{k} is {r[k]!r}, not a number"
+        if r.get(k) is not None and k not in SIGNED and r[k] < 0:
+            return f"{k} is {r[k]!r}: below zero"
+    hist = r.get("history")
+    if hist is not None and not (
+        isinstance(hist, list)
+        and all(
+            isinstance(h, dict)
+            and all(isinstance(h.get(k), (int, float)) and not isinstance(h.get(k), bool) for k in HISTORY_KEYS)
+            for h in hist
+        )
+    ):
+        return f"history is not a list of epochs with {', '.join(HISTORY_KEYS)}"
+    why = _raw_problem(r)
+    if why:
+        return why
+    if r["verified"] and not (r["median_s"] is not None and r["median_s"] > 0):
+        return f"verified, but its median_s is {r['median_s']!r}, not a time above zero"
+    return None

@@ -1,0 +1,127 @@
+"""The notes under the tables: what '% peak' divides by, FLOP cross-checks, spread, memory, modes, and each
+framework's best against its out-of-the-box row."""
+
+from __future__ import annotations
+
+from parity.judging import summary
+from parity.judging.roofline import compiler_ratios
+from parity.output.cells import time_cell
+
+FLOPS_DISAGREE = 0.10  # compiler count vs formula: beyond this the row's GFLOP/s deserves a second look
+
+
+def roofline_notes(doc: dict) -> list[str]:
+    """What '% peak' and 'bound' divide by, FLOP cross-checks, and which rows were too noisy."""
+    notes, peak = [], doc["env"].get("peak")
+    if peak:
+        m, c = peak.get("measured_flops"), peak.get("computed_flops")
+        figs = [f"measured {m / 1e9:.1f} GFLOP/s" if m else None, f"computed {c / 1e9:.1f} GFLOP/s" if c else None]
+        figs = ", ".join(f for f in figs if f) or (f"{peak['flops'] / 1e12:.1f} TFLOP/s" if peak["flops"] else "none")
+        bw = f"; memory {peak['bandwidth'] / 1e9:.1f} GB/s" if peak.get("bandwidth") else ""
+        notes.append(
+            f"% peak: the necessary arithmetic per second (FLOPs without SAME padding's zeros) over the "
+            f"larger {peak['number_format']} peak of the devices used ({peak['device_kind']}: {figs}{bw}; "
+            f"{peak['source']}); bound: compute or memory, by the row's FLOP per minimum byte against the "
+            f"peak's ridge point; a row above the peak shows no % and is named below, a row far above "
+            f"it (x{peak.get('headroom', 1.0):g}) is marked invalid"
+        )
+    seen: dict[tuple, list[dict]] = {}
+    for r in doc["rows"]:
+        if r.get("compiler_flops") is not None:
+            seen.setdefault((r["workload"], r.get("compiler_flops_source")), []).append(r)
+    for (wl, src), rs in seen.items():
+        r = rs[0]
+        c, f, u = r["compiler_flops"], r["flops"], r.get("flops_unpadded") or r["flops"]
+        # a counter may or may not count the padding's zeros: each row is judged against the closer count
+        bad = [
+            x
+            for x in rs
+            if min(abs(q - 1) for q in compiler_ratios(x["compiler_flops"], x.get("flops"), x.get("flops_unpadded")))
+            > FLOPS_DISAGREE
+        ]
+        names = ", ".join(f"{x['variant']} x{x['replicas']}" for x in bad)
+        flag = f" DISAGREES by more than 10% in: {names}" if bad else f" ({len(rs)} row(s) counted, all within 10%)"
+        notes.append(
+            f"{wl} FLOPs per call: formula {f / 1e9:.4g} G ({u / 1e9:.4g} G without SAME padding's zeros), "
+            f"{src} {c / 1e9:.4g} G ({c / f:.3f}x, {c / u:.3f}x){flag}"
+        )
+    above = [
+        f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {r['above_peak']}"
+        for r in doc["rows"]
+        if r.get("above_peak")
+    ]
+    if above:
+        notes.append("above the peak, no % shown: " + "; ".join(above))
+    noisy = [f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}" for r in doc["rows"] if r.get("noisy")]
+    if noisy:
+        notes.append(
+            f"! spread (IQR) above 10% of the median, the figure is not to be trusted to better than "
+            f"that: {', '.join(noisy)}"
+        )
+    return notes
+
+
+def _name(r: dict) -> str:
+    return f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}"
+
+
+def memory_note(rows: list[dict]) -> list[str]:
+    """Where the peak memory was read (parity.engine.memory), the rows whose figure is a lower bound, and every row
+    whose peak is a measurement bug."""
+    shown = [r for r in rows if r.get("peak_memory_bytes") is not None]
+    low = [r for r in shown if r["peak_memory_source"].startswith("at least")]
+    sources = sorted({r["peak_memory_source"].split("): ", 1)[-1] for r in shown})
+    notes = (
+        [
+            "peak mem: what the row holds after its first call plus its largest rise during one later call, above "
+            f"the worker's level before the row; compilation left out ({'; '.join(sources)})"
+        ]
+        if sources
+        else []
+    )
+    for why in dict.fromkeys(r["peak_memory_source"].split("): ", 1)[0] for r in low):  # each reason once
+        named = ", ".join(_name(r) for r in low if r["peak_memory_source"].startswith(why + "): "))
+        notes.append(f">= peak mem: a lower bound, {why}): {named}")
+    bugs = [
+        f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {r['peak_memory_source']}"
+        for r in rows
+        if (r.get("peak_memory_source") or "").startswith("MEASUREMENT BUG")
+    ]
+    return notes + (["peak mem not shown: " + "; ".join(bugs)] if bugs else [])
+
+
+def modes_note(rows: list[dict]) -> list[str]:
+    """Rows whose times fell into two groups: both modes, since one median between them describes neither."""
+    two = [
+        f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {time_cell(m['low_s'])} "
+        f"({m['low_n']} calls) and {time_cell(m['high_s'])} ({m['high_n']} calls)"
+        for r in rows
+        if (m := r.get("modes"))
+    ]
+    if not two:
+        return []
+    return [
+        "2 modes: these rows' times fell into two groups far apart (parity.judging.stats.modes), and their median "
+        "describes neither: " + "; ".join(two)
+    ]
+
+
+def best_notes(rows: list[dict]) -> list[str]:
+    """Per workload, replica count and number format: each framework's best row against its best out-of-the-box
+    one, with the interval (the summary gives the best JAX over the best TF)."""
+    notes = []
+    for wl, n, dtype in summary.groups(rows):
+        parts = []
+        for fw in dict.fromkeys(r["framework"] for r in rows):
+            b = summary.best(rows, wl, n, dtype, fw)
+            if b is None:
+                continue
+            o = summary.best(rows, wl, n, "float32", fw, tuned=False)
+            said = f"{fw} best {b['variant']} {time_cell(b['median_s'])}"
+            if o is None or o is b:
+                parts.append(said + (" (out of the box)" if o is b else ""))
+            else:
+                speedup = summary.ratio(o, b).text()
+                parts.append(f"{said}: out of the box {o['variant']} {time_cell(o['median_s'])} takes {speedup}")
+        notes.append(f"{wl} x{n}{'' if dtype == 'float32' else f' {dtype}'}: " + "; ".join(parts))
+    return notes

@@ -1,0 +1,286 @@
+"""The text a user reads: the speed table, the checks table, footnotes, and their Markdown form."""
+
+from __future__ import annotations
+
+from parity.common.frameworks import JAX, TF
+from parity.judging import layers, summary
+from parity.output.cells import bytes_cell, fmt, grid, md_table, time_cell
+from parity.output.notes import best_notes, memory_note, modes_note, roofline_notes
+from parity.output.rows import COLUMNS
+from parity.workloads import trained
+
+
+def _first(r: dict) -> float | None:
+    """The first call: an operation's compile_s, a training row's first epoch."""
+    return r.get("first_epoch_s") if r.get("first_epoch_s") is not None else r.get("compile_s")
+
+
+def _iqr(r: dict) -> str:
+    if not r["verified"] or r["reps"] < 2:
+        return "-"
+    return time_cell(r["iqr_s"]) + (" !" if r.get("noisy") else "") + (" 2 modes" if r.get("modes") else "")
+
+
+def _cells(r: dict) -> list[str]:
+    """One row's figures in COLUMNS order from 'median' on; an invalid row shows none."""
+    ok = r["verified"]
+    return [
+        time_cell(r["median_s"]) if ok else "INVALID",
+        _iqr(r),
+        time_cell(_first(r)) if ok else "-",
+        fmt(r["gflops_per_s"], ".1f") if ok else "-",
+        fmt(r.get("pct_peak"), ".1f") if ok else "-",
+        (r.get("bound") or "-") if ok else "-",
+        fmt(r.get("images_per_s"), ".1f") if ok else "-",
+        (">=" * (r.get("peak_memory_source") or "").startswith("at least") + bytes_cell(r.get("peak_memory_bytes")))
+        if ok
+        else "-",
+        fmt(r["max_rel_err"], ".1e"),
+        fmt(r.get("xfw_max_rel_err"), ".1e"),
+    ]
+
+
+def replicas_cell(r: dict) -> str:
+    """'8', or '8 (2 proc)' for a multi-process row."""
+    p = r.get("processes") or 1
+    return f"{r['replicas']}" + (f" ({p} proc)" if p > 1 else "")
+
+
+def table(rows: list[dict]) -> str:
+    """The speed table; an invalid row shows its reason instead of figures."""
+    body = [
+        (
+            r["workload"],
+            r["framework"],
+            r["variant"],
+            r["device"],
+            replicas_cell(r),
+            r["precision"],
+            *_cells(r),
+            "yes" if r["verified"] else f"NO: {r['invalid_reason']}",
+        )
+        for r in rows
+    ]
+    return grid(COLUMNS, body)
+
+
+SUMMARY_COLUMNS = ("workload", "replicas", "format", "TF best", "JAX best", "JAX/TF (95% CI)", "parity")
+
+
+def _ratio_cell(jax: dict, tf: dict) -> str:
+    q = summary.ratio(jax, tf)
+    if q.low is None:
+        n = min(q.calls)
+        return f"{q.ratio:.2f}x (" + ("no raw times" if not jax.get("times_s") else f"{n} call{'s' * (n != 1)}") + ")"
+    return f"{q.ratio:.2f}x ({q.low:.2f}-{q.high:.2f})" + (" no difference" if q.contains_one() else "")
+
+
+def summary_body(doc: dict) -> list[tuple[str, ...]]:
+    """One line per workload x replicas x format, in SUMMARY_COLUMNS order: the answer before the full table."""
+    body = []
+    for wl, n, dtype in summary.groups(doc["rows"]):
+        tf, jax = (summary.best(doc["rows"], wl, n, dtype, fw) for fw in (TF, JAX))
+        cells = [f"{b['variant']} {time_cell(b['median_s'])}" if b else "-" for b in (tf, jax)]
+        shown = _ratio_cell(jax, tf) if tf and jax else "-"
+        body.append((wl, str(n), dtype, *cells, shown, summary.verdict(doc, wl, n, dtype)))
+    return body
+
+
+def summary_table(doc: dict) -> str:
+    """The summary and how its intervals were made."""
+    body = summary_body(doc)
+    if not body:
+        return "no verified row: nothing to summarise"
+    most = [f"{title.split(',')[0]}: {said}" for title, _, said in layer_groups(doc)]  # with --profile
+    return "\n  * ".join([grid(SUMMARY_COLUMNS, body), summary.interval_note(doc), *most])
+
+
+LAYER_COLUMNS = ("layer", "pass", "TF ms", "JAX ms", "JAX/TF")
+
+
+def _ms(s: float | None) -> str:
+    return "-" if s is None else f"{s * 1e3:.2f}"
+
+
+def layer_groups(doc: dict) -> list[tuple[str, list[tuple[str, ...]], str]]:
+    """With --profile: per workload x replicas x format whose best TF and best JAX rows were profiled, a title,
+    the layer x pass lines (ms per step, or per call) and a line naming where each framework loses most."""
+    out = []
+    for wl, n, dtype in summary.groups(doc["rows"]):
+        tf, jax = (summary.best(doc["rows"], wl, n, dtype, fw) for fw in (TF, JAX))
+        if not (tf and jax and tf.get("layers") and jax.get("layers")):
+            continue
+        lines = layers.side_by_side(tf, jax)
+        body = [(layer, p, _ms(t), _ms(j), f"{j / t:.2f}" if t and j else "-") for layer, p, t, j in lines]
+        cov = ", ".join(f"{fw} {r['variant']} {r['profile_coverage']:.0%}" for fw, r in ((TF, tf), (JAX, jax)))
+        low = [fw for fw, r in ((TF, tf), (JAX, jax)) if (r["profile_coverage"] or 0) < COVERAGE_SAID]
+        title = f"{wl} x{n} {dtype}, per {'step' if trained(wl) else 'call'} (profile coverage: {cov})"
+        most = layers.loses_most(lines)
+        said = "; ".join(f"{fw} loses most in {ly} {p} (+{g * 1e3:.2f} ms)" for fw, (ly, p, g) in most.items())
+        if low:
+            said += f"; coverage below {COVERAGE_SAID:.0%} for {', '.join(low)}: its profile misses time"
+        out.append((title, body, said))
+    return out
+
+
+COVERAGE_SAID = 0.8  # a profile that accounts for less of the row's median than this is said to miss time
+
+
+def layer_tables(doc: dict) -> str:
+    return "\n\n".join(f"{t}\n{grid(LAYER_COLUMNS, b)}\n  * {s}" for t, b, s in layer_groups(doc))
+
+
+def _figure(k: str, v) -> str:
+    return f"{k} {v:.2e}" if "_vs_" in k else f"{k} {v:.4f}"
+
+
+CHECK_COLUMNS = ("parity check", "replicas", "figures", "tolerance", "result", "note")
+
+
+def _check_cells(c: dict, unjudged: str) -> tuple[str, ...]:
+    """One check's cells in CHECK_COLUMNS order; `unjudged` where it was reported but not judged."""
+    figures = ", ".join(_figure(k, v) for k, v in c["figures"].items())
+    result = {True: "PASS", False: "FAIL", None: unjudged}[c["passed"]]
+    return (c["check"], str(c.get("replicas") or "-"), figures, f"{c['tolerance']:.2g}", result, c.get("detail", ""))
+
+
+def checks_table(checks: list[dict]) -> str:
+    """The CNN parity checks: figures, tolerance, pass/fail."""
+    return grid(CHECK_COLUMNS, [_check_cells(c, "-") for c in checks])
+
+
+def footnotes(doc: dict) -> str:
+    env = doc["env"]
+    calls = (
+        f"{env['reps']} calls per row (fixed: a multi-process run)"
+        if env.get("cluster")
+        else f"at least {env['reps']} calls per row, more until {env.get('min_time_s', 0):g} s of timed calls (each "
+        f"row's count is in the JSON)"
+    )
+    notes = [
+        f"median/IQR: steady-state time per call, every call synchronised and its output checked; {calls}, "
+        f"frameworks interleaved",
+        "first call: tracing + compilation + one execution, kept out of the median",
+        "err vs f64: max |out - oracle| / max |oracle| on the first and last batch rows (float64 NumPy oracle); "
+        "err vs other: the same against the other framework's output",
+    ]
+    for kind in dict.fromkeys(r["workload"] for r in doc["rows"] if trained(r["workload"])):
+        notes.append(
+            f"{kind}: median/IQR per epoch after the first; first call = the first epoch (includes "
+            "compilation); img/s = images per second of a steady-state epoch; err columns: see checks"
+        )
+    five = [r for r in doc["rows"] if r.get("est_5_notebook_epochs_s") is not None]
+    if five:
+        notes.append(
+            "the article's comparison, 5 notebook epochs (500 steps at global batch 1024), extrapolated from "
+            "each row's measured step time plus its first-epoch overhead: "
+            + ", ".join(
+                f"{r['framework']} {r['variant']} x{r['replicas']} {r['est_5_notebook_epochs_s']:.0f} s" for r in five
+            )
+            + " (article: TPU v2-8 ~40 s, K80 GPU over 2 minutes)"
+        )
+    notes += roofline_notes(doc) + memory_note(doc["rows"]) + modes_note(doc["rows"]) + best_notes(doc["rows"])
+    notes += env.get("notes", [])
+    for s in env.get("skipped", []):
+        notes.append(f"not run: {s['framework']}: {s['reason']}")
+    notes.append(
+        f"host: {env['host_cpu']}, {env['host_cores']} cores{_host_memory(env)}; "
+        + "; ".join(
+            f"{fw} {' '.join(f'{k} {v}' for k, v in f['versions'].items())}" for fw, f in env["frameworks"].items()
+        )
+    )
+    return "\n".join(f"  * {n}" for n in notes)
+
+
+def _host_memory(env: dict) -> str:
+    """What the host's memory does to a framework that maps its buffers afresh: THP mode, free page reporting."""
+    mode = env.get("transparent_hugepages")
+    said = f", transparent huge pages '{mode}'" if mode else ""
+    if env.get("free_page_reporting"):
+        said += ", free page reporting on (freed memory goes back to the VM's host)"
+    return said
+
+
+def history_rows(rows: list[dict]) -> tuple[list[str], list[list[str]]]:
+    """Per-epoch validation of every training row that has a history: header and body, one line per row,
+    a cell per epoch 'val_accuracy (val_loss)'. Empty when no row was validated per epoch."""
+    hist = [r for r in rows if r.get("history")]
+    if not hist:
+        return [], []
+    epochs = max(len(r["history"]) for r in hist)
+    header = ["training row", *(f"epoch {e + 1}" for e in range(epochs))]
+    body = [
+        [
+            f"{r['framework']} {r['variant']} x{r['replicas']}" + (f" seed {r['seed']}" if r.get("seed") else ""),
+            *(f"{h['val_accuracy']:.4f} ({h['val_loss']:.3f})" for h in r["history"]),
+            *([""] * (epochs - len(r["history"]))),
+        ]
+        for r in hist
+    ]
+    return header, body
+
+
+HISTORY_CAPTION = (
+    "Validation accuracy (loss) on the test set after each epoch, outside the timed interval; "
+    "epoch 1 includes compilation and is not timed."
+)
+
+
+def history_table(rows: list[dict]) -> str:
+    header, body = history_rows(rows)
+    return grid(header, body) if body else ""
+
+
+def markdown(doc: dict) -> str:
+    """The speed table, the parity checks and the environment as Markdown (for docs/ and reviews)."""
+    env = doc["env"]
+    rows = [
+        (
+            r["workload"],
+            r["framework"],
+            r["variant"],
+            replicas_cell(r),
+            r["precision"],
+            *_cells(r),
+            "yes" if r["verified"] else f"no: {r['invalid_reason']}",
+        )
+        for r in doc["rows"]
+    ]
+    out = []
+    if body := summary_body(doc):
+        out += [md_table(SUMMARY_COLUMNS, body), "", summary.interval_note(doc) + ".", ""]
+    out += [md_table(COLUMNS[:3] + COLUMNS[4:], rows)]
+    if doc.get("checks"):
+        out += [
+            "",
+            md_table(CHECK_COLUMNS, [_check_cells(c, "not judged") for c in doc["checks"]]),
+        ]
+    header, body = history_rows(doc["rows"])
+    if body:
+        out += ["", HISTORY_CAPTION, "", md_table(header, body)]
+    for title, body, said in layer_groups(doc):
+        out += ["", f"Per layer: {title}.", "", md_table(LAYER_COLUMNS, body), "", said + "."]
+    fw = "; ".join(
+        f"{k}: {' '.join(f'{n} {v}' for n, v in f['versions'].items())} ({f['device_kind']})"
+        for k, f in env["frameworks"].items()
+    )
+    out += [
+        "",
+        f"Device `{env['device']}`, precision `{env['precision']}`, host {env['host_cpu']} "
+        f"({env['host_cores']} cores{_host_memory(env)}), Python {env['python']}, {env['timestamp']}, "
+        f"commit {env['git_commit']}.",
+        f"Frameworks: {fw}.",
+    ]
+    notes = (
+        roofline_notes(doc)
+        + memory_note(doc["rows"])
+        + modes_note(doc["rows"])
+        + best_notes(doc["rows"])
+        + env.get("notes", [])
+    )
+    out += [f"Note: {n}" for n in notes]
+    out += [f"Not run: {s['framework']}: {s['reason']}" for s in env.get("skipped", [])]
+    return "\n".join(out) + "\n"
+
+
+# ---- result files from several machines -------------------------------------------------------

@@ -1,0 +1,319 @@
+"""CNN parity checks: TF vs JAX vs the float64 oracle, from the arrays each worker saved."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from parity.api.cnn import CNN_BLOCKS as BLOCKS
+from parity.api.cnn import CNN_TRAINABLE, CNN_WEIGHTS
+from parity.common.float64 import errors
+from parity.common.frameworks import JAX, TF, short
+from parity.common.tolerances import gradient_scale
+from parity.workloads.cnn import oracle as cnn_oracle
+
+WEIGHT_NAMES = [w.name for w in CNN_WEIGHTS]
+GRAD_NAMES = [w.name for w in CNN_TRAINABLE]
+
+
+def _row(check: str, figures: dict[str, float], tol: float, replicas: int | None = None, detail: str = "") -> dict:
+    worst = max(figures.values()) if figures else float("nan")
+    return {
+        "check": check,
+        "replicas": replicas,
+        "figures": figures,
+        "max_rel_err": worst,
+        "tolerance": tol,
+        "passed": bool(worst <= tol),
+        "detail": detail,
+    }
+
+
+def forward(saved: dict[str, dict], ref: dict[str, np.ndarray], tol: float) -> list[dict]:
+    """Per block: each framework vs the float64 oracle, and the frameworks vs each other."""
+    rows = []
+    fws = sorted(saved)
+    for b in BLOCKS:
+        figs = {f"{fw}_vs_f64": errors(saved[fw][f"forward/{b}"], ref[b])["max_rel_err"] for fw in fws}
+        if len(fws) == 2:
+            figs[f"{TF}_vs_{JAX}"] = errors(saved[TF][f"forward/{b}"], saved[JAX][f"forward/{b}"])["max_rel_err"]
+        rows.append(_row(f"forward {b}", figs, tol))
+    return rows
+
+
+# Max pooling's gradient jumps where a window's largest values tie: two frameworks whose forward passes differ by
+# float32 rounding can break a near-tie differently and send that window's gradient elsewhere, moving a kernel
+# gradient by 1e-3 though neither is wrong. So each framework is judged against float64 with the same subgradient
+# (its own routing, saved by its loss_and_grads), and a TF-vs-JAX difference is explained by the windows they
+# route differently.
+POOLS = ("pool1", "pool2", "pool3")
+NEAR_TIE_ULPS = 4  # a window's two largest values this close (float32 ulps of the largest) are a near-tie
+
+
+def _references(saved: dict[str, dict], fws: list[str], w: list[np.ndarray], x, y) -> dict[str, tuple]:
+    """Each framework's float64 oracle under its own max-pool routing; a routing another framework took too gets
+    that framework's (the same inputs, the same reference)."""
+    refs: dict[str, tuple] = {}
+    for fw in fws:
+        routing = [saved[fw][f"routing/{k}"] for k in range(len(POOLS))]
+        twin = next(
+            (o for o in refs if all(np.array_equal(a, saved[o][f"routing/{k}"]) for k, a in enumerate(routing))), None
+        )
+        refs[fw] = refs[twin] if twin else cnn_oracle.cnn_loss_and_grads(w, x, y, routing)
+    return refs
+
+
+def grads(
+    saved: dict[str, dict],
+    weights: list[np.ndarray],
+    x: np.ndarray,
+    y: np.ndarray,
+    tol: float,
+    loss_tol: float,
+    replicas: int = 1,
+) -> list[dict]:
+    """Loss and every parameter's gradient of one training batch, each framework against the float64
+    oracle with that framework's own max-pool routing (see POOLS), and the frameworks against each other.
+    A framework off float64 under its own routing is a FAIL that names it and the parameter. Each
+    parameter's error is over its own scale (_per_parameter), so the verdict holds for any input.
+
+    Args:
+        saved: per framework, its saved 'loss', 'grad/NNN' and 'routing/K' arrays.
+        weights, x, y: the weights (Keras order) and the batch both frameworks differentiated.
+        tol, loss_tol: thresholds for gradients (relative to max |reference| per parameter) and the loss.
+    """
+    fws = sorted(saved)
+    w = [np.asarray(a) for a in weights]
+    refs = _references(saved, fws, w, x, y)
+    # the float64 pooling inputs: under any framework's routing they differ only by a near-tie's gap
+    pool_inputs = refs[fws[0]][2]["pool_inputs"]
+    pools = [
+        {"layer": name, **cnn_oracle.pool_window_stats(a, {fw: saved[fw][f"routing/{k}"] for fw in fws}, NEAR_TIE_ULPS)}
+        for k, (name, a) in enumerate(zip(POOLS, pool_inputs, strict=True))
+    ]
+    per = _per_parameter(saved, refs, len(np.asarray(y)))
+    figs = {
+        k: max(p[k] for p in per.values()) for k in per[GRAD_NAMES[0]] if k not in ("routing_alone", "conditioning")
+    }
+    own = {fw: figs[f"{fw}_vs_f64"] for fw in fws}
+    grads_row = {
+        "check": "gradients (every parameter)",
+        "replicas": replicas,
+        "figures": figs,
+        "max_rel_err": max(own.values()),
+        "tolerance": tol,
+        "passed": all(e <= tol for e in own.values()),
+        "detail": _grads_verdict(per, pools, own, figs, tol),
+        "per_parameter": per,
+        "pooling": pools,
+    }
+    return [_loss_row(saved, refs, loss_tol, replicas), grads_row]
+
+
+def _loss_row(saved: dict, refs: dict, loss_tol: float, replicas: int) -> dict:
+    """The one batch's loss: each framework against float64 (judged), and against each other."""
+    fws = sorted(saved)
+    figs = {f"{fw}_vs_f64": abs(float(saved[fw]["loss"]) - refs[fw][0]) / abs(refs[fw][0]) for fw in fws}
+    if len(fws) == 2:
+        a, b = fws  # 'jax', 'tf'
+        figs[f"{b}_vs_{a}"] = abs(float(saved[b]["loss"]) - float(saved[a]["loss"])) / abs(float(saved[a]["loss"]))
+    off = [fw for fw in fws if figs[f"{fw}_vs_f64"] > loss_tol]
+    return {
+        "check": "loss (one batch)",
+        "replicas": replicas,
+        "figures": figs,
+        "max_rel_err": max(figs[f"{fw}_vs_f64"] for fw in fws),
+        "tolerance": loss_tol,
+        "passed": not off,
+        "detail": "off float64: " + ", ".join(short(fw) for fw in off) if off else "",
+    }
+
+
+def _per_parameter(saved: dict, refs: dict, batch: int) -> dict[str, dict]:
+    """Per parameter: each framework's error against float64 under its own routing, and with two frameworks
+    their difference and routing's alone, all over the parameter's scale; and that scale over max |reference|
+    ('conditioning'; None for an all-zero gradient). The scale (tolerances.gradient_scale, from the oracle's
+    terms) is max |reference| where the parameter's last sum does not cancel, more where it does."""
+    fws = sorted(saved)
+    scales = [
+        max(grad_scale(batch, refs[fw][1][i], refs[fw][2]["terms"][i]) for fw in fws) for i in range(len(GRAD_NAMES))
+    ]
+
+    def rel(got: np.ndarray, ref: np.ndarray, i: int) -> float:
+        return _relative(errors(got, ref)["max_abs_err"], scales[i])
+
+    per = {}
+    for i, name in enumerate(GRAD_NAMES):
+        per[name] = {f"{fw}_vs_f64": rel(saved[fw][f"grad/{i:03d}"], refs[fw][1][i], i) for fw in fws}
+        if len(fws) == 2:
+            a, b = fws
+            per[name][f"{b}_vs_{a}"] = rel(saved[b][f"grad/{i:03d}"], saved[a][f"grad/{i:03d}"], i)
+            per[name]["routing_alone"] = rel(refs[b][1][i], refs[a][1][i], i)
+        ref_max = float(np.max(np.abs(refs[fws[0]][1][i])))
+        per[name]["conditioning"] = scales[i] / ref_max if ref_max > 0 else None
+    return per
+
+
+def grad_scale(batch: int, ref: np.ndarray, terms: cnn_oracle.Terms) -> float:
+    """The absolute scale a gradient's error is judged against (tolerances.gradient_scale, maxima per array)."""
+    peak = float(np.max(np.abs(ref))) if ref.size else 0.0
+    return gradient_scale(batch, terms.n, float(np.max(terms.abs_sum)), float(np.max(terms.rss)), peak)
+
+
+def _relative(err: float, scale: float) -> float:
+    """An absolute error over its scale; an error where the scale is 0 (every term 0) is infinitely off."""
+    if scale > 0:
+        return err / scale
+    return 0.0 if err == 0 else float("inf")
+
+
+def _cancelling(per: dict) -> str:
+    """Which parameters' gradients cancel, so are judged on a scale above max |reference|."""
+    k = {n: p["conditioning"] for n, p in per.items() if p["conditioning"] is None or p["conditioning"] > 2}
+    if not k:
+        return "errors relative to max |reference| (no gradient's sum cancels)"
+    said = ", ".join(f"{n} x{c:,.0f}" if c is not None else f"{n} (all zero)" for n, c in k.items())
+    return f"errors relative to max |reference|, or to the terms' scale where a sum cancels ({said})"
+
+
+def _grads_verdict(per: dict, pools: list[dict], own: dict, figs: dict, tol: float) -> str:
+    """The gradient check's finding in plain words: who is off and where, or what explains a difference."""
+    off = [fw for fw, e in own.items() if e > tol]
+    if off:
+        return "; ".join(
+            f"{short(fw)} is off float64 with its own max-pool routing: "
+            + ", ".join(f"{n} {p[f'{fw}_vs_f64']:.1e}" for n, p in per.items() if p[f"{fw}_vs_f64"] > tol)
+            + " (not explained by pooling ties)"
+            for fw in off
+        )
+    windows = sum(p["windows"] for p in pools)
+    ties = sum(p["near_ties"] for p in pools)
+    routed = {k: sum(p[k] for p in pools) for k in pools[0] if k.startswith("routed_differently")}
+    ties_said = f"{ties:,} of {windows:,} pooling windows are near-ties (within {NEAR_TIE_ULPS} float32 ulps)"
+    agree = " and ".join(f"{short(fw)} {e:.1e}" for fw, e in own.items())
+    cross = figs.get("tf_vs_jax")
+    if cross is None or cross <= tol:
+        worst = max(per, key=lambda n: max(v for k, v in per[n].items() if k.endswith("_f64")))
+        return f"against float64 with its own routing: {agree} (worst: {worst}); {ties_said}; {_cancelling(per)}"
+    n = sum(routed.values())
+    if not n:
+        return (
+            f"TF and JAX differ by {cross:.1e}, within the sum of their own errors against float64 "
+            f"({agree}); {ties_said}, none routed differently"
+        )
+    where = ", ".join(
+        f"{p['layer']}: {sum(v for k, v in p.items() if k.startswith('routed'))}"
+        for p in pools
+        if any(v for k, v in p.items() if k.startswith("routed"))
+    )
+    worst = max(per, key=lambda k: per[k]["tf_vs_jax"])
+    return (
+        f"TF and JAX differ by {cross:.1e} ({worst}) because they route {n:,} of {windows:,} pooling windows "
+        f"differently ({where}; near-ties within {NEAR_TIE_ULPS} float32 ulps: {ties:,}); with its own routing "
+        f"each agrees with float64: {agree}"
+    )
+
+
+def trajectory(
+    a: dict,
+    b: dict,
+    va: str,
+    vb: str,
+    tols: dict,
+    replicas: int,
+    names: tuple[str, str] = (TF, JAX),
+    key: str = f"{TF}_vs_{JAX}",
+) -> list[dict]:
+    """The same dropout-free steps from the same weights: per-step loss and final parameters, of variant `va` in
+    saved arrays `a` against `vb` in `b` (TF against JAX by default; `names` label them, `key` names the figure)."""
+    la, lb = a[f"traj/{va}/loss"], b[f"traj/{vb}/loss"]
+    every = max(int(a.get(f"traj/{va}/loss_every", 1)), int(b.get(f"traj/{vb}/loss_every", 1)))
+    if every > 1:  # one side knows its loss only as each dispatch's mean: compare both at that grain
+        la, lb = _block_means(la, every), _block_means(lb, every)
+    # Relative to the trajectory's largest loss, like every other figure here: per step, a loss that
+    # falls to ~0.005 turns float32 rounding (amplified step by step, as TF with and without XLA
+    # diverge from each other by 1e-2 per step) into large ratios of tiny numbers.
+    loss = float(np.max(np.abs(la - lb)) / np.max(np.abs(la)))
+    per_step = float(np.max(np.abs(la - lb) / np.abs(la)))
+    n = len(WEIGHT_NAMES)
+    wa = [a[f"traj/{va}/w{i:03d}"].astype(np.float64) for i in range(n)]
+    wb = [b[f"traj/{vb}/w{i:03d}"].astype(np.float64) for i in range(n)]
+    trainable = [i for i, w in enumerate(CNN_WEIGHTS) if w.trainable]
+    diff = np.sqrt(sum(np.sum((wa[i] - wb[i]) ** 2) for i in trainable))
+    params = float(diff / np.sqrt(sum(np.sum(wa[i] ** 2) for i in trainable)))
+    stats = max(errors(wb[i], wa[i])["max_rel_err"] for i in range(n) if i not in trainable)
+    label = f"{names[0]} {va} vs {names[1]} {vb}, {len(a[f'traj/{va}/loss'])} steps"
+    grain = f"; loss as the mean of each {every} steps (one dispatch)" if every > 1 else ""
+    return [
+        _row(
+            f"trajectory loss ({label})",
+            {key: loss},
+            tols["trajectory_loss"],
+            replicas,
+            f"per-step relative, not judged: {per_step:.1e}{grain}",
+        ),
+        _row(f"trajectory params, rel L2 ({label})", {key: params}, tols["trajectory_params"], replicas),
+        _row(f"trajectory BN moving stats ({label})", {key: stats}, tols["trajectory_params"], replicas),
+    ]
+
+
+def _block_means(a: np.ndarray, every: int) -> np.ndarray:
+    """Means of consecutive blocks of `every` steps (the last block may be shorter)."""
+    return np.array([a[s : s + every].mean() for s in range(0, len(a), every)])
+
+
+# Test accuracy is judged only once BatchNorm's moving statistics (momentum 0.99, what inference normalises with)
+# keep under 1% of their initial values (mean 0, variance 1, against raw pixels' ~73 and ~8000): 0.99^n <= 0.01,
+# n >= 459. Before that a model's test accuracy swings with how its layers react to mis-normalised inputs (the
+# figures, shorter and longer, are in docs/numerics.md). The notebook's schedule, 1,000 steps, is judged.
+BN_MOMENTUM = 0.99
+MIN_ACCURACY_STEPS = math.ceil(math.log(0.01) / math.log(BN_MOMENTUM))
+
+
+def _accuracy_runs(rows: list[dict]) -> tuple[dict[str, list[float]], dict[str, tuple[str, str]]]:
+    """Test accuracies by 'framework variant' (one per seed), and each variant's (framework, number format)."""
+    runs: dict[str, list[float]] = {}
+    fmt = {}
+    for row in rows:
+        runs.setdefault(f"{row['framework']} {row['variant']}", []).append(row["test_accuracy"])
+        fmt[f"{row['framework']} {row['variant']}"] = (row["framework"], row.get("dtype", "float32"))
+    return runs, fmt
+
+
+def accuracy(rows: list[dict], band: float) -> list[dict]:
+    """After training with dropout on: each variant's test accuracy (mean over seeds), per replica count.
+
+    The gap between the frameworks' means must be within `band`, and so must the gap between a mixed-precision
+    ('+bf16') variant and its own framework's float32 ones. Runs shorter than MIN_ACCURACY_STEPS are reported but
+    not judged (passed is None).
+    """
+    out = []
+    for r in sorted({row["replicas"] for row in rows}):
+        mine = [row for row in rows if row["replicas"] == r and row.get("test_accuracy") is not None]
+        check = {"check": "test accuracy after training (dropout on)", "replicas": r}
+        check.update(max_rel_err=None, tolerance=band)
+        if not mine:
+            steps = min(row["spec"]["epochs"] * row["spec"]["steps_per_epoch"] for row in rows if row["replicas"] == r)
+            detail = f"not evaluated: {steps} steps < {MIN_ACCURACY_STEPS}"
+            out.append({**check, "figures": {}, "passed": None, "detail": detail})
+            continue
+        runs, fmt = _accuracy_runs(mine)
+        acc = {k: float(np.mean(v)) for k, v in runs.items()}
+        tf = [k for k in acc if fmt[k][0] == TF]
+        jx = [k for k in acc if fmt[k][0] == JAX]
+        if not (tf and jx):
+            continue
+        # TF against JAX in every number format, and each mixed-precision variant against its own float32 ones
+        pairs = [(a, b) for a in tf for b in jx]
+        mixed = [a for a in acc if fmt[a][1] == "bfloat16"]
+        pairs += [(a, b) for a in mixed for b in acc if fmt[a][0] == fmt[b][0] and fmt[b][1] == "float32"]
+        gap = max(abs(acc[a] - acc[b]) for a, b in pairs)
+        seeds = min(len(v) for v in runs.values())
+        steps = min(row["spec"]["epochs"] * row["spec"]["steps_per_epoch"] for row in mine)
+        judged = steps >= MIN_ACCURACY_STEPS
+        detail = f"gap {gap:.4f}, mean over {seeds} seed(s)"
+        detail += "" if judged else f"; not judged: {steps} steps < {MIN_ACCURACY_STEPS}"
+        passed = bool(gap <= band) if judged else None
+        out.append({**check, "figures": acc, "per_seed": runs, "max_abs_gap": gap, "passed": passed, "detail": detail})
+    return out

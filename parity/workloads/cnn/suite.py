@@ -1,0 +1,346 @@
+"""The parent side of a trained workload (the CNN): its data, shared initial weights, row figures and parity.
+
+This module is the CNN's parity.workloads.suite.Suite (registered in parity.engine.registry.SUITES); the engine knows
+nothing else about training. Worker-side counterparts are in parity.workloads.cnn.cases.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from parity.api.weights import load_npz, save_npz
+from parity.common.frameworks import JAX, TF
+from parity.common.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
+from parity.engine.config import warn
+from parity.judging.roofline import native_bf16
+from parity.workloads import CNN_FULL
+from parity.workloads.cnn import checks, data, sources
+from parity.workloads.cnn.oracle import cnn_forward
+
+
+@dataclass
+class ParityRound:
+    """One replica count's parity arrays, as the frameworks answer: their replica counts, the round's batch
+    (size b, fixed when the first framework asks; n: the most replicas), and each framework's saved files."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # framework -> its gradients and trajectories (.npz)
+    fwd: dict[str, str] = field(default_factory=dict)  # framework -> its forward blocks (.npz), the first round
+    b: int | None = None
+    n: int | None = None
+    batches: str | None = None
+
+
+@dataclass
+class CnnState:
+    """What the CNN's parent side keeps between rounds."""
+
+    data: str  # the dataset every worker reads (.npz)
+    weights: str  # the first seed's shared initial weights (.npz)
+    validate: str  # 'epoch', 'end' or 'none'
+    warning: list[str]  # the synthetic-data warning, said once when training is about to start
+    parity: dict[int, ParityRound] = field(default_factory=dict)  # by replica count
+    traj_skipped: str | None = None  # why a TF-vs-JAX trajectory was not compared
+
+
+def prepare(cfg, spec, save_dir: Path) -> tuple[CnnState, list[str]]:
+    """Load (or make) the data once for every worker; returns the run's state and its notes."""
+    ds, note = sources.load(cfg.data, cfg.data_dir, spec.train_size, spec.test_size, cfg.timeout_s, cfg.progress)
+    ds.save(save_dir / "data.npz")
+    said = []
+    if ds.source == "synthetic" and cfg.data == "auto":  # said when training is about to start (warm)
+        said = [
+            "SYNTHETIC DATA: Fashion-MNIST was not found on disk "
+            f"(looked for IDX files{' in ' + cfg.data_dir if cfg.data_dir else ''} and TFDS's "
+            f"fashion_mnist in {sources.tfds_root(cfg.data_dir)}).",
+            "The CNN trains on a learnable stand-in of the same shapes: its speed is the real one, its "
+            "accuracy is not Fashion-MNIST's.",
+            "To train on the real data (a network, about 30 MB, once):",
+            "  " + shlex.join(with_data_download(cfg.command)),
+        ]
+    notes = [f"cnn: {note}"]
+    if cfg.device == "cpu" and not cfg.quick and spec.epochs < CNN_FULL.epochs:
+        notes.append(
+            f"cnn: CPU schedule shortened to {spec.epochs} epochs x {spec.steps_per_epoch} steps at global "
+            f"batch {spec.global_batch} (notebook: {CNN_FULL.epochs} x {CNN_FULL.steps_per_epoch} at "
+            f"{CNN_FULL.global_batch}); --epochs/--steps-per-epoch/--batch restore it"
+        )
+    validate = validation(cfg, spec)
+    steps = spec.epochs * spec.steps_per_epoch
+    notes.append(
+        {
+            "epoch": f"cnn: validation on the {len(ds.x_test):,} test images after every epoch, outside the "
+            "timed interval (as Keras's fit(validation_data=...)); per-epoch history in results.json",
+            "end": f"cnn: evaluated on the {len(ds.x_test):,} test images once, after the last epoch",
+            "none": f"cnn: not evaluated ({steps} steps < {checks.MIN_ACCURACY_STEPS}: test accuracy would not "
+            "have settled); --validate epoch evaluates after every epoch"
+            if cfg.validate == "auto"
+            else "cnn: not evaluated (--validate none)",
+        }[validate]
+    )
+    state = CnnState(str(save_dir / "data.npz"), str(save_dir / f"w0-s{spec.seed}.npz"), validate, said)
+    return state, notes
+
+
+def with_data_download(command) -> list[str]:
+    """`command` with its --data option replaced by --data download."""
+    out, skip = [], False
+    for a in command:
+        if skip:
+            skip = False
+        elif a == "--data":
+            skip = True
+        elif not a.startswith("--data="):
+            out.append(a)
+    return [*out, "--data", "download"]
+
+
+def warm(cfg, workers: dict, state: CnnState) -> None:
+    """Every worker's one-off model set-up, at once and untimed; the synthetic-data warning, once, now that
+    the workers are up and training is about to start."""
+    if state.warning:
+        warn(cfg, state.warning)
+        state.warning = []
+    for w in workers.values():
+        w.send(cmd="call", fn="cnn_warm")
+    for w in workers.values():
+        w.answer()
+
+
+def case_args(spec, seed_offset: int, workers: dict, save_dir: Path, state: CnnState) -> tuple[object, dict, str]:
+    """The spec for this seed, the case's extra request fields, and a tag for its keys. Both frameworks
+    start from the same weights: the first worker's framework initialises them, Keras-style, once a seed."""
+    spec = dataclasses.replace(spec, seed=spec.seed + seed_offset)
+    weights = save_dir / f"w0-s{spec.seed}.npz"
+    if not weights.exists():
+        next(iter(workers.values())).ask(cmd="call", fn="cnn_init_weights", seed=spec.seed, out=str(weights))
+    return spec, {"data": state.data, "weights": str(weights), "validate": state.validate}, f"-s{spec.seed}"
+
+
+def validation(cfg, spec) -> str:
+    """--validate for this schedule: 'auto' is every epoch where the schedule is long enough for accuracy to be
+    judged (the notebook's, an accelerator's default), else none (evaluation compiles: seconds per row)."""
+    if cfg.validate != "auto":
+        return cfg.validate
+    return "epoch" if spec.epochs * spec.steps_per_epoch >= checks.MIN_ACCURACY_STEPS else "none"
+
+
+def row_extra(kind, res: dict, spec) -> dict:
+    """A CNN row's own figures: images per second, the data it ran on, and for training the first epoch
+    (kept apart from the timed epochs), the test figures and the article's 5-epoch estimate."""
+    med = res.get("median_s")
+    out = {
+        "images_per_s": res["images"] / med if med else None,
+        "data": res.get("data"),
+        "spec": spec.to_dict(),
+        "seed": spec.seed,
+    }
+    if kind.epochs:
+        out.update(
+            time_unit="epoch",
+            first_epoch_s=res.get("compile_s"),
+            test_loss=res.get("test_loss"),
+            test_accuracy=res.get("test_accuracy"),
+            history=res.get("history"),
+        )
+        if med:  # the article's figure: 5 epochs of 100 steps at global batch 1024
+            per_step = med / spec.steps_per_epoch * (CNN_FULL.global_batch / spec.global_batch)
+            out["est_5_notebook_epochs_s"] = (res["compile_s"] - med) + 5 * CNN_FULL.steps_per_epoch * per_step
+    return out
+
+
+def parity_collect(
+    cfg, spec, workers: dict, hello: dict, save_dir: Path, state: CnnState, first: bool, log, key: int
+) -> None:
+    """The parity arrays of this round's out-of-the-box workers that are running: all frameworks at once, or,
+    on a device with one owner at a time, each in its turn (parity_judge judges them when all have answered).
+
+    One batch's gradients and a dropout-free trajectory per variant; with `first`, also each block's inference
+    output from the trained weights of the first framework's first trajectory."""
+    own = {k: w for k, w in workers.items() if w.config == "default"}  # parity: out of the box
+    if not own:
+        return
+    rnd = state.parity.setdefault(key, ParityRound())
+    rnd.counts.update({w.framework: hello[k]["replicas"] for k, w in own.items()})
+    ds = data.Dataset.load(Path(state.data))
+    if rnd.b is None:  # the round's batch, fixed by the frameworks known when the first one asks
+        _round_batch(cfg, spec, rnd, ds, save_dir, log, key)
+    fws = {}
+    for w in own.values():
+        if rnd.b % rnd.counts[w.framework]:  # a later owner on another replica count than the first
+            state.traj_skipped = (
+                f"cnn: {w.framework} on {rnd.counts[w.framework]} replicas does not divide "
+                f"the parity batch of {rnd.b}: not compared"
+            )
+            continue
+        fws[w.framework] = w
+    keys = {w.framework: k for k, w in own.items()}
+    bf16 = {fw: native_bf16(cfg.device, hello[keys[fw]]["device_kind"], w.env) for fw, w in fws.items()}
+    rnd.files.update(
+        _ask_all(
+            fws,
+            save_dir,
+            f"parity-{{fw}}-r{rnd.n}.npz",
+            {fw: {"bf16": b} for fw, b in bf16.items()},
+            spec=spec.to_dict(),
+            weights=state.weights,
+            tuned=cfg.tuned,
+            batches=rnd.batches,
+        )
+    )
+    if first and fws:
+        _collect_forward(spec, rnd, fws, ds, save_dir)
+
+
+def _round_batch(cfg, spec, rnd: ParityRound, ds, save_dir: Path, log, key: int) -> None:
+    """The round's parity batches: a size every framework's replicas split evenly, saved for all to read."""
+    n = max(rnd.counts.values())
+    b = max(2 * n, min(spec.global_batch, 64))
+    b += -b % math.lcm(*rnd.counts.values())  # every framework's replicas get the same share
+    x, y = data.batches(ds, data.batch_offsets(spec.seed + 1, cfg.parity_steps, len(ds.x_train), b), b)
+    rnd.b, rnd.n, rnd.batches = b, n, str(save_dir / f"parity_batches-r{key}.npz")
+    np.savez(rnd.batches, x=x, y=y)
+    log(cfg, f"cnn parity x{n}: gradients and a {cfg.parity_steps}-step trajectory (dropout off, batch {b})")
+
+
+def _collect_forward(spec, rnd: ParityRound, fws: dict, ds, save_dir: Path) -> None:
+    """Each framework's inference blocks on 16 test images, from trained weights (the first framework's first
+    trajectory's)."""
+    w_fwd = save_dir / "w_fwd.npz"
+    if not w_fwd.exists():
+        with np.load(rnd.files[next(iter(fws))]) as src:
+            saved = dict(src)
+        v = _variants(saved)[0]
+        save_npz([saved[f"traj/{v}/w{i:03d}"] for i in range(len(checks.WEIGHT_NAMES))], w_fwd)
+        np.save(save_dir / "fwd_x.npy", ds.x_test[:16].astype(np.float32))
+    x = str(save_dir / "fwd_x.npy")
+    rnd.fwd.update(_ask_all(fws, save_dir, "fwd-{fw}.npz", {}, spec=spec.to_dict(), weights=str(w_fwd), forward=x))
+
+
+def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, key: int) -> list[dict]:
+    """Trajectory parity at this replica count, the forward pass and gradients once (first=True), all from
+    the arrays parity_collect saved."""
+    rnd = state.parity.pop(key, None)
+    if not rnd or not rnd.files:
+        return []
+    n, b = rnd.n, rnd.b
+    saved = {fw: dict(np.load(f)) for fw, f in rnd.files.items()}
+    with np.load(rnd.batches) as f:
+        x, y = f["x"], f["y"]
+    tols = cnn_tolerances(cfg.device, cfg.precision)
+    rows = []
+    if first:  # one batch on one device: the same at every replica count; judged against float64
+        rows += checks.grads(
+            saved,
+            load_npz(state.weights),
+            x[0],
+            y[0],
+            cnn_grad_tolerance(b, cfg.device, cfg.precision),
+            cnn_loss_tolerance(b, cfg.device, cfg.precision),
+        )
+    rows += _trajectories(
+        saved,
+        {fw: rnd.counts[fw] for fw in saved},
+        tols,
+        n,
+        state,
+        cnn_tolerances(cfg.device, cfg.precision, "bfloat16"),
+    )
+    if first and rnd.fwd:
+        fwd = {fw: dict(np.load(f)) for fw, f in rnd.fwd.items()}
+        xf = np.load(save_dir / "fwd_x.npy")
+        rows = checks.forward(fwd, cnn_forward(load_npz(save_dir / "w_fwd.npz"), xf), tols["forward"]) + rows
+    for r in rows:
+        r.setdefault("replicas", n)
+        log(
+            cfg,
+            f"  {'PASS' if r['passed'] else 'FAIL'} {r['check']}: "
+            + ", ".join(f"{k} {v:.2e}" for k, v in r["figures"].items())
+            + f" (tolerance {r['tolerance']:.2g})"
+            + (f"; {r['detail']}" if r.get("detail") else ""),
+        )
+    return rows
+
+
+def _ask_all(workers: dict, save_dir: Path, name: str, own: dict, **req) -> dict[str, str]:
+    """One cnn_parity request to every framework given at once (untimed), with `own[framework]`'s fields added;
+    each answers with a .npz file, whose path is returned by framework."""
+    for fw, w in workers.items():
+        w.send(cmd="call", fn="cnn_parity", out=str(save_dir / name.format(fw=fw)), **req, **own.get(fw, {}))
+    for w in workers.values():
+        w.answer()
+    return {fw: str(save_dir / name.format(fw=fw)) for fw in workers}
+
+
+def _variants(saved: dict) -> list[str]:
+    return [k.split("/")[1] for k in saved if k.startswith("traj/") and k.endswith("/loss")]
+
+
+def _trajectories(saved: dict, counts: dict, tols: dict, n: int, state: CnnState, bf16_tols: dict) -> list[dict]:
+    """Every pair of TF and JAX trainers in the same number format over the same dropout-free steps, and each
+    mixed-precision ('+bf16') trainer against its own framework's float32 one (bfloat16's tolerances)."""
+    same = [
+        row
+        for fw in saved
+        for v in _variants(saved[fw])
+        if _dtype(saved[fw], v) == "bfloat16"
+        for row in checks.trajectory(
+            saved[fw], saved[fw], v, _float32(saved[fw], v), bf16_tols, n, (fw, fw), "bf16_vs_f32"
+        )
+    ]
+    if len(saved) < 2:
+        return same
+    if counts[TF] != counts[JAX]:  # BatchNorm statistics are per replica: a different split is another model
+        state.traj_skipped = (
+            f"cnn: no TF-vs-JAX trajectory check: TensorFlow trained on {counts[TF]} "
+            f"replicas, JAX on {counts[JAX]} (BatchNorm statistics: per replica)"
+        )
+        return same
+    cross = [
+        row
+        for tv, jv in _pairs(saved[TF], saved[JAX])
+        for row in checks.trajectory(
+            saved[TF], saved[JAX], tv, jv, bf16_tols if _dtype(saved[TF], tv) == "bfloat16" else tols, n
+        )
+    ]
+    return cross + same
+
+
+def _dtype(saved: dict, v: str) -> str:
+    return str(saved.get(f"traj/{v}/dtype", "float32"))
+
+
+def _float32(saved: dict, mixed: str) -> str:
+    """What a mixed-precision variant is compared with: the same variant in float32 ('shard_map' for
+    'shard_map+bf16', 'jit+pool' for 'jit+bf16+pool'), else the framework's first float32 one."""
+    f32 = [v for v in _variants(saved) if _dtype(saved, v) == "float32"]
+    same = mixed.replace("+bf16", "")
+    return same if same in f32 else f32[0]
+
+
+def _pairs(tf: dict, jx: dict) -> list[tuple[str, str]]:
+    """Every pair of single-step variants in the same number format; a multi-step one (several steps per dispatch)
+    against the other framework's first, out-of-the-box variant only, so the checks grow by one pair per
+    multi-step variant."""
+
+    def multi(saved, v):
+        return int(saved.get(f"traj/{v}/dispatch", 1)) > 1
+
+    tv, jv = _variants(tf), _variants(jx)
+    single = [
+        (t, j) for t in tv for j in jv if not multi(tf, t) and not multi(jx, j) and _dtype(tf, t) == _dtype(jx, j)
+    ]
+    return single + [(t, jv[0]) for t in tv if multi(tf, t)] + [(tv[0], j) for j in jv if multi(jx, j)]
+
+
+def summary(cfg, rows: list[dict], state: CnnState) -> tuple[list[dict], list[str]]:
+    """After every replica count: the accuracy check over the training rows, and the notes gathered."""
+    band = cnn_tolerances(cfg.device, cfg.precision)["accuracy_band"]
+    trained = [r for r in rows if r["workload"] == "cnn_train" and r["verified"]]
+    return checks.accuracy(trained, band), [state.traj_skipped] if state.traj_skipped else []
