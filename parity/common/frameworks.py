@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 
@@ -21,7 +22,8 @@ class Framework:
     keeps_out: tuple[str, ...] = ()
 
 
-# The two keys, for code that pairs one framework against the other (TF's best row against JAX's)
+# The keys of today's two, for code about one framework in particular (TF's multi-worker cluster, JAX's platform
+# names); code about frameworks in general reads TABLE and KEYS
 TF, JAX = "tf", "jax"
 
 
@@ -49,10 +51,28 @@ def label(key: str) -> str:
 
 
 def short(key: str) -> str:
-    """'TF' for 'tf'."""
-    return TABLE[key].short
+    """'TF' for 'tf'; a key the table does not hold (an older file's framework) is its own name."""
+    return TABLE[key].short if key in TABLE else key
 
 
 def color(key: str) -> str:
-    """'tab:orange' for 'tf'."""
-    return TABLE[key].color
+    """'tab:orange' for 'tf'; grey for a key the table does not hold."""
+    return TABLE[key].color if key in TABLE else "tab:gray"
+
+
+def ordered(keys: Iterable[str]) -> list[str]:
+    """The distinct `keys` in the table's order, then any the table does not hold (an older file's) as given.
+    The first is the reference a comparison divides by ('tf' wherever TensorFlow ran)."""
+    given = list(dict.fromkeys(keys))
+    return [k for k in KEYS if k in given] + [k for k in given if k not in TABLE]
+
+
+def pairs(keys: Iterable[str]) -> list[tuple[str, str]]:
+    """Every pair of the distinct `keys`, each in table order: [('tf', 'jax')] for today's two."""
+    ks = ordered(keys)
+    return [(a, b) for i, a in enumerate(ks) for b in ks[i + 1 :]]
+
+
+def over(num: str, den: str) -> str:
+    """A ratio's name from the frameworks' short names: 'JAX/TF' for over('jax', 'tf')."""
+    return f"{short(num)}/{short(den)}"

@@ -14,7 +14,6 @@ import re
 from collections import defaultdict
 
 from parity.api.cnn import CNN_WEIGHTS
-from parity.common.frameworks import JAX, TF
 
 # The CNN's layers in order, as Keras names them (tf_impl/cnn.py; the JAX side's named scopes use the same names).
 CNN_LAYERS = (
@@ -70,28 +69,32 @@ def attribute(ops: list[tuple[str, float]], per: int, median_s: float | None) ->
     return rows, (whole / median_s if median_s else None)
 
 
-def side_by_side(tf: dict, jax: dict) -> list[tuple[str, str, float | None, float | None]]:
-    """(layer, pass, TF seconds, JAX seconds) for every layer and pass either row's profile holds."""
-    per = {
-        fw: {(r["layer"], r["pass"]): r["seconds"] for r in row.get("layers") or []}
-        for fw, row in ((TF, tf), (JAX, jax))
-    }
-    keys = list(dict.fromkeys([*per[TF], *per[JAX]]))
+def side_by_side(rows: dict[str, dict]) -> list[tuple[str, str, tuple[float | None, ...]]]:
+    """(layer, pass, seconds) for every layer and pass any of `rows` (framework -> its profiled row) holds, the
+    seconds one per framework in `rows`' order (None where its profile has none)."""
+    per = [{(r["layer"], r["pass"]): r["seconds"] for r in row.get("layers") or []} for row in rows.values()]
+    keys = list(dict.fromkeys(k for p in per for k in p))
     order = {name: i for i, name in enumerate((*CNN_LAYERS, "optimizer", "other"))}
     keys.sort(key=lambda k: (order.get(k[0], 99), PASSES.index(k[1])))
-    return [(layer, p, per[TF].get((layer, p)), per[JAX].get((layer, p))) for layer, p in keys]
+    return [(layer, p, tuple(s.get((layer, p)) for s in per)) for layer, p in keys]
 
 
-def loses_most(lines: list[tuple[str, str, float | None, float | None]]) -> dict[str, tuple[str, str, float]]:
-    """Per framework, the layer and pass where it spends the most time beyond the other: {fw: (layer, pass, s)}."""
+def loses_most(
+    lines: list[tuple[str, str, tuple[float | None, ...]]], fws: list[str]
+) -> dict[str, tuple[str, str, float]]:
+    """Per framework (`fws`, in the order of the lines' seconds), the layer and pass where it spends the most time
+    beyond the fastest of the others there: {fw: (layer, pass, s)}, the reference (the first) last; a framework
+    that is nowhere slower is left out."""
     out = {}
-    for fw, sign in ((JAX, 1), (TF, -1)):
+    for i in [*range(1, len(fws)), 0]:
         gaps = [
-            (sign * ((j or 0.0) - (t or 0.0)), layer, p) for layer, p, t, j in lines if t is not None and j is not None
+            (s[i] - min(o), layer, p)
+            for layer, p, s in lines
+            if s[i] is not None and (o := [x for k, x in enumerate(s) if k != i and x is not None])
         ]
         if gaps and max(gaps)[0] > 0:
             gap, layer, p = max(gaps)
-            out[fw] = (layer, p, gap)
+            out[fws[i]] = (layer, p, gap)
     return out
 
 

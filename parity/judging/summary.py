@@ -1,10 +1,11 @@
-"""The answer first: per workload x replicas x number format, each framework's best row, JAX's over TF's with a 95%
-interval, and the parity verdict; and the `comparisons` a results file keeps (JAX against TF, and each tuned
-variant against its own framework out of the box)."""
+"""The answer first: per workload x replicas x number format, each framework's best row, each other framework's best
+over the reference's (the first of the frameworks' table present: TF's) with a 95% interval, and the parity verdict;
+and the `comparisons` a results file keeps (each framework against the reference, and each tuned variant against its
+own framework out of the box)."""
 
 from __future__ import annotations
 
-from parity.common.frameworks import JAX, TF
+from parity.common import frameworks
 from parity.judging.stats import MIN_CALLS, Ratio, median_ratio
 from parity.workloads import WORKLOADS
 
@@ -35,6 +36,18 @@ def best(rows: list[dict], wl: str, n: int, dtype: str, fw: str, tuned: bool | N
     return min(mine, key=lambda r: r["median_s"]) if mine else None
 
 
+def frameworks_in(rows: list[dict]) -> list[str]:
+    """The frameworks `rows` hold, in the table's order: the first is the reference the summary's columns divide by."""
+    return frameworks.ordered(r["framework"] for r in rows)
+
+
+def bests(rows: list[dict], wl: str, n: int, dtype: str) -> dict[str, dict]:
+    """Each framework's best row in one group, in the table's order (those with none left out): the first is the
+    group's reference."""
+    found = {fw: best(rows, wl, n, dtype, fw) for fw in frameworks_in(rows)}
+    return {fw: r for fw, r in found.items() if r}
+
+
 def ratio(num: dict, den: dict, same_run: bool = True) -> Ratio:
     """num's median over den's; the interval from their raw times, paired by round where both rows ran in the same
     rounds of one run (`same_run`); a file without raw times gives the medians' ratio and no interval."""
@@ -48,7 +61,7 @@ def _side(r: dict) -> dict:
     return {"framework": r["framework"], "variant": r["variant"], "median_s": r["median_s"]}
 
 
-def _entry(kind: str, wl: str, n: int, dtype: str, num: dict, den: dict) -> dict:
+def _entry(kind: str, wl: str, n: int, dtype: str, num: dict, den: dict, what: str) -> dict:
     q = ratio(num, den)
     return {
         "kind": kind,
@@ -61,26 +74,27 @@ def _entry(kind: str, wl: str, n: int, dtype: str, num: dict, den: dict) -> dict
         "ci95": q.ci95,
         "paired_rounds": q.paired,
         "calls": list(q.calls),
-        "text": q.text("JAX/TF" if kind == "jax_vs_tf" else f"{num['variant']}/{den['variant']}"),
+        "text": q.text(what),
     }
 
 
 def comparisons(rows: list[dict]) -> list[dict]:
-    """Per workload x replicas x format: the best JAX row over the best TF row ('jax_vs_tf'); and each tuned row
+    """Per workload x replicas x format: each framework's best row over the reference's, the first framework of the
+    table with a row there (kind '<framework>_vs_<reference>': 'jax_vs_tf', text 'JAX/TF'); and each tuned row
     over its framework's best out-of-the-box row at the same workload and replicas ('tuned_vs_default', the
     out-of-the-box row in float32 when the tuned one is bfloat16: what the tuning buys)."""
     out = []
     for wl, n, dtype in groups(rows):
-        tf, jax = best(rows, wl, n, dtype, TF), best(rows, wl, n, dtype, JAX)
-        if tf and jax:
-            out.append(_entry("jax_vs_tf", wl, n, dtype, jax, tf))
+        b = bests(rows, wl, n, dtype)
+        ref, *others = b or [None]
+        out += [_entry(f"{fw}_vs_{ref}", wl, n, dtype, b[fw], b[ref], frameworks.over(fw, ref)) for fw in others]
     for r in _ok(rows):
         if is_tuned(r):
             base = best(rows, r["workload"], r["replicas"], "float32", r["framework"], tuned=False)
             if base:
-                out.append(
-                    _entry("tuned_vs_default", r["workload"], r["replicas"], r.get("dtype") or "float32", r, base)
-                )
+                what = f"{r['variant']}/{base['variant']}"
+                dtype = r.get("dtype") or "float32"
+                out.append(_entry("tuned_vs_default", r["workload"], r["replicas"], dtype, r, base, what))
     return out
 
 
@@ -120,11 +134,21 @@ def verdict(doc: dict, wl: str, n: int, dtype: str) -> str:
 
 
 def interval_note(doc: dict) -> str:
-    """How the summary's intervals were made."""
+    """How the summary's intervals were made; '' where it shows one framework (no ratio)."""
+    ref, *others = frameworks_in(doc["rows"]) or [None]
+    if not others:
+        return ""
     comps = comparisons(doc["rows"])
     paired = sum(bool(c["paired_rounds"]) for c in comps)
+    heads = ", ".join(f"{frameworks.over(fw, ref)} (95% CI)" for fw in others)
+    said = (
+        f"the best {frameworks.short(others[0])} row's median over the best {frameworks.short(ref)} row's"
+        if len(others) == 1
+        else f"each framework's best row's median over the best {frameworks.short(ref)} row's (in a group without "
+        f"one, over the best row of the first framework of the table that has one, and said)"
+    )
     return (
-        "JAX/TF (95% CI): the best JAX row's median over the best TF row's, with a 95% percentile-bootstrap interval "
+        f"{heads}: {said}, with a 95% percentile-bootstrap interval "
         f"({paired} of {len(comps)} comparisons paired on the interleaving rounds both rows ran in, each row's "
         "other calls resampled on their own; "
         f"fewer than {MIN_CALLS} timed calls on a side: no interval); an interval that holds 1 is no difference "

@@ -70,8 +70,8 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
 
 
 def history_chart(rows: list[dict], path: Path, title: str = "") -> bool:
-    """A PNG of validation accuracy against epoch for every training row with a per-epoch history, TF and
-    JAX on one plot (colour: framework; line style: variant). False (nothing written) when there is none."""
+    """A PNG of validation accuracy against epoch for every training row with a per-epoch history, every
+    framework on one plot (colour: framework; line style: variant). False (nothing written) when there is none."""
     hist = [r for r in rows if r.get("history")]
     if not hist:
         return False
@@ -109,8 +109,8 @@ def history_chart(rows: list[dict], path: Path, title: str = "") -> bool:
 
 
 def layers_chart(doc: dict, path: Path) -> bool:
-    """With --profile: a PNG per profiled group, TF's and JAX's ms per layer and pass as grouped bars; False
-    (nothing written) without matplotlib or without a profiled pair of rows."""
+    """With --profile: a PNG per profiled group, each profiled framework's ms per layer and pass as grouped bars;
+    False (nothing written) without matplotlib or without two profiled frameworks in a group."""
     from parity.output.tables import layer_groups
 
     groups = layer_groups(doc)
@@ -123,16 +123,17 @@ def layers_chart(doc: dict, path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig, axes = plt.subplots(len(groups), 1, figsize=(9, 1 + sum(0.3 * len(b) + 0.8 for _, b, _ in groups)))
-    for ax, (title, body, _) in zip([axes] if len(groups) == 1 else axes, groups, strict=True):
-        labels = [f"{layer} {p}" for layer, p, *_ in body]
-        at = range(len(body))
-        for k, (fw, color) in enumerate((("TF", "tab:orange"), ("JAX", "tab:blue"))):
-            ms = [float(b[2 + k]) if b[2 + k] != "-" else 0.0 for b in body]
-            ax.barh([i + (k - 0.5) * 0.4 for i in at], ms, height=0.4, color=color, label=fw)
+    fig, axes = plt.subplots(len(groups), 1, figsize=(9, 1 + sum(0.3 * len(g.body) + 0.8 for g in groups)))
+    for ax, g in zip([axes] if len(groups) == 1 else axes, groups, strict=True):
+        labels = [f"{layer} {p}" for layer, p, *_ in g.body]
+        at, m = range(len(g.body)), len(g.frameworks)
+        for k, fw in enumerate(g.frameworks):  # the bars of a line side by side, 0.8 of a line's height in all
+            ms = [float(b[2 + k]) if b[2 + k] != "-" else 0.0 for b in g.body]
+            at_k = [i + (k - (m - 1) / 2) * 0.8 / m for i in at]
+            ax.barh(at_k, ms, height=0.8 / m, color=frameworks.color(fw), label=frameworks.short(fw))
         ax.set_yticks(list(at), labels, fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("ms")
-        ax.set_title(title, fontsize=8, loc="left")
+        ax.set_title(g.title, fontsize=8, loc="left")
         ax.legend(fontsize=7)
     return _save(fig, path, 100)

@@ -108,7 +108,7 @@ def modes_note(rows: list[dict]) -> list[str]:
 
 def best_notes(rows: list[dict]) -> list[str]:
     """Per workload, replica count and number format: each framework's best row against its best out-of-the-box
-    one, with the interval (the summary gives the best JAX over the best TF)."""
+    one, with the interval (the summary gives each framework's best over the reference's)."""
     notes = []
     for wl, n, dtype in summary.groups(rows):
         parts = []

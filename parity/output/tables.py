@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from parity.common.frameworks import JAX, TF
+from typing import NamedTuple
+
+from parity.common.frameworks import over, short
 from parity.judging import layers, summary
 from parity.output.cells import bytes_cell, fmt, grid, md_table, time_cell
 from parity.output.notes import best_notes, memory_note, modes_note, roofline_notes
@@ -64,25 +66,34 @@ def table(rows: list[dict]) -> str:
     return grid(COLUMNS, body)
 
 
-SUMMARY_COLUMNS = ("workload", "replicas", "format", "TF best", "JAX best", "JAX/TF (95% CI)", "parity")
+def summary_columns(doc: dict) -> tuple[str, ...]:
+    """The summary's header: a best column per framework the rows hold, in the table's order ('TF best', 'JAX
+    best'), then a ratio column per framework after the first, over the first ('JAX/TF (95% CI)')."""
+    fws = summary.frameworks_in(doc["rows"])
+    ratios = (f"{over(fw, fws[0])} (95% CI)" for fw in fws[1:])
+    return ("workload", "replicas", "format", *(f"{short(fw)} best" for fw in fws), *ratios, "parity")
 
 
-def _ratio_cell(jax: dict, tf: dict) -> str:
-    q = summary.ratio(jax, tf)
+def _ratio_cell(num: dict, den: dict) -> str:
+    q = summary.ratio(num, den)
     if q.low is None:
         n = min(q.calls)
-        return f"{q.ratio:.2f}x (" + ("no raw times" if not jax.get("times_s") else f"{n} call{'s' * (n != 1)}") + ")"
+        return f"{q.ratio:.2f}x (" + ("no raw times" if not num.get("times_s") else f"{n} call{'s' * (n != 1)}") + ")"
     return f"{q.ratio:.2f}x ({q.low:.2f}-{q.high:.2f})" + (" no difference" if q.contains_one() else "")
 
 
 def summary_body(doc: dict) -> list[tuple[str, ...]]:
-    """One line per workload x replicas x format, in SUMMARY_COLUMNS order: the answer before the full table."""
-    body = []
+    """One line per workload x replicas x format, in summary_columns order: the answer before the full table. A
+    ratio divides by the group's reference (summary.bests): the first column's framework, or where that has no
+    row in the group, the next that has one, named in the cell."""
+    fws, body = summary.frameworks_in(doc["rows"]), []
     for wl, n, dtype in summary.groups(doc["rows"]):
-        tf, jax = (summary.best(doc["rows"], wl, n, dtype, fw) for fw in (TF, JAX))
-        cells = [f"{b['variant']} {time_cell(b['median_s'])}" if b else "-" for b in (tf, jax)]
-        shown = _ratio_cell(jax, tf) if tf and jax else "-"
-        body.append((wl, str(n), dtype, *cells, shown, summary.verdict(doc, wl, n, dtype)))
+        b = summary.bests(doc["rows"], wl, n, dtype)
+        ref = next(iter(b))
+        cells = [f"{b[fw]['variant']} {time_cell(b[fw]['median_s'])}" if fw in b else "-" for fw in fws]
+        said = "" if ref == fws[0] else f", over {short(ref)}"
+        ratios = [_ratio_cell(b[fw], b[ref]) + said if fw in b and fw != ref else "-" for fw in fws[1:]]
+        body.append((wl, str(n), dtype, *cells, *ratios, summary.verdict(doc, wl, n, dtype)))
     return body
 
 
@@ -91,35 +102,47 @@ def summary_table(doc: dict) -> str:
     body = summary_body(doc)
     if not body:
         return "no verified row: nothing to summarise"
-    most = [f"{title.split(',')[0]}: {said}" for title, _, said in layer_groups(doc)]  # with --profile
-    return "\n  * ".join([grid(SUMMARY_COLUMNS, body), summary.interval_note(doc), *most])
+    most = [f"{g.title.split(',')[0]}: {g.said}" for g in layer_groups(doc)]  # with --profile
+    notes = [n for n in (summary.interval_note(doc),) if n]
+    return "\n  * ".join([grid(summary_columns(doc), body), *notes, *most])
 
 
-LAYER_COLUMNS = ("layer", "pass", "TF ms", "JAX ms", "JAX/TF")
+class LayerGroup(NamedTuple):
+    """One profiled group's per-layer table."""
+
+    title: str
+    frameworks: list[str]  # those whose best row was profiled, in the table's order: the first is the reference
+    columns: tuple[str, ...]  # 'layer', 'pass', a 'TF ms' column per framework, a 'JAX/TF' column per other one
+    body: list[tuple[str, ...]]  # one line per layer x pass, in `columns` order
+    said: str  # where each framework loses most, and any profile that misses time
 
 
 def _ms(s: float | None) -> str:
     return "-" if s is None else f"{s * 1e3:.2f}"
 
 
-def layer_groups(doc: dict) -> list[tuple[str, list[tuple[str, ...]], str]]:
-    """With --profile: per workload x replicas x format whose best TF and best JAX rows were profiled, a title,
+def layer_groups(doc: dict) -> list[LayerGroup]:
+    """With --profile: per workload x replicas x format where at least two frameworks' best rows were profiled,
     the layer x pass lines (ms per step, or per call) and a line naming where each framework loses most."""
     out = []
     for wl, n, dtype in summary.groups(doc["rows"]):
-        tf, jax = (summary.best(doc["rows"], wl, n, dtype, fw) for fw in (TF, JAX))
-        if not (tf and jax and tf.get("layers") and jax.get("layers")):
+        b = {fw: r for fw, r in summary.bests(doc["rows"], wl, n, dtype).items() if r.get("layers")}
+        if len(b) < 2:
             continue
-        lines = layers.side_by_side(tf, jax)
-        body = [(layer, p, _ms(t), _ms(j), f"{j / t:.2f}" if t and j else "-") for layer, p, t, j in lines]
-        cov = ", ".join(f"{fw} {r['variant']} {r['profile_coverage']:.0%}" for fw, r in ((TF, tf), (JAX, jax)))
-        low = [fw for fw, r in ((TF, tf), (JAX, jax)) if (r["profile_coverage"] or 0) < COVERAGE_SAID]
+        fws, lines = list(b), layers.side_by_side(b)
+        columns = ("layer", "pass", *(f"{short(fw)} ms" for fw in fws), *(over(fw, fws[0]) for fw in fws[1:]))
+        body = [
+            (layer, p, *map(_ms, s), *(f"{x / s[0]:.2f}" if s[0] and x else "-" for x in s[1:]))
+            for layer, p, s in lines
+        ]
+        cov = ", ".join(f"{fw} {r['variant']} {r['profile_coverage']:.0%}" for fw, r in b.items())
+        low = [fw for fw, r in b.items() if (r["profile_coverage"] or 0) < COVERAGE_SAID]
         title = f"{wl} x{n} {dtype}, per {'step' if trained(wl) else 'call'} (profile coverage: {cov})"
-        most = layers.loses_most(lines)
+        most = layers.loses_most(lines, fws)
         said = "; ".join(f"{fw} loses most in {ly} {p} (+{g * 1e3:.2f} ms)" for fw, (ly, p, g) in most.items())
         if low:
             said += f"; coverage below {COVERAGE_SAID:.0%} for {', '.join(low)}: its profile misses time"
-        out.append((title, body, said))
+        out.append(LayerGroup(title, fws, columns, body, said))
     return out
 
 
@@ -127,7 +150,7 @@ COVERAGE_SAID = 0.8  # a profile that accounts for less of the row's median than
 
 
 def layer_tables(doc: dict) -> str:
-    return "\n\n".join(f"{t}\n{grid(LAYER_COLUMNS, b)}\n  * {s}" for t, b, s in layer_groups(doc))
+    return "\n\n".join(f"{g.title}\n{grid(g.columns, g.body)}\n  * {g.said}" for g in layer_groups(doc))
 
 
 def _figure(k: str, v) -> str:
@@ -157,12 +180,14 @@ def footnotes(doc: dict) -> str:
         else f"at least {env['reps']} calls per row, more until {env.get('min_time_s', 0):g} s of timed calls (each "
         f"row's count is in the JSON)"
     )
+    many = len(summary.frameworks_in(doc["rows"])) > 2
+    other = "every other framework's output, the largest" if many else "the other framework's output"
     notes = [
         f"median/IQR: steady-state time per call, every call synchronised and its output checked; {calls}, "
         f"frameworks interleaved",
         "first call: tracing + compilation + one execution, kept out of the median",
         "err vs f64: max |out - oracle| / max |oracle| on the first and last batch rows (float64 NumPy oracle); "
-        "err vs other: the same against the other framework's output",
+        f"err vs other: the same against {other}",
     ]
     for kind in dict.fromkeys(r["workload"] for r in doc["rows"] if trained(r["workload"])):
         notes.append(
@@ -248,18 +273,16 @@ def markdown(doc: dict) -> str:
     ]
     out = []
     if body := summary_body(doc):
-        out += [md_table(SUMMARY_COLUMNS, body), "", summary.interval_note(doc) + ".", ""]
+        note = summary.interval_note(doc)
+        out += [md_table(summary_columns(doc), body), "", *([note + ".", ""] if note else [])]
     out += [md_table(COLUMNS[:3] + COLUMNS[4:], rows)]
     if doc.get("checks"):
-        out += [
-            "",
-            md_table(CHECK_COLUMNS, [_check_cells(c, "not judged") for c in doc["checks"]]),
-        ]
+        out += ["", md_table(CHECK_COLUMNS, [_check_cells(c, "not judged") for c in doc["checks"]])]
     header, body = history_rows(doc["rows"])
     if body:
         out += ["", HISTORY_CAPTION, "", md_table(header, body)]
-    for title, body, said in layer_groups(doc):
-        out += ["", f"Per layer: {title}.", "", md_table(LAYER_COLUMNS, body), "", said + "."]
+    for g in layer_groups(doc):
+        out += ["", f"Per layer: {g.title}.", "", md_table(g.columns, g.body), "", g.said + "."]
     fw = "; ".join(
         f"{k}: {' '.join(f'{n} {v}' for n, v in f['versions'].items())} ({f['device_kind']})"
         for k, f in env["frameworks"].items()

@@ -1,4 +1,5 @@
-"""CNN parity checks: TF vs JAX vs the float64 oracle, from the arrays each worker saved."""
+"""CNN parity checks: each framework against the float64 oracle and against each other one, from the arrays each
+worker saved. A figure between two frameworks is named '<a>_vs_<b>' in the frameworks' table order ('tf_vs_jax')."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import numpy as np
 from parity.api.cnn import CNN_BLOCKS as BLOCKS
 from parity.api.cnn import CNN_TRAINABLE, CNN_WEIGHTS
 from parity.common.float64 import errors
-from parity.common.frameworks import JAX, TF, short
+from parity.common.frameworks import pairs, short
 from parity.common.tolerances import gradient_scale
 from parity.workloads.cnn import oracle as cnn_oracle
 
@@ -31,13 +32,13 @@ def _row(check: str, figures: dict[str, float], tol: float, replicas: int | None
 
 
 def forward(saved: dict[str, dict], ref: dict[str, np.ndarray], tol: float) -> list[dict]:
-    """Per block: each framework vs the float64 oracle, and the frameworks vs each other."""
+    """Per block: each framework vs the float64 oracle, and every pair of frameworks vs each other."""
     rows = []
     fws = sorted(saved)
     for b in BLOCKS:
         figs = {f"{fw}_vs_f64": errors(saved[fw][f"forward/{b}"], ref[b])["max_rel_err"] for fw in fws}
-        if len(fws) == 2:
-            figs[f"{TF}_vs_{JAX}"] = errors(saved[TF][f"forward/{b}"], saved[JAX][f"forward/{b}"])["max_rel_err"]
+        for x, y in pairs(fws):
+            figs[f"{x}_vs_{y}"] = errors(saved[x][f"forward/{b}"], saved[y][f"forward/{b}"])["max_rel_err"]
         rows.append(_row(f"forward {b}", figs, tol))
     return rows
 
@@ -45,8 +46,8 @@ def forward(saved: dict[str, dict], ref: dict[str, np.ndarray], tol: float) -> l
 # Max pooling's gradient jumps where a window's largest values tie: two frameworks whose forward passes differ by
 # float32 rounding can break a near-tie differently and send that window's gradient elsewhere, moving a kernel
 # gradient by 1e-3 though neither is wrong. So each framework is judged against float64 with the same subgradient
-# (its own routing, saved by its loss_and_grads), and a TF-vs-JAX difference is explained by the windows they
-# route differently.
+# (its own routing, saved by its loss_and_grads), and a difference between two frameworks is explained by the
+# windows they route differently.
 POOLS = ("pool1", "pool2", "pool3")
 NEAR_TIE_ULPS = 4  # a window's two largest values this close (float32 ulps of the largest) are a near-tie
 
@@ -94,7 +95,9 @@ def grads(
     ]
     per = _per_parameter(saved, refs, len(np.asarray(y)))
     figs = {
-        k: max(p[k] for p in per.values()) for k in per[GRAD_NAMES[0]] if k not in ("routing_alone", "conditioning")
+        k: max(p[k] for p in per.values())
+        for k in per[GRAD_NAMES[0]]
+        if not k.startswith("routing_alone") and k != "conditioning"
     }
     own = {fw: figs[f"{fw}_vs_f64"] for fw in fws}
     grads_row = {
@@ -115,9 +118,8 @@ def _loss_row(saved: dict, refs: dict, loss_tol: float, replicas: int) -> dict:
     """The one batch's loss: each framework against float64 (judged), and against each other."""
     fws = sorted(saved)
     figs = {f"{fw}_vs_f64": abs(float(saved[fw]["loss"]) - refs[fw][0]) / abs(refs[fw][0]) for fw in fws}
-    if len(fws) == 2:
-        a, b = fws  # 'jax', 'tf'
-        figs[f"{b}_vs_{a}"] = abs(float(saved[b]["loss"]) - float(saved[a]["loss"])) / abs(float(saved[a]["loss"]))
+    for a, b in pairs(fws):
+        figs[f"{a}_vs_{b}"] = abs(float(saved[a]["loss"]) - float(saved[b]["loss"])) / abs(float(saved[b]["loss"]))
     off = [fw for fw in fws if figs[f"{fw}_vs_f64"] > loss_tol]
     return {
         "check": "loss (one batch)",
@@ -131,10 +133,11 @@ def _loss_row(saved: dict, refs: dict, loss_tol: float, replicas: int) -> dict:
 
 
 def _per_parameter(saved: dict, refs: dict, batch: int) -> dict[str, dict]:
-    """Per parameter: each framework's error against float64 under its own routing, and with two frameworks
-    their difference and routing's alone, all over the parameter's scale; and that scale over max |reference|
-    ('conditioning'; None for an all-zero gradient). The scale (tolerances.gradient_scale, from the oracle's
-    terms) is max |reference| where the parameter's last sum does not cancel, more where it does."""
+    """Per parameter: each framework's error against float64 under its own routing, and per pair of frameworks
+    their difference and routing's alone ('routing_alone'; 'routing_alone_<a>_vs_<b>' where there are several
+    pairs), all over the parameter's scale; and that scale over max |reference| ('conditioning'; None for an
+    all-zero gradient). The scale (tolerances.gradient_scale, from the oracle's terms) is max |reference| where
+    the parameter's last sum does not cancel, more where it does."""
     fws = sorted(saved)
     scales = [
         max(grad_scale(batch, refs[fw][1][i], refs[fw][2]["terms"][i]) for fw in fws) for i in range(len(GRAD_NAMES))
@@ -146,10 +149,10 @@ def _per_parameter(saved: dict, refs: dict, batch: int) -> dict[str, dict]:
     per = {}
     for i, name in enumerate(GRAD_NAMES):
         per[name] = {f"{fw}_vs_f64": rel(saved[fw][f"grad/{i:03d}"], refs[fw][1][i], i) for fw in fws}
-        if len(fws) == 2:
-            a, b = fws
-            per[name][f"{b}_vs_{a}"] = rel(saved[b][f"grad/{i:03d}"], saved[a][f"grad/{i:03d}"], i)
-            per[name]["routing_alone"] = rel(refs[b][1][i], refs[a][1][i], i)
+        for a, b in pairs(fws):
+            per[name][f"{a}_vs_{b}"] = rel(saved[a][f"grad/{i:03d}"], saved[b][f"grad/{i:03d}"], i)
+            routing = "routing_alone" if len(fws) == 2 else f"routing_alone_{a}_vs_{b}"
+            per[name][routing] = rel(refs[a][1][i], refs[b][1][i], i)
         ref_max = float(np.max(np.abs(refs[fws[0]][1][i])))
         per[name]["conditioning"] = scales[i] / ref_max if ref_max > 0 else None
     return per
@@ -189,29 +192,32 @@ def _grads_verdict(per: dict, pools: list[dict], own: dict, figs: dict, tol: flo
         )
     windows = sum(p["windows"] for p in pools)
     ties = sum(p["near_ties"] for p in pools)
-    routed = {k: sum(p[k] for p in pools) for k in pools[0] if k.startswith("routed_differently")}
     ties_said = f"{ties:,} of {windows:,} pooling windows are near-ties (within {NEAR_TIE_ULPS} float32 ulps)"
     agree = " and ".join(f"{short(fw)} {e:.1e}" for fw, e in own.items())
-    cross = figs.get("tf_vs_jax")
-    if cross is None or cross <= tol:
+    apart = [(a, b) for a, b in pairs(own) if figs[f"{a}_vs_{b}"] > tol]
+    if not apart:
         worst = max(per, key=lambda n: max(v for k, v in per[n].items() if k.endswith("_f64")))
         return f"against float64 with its own routing: {agree} (worst: {worst}); {ties_said}; {_cancelling(per)}"
-    n = sum(routed.values())
+    return "; ".join(_routed_apart(a, b, per, pools, figs[f"{a}_vs_{b}"], agree, ties_said) for a, b in apart)
+
+
+def _routed_apart(a: str, b: str, per: dict, pools: list[dict], cross: float, agree: str, ties_said: str) -> str:
+    """Why frameworks `a` and `b`, each within float64 under its own routing, differ by `cross`: the windows they
+    route differently (oracle.pool_window_stats' count for the pair), or none."""
+    routed = f"routed_differently_{'_'.join(sorted((a, b)))}"
+    n = sum(p.get(routed, 0) for p in pools)
     if not n:
         return (
-            f"TF and JAX differ by {cross:.1e}, within the sum of their own errors against float64 "
+            f"{short(a)} and {short(b)} differ by {cross:.1e}, within the sum of their own errors against float64 "
             f"({agree}); {ties_said}, none routed differently"
         )
-    where = ", ".join(
-        f"{p['layer']}: {sum(v for k, v in p.items() if k.startswith('routed'))}"
-        for p in pools
-        if any(v for k, v in p.items() if k.startswith("routed"))
-    )
-    worst = max(per, key=lambda k: per[k]["tf_vs_jax"])
+    where = ", ".join(f"{p['layer']}: {p[routed]}" for p in pools if p.get(routed))
+    worst = max(per, key=lambda k: per[k][f"{a}_vs_{b}"])
+    windows, ties = sum(p["windows"] for p in pools), sum(p["near_ties"] for p in pools)
     return (
-        f"TF and JAX differ by {cross:.1e} ({worst}) because they route {n:,} of {windows:,} pooling windows "
-        f"differently ({where}; near-ties within {NEAR_TIE_ULPS} float32 ulps: {ties:,}); with its own routing "
-        f"each agrees with float64: {agree}"
+        f"{short(a)} and {short(b)} differ by {cross:.1e} ({worst}) because they route {n:,} of {windows:,} pooling "
+        f"windows differently ({where}; near-ties within {NEAR_TIE_ULPS} float32 ulps: {ties:,}); with its own "
+        f"routing each agrees with float64: {agree}"
     )
 
 
@@ -222,11 +228,13 @@ def trajectory(
     vb: str,
     tols: dict,
     replicas: int,
-    names: tuple[str, str] = (TF, JAX),
-    key: str = f"{TF}_vs_{JAX}",
+    names: tuple[str, str] = ("a", "b"),
+    key: str | None = None,
 ) -> list[dict]:
     """The same dropout-free steps from the same weights: per-step loss and final parameters, of variant `va` in
-    saved arrays `a` against `vb` in `b` (TF against JAX by default; `names` label them, `key` names the figure)."""
+    saved arrays `a` against `vb` in `b` (`names` label them: their frameworks, 'tf' and 'jax'; `key` names the
+    figure, '<a>_vs_<b>' from `names` unless given)."""
+    key = key or f"{names[0]}_vs_{names[1]}"
     la, lb = a[f"traj/{va}/loss"], b[f"traj/{vb}/loss"]
     every = max(int(a.get(f"traj/{va}/loss_every", 1)), int(b.get(f"traj/{vb}/loss_every", 1)))
     if every > 1:  # one side knows its loss only as each dispatch's mean: compare both at that grain
@@ -284,7 +292,7 @@ def _accuracy_runs(rows: list[dict]) -> tuple[dict[str, list[float]], dict[str, 
 def accuracy(rows: list[dict], band: float) -> list[dict]:
     """After training with dropout on: each variant's test accuracy (mean over seeds), per replica count.
 
-    The gap between the frameworks' means must be within `band`, and so must the gap between a mixed-precision
+    The gap between any two frameworks' means must be within `band`, and so must the gap between a mixed-precision
     ('+bf16') variant and its own framework's float32 ones. Runs shorter than MIN_ACCURACY_STEPS are reported but
     not judged (passed is None).
     """
@@ -300,15 +308,15 @@ def accuracy(rows: list[dict], band: float) -> list[dict]:
             continue
         runs, fmt = _accuracy_runs(mine)
         acc = {k: float(np.mean(v)) for k, v in runs.items()}
-        tf = [k for k in acc if fmt[k][0] == TF]
-        jx = [k for k in acc if fmt[k][0] == JAX]
-        if not (tf and jx):
+        fw_pairs = pairs(fw for fw, _ in fmt.values())
+        if not fw_pairs:  # one framework: nothing to compare
             continue
-        # TF against JAX in every number format, and each mixed-precision variant against its own float32 ones
-        pairs = [(a, b) for a in tf for b in jx]
+        # every pair of frameworks in every number format, and each mixed-precision variant against its own
+        # float32 ones
+        compared = [(a, b) for x, y in fw_pairs for a in acc if fmt[a][0] == x for b in acc if fmt[b][0] == y]
         mixed = [a for a in acc if fmt[a][1] == "bfloat16"]
-        pairs += [(a, b) for a in mixed for b in acc if fmt[a][0] == fmt[b][0] and fmt[b][1] == "float32"]
-        gap = max(abs(acc[a] - acc[b]) for a, b in pairs)
+        compared += [(a, b) for a in mixed for b in acc if fmt[a][0] == fmt[b][0] and fmt[b][1] == "float32"]
+        gap = max(abs(acc[a] - acc[b]) for a, b in compared)
         seeds = min(len(v) for v in runs.values())
         steps = min(row["spec"]["epochs"] * row["spec"]["steps_per_epoch"] for row in mine)
         judged = steps >= MIN_ACCURACY_STEPS

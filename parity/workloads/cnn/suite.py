@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from parity.api.weights import load_npz, save_npz
-from parity.common.frameworks import JAX, TF
+from parity.common.frameworks import label, pairs, short
 from parity.common.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 from parity.engine.config import warn
 from parity.judging.roofline import native_bf16
@@ -46,7 +46,7 @@ class CnnState:
     validate: str  # 'epoch', 'end' or 'none'
     warning: list[str]  # the synthetic-data warning, said once when training is about to start
     parity: dict[int, ParityRound] = field(default_factory=dict)  # by replica count
-    traj_skipped: str | None = None  # why a TF-vs-JAX trajectory was not compared
+    traj_skipped: str | None = None  # why a trajectory between two frameworks was not compared
 
 
 def prepare(cfg, spec, save_dir: Path) -> tuple[CnnState, list[str]]:
@@ -283,8 +283,9 @@ def _variants(saved: dict) -> list[str]:
 
 
 def _trajectories(saved: dict, counts: dict, tols: dict, n: int, state: CnnState, bf16_tols: dict) -> list[dict]:
-    """Every pair of TF and JAX trainers in the same number format over the same dropout-free steps, and each
-    mixed-precision ('+bf16') trainer against its own framework's float32 one (bfloat16's tolerances)."""
+    """Every pair of trainers of two frameworks (each pair of frameworks in table order) in the same number format
+    over the same dropout-free steps, and each mixed-precision ('+bf16') trainer against its own framework's
+    float32 one (bfloat16's tolerances)."""
     same = [
         row
         for fw in saved
@@ -294,21 +295,23 @@ def _trajectories(saved: dict, counts: dict, tols: dict, n: int, state: CnnState
             saved[fw], saved[fw], v, _float32(saved[fw], v), bf16_tols, n, (fw, fw), "bf16_vs_f32"
         )
     ]
-    if len(saved) < 2:
-        return same
-    if counts[TF] != counts[JAX]:  # BatchNorm statistics are per replica: a different split is another model
-        state.traj_skipped = (
-            f"cnn: no TF-vs-JAX trajectory check: TensorFlow trained on {counts[TF]} "
-            f"replicas, JAX on {counts[JAX]} (BatchNorm statistics: per replica)"
-        )
-        return same
-    cross = [
-        row
-        for tv, jv in _pairs(saved[TF], saved[JAX])
-        for row in checks.trajectory(
-            saved[TF], saved[JAX], tv, jv, bf16_tols if _dtype(saved[TF], tv) == "bfloat16" else tols, n
-        )
-    ]
+    cross, skipped = [], []
+    for a, b in pairs(saved):
+        if counts[a] != counts[b]:  # BatchNorm statistics are per replica: a different split is another model
+            skipped.append(
+                f"cnn: no {short(a)}-vs-{short(b)} trajectory check: {label(a)} trained on {counts[a]} "
+                f"replicas, {label(b)} on {counts[b]} (BatchNorm statistics: per replica)"
+            )
+            continue
+        cross += [
+            row
+            for va, vb in _pairs(saved[a], saved[b])
+            for row in checks.trajectory(
+                saved[a], saved[b], va, vb, bf16_tols if _dtype(saved[a], va) == "bfloat16" else tols, n, (a, b)
+            )
+        ]
+    if skipped:
+        state.traj_skipped = "; ".join(skipped)
     return cross + same
 
 
@@ -324,19 +327,17 @@ def _float32(saved: dict, mixed: str) -> str:
     return same if same in f32 else f32[0]
 
 
-def _pairs(tf: dict, jx: dict) -> list[tuple[str, str]]:
-    """Every pair of single-step variants in the same number format; a multi-step one (several steps per dispatch)
-    against the other framework's first, out-of-the-box variant only, so the checks grow by one pair per
-    multi-step variant."""
+def _pairs(a: dict, b: dict) -> list[tuple[str, str]]:
+    """Every pair of single-step variants of two frameworks' saved arrays in the same number format; a multi-step
+    one (several steps per dispatch) against the other framework's first, out-of-the-box variant only, so the
+    checks grow by one pair per multi-step variant."""
 
     def multi(saved, v):
         return int(saved.get(f"traj/{v}/dispatch", 1)) > 1
 
-    tv, jv = _variants(tf), _variants(jx)
-    single = [
-        (t, j) for t in tv for j in jv if not multi(tf, t) and not multi(jx, j) and _dtype(tf, t) == _dtype(jx, j)
-    ]
-    return single + [(t, jv[0]) for t in tv if multi(tf, t)] + [(tv[0], j) for j in jv if multi(jx, j)]
+    av, bv = _variants(a), _variants(b)
+    single = [(x, y) for x in av for y in bv if not multi(a, x) and not multi(b, y) and _dtype(a, x) == _dtype(b, y)]
+    return single + [(x, bv[0]) for x in av if multi(a, x)] + [(av[0], y) for y in bv if multi(b, y)]
 
 
 def summary(cfg, rows: list[dict], state: CnnState) -> tuple[list[dict], list[str]]:

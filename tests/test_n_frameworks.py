@@ -1,0 +1,320 @@
+"""N frameworks: the summary, its comparisons, the per-layer tables, the CNN's checks and `compare` name every
+framework the rows hold, in the frameworks' table order, the first of them the reference; with today's two they
+read as they always did. No TensorFlow or JAX starts: a third framework is one more row of the table, served by
+the fake (tests/fakeimpl.py)."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fakeimpl import FakeClock, FakeImpl, LocalWorker
+from test_oracle import _saved, random_cnn_weights
+
+from parity import compare
+from parity.api.cnn import CNN_BLOCKS
+from parity.common import frameworks
+from parity.common.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
+from parity.engine import timing, workerproc
+from parity.engine.config import Config
+from parity.engine.schedule import run_suite
+from parity.judging import layers, roofline, summary
+from parity.output import tables
+from parity.output.files import load_results
+from parity.workloads.cnn import checks, suite
+from parity.workloads.cnn import oracle as cnn_oracle
+
+RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
+KERAS = frameworks.Framework("kjax", "Keras (JAX)", "Keras-JAX", "kjax_impl", ("keras",), "tab:green")
+TODAY = ("workload", "replicas", "format", "TF best", "JAX best", "JAX/TF (95% CI)", "parity")
+THREE = ("workload", "replicas", "format", "TF best", "JAX best", "Keras-JAX best")
+THREE += ("JAX/TF (95% CI)", "Keras-JAX/TF (95% CI)", "parity")
+
+
+@pytest.fixture
+def three(monkeypatch):
+    """The frameworks' table with a third row after today's two: ('tf', 'jax', 'kjax')."""
+    table = {**frameworks.TABLE, KERAS.key: KERAS}
+    monkeypatch.setattr(frameworks, "TABLE", table)
+    monkeypatch.setattr(frameworks, "KEYS", tuple(table))
+    return tuple(table)
+
+
+def _row(fw: str, median_s: float, wl: str = "conv", variant: str = "op", **kw) -> dict:
+    """A verified row of five equal calls, in rounds 0-4."""
+    row = {"workload": wl, "framework": fw, "variant": variant, "replicas": 1, "dtype": "float32", "tuned": False}
+    row.update(verified=True, median_s=median_s, times_s=[median_s] * 5, rounds=list(range(5)), reps=5)
+    return {**row, **kw}
+
+
+def _doc(rows: list[dict]) -> dict:
+    return {"env": {}, "rows": rows, "checks": []}
+
+
+# ---- today's two: the same texts ------------------------------------------------------------------------------
+
+
+def test_two_frameworks_read_as_they_always_did():
+    doc = _doc([_row("tf", 0.1), _row("jax", 0.2), _row("jax", 0.1, variant="op+tuned", tuned=True)])
+    assert tables.summary_columns(doc) == TODAY
+    (line,) = tables.summary_body(doc)
+    assert line[3:6] == ("op 100.00 ms", "op+tuned 100.00 ms", "1.00x (1.00-1.00) no difference")
+    comps = summary.comparisons(doc["rows"])
+    assert [(c["kind"], c["text"][:11]) for c in comps] == [
+        ("jax_vs_tf", "JAX/TF 1.00"),
+        ("tuned_vs_default", "op+tuned/op"),
+    ]
+    assert summary.interval_note(doc).startswith("JAX/TF (95% CI): the best JAX row's median over the best TF row's")
+
+
+@pytest.mark.parametrize("name", ["cnn-profile-zen5-final", "conv-profile-zen5"])
+def test_an_old_results_file_reads_as_it_was_written(name):
+    """The file's own comparisons and every table of the Markdown written beside it come out again."""
+    path = RESULTS / f"{name}.json"
+    doc = load_results(path)
+    written = json.loads(path.read_text())["comparisons"]
+    assert [(c["kind"], c["text"]) for c in summary.comparisons(doc["rows"])] == [
+        (c["kind"], c["text"]) for c in written
+    ]
+    md = (RESULTS / f"{name}.md").read_text().splitlines()
+    made = [ln for ln in tables.markdown(doc).splitlines() if ln.startswith("|") or "(95% CI)" in ln]
+    assert made and all(ln in md for ln in made)
+    assert "| layer | pass | TF ms | JAX ms | JAX/TF |" in made
+
+
+def test_one_framework_has_no_ratio_column():
+    doc = _doc([_row("jax", 0.2)])
+    assert tables.summary_columns(doc) == ("workload", "replicas", "format", "JAX best", "parity")
+    assert summary.interval_note(doc) == "" and "(95% CI)" not in tables.summary_table(doc)
+
+
+# ---- a third framework -----------------------------------------------------------------------------------------
+
+
+def test_a_third_framework_gets_its_own_best_and_ratio_columns(three):
+    rows = [_row("kjax", 0.15), _row("jax", 0.2), _row("tf", 0.1)]  # the table's order decides, not the rows'
+    doc = _doc(rows)
+    assert tables.summary_columns(doc) == THREE
+    (line,) = tables.summary_body(doc)
+    assert line[3:8] == ("op 100.00 ms", "op 200.00 ms", "op 150.00 ms", "2.00x (2.00-2.00)", "1.50x (1.50-1.50)")
+    comps = summary.comparisons(rows)
+    assert [(c["kind"], c["num"]["framework"], c["den"]["framework"]) for c in comps] == [
+        ("jax_vs_tf", "jax", "tf"),
+        ("kjax_vs_tf", "kjax", "tf"),
+    ]
+    assert [c["ratio"] for c in comps] == [pytest.approx(2.0), pytest.approx(1.5)]
+    assert comps[1]["text"].startswith("Keras-JAX/TF 1.50x (95% CI 1.50-1.50")
+    note = summary.interval_note(doc)
+    assert note.startswith("JAX/TF (95% CI), Keras-JAX/TF (95% CI): each framework's best row's median over the best")
+
+
+def test_a_group_without_the_reference_divides_by_the_next_framework_and_says_so(three):
+    rows = [
+        _row("tf", 0.1),
+        _row("jax", 0.2),
+        _row("kjax", 0.1),
+        _row("jax", 0.2, "matmul"),
+        _row("kjax", 0.1, "matmul"),
+    ]
+    doc = _doc(rows)
+    conv, matmul = tables.summary_body(doc)
+    assert conv[6:8] == ("2.00x (2.00-2.00)", "1.00x (1.00-1.00) no difference")
+    assert matmul[3:8] == ("-", "op 200.00 ms", "op 100.00 ms", "-", "0.50x (0.50-0.50), over JAX")
+    kinds = [(c["workload"], c["kind"]) for c in summary.comparisons(rows)]
+    assert kinds == [("conv", "jax_vs_tf"), ("conv", "kjax_vs_tf"), ("matmul", "kjax_vs_jax")]
+
+
+def _profiled(fw: str, median_s: float, seconds: dict[tuple[str, str], float]) -> dict:
+    lines = [{"layer": ly, "pass": p, "seconds": s, "share": 0.0} for (ly, p), s in seconds.items()]
+    return _row(fw, median_s, "cnn_train", "fit", layers=lines, profile_coverage=0.9)
+
+
+def test_the_per_layer_table_has_a_column_per_profiled_framework(three):
+    doc = _doc(
+        [
+            _profiled("tf", 0.3, {("conv1", "forward"): 0.010, ("conv1", "backward"): 0.030}),
+            _profiled("jax", 0.2, {("conv1", "forward"): 0.020, ("conv1", "backward"): 0.010}),
+            _profiled(
+                "kjax", 0.25, {("conv1", "forward"): 0.015, ("conv1", "backward"): 0.020, ("loss", "forward"): 1e-3}
+            ),
+        ]
+    )
+    (g,) = tables.layer_groups(doc)
+    assert g.frameworks == ["tf", "jax", "kjax"]
+    assert g.columns == ("layer", "pass", "TF ms", "JAX ms", "Keras-JAX ms", "JAX/TF", "Keras-JAX/TF")
+    assert g.body == [
+        ("conv1", "forward", "10.00", "20.00", "15.00", "2.00", "1.50"),
+        ("conv1", "backward", "30.00", "10.00", "20.00", "0.33", "0.67"),
+        ("loss", "forward", "-", "-", "1.00", "-", "-"),
+    ]
+    # each framework where it is slowest beyond the fastest other, the reference last
+    assert g.said == (
+        "jax loses most in conv1 forward (+10.00 ms); kjax loses most in conv1 backward (+10.00 ms); "
+        "tf loses most in conv1 backward (+20.00 ms)"
+    )
+
+
+def test_a_framework_whose_best_row_was_not_profiled_is_left_out_of_the_layers(three):
+    seconds = {("conv1", "forward"): 0.01}
+    doc = _doc([_profiled("tf", 0.3, seconds), _row("jax", 0.2, "cnn_train", "fit"), _profiled("kjax", 0.25, seconds)])
+    (g,) = tables.layer_groups(doc)
+    assert g.columns == ("layer", "pass", "TF ms", "Keras-JAX ms", "Keras-JAX/TF")
+    assert not tables.layer_groups(_doc([_profiled("tf", 0.3, seconds), _row("jax", 0.2, "cnn_train", "fit")]))
+
+
+def test_side_by_side_keeps_the_frameworks_order_and_marks_a_missing_layer():
+    rows = {"b": _profiled("b", 1, {("pool1", "forward"): 2.0}), "a": _profiled("a", 1, {("conv1", "forward"): 1.0})}
+    lines = layers.side_by_side(rows)
+    assert lines == [("conv1", "forward", (None, 1.0)), ("pool1", "forward", (2.0, None))]
+    assert layers.loses_most(lines, ["b", "a"]) == {}  # no line both hold: nobody is slower anywhere
+
+
+def test_compare_matches_every_framework_on_its_own_rows(three):
+    old = _doc([_row(fw, 0.1) for fw in three])
+    new = _doc([_row("tf", 0.1), _row("jax", 0.1), _row("kjax", 0.2)])
+    lines, bad = compare.compare(old, new, 0.10)
+    assert bad and [(ln["row"]["framework"], ln["verdict"].split(":")[0]) for ln in lines] == [
+        ("tf", "ok (95% CI 1.000-1.000)"),
+        ("jax", "ok (95% CI 1.000-1.000)"),
+        ("kjax", "REGRESSION"),
+    ]
+
+
+# ---- the CNN's checks ------------------------------------------------------------------------------------------
+
+
+def test_forward_checks_compare_every_pair_in_table_order(three):
+    rng = np.random.default_rng(0)
+    ref = {b: rng.normal(size=(2, 4)) for b in CNN_BLOCKS}
+    fwd = {
+        fw: {f"forward/{b}": (a * (1 + 1e-6 * (k + 1))).astype(np.float32) for b, a in ref.items()}
+        for k, fw in enumerate(three)
+    }
+    rows = checks.forward(fwd, ref, 1e-4)
+    assert list(rows[0]["figures"]) == [
+        "jax_vs_f64",
+        "kjax_vs_f64",
+        "tf_vs_f64",
+        "tf_vs_jax",
+        "tf_vs_kjax",
+        "jax_vs_kjax",
+    ]
+    assert all(r["passed"] for r in rows)
+    two = checks.forward({fw: fwd[fw] for fw in ("jax", "tf")}, ref, 1e-4)
+    assert list(two[0]["figures"]) == ["jax_vs_f64", "tf_vs_f64", "tf_vs_jax"]
+
+
+@pytest.fixture(scope="module")
+def tie():
+    """A batch and its routing, and the same routing with one pool1 window's gradient sent elsewhere."""
+    w = random_cnn_weights()
+    x, y = np.random.default_rng(2).uniform(0, 255, (4, 28, 28, 1)), np.array([0, 3, 7, 9])
+    routing = cnn_oracle.cnn_loss_and_grads(w, x, y)[2]["routing"]
+    flipped = [r.copy() for r in routing]
+    win = cnn_oracle._windows(flipped[0])
+    k = int(np.argmax(win[0, 3, 4, 5]))
+    win[0, 3, 4, 5, k], win[0, 3, 4, 5, (k + 1) % 4] = 0.0, 1.0
+    flipped[0] = cnn_oracle._unwindows(win, flipped[0].shape)
+    return w, x, y, routing, flipped
+
+
+def test_gradients_of_three_frameworks_explain_each_pair_that_differs(three, tie):
+    w, x, y, routing, flipped = tie
+    saved = {"tf": _saved(w, x, y, routing), "jax": _saved(w, x, y, routing), "kjax": _saved(w, x, y, flipped)}
+    loss, grads = checks.grads(saved, w, x, y, cnn_grad_tolerance(4), cnn_loss_tolerance(4))
+    assert set(loss["figures"]) == {"jax_vs_f64", "kjax_vs_f64", "tf_vs_f64", "tf_vs_jax", "tf_vs_kjax", "jax_vs_kjax"}
+    assert set(grads["figures"]) == set(loss["figures"]) and grads["passed"], grads["detail"]
+    assert grads["figures"]["tf_vs_jax"] == 0.0 and grads["figures"]["tf_vs_kjax"] > grads["tolerance"]
+    assert {"routing_alone_tf_vs_kjax", "routing_alone_jax_vs_kjax"} <= set(grads["per_parameter"]["conv1.kernel"])
+    said = grads["detail"].split("; ")
+    assert said[0].startswith("TF and Keras-JAX differ by") and "route 1 of" in said[0] and "pool1: 1" in said[0]
+    assert any(s.startswith("JAX and Keras-JAX differ by") for s in said)
+    assert not any(s.startswith("TF and JAX") for s in said)
+
+
+def _acc(fw: str, variant: str, acc: float) -> dict:
+    spec = {"epochs": 1, "steps_per_epoch": checks.MIN_ACCURACY_STEPS}
+    return {"framework": fw, "variant": variant, "replicas": 1, "test_accuracy": acc, "spec": spec, "seed": 0}
+
+
+def test_the_accuracy_gap_is_the_largest_between_any_two_frameworks(three):
+    (c,) = checks.accuracy([_acc("tf", "fit", 0.90), _acc("jax", "jit", 0.89), _acc("kjax", "fit", 0.86)], 0.05)
+    assert c["max_abs_gap"] == pytest.approx(0.04) and c["passed"] is True
+    assert checks.accuracy([_acc("kjax", "fit", 0.86)], 0.05) == []  # one framework: nothing to compare
+
+
+def _traj(variants: list[str], scale: float = 1.0) -> dict:
+    out = {}
+    for v in variants:
+        out.update({f"traj/{v}/loss": np.linspace(2, 1, 4) * scale, f"traj/{v}/dtype": np.array("float32")})
+        out.update({f"traj/{v}/w{i:03d}": np.ones(3) for i in range(len(checks.WEIGHT_NAMES))})
+    return out
+
+
+def test_trajectories_pair_every_two_frameworks_and_say_a_pair_left_out(three):
+    saved = {"kjax": _traj(["fit"]), "tf": _traj(["fit"]), "jax": _traj(["jit"])}
+    tols = {"trajectory_loss": 1e-3, "trajectory_params": 1e-3}
+    rows = suite._trajectories(saved, dict.fromkeys(saved, 1), tols, 1, suite.CnnState("", "", "none", []), tols)
+    assert [(r["check"], *r["figures"]) for r in rows if r["check"].startswith("trajectory loss")] == [
+        ("trajectory loss (tf fit vs jax jit, 4 steps)", "tf_vs_jax"),
+        ("trajectory loss (tf fit vs kjax fit, 4 steps)", "tf_vs_kjax"),
+        ("trajectory loss (jax jit vs kjax fit, 4 steps)", "jax_vs_kjax"),
+    ]
+    state = suite.CnnState("", "", "none", [])
+    rows = suite._trajectories(saved, {"tf": 1, "jax": 1, "kjax": 2}, tols, 2, state, tols)
+    assert {r["check"].split("(")[1].split(",")[0] for r in rows} == {"tf fit vs jax jit"}
+    assert state.traj_skipped == (
+        "cnn: no TF-vs-Keras-JAX trajectory check: TensorFlow trained on 1 replicas, Keras (JAX) on 2 (BatchNorm "
+        "statistics: per replica); cnn: no JAX-vs-Keras-JAX trajectory check: JAX trained on 1 replicas, Keras (JAX) "
+        "on 2 (BatchNorm statistics: per replica)"
+    )
+
+
+# ---- end to end: the engine on three fakes ---------------------------------------------------------------------
+
+PEAK = roofline.Peak("cpu", "fp32", 1e9, 1e9, "fixed", computed_flops=1e9, measured_flops=1e9, headroom=1.5)
+DELAY = {"tf": 0.1, "jax": 0.12, "kjax": 0.15}  # seconds per call on the fake clock
+
+
+@pytest.mark.parametrize("exclusive", [False, True], ids=["interleaved", "one-owner-at-a-time"])
+def test_a_third_framework_runs_end_to_end_into_the_summary(three, tmp_path, monkeypatch, exclusive):
+    clock = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    monkeypatch.setattr(workerproc, "Worker", LocalWorker)
+    monkeypatch.setattr(roofline, "cpu_peak", lambda n: PEAK)
+    monkeypatch.setattr(roofline, "remeasured", lambda peak, n: peak)
+    monkeypatch.setattr(
+        LocalWorker, "FAKES", {fw: {"default": FakeImpl(delay_s=DELAY[fw], clock=clock)} for fw in three}
+    )
+    cfg = Config(
+        frameworks=three,  # Config's default is the table's keys as imported
+        workloads=("conv", "matmul"),
+        replicas=(1,),
+        quick=True,
+        reps=5,
+        max_reps=5,
+        min_time_s=0.0,
+        warmup=0,
+        progress=False,
+        exclusive=exclusive,
+    )
+    res = run_suite(cfg, tmp_path)
+    got = {(r["workload"], r["framework"], r["variant"]) for r in res["rows"]}
+    assert got == {(wl, fw, v) for wl in ("conv", "matmul") for fw in three for v in ("op", "op+tuned")}
+    assert all(r["verified"] and r["xfw_max_rel_err"] == 0.0 for r in res["rows"])
+    doc = {"env": {}, "rows": res["rows"], "checks": res["checks"]}
+    assert tables.summary_columns(doc) == THREE
+    body = tables.summary_body(doc)
+    assert [line[:3] for line in body] == [("conv", "1", "float32"), ("matmul", "1", "float32")]
+    for line in body:
+        assert line[5].endswith("150.00 ms") and line[6].startswith("1.20x") and line[7].startswith("1.50x")
+    comps = [c for c in summary.comparisons(res["rows"]) if c["kind"] != "tuned_vs_default"]
+    assert [(c["workload"], c["kind"], round(c["ratio"], 6)) for c in comps] == [
+        ("conv", "jax_vs_tf", 1.2),
+        ("conv", "kjax_vs_tf", 1.5),
+        ("matmul", "jax_vs_tf", 1.2),
+        ("matmul", "kjax_vs_tf", 1.5),
+    ]
+    assert "Keras-JAX/TF (95% CI)" in tables.summary_table(doc)
+    if exclusive:
+        assert any("TensorFlow -> JAX -> Keras (JAX), then TensorFlow again" in n for n in res["notes"])
