@@ -13,74 +13,73 @@ from flax import nnx
 
 from jax_impl.devices import _version, lowered_flops, placement
 from parity.api import Gradients, Prepared
-from parity.api.cnn import CNN_BLOCKS, CNN_WEIGHTS, check_weights
+from parity.api.cnn import CNN_ARCHITECTURE, check_weights
 from parity.api.weights import load_npz, save_npz
 
 
-def _pool(h: jax.Array) -> jax.Array:
-    return nnx.max_pool(h, (2, 2), strides=(2, 2), padding="VALID")
+def _pool(h: jax.Array, size: int = 2) -> jax.Array:
+    """Max pooling of `size` x `size` windows, stride `size`, VALID (the default: Keras's MaxPooling2D's)."""
+    return nnx.max_pool(h, (size, size), strides=(size, size), padding="VALID")
 
 
-@jax.custom_vjp
-def pool_elementwise(h: jax.Array) -> jax.Array:
-    """Max pooling (2x2, stride 2, VALID) whose gradient is elementwise: each window's cotangent goes to its first
-    maximum in row-major order, the routing of JAX's own gradient (select_and_scatter with >=) and of TF's
-    MaxPoolGrad, so the gradient is the same array. XLA:CPU expands JAX's own into a variadic reduce-window that
-    recomputes every window's argmax with four index iotas, then a scatter: 43% of a CPU training step
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def pool_elementwise(h: jax.Array, size: int = 2) -> jax.Array:
+    """Max pooling (_pool's) whose gradient is elementwise: each window's cotangent goes to its first maximum in
+    row-major order, the routing of JAX's own gradient (select_and_scatter with >=) and of TF's MaxPoolGrad, so the
+    gradient is the same array. XLA:CPU expands JAX's own into a variadic reduce-window that recomputes every
+    window's argmax with index iotas (four for 2x2 windows), then a scatter: 43% of a CPU training step
     (docs/performance.md). Used by the '+pool' variants."""
-    return _pool(h)
+    return _pool(h, size)
 
 
-def _pool_fwd(h):
-    y = _pool(h)
+def _pool_fwd(h, size):
+    y = _pool(h, size)
     return y, (h, y)
 
 
-def _pool_bwd(res, g):
+def _pool_bwd(size, res, g):
     h, y = res
     n, rows, cols, c = h.shape
-    r, k = rows // 2, cols // 2
-    hit = h[:, : 2 * r, : 2 * k, :].reshape(n, r, 2, k, 2, c) == y[:, :, None, :, None, :]
-    first, taken = [], jnp.zeros_like(y, dtype=bool)
-    for i, j in ((0, 0), (0, 1), (1, 0), (1, 1)):  # row-major: the first maximum wins a tie
-        first.append(hit[:, :, i, :, j] & ~taken)
-        taken = taken | first[-1]
-    zero = jnp.zeros_like(g)
-    top = jnp.stack([jnp.where(first[0], g, zero), jnp.where(first[1], g, zero)], axis=3)
-    bottom = jnp.stack([jnp.where(first[2], g, zero), jnp.where(first[3], g, zero)], axis=3)
-    grad = jnp.stack([top, bottom], axis=2).reshape(n, 2 * r, 2 * k, c)
+    r, k = rows // size, cols // size
+    hit = h[:, : size * r, : size * k, :].reshape(n, r, size, k, size, c) == y[:, :, None, :, None, :]
+    taken, zero, grid = jnp.zeros_like(y, dtype=bool), jnp.zeros_like(g), []
+    for i in range(size):  # row-major: the first maximum wins a tie
+        row = []
+        for j in range(size):
+            first = hit[:, :, i, :, j] & ~taken
+            taken = taken | first
+            row.append(jnp.where(first, g, zero))
+        grid.append(jnp.stack(row, axis=3))
+    grad = jnp.stack(grid, axis=2).reshape(n, size * r, size * k, c)
     # VALID pooling leaves an odd last row or column out (7 -> 3): its gradient is zero
-    return (jnp.pad(grad, ((0, 0), (0, rows - 2 * r), (0, cols - 2 * k), (0, 0))),)
+    return (jnp.pad(grad, ((0, 0), (0, rows - size * r), (0, cols - size * k), (0, 0))),)
 
 
 pool_elementwise.defvjp(_pool_fwd, _pool_bwd)
 
 
 class CNN(nnx.Module):
-    """Layer for layer the Keras Sequential model of the tensorflow/tpu notebook (NHWC)."""
+    """Layer for layer the Keras Sequential model of the tensorflow/tpu notebook (NHWC), built from its declaration
+    (parity.api.cnn.CNN_ARCHITECTURE): each layer with weights an attribute of its Keras name (bn1, conv1, ...)."""
 
     def __init__(self, rngs: nnx.Rngs, dropout: bool = True, dtype=None):
         """dtype: the layers' compute dtype (None: float32 throughout; jnp.bfloat16: mixed precision, Flax's
         way: every layer computes and outputs bfloat16, parameters stay float32, param_dtype)."""
-        mixed = {"dtype": dtype, "param_dtype": jnp.float32}
-
-        def bn(c):
-            # Keras defaults, set explicitly: Flax's epsilon is 1e-5, and its fast variance
-            # (E[x^2] - E[x]^2) loses digits on raw 0..255 pixels; Keras uses tf.nn.moments.
-            # In bfloat16, Flax computes the batch statistics in float32 (_compute_stats promotes) from the
-            # bfloat16-rounded input, and normalises with gamma and beta rounded to bfloat16.
-            return nnx.BatchNorm(c, epsilon=1e-3, momentum=0.99, use_fast_variance=False, rngs=rngs, **mixed)
-
-        def conv(i, o):
-            return nnx.Conv(i, o, (5, 5), padding="SAME", kernel_init=glorot, rngs=rngs, **mixed)
-
-        glorot = nnx.initializers.glorot_uniform()  # Keras's initialiser (Flax's is lecun_normal)
-        self.bn1, self.conv1 = bn(1), conv(1, 64)
-        self.bn2, self.conv2 = bn(64), conv(64, 128)
-        self.bn3, self.conv3 = bn(128), conv(128, 256)
-        self.dense1 = nnx.Linear(3 * 3 * 256, 256, kernel_init=glorot, rngs=rngs, **mixed)
-        self.dense2 = nnx.Linear(256, 10, kernel_init=glorot, rngs=rngs, **mixed)
-        self.rates = (0.25, 0.25, 0.25, 0.5) if dropout else (0.0, 0.0, 0.0, 0.0)
+        arch, mixed = CNN_ARCHITECTURE, {"dtype": dtype, "param_dtype": jnp.float32}
+        # Keras's BatchNorm, set explicitly: Flax's epsilon is 1e-5, and its fast variance (E[x^2] - E[x]^2) loses
+        # digits on raw 0..255 pixels; Keras uses tf.nn.moments. In bfloat16, Flax computes the batch statistics in
+        # float32 (_compute_stats promotes) from the bfloat16-rounded input, and normalises with gamma and beta
+        # rounded to bfloat16.
+        norm = {"epsilon": arch.bn_epsilon, "momentum": arch.bn_momentum, "use_fast_variance": False, **mixed}
+        glorot = {"kernel_init": nnx.initializers.glorot_uniform(), **mixed}  # Keras's initialiser (Flax's: lecun)
+        for b in arch.convs:  # in Keras's order: each layer's parameters draw the next keys of `rngs`
+            bn, conv = b.names[:2]
+            setattr(self, bn, nnx.BatchNorm(b.channels, **norm, rngs=rngs))
+            kernel = (b.kernel, b.kernel)
+            setattr(self, conv, nnx.Conv(b.channels, b.filters, kernel, padding="SAME", **glorot, rngs=rngs))
+        for d in (*arch.dense, arch.output):
+            setattr(self, d.names[0], nnx.Linear(d.units_in, d.units, **glorot, rngs=rngs))
+        self.rates = arch.dropout_rates if dropout else (0.0,) * len(arch.dropout_rates)
         self.elementwise_pool = False  # the '+pool' variants: pool_elementwise's gradient (the same array)
 
     def blocks(self, x: jax.Array, train: bool = False, key: jax.Array | None = None) -> dict[str, jax.Array]:
@@ -88,7 +87,7 @@ class CNN(nnx.Module):
         and dropout (needs `key` if dropout is on)."""
         if train and key is None and any(self.rates):
             raise ValueError("training with dropout needs a PRNG key (or build the model with dropout=False)")
-        keys = list(jax.random.split(key, 4)) if key is not None else [None] * 4
+        keys = list(jax.random.split(key, len(self.rates))) if key is not None else [None] * len(self.rates)
 
         def drop(h, i):
             r = self.rates[i]
@@ -99,31 +98,35 @@ class CNN(nnx.Module):
 
         # Each layer in a named scope of Keras's layer name (its HLO ops carry it: per-layer profiles map onto
         # the same names in both frameworks; the conv's ELU is in its scope, as Keras's Conv2D(activation=)).
-        out = {}
-        h = x
-        for i, (bn, conv) in enumerate(((self.bn1, self.conv1), (self.bn2, self.conv2), (self.bn3, self.conv3))):
-            with jax.named_scope(f"bn{i + 1}"):
-                h = bn(h, use_running_average=not train)
-            with jax.named_scope(f"conv{i + 1}"):
-                h = jax.nn.elu(conv(h))
-            out[f"pool{i + 1}_input"] = h
-            with jax.named_scope(f"pool{i + 1}"):
-                h = pool_elementwise(h) if self.elementwise_pool else _pool(h)
-            with jax.named_scope(f"drop{i + 1}"):
+        arch, out, h = CNN_ARCHITECTURE, {}, x
+        ends = arch.blocks  # which layer's output is which block
+        for i, b in enumerate(arch.convs):
+            bn, conv, pool, dropout = b.names
+            with jax.named_scope(bn):
+                h = getattr(self, bn)(h, use_running_average=not train)
+            with jax.named_scope(conv):
+                h = jax.nn.elu(getattr(self, conv)(h))
+            out[f"{pool}_input"] = h
+            with jax.named_scope(pool):
+                h = pool_elementwise(h, b.pool) if self.elementwise_pool else _pool(h, b.pool)
+            with jax.named_scope(dropout):
                 h = drop(h, i)
-            out[f"block{i + 1}"] = h
-        with jax.named_scope("dense1"):
-            h = self.dense1(h.reshape(h.shape[0], -1))  # NHWC flatten: Keras's order
-        with jax.named_scope("elu4"):
-            h = jax.nn.elu(h)
-        out["dense1"] = h
-        with jax.named_scope("drop4"):
-            h = drop(h, 3)
+            out[ends[dropout]] = h
+        for i, d in enumerate(arch.dense, len(arch.convs)):
+            dense, elu, dropout = d.names
+            with jax.named_scope(dense):
+                h = getattr(self, dense)(h.reshape(h.shape[0], -1))  # NHWC flatten: Keras's order
+            with jax.named_scope(elu):
+                h = jax.nn.elu(h)
+            out[ends[elu]] = h
+            with jax.named_scope(dropout):
+                h = drop(h, i)
         # Softmax and loss in float32 whatever the compute dtype: Keras's mixed-precision rule (its last
         # Activation layer keeps a float32 policy), applied here by hand. A no-op in float32.
-        with jax.named_scope("dense2"):
-            out["logits"] = self.dense2(h).astype(jnp.float32)
-        with jax.named_scope("probs"):
+        dense, softmax = arch.output.names
+        with jax.named_scope(dense):
+            out["logits"] = getattr(self, dense)(h).astype(jnp.float32)
+        with jax.named_scope(softmax):
             out["probs"] = jax.nn.softmax(out["logits"])
         return out
 
@@ -155,7 +158,7 @@ _FIELDS = {"gamma": "scale", "beta": "bias", "moving_mean": "mean", "moving_vari
 
 def _slots(model: CNN):
     """(layer name, variable) in the order Keras's Model.get_weights() lists them."""
-    for w in CNN_WEIGHTS:
+    for w in CNN_ARCHITECTURE.weights:
         yield w.layer, getattr(getattr(model, w.layer), _FIELDS.get(w.field, w.field))
 
 
@@ -192,7 +195,7 @@ def cnn_variants(replicas: int) -> tuple[str, ...]:
 def forward_layers(model: CNN, x: np.ndarray) -> dict[str, np.ndarray]:
     """Inference (BatchNorm on moving statistics): every block's output as NumPy, by block name."""
     blocks = infer_blocks(model, jnp.asarray(x))
-    return {k: np.asarray(blocks[k]) for k in CNN_BLOCKS}
+    return {k: np.asarray(blocks[k]) for k in CNN_ARCHITECTURE.blocks.values()}
 
 
 @nnx.jit
@@ -220,7 +223,8 @@ def loss_and_grads(model: CNN, x: np.ndarray, y: np.ndarray) -> Gradients:
     (loss, pool_inputs), g = _loss_and_grads(graphdef, params, stats, jnp.asarray(x), jnp.asarray(y))
     gm = nnx.merge(graphdef, g, stats)
     grads = [np.asarray(v.value) for _, v in _slots(gm) if isinstance(v, nnx.Param)]
-    return Gradients(float(loss), grads, [np.asarray(_routing(a)) for a in pool_inputs])
+    pools = [b.pool for b in CNN_ARCHITECTURE.convs]
+    return Gradients(float(loss), grads, [np.asarray(_routing(a, p)) for a, p in zip(pool_inputs, pools, strict=True)])
 
 
 @partial(jax.jit, static_argnums=0)
@@ -229,15 +233,15 @@ def _loss_and_grads(graphdef, params, stats, x, y):
 
     def f(m):
         out = m.blocks(x, train=True)
-        return cross_entropy(out["logits"], y), [out[f"pool{i}_input"] for i in (1, 2, 3)]
+        return cross_entropy(out["logits"], y), [out[f"{b.names[2]}_input"] for b in CNN_ARCHITECTURE.convs]
 
     return nnx.value_and_grad(f, has_aux=True)(m)
 
 
-@jax.jit
-def _routing(a: jax.Array) -> jax.Array:
+@partial(jax.jit, static_argnums=1)
+def _routing(a: jax.Array, size: int) -> jax.Array:
     """Max pooling's own gradient at `a` for a cotangent of ones: where each window's gradient goes."""
-    out, vjp = jax.vjp(_pool, a)
+    out, vjp = jax.vjp(partial(_pool, size=size), a)
     return vjp(jnp.ones_like(out))[0]
 
 

@@ -1,5 +1,7 @@
-"""Weight files, hostile (parity.api.weights, parity.api.cnn.check_weights): no TensorFlow or JAX needed."""
+"""Weight files, hostile (parity.api.weights, parity.api.cnn.check_weights), and the declared CNN (parity.api.cnn)
+that both implementations build: only the tests that take the `impl` fixture start TensorFlow and JAX."""
 
+import dataclasses
 import io
 import os
 import struct
@@ -8,7 +10,19 @@ import zipfile
 import numpy as np
 import pytest
 
-from parity.api.cnn import CNN_WEIGHTS, check_weights
+from parity.api.cnn import (
+    CNN_ARCHITECTURE,
+    CNN_BLOCKS,
+    CNN_CONVS,
+    CNN_DENSE,
+    CNN_PARAMS,
+    CNN_WEIGHTS,
+    Architecture,
+    ConvBlock,
+    DenseBlock,
+    Output,
+    check_weights,
+)
 from parity.api.weights import load_npz, save_npz
 
 
@@ -117,3 +131,61 @@ def test_weights_that_are_not_finite_are_refused_naming_the_layer(bad):
     weights[4].flat[7] = bad
     with pytest.raises(ValueError, match=rf"weight 4 \(layer {CNN_WEIGHTS[4].layer}\): 1 value\(s\) not finite"):
         check_weights(weights)
+
+
+# A smaller CNN of another shape, to show that both implementations build whatever parity.api.cnn declares: two
+# conv blocks (3x3 kernels, a 3x3 pooling, an odd size), two dense blocks.
+SMALL = Architecture(
+    image=(9, 9, 2),
+    convs=(
+        ConvBlock(("bn1", "conv1", "pool1", "drop1"), size=9, channels=2, filters=4, kernel=3, pool=3, dropout=0.1),
+        ConvBlock(("bn2", "conv2", "pool2", "drop2"), size=3, channels=4, filters=6, kernel=3, pool=2, dropout=0.2),
+    ),
+    dense=(
+        DenseBlock(("dense1", "elu3", "drop3"), units_in=6, units=8, dropout=0.3),
+        DenseBlock(("dense2", "elu4", "drop4"), units_in=8, units=7, dropout=0.4),
+    ),
+    output=Output(("dense3", "probs"), units_in=7, units=5),
+    bn_epsilon=1e-3,
+    bn_momentum=0.99,
+)
+
+
+def test_the_declaration_is_the_notebooks_cnn():
+    assert CNN_PARAMS == {"total": 1_619_470, "trainable": 1_619_084, "non_trainable": 386}
+    assert CNN_CONVS == ((28, 1, 64), (14, 64, 128), (7, 128, 256)) and CNN_DENSE == (2304, 256, 10)
+    assert CNN_BLOCKS == ("block1", "block2", "block3", "dense1", "logits", "probs")
+    assert CNN_ARCHITECTURE.dropout_rates == (0.25, 0.25, 0.25, 0.5)
+
+
+def test_a_block_that_does_not_take_what_the_one_before_puts_out_is_refused():
+    convs = (CNN_ARCHITECTURE.convs[0], dataclasses.replace(CNN_ARCHITECTURE.convs[1], channels=32))
+    with pytest.raises(ValueError, match="bn2: declared input 14x14x32, gets 14x14x64"):
+        dataclasses.replace(CNN_ARCHITECTURE, convs=convs)
+    with pytest.raises(ValueError, match="dense1: declared 2304 inputs, gets 6272"):
+        dataclasses.replace(CNN_ARCHITECTURE, convs=CNN_ARCHITECTURE.convs[:2])
+
+
+def _block_shapes(arch: Architecture, n: int) -> dict[str, tuple[int, ...]]:
+    """What each of forward_layers()'s outputs should hold for `n` images, from the declaration alone."""
+    shapes = {f"block{i}": (n, b.size_out, b.size_out, b.filters) for i, b in enumerate(arch.convs, 1)}
+    shapes |= {d.names[0]: (n, d.units) for d in arch.dense}
+    return shapes | {"logits": (n, arch.output.units), "probs": (n, arch.output.units)}
+
+
+@pytest.mark.parametrize("arch", [CNN_ARCHITECTURE, SMALL], ids=["notebook", "small"])
+def test_both_implementations_build_the_declared_cnn(impl, monkeypatch, arch):
+    """The model, its weights in Keras's order, its parameter count, every block's output and every gradient have
+    the declaration's shapes, whatever it declares."""
+    module = impl[0]
+    monkeypatch.setattr(module.cnn, "CNN_ARCHITECTURE", arch)
+    model = module.build_cnn(0, dropout=False)
+    assert [tuple(w.shape) for w in module.get_weights(model)] == [w.shape for w in arch.weights]
+    sizes = {w.name: int(np.prod(w.shape)) for w in arch.weights}
+    assert module.count_params(model)["total"] == sum(sizes.values())
+    x = np.random.default_rng(0).uniform(0, 255, (2, *arch.image)).astype(np.float32)
+    out = module.forward_layers(model, x)
+    assert {k: v.shape for k, v in out.items()} == _block_shapes(arch, len(x))
+    g = module.loss_and_grads(model, x, np.arange(len(x)) % arch.output.units)
+    assert [a.shape for a in g.grads] == [w.shape for w in arch.weights if w.trainable]
+    assert [a.shape for a in g.routing] == [(len(x), b.size, b.size, b.filters) for b in arch.convs]

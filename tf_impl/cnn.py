@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from collections.abc import Sequence
@@ -18,51 +19,50 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from parity.api import Gradients, Prepared  # noqa: E402
-from parity.api.cnn import check_weights  # noqa: E402
+from parity.api.cnn import CNN_ARCHITECTURE, check_weights  # noqa: E402
 from parity.api.weights import load_npz, save_npz  # noqa: E402
 from tf_impl.devices import graph_flops, multiworker, placement  # noqa: E402
 
 if keras.backend.backend() != "tensorflow":
     raise ImportError(f"tf_impl needs Keras's TensorFlow backend, got {keras.backend.backend()!r}")
 
-_BLOCK_ENDS = {
-    "drop1": "block1",
-    "drop2": "block2",
-    "drop3": "block3",
-    "elu4": "dense1",
-    "dense2": "logits",
-    "probs": "probs",
-}
-
 
 def build_cnn(seed: int = 0, dropout: bool = True) -> keras.Sequential:
-    """The notebook's Sequential model; dropout=False keeps the layers at rate 0 (for parity checks)."""
-    L = keras.layers
+    """The notebook's Sequential model, built from its declaration (parity.api.cnn.CNN_ARCHITECTURE); dropout=False
+    keeps the dropout layers at rate 0 (for parity checks)."""
+    L, arch = keras.layers, CNN_ARCHITECTURE
+    # each initialiser and dropout layer its own seed, in the model's order (kernels from seed * 1000, dropouts + 10)
+    kernel_seeds, drop_seeds = itertools.count(seed * 1000), itertools.count(seed * 1000 + 10)
 
-    def rate(r):
-        return r if dropout else 0.0
+    def init():
+        return keras.initializers.GlorotUniform(seed=next(kernel_seeds))
 
-    def init(i):
-        return keras.initializers.GlorotUniform(seed=seed * 1000 + i)
+    def drop(rate, name):
+        return L.Dropout(rate if dropout else 0.0, seed=next(drop_seeds), name=name)
 
-    def bn(name):
-        return L.BatchNormalization(epsilon=1e-3, momentum=0.99, name=name)  # Keras defaults, stated
-
-    layers = [keras.Input((28, 28, 1))]
-    for i, c in enumerate((64, 128, 256)):
+    layers = [keras.Input(arch.image)]
+    for b in arch.convs:
+        bn, conv, pool, drop_name = b.names
         layers += [
-            bn(f"bn{i + 1}"),
-            L.Conv2D(c, (5, 5), padding="same", activation="elu", kernel_initializer=init(i), name=f"conv{i + 1}"),
-            L.MaxPooling2D(pool_size=(2, 2), strides=(2, 2), name=f"pool{i + 1}"),
-            L.Dropout(rate(0.25), seed=seed * 1000 + 10 + i, name=f"drop{i + 1}"),
+            L.BatchNormalization(epsilon=arch.bn_epsilon, momentum=arch.bn_momentum, name=bn),
+            L.Conv2D(
+                b.filters, (b.kernel, b.kernel), padding="same", activation="elu", kernel_initializer=init(), name=conv
+            ),
+            L.MaxPooling2D(pool_size=(b.pool, b.pool), strides=(b.pool, b.pool), name=pool),
+            drop(b.dropout, drop_name),
         ]
+    layers.append(L.Flatten(name="flatten"))
+    for d in arch.dense:
+        dense, elu, drop_name = d.names
+        layers += [
+            L.Dense(d.units, kernel_initializer=init(), name=dense),
+            L.Activation("elu", name=elu),
+            drop(d.dropout, drop_name),
+        ]
+    dense, probs = arch.output.names
     layers += [
-        L.Flatten(name="flatten"),
-        L.Dense(256, kernel_initializer=init(3), name="dense1"),
-        L.Activation("elu", name="elu4"),
-        L.Dropout(rate(0.5), seed=seed * 1000 + 13, name="drop4"),
-        L.Dense(10, kernel_initializer=init(4), name="dense2"),
-        L.Activation("softmax", name="probs"),
+        L.Dense(arch.output.units, kernel_initializer=init(), name=dense),
+        L.Activation("softmax", name=probs),
     ]
     return keras.Sequential(layers, name="fashion_mnist_cnn")
 
@@ -75,7 +75,8 @@ def mixed_precision(model) -> keras.Sequential:
     own rule), then casts its output to bfloat16. Weights are not copied: set them on the copy."""
 
     def layer(src):
-        config = {**src.get_config(), "dtype": "float32" if src.name == "probs" else "mixed_bfloat16"}
+        softmax = src.name == CNN_ARCHITECTURE.output.names[-1]
+        config = {**src.get_config(), "dtype": "float32" if softmax else "mixed_bfloat16"}
         return src.__class__.from_config(config)
 
     return keras.models.clone_model(model, clone_function=layer)
@@ -122,11 +123,11 @@ def cnn_variants(replicas: int) -> tuple[str, ...]:
 
 def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
     """Inference (BatchNorm on moving statistics): every block's output as NumPy, by block name."""
-    out, h = {}, tf.convert_to_tensor(x, tf.float32)
+    out, h, ends = {}, tf.convert_to_tensor(x, tf.float32), CNN_ARCHITECTURE.blocks
     for layer in model.layers:
         h = layer(h, training=False)
-        if layer.name in _BLOCK_ENDS:
-            out[_BLOCK_ENDS[layer.name]] = h.numpy()
+        if layer.name in ends:
+            out[ends[layer.name]] = h.numpy()
     return out
 
 

@@ -1,5 +1,6 @@
-"""Weight files: the 22 arrays in Keras's get_weights() order as a .npz, written atomically and read defensively
-(no pickle, each array's header checked before its body is read)."""
+"""Weight files: the CNN's arrays in Keras's get_weights() order (parity.api.cnn.CNN_WEIGHTS) as a .npz, written
+atomically and read defensively (no pickle, each array's header checked before its body is read). Each
+implementation's save_weights and load_weights are these two functions around its get_weights and set_weights."""
 
 from __future__ import annotations
 
