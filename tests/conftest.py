@@ -1,29 +1,33 @@
-"""Test session set-up: 8 simulated devices in both frameworks, float32 at highest precision.
+"""Test session set-up, cheap enough for the engine tests: neither framework is imported here.
 
-The device counts must be fixed before either framework's runtime starts, so this runs first.
+The frameworks are started by `frameworks_setup.py` (8 simulated CPU devices each, float32 at highest precision),
+imported only where a test needs them: by the `impl` fixture, by test modules that import their devices from it,
+and after collection wherever a collected module imported a framework, so that it still runs before any test.
 """
 
 import os
+import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ["JAX_NUM_CPU_DEVICES"] = "8"
+os.environ["JAX_NUM_CPU_DEVICES"] = "8"  # for a framework started anywhere in a test process, even by mistake
 
 import pytest  # noqa: E402
 
-import jax_impl  # noqa: E402
-import tf_impl  # noqa: E402
+from parity.common.frameworks import KEYS  # noqa: E402
 
-REPLICAS = 8
-JAX_DEVICES = jax_impl.setup_devices("cpu", REPLICAS)
-TF_DEVICES = tf_impl.setup_devices("cpu", REPLICAS)
-# Correctness tests compare against float64: pin float32 (no TF32 / bf16 passes on any backend).
-jax_impl.set_precision("highest")
-tf_impl.set_precision("highest")
-
-IMPLS = {"jax": (jax_impl, JAX_DEVICES), "tf": (tf_impl, TF_DEVICES)}
+_FRAMEWORK_MODULES = ("jax", "tensorflow", "jax_impl", "tf_impl")
 
 
-@pytest.fixture(params=sorted(IMPLS))
+def pytest_collection_finish(session):
+    # A module that imports a framework (and not frameworks_setup) at its top must still run with its devices
+    # and precision fixed: set both frameworks up now, before this process runs its first test.
+    if any(sys.modules.get(m) is not None for m in _FRAMEWORK_MODULES):
+        import frameworks_setup  # noqa: F401
+
+
+@pytest.fixture(params=sorted(KEYS))
 def impl(request):
     """(implementation module, its 8 CPU devices), once per framework."""
+    from frameworks_setup import IMPLS
+
     return IMPLS[request.param]

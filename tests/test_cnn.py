@@ -8,7 +8,7 @@ import sys
 import jax
 import numpy as np
 import pytest
-from conftest import JAX_DEVICES, TF_DEVICES
+from frameworks_setup import JAX_DEVICES, TF_DEVICES
 
 import jax_impl
 import tf_impl

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import JAX_DEVICES, TF_DEVICES
+from frameworks_setup import JAX_DEVICES, TF_DEVICES
 from multiproc_case import case, first_step_bounds, first_step_excess, process_file
 
 import jax_impl

@@ -78,7 +78,7 @@ def test_rep_before_first_is_an_error():
 
 
 def test_a_diverging_training_run_names_the_step(tmp_path):
-    from conftest import JAX_DEVICES
+    from frameworks_setup import JAX_DEVICES
 
     from parity.api.weights import save_npz
     from parity.workloads import CNN_QUICK, row_kind
