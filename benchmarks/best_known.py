@@ -1,9 +1,7 @@
 """Does `--configs best` time each framework's fastest configuration? Reads results.json files of runs that timed
 every lever (`--configs levers` or `all`) and prints, per workload, replica count, framework and number format,
-the fastest row against the fastest of those `--configs best` would have timed (parity.engine.assemble's rule: the
-framework out of the box, and the implementation's best-known variant, parity.workloads.ops.best_known, under each
-process-wide setting of that format that ran and best would start, parity.engine.workerproc.best_configs, else in the
-default worker).
+the fastest row against the fastest of those `--configs best` would have timed (the harness's own rule,
+parity.engine.selection, over the implementation's declared tables).
 
     python benchmarks/best_known.py docs/results/cpu-default-zen5-bf16pool.json ...
 """
@@ -15,34 +13,34 @@ import sys
 
 import jax_impl
 import tf_impl
-from parity.engine.workerproc import best_configs
-from parity.workloads import ops as cases
+from parity.engine import selection
 
 IMPLS = {"tf": tf_impl, "jax": jax_impl}
 
 
 def _split(impl, shown: str) -> tuple[str, str]:
     """A row's variant as shown ('jit+pool+ynn+thp') -> (the implementation's variant, its setting or 'default')."""
-    for c in sorted(impl.TUNED_CONFIG_FORMATS, key=len, reverse=True):
-        if shown.endswith("+" + c):
-            return shown[: -len(c) - 1], c
+    for name in sorted((s.name for s in impl.SETTINGS), key=len, reverse=True):
+        if shown.endswith("+" + name):
+            return shown[: -len(name) - 1], name
     return shown, "default"
 
 
 def best_rows(impl, rows: list[dict]) -> list[dict]:
     """The rows of one workload, replica count and framework (every format) that --configs best times."""
     split = {r["variant"]: _split(impl, r["variant"]) for r in rows}
-    variants = list(dict.fromkeys(v for v, _ in split.values()))
-    plain, best = set(cases.offered(impl, variants, False)), cases.best_known(impl, variants)
+    names = {v for v, _ in split.values()}
+    records = [v for v in impl.VARIANTS if v.kind == rows[0]["workload"] and v.name in names]
+    settings = {s.name: s for s in impl.SETTINGS}
+    started = selection.settings_to_run("best", [settings[s] for _, s in split.values() if s in settings])
     kept = []
     for r in rows:
-        v, setting = split[r["variant"]]
-        settings = {c for c, f in impl.TUNED_CONFIG_FORMATS.items() if r["dtype"] in f}
-        ran = {s for _, s in split.values() if s in settings}  # this format's settings, in workers of their own
-        ran &= best_configs(dict.fromkeys(ran), impl.TUNED_CONFIG_FORMATS, impl.BEST_CONFIGS)  # best's among them
-        if (setting == "default" and v in plain) or (
-            best.get(r["dtype"]) == v and (setting in ran if ran else setting == "default")
-        ):
+        v, s = split[r["variant"]]
+        setting = settings.get(s)
+        if s != "default" and setting not in started:
+            continue
+        chosen, _ = selection.to_time("best", records, setting, started)
+        if v in {c.name for c in chosen}:
             kept.append(r)
     return kept
 

@@ -23,7 +23,8 @@ import numpy as np  # noqa: E402
 
 import jax_impl  # noqa: E402
 import tf_impl  # noqa: E402
-from parity.engine.timing import Invalid, measure  # noqa: E402
+from parity.engine.timing import measure  # noqa: E402
+from parity.workloads.base import Invalid  # noqa: E402
 from parity.workloads.cnn import data  # noqa: E402
 
 

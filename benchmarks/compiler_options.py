@@ -87,7 +87,7 @@ def main() -> None:
     if args.ynn:
         import jax_impl
 
-        env.update(jax_impl.tuned_configs("cpu")["ynn"])
+        env.update(next(s for s in jax_impl.SETTINGS if s.name == "ynn").env)
     for r in range(args.rounds):
         for name in CANDIDATES:
             cmd = [sys.executable, __file__, "--child", name, "--variant", args.variant]

@@ -16,7 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from parity.workloads import CONV_FULL
+from parity.workloads.conv import CONV_FULL
 
 DN = ("NHWC", "HWIO", "NHWC")
 

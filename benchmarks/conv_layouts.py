@@ -18,7 +18,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
-from parity.workloads import CONV_FULL  # noqa: E402
+from parity.workloads.conv import CONV_FULL  # noqa: E402
 
 
 def best_of(f, n: int = 3) -> float:

@@ -43,7 +43,7 @@ def child() -> dict:
 
     import jax_impl
     from parity.common.float64 import conv2d, errors
-    from parity.workloads import CONV_FULL
+    from parity.workloads.conv import CONV_FULL
 
     out = {"flags": os.environ.get("XLA_FLAGS", "")}
     x, w = CONV_FULL.inputs()

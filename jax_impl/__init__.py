@@ -1,12 +1,11 @@
 """JAX / Flax NNX implementations of the article's workloads (mirror image of `tf_impl`)."""
 
+from jax_impl.catalog import SETTINGS, VARIANTS, variants
 from jax_impl.cnn import (
     build_cnn,
-    cnn_variants,
     count_params,
     forward_layers,
     get_weights,
-    infer_variants,
     load_weights,
     loss_and_grads,
     mixed_precision,
@@ -15,14 +14,8 @@ from jax_impl.cnn import (
     set_weights,
 )
 from jax_impl.cnn_train import make_trainer
-from jax_impl.conv import conv_op, conv_variants, prepare_conv
+from jax_impl.conv import conv_op, prepare_conv
 from jax_impl.devices import (
-    BEST_CONFIGS,
-    BEST_VARIANTS,
-    BFLOAT16_VARIANTS,
-    DISPATCH_VARIANTS,
-    TUNED_CONFIG_FORMATS,
-    TUNED_VARIANTS,
     block,
     describe_devices,
     device_kind,
@@ -32,11 +25,11 @@ from jax_impl.devices import (
     process_info,
     reset_memory_peak,
     set_precision,
+    settings,
     setup_devices,
     slowest,
-    tuned_configs,
 )
-from jax_impl.matmul import matmul_variants, prepare_matmul
+from jax_impl.matmul import prepare_matmul
 from jax_impl.profile import trace, trace_ops
 from parity.api import SURFACE
 

@@ -11,7 +11,8 @@ import numpy as np
 import optax
 from flax import nnx
 
-from jax_impl.devices import _version, lowered_flops, placement
+from jax_impl.catalog import variant as variant_record
+from jax_impl.devices import lowered_flops, placement
 from parity.api import Gradients, Prepared
 from parity.api.cnn import CNN_ARCHITECTURE, check_weights
 from parity.api.weights import load_npz, save_npz
@@ -181,17 +182,6 @@ def count_params(model: CNN) -> dict[str, int]:
     return {"total": trainable + stats, "trainable": trainable, "non_trainable": stats}
 
 
-def cnn_variants(replicas: int) -> tuple[str, ...]:
-    """Names of the ways this framework trains the CNN over `replicas` devices.
-
-    '+scan': STEPS_PER_DISPATCH steps in one dispatch (lax.scan over stacked batches), the same steps.
-    '+bf16': mixed precision (mixed_precision(): bfloat16 compute, float32 parameters and Adam state).
-    '+pool': max pooling's gradient computed elementwise (pool_elementwise), the same gradient; with '+bf16' too."""
-    if replicas == 1:
-        return ("jit", "jit+scan", "jit+bf16", "jit+pool", "jit+bf16+pool")
-    return ("pmap", "shard_map", "shard_map+scan", "shard_map+bf16", "shard_map+pool", "shard_map+bf16+pool")
-
-
 def forward_layers(model: CNN, x: np.ndarray) -> dict[str, np.ndarray]:
     """Inference (BatchNorm on moving statistics): every block's output as NumPy, by block name."""
     blocks = infer_blocks(model, jnp.asarray(x))
@@ -245,34 +235,17 @@ def _routing(a: jax.Array, size: int) -> jax.Array:
     return vjp(jnp.ones_like(out))[0]
 
 
-def infer_variants(replicas: int) -> tuple[str, ...]:
-    """Inference is timed on one device. '+dots': YNNPACK takes only the dots of this one program (INFER_OPTIONS;
-    offered from JAX 0.12, the version it was measured with, whose XLA has the option)."""
-    if replicas != 1:
-        return ()
-    return ("predict", "predict+dots") if _version(jax.__version__) >= (0, 12) else ("predict",)
-
-
-# '+dots': XLA:CPU's YNNPACK list for the inference program alone, dots only. With 'reduce' in the list (as under
-# '+ynn'), YNNPACK fuses each max pooling with the next BatchNorm, convolution and bias add, so oneDNN ('+onednn')
-# gets none of those convolutions; training is faster with 'reduce' (docs/performance.md). The option is set per
-# program (jax.jit's compiler_options), as the list's proto enum number: xla.proto's LIBRARY_FUSION_TYPE_DOT = 1 (its
-# names are refused as values). Other backends have no YNNPACK and ignore it.
-INFER_OPTIONS = {"predict": {}, "predict+dots": {"xla_cpu_experimental_ynn_fusion_type": 1}}
-
-
 def prepare_inference(model: CNN, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
     """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand.
 
     Raises:
-        ValueError: a variant not in infer_variants(1).
+        ValueError: a variant not among variants("cnn_infer", 1).
     """
-    if variant not in infer_variants(1):
-        raise ValueError(f"unknown JAX inference variant {variant!r}; have {infer_variants(1)}")
+    o = variant_record("cnn_infer", variant, 1).options  # jax_impl.catalog.InferOptions
     graphdef, state = nnx.split(model)
     x = jax.device_put(jnp.asarray(images, jnp.float32), devices[0])
     state = jax.device_put(state, devices[0])
-    f = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x), compiler_options=INFER_OPTIONS[variant])
+    f = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x), compiler_options=o.compiler_options)
     return Prepared(
         lambda: f(state, x),
         lambda o: tuple(o.shape),

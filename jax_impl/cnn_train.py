@@ -13,9 +13,9 @@ from flax import nnx
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jax_impl.cnn import CNN, cnn_variants, cross_entropy, infer_blocks, mixed_precision
+from jax_impl.catalog import variant as variant_record
+from jax_impl.cnn import CNN, cross_entropy, infer_blocks, mixed_precision
 from jax_impl.devices import local_device, lowered_flops, placement, put_global
-from parity.api.cnn import STEPS_PER_DISPATCH
 
 
 def keras_adam(learning_rate: float, epsilon: float, b1: float = 0.9, b2: float = 0.999):
@@ -84,20 +84,15 @@ class Trainer:
 
     def __init__(self, model: CNN, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         n = len(devices)
-        if variant not in cnn_variants(n):
-            raise ValueError(f"unknown JAX CNN variant {variant!r} for {n} replicas; have {cnn_variants(n)}")
-        elementwise_pool = variant.endswith("+pool")
-        variant = variant.removesuffix("+pool")
-        self.scan = variant.endswith("+scan")
-        self.steps_per_dispatch = STEPS_PER_DISPATCH if self.scan else 1
+        o = variant_record("cnn_train", variant, n).options  # jax_impl.catalog.CnnOptions
+        self.scan, self.steps_per_dispatch = o.steps_per_dispatch > 1, o.steps_per_dispatch
         self.loss_every = 1  # per-step figures are exact in every variant
-        variant = variant.removesuffix("+scan")
-        self.model_, self.variant, self.n, self.i, self.devices = model, variant, n, 0, devices
+        self.model_, self.parallel, self.n, self.i, self.devices = model, o.parallel, n, 0, devices
         # what trains and evaluates: the model itself, or its bfloat16-compute copy (Keras's evaluate runs the
         # mixed model too); model() writes the trained weights back to the model passed in, in both cases
-        self.compute = mixed_precision(model) if variant.endswith("+bf16") else model
-        self.compute.elementwise_pool = elementwise_pool  # static: part of the graph definition split below
-        variant = self.variant = variant.removesuffix("+bf16")
+        self.compute = mixed_precision(model) if o.mixed else model
+        # static: part of the graph definition split below
+        self.compute.elementwise_pool = o.pool == "elementwise"
         self.compute_dtype = jnp.dtype(self.compute.conv1.dtype or jnp.float32).name
         # XLA:CPU runs simulated devices on one shared thread pool; with several multi-device steps
         # in flight their all-reduces can wait on each other forever (seen on 2 cores: a deadlock
@@ -106,8 +101,8 @@ class Trainer:
         graphdef, params, stats = nnx.split(self.compute, nnx.Param, nnx.BatchStat)
         tx = keras_adam(learning_rate, adam_epsilon)
         state = (params, stats, tx.init(params))
-        axis = None if variant == "jit" else "batch"
-        step = partial(_train_step, graphdef, tx, seed, axis, variant == "shard_map")
+        axis = None if o.parallel == "jit" else "batch"
+        step = partial(_train_step, graphdef, tx, seed, axis, o.parallel == "shard_map")
         # XLA:CPU runs a while loop's body without its fast convolution path (a rolled scan trains many times
         # slower: docs/performance.md). Unrolled there, the same steps are straight-line code in one program;
         # accelerators keep the loop (a smaller program).
@@ -117,19 +112,19 @@ class Trainer:
     def _place(self, state, step, multi) -> None:
         """Put the training state on the devices and compile-wrap `step` (or `multi`, the scanned steps) for
         the variant; sets state, _step and the batches' data_sharding."""
-        variant, n, devices = self.variant, self.n, self.devices
-        if variant == "jit":
+        parallel, n, devices = self.parallel, self.n, self.devices
+        if parallel == "jit":
             self.data_sharding = devices[0]
             self.state = jax.device_put(state, devices[0])
             self._step = jax.jit(multi if self.scan else step, donate_argnums=0)
             return
         # pmap hands its outputs back on an Auto-typed mesh: state placed on make_mesh's default
         # (Explicit) mesh would differ from the step's output and cost a second compilation.
-        axis_types = (AxisType.Auto,) if variant == "pmap" else None
+        axis_types = (AxisType.Auto,) if parallel == "pmap" else None
         mesh = jax.make_mesh((n,), ("batch",), devices=devices, axis_types=axis_types)
         self.data_sharding = NamedSharding(mesh, P("batch"))
         # put_global: in a multi-process run each process places only its own devices' copies.
-        if variant == "pmap":
+        if parallel == "pmap":
             stacked = jax.tree.map(lambda a: np.broadcast_to(a, (n, *np.shape(a))), state)
             self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P("batch"))), stacked)
             self._step = jax.pmap(step, axis_name="batch", in_axes=(0, 0, 0, None), devices=devices, donate_argnums=0)
@@ -154,27 +149,27 @@ class Trainer:
             return self._scan(x, y)
         out = []
         for xb, yb in zip(x, y, strict=True):
-            if self.variant == "pmap":
+            if self.parallel == "pmap":
                 xb, yb = xb.reshape(self.n, -1, *xb.shape[1:]), yb.reshape(self.n, -1)
-            if self.variant == "jit":
+            if self.parallel == "jit":
                 xb, yb = jax.device_put((xb, yb), self.data_sharding)
             else:  # each process feeds only its own devices' share of the global batch
                 xb, yb = put_global(xb, self.data_sharding), put_global(yb, self.data_sharding)
             self._batch = (xb, yb)
             self.state, m = self._step(self.state, xb, yb, self.i)
             m = m.addressable_data(0)  # this process's copy (pmap: its first device's row)
-            out.append(m[0] if self.variant == "pmap" else m)
+            out.append(m[0] if self.parallel == "pmap" else m)
             self.i += 1
             if self.serial:
                 jax.block_until_ready(m)
         return np.asarray(jnp.stack(out), np.float64)
 
     def _scan(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """steps() STEPS_PER_DISPATCH at a time, each chunk one dispatch (the remainder a shorter one)."""
+        """steps() steps_per_dispatch at a time, each chunk one dispatch (the remainder a shorter one)."""
         out = []
         for s in range(0, len(x), self.steps_per_dispatch):
             xc, yc = x[s : s + self.steps_per_dispatch], y[s : s + self.steps_per_dispatch]
-            if self.variant == "jit":
+            if self.parallel == "jit":
                 xc, yc = jax.device_put((xc, yc), self.data_sharding)
             else:
                 xc, yc = put_global(xc, self.data_sharding), put_global(yc, self.data_sharding)
@@ -194,7 +189,7 @@ class Trainer:
         """FLOPs of one global training step by XLA's cost analysis (after at least one step)."""
         if self.scan:  # XLA's cost analysis counts a loop's body once, whatever its trip count
             return None, "XLA cost analysis: not counted (several steps in one loop)"
-        per = 1 if self.variant == "jit" else self.n  # sharded programs are costed per device
+        per = 1 if self.parallel == "jit" else self.n  # sharded programs are costed per device
         return lowered_flops(self._step, self.state, *self._batch, self.i, devices=per)
 
     def program_text(self) -> str | None:
@@ -207,7 +202,7 @@ class Trainer:
         params, stats, _ = self.state
         # this process's first copy (every replica holds the same after the step's pmean)
         params, stats = jax.tree.map(lambda a: a.addressable_data(0), (params, stats))
-        if self.variant == "pmap":
+        if self.parallel == "pmap":
             params, stats = jax.tree.map(lambda a: a[0], (params, stats))
         # one copy on one device: a replicated copy would make every later call run 8 times
         params, stats = jax.device_put((params, stats), local_device(self.devices))

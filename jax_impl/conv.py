@@ -10,6 +10,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jax_impl.catalog import variant as variant_record
 from jax_impl.devices import lowered_flops, placement, put_global
 from jax_impl.ops import prepare_op, rows
 from parity.api import Prepared, check_divisible
@@ -29,11 +30,6 @@ def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> jax.Arra
     return _conv_jit(images, kernels, stride, padding)
 
 
-def conv_variants(replicas: int) -> tuple[str, ...]:
-    """Names of the ways this framework runs the conv over `replicas` devices."""
-    return ("jit", "jit+bf16") if replicas == 1 else ("pmap", "shard_map")
-
-
 def prepare_conv(
     variant: str,
     images: np.ndarray,
@@ -42,17 +38,16 @@ def prepare_conv(
     stride: int = 2,
     padding: str = "SAME",
 ) -> Prepared:
-    """Place the inputs on `devices` (batch split across them) and return the callable ('jit', 'jit+bf16',
-    'shard_map': ops.prepare_op; 'pmap': pmap over a leading device axis).
+    """Place the inputs on `devices` (batch split across them) and return the callable (the variant's options:
+    jax_impl.catalog; 'jit' and 'shard_map': ops.prepare_op; 'pmap': pmap over a leading device axis).
 
     Raises:
         ValueError: unknown variant, or a batch that does not divide by len(devices).
     """
     n = len(devices)
-    if variant != "pmap" or variant not in conv_variants(n):  # pmap: this module's own; the others: ops'
-        return prepare_op(
-            partial(_conv, stride=stride, padding=padding), "conv", conv_variants(n), variant, images, kernels, devices
-        )
+    v = variant_record("conv", variant, n)
+    if v.options.parallel != "pmap":  # pmap: this module's own; the others: ops'
+        return prepare_op(partial(_conv, stride=stride, padding=padding), v, images, kernels, devices)
     per = check_divisible(images.shape[0], n)
     # pmap maps over a leading device axis: (n, per, H, W, C); JAX implements it with shard_map. In a
     # multi-process run it computes this process's devices' part and returns only that.

@@ -11,115 +11,22 @@ from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jax_impl.catalog import SETTINGS, release
 from parity.api import Cluster, DeviceUnavailable, port_free, split_address
+from parity.api.variants import Setting
 
-# Variants that are not the framework out of the box: bfloat16 inputs (the harness runs '+bf16' only
-# where the device computes in bfloat16 natively). JAX's other tuned settings are process-wide
-# XLA_FLAGS (tuned_configs below): the harness gives each a worker of its own.
-TUNED_VARIANTS: tuple[str, ...] = (
-    "jit+bf16",
-    "jit+scan",
-    "jit+pool",
-    "shard_map+scan",
-    "shard_map+bf16",
-    "shard_map+pool",
-    "jit+bf16+pool",
-    "shard_map+bf16+pool",
-    "predict+dots",
-)
-# Variants that compute in bfloat16 (an operation's inputs and outputs; the CNN's mixed precision, float32
-# parameters): a row's number format, declared here, never read off its name.
-BFLOAT16_VARIANTS: tuple[str, ...] = ("jit+bf16", "shard_map+bf16", "jit+bf16+pool", "shard_map+bf16+pool")
-# Variants that tune only the host's dispatch (several steps in one program): under `--configs levers` the
-# process-wide settings below, which act on the kernels, run without them (each lever measured on its own).
-DISPATCH_VARIANTS: tuple[str, ...] = ("jit+scan", "shard_map+scan")
-# The best-known configuration's variants, in order of preference (`--configs best` times, for each workload,
-# replica count and number format, the first offered, under the process-wide setting of its format below): the
-# CNN with the elementwise pooling gradient ('+pool', faster with every setting), its inference with YNNPACK on the
-# dots alone ('+dots', so that oneDNN gets its convolutions), the operations as they are (their only lever is the
-# setting). Measured on a Zen 5 only (docs/performance.md, "Which configuration the default
-# times"); `--configs levers` times every lever on its own to check it elsewhere.
-BEST_VARIANTS: tuple[str, ...] = (
-    "jit+pool",
-    "shard_map+pool",
-    "jit+bf16+pool",
-    "shard_map+bf16+pool",
-    "jit",
-    "shard_map",
-    "jit+bf16",
-    "shard_map+bf16",
-    "predict+dots",
-    "predict",
-)
-# Process-wide settings that make JAX faster than out of the box, by device: name -> environment.
-# YNNPACK: XLA:CPU's newer kernel library. The list below replaces XLA's default one (no '+'/'-' modifiers): YNNPACK
-# for dots and reductions, XLA's own convolutions (out of the box, JAX 0.12 sends float32 convolutions to YNNPACK).
-# Not 'eltwise': YNNPACK's elementwise fusions take a convolution in with the bias add after it (every conv of the
-# CNN), which keeps oneDNN (below) from it; alone, the list with or without 'eltwise' times the same
-# (docs/performance.md, "YNNPACK's elementwise fusions took the CNN's convolutions"). Rows: '...+ynn'.
-_TUNED_CONFIGS = {"cpu": {"ynn": {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=dot,reduce"}}}
-# oneDNN: from jaxlib 0.11, XLA:CPU's oneDNN rewriter turns bfloat16 convolutions into oneDNN's own bfloat16
-# kernels (the library TensorFlow's CPU kernels use). Out of the box XLA:CPU computes a bfloat16 conv as a float32
-# one between two conversions, slower than float32 itself; float32 convs YNNPACK takes first. So a configuration for
-# CPUs with bfloat16 hardware only (rows '...+onednn'; docs/performance.md). Float32 convolutions reach it only with
-# YNNPACK's list emptied or replaced: the next setting.
-ONEDNN_CONFIG = {"XLA_FLAGS": "--xla_cpu_experimental_onednn_custom_call=true"}
-# Both: YNNPACK for dots and reductions, oneDNN for every convolution (float32 ones too, since YNNPACK's list no
-# longer takes them) with its bias add. Offered where '+onednn' is; measured on a Zen 5 only (docs/performance.md).
-YNN_ONEDNN_CONFIG = {"XLA_FLAGS": f"{_TUNED_CONFIGS['cpu']['ynn']['XLA_FLAGS']} {ONEDNN_CONFIG['XLA_FLAGS']}"}
-
-
-# Transparent huge pages for XLA:CPU's buffers. XLA:CPU takes each large buffer (the conv's 2.1 GB output) from a
-# fresh mapping and unmaps it when freed, so each call faults its memory in 4 KB at a time; glibc 2.35+ asks the
-# kernel for 2 MB pages for such mappings with this tunable (madvise), which a kernel whose THP mode is 'madvise'
-# grants ('always' grants them out of the box, 'never' refuses: no configuration then). TensorFlow's allocator
-# keeps its buffers between calls and gains nothing. Rows run with it are named '...+thp' (docs/performance.md,
-# "Huge pages for XLA:CPU's buffers").
-THP_CONFIG = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
 THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
-# Huge pages, and malloc keeping freed memory for the next buffer, as TensorFlow's allocator does: with mmap off
-# (mmap_max=0) a large buffer comes from the heap, and a trim threshold of 1 TiB never gives the heap's top back,
-# so a call's 2.1 GB output lands on pages the last call's already faulted in (the kernel zeroes no page again).
-# The process holds the freed memory: its rows' peak memory is a lower bound (parity.engine.memory).
-# Rows '...+thp+heap'.
-# Not in BEST_CONFIGS: in one default run some of its calls took 2-8x the others (why was not established), so it
-# is a lever `levers` measures (docs/performance.md, "Malloc's heap").
-HEAP_TUNABLES = "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776"
-HEAP_CONFIG = {"GLIBC_TUNABLES": f"{THP_CONFIG['GLIBC_TUNABLES']}:{HEAP_TUNABLES}"}
 
 
-# The number formats `--configs best` and `levers` run each configuration with, by its mechanism: YNNPACK's
-# fusions are float32 dots and reductions; oneDNN's rewriter takes bfloat16 convolutions and dots, and with
-# YNNPACK's list float32 convolutions too; huge pages and the heap act on every buffer, and run with the kernels'
-# settings (huge pages alone, 'thp', only under `--configs all`, as every combination).
-TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]] = {
-    "ynn": ("float32",),
-    "onednn": ("bfloat16",),
-    "thp": (),
-    "ynn+thp": ("float32",),
-    "onednn+thp": ("bfloat16",),
-    "ynn+onednn": ("float32", "bfloat16"),
-    "ynn+onednn+thp": ("float32", "bfloat16"),
-    "ynn+onednn+thp+heap": ("float32", "bfloat16"),
-}
-# Which of them `--configs best` runs: for each number format, the first offered that acts on it (levers: all).
-BEST_CONFIGS: tuple[str, ...] = ("ynn+onednn+thp", "ynn+thp", "onednn+thp", "ynn+onednn", "ynn", "onednn")
-
-
-def tuned_configs(device: str, native_bf16: bool = False) -> dict[str, dict[str, str]]:
-    """Process-wide settings worth a worker of their own on `device` ({name: environment variables});
-    native_bf16: the device multiplies bfloat16 in hardware (the caller knows: parity.judging.roofline.native_bf16).
-    Where huge pages can be asked for, each configuration runs with them ('ynn+thp'), and they alone ('thp'); both
-    libraries' setting with the heap kept too ('ynn+onednn+thp+heap')."""
-    configs = dict(_TUNED_CONFIGS.get(device, {}))
-    if device == "cpu" and _version(jax.__version__) >= (0, 11) and native_bf16:
-        configs["onednn"] = ONEDNN_CONFIG
-        configs["ynn+onednn"] = YNN_ONEDNN_CONFIG
-    if device == "cpu" and huge_pages_on_request():
-        configs = {"thp": THP_CONFIG, **{f"{k}+thp": {**env, **THP_CONFIG} for k, env in configs.items()}}
-        if "ynn+onednn+thp" in configs:
-            configs["ynn+onednn+thp+heap"] = {**YNN_ONEDNN_CONFIG, **HEAP_CONFIG}
-    return configs
+def settings(device: str, native_bf16: bool = False) -> tuple[Setting, ...]:
+    """The process-wide settings (jax_impl.catalog.SETTINGS) that make a difference on `device`: those whose needs
+    this machine meets. native_bf16: the device multiplies bfloat16 in hardware (the caller knows:
+    parity.common.cpuinfo.native_bf16); oneDNN's bfloat16 kernels also need jaxlib 0.11 or later."""
+    if device != "cpu":
+        return ()
+    thp = huge_pages_on_request()
+    have = {"thp" if thp else "no-thp"} | ({"bf16"} if native_bf16 and release(jax.__version__) >= (0, 11) else set())
+    return tuple(s for s in SETTINGS if set(s.needs) <= have)
 
 
 def huge_pages_on_request(mode_file: Path = THP_MODE) -> bool:
@@ -131,11 +38,7 @@ def huge_pages_on_request(mode_file: Path = THP_MODE) -> bool:
     except (AttributeError, ValueError, OSError):
         return False
     name, _, version = libc.partition(" ")
-    return name == "glibc" and _version(version) >= (2, 35) and "[madvise]" in mode
-
-
-def _version(v: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in v.split(".")[:2] if p.isdigit())
+    return name == "glibc" and release(version) >= (2, 35) and "[madvise]" in mode
 
 
 def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) -> list[jax.Device]:

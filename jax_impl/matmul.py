@@ -8,20 +8,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jax_impl.catalog import variant as variant_record
 from jax_impl.ops import prepare_op
 from parity.api import Prepared
 
 
-def matmul_variants(replicas: int) -> tuple[str, ...]:
-    """Names of the ways this framework runs the matmul over `replicas` devices."""
-    return ("jit", "jit+bf16") if replicas == 1 else ("shard_map",)
-
-
 def prepare_matmul(variant: str, a: np.ndarray, b: np.ndarray, devices: Sequence[jax.Device]) -> Prepared:
     """Place the operands on `devices` (a's rows split across them, b on every one) and return the callable
-    (variants: ops.prepare_op).
+    (the variant's options: jax_impl.catalog; ops.prepare_op).
 
     Raises:
         ValueError: unknown variant, or rows that do not divide by len(devices).
     """
-    return prepare_op(jnp.matmul, "matmul", matmul_variants(len(devices)), variant, a, b, devices)
+    return prepare_op(jnp.matmul, variant_record("matmul", variant, len(devices)), a, b, devices)

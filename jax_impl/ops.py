@@ -12,8 +12,9 @@ from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jax_impl.devices import BFLOAT16_VARIANTS, gather_rows, lowered_flops, placement, put_global
+from jax_impl.devices import gather_rows, lowered_flops, placement, put_global
 from parity.api import Prepared, check_divisible
+from parity.api.variants import Variant
 
 
 def rows(out: jax.Array, idx: Sequence[int], per: int = 0, mesh=None) -> np.ndarray:
@@ -40,29 +41,17 @@ def rows(out: jax.Array, idx: Sequence[int], per: int = 0, mesh=None) -> np.ndar
     return np.stack(rows)
 
 
-def prepare_op(
-    op: Callable,
-    name: str,
-    variants: tuple[str, ...],
-    variant: str,
-    x: np.ndarray,
-    w: np.ndarray,
-    devices: Sequence[jax.Device],
-) -> Prepared:
-    """`op(x, w)` with x's leading axis split across `devices` and w on every one.
-
-    'jit' on one device, 'jit+bf16' the same on bfloat16 operands (cast once, beforehand; bfloat16 out, as
-    Flax's dtype=bfloat16), 'shard_map' as jax.jit of jax.shard_map over a 1-D mesh.
+def prepare_op(op: Callable, v: Variant, x: np.ndarray, w: np.ndarray, devices: Sequence[jax.Device]) -> Prepared:
+    """`op(x, w)` with x's leading axis split across `devices` and w on every one, as the variant's options say
+    (jax_impl.catalog.OpOptions): jitted on one device, or jax.jit of jax.shard_map over a 1-D mesh.
 
     Raises:
-        ValueError: a variant not in `variants`, or a leading axis that does not divide by len(devices).
+        ValueError: a leading axis that does not divide by len(devices).
     """
     n = len(devices)
     check_divisible(x.shape[0], n)
-    if variant not in variants:
-        raise ValueError(f"unknown JAX {name} variant {variant!r} for {n} replicas; have {variants}")
-    if variant in ("jit", "jit+bf16"):
-        dtype = jnp.bfloat16 if variant in BFLOAT16_VARIANTS else x.dtype
+    if v.options.parallel == "jit":
+        dtype = jnp.bfloat16 if v.options.bfloat16 else x.dtype
         a, b = (jax.device_put(m.astype(dtype), devices[0]) for m in (x, w))
         f = jax.jit(op)
         return Prepared(lambda: f(a, b), lambda o: tuple(o.shape), rows, placement, lambda: lowered_flops(f, a, b))

@@ -2,7 +2,7 @@
 
 Each process is `python -m parity.run <args>` (or --module) with PARITY_COORDINATOR (a free loopback
 port), PARITY_NUM_PROCESSES, PARITY_PROCESS_ID and PARITY_LOCAL_DEVICES set; JAX's runtime and
-TensorFlow's workers take their ports from there (parity.engine.cluster). Process 0's output is shown;
+TensorFlow's workers take their ports from there (parity.api.cluster). Process 0's output is shown;
 the others' is kept and shown when one fails. The launcher waits for all of them, forwards Ctrl-C,
 and when one dies or the run outlives --timeout it stops every process (and their children) and
 says which one failed and how.
@@ -18,8 +18,8 @@ import sys
 import tempfile
 import time
 
+from parity.api.cluster import ENV, TF_PORT_OFFSET, free_port, port_free
 from parity.cli.argtypes import Parser, seconds, whole
-from parity.engine.cluster import ENV, TF_PORT_OFFSET, free_port, port_free
 
 EXAMPLES = """examples:
   python -m parity.launch --processes 2 --devices-per-process 4 -- --device cpu --workload conv
@@ -118,7 +118,7 @@ def _how(code: int) -> str:
 
 
 def _start(i: int, processes: int, devices: int, port: int, module: str, args: list[str], log) -> subprocess.Popen:
-    """Process i of the run, told its place by environment variables (parity.engine.cluster.ENV)."""
+    """Process i of the run, told its place by environment variables (parity.api.cluster.ENV)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.update(
         {

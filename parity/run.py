@@ -13,14 +13,16 @@ from pathlib import Path
 from parity.cli.argtypes import check_environment, check_interpreter
 from parity.cli.flags import parser  # noqa: F401  (parser: this command's flags)
 from parity.common import frameworks
+from parity.common.messages import HarnessError, WorkerBug
 from parity.engine import environment
 from parity.engine.cluster import from_settings
-from parity.engine.config import Config, HarnessError, WorkerBug
+from parity.engine.config import PRESETS, Config, Preset
 from parity.engine.schedule import PROFILES, run_suite
 from parity.engine.workerproc import Worker
 from parity.judging import summary
 from parity.output import files, tables
-from parity.workloads import CNN_FULL, WORKLOADS
+from parity.workloads import WORKLOADS
+from parity.workloads.cnn.spec import CNN_FULL
 
 NOTEBOOK_SCHEDULE = {
     "global_batch": CNN_FULL.global_batch,
@@ -47,21 +49,21 @@ def config(args, argv: list[str] = ()) -> Config:
         check_interpreter(fw, path)
     check_environment(args.device, frameworks.KEYS if args.framework == "all" else (args.framework,))
     given = {k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None}
-    if args.quick and args.schedule == "notebook":
-        raise HarnessError("--quick and --schedule notebook contradict each other: choose one")
+    preset = _preset(args)
     if cluster is not None and cluster.process_id:  # process 0 speaks for the run
         args.quiet = True
-    configs = args.configs or ("default" if args.quick else "best")
+    configs = args.configs or preset.configs
     return Config(
         device=args.device,
         frameworks=frameworks.KEYS if args.framework == "all" else (args.framework,),
         workloads=tuple(WORKLOADS) if args.workload == "all" else (args.workload,),
         replicas=tuple(dict.fromkeys(args.replicas or ())),  # '--replicas 1 1' measures each count once
         precision=args.precision,
-        quick=args.quick,
+        preset=preset.name,
+        quick=preset.specs == "quick",
         reps=args.reps,
-        min_time_s=args.min_time if args.min_time is not None else (0.5 if args.quick else 2.0),
-        max_reps=max(args.max_reps if args.max_reps is not None else (50 if args.quick else 200), args.reps),
+        min_time_s=args.min_time if args.min_time is not None else preset.min_time_s,
+        max_reps=max(args.max_reps if args.max_reps is not None else preset.max_reps, args.reps),
         warmup=args.warmup,
         tuned=configs != "default",
         configs=configs,
@@ -69,16 +71,29 @@ def config(args, argv: list[str] = ()) -> Config:
         progress=not args.quiet,
         data=args.data,
         data_dir=args.data_dir,
-        overrides={**(NOTEBOOK_SCHEDULE if args.schedule == "notebook" else {}), **given},
+        overrides={**(NOTEBOOK_SCHEDULE if preset.specs == "notebook" else {}), **given},
         validate=args.validate,
         profile=args.profile,
         seeds=args.seeds,
-        parity_steps=3 if args.quick and args.parity_steps == 20 else args.parity_steps,
+        parity_steps=args.parity_steps if args.parity_steps is not None else preset.parity_steps,
         cluster=cluster,
         command=("python", "-m", "parity.run", *argv),
         exclusive=args.device == "tpu" if args.exclusive is None else args.exclusive,
         pythons=pythons,
     )
+
+
+def _preset(args) -> Preset:
+    """The run's preset: --preset, --quick (the 'quick' one) or --schedule notebook (the 'notebook' one), which
+    must not contradict each other; else the default."""
+    named = {args.preset} - {None}
+    named |= {"quick"} if args.quick else set()
+    named |= {"notebook"} if args.schedule == "notebook" else set()
+    if len(named) > 1:
+        said = [f"--preset {args.preset}" if args.preset else None, "--quick" if args.quick else None]
+        said.append("--schedule notebook" if args.schedule == "notebook" else None)
+        raise HarnessError(f"{' and '.join(s for s in said if s)} contradict each other: choose one")
+    return PRESETS[named.pop() if named else "default"]
 
 
 def list_devices(cfg: Config) -> None:

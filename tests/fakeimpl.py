@@ -9,6 +9,7 @@ faked: its variants are none.
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import sys
@@ -20,8 +21,10 @@ from types import SimpleNamespace
 import numpy as np
 
 from parity import api
+from parity.api.variants import MANY, ONE, offered
 from parity.common import float64 as oracle
 from parity.common.frameworks import label
+from parity.common.protocol import decode_request, encode
 from parity.engine import memory, worker
 from parity.engine.workerproc import Worker
 
@@ -62,12 +65,44 @@ class FakeImpl:
     block_s: float = 0.0  # reading the output for verification verify_s (which no timed interval may hold)
     verify_s: float = 0.0
     workspace_mb: int = 0  # memory each call touches and frees again (its peak memory, beside its output)
-    TUNED_VARIANTS: tuple[str, ...] = ("op+tuned",)
-    TUNED_CONFIG_FORMATS: dict = field(default_factory=dict)
-    BFLOAT16_VARIANTS: tuple[str, ...] = ()
-    DISPATCH_VARIANTS: tuple[str, ...] = ()
-    BEST_VARIANTS: tuple[str, ...] = ("op+tuned", "sharded")
-    BEST_CONFIGS: tuple[str, ...] = ()
+    # the knobs its declared tables (VARIANTS, SETTINGS: parity.api.variants records) are made from: which variant
+    # names are tuned, bfloat16, dispatch-only, in the best-known order; each setting's formats and the settings' order
+    tuned_names: tuple[str, ...] = ("op+tuned",)
+    setting_formats: dict = field(default_factory=dict)  # a setting not named here declares none (formats None)
+    bf16_names: tuple[str, ...] = ()
+    dispatch_names: tuple[str, ...] = ()
+    best_names: tuple[str, ...] = ("op+tuned", "sharded")
+    setting_order: tuple[str, ...] = ()
+
+    @property
+    def VARIANTS(self) -> tuple[api.Variant, ...]:  # noqa: N802 - the surface's name
+        return tuple(
+            api.Variant(
+                name,
+                kind,
+                ONE if name.startswith("op") else MANY,
+                "bfloat16" if name in self.bf16_names else "float32",
+                tuned=name in self.tuned_names,
+                dispatch=name in self.dispatch_names,
+                best=self.best_names.index(name) if name in self.best_names else None,
+            )
+            for kind in ("conv", "matmul")
+            for name in ("op", "op+tuned", *self.bf16_names, "sharded")
+        )
+
+    @property
+    def SETTINGS(self) -> tuple[api.Setting, ...]:  # noqa: N802 - the surface's name
+        order = self.setting_order
+        return tuple(
+            api.Setting(k, env, self.setting_formats.get(k), order.index(k) if k in order else None)
+            for k, env in self.configs.items()
+        )
+
+    def variants(self, kind, replicas):
+        return offered(self.VARIANTS, kind, replicas)
+
+    def settings(self, device, native_bf16=False):
+        return self.SETTINGS
 
     # devices
     def setup_devices(self, device, replicas, cluster=None):
@@ -77,9 +112,6 @@ class FakeImpl:
 
     def set_precision(self, precision):
         pass
-
-    def tuned_configs(self, device, native_bf16=False):
-        return dict(self.configs)
 
     def device_kind(self):
         return "cpu"
@@ -130,14 +162,8 @@ class FakeImpl:
     def conv_op(self, images, kernels, stride=2, padding="SAME"):
         return oracle.conv2d(images, kernels, stride, padding).astype(np.float32)
 
-    def conv_variants(self, replicas):
-        return ("op", "op+tuned") if replicas == 1 else ("sharded",)
-
     def prepare_conv(self, variant, images, kernels, devices, stride=2, padding="SAME"):
         return self._prepared(lambda: self.conv_op(images, kernels, stride, padding), devices)
-
-    def matmul_variants(self, replicas):
-        return self.conv_variants(replicas)
 
     def prepare_matmul(self, variant, a, b, devices):
         return self._prepared(lambda: (a.astype(np.float64) @ b).astype(np.float32), devices)
@@ -173,13 +199,7 @@ class FakeImpl:
             lambda: (None, "fake: no counter"),
         )
 
-    # the CNN: not faked
-    def cnn_variants(self, replicas):
-        return ()
-
-    def infer_variants(self, replicas):
-        return ()
-
+    # the CNN: not faked (its variants are none)
     def _no_cnn(self, *a, **k):
         raise NotImplementedError("the fake implements no CNN")
 
@@ -213,7 +233,8 @@ class LocalWorker:
         self.impl = self.FAKES[framework][config]
         self.args = SimpleNamespace(framework=framework, device=device, replicas=replicas, precision=precision)
         self.timers: dict = {}
-        self.asked: list[dict] = []  # every request, in order
+        self.asked: list = []  # every request (parity.common.protocol), in order
+        self.sent: deque = deque()
         try:
             self.devices = self.impl.setup_devices(device, replicas)
             self.args.memory = memory.source_for(self.impl, self.devices, device)  # as worker.serve does
@@ -224,9 +245,12 @@ class LocalWorker:
     def recv(self, timeout_s=None) -> dict:
         return self.pending.popleft()
 
-    def send(self, **msg) -> None:
-        self.asked.append(msg)
-        self.pending.append(worker.respond(self.impl, self.devices, self.args, self.timers, msg))
+    def send(self, req) -> None:
+        """Answered at once by the worker's own code, over the wire's encoding both ways."""
+        self.asked.append(req)
+        self.sent.append(req)
+        answer = worker.respond(self.impl, self.devices, self.args, self.timers, decode_request(encode(req)))
+        self.pending.append(answer if isinstance(answer, dict) else json.loads(encode(answer)))
 
     answer = Worker.answer
     ask = Worker.ask

@@ -60,13 +60,13 @@ def test_quick_run_prints_a_verified_table(quick_conv):
     import jax_impl
     from parity.judging.roofline import native_bf16
 
-    # float32's setting: the first of BEST_CONFIGS offered here ('ynn+onednn+thp' with bfloat16 hardware and huge
-    # pages on request, 'ynn' with neither)
-    offered = jax_impl.tuned_configs("cpu", native_bf16("cpu", "cpu"))
-    ynn = next(c for c in jax_impl.BEST_CONFIGS if c in offered and "float32" in jax_impl.TUNED_CONFIG_FORMATS[c])
+    # float32's setting: the best-ranked one offered here ('ynn+onednn+thp' with bfloat16 hardware and huge pages on
+    # request, 'ynn' with neither)
+    offered = jax_impl.settings("cpu", native_bf16("cpu", "cpu"))
+    ynn = min((s for s in offered if s.best is not None and "float32" in s.formats), key=lambda s: s.best).name
     for variant in ("jit", "pmap", "shard_map", "function", "strategy", f"jit+{ynn}", f"shard_map+{ynn}"):
         assert f" {variant} " in p.stdout
-    # --configs best: beside each framework out of the box, its best-known configuration only (BEST_VARIANTS)
+    # --configs best: beside each framework out of the box, its best-known configuration only (`best` ranks)
     for variant in ("function+xla", f"pmap+{ynn}"):
         assert f" {variant} " not in p.stdout
 
@@ -81,11 +81,9 @@ def test_results_json_schema(quick_conv):
     doc = json.loads((out / "results.json").read_text())
     assert {"python", "device", "precision", "frameworks"} <= set(doc["env"])
     import jax_impl  # its tuned configurations: YNNPACK, and oneDNN where jaxlib and the CPU have bfloat16 for it
+    from parity.engine.selection import settings_to_run
 
-    tuned = jax_impl.tuned_configs("cpu", native_bf16("cpu", "cpu"))
-    formats = jax_impl.TUNED_CONFIG_FORMATS
-    preferred = [c for c in jax_impl.BEST_CONFIGS if c in tuned]  # best: each format's first (the rest: levers')
-    best = {next(c for c in preferred if f in formats[c]) for f in {f for c in preferred for f in formats[c]}}
+    best = {s.name for s in settings_to_run("best", jax_impl.settings("cpu", native_bf16("cpu", "cpu")))}
     assert set(doc["env"]["frameworks"]) == {"tf", "jax", *(f"jax+{c}" for c in best)}
     rows = doc["rows"]
     assert {(r["framework"], r["replicas"]) for r in rows} == {("tf", 1), ("tf", 8), ("jax", 1), ("jax", 8)}

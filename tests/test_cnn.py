@@ -1,5 +1,6 @@
 """The Fashion-MNIST CNN: same network in both frameworks, same numbers, same training."""
 
+import dataclasses
 import functools
 import os
 import subprocess
@@ -51,7 +52,7 @@ def test_parameter_counts(mod):
 def test_trainers_keep_one_contract(impl, replicas):
     # api.Trainer: the same methods and return types on both sides
     mod, devices = impl
-    t = mod.make_trainer(mod.build_cnn(0), devices[:replicas], mod.cnn_variants(replicas)[0])
+    t = mod.make_trainer(mod.build_cnn(0), devices[:replicas], mod.variants("cnn_train", replicas)[0].name)
     assert all(callable(getattr(t, m, None)) for m in ("steps", "step_cost", "model", "evaluate", "placement"))
     out = t.steps(*batch(2, 16))
     assert isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (2, 2)
@@ -124,7 +125,7 @@ def test_inference_with_ynnpack_on_its_dots_only_is_the_same_forward_pass(weight
     _, jm = models(weights)
     x = DS.x_test[:16].astype(np.float32)
     ref = cnn_oracle.cnn_forward(weights, x)["probs"]
-    for v in jax_impl.infer_variants(1):
+    for v in (v.name for v in jax_impl.variants("cnn_infer", 1)):
         p = jax_impl.prepare_inference(jm, x, JAX_DEVICES[:1], v)
         assert errors(np.asarray(p.run()), ref)["max_rel_err"] < TOL["forward"], v
     # a YNNPACK fusion's computation holding a convolution: named in the fusion's calls=
@@ -208,6 +209,13 @@ def test_a_multi_step_variant_is_judged_by_the_same_trajectory_check(weights):
     assert len(lt) == 12 and np.all(lt[:10] == lt[0]) and np.all(lt[10:] == lt[10]) and lt[0] != lt[10]
 
 
+def _steps(v, name: str, k: int):
+    """A variant record, with `k` steps to a dispatch if it is the one named."""
+    if v.kind != "cnn_train" or v.name != name:
+        return v
+    return dataclasses.replace(v, options=dataclasses.replace(v.options, steps_per_dispatch=k))
+
+
 @pytest.mark.parametrize(
     "mod,replicas,one,several",
     [
@@ -221,13 +229,17 @@ def test_a_multi_step_variant_is_judged_by_the_same_trajectory_check(weights):
     ids=["tf-fit", "tf-strategy", "tf-loop", "jax-jit", "jax-shard_map", "jax-jit-rolled-loop"],
 )
 def test_several_steps_per_dispatch_are_the_same_steps(weights, mod, replicas, one, several, monkeypatch):
-    """7 steps with 4 to a dispatch (the trainers' STEPS_PER_DISPATCH, 10, set to 4: JAX compiles its unrolled
+    """7 steps with 4 to a dispatch (the variant's declared steps_per_dispatch, 10, set to 4: JAX compiles its unrolled
     scan once per dispatch length, and 4 steps are the same code as 10): a dispatch of 4 and one of 3. The same
     weights after them, and the same per-step loss (or, where the framework logs once per dispatch, the same
     mean over each dispatch). JAX unrolls its scan on a CPU; the rolled loop accelerators run is checked here
     too, at this tiny size."""
     size, k = 16, 4
-    monkeypatch.setattr(mod.cnn_train, "STEPS_PER_DISPATCH", k)
+    declared = [v for v in mod.catalog.VARIANTS if v.kind == "cnn_train" and v.name == several.removesuffix("+rolled")]
+    assert declared and declared[0].options.steps_per_dispatch > 1
+    monkeypatch.setattr(
+        mod.catalog, "VARIANTS", tuple(_steps(v, several.removesuffix("+rolled"), k) for v in mod.catalog.VARIANTS)
+    )
     if several.endswith("+rolled"):  # a rolled loop runs its convolutions slowly on a CPU: a smaller batch
         several, size = several.removesuffix("+rolled"), 4
         monkeypatch.setattr(jax_impl.cnn_train.Trainer, "UNROLL_ON", ())

@@ -8,7 +8,7 @@ import pytest
 from parity.common import float64 as oracle
 from parity.common.tolerances import BF16_TOLERANCE
 from parity.judging.roofline import isa_capped_below_bf16
-from parity.workloads import ConvSpec
+from parity.workloads.conv import ConvSpec
 
 TOL = 1e-5  # float32 at highest precision, relative to max |reference|
 
@@ -39,10 +39,11 @@ def test_every_variant_matches_oracle(impl, replicas):
     spec = SHAPES[0]
     x, w = spec.inputs()
     ref = oracle.conv2d(x, w, spec.stride, spec.padding)
-    variants = mod.conv_variants(replicas)
+    variants = mod.variants("conv", replicas)
     assert variants
-    for variant in variants:
-        if variant in mod.BFLOAT16_VARIANTS and isa_capped_below_bf16(os.environ):
+    for v in variants:
+        variant = v.name
+        if v.dtype == "bfloat16" and isa_capped_below_bf16(os.environ):
             continue  # oneDNN refuses a bfloat16 conv under such a cap; the harness never runs one there
         p = mod.prepare_conv(variant, x, w, devices[:replicas], spec.stride, spec.padding)
         out = p.run()
@@ -63,7 +64,7 @@ def test_compiler_flop_count_agrees_with_the_formula(impl, replicas):
     mod, devices = impl
     spec = ConvSpec(batch=8, height=32, width=32, cin=3, cout=8, kh=5, kw=5, stride=2)
     x, w = spec.inputs()
-    for variant in mod.conv_variants(replicas):
+    for variant in (v.name for v in mod.variants("conv", replicas)):
         flops, source = mod.prepare_conv(variant, x, w, devices[:replicas], spec.stride, spec.padding).cost()
         assert flops is not None, (variant, source)
         closest = min(abs(flops / spec.flops() - 1), abs(flops / spec.flops_unpadded() - 1))
@@ -86,7 +87,7 @@ def test_non_dividing_batch_raises(impl):
     spec = ConvSpec(batch=12, height=8, width=8, cout=2)
     x, w = spec.inputs()
     with pytest.raises(ValueError, match="does not divide by 8 replicas"):
-        mod.prepare_conv(mod.conv_variants(8)[0], x, w, devices, 2, "SAME")
+        mod.prepare_conv(mod.variants("conv", 8)[0].name, x, w, devices, 2, "SAME")
 
 
 def test_unknown_variant_raises(impl):

@@ -10,8 +10,10 @@ import pytest
 from fakeimpl import FakeImpl, LocalWorker
 
 from parity import compare
+from parity.common.messages import WorkerBug
+from parity.common.protocol import Called, Prepared, Result, Warm
 from parity.engine import timing, workerproc
-from parity.engine.config import Config, WorkerBug
+from parity.engine.config import Config
 from parity.engine.schedule import run_suite
 from parity.judging import roofline
 from parity.output import files
@@ -72,15 +74,15 @@ def test_calls_are_interleaved_first_calls_apart(fakes, tmp_path, monkeypatch):
     workers = []
     monkeypatch.setattr(workerproc, "Worker", lambda *a, **k: workers.append(LocalWorker(*a, **k)) or workers[-1])
     _run(tmp_path, workloads=("conv",), replicas=(1,), tuned=False)
-    cmds = [m["cmd"] for m in workers[0].asked]
+    cmds = [m.cmd for m in workers[0].asked]
     # variants, then the first call, then the timed reps (interleaved with the other framework's), each right
     # after an untimed call of its own (an operation's calls back to back, as in a user's loop), then results
     assert cmds == ["variants", "prepare", "warm", "rep", "warm", "rep", "result"]
-    assert [m["cmd"] for m in workers[1].asked] == cmds
+    assert [m.cmd for m in workers[1].asked] == cmds
     for w in workers:
         for i, m in enumerate(w.asked):
-            if m["cmd"] == "rep":
-                assert w.asked[i - 1] == {"cmd": "warm", "id": m["id"]}
+            if m.cmd == "rep":
+                assert w.asked[i - 1] == Warm(m.id)
 
 
 def test_a_planted_error_is_invalid_and_names_the_oracle(fakes, tmp_path):
@@ -121,8 +123,8 @@ def test_tuned_configurations_get_workers_of_their_own(fakes, tmp_path):
     ],
 )
 def test_levers_runs_a_configuration_only_in_the_formats_it_acts_on(fakes, tmp_path, configs, formats, expected):
-    fakes["jax"]["default"] = FakeImpl(configs={"fast": {"XLA_FLAGS": "--fake"}}, TUNED_CONFIG_FORMATS=formats)
-    fakes["jax"]["fast"] = FakeImpl(TUNED_CONFIG_FORMATS=formats)
+    fakes["jax"]["default"] = FakeImpl(configs={"fast": {"XLA_FLAGS": "--fake"}}, setting_formats=formats)
+    fakes["jax"]["fast"] = FakeImpl(setting_formats=formats)
     res = _run(tmp_path, workloads=("matmul",), replicas=(1,), configs=configs)
     assert {r["variant"] for r in res["rows"] if r["variant"].endswith("+fast")} == expected
     assert ("--configs levers" in " ".join(res["notes"])) == (configs == "levers" and not expected)
@@ -136,8 +138,8 @@ def test_levers_runs_a_configuration_without_the_dispatch_variants(fakes, tmp_pa
     for config in ("default", "fast"):
         fakes["jax"][config] = FakeImpl(
             configs={"fast": {"XLA_FLAGS": "--fake"}} if config == "default" else {},
-            TUNED_CONFIG_FORMATS=formats,
-            DISPATCH_VARIANTS=("op+tuned",),
+            setting_formats=formats,
+            dispatch_names=("op+tuned",),
         )
     res = _run(tmp_path, workloads=("matmul",), replicas=(1,), configs=configs)
     variants = {r["variant"] for r in res["rows"] if r["framework"] == "jax"}
@@ -165,20 +167,12 @@ def test_best_times_each_framework_out_of_the_box_and_its_best_known_configurati
     configs = {"fast": {"XLA_FLAGS": "--fake"}} if formats else {}
     for config in ("default", *formats):
         fakes["jax"][config] = FakeImpl(
-            configs=configs if config == "default" else {}, TUNED_CONFIG_FORMATS=formats, BEST_VARIANTS=best
+            configs=configs if config == "default" else {}, setting_formats=formats, best_names=best
         )
     res = _run(tmp_path, workloads=("matmul",), replicas=(1,), configs="best")
     assert {r["variant"] for r in res["rows"] if r["framework"] == "jax"} == expected
     assert {r["variant"] for r in res["rows"] if r["framework"] == "tf"} == {"op", "op+tuned"}  # its own BEST
     assert "--configs best" in " ".join(res["notes"])
-
-
-def test_best_known_is_the_first_offered_of_each_number_format():
-    from parity.workloads.ops import best_known
-
-    impl = FakeImpl(BFLOAT16_VARIANTS=("op+bf16", "op+bf16+tuned"), BEST_VARIANTS=("op+bf16+tuned", "op+tuned", "op"))
-    assert best_known(impl, ("op", "op+tuned", "op+bf16")) == {"float32": "op+tuned"}  # op+bf16 is not named
-    assert best_known(impl, ("op", "op+bf16", "op+bf16+tuned")) == {"float32": "op", "bfloat16": "op+bf16+tuned"}
 
 
 @pytest.mark.parametrize("configs", ["best", "levers", "all"])
@@ -191,15 +185,15 @@ def test_a_configuration_with_no_format_under_best_starts_no_worker(fakes, tmp_p
     monkeypatch.setattr(LocalWorker, "ask_to_quit", lambda self, kill=False: started.append(self.config))
     formats = {"alone": (), "fast": ("float32",)}
     configs_env = {"alone": {"GLIBC_TUNABLES": "x=1"}, "fast": {"XLA_FLAGS": "--fake"}}
-    fakes["jax"]["default"] = FakeImpl(configs=configs_env, TUNED_CONFIG_FORMATS=formats)
-    fakes["jax"]["alone"] = FakeImpl(TUNED_CONFIG_FORMATS=formats)
-    fakes["jax"]["fast"] = FakeImpl(TUNED_CONFIG_FORMATS=formats)
+    fakes["jax"]["default"] = FakeImpl(configs=configs_env, setting_formats=formats)
+    fakes["jax"]["alone"] = FakeImpl(setting_formats=formats)
+    fakes["jax"]["fast"] = FakeImpl(setting_formats=formats)
     rows = _run(tmp_path, workloads=("matmul",), replicas=(1,), configs=configs)["rows"]
     assert ("alone" in started) == (configs == "all")
     assert {r["variant"] for r in rows if r["variant"].endswith("+alone")} == (
         {"op+alone", "op+tuned+alone"} if configs == "all" else set()
     )
-    fast = {"op+tuned+fast"} if configs == "best" else {"op+fast", "op+tuned+fast"}  # best: BEST_VARIANTS' only
+    fast = {"op+tuned+fast"} if configs == "best" else {"op+fast", "op+tuned+fast"}  # best: the best-ranked only
     assert {r["variant"] for r in rows if r["variant"].endswith("+fast")} == fast
 
 
@@ -220,7 +214,7 @@ def test_a_bug_in_a_worker_ends_the_run_with_its_traceback(fakes, tmp_path):
 
 
 def test_a_batch_that_does_not_split_is_refused_before_anything_starts(fakes, tmp_path):
-    from parity.engine.config import HarnessError
+    from parity.common.messages import HarnessError
 
     with pytest.raises(HarnessError, match="does not divide by 3 replicas"):
         _run(tmp_path, workloads=("conv",), replicas=(3,))
@@ -344,7 +338,7 @@ def test_profile_traces_one_more_call_per_row_outside_the_timed_ones(fakes, tmp_
     workers = []
     monkeypatch.setattr(workerproc, "Worker", lambda *a, **k: workers.append(LocalWorker(*a, **k)) or workers[-1])
     assert run.main([*argv, "--profile"]) == 0
-    cmds = [m["cmd"] for m in workers[0].asked]
+    cmds = [m.cmd for m in workers[0].asked]
     assert cmds.index("profile") > max(i for i, c in enumerate(cmds) if c in ("rep", "result"))  # after its result
     rows = json.loads((out / "results.json").read_text())["rows"]
     for r in rows:
@@ -446,15 +440,16 @@ class _Recorder:
     def __init__(self, log):
         self.framework, self.log, self.pending = "jax", log, []
 
-    def ask(self, cmd, id=None, **_):
-        self.log.append((cmd, id))
-        return {"compile_s": 1.0, "invalid": None, "time": 1.0, "last": {}}
+    def ask(self, req):
+        self.log.append((req.cmd, req.id))
+        return Prepared(1.0, None) if req.cmd == "prepare" else Called(1.0, None)
 
-    def send(self, cmd, id=None, **_):
-        self.pending.append(id)
+    def send(self, req):
+        self.pending.append(req.id)
 
     def answer(self):
-        return {"median_s": 1.0, "id": self.pending.pop(0)}
+        self.pending.pop(0)
+        return Result(None, median_s=1.0)
 
 
 @pytest.mark.parametrize("epochs", [False, True])
@@ -471,8 +466,8 @@ def test_training_epochs_run_back_to_back_and_operations_interleave(monkeypatch,
     worker = _Recorder(calls)
     todo = [Case("jax", v, 1, v, v, "float32", False) for v in ("a", "b")]
     monkeypatch.setattr(schedule, "cases", lambda *a: todo)
-    monkeypatch.setattr(schedule, "make_row", lambda cfg, kind, c, res, *a: {"id": c.key, "rounds": res["rounds"]})
-    kind = RowKind("k", "op", lambda impl, n: ("a", "b"), lambda *a: None, epochs=epochs)
+    monkeypatch.setattr(schedule, "make_row", lambda cfg, kind, c, res, more, *a: {"id": c.key, **more})
+    kind = RowKind("k", lambda *a: None, lambda *a: None, epochs=epochs)
     spec = SimpleNamespace(epochs=3, seed=0, to_dict=dict)
     cfg = Config(progress=False, reps=2, min_time_s=0.0, max_reps=2, warmup=0, workloads=())
     monkeypatch.setattr(Config, "spec", lambda self, wl: spec)
@@ -531,14 +526,14 @@ def test_workers_starting_are_stopped_when_the_work_beside_them_fails(fakes, mon
 
 @pytest.mark.parametrize("configs", ["best", "levers"])
 def test_best_runs_for_each_format_the_first_of_the_preferred_configurations(fakes, tmp_path, configs):
-    """Two settings offered act on float32: best times the float32 rows under the first of BEST_CONFIGS offered
+    """Two settings offered act on float32: best times the float32 rows under the best-ranked setting offered
     (the one preferred but not offered is passed over), levers under each."""
     formats = {"absent": ("float32",), "slow": ("float32",), "fast": ("float32",), "half": ("bfloat16",)}
     offered = {k: {"XLA_FLAGS": f"--{k}"} for k in ("slow", "fast", "half")}
     order = ("absent", "fast", "slow", "half")
-    fakes["jax"]["default"] = FakeImpl(configs=offered, TUNED_CONFIG_FORMATS=formats, BEST_CONFIGS=order)
+    fakes["jax"]["default"] = FakeImpl(configs=offered, setting_formats=formats, setting_order=order)
     for k in offered:
-        fakes["jax"][k] = FakeImpl(TUNED_CONFIG_FORMATS=formats, BEST_CONFIGS=order)
+        fakes["jax"][k] = FakeImpl(setting_formats=formats, setting_order=order)
     rows = _run(tmp_path, workloads=("matmul",), replicas=(1,), configs=configs)["rows"]
     ran = {r["variant"].rsplit("+", 1)[1] for r in rows if r["framework"] == "jax" and "+" in r["variant"]}
     assert ran - {"tuned"} == ({"fast"} if configs == "best" else {"slow", "fast"})

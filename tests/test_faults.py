@@ -124,16 +124,19 @@ def test_a_replica_count_given_twice_is_measured_once():
 
 
 def test_a_bug_inside_a_worker_is_exit_3_with_its_traceback():
-    from parity.engine.config import HarnessError, WorkerBug
+    from parity.common.messages import HarnessError, WorkerBug
+    from parity.common.protocol import Call
     from parity.engine.workerproc import Worker
 
     w = Worker("jax", "cpu", 1, "default", 120)
     try:
         assert w.recv(120)["status"] == "ready"
         with pytest.raises(WorkerBug) as e:
-            w.ask(cmd="call", fn="no_such_request")  # a KeyError in the worker: its code, not the input
+            w.ask(Call("cnn", "no_such_request"))  # a KeyError in the worker: its code, not the input
         assert "KeyError" in str(e.value) and "Traceback" in e.value.traceback
+        w.proc.stdin.write('{"cmd": "no_such_command"}\n')  # no request of the protocol's, written by hand
+        w.proc.stdin.flush()
         with pytest.raises(HarnessError, match="unknown command"):
-            w.ask(cmd="no_such_command")  # answered, not a crash: the worker goes on
+            w.answer()  # answered, not a crash: the worker goes on
     finally:
         w.close()

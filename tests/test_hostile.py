@@ -239,7 +239,7 @@ def test_an_interpreter_that_hangs_or_is_no_python_is_refused(tmp_path, monkeypa
     import time
 
     from parity.cli import argtypes as flags
-    from parity.engine.config import HarnessError
+    from parity.common.messages import HarnessError
 
     marker = tmp_path / "started"
     sleepy = tmp_path / "python"

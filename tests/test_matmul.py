@@ -5,11 +5,11 @@ import os
 import numpy as np
 import pytest
 
+from parity.api.variants import ONE, Variant
 from parity.common.tolerances import BF16_TOLERANCE
-from parity.engine import registry
 from parity.judging.roofline import isa_capped_below_bf16, native_bf16
-from parity.workloads import WORKLOADS, MatmulSpec, matmul_tolerance
-from parity.workloads import ops as cases
+from parity.workloads import WORKLOADS
+from parity.workloads.matmul import MatmulSpec, bf16_matmul_peak, matmul_tolerance
 
 SPEC = MatmulSpec(m=16, k=24, n=8)
 
@@ -27,14 +27,14 @@ def test_every_variant_matches_oracle(impl, replicas):
     mod, devices = impl
     idx = list(range(SPEC.m))
     ref = SPEC.oracle(SPEC.inputs(), idx)
-    for variant in mod.matmul_variants(replicas):
-        if variant in mod.BFLOAT16_VARIANTS and isa_capped_below_bf16(os.environ):
+    for v in mod.variants("matmul", replicas):
+        variant, dtype = v.name, v.dtype
+        if dtype == "bfloat16" and isa_capped_below_bf16(os.environ):
             continue  # as for the conv: the harness never runs bfloat16 under an ISA cap below it
         p, out = _run(mod, devices[:replicas], variant)
         assert p.shape(out) == SPEC.output_shape, variant
         assert p.placement(out) == [f"cpu:{i}" for i in range(replicas)], variant
         err = np.abs(p.rows(out, idx) - ref).max() / np.abs(ref).max()
-        dtype = cases.variant_dtype(mod, variant)
         if dtype == "bfloat16":  # bfloat16 operands: rounding, not float32 accumulation
             assert 1e-4 < err < BF16_TOLERANCE, (variant, err)
         else:
@@ -44,9 +44,10 @@ def test_every_variant_matches_oracle(impl, replicas):
 @pytest.mark.parametrize("replicas", [1, 8])
 def test_compiler_flop_count_agrees_with_the_formula(impl, replicas):
     mod, devices = impl
-    for variant in mod.matmul_variants(replicas):
-        if variant in mod.BFLOAT16_VARIANTS and isa_capped_below_bf16(os.environ):
+    for v in mod.variants("matmul", replicas):
+        if v.dtype == "bfloat16" and isa_capped_below_bf16(os.environ):
             continue
+        variant = v.name
         flops, source = _run(mod, devices[:replicas], variant)[0].cost()
         assert flops == pytest.approx(SPEC.flops(), rel=0.01), (variant, source)
 
@@ -55,7 +56,7 @@ def test_rows_that_do_not_divide_raise(impl):
     mod, devices = impl
     a, b = MatmulSpec(m=12, k=4, n=4).inputs()
     with pytest.raises(ValueError, match="does not divide by 8 replicas"):
-        mod.prepare_matmul(mod.matmul_variants(8)[0], a, b, devices)
+        mod.prepare_matmul(mod.variants("matmul", 8)[0].name, a, b, devices)
     with pytest.raises(ValueError, match="unknown"):
         mod.prepare_matmul("nope", a, b, devices[:1])
 
@@ -66,8 +67,8 @@ def test_every_registered_row_kind_has_both_implementations(impl):
     for wl in WORKLOADS.values():
         assert wl.full.batch % 8 == 0 and wl.quick.batch % 8 == 0, wl.name
         for kind in wl.kinds:
-            assert callable(registry.CASES[kind.case]), kind.name
-            assert kind.variants(mod, 1), kind.name
+            assert callable(kind.case), kind.name
+            assert mod.variants(kind.name, 1), kind.name
             if kind.prepare:
                 assert callable(kind.prepare(mod)), kind.name
 
@@ -79,19 +80,17 @@ def test_the_bf16_peak_is_a_checked_bfloat16_matmul(impl):
     if mod.__name__ == "tf_impl" and isa_capped_below_bf16(os.environ):
         assert not native_bf16("cpu", "cpu")
         return
-    got = cases.bf16_matmul_peak(mod, devices, {"n": 64, "reps": 2})
-    assert got["variant"] in mod.BFLOAT16_VARIANTS and got["flops"] > 0
+    got = bf16_matmul_peak(mod, devices, {"n": 64, "reps": 2})
+    assert {v.name: v.dtype for v in mod.variants("matmul", 1)}[got["variant"]] == "bfloat16" and got["flops"] > 0
 
 
 def test_a_wrong_bf16_matmul_sets_no_peak():
     """A bfloat16 product off float64 is not a measurement: no figure, and the reason."""
 
     class Wrong:
-        BFLOAT16_VARIANTS = ("jit+bf16",)
-
         @staticmethod
-        def matmul_variants(replicas):
-            return ("jit", "jit+bf16")
+        def variants(kind, replicas):
+            return (Variant("jit", kind, ONE), Variant("jit+bf16", kind, ONE, "bfloat16"))
 
         @staticmethod
         def prepare_matmul(variant, a, b, devices):
@@ -103,5 +102,5 @@ def test_a_wrong_bf16_matmul_sets_no_peak():
         def block(out):
             pass
 
-    got = cases.bf16_matmul_peak(Wrong, [None], {"n": 32, "reps": 1})
+    got = bf16_matmul_peak(Wrong, [None], {"n": 32, "reps": 1})
     assert got["flops"] is None and "off float64" in got["why"]

@@ -22,6 +22,7 @@ from multiproc_case import case, first_step_bounds, first_step_excess, process_f
 
 import jax_impl
 import tf_impl
+from parity.api import cluster as api_cluster
 from parity.common import float64 as oracle
 from parity.common.tolerances import rounding_bound
 from parity.engine import cluster as cl
@@ -195,7 +196,7 @@ def test_run_two_processes_end_to_end(tmp_path):
 
 @pytest.mark.parametrize("framework", ["jax", "tf"])
 def test_unreachable_coordinator(framework):
-    port = cl.free_port(span=8)
+    port = api_cluster.free_port(span=8)
     p, took = run(
         [
             "--coordinator",
@@ -225,9 +226,9 @@ def _hold(port: int) -> socket.socket:
     return s
 
 
-@pytest.mark.parametrize("framework,offset", [("jax", 0), ("tf", cl.TF_PORT_OFFSET)])
+@pytest.mark.parametrize("framework,offset", [("jax", 0), ("tf", api_cluster.TF_PORT_OFFSET)])
 def test_port_taken(framework, offset):
-    port = cl.free_port(span=8)
+    port = api_cluster.free_port(span=8)
     with _hold(port + offset):
         p, took = run(
             [
@@ -249,7 +250,7 @@ def test_port_taken(framework, offset):
 
 
 def test_launcher_port_taken():
-    port = cl.free_port()
+    port = api_cluster.free_port()
     with _hold(port):
         p = launch(2, 1, ["--quick"], module="parity.run", extra=("--port", str(port)), timeout=60)
     assert p.returncode == 2 and "already taken" in p.stderr
@@ -368,7 +369,7 @@ def test_interrupted_run_stops_everything(how):
 
 
 def test_cluster_settings(monkeypatch):
-    for k in cl.ENV.values():
+    for k in api_cluster.ENV.values():
         monkeypatch.delenv(k, raising=False)
     assert cl.from_settings(None, None, None, None) is None
     c = cl.from_settings("127.0.0.1:20000", 3, 2, 4)
@@ -395,7 +396,7 @@ def test_cluster_settings(monkeypatch):
     ],
 )
 def test_cluster_settings_errors(monkeypatch, args, message):
-    for k in (*cl.ENV.values(), "TF_CONFIG"):
+    for k in (*api_cluster.ENV.values(), "TF_CONFIG"):
         monkeypatch.delenv(k, raising=False)
     if message is None:
         with pytest.raises(cl.ClusterError, match="need TF_CONFIG"):

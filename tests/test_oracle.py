@@ -9,9 +9,9 @@ from parity.common import float64 as oracle
 from parity.common.frameworks import short
 from parity.common.padding import conv_out_size, same_pads
 from parity.common.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
-from parity.workloads import CONV_FULL, CONV_QUICK
 from parity.workloads.cnn import checks
 from parity.workloads.cnn import oracle as cnn_oracle
+from parity.workloads.conv import CONV_FULL, CONV_QUICK
 
 
 def loop_conv(x, w, stride, padding):

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from parity.engine import registry
+from parity.api.variants import MANY, Variant
+from parity.common.protocol import GetResult, Prepare, Rep
 from parity.engine.assemble import Case, make_row
 from parity.engine.config import Config
 from parity.engine.devicelock import lock_state
@@ -152,27 +153,39 @@ def test_an_interpreter_without_the_framework_is_named(tmp_path, second_python):
     assert "tf is not installed for" in p.stderr and f"--python tf={second_python}" in p.stderr, p.stderr[-1500:]
 
 
+def _case_of_cnn_train(monkeypatch, case) -> None:
+    """The worker builds `case` for a cnn_train row (the workload's own record left as it is)."""
+    from parity.engine import worker
+
+    wl, kind = worker.row_kind("cnn_train")
+    monkeypatch.setattr(worker, "row_kind", lambda name: (wl, dataclasses.replace(kind, case=case)))
+
+
 def test_a_variant_the_framework_refuses_is_an_invalid_row_and_the_run_goes_on(monkeypatch):
     """As Keras's fit under TPUStrategy has failed on TPU VMs (keras#19448): the worker answers with the reason,
     its later requests for that row get answers, and the parent makes an INVALID row of it, never a crash."""
     from types import SimpleNamespace
 
     from parity.engine import worker
-    from parity.workloads import CNN_QUICK, row_kind
+    from parity.workloads import row_kind
+    from parity.workloads.cnn.spec import CNN_QUICK
 
     def refuses(impl, devices, kind, spec, variant, *a, **k):
         raise RuntimeError("NotFoundError: could not find registered platform with id 0x7f (fit under TPUStrategy)")
 
-    monkeypatch.setitem(registry.CASES, "cnn_train", refuses)
-    args, timers = SimpleNamespace(device="cpu", precision="default", memory=None), {}  # as serve() makes them
-    req = {"cmd": "prepare", "id": "k", "workload": "cnn_train", "variant": "strategy", "spec": CNN_QUICK.to_dict()}
-    got = worker._answer(None, [], args, timers, req)
-    assert got["compile_s"] is None and got["invalid"].startswith("the framework failed: RuntimeError: NotFoundError")
-    assert worker._answer(None, [], args, timers, {"cmd": "rep", "id": "k"})["time"] is None
-    res = worker._answer(None, [], args, timers, {"cmd": "result", "id": "k"})
+    _case_of_cnn_train(monkeypatch, refuses)
+    # as serve() makes them
+    args, timers = SimpleNamespace(framework="tf", device="cpu", precision="default", memory=None), {}
+    req = Prepare("k", "cnn_train", "strategy", CNN_QUICK.to_dict())
+    impl = SimpleNamespace(variants=lambda kind, n: (Variant("strategy", kind, MANY),))  # its one record
+    got = worker.respond(impl, [], args, timers, req)
+    assert got.compile_s is None and got.invalid.startswith("the framework failed: RuntimeError: NotFoundError")
+    assert worker.respond(None, [], args, timers, Rep("k")).time is None
+    res = worker.respond(None, [], args, timers, GetResult("k"))
     case = Case("tf", "strategy", 8, "k", "strategy", "float32", False)
     fake = SimpleNamespace(framework="tf", config_env={})
-    row = make_row(Config(), row_kind("cnn_train")[1], case, res, fake, {"device_kind": "cpu"}, Path("/nonexistent"))
+    kind = row_kind("cnn_train")[1]
+    row = make_row(Config(), kind, case, res, {}, fake, {"device_kind": "cpu"}, Path("/nonexistent"))
     assert row.verified is False and "NotFoundError" in row.invalid_reason and row.median_s is None
 
 
@@ -182,12 +195,14 @@ def test_a_bug_in_a_variant_is_still_a_bug(monkeypatch):
     from types import SimpleNamespace
 
     from parity.engine import worker
-    from parity.workloads import CNN_QUICK
+    from parity.workloads.cnn.spec import CNN_QUICK
 
-    monkeypatch.setitem(registry.CASES, "cnn_train", lambda *a, **k: None + 1)
-    req = {"cmd": "prepare", "id": "k", "workload": "cnn_train", "variant": "fit", "spec": CNN_QUICK.to_dict()}
-    with pytest.raises(TypeError):
-        worker._answer(None, [], SimpleNamespace(device="cpu", precision="default", memory=None), {}, req)
+    _case_of_cnn_train(monkeypatch, lambda *a, **k: None + 1)
+    req = Prepare("k", "cnn_train", "fit", CNN_QUICK.to_dict())
+    impl = SimpleNamespace(variants=lambda kind, n: (Variant("fit", kind, MANY),))
+    args = SimpleNamespace(framework="tf", device="cpu", precision="default", memory=None)
+    got = worker.respond(impl, [], args, {}, req)
+    assert got["bug"] and got["error"].startswith("TypeError") and "Traceback" in got["traceback"]
 
 
 def test_a_worker_loads_no_module_its_framework_keeps_out_and_exits_at_once(tmp_path):
@@ -200,7 +215,7 @@ def test_a_worker_loads_no_module_its_framework_keeps_out_and_exits_at_once(tmp_
     )
     code = (
         "import dataclasses, sys\n"
-        "from parity import frameworks, worker\n"
+        "from parity.common import frameworks\nfrom parity.engine import worker\n"
         "frameworks.TABLE['tf'] = dataclasses.replace(frameworks.TABLE['tf'], module='probe_impl')\n"
         "worker.main(['--framework', 'tf', '--device', 'cpu'])\n"
         "sys.exit(7)  # not reached: the worker leaves with os._exit(0)\n"

@@ -17,7 +17,8 @@ from parity.judging import roofline
 from parity.judging.judge import judge_row
 from parity.output import files, notes, tables
 from parity.output.rows import Row
-from parity.workloads import CONV_FULL, CnnSpec, cnn_forward_flops
+from parity.workloads.cnn.spec import CnnSpec, cnn_forward_flops
+from parity.workloads.conv import CONV_FULL
 
 
 def test_conv_flops_and_bytes_by_hand():

@@ -1,6 +1,7 @@
-"""The code's layering, read from its source (nothing imported, no framework started): the implementations
-import from parity only its contract, no package's modules import each other in a cycle, each module and
-function stays short enough to read, and framework keys are written once."""
+"""The code's layering, read from its source (no framework started): the implementations import from parity only
+its contract, the contract imports nothing else of parity's, the layers (contract, common, workloads, the harness)
+import only downwards, no package's modules import each other in a cycle, each module and function stays short
+enough to read, framework keys are written once, and every workload is complete."""
 
 import ast
 from pathlib import Path
@@ -98,3 +99,59 @@ def test_framework_keys_are_written_once():
         if isinstance(node, ast.Constant) and node.value in keys
     ]
     assert not found
+
+
+# The layers, bottom up: a module imports only from its own layer and those below it (docs/architecture.md).
+LAYERS = (
+    ("parity.api",),  # the contract: what the implementations see
+    ("parity.common",),  # facts and arithmetic every part shares: frameworks table, float64, tolerances, CPU
+    ("parity.workloads",),  # each workload's package: specs, cases, suite, checks
+    ("parity.engine", "parity.judging", "parity.output", "parity.cli", "parity.run", "parity.report",
+     "parity.compare", "parity.launch"),  # the harness: it runs workloads, judges and writes rows
+)  # fmt: skip
+
+
+def _layer(module: str) -> int | None:
+    for i, prefixes in enumerate(LAYERS):
+        if any(module == p or module.startswith(p + ".") for p in prefixes):
+            return i
+    return None
+
+
+def test_the_layers_import_only_downwards():
+    """The contract imports nothing of the engine's, and the workloads nothing of the harness's: the engine finds
+    workloads from their list; a workload never reaches back into the engine."""
+    upward = []
+    for module, path in MODULES.items():
+        mine = _layer(module)
+        if mine is None:
+            continue
+        for dep in _imports(path, module, False):
+            theirs = _layer(dep)
+            if theirs is not None and theirs > mine:
+                upward.append((module, dep))
+    assert not upward
+    assert all(_layer(m) is not None for m in MODULES if m.startswith("parity.")), "a module outside every layer"
+
+
+def test_every_workload_is_one_package_plus_one_module_per_implementation():
+    """A workload is parity/workloads/<name>/ whose WORKLOAD is the one the list holds, with each row kind's case
+    and tolerance, and a module <impl>/<name>.py in every implementation; an operation's prepare function is part
+    of the declared surface. (Each implementation's variants of each row kind: tests/test_surface.py.)"""
+    import importlib
+
+    from parity.api import SURFACE
+    from parity.common import frameworks
+    from parity.workloads import WORKLOADS
+
+    for name, w in WORKLOADS.items():
+        assert (ROOT / "parity" / "workloads" / name / "__init__.py").exists(), name
+        assert importlib.import_module(f"parity.workloads.{name}").WORKLOAD is w, name
+        for fw in frameworks.TABLE.values():
+            assert (ROOT / fw.module / f"{name}.py").exists(), f"{fw.module} has no module for {name}"
+        for kind in w.kinds:
+            assert callable(kind.case) and callable(kind.tolerance), kind.name
+            if kind.prepare is not None:
+                probe = type("Probe", (), {n: n for n in SURFACE})
+                assert kind.prepare(probe) in SURFACE, f"{kind.name}'s prepare is not on the surface"
+        assert all(callable(f) for f in w.calls.values()), name

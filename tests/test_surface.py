@@ -45,35 +45,37 @@ def test_huge_pages_are_a_configuration_only_where_asking_for_them_changes_somet
 
     (tmp_path / "enabled").write_text(mode + "\n")
     libc = devices.os.confstr("CS_GNU_LIBC_VERSION") or ""
-    new_glibc = libc.startswith("glibc ") and devices._version(libc.split()[1]) >= (2, 35)
+    new_glibc = libc.startswith("glibc ") and devices.release(libc.split()[1]) >= (2, 35)
     assert devices.huge_pages_on_request(tmp_path / "enabled") == (offered and new_glibc)
     assert not devices.huge_pages_on_request(tmp_path / "absent")
 
 
-def test_tuned_configurations_with_huge_pages_keep_each_lever_named(monkeypatch):
-    from jax_impl import devices
+def test_settings_with_huge_pages_keep_each_lever_named(monkeypatch):
+    from jax_impl import catalog, devices
+
+    def offered(**kw) -> dict:
+        return {s.name: s for s in devices.settings("cpu", **kw)}
 
     monkeypatch.setattr(devices, "huge_pages_on_request", lambda: True)
-    configs = devices.tuned_configs("cpu", native_bf16=True)
+    configs = offered(native_bf16=True)
     assert set(configs) == {"thp", "ynn+thp", "onednn+thp", "ynn+onednn+thp", "ynn+onednn+thp+heap"}
-    assert configs["ynn+thp"] == {**devices._TUNED_CONFIGS["cpu"]["ynn"], **devices.THP_CONFIG}
-    assert configs["onednn+thp"] == {**devices.ONEDNN_CONFIG, **devices.THP_CONFIG}
-    flags = configs["ynn+onednn+thp"]["XLA_FLAGS"].split()  # both settings' flags, the list without modifiers
-    assert flags == [devices._TUNED_CONFIGS["cpu"]["ynn"]["XLA_FLAGS"], devices.ONEDNN_CONFIG["XLA_FLAGS"]]
+    assert configs["ynn+thp"].env == {**catalog.YNN, **catalog.THP}
+    assert configs["onednn+thp"].env == {**catalog.ONEDNN, **catalog.THP}
+    flags = configs["ynn+onednn+thp"].env["XLA_FLAGS"].split()  # both settings' flags, the list without modifiers
+    assert flags == [catalog.YNN["XLA_FLAGS"], catalog.ONEDNN["XLA_FLAGS"]]
     # YNNPACK's list leaves elementwise ops out: with them it takes each convolution and its bias add from oneDNN
-    assert "eltwise" not in devices._TUNED_CONFIGS["cpu"]["ynn"]["XLA_FLAGS"]
-    heap = configs["ynn+onednn+thp+heap"]
-    assert heap["XLA_FLAGS"] == configs["ynn+onednn+thp"]["XLA_FLAGS"]
+    assert "eltwise" not in catalog.YNN["XLA_FLAGS"]
+    heap = configs["ynn+onednn+thp+heap"].env
+    assert heap["XLA_FLAGS"] == configs["ynn+onednn+thp"].env["XLA_FLAGS"]
     tunables = heap["GLIBC_TUNABLES"].split(":")  # huge pages, and the freed memory kept in the heap
-    assert tunables[0] == devices.THP_CONFIG["GLIBC_TUNABLES"] and "glibc.malloc.mmap_max=0" in tunables
-    assert set(configs) <= set(jax_impl.TUNED_CONFIG_FORMATS)
-    assert set(jax_impl.BEST_CONFIGS) <= set(jax_impl.TUNED_CONFIG_FORMATS)
+    assert tunables[0] == catalog.THP["GLIBC_TUNABLES"] and "glibc.malloc.mmap_max=0" in tunables
+    assert configs["thp"].formats == () and configs["ynn+onednn+thp+heap"].best is None  # `all`, `levers` only
     monkeypatch.setattr(devices, "huge_pages_on_request", lambda: False)
-    assert set(devices.tuned_configs("cpu", native_bf16=True)) == {"ynn", "onednn", "ynn+onednn"}
-    assert set(devices.tuned_configs("cpu", native_bf16=False)) == {"ynn"}
+    assert set(offered(native_bf16=True)) == {"ynn", "onednn", "ynn+onednn"}
+    assert set(offered(native_bf16=False)) == {"ynn"}
     monkeypatch.setattr(devices, "huge_pages_on_request", lambda: True)  # the heap only beside both libraries
-    assert set(devices.tuned_configs("cpu", native_bf16=False)) == {"thp", "ynn+thp"}
-    assert devices.tuned_configs("gpu") == {}
+    assert set(offered(native_bf16=False)) == {"thp", "ynn+thp"}
+    assert devices.settings("gpu") == ()
 
 
 def test_a_configurations_list_settings_join_the_users_own(monkeypatch):
@@ -104,3 +106,29 @@ def test_the_result_file_records_whether_freed_memory_goes_back_to_the_host(tmp_
     (tmp_path / "reported_kib").write_text("0\n")
     assert free_page_reporting(tmp_path / "reported_kib") is False
     assert free_page_reporting(tmp_path / "absent") is None
+
+
+@pytest.mark.parametrize("module", ["jax_impl.catalog", "tf_impl.catalog"])
+def test_each_implementations_table_is_complete(module):
+    """Every name once per row kind and replica count; every record of a row kind the workloads declare; each
+    best-known rank unique within its row kind, replica count and number format; every setting's formats known."""
+    import importlib
+
+    from parity.api.variants import MANY, ONE
+    from parity.workloads import WORKLOADS
+
+    tables = importlib.import_module(module)
+    kinds = {k.name for w in WORKLOADS.values() for k in w.kinds}
+    for v in tables.VARIANTS:
+        assert v.kind in kinds and v.replicas in (ONE, MANY) and v.dtype in ("float32", "bfloat16"), v
+        assert v.options is not None or v.kind == "cnn_infer", v
+        assert v.tuned or not v.dispatch, f"{v.name}: a dispatch-only lever is a tuned variant"
+    groups = {}
+    for v in tables.VARIANTS:
+        key = (v.kind, v.replicas)
+        assert v.name not in groups.setdefault(key, set()), f"{v.name} declared twice for {key}"
+        groups[key].add(v.name)
+    ranks = [(v.kind, v.replicas, v.dtype, v.best) for v in tables.VARIANTS if v.best is not None]
+    assert len(ranks) == len(set(ranks)), "two variants share a best-known rank"
+    for s in tables.SETTINGS:
+        assert set(s.formats) <= {"float32", "bfloat16"} and set(s.needs) <= {"bf16", "thp", "no-thp"}, s

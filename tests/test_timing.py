@@ -6,9 +6,11 @@ import numpy as np
 import pytest
 
 import jax_impl
+from parity.api.variants import ONE, Variant
 from parity.common import float64 as oracle
-from parity.engine.timing import Timer, measure, output_verifier
-from parity.workloads import ConvSpec
+from parity.engine.timing import Timer, measure
+from parity.workloads.base import output_verifier
+from parity.workloads.conv import ConvSpec
 
 SPEC = ConvSpec(batch=8, height=8, width=8, cout=4)
 X, W = SPEC.inputs()
@@ -81,25 +83,27 @@ def test_a_diverging_training_run_names_the_step(tmp_path):
     from frameworks_setup import JAX_DEVICES
 
     from parity.api.weights import save_npz
-    from parity.workloads import CNN_QUICK, row_kind
+    from parity.workloads import row_kind
     from parity.workloads.cnn import data
     from parity.workloads.cnn.cases import cnn_train_case
+    from parity.workloads.cnn.spec import CNN_QUICK
 
     data.synthetic(256, 32).save(tmp_path / "d.npz")
     save_npz(jax_impl.get_weights(jax_impl.build_cnn(0)), tmp_path / "w.npz")
     spec = dataclasses.replace(CNN_QUICK, learning_rate=1e30, global_batch=16)  # Adam steps of ~1e30
-    timer, _, _ = cnn_train_case(
+    timed = cnn_train_case(
         jax_impl,
         JAX_DEVICES[:1],
         row_kind("cnn_train")[1],
         spec,
-        "jit",
+        jax_impl.variants("cnn_train", 1)[0],
         "cpu",
         "default",
         None,
         data=str(tmp_path / "d.npz"),
         weights=str(tmp_path / "w.npz"),
     )
+    timer = Timer(timed.run, jax_impl.block, timed.verify, jax_impl.slowest)  # as the worker times it
     timer.first()
     timer.rep()
     assert not timer.m.verified
@@ -153,7 +157,6 @@ class _FakeImpl:
         pass
 
     slowest = staticmethod(float)
-    BFLOAT16_VARIANTS = ()
 
 
 @pytest.mark.parametrize("validate", ["epoch", "end", "none"])
@@ -161,9 +164,11 @@ def test_validation_is_outside_the_timed_interval(tmp_path, monkeypatch, validat
     """Evaluating after every epoch (100 fake seconds each) leaves every epoch's time at its 1 s of training,
     and the history holds every epoch, first included; 'end' evaluates once, 'none' never."""
     from parity.engine import timing
-    from parity.workloads import CNN_QUICK, row_kind
+    from parity.workloads import row_kind
     from parity.workloads.cnn import cases, data
+    from parity.workloads.cnn.spec import CNN_QUICK
 
+    JIT = Variant("jit", "cnn_train", ONE)  # noqa: N806
     clock = _Clock()
     monkeypatch.setattr(timing.time, "perf_counter", clock)
     monkeypatch.setattr(cases, "_cnn_model", lambda *a, **k: None)
@@ -171,9 +176,10 @@ def test_validation_is_outside_the_timed_interval(tmp_path, monkeypatch, validat
     spec = dataclasses.replace(CNN_QUICK, epochs=3, train_size=256, test_size=32)
     impl = _FakeImpl(clock)
     kind = row_kind("cnn_train")[1]
-    timer, info, finish = cases.cnn_train_case(
-        impl, ["cpu:0"], kind, spec, "jit", "cpu", "default", None, str(tmp_path / "d.npz"), "unused", validate
+    timed = cases.cnn_train_case(
+        impl, ["cpu:0"], kind, spec, JIT, "cpu", "default", None, str(tmp_path / "d.npz"), "unused", validate
     )
+    timer, finish = Timer(timed.run, impl.block, timed.verify, impl.slowest), timed.finish
     assert timer.first() == 1.0
     assert [timer.rep() for _ in range(2)] == [1.0, 1.0]
     assert timer.m.compile_s == 1.0 and timer.m.times == [1.0, 1.0]

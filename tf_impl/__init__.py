@@ -1,18 +1,25 @@
 """TensorFlow / Keras implementations of the article's workloads (mirror image of `jax_impl`)."""
 
 import os
+import sys
 
-from parity.api import SURFACE
-
+# Before anything of this package loads TensorFlow (which loads Keras): a user's KERAS_BACKEND=jax must not change
+# what tf_impl runs, and a Keras already loaded on another backend cannot be switched.
+if "keras" in sys.modules and os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow":
+    raise ImportError(
+        f"tf_impl needs Keras on the TensorFlow backend, but keras is already loaded with "
+        f"KERAS_BACKEND={os.environ['KERAS_BACKEND']}; import tf_impl first or unset KERAS_BACKEND"
+    )
+os.environ["KERAS_BACKEND"] = "tensorflow"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: its C++ log noise
 
+from parity.api import SURFACE  # noqa: E402
+from tf_impl.catalog import SETTINGS, VARIANTS, settings, variants  # noqa: E402
 from tf_impl.cnn import (  # noqa: E402
     build_cnn,
-    cnn_variants,
     count_params,
     forward_layers,
     get_weights,
-    infer_variants,
     load_weights,
     loss_and_grads,
     mixed_precision,
@@ -21,14 +28,8 @@ from tf_impl.cnn import (  # noqa: E402
     set_weights,
 )
 from tf_impl.cnn_train import make_trainer  # noqa: E402
-from tf_impl.conv import conv_op, conv_variants, prepare_conv
+from tf_impl.conv import conv_op, prepare_conv
 from tf_impl.devices import (
-    BEST_CONFIGS,
-    BEST_VARIANTS,
-    BFLOAT16_VARIANTS,
-    DISPATCH_VARIANTS,
-    TUNED_CONFIG_FORMATS,
-    TUNED_VARIANTS,
     block,
     describe_devices,
     device_kind,
@@ -40,9 +41,8 @@ from tf_impl.devices import (
     set_precision,
     setup_devices,
     slowest,
-    tuned_configs,
 )
-from tf_impl.matmul import matmul_variants, prepare_matmul  # noqa: E402
+from tf_impl.matmul import prepare_matmul  # noqa: E402
 from tf_impl.profile import trace, trace_ops  # noqa: E402
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

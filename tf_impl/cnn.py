@@ -3,16 +3,7 @@
 from __future__ import annotations
 
 import itertools
-import os
-import sys
 from collections.abc import Sequence
-
-if "keras" in sys.modules and os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow":
-    raise ImportError(
-        f"tf_impl needs Keras on the TensorFlow backend, but keras is already loaded with "
-        f"KERAS_BACKEND={os.environ['KERAS_BACKEND']}; import tf_impl first or unset KERAS_BACKEND"
-    )
-os.environ["KERAS_BACKEND"] = "tensorflow"  # a user's KERAS_BACKEND=jax must not change what tf_impl runs
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
@@ -21,7 +12,8 @@ import tensorflow as tf  # noqa: E402
 from parity.api import Gradients, Prepared  # noqa: E402
 from parity.api.cnn import CNN_ARCHITECTURE, check_weights  # noqa: E402
 from parity.api.weights import load_npz, save_npz  # noqa: E402
-from tf_impl.devices import graph_flops, multiworker, placement  # noqa: E402
+from tf_impl.catalog import variant as variant_record  # noqa: E402
+from tf_impl.devices import graph_flops, placement  # noqa: E402
 
 if keras.backend.backend() != "tensorflow":
     raise ImportError(f"tf_impl needs Keras's TensorFlow backend, got {keras.backend.backend()!r}")
@@ -100,27 +92,6 @@ def count_params(model) -> dict[str, int]:
     return {"total": t + n, "trainable": t, "non_trainable": n}
 
 
-def cnn_variants(replicas: int) -> tuple[str, ...]:
-    """Names of the ways this framework trains the CNN over `replicas` devices.
-
-    'fit' is Keras out of the box (jit_compile='auto': XLA on GPUs and TPUs, not on a CPU-only
-    machine); 'fit+xla' forces XLA everywhere.
-    Over several devices: 'strategy' is model.fit under the strategy; 'loop' a custom training loop
-    of strategy.run steps with the same model, loss, Adam and per-replica batches. In a
-    multi-process run (MultiWorkerMirroredStrategy) only 'loop' is offered: Keras 3's fit fails
-    there (tensorflow#72388: it reduces scalar logs over axis 0).
-    '+spe': STEPS_PER_DISPATCH steps per host dispatch, the same steps: fit's steps_per_execution (Keras then
-    logs once per execution, so per-step loss is known only as each execution's mean), and for 'loop' a
-    tf.function running that many strategy.run steps (per-step figures exact).
-    '+bf16': mixed precision (mixed_precision(): Keras's 'mixed_bfloat16' policy, float32 softmax).
-    """
-    if replicas == 1:
-        return ("fit", "fit+xla", "fit+spe", "fit+bf16")
-    if multiworker() is not None:
-        return ("loop", "loop+spe")
-    return ("strategy", "loop", "strategy+spe", "loop+spe", "strategy+bf16")
-
-
 def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
     """Inference (BatchNorm on moving statistics): every block's output as NumPy, by block name."""
     out, h, ends = {}, tf.convert_to_tensor(x, tf.float32), CNN_ARCHITECTURE.blocks
@@ -167,19 +138,13 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
     return Gradients(float(loss), [g.numpy() for g in grads], routing)
 
 
-def infer_variants(replicas: int) -> tuple[str, ...]:
-    """Inference is timed on one device."""
-    return ("predict",) if replicas == 1 else ()
-
-
 def prepare_inference(model, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
     """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand.
 
     Raises:
-        ValueError: a variant not in infer_variants(1).
+        ValueError: a variant not among variants("cnn_infer", 1).
     """
-    if variant not in infer_variants(1):
-        raise ValueError(f"unknown TF inference variant {variant!r}; have {infer_variants(1)}")
+    variant_record("cnn_infer", variant, 1)
     with tf.device(devices[0]):
         x = tf.constant(images, tf.float32)
     f = tf.function(lambda x: model(x, training=False))

@@ -9,8 +9,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from parity.api.cnn import STEPS_PER_DISPATCH
-from tf_impl.cnn import cnn_variants, cross_entropy, mixed_precision
+from tf_impl import catalog
+from tf_impl.cnn import cross_entropy, mixed_precision
 from tf_impl.devices import graph_flops, multiworker, strategy
 
 
@@ -130,35 +130,31 @@ class Trainer:
 
     def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         n = len(devices)
-        if variant.startswith("strategy") and multiworker() is not None:
+        o = catalog.declared("cnn_train", variant, n).options  # tf_impl.catalog.CnnOptions
+        if multiworker() is not None and o.api == "fit":
             raise ValueError("Keras 3's fit fails under MultiWorkerMirroredStrategy (tensorflow#72388): use 'loop'")
-        if variant not in cnn_variants(n):
-            raise ValueError(f"unknown TF CNN variant {variant!r} for {n} replicas; have {cnn_variants(n)}")
-        self.spe = STEPS_PER_DISPATCH if variant.endswith("+spe") else 1
+        self.spe = o.steps_per_dispatch
         # fit under steps_per_execution logs once per execution: its per-step loss is that execution's mean
-        self.steps_per_dispatch, self.loss_every = self.spe, self.spe if variant != "loop+spe" else 1
-        mixed = variant.endswith("+bf16")
-        variant = variant.removesuffix("+spe").removesuffix("+bf16")
-        self.src, self.variant = model, variant
-        self.distributed = variant in ("strategy", "loop")
+        self.steps_per_dispatch, self.loss_every = self.spe, self.spe if o.api == "fit" else 1
+        self.src, self.api, self.distributed = model, o.api, o.distributed
         keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as JAX's)
         scope = strategy(devices).scope() if self.distributed else nullcontext()
         with scope, tf.device(devices[0]) if not self.distributed else nullcontext():
-            self.m = mixed_precision(model) if mixed else keras.models.clone_model(model)
+            self.m = mixed_precision(model) if o.mixed else keras.models.clone_model(model)
             self.m.set_weights(model.get_weights())
             self.m.compile(
                 optimizer=keras.optimizers.Adam(learning_rate, epsilon=adam_epsilon),  # epsilon set on both sides
                 loss="sparse_categorical_crossentropy",
                 metrics=["accuracy"],
-                jit_compile=True if variant == "fit+xla" else "auto",
-                steps_per_execution=self.spe if variant != "loop" else 1,
+                jit_compile=True if o.xla else "auto",
+                steps_per_execution=self.spe if o.api == "fit" else 1,
             )
-            if variant == "loop":  # fit builds it on its first call; the loop's step must not create variables
+            if o.api == "loop":  # fit builds it on its first call; the loop's step must not create variables
                 self.m.optimizer.build(self.m.trainable_variables)
         self.compute_dtype = self.m.get_layer("conv1").compute_dtype
         self.device = devices[0]
         self.logs = _StepLogs()
-        if variant == "loop":
+        if o.api == "loop":
             self.s = strategy(devices)
             self._step = _loop_step(self.s, self.m) if self.spe == 1 else _loop_steps(self.s, self.m)
 
@@ -166,9 +162,9 @@ class Trainer:
         """Train on each global batch x[k], y[k] in turn (one model.fit epoch); returns (K, 2) [loss, acc]."""
         k, b = y.shape
         self.batch = b
-        if self.variant == "loop" and self.spe == 1:
+        if self.api == "loop" and self.spe == 1:
             return np.array([[float(v) for v in self._step(xb, yb)] for xb, yb in _worker_batches(self.s, x, y)])
-        if self.variant == "loop":
+        if self.api == "loop":
             it = iter(_worker_batches(self.s, x, y))
             out = [
                 np.stack([v.numpy() for v in self._step(it, min(self.spe, k - s))], 1) for s in range(0, k, self.spe)
@@ -234,7 +230,7 @@ class Trainer:
 
     def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
         """Inference loss and accuracy of the current weights on (x, y)."""
-        if self.variant == "loop":  # every worker the same, from its copy of the trained weights (no collectives)
+        if self.api == "loop":  # every worker the same, from its copy of the trained weights (no collectives)
             m = self.model()
             probs = np.concatenate(
                 [

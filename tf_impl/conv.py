@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from parity.api import Prepared
+from tf_impl.catalog import variant as variant_record
 from tf_impl.ops import prepare_op
 
 
@@ -21,25 +22,14 @@ def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> tf.Tenso
     return _conv_fn(tf.convert_to_tensor(images), tf.convert_to_tensor(kernels), stride, padding)
 
 
-def conv_variants(replicas: int) -> tuple[str, ...]:
-    """Names of the ways this framework runs the conv over `replicas` devices."""
-    return ("function", "function+xla", "function+bf16") if replicas == 1 else ("strategy",)
-
-
 def prepare_conv(
     variant: str, images: np.ndarray, kernels: np.ndarray, devices: list[str], stride: int = 2, padding: str = "SAME"
 ) -> Prepared:
-    """Place the inputs on `devices` (batch split across them) and return the callable (variants: ops.prepare_op).
+    """Place the inputs on `devices` (batch split across them) and return the callable (the variant's options:
+    tf_impl.catalog; ops.prepare_op).
 
     Raises:
         ValueError: unknown variant, or a batch that does not divide by len(devices).
     """
-    return prepare_op(
-        lambda a, b: _conv(a, b, stride, padding),
-        "Conv2D",
-        conv_variants(len(devices)),
-        variant,
-        images,
-        kernels,
-        devices,
-    )
+    v = variant_record("conv", variant, len(devices))
+    return prepare_op(lambda a, b: _conv(a, b, stride, padding), "Conv2D", v, images, kernels, devices)

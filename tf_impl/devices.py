@@ -14,53 +14,6 @@ import tensorflow as tf  # noqa: E402
 
 from parity.api import LOCAL_HOSTS, Cluster, ClusterError, DeviceUnavailable, port_free  # noqa: E402
 
-# Variants that are not the framework out of the box: XLA forced on where TF and Keras leave it off,
-# bfloat16 inputs (the harness runs '+bf16' only where the device computes in bfloat16 natively), and
-# a custom training loop instead of model.fit (the only way under MultiWorkerMirroredStrategy).
-TUNED_VARIANTS: tuple[str, ...] = (
-    "function+xla",
-    "fit+xla",
-    "function+bf16",
-    "loop",
-    "fit+spe",
-    "strategy+spe",
-    "loop+spe",
-    "fit+bf16",
-    "strategy+bf16",
-)
-# Variants that compute in bfloat16 (an operation's inputs and outputs; the CNN's mixed precision, float32
-# variables): a row's number format, declared here, never read off its name.
-BFLOAT16_VARIANTS: tuple[str, ...] = ("function+bf16", "fit+bf16", "strategy+bf16")
-# Variants that tune only the host's dispatch (several steps per execution): mirror of jax_impl's, for
-# `--configs levers` (TensorFlow names no process-wide configuration to combine them with).
-DISPATCH_VARIANTS: tuple[str, ...] = ("fit+spe", "strategy+spe", "loop+spe")
-# The best-known configuration's variants, in order of preference (mirror of jax_impl's; `--configs best` times,
-# for each workload, replica count and number format, the first offered beside the framework out of the box):
-# several steps a dispatch (Keras's steps_per_execution; at 8 replicas the custom loop, which stalls less than
-# fit), mixed precision, not '+xla' (slower in every Zen 4 and Zen 5 run recorded: docs/performance.md, "Which
-# configuration the default times"). `--configs levers` times every lever on its own to check it elsewhere.
-BEST_VARIANTS: tuple[str, ...] = (
-    "fit+spe",
-    "loop+spe",
-    "fit+bf16",
-    "strategy+bf16",
-    "function",
-    "strategy",
-    "function+bf16",
-    "predict",
-)
-
-
-TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]] = {}  # no process-wide configurations (tuned_configs)
-BEST_CONFIGS: tuple[str, ...] = ()
-
-
-def tuned_configs(device: str, native_bf16: bool = False) -> dict[str, dict[str, str]]:
-    """Process-wide settings worth a worker of their own on `device`: none for TensorFlow (its XLA is a
-    per-function option, a variant; capping oneDNN's ISA costs speed: docs/numerics.md), bfloat16 or not."""
-    return {}
-
-
 _KIND = {"cpu": "CPU", "gpu": "GPU", "tpu": "TPU"}
 # TensorFlow's runtime is process-wide (logical devices are fixed once, one MultiWorkerMirroredStrategy per
 # process), so what setup_devices decided is kept for the process too: devices, strategies, the TPU resolver.

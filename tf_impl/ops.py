@@ -9,8 +9,8 @@ import numpy as np
 import tensorflow as tf
 
 from parity.api import Prepared, check_divisible
+from parity.api.variants import Variant
 from tf_impl.devices import (
-    BFLOAT16_VARIANTS,
     gather_rows,
     graph_flops,
     graph_placement,
@@ -39,41 +39,26 @@ def _for_all_workers(cost: tuple[float | None, str], workers: int) -> tuple[floa
     return (flops * workers if flops else None), source
 
 
-def prepare_op(
-    op: Callable,
-    graph_op: str,
-    variants: tuple[str, ...],
-    variant: str,
-    x: np.ndarray,
-    w: np.ndarray,
-    devices: list[str],
-) -> Prepared:
-    """`op(x, w)` with x's leading axis split across `devices` and w on every one.
-
-    'function' is a tf.function, 'function+xla' the same with jit_compile=True, 'function+bf16' the same
-    on bfloat16 operands (cast once, beforehand; bfloat16 out, as under Keras's mixed_bfloat16 policy);
-    'strategy' runs under TPUStrategy on a TPU and MirroredStrategy on GPUs or logical CPUs.
-    `graph_op` names the op in the graph, where placement is read.
+def prepare_op(op: Callable, graph_op: str, v: Variant, x: np.ndarray, w: np.ndarray, devices: list[str]) -> Prepared:
+    """`op(x, w)` with x's leading axis split across `devices` and w on every one, as the variant's options say
+    (tf_impl.catalog.OpOptions). `graph_op` names the op in the graph, where placement is read.
 
     Raises:
-        ValueError: a variant not in `variants`, or a leading axis that does not divide by len(devices).
+        ValueError: a leading axis that does not divide by len(devices).
     """
-    n = len(devices)
-    check_divisible(x.shape[0], n)
-    if variant not in variants:
-        raise ValueError(f"unknown TF {graph_op} variant {variant!r} for {n} replicas; have {variants}")
-    if variant.startswith("function"):
-        return _prepare_function(op, variant, x, w, devices[0])
+    check_divisible(x.shape[0], len(devices))
+    if v.options.parallel == "function":
+        return _prepare_function(op, v.options, x, w, devices[0])
     return _prepare_strategy(op, graph_op, x, w, devices)
 
 
-def _prepare_function(op: Callable, variant: str, x: np.ndarray, w: np.ndarray, device: str) -> Prepared:
-    """`op` as one tf.function on `device` (XLA-compiled for '+xla'; on bfloat16 operands for '+bf16')."""
+def _prepare_function(op: Callable, o, x: np.ndarray, w: np.ndarray, device: str) -> Prepared:
+    """`op` as one tf.function on `device` (XLA-compiled, on bfloat16 operands, as the options say)."""
     with tf.device(device):
         a, b = tf.constant(x), tf.constant(w)
-        if variant in BFLOAT16_VARIANTS:
+        if o.bfloat16:
             a, b = tf.cast(a, tf.bfloat16), tf.cast(b, tf.bfloat16)
-    f = tf.function(op, jit_compile=variant.endswith("xla"))
+    f = tf.function(op, jit_compile=o.xla)
 
     def run():
         with tf.device(device):

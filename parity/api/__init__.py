@@ -9,7 +9,8 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from parity.engine.cluster import LOCAL_HOSTS, Cluster, ClusterError, port_free, split_address  # noqa: F401
+from parity.api.cluster import LOCAL_HOSTS, Cluster, ClusterError, port_free, split_address  # noqa: F401
+from parity.api.variants import Setting, Variant
 
 # A framework's device handle: a jax.Device in jax_impl, a device string ('/device:CPU:0') in tf_impl. Opaque
 # to parity/, which only passes what setup_devices returned back to the same implementation; where it needs
@@ -102,18 +103,14 @@ class FrameworkImpl(Protocol):
     parity talks to nothing else. Written here once: each package's __all__ is SURFACE, and a test checks
     both packages against it. Model, Device and array types are the framework's own (opaque to parity)."""
 
-    TUNED_VARIANTS: tuple[str, ...]  # not the framework out of the box: tuned variants
-    TUNED_CONFIG_FORMATS: dict[str, tuple[str, ...]]  # the number formats each tuned configuration acts on
-    BFLOAT16_VARIANTS: tuple[str, ...]  # variants that compute in bfloat16 (a row's number format)
-    # tuned variants that change only how steps reach the device (several per dispatch: '+scan', '+spe'); under
-    # --configs levers a process-wide configuration, which acts on the kernels, runs without them
-    DISPATCH_VARIANTS: tuple[str, ...]
-    # the variants of the best-known configuration, in order of preference: for each workload, replica count and
-    # number format, the first one offered is what --configs best times beside the framework out of the box
-    BEST_VARIANTS: tuple[str, ...]
-    # the process-wide configurations of the best-known one, in order of preference: for each number format, the
-    # first offered whose TUNED_CONFIG_FORMATS hold it is the one --configs best runs (the others, levers' only)
-    BEST_CONFIGS: tuple[str, ...]
+    VARIANTS: tuple[Variant, ...]  # every variant of every row kind, each a declared record (parity.api.variants)
+    SETTINGS: tuple[Setting, ...]  # every process-wide setting worth a worker of its own
+
+    def variants(self, kind: str, replicas: int) -> tuple[Variant, ...]:
+        """The variants of row kind `kind` ('conv', 'cnn_train', ...) offered over `replicas` devices, in order."""
+
+    def settings(self, device: str, native_bf16: bool = False) -> tuple[Setting, ...]:
+        """The SETTINGS that make a difference on `device` here (native_bf16: it multiplies bfloat16 in hardware)."""
 
     # devices
     def setup_devices(self, device: str, replicas: int, cluster: Cluster | None = None) -> list[Device]:
@@ -121,9 +118,6 @@ class FrameworkImpl(Protocol):
 
     def set_precision(self, precision: str) -> None:
         """'default' or 'highest' for float32 products (TF32 / bfloat16 passes on accelerators)."""
-
-    def tuned_configs(self, device: str, native_bf16: bool = False) -> dict[str, dict[str, str]]:
-        """Process-wide settings worth a worker of their own: {name: environment variables}."""
 
     def device_kind(self) -> str: ...
     def describe_devices(self) -> str: ...
@@ -150,7 +144,6 @@ class FrameworkImpl(Protocol):
 
     # the conv and the matmul
     def conv_op(self, images: Any, kernels: Any, stride: int = 2, padding: str = "SAME") -> Any: ...
-    def conv_variants(self, replicas: int) -> tuple[str, ...]: ...
 
     def prepare_conv(
         self,
@@ -162,7 +155,6 @@ class FrameworkImpl(Protocol):
         padding: str = "SAME",
     ) -> Prepared: ...
 
-    def matmul_variants(self, replicas: int) -> tuple[str, ...]: ...
     def prepare_matmul(self, variant: str, a: np.ndarray, b: np.ndarray, devices: Sequence[Device]) -> Prepared: ...
 
     # the CNN
@@ -175,7 +167,6 @@ class FrameworkImpl(Protocol):
     def load_weights(self, model: Any, path: Any) -> None: ...
     def forward_layers(self, model: Any, x: np.ndarray) -> dict[str, np.ndarray]: ...
     def loss_and_grads(self, model: Any, x: np.ndarray, y: np.ndarray) -> Gradients: ...
-    def cnn_variants(self, replicas: int) -> tuple[str, ...]: ...
 
     def make_trainer(
         self,
@@ -187,7 +178,6 @@ class FrameworkImpl(Protocol):
         seed: int = 0,
     ) -> Trainer: ...
 
-    def infer_variants(self, replicas: int) -> tuple[str, ...]: ...
     def prepare_inference(
         self, model: Any, images: np.ndarray, devices: Sequence[Device], variant: str = "predict"
     ) -> Prepared: ...

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 from parity.common import frameworks
-from parity.engine.config import HarnessError
+from parity.common.messages import HarnessError
 
 
 class Parser(argparse.ArgumentParser):

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from parity.cli.argtypes import Parser, at_least, interpreter, out_dir, positive, seconds, whole
 from parity.common import frameworks
+from parity.engine.config import PRESETS
 from parity.workloads import DEVICES, PRECISIONS, WORKLOADS
 
 EXAMPLES = """examples:
-  python -m parity.run --device cpu --quick        # minutes: both frameworks, tiny shapes, every check
+  python -m parity.run --device cpu --quick        # 1-2 minutes: both frameworks, tiny shapes, every check
   python -m parity.run --device cpu                # the article's full-size workloads, 1 and 8 replicas
   python -m parity.run --device gpu --framework jax --precision highest
   python -m parity.run --device tpu --workload cnn --schedule notebook --data download   # the notebook's table
@@ -83,13 +84,14 @@ def _run_flags(ap: argparse.ArgumentParser) -> None:
         choices=("all", "levers", "best", "default"),
         help="which variants are timed. 'default': each framework out of the box only (and only its parity "
         "checks); the others run every variant's parity checks. 'best': also each framework's best-known "
-        "configuration for each workload, replica count and number format (the first of its implementation's "
-        "BEST_VARIANTS offered, with the process-wide setting it names for that format: JAX on a CPU '+ynn' for "
-        "float32, '+onednn' for bfloat16, each with '+thp' where the kernel grants huge pages on request); "
+        "configuration for each workload, replica count and number format (its implementation's variant of lowest "
+        "`best` rank, with the process-wide setting of lowest rank for that format: JAX on a CPU with bfloat16 "
+        "hardware '+ynn+onednn' for both formats, with '+thp' where the kernel grants huge pages on request; "
+        "parity.engine.selection); "
         "'levers': each tuned variant (+xla, +bf16, +scan, +pool, ...) and each process-wide setting on its own, "
         "a setting with the variants of the number formats it acts on, without the several-steps-per-dispatch "
         "ones (+scan, +spe); 'all': every combination, '+thp' alone too "
-        "(default: best; with --quick: default)",
+        "(default: the preset's: best; quick: default; levers: levers)",
     )
     ap.add_argument(
         "--exclusive",
@@ -143,8 +145,8 @@ def _cnn_schedule_flags(ap: argparse.ArgumentParser) -> None:
         "--schedule",
         choices=("device", "notebook"),
         default="device",
-        help="CNN schedule: 'device' is the device's default (GPU, TPU: the notebook's; CPU: shortened, "
-        "see --epochs), 'notebook' the tensorflow/tpu notebook's 10 epochs x 100 steps at global "
+        help="CNN schedule: 'device' is the device's default (GPU, TPU: the notebook's; CPU: shortened, see "
+        "--epochs), 'notebook' (--preset notebook) the tensorflow/tpu notebook's 10 epochs x 100 steps at global "
         "batch 1024, validated after every epoch (its TPU v2-8 ended at val_accuracy 0.9184). "
         "--batch, --epochs and --steps-per-epoch still override it (default: device)",
     )
@@ -185,18 +187,21 @@ def _cnn_schedule_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--parity-steps",
         type=whole(1, 1000, "the trajectory check's batches are held in memory"),
-        default=20,
-        help="steps of the dropout-free TF-vs-JAX training trajectory check (default: 20)",
+        help="steps of the dropout-free training trajectory check between frameworks (default: the preset's, 20; "
+        "quick: 3)",
     )
 
 
 def _timing_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
-        "--quick",
-        action="store_true",
-        help="same structure at tiny sizes, for smoke tests (conv: seconds; cnn: about 2 minutes on 2 CPU "
-        "cores, most of it compilation)",
-    )
+        "--preset",
+        choices=tuple(PRESETS),
+        help="a complete configuration of the run's extent; a flag given beside it overrides its own part. "
+        + "; ".join(f"'{p.name}': {p.about} (--configs {p.configs}, --min-time {p.min_time_s:g}, --max-reps "
+                    f"{p.max_reps}, --parity-steps {p.parity_steps})" for p in PRESETS.values())
+        + " (default: default)",
+    )  # fmt: skip
+    ap.add_argument("--quick", action="store_true", help="the same as --preset quick")
     ap.add_argument(
         "--reps",
         type=whole(1, 100000),
@@ -208,13 +213,14 @@ def _timing_flags(ap: argparse.ArgumentParser) -> None:
         type=seconds(allow_zero=True),
         metavar="S",
         help="repeat each row until its timed calls add up to S seconds, as pytest-benchmark "
-        "calibrates (default: 2; --quick: 0.5); at least --reps calls whatever S. CNN training is timed per "
-        "epoch instead",
+        "calibrates (default: the preset's, 2; quick: 0.5); at least --reps calls whatever S. CNN training is "
+        "timed per epoch instead",
     )
     ap.add_argument(
         "--max-reps",
         type=whole(1, 100000),
-        help="cap on the calibrated repetitions (default: 200; --quick: 50, ten times what a 95%% interval needs)",
+        help="cap on the calibrated repetitions (default: the preset's, 200; quick: 50, ten times what a 95%% "
+        "interval needs)",
     )
     ap.add_argument("--warmup", type=whole(0, 1000), default=1, help="untimed calls after the first (default: 1)")
     ap.add_argument(

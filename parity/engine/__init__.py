@@ -1,1 +1,2 @@
-"""The engine: what a run is asked to do, its schedule of worker rounds, the worker processes and the one timing core."""
+"""The engine: what a run is asked to do, its schedule of worker rounds, the worker processes, the one timing
+core."""

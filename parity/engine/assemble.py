@@ -8,10 +8,13 @@ from pathlib import Path
 
 import numpy as np
 
+from parity.api.variants import Setting, from_wire, setting_from_wire
+from parity.common.cpuinfo import isa_capped_below_bf16
 from parity.common.float64 import errors
+from parity.common.protocol import AskVariants, Result
+from parity.engine import selection
 from parity.engine.config import Config
 from parity.engine.workerproc import Worker
-from parity.judging import roofline
 from parity.output.rows import Row
 from parity.workloads import RowKind
 
@@ -30,71 +33,53 @@ class Case:
 
 
 def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, tag: str, said: dict) -> list[Case]:
-    """Every worker's variants of this row kind that `--configs` asks for; bfloat16 ones only where the hardware
-    has bfloat16."""
+    """Every worker's variants of this row kind that `--configs` asks for (parity.engine.selection); bfloat16 ones
+    only where the hardware has bfloat16."""
+    configs = cfg.configs if cfg.tuned else "default"
+    running = running_settings(workers, hello)
     out = []
     for wk, w in workers.items():
         n = hello[wk]["replicas"]
-        offered = w.ask(cmd="variants", workload=kind.name, tuned=cfg.tuned)
-        for variant in offered["variants"]:
-            dtype = offered["dtypes"][variant]
-            if not _asked(cfg, wk, workers, hello, offered, variant, said):
-                continue
-            if dtype == "bfloat16" and not roofline.native_bf16(cfg.device, hello[wk]["device_kind"], w.env):
+        offered = [from_wire(d) for d in w.ask(AskVariants(kind.name)).variants]
+        mine = running[w.framework].get(w.config)
+        chosen, why = selection.to_time(configs, offered, mine, list(running[w.framework].values()))
+        for note in selection.notes(configs, list(running[w.framework].values()), why):
+            said.setdefault(note, note)
+        for v in chosen:
+            if v.dtype == "bfloat16" and not hello[wk]["native_bf16"]:
                 # emulated bfloat16 would only show a slower configuration; the table says why it is absent
-                cap = roofline.isa_capped_below_bf16(w.env) if cfg.device == "cpu" else None
+                cap = isa_capped_below_bf16(w.env) if cfg.device == "cpu" else None
                 why = f"{cap} caps the CPU below bfloat16" if cap else f"{hello[wk]['device_kind']} has none"
                 said["skipped_bf16"] = f"'+bf16' variants not run (no native bfloat16): {why}"
                 continue
-            shown = variant if w.config == "default" else f"{variant}+{w.config}"
-            key = f"{kind.name}-{wk}-{variant}-r{n}{tag}".replace("+", "_")
-            tuned = variant in offered["tuned"] or w.config != "default"
-            out.append(Case(wk, shown, n, key, variant, dtype, tuned))
+            shown = v.name if w.config == "default" else f"{v.name}+{w.config}"
+            key = f"{kind.name}-{wk}-{v.name}-r{n}{tag}".replace("+", "_")
+            out.append(Case(wk, shown, n, key, v.name, v.dtype, v.tuned or w.config != "default"))
     return out
 
 
-def _asked(cfg: Config, wk: str, workers: dict, hello: dict, offered: dict, variant: str, said: dict) -> bool:
-    """Whether `--configs` times this worker's variant: 'all' every one; 'levers' each tuning on its own and with
-    each process-wide configuration of its number format, but not the several-steps-per-dispatch ones with one;
-    'best' the framework out of the box and, per number format, its best-known configuration (the implementation's
-    first BEST_VARIANTS offered, in the worker of the configuration for that format, where one runs)."""
-    w, dtype = workers[wk], offered["dtypes"][variant]
-    formats = hello[wk].get("config_formats", {}).get(w.config)  # None: the default, or a command line's
-    if cfg.configs == "levers" and formats is not None and dtype not in formats:
-        said["configs_levers"] = (
-            "--configs levers: each tuned configuration ran only the variants of the number formats it acts on ("
-            + ", ".join(f"+{k} {'/'.join(v) or 'none'}" for k, v in hello[wk]["config_formats"].items())
-            + "); --configs all runs every combination"
-        )
-        return False
-    if cfg.configs == "levers" and formats is not None and variant in offered.get("dispatch", ()):
-        said["configs_levers_dispatch"] = (
-            "--configs levers: the tuned configurations ran without the several-steps-per-dispatch variants "
-            "('+scan': DISPATCH_VARIANTS), each measured out of the box; --configs all runs them with each"
-        )
-        return False
-    if cfg.configs != "best" or (w.config != "default" and formats is None):
-        return True
-    covered = {  # the formats a configuration of this framework's acts on, in a worker of its own
-        f
-        for ok, o in workers.items()
-        if o.framework == w.framework and o.config != "default"
-        for f in hello[ok].get("config_formats", {}).get(o.config) or ()
-    }
-    best = offered["best"].get(dtype) == variant
-    plain = w.config == "default" and variant in offered["plain"]
-    said["configs_best"] = (
-        "--configs best: each framework out of the box and its best-known configuration for each workload, "
-        "replica count and number format (its implementation's first BEST_VARIANTS offered, with the process-wide "
-        "setting for that format where it names one); every parity check still runs each variant; "
-        "--configs levers times each tuning on its own, --configs all every combination"
-    )
-    return plain or (best and (dtype in formats if w.config != "default" else dtype not in covered))
+def running_settings(workers: dict[str, Worker], hello: dict) -> dict[str, dict[str, Setting]]:
+    """Framework -> {setting name: its record} of the workers running with one: the implementation's declared
+    record (its hello), or, for one from the command line, a record that declares no formats."""
+    out: dict[str, dict[str, Setting]] = {w.framework: {} for w in workers.values()}
+    declared: dict[str, dict[str, Setting]] = {fw: {} for fw in out}
+    for wk, w in sorted(workers.items(), key=lambda kw: kw[1].config != "default"):  # a worker's own hello last
+        declared[w.framework].update({d["name"]: setting_from_wire(d) for d in hello[wk].get("settings", ())})
+    for w in workers.values():
+        if w.config != "default":
+            out[w.framework][w.config] = declared[w.framework].get(w.config) or Setting(w.config, w.config_env, None)
+    return out
 
 
-def make_row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hello: dict, save_dir: Path) -> Row:
-    """A result row: what ran where, its times, its figures and its verdict, from the worker's result."""
-    med = res.get("median_s")
+MEMORY = ("bytes", "source", "at_least")
+
+
+def make_row(
+    cfg: Config, kind: RowKind, c: Case, res: Result, more: dict, worker: Worker, hello: dict, save_dir: Path
+) -> Row:
+    """A result row: what ran where, its times, its figures and its verdict, from the worker's result (`more`: what
+    the schedule adds, its rounds and --profile's figures). The one place a result becomes a Row."""
+    med = res.median_s
     return Row(
         workload=kind.name,
         framework=worker.framework,
@@ -110,30 +95,30 @@ def make_row(cfg: Config, kind: RowKind, c: Case, res: dict, worker: Worker, hel
         tuned=c.tuned,
         quick=cfg.quick,
         median_s=med,
-        iqr_s=res.get("iqr_s"),
-        q1_s=res.get("q1_s"),
-        q3_s=res.get("q3_s"),
-        min_s=res.get("min_s"),
-        reps=res.get("reps"),
+        iqr_s=res.iqr_s,
+        q1_s=res.q1_s,
+        q3_s=res.q3_s,
+        min_s=res.min_s,
+        reps=res.reps,
         # raw times, memory and --profile's figures, as the worker (and the schedule) measured them
-        **{k: res.get(k) for k in ("times_s", "rounds", "busy_after_s", "peak_memory_bytes", "peak_memory_source")},
-        **{k: res.get(k) for k in ("profile_dir", "layers", "profile_coverage")},
+        **{k: getattr(res, k) for k in ("times_s", "busy_after_s", *(f"peak_memory_{m}" for m in MEMORY))},
+        **{k: more.get(k) for k in ("rounds", "profile_dir", "layers", "profile_coverage")},
         # an operation's first call (tracing, compilation, one execution); a training row's first epoch is
         # first_epoch_s instead, never called a compile time
-        compile_s=None if kind.epochs else res.get("compile_s"),
-        gflops_per_s=res["flops"] / med / 1e9 if med and res.get("flops") else None,
-        flops=res.get("flops"),
-        flops_unpadded=res.get("flops_unpadded"),
-        flops_formula=" ".join(res.get("flops_formula", "").split()),
-        compiler_flops=res.get("compiler_flops"),
-        compiler_flops_source=res.get("compiler_flops_source"),
-        min_bytes=res.get("min_bytes"),
-        max_abs_err=res.get("max_abs_err"),
-        max_rel_err=res.get("max_rel_err"),
+        compile_s=None if kind.epochs else res.compile_s,
+        gflops_per_s=res.flops / med / 1e9 if med and res.flops else None,
+        flops=res.flops,
+        flops_unpadded=res.flops_unpadded,
+        flops_formula=" ".join(res.flops_formula.split()),
+        compiler_flops=res.compiler_flops,
+        compiler_flops_source=res.compiler_flops_source,
+        min_bytes=res.min_bytes,
+        max_abs_err=res.max_abs_err,
+        max_rel_err=res.max_rel_err,
         # a training row is checked for finite losses and placement; its numbers are judged by the checks
         tolerance=kind.tolerance(cfg.device, cfg.precision, c.dtype),
-        verified=res["invalid"] is None and med is not None,
-        invalid_reason=res["invalid"],
+        verified=res.invalid is None and med is not None,
+        invalid_reason=res.invalid,
         saved=str(save_dir / f"{c.key}.npy"),
     )
 

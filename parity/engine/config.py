@@ -1,26 +1,56 @@
-"""What a run is asked to do (Config), the error that ends it, and its progress lines."""
+"""What a run is asked to do (Config); the error that ends it and its progress lines are parity.common.messages."""
 
 from __future__ import annotations
 
-import sys
-import time
 from dataclasses import dataclass, field
 
+from parity.api.cluster import Cluster
 from parity.common.frameworks import KEYS
-from parity.engine.cluster import Cluster
 from parity.workloads import WORKLOADS
 
 
-class HarnessError(RuntimeError):
-    """A run that cannot go on; the message is the one line the user sees."""
+@dataclass(frozen=True)
+class Preset:
+    """A complete configuration of a run's extent, written once: `--preset NAME` (`--quick` is 'quick'); a flag
+    given beside it (--configs, --min-time, --max-reps, --parity-steps, --batch ...) overrides its own field."""
+
+    name: str
+    about: str  # one line, for --help
+    configs: str  # which variants are timed (parity.engine.selection)
+    specs: str  # 'quick': every workload's --quick spec; 'device': the device's default; 'notebook': the CNN's notebook
+    min_time_s: float  # each row's calls are repeated until their times add up to this
+    max_reps: int  # at most this many calls a row
+    parity_steps: int  # steps of the dropout-free trajectory check
+    peak_size: int  # the side of the square matrix products that measure a CPU's peaks
 
 
-class WorkerBug(RuntimeError):
-    """An unexpected exception inside a worker (a bug, not a bad input): the run stops with its traceback."""
-
-    def __init__(self, message: str, traceback: str):
-        super().__init__(message)
-        self.traceback = traceback
+PRESETS = {
+    p.name: p
+    for p in (
+        Preset(
+            "quick",
+            "tiny shapes, each framework out of the box, every check (the README gives its time per CPU class)",
+            "default", "quick", 0.5, 50, 3, 2048,
+        ),
+        Preset(
+            "default",
+            "the article's full-size conv and matmul, the device's CNN schedule, each framework out of the box and "
+            "at its best-known configuration",
+            "best", "device", 2.0, 200, 20, 4096,
+        ),
+        Preset(
+            "levers",
+            "the default, and each tuning on its own too: what checks that `best` names the fastest configuration",
+            "levers", "device", 2.0, 200, 20, 4096,
+        ),
+        Preset(
+            "notebook",
+            "the tensorflow/tpu notebook's CNN schedule on any device: 10 epochs x 100 steps at global batch 1024, "
+            "validated after every epoch",
+            "best", "notebook", 2.0, 200, 20, 4096,
+        ),
+    )
+}  # fmt: skip
 
 
 @dataclass
@@ -30,7 +60,8 @@ class Config:
     workloads: tuple[str, ...] = ("conv",)
     replicas: tuple[int, ...] = ()
     precision: str = "default"
-    quick: bool = False
+    preset: str = "default"  # PRESETS' name: what the run's extent was made from
+    quick: bool = False  # every workload at its --quick spec (the 'quick' preset)
     reps: int = 5  # the minimum; calibrated_reps() adds calls until min_time_s of timed work
     min_time_s: float = 2.0
     max_reps: int = 200
@@ -69,21 +100,8 @@ class Config:
         return (1, 8) if self.device == "cpu" else (0,)
 
     def matmul_size(self) -> int:
-        """The side of the square matrix products that measure a CPU's peaks."""
-        return 2048 if self.quick else 4096
-
-
-def log(cfg: Config, msg: str) -> None:
-    if cfg.progress:
-        print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def warn(cfg: Config, lines: list[str]) -> None:
-    """A boxed warning on stderr, --quiet or not, about what the run measures (process 0 only)."""
-    if cfg.cluster is not None and cfg.cluster.process_id:
-        return
-    bar = "=" * max(len(ln) for ln in lines)
-    print("\n".join([bar, *lines, bar]), file=sys.stderr, flush=True)
+        """The side of the square matrix products that measure a CPU's peaks (the preset's)."""
+        return PRESETS[self.preset].peak_size
 
 
 def gflops(x: float | None) -> str:

@@ -6,7 +6,7 @@ import os
 import sys
 from pathlib import Path
 
-from parity.engine.config import HarnessError
+from parity.common.messages import HarnessError
 
 LIBTPU_LOCKFILE = Path("/tmp/libtpu_lockfile")  # what libtpu leaves while (and, if killed, after) it owns the TPU
 

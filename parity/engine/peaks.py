@@ -4,7 +4,9 @@ its bfloat16 peak from each framework's best bfloat16 matrix product, an acceler
 from __future__ import annotations
 
 from parity.common.frameworks import label
-from parity.engine.config import Config, gflops, log
+from parity.common.messages import log
+from parity.common.protocol import Call
+from parity.engine.config import Config, gflops
 from parity.engine.workerproc import Worker
 from parity.judging import roofline
 from parity.output.rows import Row
@@ -48,7 +50,7 @@ def with_workers(
     for w in workers.values():
         if w.config == "default" and w.framework not in done and roofline.native_bf16(cfg.device, "cpu", w.env):
             n = cfg.matmul_size()
-            got = w.ask(cmd="call", fn="bf16_matmul_peak", n=n)
+            got = w.ask(Call("matmul", "bf16_peak", {"n": n}))
             done[w.framework] = got["flops"]
             log(
                 cfg,

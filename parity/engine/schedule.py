@@ -12,17 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from parity.common.frameworks import label
+from parity.common.messages import HarnessError, log
+from parity.common.protocol import GetResult, Prepare, Profile, Rep, Warm
 from parity.engine import cluster, devicelock, peaks
 from parity.engine.assemble import Case, cases, cross_check, make_row
-from parity.engine.config import Config, HarnessError, log
-from parity.engine.registry import SUITES
+from parity.engine.config import Config
 from parity.engine.workerproc import Worker, start_owner, start_workers, tuned_configs, with_workers
 from parity.judging import roofline
 from parity.judging.judge import drift_note, judge_row
 from parity.judging.layers import attribute, one_op
 from parity.output.rows import Row
 from parity.workloads import WORKLOADS, RowKind
-from parity.workloads.suite import Suite
+from parity.workloads.base import Suite
 
 
 @dataclass
@@ -58,7 +59,7 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
     Returns {"rows", "checks", "hello", "skipped", "notes", "peak"}, rows as results.json holds them.
     """
     _check_batches(cfg)
-    suites = {wl: SUITES[wl] for wl in cfg.workloads if wl in SUITES}
+    suites = {wl: WORKLOADS[wl].suite for wl in cfg.workloads if WORKLOADS[wl].suite is not None}
     run = RunState(suites, {wl: {} for wl in cfg.workloads})
     if cfg.cluster is not None:
         run.notes.append(cluster.run_note(cfg))
@@ -205,13 +206,16 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
         first_s = {c.key: _first_call(rnd, kind, spec, c, extra) for c in todo}  # one at a time: its own time
         rounds = _timed_reps(cfg, kind, spec, todo, workers, first_s)
     for c in todo:  # untimed: every worker at once, each answering in order
-        workers[c.worker].send(cmd="result", id=c.key, keep=cfg.profile)
-    results = {c.key: {**workers[c.worker].answer(), "rounds": rounds[c.key]} for c in todo}
+        workers[c.worker].send(GetResult(c.key, keep=cfg.profile))
+    results = {c.key: workers[c.worker].answer() for c in todo}
+    more = {c.key: {"rounds": rounds[c.key]} for c in todo}  # what the schedule adds to each row
     if cfg.profile:  # after the results: a profiled training epoch must not count in the row's training
-        _with_profiles(results, _profile(cfg, kind, todo, workers, rnd.save_dir), kind, spec, suite is not None)
+        profiled = _profile(cfg, kind, todo, workers, rnd.save_dir)
+        _with_profiles(results, more, profiled, kind, spec, suite is not None)
     rows = []
     for c in todo:
-        row = make_row(cfg, kind, c, results[c.key], workers[c.worker], rnd.hello[c.worker], rnd.save_dir)
+        w = workers[c.worker]
+        row = make_row(cfg, kind, c, results[c.key], more[c.key], w, rnd.hello[c.worker], rnd.save_dir)
         if suite:
             row.update(suite.row_extra(kind, results[c.key], spec))
         rows.append(row)
@@ -223,22 +227,9 @@ def _first_call(rnd: Round, kind: RowKind, spec, c: Case, extra: dict) -> float 
     cfg, w = rnd.cfg, rnd.workers[c.worker]
     what = f"first epoch (seed {spec.seed})" if kind.epochs else "compiling"
     log(cfg, f"{kind.name}: {what} {label(w.framework)} {c.shown} x{c.replicas}")
-    resp = w.ask(
-        cmd="prepare",
-        id=c.key,
-        workload=kind.name,
-        variant=c.variant,
-        spec=spec.to_dict(),
-        save=str(rnd.save_dir / f"{c.key}.npy"),
-        **extra,
-    )
-    log(
-        cfg,
-        f"  INVALID: {resp['invalid']}"
-        if resp["invalid"]
-        else f"  first call {resp['compile_s']:.3f} s, output verified",
-    )
-    return resp["compile_s"]
+    resp = w.ask(Prepare(c.key, kind.name, c.variant, spec.to_dict(), str(rnd.save_dir / f"{c.key}.npy"), extra))
+    log(cfg, f"  INVALID: {resp.invalid}" if resp.invalid else f"  first call {resp.compile_s:.3f} s, output verified")
+    return resp.compile_s
 
 
 def _timed_reps(
@@ -254,7 +245,7 @@ def _timed_reps(
     last_s = dict(first_s)
     for _ in range(0 if kind.epochs else cfg.warmup):
         for c in todo:
-            last_s[c.key] = workers[c.worker].ask(cmd="warm", id=c.key)["time"]
+            last_s[c.key] = workers[c.worker].ask(Warm(c.key)).time
     if kind.epochs:
         reps = {c.key: spec.epochs - 1 for c in todo}
     else:  # calibrated: enough calls for min_time_s of timed work, as pytest-benchmark does
@@ -267,12 +258,12 @@ def _timed_reps(
             if i >= reps[c.key]:
                 continue
             if not kind.epochs:  # back to back with an untimed call of its own, as in a user's loop
-                workers[c.worker].ask(cmd="warm", id=c.key)
-            resp = workers[c.worker].ask(cmd="rep", id=c.key)
-            t, last = resp["time"], resp.get("last") or {}
+                workers[c.worker].ask(Warm(c.key))
+            resp = workers[c.worker].ask(Rep(c.key))
+            t, last = resp.time, resp.last or {}
             if t is not None:
                 rounds[c.key].append(start + i)
-            fig = f"{t:.4f}s" if t is not None else f"INVALID ({resp['invalid']})"
+            fig = f"{t:.4f}s" if t is not None else f"INVALID ({resp.invalid})"
             if t is not None and kind.epochs:  # a training epoch's last step: its loss and accuracy
                 fig += "".join(f" {k} {v:.4f}" for k, v in last.items())
             said.append(f"{workers[c.worker].framework} {c.shown} {fig}")
@@ -286,15 +277,15 @@ def _timed_reps(
 PROFILES = "profiles"  # under --out: one folder of traces per profiled row
 
 
-def _with_profiles(results: dict, profiled: dict, kind: RowKind, spec, layered: bool) -> None:
+def _with_profiles(results: dict, more: dict, profiled: dict, kind: RowKind, spec, layered: bool) -> None:
     """Each profiled case's trace folder, its ops attributed to layers (a workload with layers) or to its one op
-    (an operation), and the coverage, into its result."""
+    (an operation), and the coverage, into what the schedule adds to its row (`more`)."""
     for key, (rel, ops) in profiled.items():
         per = spec.steps_per_epoch if kind.epochs else 1  # the profiled call: an epoch of steps, or one call
-        results[key]["profile_dir"] = rel
-        if ops and results[key].get("median_s"):
-            med = results[key]["median_s"]
-            results[key]["layers"], results[key]["profile_coverage"] = (
+        more[key]["profile_dir"] = rel
+        med = results[key].median_s
+        if ops and med:
+            more[key]["layers"], more[key]["profile_coverage"] = (
                 attribute(ops, per, med) if layered else one_op(kind.name, ops, med)
             )
 
@@ -307,11 +298,11 @@ def _profile(cfg: Config, kind: RowKind, todo: list[Case], workers: dict[str, Wo
     for c in todo:
         rel = f"{PROFILES}/{c.key}"
         log(cfg, f"{kind.name}: profiling {label(workers[c.worker].framework)} {c.shown} x{c.replicas} (one call)")
-        resp = workers[c.worker].ask(cmd="profile", id=c.key, dir=str(save_dir / rel))
-        if resp["profiled"]:
-            out[c.key] = (rel, [tuple(op) for op in resp.get("ops") or []])
-        elif resp.get("why"):
-            log(cfg, f"  not profiled: {resp['why']}")
+        resp = workers[c.worker].ask(Profile(c.key, str(save_dir / rel)))
+        if resp.profiled:
+            out[c.key] = (rel, [tuple(op) for op in resp.ops or []])
+        elif resp.why:
+            log(cfg, f"  not profiled: {resp.why}")
     return out
 
 

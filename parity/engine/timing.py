@@ -18,12 +18,7 @@ from typing import Any
 
 import numpy as np
 
-# verify(out) -> error figures; raises Invalid when the output is not what was asked for.
-Verifier = Callable[[Any], dict[str, float]]
-
-
-class Invalid(Exception):
-    """The timed computation's output was not what was asked for."""
+from parity.workloads.base import Invalid, Verifier
 
 
 @dataclass
@@ -163,37 +158,3 @@ def measure(run, block, verify: Verifier, warmup: int = 1, reps: int = 5) -> Mea
     for _ in range(reps):
         t.rep()
     return t.m
-
-
-def output_verifier(
-    shape: Callable[[Any], tuple[int, ...]],
-    rows: Callable[[Any, list[int]], np.ndarray],
-    placement: Callable[[Any], list[str]],
-    expected_shape: tuple[int, ...],
-    indices: list[int],
-    reference: np.ndarray,
-    tol: float,
-    device: str,
-    replicas: int,
-) -> Verifier:
-    """Checks an output's shape, where it was computed, and its values on `indices` vs `reference`."""
-    from parity.common.float64 import errors
-
-    def verify(out) -> dict[str, float]:
-        if out is None:
-            raise Invalid("the computation returned nothing")
-        try:
-            got_shape = tuple(shape(out))
-        except Exception as e:  # a stand-in returning the wrong kind of object
-            raise Invalid(f"output has no readable shape ({type(e).__name__}: {e})") from None
-        if got_shape != tuple(expected_shape):
-            raise Invalid(f"output shape {got_shape}, expected {tuple(expected_shape)}")
-        where = placement(out)
-        if len(where) != replicas or any(not w.startswith(device + ":") for w in where):
-            raise Invalid(f"computed on {where}, expected {replicas} {device} device(s)")
-        errs = errors(rows(out, indices), reference)
-        if not errs["max_rel_err"] <= tol:
-            raise Invalid(f"max_rel_err {errs['max_rel_err']:.3g} vs the float64 oracle exceeds {tol:g}")
-        return errs
-
-    return verify

@@ -1,19 +1,10 @@
 """One framework on one device set, in its own process, driven by the parent over JSON lines.
 
 `python -m parity.engine.worker --framework jax --device cpu --replicas 8 --precision default`
-answers on its original stdout (the framework's own chatter goes to stderr):
-
-    start-up      -> {"status": "ready" | "missing" | "unavailable", ...}
-    {"cmd": "variants", "workload": W}                      -> {"variants": [...], "dtypes": {V: D}, "tuned": [...]}
-    {"cmd": "prepare", "id": K, "workload": W, "variant": V, "spec": {...}, "save": PATH|null, ...}
-                                                            -> {"compile_s": s|null, "invalid": ...}
-    {"cmd": "warm" | "rep", "id": K}                        -> {"time": s|null, "invalid": ..., "last": {...}}
-    {"cmd": "result", "id": K, "keep": bool}                -> {"median_s": ..., "flops": ..., ...}
-    {"cmd": "profile", "id": K, "dir": D}                   -> {"profiled": bool, "ops": [[scope, s], ...]}
-    {"cmd": "call", "fn": NAME, ...}                        -> what parity.engine.registry.WORKER_CALLS[NAME] answers
-    {"cmd": "quit"}
-
-W is a row kind of the registry (parity/workloads.py); this module knows no workload by name.
+says hello ({"status": "ready" | "missing" | "unavailable", ...}) on its original stdout (the framework's own
+chatter goes to stderr), then answers each request of parity.common.protocol with the record it names, or with
+{"error", "traceback", "bug"}, until Quit or the end of stdin. A row kind or workload is one of
+parity.workloads.WORKLOADS; this module knows no workload by name.
 """
 
 from __future__ import annotations
@@ -27,14 +18,14 @@ import sys
 import traceback
 
 from parity.api import DeviceUnavailable
-from parity.common import frameworks
-from parity.engine import memory, registry
-from parity.engine.cluster import Cluster
+from parity.api.cluster import Cluster
+from parity.api.variants import lookup
+from parity.common import frameworks, protocol
+from parity.engine import memory
 from parity.engine.environment import ENV_FLAGS
 from parity.engine.timing import Timer
 from parity.judging import roofline
-from parity.workloads import ops as cases
-from parity.workloads import row_kind
+from parity.workloads import WORKLOADS, row_kind
 
 # Exceptions that mean this code is wrong, not the input or the machine: the run ends with exit 3 and the
 # traceback. A framework's own runtime errors (a peer gone, a device refusing) stay one line and exit 2.
@@ -113,10 +104,15 @@ def serve(args, out) -> None:
     say(hello(impl, devices, args))
     timers: dict[str, tuple[Timer, dict, object]] = {}
     for line in sys.stdin:
-        req = json.loads(line)
-        if req["cmd"] == "quit":
+        try:
+            req = protocol.decode_request(line)
+        except (ValueError, TypeError) as e:  # not a request: answered, and the worker goes on
+            say({"error": f"{type(e).__name__}: {e}", "bug": False})
+            continue
+        if isinstance(req, protocol.Quit):
             return
-        say(respond(impl, devices, args, timers, req))
+        answer = respond(impl, devices, args, timers, req)
+        say(answer if isinstance(answer, dict) else json.loads(protocol.encode(answer)))
 
 
 def hello(impl, devices, args) -> dict:
@@ -124,9 +120,8 @@ def hello(impl, devices, args) -> dict:
     bf16 = roofline.native_bf16(args.device, impl.device_kind())  # under this process's ISA settings
     return {
         "status": "ready",
-        "tuned_configs": impl.tuned_configs(args.device, bf16),
-        "config_formats": {k: list(v) for k, v in impl.TUNED_CONFIG_FORMATS.items()},
-        "best_configs": list(impl.BEST_CONFIGS),
+        "native_bf16": bf16,
+        "settings": [s.wire() for s in impl.settings(args.device, bf16)],  # those that make a difference here
         "replicas": len(devices),
         **impl.process_info(devices),
         "device_kind": impl.device_kind(),
@@ -139,10 +134,11 @@ def hello(impl, devices, args) -> dict:
     }
 
 
-def respond(impl, devices, args, timers: dict, req: dict) -> dict:
-    """One request's answer, or the error it raised (a bug's with its traceback)."""
+def respond(impl, devices, args, timers: dict, req: protocol.Request):
+    """One request's answer (its declared record), or the error it raised as a mapping (a bug's with its
+    traceback)."""
     try:
-        return _answer(impl, devices, args, timers, req)
+        return _HANDLERS[type(req)](impl, devices, args, timers, req)
     except Exception as e:
         return {
             "error": f"{type(e).__name__}: {e}",
@@ -151,109 +147,97 @@ def respond(impl, devices, args, timers: dict, req: dict) -> dict:
         }
 
 
-def _variants(impl, devices, args, timers: dict, req: dict) -> dict:
-    every = row_kind(req["workload"])[1].variants(impl, len(devices))
-    chosen = cases.offered(impl, every, req.get("tuned", True))
-    return {
-        "variants": chosen,
-        "dtypes": {v: cases.variant_dtype(impl, v) for v in chosen},
-        "tuned": [v for v in chosen if v in impl.TUNED_VARIANTS],
-        "dispatch": [v for v in chosen if v in impl.DISPATCH_VARIANTS],
-        "plain": cases.offered(impl, every, False),  # the framework out of the box (or what stands in for it)
-        "best": cases.best_known(impl, chosen),
-    }
+def _variants(impl, devices, args, timers: dict, req: protocol.AskVariants) -> protocol.Offered:
+    """Every variant of a row kind offered here, as records (the parent chooses: parity.engine.selection)."""
+    return protocol.Offered([v.wire() for v in impl.variants(req.kind, len(devices))])
 
 
-def _call(impl, devices, args, timers: dict, req: dict) -> dict:
-    """'warm' or 'rep': one call of a prepared case."""
-    timer = timers[req["id"]][0]
+def _call(impl, devices, args, timers: dict, req: protocol.Warm | protocol.Rep) -> protocol.Called:
+    """One call of a prepared case, untimed (Warm) or timed (Rep)."""
+    timer = timers[req.id][0]
     try:
-        t = getattr(timer, req["cmd"])()
+        t = timer.rep() if isinstance(req, protocol.Rep) else timer.warm()
     except PROGRAMMING_ERRORS:
         raise
     except Exception as e:  # as in _prepare, at a later call: the row is INVALID from here on
         timer.m.invalid = f"{type(e).__name__}: {_one_line(e)}"
         t = None
-    return {"time": t, "invalid": timer.m.invalid, "last": timer.m.last}
+    return protocol.Called(t, timer.m.invalid, timer.m.last)
 
 
-def _result(impl, devices, args, timers: dict, req: dict) -> dict:
-    """A case's figures; with 'keep', the case stays for a 'profile' after it (which releases it)."""
-    timer, info, finish = timers[req["id"]] if req.get("keep") else timers.pop(req["id"])
+def _result(impl, devices, args, timers: dict, req: protocol.GetResult) -> protocol.Result:
+    """A case's figures; with `keep`, the case stays for a Profile after it (which releases it)."""
+    timer, info, finish = timers[req.id] if req.keep else timers.pop(req.id)
     m = timer.m
     done = finish() if m.invalid is None else {}
-    return {
-        **info,
+    figures = {k: info.pop(k) for k in RESULT_FIGURES if k in info}
+    return protocol.Result(
+        invalid=m.invalid,
+        compile_s=m.compile_s,
         **m.stats(),
         **m.errors,
-        **done,
-        "times_s": list(m.times),
+        **figures,
+        times_s=list(m.times),
         **_memory(timer, args, info.pop("output_bytes", None)),
-        "compile_s": m.compile_s,
-        "invalid": m.invalid,
-    }
+        extra={**info, **done},  # the workload's own figures
+    )
 
 
-def _profile(impl, devices, args, timers: dict, req: dict) -> dict:
+RESULT_FIGURES = ("flops", "flops_unpadded", "flops_formula", "min_bytes", "compiler_flops", "compiler_flops_source")
+
+
+def _profile(impl, devices, args, timers: dict, req: protocol.Profile) -> protocol.Profiled:
     """One more call, after the row's result, under the framework's profiler."""
-    timer = timers.pop(req["id"])[0]
+    timer = timers.pop(req.id)[0]
     if timer.m.invalid is not None:
-        return {"profiled": False}
+        return protocol.Profiled(False)
     try:
-        with impl.trace(req["dir"]):
+        with impl.trace(req.dir):
             out = timer.run()
             impl.block(out)
             del out
         program = timer.program() if timer.program else None
         if program:  # beside the trace: what maps its op names to the layers, for a later reading
-            with open(os.path.join(req["dir"], "program.hlo.txt"), "w") as f:
+            with open(os.path.join(req.dir, "program.hlo.txt"), "w") as f:
                 f.write(program)
-        return {"profiled": True, "ops": impl.trace_ops(req["dir"], program)}
+        return protocol.Profiled(True, impl.trace_ops(req.dir, program))
     except PROGRAMMING_ERRORS:
         raise
     except Exception as e:  # a profiler that fails costs the row its profile, never the run
-        return {"profiled": False, "why": f"{type(e).__name__}: {_one_line(e)}"}
+        return protocol.Profiled(False, why=f"{type(e).__name__}: {_one_line(e)}")
 
 
-def _named_call(impl, devices, args, timers: dict, req: dict) -> dict:
+def _named_call(impl, devices, args, timers: dict, req: protocol.Call) -> dict:
     """An untimed request a workload's parent side makes by name."""
-    return registry.WORKER_CALLS[req["fn"]](impl, devices, req)
+    return WORKLOADS[req.workload].calls[req.fn](impl, devices, req.args)
 
 
-def _answer(impl, devices, args, timers: dict, req: dict) -> dict:
-    """One request's answer (the module docstring lists them)."""
-    handler = _HANDLERS.get(req["cmd"])
-    if handler is None:
-        return {"error": f"unknown command {req['cmd']!r}"}
-    return handler(impl, devices, args, timers, req)
-
-
-def _prepare(impl, devices, args, timers: dict, req: dict) -> dict:
-    """Build a row's case (its registered Timer) and make its first call; the compiler's FLOP count after it."""
-    wl, kind = row_kind(req["workload"])
-    extra = {k: req[k] for k in ("data", "weights", "validate") if k in req}
-    spec = type(wl.full)(**req["spec"])
+def _prepare(impl, devices, args, timers: dict, req: protocol.Prepare) -> protocol.Prepared:
+    """Build a row's case (its Timed, timed by a Timer) and make its first call; the compiler's FLOP count after."""
+    wl, kind = row_kind(req.kind)
+    spec = type(wl.full)(**req.spec)
     mem = memory.RowMemory(args.memory) if args.memory else None
     try:
-        timer, info, finish = registry.CASES[kind.case](
-            impl, devices, kind, spec, req["variant"], args.device, args.precision, req.get("save"), **extra
-        )
+        n = len(devices)
+        variant = lookup(impl.variants(kind.name, n), kind.name, req.variant, n, args.framework)
+        timed = kind.case(impl, devices, kind, spec, variant, args.device, args.precision, req.save, **req.extra)
+        timer, info, finish = Timer(timed.run, impl.block, timed.verify, impl.slowest), timed.info, timed.finish
         if mem:
             mem.built()
         timer.memory = mem
-        timers[req["id"]] = (timer, info, finish)
+        timers[req.id] = (timer, info, finish)
         compile_s = timer.first()
         if mem:
             mem.settled()
     except PROGRAMMING_ERRORS:
         raise
     except Exception as e:  # the framework refused this variant (Keras's fit under TPUStrategy, keras#19448):
-        return _refused(timers, req["id"], e)  # an INVALID row with the reason; the other variants still run
+        return _refused(timers, req.id, e)  # an INVALID row with the reason; the other variants still run
     cost = info.pop("cost")
     timer.program = info.pop("program", None)  # the compiled program's text, for a profile's op names
     # after the first call: the compiler's own FLOP count, to cross-check the formula
     info["compiler_flops"], info["compiler_flops_source"] = cost() if compile_s is not None else (None, "")
-    return {"compile_s": compile_s, "invalid": timer.m.invalid}
+    return protocol.Prepared(compile_s, timer.m.invalid)
 
 
 AT_LEAST = "at least (the peak cannot be reset and stayed above this row's calls: their outputs seen, not their "
@@ -263,13 +247,13 @@ KEPT += "reused unseen): "
 
 
 _HANDLERS = {
-    "variants": _variants,
-    "prepare": _prepare,
-    "warm": _call,
-    "rep": _call,
-    "result": _result,
-    "profile": _profile,
-    "call": _named_call,
+    protocol.AskVariants: _variants,
+    protocol.Prepare: _prepare,
+    protocol.Warm: _call,
+    protocol.Rep: _call,
+    protocol.GetResult: _result,
+    protocol.Profile: _profile,
+    protocol.Call: _named_call,
 }
 
 
@@ -291,7 +275,7 @@ def _memory(timer: Timer, args, output_bytes: int | None) -> dict:
         }
     if timer.memory.at_least or getattr(src, "keeps_freed", False):
         why = AT_LEAST if timer.memory.at_least else KEPT
-        return {"peak_memory_bytes": peak, "peak_memory_source": why + src.source}
+        return {"peak_memory_bytes": peak, "peak_memory_source": why + src.source, "peak_memory_at_least": True}
     return {"peak_memory_bytes": peak, "peak_memory_source": src.source}
 
 
@@ -300,7 +284,7 @@ def _one_line(e: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
 
-def _refused(timers: dict, key: str, e: Exception) -> dict:
+def _refused(timers: dict, key: str, e: Exception) -> protocol.Prepared:
     """A variant the framework failed to build or run: kept as a timer that is invalid from the start, so the
     harness's later requests for it get answers (no times, the reason) like any other invalid row."""
     timer = Timer(lambda: None, lambda out: None, lambda out: {})
@@ -317,7 +301,7 @@ def _refused(timers: dict, key: str, e: Exception) -> dict:
         },
         dict,
     )
-    return {"compile_s": None, "invalid": timer.m.invalid}
+    return protocol.Prepared(None, timer.m.invalid)
 
 
 def main(argv=None) -> None:
@@ -327,7 +311,7 @@ def main(argv=None) -> None:
     ap.add_argument("--replicas", type=int, default=1, help="0: every core of the device")
     ap.add_argument("--precision", choices=("default", "highest"), default="default")
     ap.add_argument(
-        "--cluster", help="JSON of parity.engine.cluster.Cluster: join a multi-process run (--replicas ignored)"
+        "--cluster", help="JSON of parity.api.cluster.Cluster: join a multi-process run (--replicas ignored)"
     )
     args = ap.parse_args(argv)
     out = os.fdopen(os.dup(1), "w")

@@ -10,11 +10,16 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections import deque
 from pathlib import Path
 
+from parity.api.cluster import Cluster
+from parity.api.variants import Setting, setting_from_wire
+from parity.common import protocol
 from parity.common.frameworks import label
-from parity.engine.cluster import Cluster
-from parity.engine.config import Config, HarnessError, WorkerBug
+from parity.common.messages import HarnessError, WorkerBug
+from parity.engine import selection
+from parity.engine.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout: parity/, tf_impl/, jax_impl/
 
@@ -63,6 +68,7 @@ class Worker:
             self.log.close()
             raise HarnessError(f"{self.label}: cannot start {self.python} ({e.strerror or e})") from None
         self.lines: queue.Queue = queue.Queue()
+        self.sent: deque[protocol.Request] = deque()  # requests awaiting their answers, in order
         threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self) -> None:
@@ -104,23 +110,27 @@ class Worker:
             tail = "\n".join(tail.splitlines()[:4])
         return HarnessError(f"{self.label} worker died ({how}){why}" + (f":\n{tail}" if tail else ""))
 
-    def send(self, **msg) -> None:
+    def send(self, req: protocol.Request) -> None:
+        """Send a request; its answer comes, in order, from answer()."""
         try:
-            self.proc.stdin.write(json.dumps(msg) + "\n")
+            self.proc.stdin.write(protocol.encode(req) + "\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, ConnectionResetError):  # it is gone: say which and how, not "Broken pipe"
             raise self._died() from None
+        self.sent.append(req)
 
-    def answer(self) -> dict:
+    def answer(self):
+        """The answer to the oldest request sent and not yet answered, as the record it declares."""
         resp = self.recv()
+        req = self.sent.popleft() if self.sent else None
         if "error" in resp:
             if resp.get("bug"):
                 raise WorkerBug(f"{self.label} worker: {resp['error']}", resp.get("traceback", ""))
             raise HarnessError(f"{self.label} worker: {resp['error']}")
-        return resp
+        return resp if req is None else protocol.decode_answer(req, resp)
 
-    def ask(self, **msg) -> dict:
-        self.send(**msg)
+    def ask(self, req: protocol.Request):
+        self.send(req)
         return self.answer()
 
     def close(self, kill: bool = False) -> None:
@@ -134,7 +144,7 @@ class Worker:
             self.proc.kill()
         elif self.proc.poll() is None:
             try:
-                self.proc.stdin.write(json.dumps({"cmd": "quit"}) + "\n")
+                self.proc.stdin.write(protocol.encode(protocol.Quit()) + "\n")
                 self.proc.stdin.flush()
             except OSError:
                 self.proc.kill()
@@ -172,28 +182,11 @@ def _environment(config_env: dict, tmp_dir: Path | None, lock: Path | None, pyth
 
 
 def tuned_configs(cfg: Config, fw: str, hello: dict) -> dict[str, dict]:
-    """The configurations a framework's workers run besides its default, in order: those its implementation
-    names in its hello ('ynn': XLA flags), then the command line's. name -> environment. Under `--configs best`
-    and `levers`, not those the implementation runs with no number format there (left to `--configs all`); under
-    `best`, for each number format only the first of its BEST_CONFIGS offered that acts on it."""
-    named = hello.get("tuned_configs", {})
-    formats = hello.get("config_formats", {})
-    if cfg.configs in ("best", "levers"):
-        named = {k: v for k, v in named.items() if formats.get(k) != []}
-    if cfg.configs == "best":
-        named = {k: v for k, v in named.items() if k in best_configs(named, formats, hello.get("best_configs", ()))}
-    return {**named, **cfg.extra_configs.get(fw, {})}
-
-
-def best_configs(named: dict, formats: dict, order) -> set[str]:
-    """Of the configurations offered (`named`), those `best` runs: for each number format, the first in the
-    implementation's order that acts on it; a format no configuration in the order acts on keeps all of its own,
-    and one that declares no formats runs as ever."""
-    first: dict[str, str] = {}
-    for k in (k for k in order if k in named):
-        for f in formats.get(k) or ():
-            first.setdefault(f, k)
-    return {k for k in named if formats.get(k) is None or any(first.get(f, k) == k for f in formats[k])}
+    """The settings a framework's workers run with besides its default, in order (parity.engine.selection): those
+    its implementation names in its hello, then the command line's. name -> environment."""
+    offered = [setting_from_wire(d) for d in hello.get("settings", ())]
+    extra = [Setting(k, env, None) for k, env in cfg.extra_configs.get(fw, {}).items()]
+    return {s.name: dict(s.env) for s in selection.settings_to_run(cfg.configs, offered, extra)}
 
 
 def start_workers(

@@ -65,11 +65,18 @@ def _name(r: dict) -> str:
     return f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}"
 
 
+def at_least(r: dict) -> bool:
+    """Whether a row's peak memory is a lower bound: its field, or in files older than it, its source's words."""
+    if r.get("peak_memory_at_least") is not None:
+        return r["peak_memory_at_least"]
+    return (r.get("peak_memory_source") or "").startswith("at least")
+
+
 def memory_note(rows: list[dict]) -> list[str]:
     """Where the peak memory was read (parity.engine.memory), the rows whose figure is a lower bound, and every row
     whose peak is a measurement bug."""
     shown = [r for r in rows if r.get("peak_memory_bytes") is not None]
-    low = [r for r in shown if r["peak_memory_source"].startswith("at least")]
+    low = [r for r in shown if at_least(r)]
     sources = sorted({r["peak_memory_source"].split("): ", 1)[-1] for r in shown})
     notes = (
         [

@@ -100,6 +100,7 @@ class Row:
     # memory (parity.engine.memory): the row's resident state + its largest rise during one call
     peak_memory_bytes: int | None = _f(csv=True, column="peak mem")
     peak_memory_source: str | None = None  # where it was read, or why there is none
+    peak_memory_at_least: bool | None = None  # the figure is a lower bound (its source says why); None: older files
     # --profile: one more call after the timed ones, traced by the framework's own profiler
     profile_dir: str | None = None  # its traces, relative to --out
     layers: list | None = (

@@ -7,7 +7,7 @@ from typing import NamedTuple
 from parity.common.frameworks import over, short
 from parity.judging import layers, summary
 from parity.output.cells import bytes_cell, fmt, grid, md_table, time_cell
-from parity.output.notes import best_notes, memory_note, modes_note, roofline_notes
+from parity.output.notes import at_least, best_notes, memory_note, modes_note, roofline_notes
 from parity.output.rows import COLUMNS
 from parity.workloads import trained
 
@@ -34,9 +34,7 @@ def _cells(r: dict) -> list[str]:
         fmt(r.get("pct_peak"), ".1f") if ok else "-",
         (r.get("bound") or "-") if ok else "-",
         fmt(r.get("images_per_s"), ".1f") if ok else "-",
-        (">=" * (r.get("peak_memory_source") or "").startswith("at least") + bytes_cell(r.get("peak_memory_bytes")))
-        if ok
-        else "-",
+        (">=" * at_least(r) + bytes_cell(r.get("peak_memory_bytes"))) if ok else "-",
         fmt(r["max_rel_err"], ".1e"),
         fmt(r.get("xfw_max_rel_err"), ".1e"),
     ]

@@ -1,3 +1,30 @@
-"""The CNN workload's own code: its parent side (suite: data, shared initial weights, parity rounds), its checks,
-its data (Fashion-MNIST, a synthetic stand-in, batch order), its worker-side cases and its float64 oracle. Its
-spec is declared in parity.workloads with the others, its tolerances in parity.common.tolerances."""
+"""The Fashion-MNIST CNN workload: its spec (spec.py), its parent side (suite.py: data, shared initial weights,
+parity rounds), its checks, its data (Fashion-MNIST, a synthetic stand-in, batch order), its worker-side cases and
+untimed calls, and its float64 oracle; its tolerances are parity.common.tolerances'. The implementations' modules:
+jax_impl/cnn.py and cnn_train.py, tf_impl/cnn.py and cnn_train.py."""
+
+from __future__ import annotations
+
+from parity.common.tolerances import cnn_tolerances
+from parity.workloads.base import RowKind, Workload, judged_by_checks
+from parity.workloads.cnn import cases, suite
+from parity.workloads.cnn.spec import CNN_CPU, CNN_FULL, CNN_QUICK
+
+
+def cnn_forward_tolerance(device: str, precision: str, dtype: str) -> float:
+    return cnn_tolerances(device, precision)["forward"]
+
+
+WORKLOAD = Workload(
+    "cnn",
+    CNN_FULL,
+    CNN_CPU,
+    CNN_QUICK,
+    (
+        RowKind("cnn_train", cases.cnn_train_case, judged_by_checks, epochs=True, seeded=True),
+        RowKind("cnn_infer", cases.cnn_infer_case, cnn_forward_tolerance),
+    ),
+    options=("global_batch", "epochs", "steps_per_epoch"),
+    suite=suite,
+    calls={"warm": cases.cnn_warm, "init_weights": cases.cnn_init_weights, "parity": cases.cnn_parity},
+)

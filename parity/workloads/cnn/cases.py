@@ -7,12 +7,13 @@ from functools import cache
 
 import numpy as np
 
+from parity.api.variants import Variant, out_of_the_box
 from parity.api.weights import load_npz, save_npz
-from parity.engine.timing import Invalid, Timer, output_verifier
-from parity.workloads import CnnSpec, RowKind, cnn_forward_flops
+from parity.workloads.base import Invalid, RowKind, Timed, output_verifier
 from parity.workloads.cnn import oracle as cnn_oracle
 from parity.workloads.cnn.data import Dataset, batch_offsets, batches
-from parity.workloads.ops import _saving, offered, variant_dtype
+from parity.workloads.cnn.spec import CnnSpec, cnn_forward_flops
+from parity.workloads.ops import _saving
 
 
 @cache
@@ -31,7 +32,7 @@ def cnn_train_case(
     devices,
     kind: RowKind,
     spec: CnnSpec,
-    variant: str,
+    variant: Variant,
     device: str,
     precision: str,
     save,
@@ -47,7 +48,8 @@ def cnn_train_case(
     always outside the timed interval (the Timer times the call and its synchronisation, then verifies).
     """
     s, ds = spec, _dataset(data)
-    trainer = impl.make_trainer(_cnn_model(impl, s, weights), devices, variant, s.learning_rate, s.adam_epsilon, s.seed)
+    model = _cnn_model(impl, s, weights)
+    trainer = impl.make_trainer(model, devices, variant.name, s.learning_rate, s.adam_epsilon, s.seed)
     epochs = _Epochs(impl, devices, device, variant, s, ds, trainer, validate)
     k = s.steps_per_epoch
     info = {
@@ -60,14 +62,14 @@ def cnn_train_case(
         "cost": epochs.cost,
         "program": epochs.trainer.program_text,
     }
-    return Timer(epochs.run, impl.block, epochs.verify, impl.slowest), info, epochs.finish
+    return Timed(epochs.run, epochs.verify, info, epochs.finish)
 
 
 class _Epochs:
     """A training row's calls: one epoch each (run), its checks and figures (verify), the test figures at the
     end (finish), and the framework's FLOP count of an epoch (cost)."""
 
-    def __init__(self, impl, devices, device: str, variant: str, s: CnnSpec, ds: Dataset, trainer, validate: str):
+    def __init__(self, impl, devices, device: str, variant: Variant, s: CnnSpec, ds: Dataset, trainer, validate: str):
         self.impl, self.devices, self.device, self.variant = impl, devices, device, variant
         self.s, self.ds, self.trainer, self.validate = s, ds, trainer, validate
         self.offsets = batch_offsets(s.seed, s.epochs * s.steps_per_epoch, len(ds.x_train), s.global_batch)
@@ -81,7 +83,7 @@ class _Epochs:
         return self.trainer.steps(*batches(self.ds, self.offsets[e * k : (e + 1) * k], self.s.global_batch))
 
     def verify(self, out) -> dict:
-        want = variant_dtype(self.impl, self.variant)
+        want = self.variant.dtype
         if self.trainer.compute_dtype != want:  # the model as built, not the variant's name
             raise Invalid(f"the model computes in {self.trainer.compute_dtype}, not {want}")
         steps = np.asarray(out, np.float64)
@@ -128,14 +130,14 @@ class _Epochs:
 
 
 def cnn_infer_case(
-    impl, devices, kind: RowKind, spec: CnnSpec, variant: str, device: str, precision: str, save, data, weights, **_
+    impl, devices, kind: RowKind, spec: CnnSpec, variant: Variant, device: str, precision: str, save, data, weights, **_
 ):
     """Inference on one global batch of test images, checked against the float64 forward pass."""
     ds = _dataset(data)
     x = ds.x_test[: spec.global_batch].astype(np.float32)
     idx = [0, len(x) - 1]
     ref = cnn_oracle.cnn_forward(load_npz(weights), x[idx])["probs"]
-    p = impl.prepare_inference(_cnn_model(impl, spec, weights), x, devices, variant)
+    p = impl.prepare_inference(_cnn_model(impl, spec, weights), x, devices, variant.name)
     verify = output_verifier(
         p.shape,
         _saving(p.rows, save),
@@ -157,10 +159,10 @@ def cnn_infer_case(
         "cost": p.cost,
         "program": p.program,
     }
-    return Timer(p.run, impl.block, verify, impl.slowest), info, dict
+    return Timed(p.run, verify, info)
 
 
-# Untimed requests by name: {"cmd": "call", "fn": NAME, ...} runs NAME(impl, devices, request).
+# Untimed requests by name (parity.workloads.cnn.WORKLOAD.calls): fn(impl, devices, request) -> answer.
 
 
 def cnn_warm(impl, devices, req: dict) -> dict:
@@ -194,11 +196,13 @@ def cnn_parity(impl, devices, req: dict) -> dict:
         out[f"grad/{i:03d}"] = a
     for i, a in enumerate(g.routing):  # how this framework's max pooling broke the batch's ties
         out[f"routing/{i}"] = a
+    every = impl.variants("cnn_train", len(devices))
     variants = [
-        v
-        for v in offered(impl, impl.cnn_variants(len(devices)), req.get("tuned", True))
-        if req.get("bf16", False) or variant_dtype(impl, v) == "float32"
+        v.name
+        for v in (every if req.get("tuned", True) else out_of_the_box(every))
+        if req.get("bf16", False) or v.dtype == "float32"
     ]  # bfloat16 where the rows run it
+    dtypes = {v.name: v.dtype for v in every}
     for variant in variants:
         t = impl.make_trainer(
             _cnn_model(impl, s, w, dropout=False), devices, variant, s.learning_rate, s.adam_epsilon, s.seed
@@ -208,7 +212,7 @@ def cnn_parity(impl, devices, req: dict) -> dict:
         # per execution, as that execution's mean)
         out[f"traj/{variant}/dispatch"] = np.array(getattr(t, "steps_per_dispatch", 1))
         out[f"traj/{variant}/loss_every"] = np.array(getattr(t, "loss_every", 1))
-        out[f"traj/{variant}/dtype"] = np.array(variant_dtype(impl, variant))
+        out[f"traj/{variant}/dtype"] = np.array(dtypes[variant])
         for i, a in enumerate(impl.get_weights(t.model())):
             out[f"traj/{variant}/w{i:03d}"] = a
     np.savez(req["out"], **out)

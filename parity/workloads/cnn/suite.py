@@ -16,12 +16,12 @@ import numpy as np
 
 from parity.api.weights import load_npz, save_npz
 from parity.common.frameworks import label, pairs, short
+from parity.common.messages import warn
+from parity.common.protocol import Call
 from parity.common.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
-from parity.engine.config import warn
-from parity.judging.roofline import native_bf16
-from parity.workloads import CNN_FULL
 from parity.workloads.cnn import checks, data, sources
 from parity.workloads.cnn.oracle import cnn_forward
+from parity.workloads.cnn.spec import CNN_FULL
 
 
 @dataclass
@@ -108,7 +108,7 @@ def warm(cfg, workers: dict, state: CnnState) -> None:
         warn(cfg, state.warning)
         state.warning = []
     for w in workers.values():
-        w.send(cmd="call", fn="cnn_warm")
+        w.send(Call("cnn", "warm"))
     for w in workers.values():
         w.answer()
 
@@ -119,7 +119,7 @@ def case_args(spec, seed_offset: int, workers: dict, save_dir: Path, state: CnnS
     spec = dataclasses.replace(spec, seed=spec.seed + seed_offset)
     weights = save_dir / f"w0-s{spec.seed}.npz"
     if not weights.exists():
-        next(iter(workers.values())).ask(cmd="call", fn="cnn_init_weights", seed=spec.seed, out=str(weights))
+        next(iter(workers.values())).ask(Call("cnn", "init_weights", {"seed": spec.seed, "out": str(weights)}))
     return spec, {"data": state.data, "weights": str(weights), "validate": state.validate}, f"-s{spec.seed}"
 
 
@@ -131,27 +131,27 @@ def validation(cfg, spec) -> str:
     return "epoch" if spec.epochs * spec.steps_per_epoch >= checks.MIN_ACCURACY_STEPS else "none"
 
 
-def row_extra(kind, res: dict, spec) -> dict:
-    """A CNN row's own figures: images per second, the data it ran on, and for training the first epoch
-    (kept apart from the timed epochs), the test figures and the article's 5-epoch estimate."""
-    med = res.get("median_s")
+def row_extra(kind, res, spec) -> dict:
+    """A CNN row's own figures from its worker's Result: images per second, the data it ran on, and for training the
+    first epoch (kept apart from the timed epochs), the test figures and the article's 5-epoch estimate."""
+    med, extra = res.median_s, res.extra
     out = {
-        "images_per_s": res["images"] / med if med else None,
-        "data": res.get("data"),
+        "images_per_s": extra["images"] / med if med else None,
+        "data": extra.get("data"),
         "spec": spec.to_dict(),
         "seed": spec.seed,
     }
     if kind.epochs:
         out.update(
             time_unit="epoch",
-            first_epoch_s=res.get("compile_s"),
-            test_loss=res.get("test_loss"),
-            test_accuracy=res.get("test_accuracy"),
-            history=res.get("history"),
+            first_epoch_s=res.compile_s,
+            test_loss=extra.get("test_loss"),
+            test_accuracy=extra.get("test_accuracy"),
+            history=extra.get("history"),
         )
         if med:  # the article's figure: 5 epochs of 100 steps at global batch 1024
             per_step = med / spec.steps_per_epoch * (CNN_FULL.global_batch / spec.global_batch)
-            out["est_5_notebook_epochs_s"] = (res["compile_s"] - med) + 5 * CNN_FULL.steps_per_epoch * per_step
+            out["est_5_notebook_epochs_s"] = (res.compile_s - med) + 5 * CNN_FULL.steps_per_epoch * per_step
     return out
 
 
@@ -181,7 +181,7 @@ def parity_collect(
             continue
         fws[w.framework] = w
     keys = {w.framework: k for k, w in own.items()}
-    bf16 = {fw: native_bf16(cfg.device, hello[keys[fw]]["device_kind"], w.env) for fw, w in fws.items()}
+    bf16 = {fw: hello[keys[fw]]["native_bf16"] for fw in fws}  # each worker's own answer, under its settings
     rnd.files.update(
         _ask_all(
             fws,
@@ -272,7 +272,7 @@ def _ask_all(workers: dict, save_dir: Path, name: str, own: dict, **req) -> dict
     """One cnn_parity request to every framework given at once (untimed), with `own[framework]`'s fields added;
     each answers with a .npz file, whose path is returned by framework."""
     for fw, w in workers.items():
-        w.send(cmd="call", fn="cnn_parity", out=str(save_dir / name.format(fw=fw)), **req, **own.get(fw, {}))
+        w.send(Call("cnn", "parity", {"out": str(save_dir / name.format(fw=fw)), **req, **own.get(fw, {})}))
     for w in workers.values():
         w.answer()
     return {fw: str(save_dir / name.format(fw=fw)) for fw in workers}

@@ -1,0 +1,155 @@
+"""JAX's variants and process-wide settings, each declared once as a record (parity.api.variants): what the harness
+runs, and the options this implementation's builders read (never the names)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import jax
+
+from parity.api.cnn import STEPS_PER_DISPATCH
+from parity.api.variants import MANY, ONE, Setting, Variant, lookup, offered
+
+
+@dataclass(frozen=True)
+class OpOptions:
+    """How an operation (the conv, the matmul) runs: 'jit' on one device, 'pmap' or 'shard_map' over several;
+    bfloat16 operands (cast once, beforehand; bfloat16 out, as Flax's dtype=bfloat16)."""
+
+    parallel: str = "jit"
+    bfloat16: bool = False
+
+
+@dataclass(frozen=True)
+class CnnOptions:
+    """How the CNN trains: 'jit', 'pmap' or 'shard_map'; several steps in one dispatch (lax.scan over stacked
+    batches); mixed precision (bfloat16 compute, float32 parameters and Adam state); max pooling's gradient
+    'elementwise' (jax_impl.cnn.pool_elementwise, the same gradient without XLA:CPU's reduce-window and scatter) or
+    'reduce_window' (JAX's own)."""
+
+    parallel: str = "jit"
+    steps_per_dispatch: int = 1
+    mixed: bool = False
+    pool: str = "reduce_window"
+
+
+@dataclass(frozen=True)
+class InferOptions:
+    """Inference's program: XLA compiler options for it alone (jax.jit's compiler_options)."""
+
+    compiler_options: dict = field(default_factory=dict)
+
+
+def release(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in v.split(".")[:2] if p.isdigit())
+
+
+def _op(kind: str) -> tuple[Variant, ...]:
+    return (
+        Variant("jit", kind, ONE, best=0, options=OpOptions()),
+        Variant("jit+bf16", kind, ONE, "bfloat16", tuned=True, best=0, options=OpOptions(bfloat16=True)),
+        *((Variant("pmap", kind, MANY, options=OpOptions("pmap")),) if kind == "conv" else ()),
+        Variant("shard_map", kind, MANY, best=0, options=OpOptions("shard_map")),
+    )
+
+
+def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
+    p = parallel
+    scan = CnnOptions(p, steps_per_dispatch=STEPS_PER_DISPATCH)
+    return (
+        Variant(p, "cnn_train", replicas, best=1, options=CnnOptions(p)),
+        Variant(f"{p}+scan", "cnn_train", replicas, tuned=True, dispatch=True, options=scan),
+        Variant(f"{p}+bf16", "cnn_train", replicas, "bfloat16", tuned=True, best=1, options=CnnOptions(p, mixed=True)),
+        Variant(f"{p}+pool", "cnn_train", replicas, tuned=True, best=0, options=CnnOptions(p, pool="elementwise")),
+        Variant(
+            f"{p}+bf16+pool",
+            "cnn_train",
+            replicas,
+            "bfloat16",
+            tuned=True,
+            best=0,
+            options=CnnOptions(p, mixed=True, pool="elementwise"),
+        ),
+    )
+
+
+# '+dots': XLA:CPU's YNNPACK list for the inference program alone, dots only. With 'reduce' in the list (as under
+# '+ynn'), YNNPACK fuses each max pooling with the next BatchNorm, convolution and bias add, so oneDNN ('+onednn')
+# gets none of those convolutions; training is faster with 'reduce' (docs/performance.md). The option is set per
+# program, as the list's proto enum number: xla.proto's LIBRARY_FUSION_TYPE_DOT = 1 (its names are refused as
+# values). Other backends have no YNNPACK and ignore it. Offered from JAX 0.12, whose XLA has the option.
+DOTS = InferOptions({"xla_cpu_experimental_ynn_fusion_type": 1})
+
+# Every variant, in the order rows are listed. `best`: the best-known configuration's order of preference within a
+# row kind, replica count and number format (lower first): the CNN with the elementwise pooling gradient ('+pool',
+# faster with every setting), its inference with YNNPACK on the dots alone, the operations as they are (their only
+# lever is the setting). Measured on a Zen 5 only (docs/performance.md, "Which configuration the default times");
+# `--configs levers` times every lever on its own to check it elsewhere.
+VARIANTS: tuple[Variant, ...] = (
+    *_op("conv"),
+    *_op("matmul"),
+    *_cnn("jit", ONE),
+    Variant("pmap", "cnn_train", MANY, options=CnnOptions("pmap")),
+    *_cnn("shard_map", MANY),
+    Variant("predict", "cnn_infer", ONE, best=1, options=InferOptions()),
+    *(
+        (Variant("predict+dots", "cnn_infer", ONE, tuned=True, best=0, options=DOTS),)
+        if release(jax.__version__) >= (0, 12)
+        else ()
+    ),
+)
+
+
+def variants(kind: str, replicas: int) -> tuple[Variant, ...]:
+    """The variants of row kind `kind` over `replicas` devices."""
+    return offered(VARIANTS, kind, replicas)
+
+
+def variant(kind: str, name: str, replicas: int) -> Variant:
+    """The record named `name`. Raises ValueError naming the variants there are."""
+    return lookup(VARIANTS, kind, name, replicas, "JAX")
+
+
+# YNNPACK: XLA:CPU's newer kernel library. The list below replaces XLA's default one (no '+'/'-' modifiers): YNNPACK
+# for dots and reductions, XLA's own convolutions (out of the box, JAX 0.12 sends float32 convolutions to YNNPACK).
+# Not 'eltwise': YNNPACK's elementwise fusions take a convolution in with the bias add after it (every conv of the
+# CNN), which keeps oneDNN (below) from it; alone, the list with or without 'eltwise' times the same
+# (docs/performance.md, "YNNPACK's elementwise fusions took the CNN's convolutions"). Rows: '...+ynn'.
+YNN = {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=dot,reduce"}
+# oneDNN: from jaxlib 0.11, XLA:CPU's oneDNN rewriter turns bfloat16 convolutions into oneDNN's own bfloat16
+# kernels (the library TensorFlow's CPU kernels use). Out of the box XLA:CPU computes a bfloat16 conv as a float32
+# one between two conversions, slower than float32 itself; float32 convs YNNPACK takes first. So a setting for CPUs
+# with bfloat16 hardware only (rows '...+onednn'). Float32 convolutions reach it only with YNNPACK's list emptied or
+# replaced: both at once ('+ynn+onednn': oneDNN then takes every convolution, with its bias add).
+ONEDNN = {"XLA_FLAGS": "--xla_cpu_experimental_onednn_custom_call=true"}
+YNN_ONEDNN = {"XLA_FLAGS": f"{YNN['XLA_FLAGS']} {ONEDNN['XLA_FLAGS']}"}
+# Transparent huge pages for XLA:CPU's buffers. XLA:CPU takes each large buffer (the conv's 2.1 GB output) from a
+# fresh mapping and unmaps it when freed, so each call faults its memory in 4 KB at a time; glibc 2.35+ asks the
+# kernel for 2 MB pages for such mappings with this tunable, which a kernel whose THP mode is 'madvise' grants
+# ('always' grants them out of the box, 'never' refuses: no setting then). Where it is offered, every setting runs
+# with it ('...+thp'), and it alone ('thp'). TensorFlow's allocator keeps its buffers and gains nothing.
+THP = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
+# Huge pages, and malloc keeping freed memory for the next buffer, as TensorFlow's allocator does: with mmap off
+# (mmap_max=0) a large buffer comes from the heap, and a trim threshold of 1 TiB never gives the heap's top back,
+# so a call's 2.1 GB output lands on pages the last call's already faulted in. The process holds the freed memory:
+# its rows' peak memory is a lower bound (parity.engine.memory). Not in the best-known order: in one default run
+# some of its calls took 2-8x the others (why was not established), so it is a lever `levers` measures.
+HEAP = {"GLIBC_TUNABLES": f"{THP['GLIBC_TUNABLES']}:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776"}
+
+F32, BF16, BOTH = ("float32",), ("bfloat16",), ("float32", "bfloat16")
+# Every process-wide setting, in the order its workers start. `formats`, by mechanism: YNNPACK's fusions are float32
+# dots and reductions; oneDNN's rewriter takes bfloat16 convolutions and dots, and with YNNPACK's list float32
+# convolutions too; huge pages and the heap act on every buffer and run with the kernels' settings (huge pages
+# alone only under `--configs all`, as every combination). `best`: for each number format, `--configs best` runs
+# the first offered that acts on it. `needs`: 'bf16' (bfloat16 hardware, and jaxlib 0.11+), 'thp' (huge pages on
+# request), 'no-thp' (none: the setting without them).
+SETTINGS: tuple[Setting, ...] = (
+    Setting("ynn", YNN, F32, best=4, needs=("no-thp",)),
+    Setting("onednn", ONEDNN, BF16, best=5, needs=("bf16", "no-thp")),
+    Setting("ynn+onednn", YNN_ONEDNN, BOTH, best=3, needs=("bf16", "no-thp")),
+    Setting("thp", THP, (), needs=("thp",)),
+    Setting("ynn+thp", {**YNN, **THP}, F32, best=1, needs=("thp",)),
+    Setting("onednn+thp", {**ONEDNN, **THP}, BF16, best=2, needs=("bf16", "thp")),
+    Setting("ynn+onednn+thp", {**YNN_ONEDNN, **THP}, BOTH, best=0, needs=("bf16", "thp")),
+    Setting("ynn+onednn+thp+heap", {**YNN_ONEDNN, **HEAP}, BOTH, needs=("bf16", "thp")),
+)

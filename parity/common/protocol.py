@@ -1,0 +1,189 @@
+"""What the parent and a worker process say to each other, one JSON line each way: every request and every answer
+a declared record that both sides import. A request names its answer's type; `encode` and `decode` are the wire.
+
+A worker's first words (hello) and an untimed call's answer (a workload's own figures) stay mappings: the former
+is recorded as it is in the results file (env.frameworks), the latter is the workload's to define.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class Offered:
+    """The variants of a row kind offered in the worker, as records (parity.api.variants.Variant.wire)."""
+
+    variants: list[dict]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A row's case built and its first call made (compilation, or a training row's first epoch)."""
+
+    compile_s: float | None
+    invalid: str | None
+
+
+@dataclass(frozen=True)
+class Called:
+    """One more call of a prepared case: its time (None: invalid from here on) and its verification figures."""
+
+    time: float | None
+    invalid: str | None
+    last: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Result:
+    """A row's figures, as its worker measured them; the parent makes the Row (parity.engine.assemble.make_row)."""
+
+    invalid: str | None
+    compile_s: float | None = None
+    median_s: float | None = None
+    iqr_s: float | None = None
+    q1_s: float | None = None
+    q3_s: float | None = None
+    min_s: float | None = None
+    reps: int = 0
+    busy_after_s: float | None = None
+    times_s: list = field(default_factory=list)
+    flops: float | None = None
+    flops_unpadded: float | None = None
+    flops_formula: str = ""
+    min_bytes: float | None = None
+    compiler_flops: float | None = None
+    compiler_flops_source: str = ""
+    max_abs_err: float | None = None
+    max_rel_err: float | None = None
+    peak_memory_bytes: int | None = None
+    peak_memory_source: str = ""
+    peak_memory_at_least: bool = False  # the figure is a lower bound (the source says why)
+    extra: dict = field(default_factory=dict)  # the workload's own figures (images, data, test accuracy, history)
+
+
+@dataclass(frozen=True)
+class Profiled:
+    """One more call under the framework's profiler: its ops as (scope, seconds), or why there is no profile."""
+
+    profiled: bool
+    ops: list = field(default_factory=list)
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    cmd: ClassVar[str]
+    answer: ClassVar[type | None]
+
+
+@dataclass(frozen=True)
+class AskVariants(Request):
+    kind: str
+    cmd: ClassVar[str] = "variants"
+    answer: ClassVar[type] = Offered
+
+
+@dataclass(frozen=True)
+class Prepare(Request):
+    """Build case `id` of row kind `kind` for `variant` on `spec` (the spec's fields); `save`: where its oracle rows
+    go for the cross-framework check; `extra`: what its workload's parent side adds (data, weights, validate)."""
+
+    id: str
+    kind: str
+    variant: str
+    spec: dict
+    save: str | None = None
+    extra: dict = field(default_factory=dict)
+    cmd: ClassVar[str] = "prepare"
+    answer: ClassVar[type] = Prepared
+
+
+@dataclass(frozen=True)
+class Warm(Request):
+    """An untimed call of case `id` (what a user's loop makes between two timed ones)."""
+
+    id: str
+    cmd: ClassVar[str] = "warm"
+    answer: ClassVar[type] = Called
+
+
+@dataclass(frozen=True)
+class Rep(Request):
+    """A timed call of case `id`."""
+
+    id: str
+    cmd: ClassVar[str] = "rep"
+    answer: ClassVar[type] = Called
+
+
+@dataclass(frozen=True)
+class GetResult(Request):
+    """Case `id`'s figures; with `keep`, the case stays for a Profile after it (which releases it)."""
+
+    id: str
+    keep: bool = False
+    cmd: ClassVar[str] = "result"
+    answer: ClassVar[type] = Result
+
+
+@dataclass(frozen=True)
+class Profile(Request):
+    id: str
+    dir: str
+    cmd: ClassVar[str] = "profile"
+    answer: ClassVar[type] = Profiled
+
+
+@dataclass(frozen=True)
+class Call(Request):
+    """An untimed call a workload's parent side makes: its `workload`'s calls[fn](impl, devices, args)."""
+
+    workload: str
+    fn: str
+    args: dict = field(default_factory=dict)
+    cmd: ClassVar[str] = "call"
+    answer: ClassVar[None] = None  # a mapping, the workload's own
+
+
+@dataclass(frozen=True)
+class Quit(Request):
+    cmd: ClassVar[str] = "quit"
+    answer: ClassVar[None] = None
+
+
+REQUESTS: dict[str, type[Request]] = {
+    c.cmd: c for c in (AskVariants, Prepare, Warm, Rep, GetResult, Profile, Call, Quit)
+}
+
+
+class ProtocolError(ValueError):
+    """A line that is no request (an unknown command, a missing or unknown field)."""
+
+
+def encode(msg: Request | Any) -> str:
+    """A request or an answer as its JSON line (a request carries its 'cmd')."""
+    body = asdict(msg) if hasattr(msg, "__dataclass_fields__") else msg
+    return json.dumps({"cmd": msg.cmd, **body} if isinstance(msg, Request) else body)
+
+
+def decode_request(line: str | dict) -> Request:
+    """A request from its line. Raises ProtocolError."""
+    d = json.loads(line) if isinstance(line, str) else dict(line)
+    cls = REQUESTS.get(d.pop("cmd", None))
+    if cls is None:
+        raise ProtocolError(f"unknown command in {line!r}")
+    names = {f.name for f in fields(cls)}
+    if set(d) - names:
+        raise ProtocolError(f"{cls.cmd}: unknown fields {sorted(set(d) - names)}")
+    try:
+        return cls(**d)
+    except TypeError as e:
+        raise ProtocolError(f"{cls.cmd}: {e}") from None
+
+
+def decode_answer(req: Request, d: dict) -> Any:
+    """The answer to `req` as its declared record (a mapping where the request declares none)."""
+    return d if req.answer is None else req.answer(**d)

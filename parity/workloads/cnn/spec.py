@@ -1,0 +1,62 @@
+"""The CNN's spec: the notebook's training run, the CPU's shortened default and --quick, and its FLOP and byte
+formulas (the architecture itself is parity.api.cnn, which both implementations build from)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+from parity.api.cnn import CNN_CONVS, CNN_DENSE, CNN_IMAGE, CNN_PARAMS
+from parity.common.padding import valid_taps
+
+
+@dataclass(frozen=True)
+class CnnSpec:
+    """The notebook's Fashion-MNIST CNN training run (global batch = per-replica batch x replicas)."""
+
+    global_batch: int = 1024
+    steps_per_epoch: int = 100
+    epochs: int = 10
+    learning_rate: float = 1e-3
+    adam_epsilon: float = 1e-7  # Keras 3's default, set on both sides (optax's is 1e-8)
+    seed: int = 0
+    train_size: int = 60000
+    test_size: int = 10000
+
+    @property
+    def batch(self) -> int:
+        return self.global_batch
+
+    def step_flops(self, padded: bool = True) -> int:
+        """Training FLOPs of one step: forward + backward = 3 x forward (the backward pass computes two
+        products per layer, for the input gradient and the weight gradient; conv and dense multiply-adds x 2
+        only, BatchNorm/ELU/pooling/Adam's elementwise work not counted)."""
+        return 3 * self.global_batch * cnn_forward_flops(padded)
+
+    def step_min_bytes(self) -> int:
+        """A lower bound on one step's memory traffic: the batch (float32 pixels, int32 labels) read
+        once, and parameters and Adam's two moments each read and written once (float32)."""
+        return self.global_batch * (4 * math.prod(CNN_IMAGE) + 4) + 6 * 4 * CNN_PARAMS["trainable"]
+
+    def infer_min_bytes(self, images: int) -> int:
+        """A lower bound on inference traffic: the images, every weight once, the probabilities."""
+        return images * 4 * (math.prod(CNN_IMAGE) + CNN_DENSE[-1]) + 4 * CNN_PARAMS["total"]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# The notebook's schedule (GPU/TPU default), the CPU default (shortened to finish in minutes on
+# 2 cores; the output says so) and --quick.
+CNN_FULL = CnnSpec()
+# 5 timed epochs of 2 steps: a median, and a ratio's 95% interval needs 5 calls a side (parity.judging.stats.MIN_CALLS)
+CNN_CPU = CnnSpec(global_batch=256, steps_per_epoch=2, epochs=6)
+CNN_QUICK = CnnSpec(global_batch=64, steps_per_epoch=3, epochs=2, train_size=2048, test_size=512)
+
+
+def cnn_forward_flops(padded: bool = True) -> int:
+    """Forward FLOPs of one image: conv and dense multiply-adds x 2 (BatchNorm, ELU, pooling not counted);
+    padded=False leaves out the multiply-adds against SAME padding's zeros (31% of conv3's on 7x7 maps)."""
+    taps = {s: (s * 5 if padded else valid_taps(s, 5, 1, "SAME")) for s, _, _ in CNN_CONVS}
+    flops = sum(2 * taps[s] ** 2 * i * o for s, i, o in CNN_CONVS)
+    return flops + 2 * sum(a * b for a, b in zip(CNN_DENSE[:-1], CNN_DENSE[1:], strict=True))

@@ -1,0 +1,108 @@
+"""TensorFlow's variants, each declared once as a record (parity.api.variants): what the harness runs, and the
+options this implementation's builders read (never the names). TensorFlow names no process-wide setting: its XLA is
+a per-function option, a variant; capping oneDNN's ISA costs speed (docs/numerics.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from parity.api.cnn import STEPS_PER_DISPATCH
+from parity.api.variants import MANY, ONE, Setting, Variant, lookup, offered
+from tf_impl.devices import multiworker
+
+
+@dataclass(frozen=True)
+class OpOptions:
+    """How an operation runs: one tf.function ('function'; XLA-compiled with `xla`, jit_compile=True), or under the
+    device's strategy ('strategy': TPUStrategy on a TPU, MirroredStrategy on GPUs or logical CPUs); bfloat16
+    operands (cast once, beforehand; bfloat16 out, as under Keras's mixed_bfloat16 policy)."""
+
+    parallel: str = "function"
+    xla: bool = False
+    bfloat16: bool = False
+
+
+@dataclass(frozen=True)
+class CnnOptions:
+    """How the CNN trains: Keras's 'fit' (model.compile + model.fit) or the harness's custom 'loop' of
+    strategy.run steps; under a strategy (`distributed`) or on one device; XLA forced (jit_compile=True) or Keras's
+    'auto' (no XLA on a CPU); several steps per dispatch (fit's steps_per_execution, or that many strategy.run
+    steps in one tf.function); mixed precision (Keras's 'mixed_bfloat16' policy, float32 softmax)."""
+
+    api: str = "fit"
+    distributed: bool = False
+    xla: bool = False
+    steps_per_dispatch: int = 1
+    mixed: bool = False
+
+
+def _op(kind: str) -> tuple[Variant, ...]:
+    return (
+        Variant("function", kind, ONE, best=0, options=OpOptions()),
+        Variant("function+xla", kind, ONE, tuned=True, options=OpOptions(xla=True)),
+        Variant("function+bf16", kind, ONE, "bfloat16", tuned=True, best=0, options=OpOptions(bfloat16=True)),
+        Variant("strategy", kind, MANY, best=0, options=OpOptions("strategy")),
+    )
+
+
+SPE = STEPS_PER_DISPATCH
+# Every variant, in the order rows are listed. `best`: the best-known configuration's order of preference within a
+# row kind, replica count and number format (lower first): several steps a dispatch (Keras's steps_per_execution; at
+# 8 replicas the custom loop, which stalls less than fit), mixed precision, not '+xla' (slower in every Zen 4 and
+# Zen 5 run recorded: docs/performance.md, "Which configuration the default times"). `multiprocess`: Keras 3's fit
+# fails under MultiWorkerMirroredStrategy (tensorflow#72388: it reduces scalar logs over axis 0), so a multi-process
+# run offers the custom loop only.
+VARIANTS: tuple[Variant, ...] = (
+    *_op("conv"),
+    *_op("matmul"),
+    Variant("fit", "cnn_train", ONE, options=CnnOptions()),
+    Variant("fit+xla", "cnn_train", ONE, tuned=True, options=CnnOptions(xla=True)),
+    Variant("fit+spe", "cnn_train", ONE, tuned=True, dispatch=True, best=0, options=CnnOptions(steps_per_dispatch=SPE)),
+    Variant("fit+bf16", "cnn_train", ONE, "bfloat16", tuned=True, best=0, options=CnnOptions(mixed=True)),
+    Variant("strategy", "cnn_train", MANY, best=1, multiprocess=False, options=CnnOptions(distributed=True)),
+    Variant("loop", "cnn_train", MANY, tuned=True, options=CnnOptions("loop", True)),
+    Variant(
+        "strategy+spe",
+        "cnn_train",
+        MANY,
+        tuned=True,
+        dispatch=True,
+        multiprocess=False,
+        options=CnnOptions(distributed=True, steps_per_dispatch=SPE),
+    ),
+    Variant(
+        "loop+spe", "cnn_train", MANY, tuned=True, dispatch=True, best=0, options=CnnOptions("loop", True, False, SPE)
+    ),
+    Variant(
+        "strategy+bf16",
+        "cnn_train",
+        MANY,
+        "bfloat16",
+        tuned=True,
+        best=0,
+        multiprocess=False,
+        options=CnnOptions(distributed=True, mixed=True),
+    ),
+    Variant("predict", "cnn_infer", ONE, best=0),
+)
+SETTINGS: tuple[Setting, ...] = ()
+
+
+def variants(kind: str, replicas: int) -> tuple[Variant, ...]:
+    """The variants of row kind `kind` over `replicas` devices (in a multi-process run, those it offers)."""
+    return offered(VARIANTS, kind, replicas, multiprocess=multiworker() is not None)
+
+
+def variant(kind: str, name: str, replicas: int) -> Variant:
+    """The record named `name` among those offered. Raises ValueError naming the variants there are."""
+    return lookup(variants(kind, replicas), kind, name, replicas, "TF")
+
+
+def declared(kind: str, name: str, replicas: int) -> Variant:
+    """The record named `name` in the table, offered here or not. Raises ValueError naming the variants there are."""
+    return lookup(VARIANTS, kind, name, replicas, "TF")
+
+
+def settings(device: str, native_bf16: bool = False) -> tuple[Setting, ...]:
+    """Process-wide settings worth a worker of their own on `device`: none for TensorFlow, bfloat16 or not."""
+    return SETTINGS
