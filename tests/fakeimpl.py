@@ -208,7 +208,7 @@ class FakeImpl:
 
 
 class LocalWorker:
-    """workerproc.Worker's interface, answered in this process by parity.engine.worker on FAKES[framework][config]."""
+    """workerproc.Worker's interface, answered in this process by parity.engine.worker on FAKES[framework][setting]."""
 
     FAKES: dict[str, dict[str, FakeImpl]] = {}  # framework -> configuration ('default', a tuned one) -> its fake
 
@@ -219,18 +219,18 @@ class LocalWorker:
         replicas,
         precision,
         timeout_s,
-        config="default",
-        config_env=None,
+        setting="default",
+        setting_env=None,
         cluster=None,
         tmp_dir=None,
         python=None,
         lock=None,
     ):
-        self.framework, self.config, self.config_env = framework, config, config_env or {}
+        self.framework, self.setting, self.setting_env = framework, setting, setting_env or {}
         self.python, self.timeout_s = python or sys.executable, timeout_s
-        self.env = {**os.environ, **self.config_env}
-        self.label = label(framework) + ("" if config == "default" else f" ({config})")
-        self.impl = self.FAKES[framework][config]
+        self.env = {**os.environ, **self.setting_env}
+        self.label = label(framework) + ("" if setting == "default" else f" ({setting})")
+        self.impl = self.FAKES[framework][setting]
         self.args = SimpleNamespace(framework=framework, device=device, replicas=replicas, precision=precision)
         self.timers: dict = {}
         self.asked: list = []  # every request (parity.common.protocol), in order

@@ -182,7 +182,7 @@ def test_a_configuration_with_no_format_under_best_starts_no_worker(fakes, tmp_p
     from fakeimpl import LocalWorker
 
     started = []
-    monkeypatch.setattr(LocalWorker, "ask_to_quit", lambda self, kill=False: started.append(self.config))
+    monkeypatch.setattr(LocalWorker, "ask_to_quit", lambda self, kill=False: started.append(self.setting))
     formats = {"alone": (), "fast": ("float32",)}
     configs_env = {"alone": {"GLIBC_TUNABLES": "x=1"}, "fast": {"XLA_FLAGS": "--fake"}}
     fakes["jax"]["default"] = FakeImpl(configs=configs_env, setting_formats=formats)

@@ -183,7 +183,7 @@ def test_a_variant_the_framework_refuses_is_an_invalid_row_and_the_run_goes_on(m
     assert worker.respond(None, [], args, timers, Rep("k")).time is None
     res = worker.respond(None, [], args, timers, GetResult("k"))
     case = Case("tf", "strategy", 8, "k", "strategy", "float32", False)
-    fake = SimpleNamespace(framework="tf", config_env={})
+    fake = SimpleNamespace(framework="tf", setting_env={})
     kind = row_kind("cnn_train")[1]
     row = make_row(Config(), kind, case, res, {}, fake, {"device_kind": "cpu"}, Path("/nonexistent"))
     assert row.verified is False and "NotFoundError" in row.invalid_reason and row.median_s is None

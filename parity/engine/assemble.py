@@ -41,7 +41,7 @@ def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, t
     for wk, w in workers.items():
         n = hello[wk]["replicas"]
         offered = [from_wire(d) for d in w.ask(AskVariants(kind.name)).variants]
-        mine = running[w.framework].get(w.config)
+        mine = running[w.framework].get(w.setting)
         chosen, why = selection.to_time(configs, offered, mine, list(running[w.framework].values()))
         for note in selection.notes(configs, list(running[w.framework].values()), why):
             said.setdefault(note, note)
@@ -52,9 +52,9 @@ def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, t
                 why = f"{cap} caps the CPU below bfloat16" if cap else f"{hello[wk]['device_kind']} has none"
                 said["skipped_bf16"] = f"'+bf16' variants not run (no native bfloat16): {why}"
                 continue
-            shown = v.name if w.config == "default" else f"{v.name}+{w.config}"
+            shown = v.name if w.setting == "default" else f"{v.name}+{w.setting}"
             key = f"{kind.name}-{wk}-{v.name}-r{n}{tag}".replace("+", "_")
-            out.append(Case(wk, shown, n, key, v.name, v.dtype, v.tuned or w.config != "default"))
+            out.append(Case(wk, shown, n, key, v.name, v.dtype, v.tuned or w.setting != "default"))
     return out
 
 
@@ -63,11 +63,10 @@ def running_settings(workers: dict[str, Worker], hello: dict) -> dict[str, dict[
     record (its hello), or, for one from the command line, a record that declares no formats."""
     out: dict[str, dict[str, Setting]] = {w.framework: {} for w in workers.values()}
     declared: dict[str, dict[str, Setting]] = {fw: {} for fw in out}
-    for wk, w in sorted(workers.items(), key=lambda kw: kw[1].config != "default"):  # a worker's own hello last
+    for wk, w in sorted(workers.items(), key=lambda kw: kw[1].setting != "default"):  # a worker's own hello last
         declared[w.framework].update({d["name"]: setting_from_wire(d) for d in hello[wk].get("settings", ())})
-    for w in workers.values():
-        if w.config != "default":
-            out[w.framework][w.config] = declared[w.framework].get(w.config) or Setting(w.config, w.config_env, None)
+    for w in (w for w in workers.values() if w.setting != "default"):
+        out[w.framework][w.setting] = declared[w.framework].get(w.setting) or Setting(w.setting, w.setting_env, None)
     return out
 
 
@@ -84,7 +83,7 @@ def make_row(
         workload=kind.name,
         framework=worker.framework,
         variant=c.shown,
-        config_env=worker.config_env,
+        config_env=worker.setting_env,
         device=cfg.device,
         device_kind=hello["device_kind"],
         replicas=c.replicas,

@@ -48,7 +48,7 @@ def with_workers(
         return peak
     done = peak.measured_bf16 = peak.measured_bf16 or {}
     for w in workers.values():
-        if w.config == "default" and w.framework not in done and roofline.native_bf16(cfg.device, "cpu", w.env):
+        if w.setting == "default" and w.framework not in done and roofline.native_bf16(cfg.device, "cpu", w.env):
             n = cfg.matmul_size()
             got = w.ask(Call("matmul", "bf16_peak", {"n": n}))
             done[w.framework] = got["flops"]

@@ -43,18 +43,18 @@ class Worker:
         replicas: int,
         precision: str,
         timeout_s: float,
-        config: str = "default",
-        config_env: dict | None = None,
+        setting: str = "default",
+        setting_env: dict | None = None,
         cluster: Cluster | None = None,
         tmp_dir: Path | None = None,
         python: str | None = None,
         lock: Path | None = None,
     ):
-        self.framework, self.timeout_s, self.config = framework, timeout_s, config
+        self.framework, self.timeout_s, self.setting = framework, timeout_s, setting
         self.python = python or sys.executable
-        self.config_env = config_env or {}
-        self.label = label(framework) + ("" if config == "default" else f" ({config})")
-        self.env = env = _environment(self.config_env, tmp_dir, lock, python)  # what the worker runs with
+        self.setting_env = setting_env or {}
+        self.label = label(framework) + ("" if setting == "default" else f" ({setting})")
+        self.env = env = _environment(self.setting_env, tmp_dir, lock, python)  # what the worker runs with
         self.log = tempfile.NamedTemporaryFile("w+", prefix=f"parity-{framework}-", suffix=".log")
         cmd = [self.python, "-m", "parity.engine.worker", "--framework", framework, "--device", device]
         cmd += ["--replicas", str(replicas), "--precision", precision]
@@ -163,10 +163,10 @@ class Worker:
 LIST_SEPARATORS = {"XLA_FLAGS": " ", "GLIBC_TUNABLES": ":"}
 
 
-def _environment(config_env: dict, tmp_dir: Path | None, lock: Path | None, python: str | None) -> dict:
+def _environment(setting_env: dict, tmp_dir: Path | None, lock: Path | None, python: str | None) -> dict:
     """A worker's environment: this process's, with its configuration's settings and the run's own."""
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
-    for k, v in config_env.items():  # appended to the user's own settings, never replacing them
+    for k, v in setting_env.items():  # appended to the user's own settings, never replacing them
         sep = LIST_SEPARATORS.get(k)
         env[k] = f"{env[k]}{sep}{v}" if sep and env.get(k, "").strip() else v
     if tmp_dir is not None:  # what the frameworks write (autograph's generated files) goes with the run's files
@@ -245,7 +245,7 @@ def await_workers(cfg: Config, workers: dict[str, Worker]) -> tuple[dict[str, Wo
             if msg["status"] == "missing" and w.python != sys.executable:  # an interpreter chosen for it
                 absent.append(f"{w.label}: {msg['error']} (--python {w.framework}={w.python})")
             elif msg["status"] == "missing":
-                if w.config == "default":
+                if w.setting == "default":
                     skipped.append({"framework": w.framework, "reason": msg["error"]})
             else:
                 absent.append(f"{w.label}: {msg['error']}")

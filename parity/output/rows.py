@@ -43,7 +43,7 @@ class Row:
     workload: str = _f("", required=True, key=True, csv=True, column="workload")  # the row kind: conv, cnn_train..
     framework: str = _f("", required=True, key=True, csv=True, column="framework")  # 'tf' or 'jax'
     variant: str = _f("", required=True, key=True, csv=True, column="variant")  # with a tuned configuration: 'jit+ynn'
-    config_env: dict = _f(factory=dict)  # the configuration's environment (XLA_FLAGS, ...)
+    config_env: dict = _f(factory=dict)  # the worker's setting's environment (XLA_FLAGS, ...): its name in files
     device: str = _f("", required=True, key=True, csv=True, column="device")  # cpu, gpu, tpu
     device_kind: str | None = _f(key=True, csv=True)  # the framework's name for the device
     replicas: int = _f(0, required=True, key=True, csv=True, column="replicas")

@@ -163,7 +163,7 @@ def parity_collect(
 
     One batch's gradients and a dropout-free trajectory per variant; with `first`, also each block's inference
     output from the trained weights of the first framework's first trajectory."""
-    own = {k: w for k, w in workers.items() if w.config == "default"}  # parity: out of the box
+    own = {k: w for k, w in workers.items() if w.setting == "default"}  # parity: out of the box
     if not own:
         return
     rnd = state.parity.setdefault(key, ParityRound())
