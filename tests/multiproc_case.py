@@ -23,12 +23,13 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 
 from parity.api.cnn import CNN_WEIGHTS  # noqa: E402
-from parity.common.tolerances import F32_UNIT_ROUNDOFF, cnn_grad_tolerance, cnn_loss_tolerance
+from parity.common.tolerances import F32_UNIT_ROUNDOFF
 from parity.engine import cluster as cl  # noqa: E402
 from parity.engine.timing import Timer  # noqa: E402
 from parity.workloads import WORKLOADS  # noqa: E402
 from parity.workloads.cnn import checks
 from parity.workloads.cnn import oracle as cnn_oracle
+from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
 
 BATCH = 16
 # Keras's Adam with epsilon 1: one step moves a weight by lr * g / (|g| + eps / sqrt(1 - b2)), linear in the

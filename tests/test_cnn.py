@@ -14,10 +14,11 @@ from frameworks_setup import JAX_DEVICES, TF_DEVICES
 import jax_impl
 import tf_impl
 from parity.api.cnn import CNN_PARAMS
-from parity.common.tolerances import F32_UNIT_ROUNDOFF, cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
+from parity.common.tolerances import F32_UNIT_ROUNDOFF
 from parity.judging.roofline import isa_capped_below_bf16
 from parity.workloads.cnn import checks, data
 from parity.workloads.cnn import oracle as cnn_oracle
+from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 
 TOL = cnn_tolerances("cpu", "highest")
 DS = data.synthetic(512, 64, seed=3)

@@ -3,6 +3,7 @@
 import pytest
 
 from parity.judging.layers import attribute, classify
+from parity.workloads.cnn import CNN_LAYERS
 
 
 @pytest.mark.parametrize(
@@ -26,13 +27,13 @@ from parity.judging.layers import attribute, classify
     ],
 )
 def test_each_frameworks_op_names_map_onto_the_same_layers(scope, expected):
-    assert classify(scope) == expected
+    assert classify(scope, CNN_LAYERS) == expected
 
 
 def test_a_layer_made_ten_times_heavier_comes_out_on_top_with_coverage():
     ops = [("a/conv1/convolution", 0.01), ("a/conv2/convolution", 0.10), ("gradient_tape/a/conv2/x", 0.02)]
     ops += [("a/bn1/mul", 0.01), ("adam/update", 0.005), ("something_else", 0.005)]
-    layers, coverage = attribute(ops, per=2, median_s=0.20)
+    layers, coverage = attribute(ops, per=2, median_s=0.20, layers=CNN_LAYERS)
     top = max(layers, key=lambda r: r["seconds"])
     assert (top["layer"], top["pass"]) == ("conv2", "forward") and top["seconds"] == pytest.approx(0.05)
     assert sum(r["share"] for r in layers) == pytest.approx(1.0)
@@ -67,7 +68,7 @@ def test_jax_ops_take_their_scopes_from_the_compiled_program():
     assert scopes["add.2"] == "jit(_train_step)/jvp(bn1)/add"
     assert scopes["fusion.3"] == "jit(f)/transpose(jvp(conv2))/mul"  # a fusion: its computation's root
     assert "wrapped_iota" not in scopes  # XLA made it without metadata: 'other', never guessed
-    assert classify(scopes["fusion.3"]) == ("conv2", "backward")
+    assert classify(scopes["fusion.3"], CNN_LAYERS) == ("conv2", "backward")
 
 
 def test_a_gpu_kernel_takes_its_op_from_the_launch_annotation():
@@ -84,7 +85,7 @@ def test_a_library_calls_event_takes_its_instructions_scope():
 
     scopes = {"custom-call.10.clone": "jit(_train_step)/transpose(jvp(conv2))/jit(elu)/add_any"}
     # XLA:CPU's event for a oneDNN convolution: the instruction, then the call's target
-    assert classify(_scope("custom-call.10.clone__onednn$convolution", scopes)) == ("conv2", "backward")
+    assert classify(_scope("custom-call.10.clone__onednn$convolution", scopes), CNN_LAYERS) == ("conv2", "backward")
     assert _scope("custom-call.10.clone", scopes) == scopes["custom-call.10.clone"]
     assert _scope("custom-call.3__onednn$matmul", scopes) == "custom-call.3__onednn$matmul"  # unknown: as named
 
@@ -112,7 +113,7 @@ ENTRY %main (x: f32[4], g: f32[4]) -> f32[4] {
 def test_ops_that_xla_left_without_metadata_take_the_one_backward_pass_their_dataflow_meets():
     from jax_impl.profile import hlo_scopes
 
-    layer = {name: classify(scope) for name, scope in hlo_scopes(DATAFLOW_HLO).items()}
+    layer = {name: classify(scope, CNN_LAYERS) for name, scope in hlo_scopes(DATAFLOW_HLO).items()}
     # a weight gradient reads its layer's output gradient (its other operand is forward, its user the optimizer)
     assert layer["ynn_fusion"] == layer["transpose_copy"] == ("conv1", "backward")
     # the pooling gradient's indices and their iota feed the pool's scatter

@@ -14,15 +14,15 @@ from test_oracle import _saved, random_cnn_weights
 from parity import compare
 from parity.api.cnn import CNN_BLOCKS
 from parity.common import frameworks
-from parity.common.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
 from parity.engine import timing, workerproc
 from parity.engine.config import Config
 from parity.engine.schedule import run_suite
 from parity.judging import layers, roofline, summary
 from parity.output import tables
 from parity.output.files import load_results
-from parity.workloads.cnn import checks, suite
+from parity.workloads.cnn import CNN_LAYERS, checks, suite
 from parity.workloads.cnn import oracle as cnn_oracle
+from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 KERAS = frameworks.Framework("kjax", "Keras (JAX)", "Keras-JAX", "kjax_impl", ("keras",), "tab:green")
@@ -164,7 +164,7 @@ def test_a_framework_whose_best_row_was_not_profiled_is_left_out_of_the_layers(t
 
 def test_side_by_side_keeps_the_frameworks_order_and_marks_a_missing_layer():
     rows = {"b": _profiled("b", 1, {("pool1", "forward"): 2.0}), "a": _profiled("a", 1, {("conv1", "forward"): 1.0})}
-    lines = layers.side_by_side(rows)
+    lines = layers.side_by_side(rows, CNN_LAYERS)  # in the model's order
     assert lines == [("conv1", "forward", (None, 1.0)), ("pool1", "forward", (2.0, None))]
     assert layers.loses_most(lines, ["b", "a"]) == {}  # no line both hold: nobody is slower anywhere
 

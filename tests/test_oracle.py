@@ -8,9 +8,9 @@ from parity.api.cnn import CNN_CONVS, CNN_DENSE
 from parity.common import float64 as oracle
 from parity.common.frameworks import short
 from parity.common.padding import conv_out_size, same_pads
-from parity.common.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
 from parity.workloads.cnn import checks
 from parity.workloads.cnn import oracle as cnn_oracle
+from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
 from parity.workloads.conv import CONV_FULL, CONV_QUICK
 
 

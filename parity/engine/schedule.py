@@ -211,7 +211,7 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
     more = {c.key: {"rounds": rounds[c.key]} for c in todo}  # what the schedule adds to each row
     if cfg.profile:  # after the results: a profiled training epoch must not count in the row's training
         profiled = _profile(cfg, kind, todo, workers, rnd.save_dir)
-        _with_profiles(results, more, profiled, kind, spec, suite is not None)
+        _with_profiles(results, more, profiled, kind, spec, WORKLOADS[wl].layers)
     rows = []
     for c in todo:
         w = workers[c.worker]
@@ -277,7 +277,7 @@ def _timed_reps(
 PROFILES = "profiles"  # under --out: one folder of traces per profiled row
 
 
-def _with_profiles(results: dict, more: dict, profiled: dict, kind: RowKind, spec, layered: bool) -> None:
+def _with_profiles(results: dict, more: dict, profiled: dict, kind: RowKind, spec, layers: tuple) -> None:
     """Each profiled case's trace folder, its ops attributed to layers (a workload with layers) or to its one op
     (an operation), and the coverage, into what the schedule adds to its row (`more`)."""
     for key, (rel, ops) in profiled.items():
@@ -286,7 +286,7 @@ def _with_profiles(results: dict, more: dict, profiled: dict, kind: RowKind, spe
         med = results[key].median_s
         if ops and med:
             more[key]["layers"], more[key]["profile_coverage"] = (
-                attribute(ops, per, med) if layered else one_op(kind.name, ops, med)
+                attribute(ops, per, med, layers) if layers else one_op(kind.name, ops, med)
             )
 
 

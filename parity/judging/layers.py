@@ -12,36 +12,32 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Sequence
+from functools import cache
 
-from parity.api.cnn import CNN_WEIGHTS
-
-# The CNN's layers in order, as Keras names them (tf_impl/cnn.py; the JAX side's named scopes use the same names).
-CNN_LAYERS = (
-    *(f"{k}{i}" for i in (1, 2, 3) for k in ("bn", "conv", "pool", "drop")),
-    "dense1",
-    "elu4",
-    "drop4",
-    "dense2",
-    "probs",
-    "loss",
-)
-assert {w.layer for w in CNN_WEIGHTS} <= set(CNN_LAYERS)
 PASSES = ("forward", "backward", "optimizer", "other")
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z_]*\d*")
-_LAYER = re.compile(r"(bn[123]|conv[123]|pool[123]|drop[1-4]|dense[12]|elu4|probs)(?:_\d+)?$")
 _LOSS = re.compile(r"loss|crossentropy|softmax_cross_entropy", re.I)
 _OPTIMIZER = re.compile(r"(^|/)(optimizer|adam)(_\d+)?(/|$)", re.I)
 _BACKWARD = re.compile(r"transpose\(|gradient|backprop|grad(ients)?/", re.I)
 
 
-def classify(scope: str) -> tuple[str, str]:
-    """(layer, pass) of one profiled op from its framework name."""
+@cache
+def _layer(layers: tuple[str, ...]) -> re.Pattern:
+    """A scope token that names one of `layers` (Keras numbers a repeated name: 'conv1_1')."""
+    names = "|".join(re.escape(n) for n in layers if n != "loss") or "(?!)"
+    return re.compile(rf"({names})(?:_\d+)?$")
+
+
+def classify(scope: str, layers: Sequence[str] = ()) -> tuple[str, str]:
+    """(layer, pass) of one profiled op from its framework name; `layers`: the model's layer names (its workload's
+    Workload.layers)."""
     if _OPTIMIZER.search(scope):
         return "optimizer", "optimizer"
-    layer = None
+    layer, named = None, _layer(tuple(layers))
     for tok in _TOKEN.findall(scope):
-        m = _LAYER.match(tok)
+        m = named.match(tok)
         if m:
             layer = m.group(1)  # the innermost scope wins
     if layer is None and _LOSS.search(scope):
@@ -52,15 +48,17 @@ def classify(scope: str) -> tuple[str, str]:
     return layer, "backward" if backward else "forward"
 
 
-def attribute(ops: list[tuple[str, float]], per: int, median_s: float | None) -> tuple[list[dict], float | None]:
+def attribute(
+    ops: list[tuple[str, float]], per: int, median_s: float | None, layers: Sequence[str]
+) -> tuple[list[dict], float | None]:
     """The row's `layers` ({layer, pass, seconds, share}: seconds per step or call, share of the attributed
-    time) from the profiled call's ops, `per` steps (or calls) in it; and `profile_coverage`, the attributed time
-    per call over the row's measured median (None without one)."""
+    time) from the profiled call's ops, `per` steps (or calls) in it, onto the model's `layers` (in order); and
+    `profile_coverage`, the attributed time per call over the row's measured median (None without one)."""
     total: dict[tuple[str, str], float] = defaultdict(float)
     for scope, seconds in ops:
-        total[classify(scope)] += seconds
+        total[classify(scope, layers)] += seconds
     whole = sum(total.values())
-    order = {name: i for i, name in enumerate((*CNN_LAYERS, "optimizer", "other"))}
+    order = {name: i for i, name in enumerate((*layers, "optimizer", "other"))}
     rows = [
         {"layer": layer, "pass": p, "seconds": s / per, "share": s / whole if whole else 0.0}
         for (layer, p), s in sorted(total.items(), key=lambda kv: (order.get(kv[0][0], 99), PASSES.index(kv[0][1])))
@@ -69,12 +67,12 @@ def attribute(ops: list[tuple[str, float]], per: int, median_s: float | None) ->
     return rows, (whole / median_s if median_s else None)
 
 
-def side_by_side(rows: dict[str, dict]) -> list[tuple[str, str, tuple[float | None, ...]]]:
-    """(layer, pass, seconds) for every layer and pass any of `rows` (framework -> its profiled row) holds, the
-    seconds one per framework in `rows`' order (None where its profile has none)."""
+def side_by_side(rows: dict[str, dict], layers: Sequence[str] = ()) -> list[tuple[str, str, tuple[float | None, ...]]]:
+    """(layer, pass, seconds) for every layer and pass any of `rows` (framework -> its profiled row) holds, in the
+    model's order (`layers`), the seconds one per framework in `rows`' order (None where its profile has none)."""
     per = [{(r["layer"], r["pass"]): r["seconds"] for r in row.get("layers") or []} for row in rows.values()]
     keys = list(dict.fromkeys(k for p in per for k in p))
-    order = {name: i for i, name in enumerate((*CNN_LAYERS, "optimizer", "other"))}
+    order = {name: i for i, name in enumerate((*layers, "optimizer", "other"))}
     keys.sort(key=lambda k: (order.get(k[0], 99), PASSES.index(k[1])))
     return [(layer, p, tuple(s.get((layer, p)) for s in per)) for layer, p in keys]
 

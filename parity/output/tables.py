@@ -9,7 +9,7 @@ from parity.judging import layers, summary
 from parity.output.cells import bytes_cell, fmt, grid, md_table, time_cell
 from parity.output.notes import at_least, best_notes, memory_note, modes_note, roofline_notes
 from parity.output.rows import COLUMNS
-from parity.workloads import trained
+from parity.workloads import row_kind, trained
 
 
 def _first(r: dict) -> float | None:
@@ -127,7 +127,7 @@ def layer_groups(doc: dict) -> list[LayerGroup]:
         b = {fw: r for fw, r in summary.bests(doc["rows"], wl, n, dtype).items() if r.get("layers")}
         if len(b) < 2:
             continue
-        fws, lines = list(b), layers.side_by_side(b)
+        fws, lines = list(b), layers.side_by_side(b, row_kind(wl)[0].layers)
         columns = ("layer", "pass", *(f"{short(fw)} ms" for fw in fws), *(over(fw, fws[0]) for fw in fws[1:]))
         body = [
             (layer, p, *map(_ms, s), *(f"{x / s[0]:.2f}" if s[0] and x else "-" for x in s[1:]))

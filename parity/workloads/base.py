@@ -135,6 +135,7 @@ class Workload:
     kinds: tuple[RowKind, ...]
     options: tuple[str, ...] = ()
     suite: Suite | None = None
+    layers: tuple[str, ...] = ()  # a model's layer names in order, for --profile's per-layer table (none: one op)
     calls: Mapping[str, Callable[[Any, Any, dict], dict]] = field(default_factory=dict)
 
     def spec(self, quick: bool, device: str, overrides: dict | None = None):

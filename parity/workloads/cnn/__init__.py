@@ -5,10 +5,20 @@ jax_impl/cnn.py and cnn_train.py, tf_impl/cnn.py and cnn_train.py."""
 
 from __future__ import annotations
 
-from parity.common.tolerances import cnn_tolerances
+from parity.api.cnn import CNN_ARCHITECTURE, CNN_WEIGHTS
 from parity.workloads.base import RowKind, Workload, judged_by_checks
 from parity.workloads.cnn import cases, suite
 from parity.workloads.cnn.spec import CNN_CPU, CNN_FULL, CNN_QUICK
+from parity.workloads.cnn.tolerances import cnn_tolerances
+
+# The CNN's layers in order, as Keras names them (tf_impl/cnn.py; the JAX side's named scopes use the same names),
+# and the loss: what --profile's ops are attributed to.
+CNN_LAYERS = (
+    *(n for b in (*CNN_ARCHITECTURE.convs, *CNN_ARCHITECTURE.dense) for n in b.names),
+    *CNN_ARCHITECTURE.output.names,
+    "loss",
+)
+assert {w.layer for w in CNN_WEIGHTS} <= set(CNN_LAYERS)
 
 
 def cnn_forward_tolerance(device: str, precision: str, dtype: str) -> float:
@@ -26,5 +36,6 @@ WORKLOAD = Workload(
     ),
     options=("global_batch", "epochs", "steps_per_epoch"),
     suite=suite,
+    layers=CNN_LAYERS,
     calls={"warm": cases.cnn_warm, "init_weights": cases.cnn_init_weights, "parity": cases.cnn_parity},
 )

@@ -11,8 +11,8 @@ from parity.api.cnn import CNN_BLOCKS as BLOCKS
 from parity.api.cnn import CNN_TRAINABLE, CNN_WEIGHTS
 from parity.common.float64 import errors
 from parity.common.frameworks import pairs, short
-from parity.common.tolerances import gradient_scale
 from parity.workloads.cnn import oracle as cnn_oracle
+from parity.workloads.cnn.tolerances import gradient_scale
 
 WEIGHT_NAMES = [w.name for w in CNN_WEIGHTS]
 GRAD_NAMES = [w.name for w in CNN_TRAINABLE]

@@ -18,10 +18,10 @@ from parity.api.weights import load_npz, save_npz
 from parity.common.frameworks import label, pairs, short
 from parity.common.messages import warn
 from parity.common.protocol import Call
-from parity.common.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 from parity.workloads.cnn import checks, data, sources
 from parity.workloads.cnn.oracle import cnn_forward
 from parity.workloads.cnn.spec import CNN_FULL
+from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 
 
 @dataclass
