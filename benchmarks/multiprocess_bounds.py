@@ -22,12 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 import numpy as np  # noqa: E402
 import test_multiprocess as tm  # noqa: E402  (its conftest-free helpers)
-from conftest import JAX_DEVICES, TF_DEVICES  # noqa: E402
+from frameworks_setup import JAX_DEVICES, TF_DEVICES  # noqa: E402
 from multiproc_case import case, first_step_bounds, first_step_excess  # noqa: E402
 
 import jax_impl  # noqa: E402
 import tf_impl  # noqa: E402
-from parity import oracle  # noqa: E402
+from parity.common import float64 as oracle  # noqa: E402
 from parity.common.tolerances import rounding_bound  # noqa: E402
 from parity.workloads import WORKLOADS  # noqa: E402
 

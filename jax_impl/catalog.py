@@ -47,7 +47,7 @@ def release(v: str) -> tuple[int, ...]:
 def _op(kind: str) -> tuple[Variant, ...]:
     return (
         Variant("jit", kind, ONE, best=0, options=OpOptions()),
-        Variant("jit+bf16", kind, ONE, "bfloat16", tuned=True, best=0, options=OpOptions(bfloat16=True)),
+        Variant("jit+bf16", kind, ONE, "bfloat16", tuned=True, best=0, float32="jit", options=OpOptions(bfloat16=True)),
         *((Variant("pmap", kind, MANY, options=OpOptions("pmap")),) if kind == "conv" else ()),
         Variant("shard_map", kind, MANY, best=0, options=OpOptions("shard_map")),
     )
@@ -59,7 +59,16 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
     return (
         Variant(p, "cnn_train", replicas, best=1, options=CnnOptions(p)),
         Variant(f"{p}+scan", "cnn_train", replicas, tuned=True, dispatch=True, options=scan),
-        Variant(f"{p}+bf16", "cnn_train", replicas, "bfloat16", tuned=True, best=1, options=CnnOptions(p, mixed=True)),
+        Variant(
+            f"{p}+bf16",
+            "cnn_train",
+            replicas,
+            "bfloat16",
+            tuned=True,
+            best=1,
+            float32=p,
+            options=CnnOptions(p, mixed=True),
+        ),
         Variant(f"{p}+pool", "cnn_train", replicas, tuned=True, best=0, options=CnnOptions(p, pool="elementwise")),
         Variant(
             f"{p}+bf16+pool",
@@ -68,6 +77,7 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
             "bfloat16",
             tuned=True,
             best=0,
+            float32=f"{p}+pool",
             options=CnnOptions(p, mixed=True, pool="elementwise"),
         ),
     )

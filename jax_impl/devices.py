@@ -21,7 +21,7 @@ THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 def settings(device: str, native_bf16: bool = False) -> tuple[Setting, ...]:
     """The process-wide settings (jax_impl.catalog.SETTINGS) that make a difference on `device`: those whose needs
     this machine meets. native_bf16: the device multiplies bfloat16 in hardware (the caller knows:
-    parity.common.cpuinfo.native_bf16); oneDNN's bfloat16 kernels also need jaxlib 0.11 or later."""
+    parity.judging.roofline.native_bf16); oneDNN's bfloat16 kernels also need jaxlib 0.11 or later."""
     if device != "cpu":
         return ()
     thp = huge_pages_on_request()

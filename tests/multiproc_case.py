@@ -8,7 +8,7 @@ weights before and after it.
 
 first_step_bounds() says, element by element, how far two correct data-parallel runs of that step may be
 apart when only their summation orders differ (the all-reduce's, and each kernel's): a bound derived from
-the float64 oracle and the rounding model of parity/workloads.py, the same on every CPU.
+the float64 oracle and the rounding model of parity/common/tolerances.py, the same on every CPU.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.multiprocess  # every test here starts processes (-m "n
 
 TESTS = str(Path(__file__).parent)
 # Conv outputs: each element is a 75-term dot product, within LAMBDA u sqrt(75) of its terms' magnitudes
-# sum |x| |k| in any correct run (parity/workloads.py's model), so two runs within twice that, elementwise.
+# sum |x| |k| in any correct run (parity/common/tolerances.py's model), so two runs within twice that, elementwise.
 # CNN steps: first_step_bounds (multiproc_case), derived element by element from the float64 oracle.
 ENV = {k: v for k, v in os.environ.items() if not k.startswith(("PARITY_", "JAX_NUM_CPU"))}
 ENV["PYTHONPATH"] = os.pathsep.join(p for p in (TESTS, os.environ.get("PYTHONPATH")) if p)

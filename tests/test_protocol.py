@@ -45,6 +45,7 @@ def test_an_answer_comes_back_as_the_record_its_request_declares():
         ("{}", "unknown command"),
         ('{"cmd": "rep"}', "rep: "),  # its id missing
         ('{"cmd": "rep", "id": "k", "extra": 1}', "unknown fields"),
+        ("[]", "not a request"),
     ],
 )
 def test_a_line_that_is_no_request_is_refused_with_the_reason(line, why):

@@ -36,6 +36,7 @@ def names(variants) -> list[str]:
         ("best", (YNN, ONEDNN), ["ynn", "onednn"]),
         ("best", (YNN, HEAP), ["ynn"]),  # the unranked one is passed over where a ranked one acts on its format
         ("best", (HEAP,), ["heap"]),  # ... and kept where none does
+        ("best", (HEAP, Setting("heap2", {}, ("float32",))), ["heap", "heap2"]),  # every one of them
         ("best", (ALONE, YNN), ["ynn"]),  # one that acts on no format alone: `all` only
         ("levers", (ALONE, YNN, HEAP), ["ynn", "heap"]),
         ("all", (ALONE, YNN, HEAP), ["thp", "ynn", "heap"]),

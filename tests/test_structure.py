@@ -87,7 +87,7 @@ def test_modules_and_functions_stay_short():
 
 
 def test_framework_keys_are_written_once():
-    """'tf' and 'jax' as string literals only in parity/frameworks.py (the one table); elsewhere its names."""
+    """'tf' and 'jax' as string literals only in parity/common/frameworks.py (the one table); elsewhere its names."""
     from parity.common import frameworks
 
     keys = set(frameworks.KEYS)

@@ -128,6 +128,8 @@ def test_each_implementations_table_is_complete(module):
         key = (v.kind, v.replicas)
         assert v.name not in groups.setdefault(key, set()), f"{v.name} declared twice for {key}"
         groups[key].add(v.name)
+    for v in (v for v in tables.VARIANTS if v.dtype == "bfloat16" and v.kind == "cnn_train"):  # judged beside it
+        assert v.float32 in groups[(v.kind, v.replicas)], f"{v.name}: no float32 counterpart declared"
     ranks = [(v.kind, v.replicas, v.dtype, v.best) for v in tables.VARIANTS if v.best is not None]
     assert len(ranks) == len(set(ranks)), "two variants share a best-known rank"
     for s in tables.SETTINGS:

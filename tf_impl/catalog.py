@@ -40,7 +40,16 @@ def _op(kind: str) -> tuple[Variant, ...]:
     return (
         Variant("function", kind, ONE, best=0, options=OpOptions()),
         Variant("function+xla", kind, ONE, tuned=True, options=OpOptions(xla=True)),
-        Variant("function+bf16", kind, ONE, "bfloat16", tuned=True, best=0, options=OpOptions(bfloat16=True)),
+        Variant(
+            "function+bf16",
+            kind,
+            ONE,
+            "bfloat16",
+            tuned=True,
+            best=0,
+            float32="function",
+            options=OpOptions(bfloat16=True),
+        ),
         Variant("strategy", kind, MANY, best=0, options=OpOptions("strategy")),
     )
 
@@ -58,7 +67,9 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("fit", "cnn_train", ONE, options=CnnOptions()),
     Variant("fit+xla", "cnn_train", ONE, tuned=True, options=CnnOptions(xla=True)),
     Variant("fit+spe", "cnn_train", ONE, tuned=True, dispatch=True, best=0, options=CnnOptions(steps_per_dispatch=SPE)),
-    Variant("fit+bf16", "cnn_train", ONE, "bfloat16", tuned=True, best=0, options=CnnOptions(mixed=True)),
+    Variant(
+        "fit+bf16", "cnn_train", ONE, "bfloat16", tuned=True, best=0, float32="fit", options=CnnOptions(mixed=True)
+    ),
     Variant("strategy", "cnn_train", MANY, best=1, multiprocess=False, options=CnnOptions(distributed=True)),
     Variant("loop", "cnn_train", MANY, tuned=True, options=CnnOptions("loop", True)),
     Variant(
@@ -81,6 +92,7 @@ VARIANTS: tuple[Variant, ...] = (
         tuned=True,
         best=0,
         multiprocess=False,
+        float32="strategy",
         options=CnnOptions(distributed=True, mixed=True),
     ),
     Variant("predict", "cnn_infer", ONE, best=0),

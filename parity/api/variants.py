@@ -27,6 +27,7 @@ class Variant:
     dispatch: bool = False  # tunes only how steps reach the device (several per dispatch), not the kernels
     best: int | None = None  # rank in the best-known configuration's order of preference (lower first); None: not in it
     multiprocess: bool = True  # offered in a multi-process run
+    float32: str | None = None  # a bfloat16 variant's float32 counterpart (the same program in float32), judged with
     options: Any = None  # the implementation's own record of how to build it (opaque to parity; not sent on the wire)
 
     def fits(self, replicas: int) -> bool:

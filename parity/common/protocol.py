@@ -172,6 +172,8 @@ def encode(msg: Request | Any) -> str:
 def decode_request(line: str | dict) -> Request:
     """A request from its line. Raises ProtocolError."""
     d = json.loads(line) if isinstance(line, str) else dict(line)
+    if not isinstance(d, dict):
+        raise ProtocolError(f"not a request: {line!r}")
     cls = REQUESTS.get(d.pop("cmd", None))
     if cls is None:
         raise ProtocolError(f"unknown command in {line!r}")

@@ -43,7 +43,8 @@ def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, t
         offered = [from_wire(d) for d in w.ask(AskVariants(kind.name)).variants]
         mine = running[w.framework].get(w.setting)
         chosen, why = selection.to_time(configs, offered, mine, list(running[w.framework].values()))
-        for note in selection.notes(configs, list(running[w.framework].values()), why):
+        offered_settings = [setting_from_wire(d) for d in hello[wk].get("settings", ())]  # the framework's, here
+        for note in selection.notes(configs, offered_settings or list(running[w.framework].values()), why):
             said.setdefault(note, note)
         for v in chosen:
             if v.dtype == "bfloat16" and not hello[wk]["native_bf16"]:

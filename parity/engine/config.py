@@ -67,9 +67,7 @@ class Config:
     max_reps: int = 200
     tuned: bool = True  # also run each implementation's tuned configurations, as rows of their own
     profile: bool = False  # one more call per row, after its timed ones, under the framework's profiler
-    configs: str = (
-        "best"  # with tuned: 'best', 'levers' or 'all' (parity.engine.assemble.cases: which variants each times)
-    )
+    configs: str = "best"  # with tuned: 'best', 'levers' or 'all' (parity.engine.selection: which variants each times)
     extra_configs: dict = field(default_factory=dict)  # framework -> {name: env}: more configurations to try
     warmup: int = 1
     timeout_s: float = 1800.0
@@ -101,7 +99,7 @@ class Config:
 
     def matmul_size(self) -> int:
         """The side of the square matrix products that measure a CPU's peaks (the preset's)."""
-        return PRESETS[self.preset].peak_size
+        return PRESETS["quick" if self.quick else self.preset].peak_size
 
 
 def gflops(x: float | None) -> str:

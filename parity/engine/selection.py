@@ -38,7 +38,7 @@ def settings_to_run(configs: str, offered: Sequence[Setting], extra: Sequence[Se
     acting = [s for s in offered if s.formats is None or s.formats]
     if configs == "best":
         first: dict[str, Setting] = {}
-        for s in sorted((s for s in acting if s.formats is not None), key=_rank):
+        for s in sorted((s for s in acting if s.formats is not None and s.best is not None), key=_rank):
             for f in s.formats:
                 first.setdefault(f, s)
         # a format that no ranked setting acts on keeps every setting of its own
@@ -79,9 +79,10 @@ def to_time(
     return [v for v in variants if v in plain or (best.get(v.dtype) == v and v.dtype not in covered)], set()
 
 
-def notes(configs: str, running: Sequence[Setting], why: set[str]) -> list[str]:
-    """What the table's notes say about the selection (`why`: every reason a variant was left out)."""
-    declared = [s for s in running if s.formats is not None]
+def notes(configs: str, settings: Sequence[Setting], why: set[str]) -> list[str]:
+    """What the table's notes say about the selection (`settings`: the framework's, as offered here; `why`: every
+    reason a variant was left out)."""
+    declared = [s for s in settings if s.formats is not None]
     out = []
     if BY_FORMAT in why:
         out.append(

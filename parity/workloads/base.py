@@ -84,8 +84,8 @@ class Suite(Protocol):
     ) -> tuple[Any, dict, str]:
         """Per seed: its spec, the extra fields of its 'prepare' requests, and a tag for its keys."""
 
-    def row_extra(self, kind: RowKind, res: dict, spec: Any) -> dict:
-        """A row's own figures (parity.output.rows.Row fields) from the worker's result."""
+    def row_extra(self, kind: RowKind, res: Any, spec: Any) -> dict:
+        """A row's own figures (parity.output.rows.Row fields) from the worker's parity.common.protocol.Result."""
 
     def parity_collect(
         self, cfg: Any, spec: Any, workers: dict, hello: dict, save_dir: Path, state: Any, first: bool, log, key: int

@@ -202,7 +202,7 @@ def cnn_parity(impl, devices, req: dict) -> dict:
         for v in (every if req.get("tuned", True) else out_of_the_box(every))
         if req.get("bf16", False) or v.dtype == "float32"
     ]  # bfloat16 where the rows run it
-    dtypes = {v.name: v.dtype for v in every}
+    records = {v.name: v for v in every}
     for variant in variants:
         t = impl.make_trainer(
             _cnn_model(impl, s, w, dropout=False), devices, variant, s.learning_rate, s.adam_epsilon, s.seed
@@ -212,7 +212,8 @@ def cnn_parity(impl, devices, req: dict) -> dict:
         # per execution, as that execution's mean)
         out[f"traj/{variant}/dispatch"] = np.array(getattr(t, "steps_per_dispatch", 1))
         out[f"traj/{variant}/loss_every"] = np.array(getattr(t, "loss_every", 1))
-        out[f"traj/{variant}/dtype"] = np.array(dtypes[variant])
+        out[f"traj/{variant}/dtype"] = np.array(records[variant].dtype)
+        out[f"traj/{variant}/float32"] = np.array(records[variant].float32 or "")  # a mixed variant's counterpart
         for i, a in enumerate(impl.get_weights(t.model())):
             out[f"traj/{variant}/w{i:03d}"] = a
     np.savez(req["out"], **out)

@@ -1,7 +1,7 @@
 """The parent side of a trained workload (the CNN): its data, shared initial weights, row figures and parity.
 
-This module is the CNN's parity.workloads.suite.Suite (registered in parity.engine.registry.SUITES); the engine knows
-nothing else about training. Worker-side counterparts are in parity.workloads.cnn.cases.
+This module is the CNN's parity.workloads.base.Suite (its WORKLOAD.suite, parity/workloads/cnn/__init__.py); the
+engine knows nothing else about training. Worker-side counterparts are in parity.workloads.cnn.cases.
 """
 
 from __future__ import annotations
@@ -320,10 +320,10 @@ def _dtype(saved: dict, v: str) -> str:
 
 
 def _float32(saved: dict, mixed: str) -> str:
-    """What a mixed-precision variant is compared with: the same variant in float32 ('shard_map' for
-    'shard_map+bf16', 'jit+pool' for 'jit+bf16+pool'), else the framework's first float32 one."""
+    """What a mixed-precision variant is compared with: its declared float32 counterpart (Variant.float32:
+    'shard_map' for 'shard_map+bf16', 'jit+pool' for 'jit+bf16+pool'), else the framework's first float32 one."""
     f32 = [v for v in _variants(saved) if _dtype(saved, v) == "float32"]
-    same = mixed.replace("+bf16", "")
+    same = str(saved.get(f"traj/{mixed}/float32", ""))
     return same if same in f32 else f32[0]
 
 
