@@ -457,6 +457,10 @@ def test_the_elementwise_pool_in_mixed_precision_keeps_the_trajectory(weights):
     assert len(rows) == 3 and all(r["passed"] for r in rows), rows
     saved = {f"traj/{v}/loss": np.ones(2) for v in ("jit", "jit+pool", "jit+bf16", "jit+bf16+pool")}
     saved.update({f"traj/{v}/dtype": np.array("bfloat16") for v in ("jit+bf16", "jit+bf16+pool")})
+    # each mixed variant's counterpart as the worker saves it: its declared float32 (Variant.float32)
+    saved.update(
+        {f"traj/{v.name}/float32": np.array(v.float32) for v in jax_impl.variants("cnn_train", 1) if v.float32}
+    )
     assert [_float32(saved, v) for v in ("jit+bf16", "jit+bf16+pool")] == ["jit", "jit+pool"]
 
 
