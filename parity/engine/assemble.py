@@ -50,8 +50,8 @@ def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, t
             if v.dtype == "bfloat16" and not hello[wk]["native_bf16"]:
                 # emulated bfloat16 would only show a slower configuration; the table says why it is absent
                 cap = isa_capped_below_bf16(w.env) if cfg.device == "cpu" else None
-                why = f"{cap} caps the CPU below bfloat16" if cap else f"{hello[wk]['device_kind']} has none"
-                said["skipped_bf16"] = f"'+bf16' variants not run (no native bfloat16): {why}"
+                reason = f"{cap} caps the CPU below bfloat16" if cap else f"{hello[wk]['device_kind']} has none"
+                said["skipped_bf16"] = f"'+bf16' variants not run (no native bfloat16): {reason}"
                 continue
             shown = v.name if w.setting == "default" else f"{v.name}+{w.setting}"
             key = f"{kind.name}-{wk}-{v.name}-r{n}{tag}".replace("+", "_")
