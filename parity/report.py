@@ -177,8 +177,17 @@ def report_main(argv: list[str] | None = None) -> int:
         "kind of row it has) or one kind of row (cnn_train, cnn_infer)",
     )
     ap.add_argument("--out", type=Path, help="also write merged.json, merged.csv, merged.md and merged.png here")
+    ap.add_argument(
+        "--readme",
+        action="store_true",
+        help="print instead the README's results table (Markdown, one file per machine class: its folder's name)",
+    )
     args = ap.parse_args(argv)
     try:
+        if args.readme:
+            from parity.output.readme import readme_main
+
+            return readme_main(args)
         return _report(args)
     except KeyboardInterrupt:
         print("interrupted; nothing written", file=sys.stderr)

@@ -1,0 +1,153 @@
+"""The README's results table, made from shipped results files: per machine class and workload x replicas x number
+format, each framework's best row, each other framework's best over the reference's with its 95% interval, and the
+parity verdict; then, per file, the machine and the command that made it.
+
+A file's machine class is the name of its folder (`docs/results/zen4/cpu-default.json`: `zen4`); the folder's
+README.md says what that class is. The README holds the block between BEGIN and END; BEGIN names the files, so
+`tests/test_readme.py` can make the block again and fail where the two differ."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from parity.common import frameworks
+from parity.judging import summary
+from parity.output.cells import md_table, time_cell
+from parity.output.files import ResultsError, load_results
+
+COMMAND = "python -m parity.report --readme"
+BEGIN = "<!-- results table: {command} {files} -->"
+END = "<!-- end of results table -->"
+_BEGIN = re.compile(r"<!-- results table: python -m parity\.report --readme (?P<files>[^>]*?) -->")
+
+
+def machine_class(path: Path) -> str:
+    """The class a results file stands for: its folder's name."""
+    return path.parent.name
+
+
+def _ratio_cell(num: dict, den: dict) -> str:
+    q = summary.ratio(num, den)
+    if q.low is None:
+        return f"{q.ratio:.2f}x (" + ("no raw times" if not num.get("times_s") else f"{min(q.calls)} calls") + ")"
+    return f"{q.ratio:.2f}x ({q.low:.2f}-{q.high:.2f})" + (", no difference" if q.contains_one() else "")
+
+
+def _lines(cls: str, doc: dict, fws: list[str]) -> list[tuple[str, ...]]:
+    """One line per group of one file, in the columns of `fws` (every file's frameworks, in the table's order); a
+    ratio divides by the group's reference, the first framework with a row there, named in the cell where that is
+    not the first column's."""
+    out = []
+    for wl, n, dtype in summary.groups(doc["rows"]):
+        b = summary.bests(doc["rows"], wl, n, dtype)
+        ref = next(iter(b))
+        said = "" if ref == fws[0] else f", over {frameworks.short(ref)}"
+        cells = [f"{b[fw]['variant']} {time_cell(b[fw]['median_s'])}" if fw in b else "-" for fw in fws]
+        ratios = [_ratio_cell(b[fw], b[ref]) + said if fw in b and fw != ref else "-" for fw in fws[1:]]
+        out.append((cls, wl, str(n), dtype, *cells, *ratios, summary.verdict(doc, wl, n, dtype)))
+    return out
+
+
+def _command(doc: dict) -> str:
+    """The run's command as recorded, without where it wrote its files."""
+    argv, out = list(doc["env"].get("argv") or []), []
+    while argv:
+        a = argv.pop(0)
+        if a == "--out" and argv:
+            argv.pop(0)
+        elif not a.startswith("--out="):
+            out.append(a)
+    return " ".join(out)
+
+
+def _source(cls: str, path: Path, doc: dict) -> tuple[str, ...]:
+    """The file's line in the sources table: where it is, the command and commit, the host, what passed, versions."""
+    env, rows = doc["env"], doc["rows"]
+    checks = doc.get("checks") or []
+    judged = [c for c in checks if c.get("passed") is not None]
+    workers = env.get("frameworks") or {}
+    versions = "; ".join(
+        f"{frameworks.short(k)}: " + ", ".join(f"{n} {v}" for n, v in workers[k].get("versions", {}).items())
+        for k in summary.frameworks_in(rows)
+        if k in workers
+    )
+    passed = f"{sum(c['passed'] for c in judged)} of {len(checks)} passed"
+    if len(judged) < len(checks):
+        passed += f", {len(checks) - len(judged)} not judged"
+    return (
+        cls,
+        path.as_posix(),
+        f"{_command(doc)} at {env.get('git_commit', '?')}",
+        f"{env.get('host_cpu', '?')}, {env.get('host_cores', '?')} cores",
+        f"{sum(r['verified'] for r in rows)} of {len(rows)}",
+        passed,
+        versions,
+    )
+
+
+SOURCES = ("machine", "file", "command at commit", "host", "rows verified", "checks", "versions")
+
+
+def block(paths: list[Path]) -> str:
+    """The README's results block for `paths` (as given, relative to the README), markers included. Raises
+    ResultsError for a file that is not a results file, or two files of one machine class."""
+    docs = [(machine_class(p), p, load_results(p)) for p in paths]
+    classes = [c for c, _, _ in docs]
+    if len(set(classes)) < len(classes):
+        twice = sorted({c for c in classes if classes.count(c) > 1})
+        raise ResultsError(f"two files of one machine class (folder) {', '.join(twice)}: give one file per class")
+    fws = frameworks.ordered(r["framework"] for _, _, d in docs for r in d["rows"])
+    head = ("machine", "workload", "replicas", "format", *(f"{frameworks.short(fw)} best" for fw in fws))
+    head += (*(f"{frameworks.over(fw, fws[0])} (95% CI)" for fw in fws[1:]), "parity")
+    body = [line for cls, _, doc in docs for line in _lines(cls, doc, fws)]
+    said = ", ".join(f"{frameworks.over(fw, fws[0])}" for fw in fws[1:])
+    how = (
+        f"{said}: the best row's median time over the best {frameworks.short(fws[0])} row's (below 1: faster than "
+        f"{frameworks.short(fws[0])}), with a 95% bootstrap interval paired by interleaving round "
+        "([docs/statistics.md](docs/statistics.md)); an interval that holds 1 is no difference measurable there. "
+        if fws[1:]
+        else ""
+    )
+    return "\n".join(
+        [
+            BEGIN.format(command=COMMAND, files=" ".join(p.as_posix() for p in paths)),
+            md_table(head, body),
+            "",
+            how + "Each cell names the variant that was best; `parity` is the parity checks' verdict for that group.",
+            "",
+            md_table(SOURCES, [_source(cls, p, doc) for cls, p, doc in docs]),
+            END,
+        ]
+    )
+
+
+def files_named(text: str) -> list[Path]:
+    """The files a README's results block was made from, read off its BEGIN marker. Raises ValueError where the
+    text holds no block."""
+    m = _BEGIN.search(text)
+    if not m or END not in text[m.end() :]:
+        raise ValueError(f"no results block ('{COMMAND} FILES' between its markers)")
+    return [Path(f) for f in m.group("files").split()]
+
+
+def shown(text: str) -> str:
+    """The results block a README holds, markers included. Raises ValueError where it holds none."""
+    files_named(text)
+    start = _BEGIN.search(text).start()
+    return text[start : text.index(END, start) + len(END)]
+
+
+def readme_main(args) -> int:
+    """`python -m parity.report --readme FILES`: print the block; a bad file is one line and exit 2."""
+    others = [f for f, v in (("--baseline", args.baseline), ("--workload", args.workload), ("--out", args.out)) if v]
+    if others or args.no_article:
+        print(f"error: --readme takes only results files, not {', '.join(others or ['--no-article'])}", file=sys.stderr)
+        return 2
+    try:
+        print(block(args.files))
+    except (ResultsError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0

@@ -1,0 +1,100 @@
+"""The README's results table is the project's own tool's output for the results files it names: made again here
+from the shipped files, it must read the same. No TensorFlow or JAX starts."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from parity import report
+from parity.common import frameworks
+from parity.output import readme
+
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+SHIPPED = json.loads((ROOT / "docs/results/zen4/cpu-default.json").read_text())["rows"][0]
+
+
+def test_the_readme_table_is_the_shipped_files_table(monkeypatch):
+    text = README.read_text()
+    files = readme.files_named(text)
+    assert files, "the README's results block names no results file"
+    monkeypatch.chdir(ROOT)  # the block names the files relative to the README
+    assert readme.shown(text) == readme.block(files), (
+        "README.md's results table differs from its files': run `"
+        + readme.COMMAND
+        + " "
+        + " ".join(p.as_posix() for p in files)
+        + "` and paste its output between the markers"
+    )
+
+
+def test_every_file_the_readme_names_is_one_machine_class_folder_under_docs_results():
+    files = readme.files_named(README.read_text())
+    assert all(p.parts[:2] == ("docs", "results") and len(p.parts) == 4 for p in files), files
+    assert all((ROOT / p).is_file() and (ROOT / p.parent / "README.md").is_file() for p in files), files
+
+
+def _row(fw: str, median_s: float, wl: str = "conv", variant: str = "op", **kw) -> dict:
+    """A verified row of five equal calls in rounds 0-4, its other fields a shipped file's first row's."""
+    row = {**SHIPPED, "workload": wl, "framework": fw, "variant": variant, "replicas": 1, "dtype": "float32"}
+    row.update(tuned=False, verified=True, median_s=median_s, times_s=[median_s] * 5, rounds=list(range(5)), reps=5)
+    return {**row, **kw}
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    env = {"schema_version": 3, "device": "cpu", "argv": ["python", "-m", "parity.run", "--out", "/tmp/x"]}
+    env.update(host_cpu="Some CPU", host_cores=2, git_commit="abc1234", frameworks={})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"env": env, "rows": rows, "checks": []}))
+    return path
+
+
+@pytest.fixture
+def three(monkeypatch):
+    """A third framework after today's two, as the frameworks' table would hold it."""
+    third = frameworks.Framework("kjax", "Keras (JAX)", "Keras-JAX", "kjax_impl", ("keras",), "tab:green")
+    table = {**frameworks.TABLE, third.key: third}
+    monkeypatch.setattr(frameworks, "TABLE", table)
+    monkeypatch.setattr(frameworks, "KEYS", tuple(table))
+
+
+def test_a_column_per_framework_of_any_file_and_a_line_per_class_and_group(tmp_path, monkeypatch, three):
+    monkeypatch.chdir(tmp_path)
+    a = _write(Path("r/one/cpu-default.json"), [_row("tf", 0.2), _row("jax", 0.1), _row("kjax", 0.3)])
+    b = _write(Path("r/two/cpu-default.json"), [_row("jax", 0.4), _row("kjax", 0.2)])
+    lines = readme.block([a, b]).splitlines()
+    assert lines[1] == (
+        "| machine | workload | replicas | format | TF best | JAX best | Keras-JAX best "
+        "| JAX/TF (95% CI) | Keras-JAX/TF (95% CI) | parity |"
+    )
+    assert lines[3].startswith("| one | conv | 1 | float32 | op 200.00 ms | op 100.00 ms | op 300.00 ms ")
+    assert "| 0.50x (0.50-0.50) | 1.50x (1.50-1.50) |" in lines[3]
+    # no TF row in the second file: its ratio divides by the next framework that has one, and says so
+    assert lines[4].startswith("| two | conv | 1 | float32 | - | op 400.00 ms | op 200.00 ms | - ")
+    assert "| 0.50x (0.50-0.50), over JAX |" in lines[4]
+    assert "| python -m parity.run at abc1234 |" in lines[-3]  # where it wrote its files left out
+
+
+def test_the_markers_name_the_files_and_read_back(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    a = _write(Path("r/one/cpu-default.json"), [_row("tf", 0.2), _row("jax", 0.1)])
+    text = "# title\n\n" + readme.block([a]) + "\n\nmore\n"
+    assert readme.files_named(text) == [a] and readme.shown(text) == readme.block([a])
+    with pytest.raises(ValueError, match="no results block"):
+        readme.files_named("# a README without one\n")
+
+
+def test_the_command_prints_the_block_and_refuses_what_it_cannot_use(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    a = _write(Path("r/one/cpu-default.json"), [_row("tf", 0.2), _row("jax", 0.1)])
+    assert report.report_main(["--readme", str(a)]) == 0
+    assert capsys.readouterr().out == readme.block([a]) + "\n"
+    b = _write(Path("r/one/other.json"), [_row("tf", 0.2)])
+    assert report.report_main(["--readme", str(a), str(b)]) == 2
+    assert "two files of one machine class (folder) one" in capsys.readouterr().err
+    Path("bad.json").write_text("{")
+    assert report.report_main(["--readme", "bad.json"]) == 2
+    assert "bad.json: not JSON" in capsys.readouterr().err
+    assert report.report_main(["--readme", "--out", "o", str(a)]) == 2
+    assert "--readme takes only results files, not --out" in capsys.readouterr().err
