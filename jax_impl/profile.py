@@ -105,14 +105,16 @@ def _scope(op: str, scopes: dict[str, str]) -> str:
     return scopes[op] if op in scopes else scopes.get(op.partition("__")[0], op)
 
 
-def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, float]]:
-    """The XLA ops of the trace in `directory` as (scope, seconds). XLA:CPU's trace names each op by its HLO
+def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, float, float, str]]:
+    """The XLA ops of the trace in `directory` as (scope, seconds, start_s, thread), one per event: start_s from
+    the trace's first op, thread the profiler's line it ran on. XLA:CPU's trace names each op by its HLO
     instruction ('fusion.12', 'convolution.3'); `program` (the compiled HLO's text) maps each to its metadata
     op_name, which holds the named scopes ('jit(_train_step)/transpose(jvp(conv2))/conv_general_dilated'). An op
-    run piecewise on several threads is counted on each: the sum can exceed the call's wall time. Where a device
-    plane ('/device:GPU:0') holds ops, only its kernels count: the host's events for the same ops are launches. A
-    kernel run inside a command buffer (a CUDA graph) is annotated with the buffer, not its op: its kernel name,
-    which XLA:GPU derives from the fusion's ('loop_add_fusion.17' -> 'loop_add_fusion_17'), maps it."""
+    run piecewise on several threads is an event on each: their seconds can add up to more than the call's wall
+    time (parity.judging.layers splits each instant among the threads instead). Where a device plane
+    ('/device:GPU:0') holds ops, only its kernels count: the host's events for the same ops are launches. A kernel
+    run inside a command buffer (a CUDA graph) is annotated with the buffer, not its op: its kernel name, which
+    XLA:GPU derives from the fusion's ('loop_add_fusion.17' -> 'loop_add_fusion_17'), maps it."""
     from pathlib import Path
 
     from jax.profiler import ProfileData
@@ -122,10 +124,11 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
         return []
     scopes = hlo_scopes(program or "")
     kernels = {_KERNEL_NAME.sub("_", name): scope for name, scope in scopes.items()}
-    host, device = [], []
+    host, device = [], []  # (scope, duration ns, start ns, thread)
     for plane in ProfileData.from_file(str(files[-1])).planes:
         ops = device if plane.name.startswith("/device:") else host
         for line in plane.lines:
+            thread = f"{plane.name}/{line.name}"
             for ev in line.events:
                 if not (op := _hlo_op(dict(ev.stats))):
                     continue
@@ -133,5 +136,7 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
                     scope = kernels.get(ev.name, op)
                 else:
                     scope = _scope(op, scopes)
-                ops.append((scope, ev.duration_ns * 1e-9))
-    return device or host
+                ops.append((scope, ev.duration_ns, ev.start_ns, thread))
+    ops = device or host
+    t0 = min((start for _, _, start, _ in ops), default=0)
+    return [(scope, ns * 1e-9, (start - t0) * 1e-9, thread) for scope, ns, start, thread in ops]

@@ -1,8 +1,10 @@
 """Per-layer attribution from profiled op names (parity.judging.layers): both frameworks' naming, without them."""
 
+import numpy as np
 import pytest
 
-from parity.judging.layers import attribute, classify
+from parity.judging import layers
+from parity.judging.layers import attribute, classify, wall_split
 from parity.workloads.cnn import CNN_LAYERS
 
 
@@ -33,12 +35,12 @@ def test_each_frameworks_op_names_map_onto_the_same_layers(scope, expected):
 def test_a_layer_made_ten_times_heavier_comes_out_on_top_with_coverage():
     ops = [("a/conv1/convolution", 0.01), ("a/conv2/convolution", 0.10), ("gradient_tape/a/conv2/x", 0.02)]
     ops += [("a/bn1/mul", 0.01), ("adam/update", 0.005), ("something_else", 0.005)]
-    layers, coverage = attribute(ops, per=2, median_s=0.20, layers=CNN_LAYERS)
-    top = max(layers, key=lambda r: r["seconds"])
+    rows, coverage = attribute(ops, per=2, median_s=0.20, layers=CNN_LAYERS)
+    top = max(rows, key=lambda r: r["seconds"])
     assert (top["layer"], top["pass"]) == ("conv2", "forward") and top["seconds"] == pytest.approx(0.05)
-    assert sum(r["share"] for r in layers) == pytest.approx(1.0)
+    assert sum(r["share"] for r in rows) == pytest.approx(1.0)
     assert coverage == pytest.approx(0.15 / 0.20)
-    assert [r["layer"] for r in layers][:3] == ["bn1", "conv1", "conv2"]  # the model's order
+    assert [r["layer"] for r in rows][:3] == ["bn1", "conv1", "conv2"]  # the model's order
 
 
 HLO = """HloModule jit__train_step
@@ -120,3 +122,119 @@ def test_ops_that_xla_left_without_metadata_take_the_one_backward_pass_their_dat
     assert layer["wrapped_reduce-window"] == layer["wrapped_iota"] == layer["gte"] == ("pool1", "backward")
     assert "mixed" not in layer  # two layers' backward passes meet: not guessed, 'other'
     assert "zero" not in layer  # a constant shared by both groups neither joins nor bridges them
+
+
+# ---- wall time: each instant split among the ops running at it --------------------------------------------------
+
+
+def test_an_op_run_piecewise_on_two_threads_takes_its_wall_time_once():
+    ops = [("a/conv1/x", 1.0, 0.0, "t1"), ("a/conv1/x", 1.0, 0.0, "t2")]  # the same op, its halves on two threads
+    assert wall_split(ops) == [0.5, 0.5]
+    (row,), cpu = attribute(ops, per=1, median_s=1.0, layers=CNN_LAYERS)
+    assert (row["wall_s"], row["seconds"], cpu) == (1.0, 2.0, 2.0)  # CPU time counts each thread's half
+
+
+def test_two_ops_at_once_share_the_instants_they_overlap_in():
+    # conv1 on one thread over [0, 4]; bn1 on the other over [1, 3]: [1, 3] is split half and half
+    ops = [("a/conv1/x", 4.0, 0.0, "t1"), ("a/bn1/mul", 2.0, 1.0, "t2")]
+    assert wall_split(ops) == [pytest.approx(3.0), pytest.approx(1.0)]
+    rows, cpu = attribute(ops, per=2, median_s=4.0, layers=CNN_LAYERS)  # two steps in the profiled call of 4 s
+    wall = {r["layer"]: r["wall_s"] for r in rows}
+    assert wall == {"bn1": pytest.approx(0.5), "conv1": pytest.approx(1.5)}  # per step
+    assert layers.coverage({"layers": rows, "profile_coverage": cpu}) == (pytest.approx(1.0), pytest.approx(1.5))
+
+
+def test_a_nested_event_pre_empts_its_parent_on_its_thread():
+    ops = [("parent", 10.0, 0.0, "t"), ("child", 3.0, 2.0, "t"), ("sibling", 2.0, 6.0, "t")]
+    assert wall_split(ops) == [pytest.approx(5.0), pytest.approx(3.0), pytest.approx(2.0)]
+    # overlapping without nesting: the later start takes over, nothing is counted twice
+    assert wall_split([("a", 5.0, 0.0, "t"), ("b", 5.0, 3.0, "t")]) == [pytest.approx(3.0), pytest.approx(5.0)]
+
+
+def test_an_instant_when_no_op_runs_is_nobodys():
+    ops = [("a/conv1/x", 1.0, 0.0, "t1"), ("a/conv2/x", 1.0, 3.0, "t1")]  # idle over [1, 3]
+    rows, cpu = attribute(ops, per=1, median_s=4.0, layers=CNN_LAYERS)
+    assert sum(r["wall_s"] for r in rows) == pytest.approx(2.0)
+    assert layers.coverage({"layers": rows, "profile_coverage": cpu}) == (pytest.approx(0.5), pytest.approx(0.5))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_wall_shares_add_up_to_the_time_any_op_ran(seed):
+    rng = np.random.default_rng(seed)
+    ops = [(f"op{i}", float(rng.uniform(0, 2)), float(rng.uniform(0, 10)), f"t{rng.integers(3)}") for i in range(60)]
+    shares = wall_split(ops)
+    busy = np.zeros(12_000, bool)  # the union of the ops' intervals on a 1 ms grid
+    for _, d, s, _ in ops:
+        busy[round(s * 1000) : round((s + d) * 1000)] = True
+    assert sum(shares) == pytest.approx(busy.sum() / 1000, abs=0.061)  # 60 ends, each within half a grid step
+    assert all(0 <= w <= op[1] + 1e-12 for w, op in zip(shares, ops, strict=True))
+
+
+def test_ops_without_their_times_have_no_wall_figure():
+    rows, cpu = attribute([("a/conv1/x", 0.2), ("a/conv1/y", 0.2)], per=1, median_s=0.2, layers=CNN_LAYERS)
+    assert "wall_s" not in rows[0] and cpu == pytest.approx(2.0)
+    assert layers.coverage({"layers": rows, "profile_coverage": cpu}) == (None, pytest.approx(2.0))
+    (conv,), _ = layers.one_op("conv", [("conv", 1.0, 0.0, "t1"), ("conv", 1.0, 0.5, "t2")], 1.5)
+    assert (conv["seconds"], conv["wall_s"]) == (2.0, pytest.approx(1.5))
+
+
+def _group(seconds: dict[str, dict[tuple[str, str], tuple[float, float | None]]]):
+    """The per-layer table of rows profiled per framework as {(layer, pass): (CPU s, wall s or None)}."""
+    rows = []
+    for fw, lines in seconds.items():
+        ly = [
+            {"layer": k[0], "pass": k[1], "seconds": c, "share": 0.0} | ({"wall_s": w} if w else {})
+            for k, (c, w) in lines.items()
+        ]
+        cpu = sum(c for c, _ in lines.values()) / 0.1
+        rows.append(
+            {
+                "framework": fw,
+                "workload": "cnn_train",
+                "variant": "fit",
+                "replicas": 1,
+                "dtype": "float32",
+                "median_s": 0.1,
+                "verified": True,
+                "layers": ly,
+                "profile_coverage": cpu,
+            }
+        )
+    return rows
+
+
+def test_the_table_shows_wall_then_cpu_time_and_loses_most_reads_the_wall_figure():
+    from parity.output import tables
+
+    rows = _group(
+        {
+            "tf": {("conv1", "forward"): (0.010, 0.008), ("conv1", "backward"): (0.030, 0.020)},
+            # JAX's conv1 forward costs the most CPU time beyond TF's, its backward the most wall time
+            "jax": {("conv1", "forward"): (0.060, 0.010), ("conv1", "backward"): (0.040, 0.035)},
+        }
+    )
+    (g,) = tables.layer_groups({"rows": rows})
+    assert g.columns == ("layer", "pass", "TF wall ms", "JAX wall ms", "TF CPU ms", "JAX CPU ms", "JAX/TF")
+    assert g.body[0] == ("conv1", "forward", "8.00", "10.00", "10.00", "60.00", "1.25")
+    assert g.said.startswith("jax loses most in conv1 backward (+15.00 ms)")
+    assert "28% wall, 40% CPU" in g.title and "jax fit 45% wall, 100% CPU" in g.title
+
+
+def test_each_frameworks_trace_gives_its_ops_with_start_and_thread(impl, tmp_path):
+    """A real trace of one small conv: every op timed, its wall share within the traced call's wall time."""
+    import time
+
+    mod, devices = impl
+    rng = np.random.default_rng(0)
+    images, kernels = rng.normal(size=(8, 32, 32, 3)), rng.normal(size=(3, 3, 3, 16))
+    variant = mod.variants("conv", 1)[0].name
+    p = mod.prepare_conv(variant, images.astype(np.float32), kernels.astype(np.float32), devices[:1])
+    mod.block(p.run())
+    with mod.trace(str(tmp_path)):
+        t0 = time.perf_counter()
+        mod.block(p.run())
+        wall = time.perf_counter() - t0
+    ops = mod.trace_ops(str(tmp_path), p.program())
+    assert ops and all(len(op) == 4 and op[1] >= 0 and op[2] >= 0 and isinstance(op[3], str) for op in ops)
+    (row,), _ = layers.one_op("conv", ops, wall)
+    assert 0 < row["wall_s"] <= wall and row["wall_s"] <= row["seconds"] + 1e-12

@@ -1,11 +1,17 @@
-"""Per-layer attribution: each framework's profiled ops mapped onto the model's own layer names and a pass.
+"""Per-layer attribution: each framework's profiled ops mapped onto the model's own layer names and a pass, in
+wall time and in CPU time.
 
-The implementations trace one call with their own profiler and return its ops as (scope, seconds): the scope is
-the op's framework name, which holds the layer it came from (Keras names its ops after its layers; the JAX
-implementation runs each layer in a `jax.named_scope` of Keras's layer name, which lands in the HLO metadata).
-Here those scopes become (layer, pass): the layer is the innermost scope token that names one of the model's
-layers, the pass is 'backward' for gradient ops ('transpose(' in JAX's names, 'gradient' or 'Backprop' in
+The implementations trace one call with their own profiler and return its ops as (scope, seconds, start_s,
+thread): the scope is the op's framework name, which holds the layer it came from (Keras names its ops after its
+layers; the JAX implementation runs each layer in a `jax.named_scope` of Keras's layer name, which lands in the HLO
+metadata). Here those scopes become (layer, pass): the layer is the innermost scope token that names one of the
+model's layers, the pass is 'backward' for gradient ops ('transpose(' in JAX's names, 'gradient' or 'Backprop' in
 TensorFlow's), 'optimizer' for the update, else 'forward'; what names no layer is ('other', its pass).
+
+Two figures per layer and pass. CPU time ('seconds'): the ops' durations summed over every thread, so an op run
+piecewise on several threads, or two ops at once on two, count each thread's part; they can add up to more than the
+call took. Wall time ('wall_s', where the ops carry their start and thread; wall_split): each instant of the call
+divided equally among the threads running an op at that instant, so the layers add up to the time any op ran.
 """
 
 from __future__ import annotations
@@ -48,29 +54,114 @@ def classify(scope: str, layers: Sequence[str] = ()) -> tuple[str, str]:
     return layer, "backward" if backward else "forward"
 
 
+Op = tuple  # (scope, seconds) or (scope, seconds, start_s, thread): one profiled op, as trace_ops returns it
+
+
+def timed(ops: Sequence[Op]) -> bool:
+    """Whether every op carries its start and thread (a wall-time split is possible); older traces' ops are
+    (scope, seconds) only."""
+    return bool(ops) and all(len(op) >= 4 for op in ops)
+
+
+def wall_split(ops: Sequence[Op]) -> list[float]:
+    """Each op's share of the wall time, in the order of `ops` ((scope, seconds, start_s, thread) each).
+
+    On one thread, the op started last among those running holds the thread (an op nested inside another, as a
+    profiler's child event, pre-empts its parent; ops that merely overlap hand over at the later start). Across
+    threads, each elementary interval between those segments' ends is divided equally among the threads busy in it:
+    an op run piecewise on two threads gets half of each instant from each. The shares add up to the union of the
+    ops' intervals, the time any op ran; an instant when nothing ran is nobody's."""
+    by_thread: dict[str, list[int]] = defaultdict(list)
+    for i, op in enumerate(ops):
+        by_thread[op[3]].append(i)
+    segments: list[tuple[int, float, float]] = []  # (op, start, end), disjoint on each thread
+    for idx in by_thread.values():
+        idx.sort(key=lambda i: (ops[i][2], -ops[i][1]))
+        stack: list[int] = []  # the ops running on this thread, innermost last
+        at = float("-inf")
+        for i in idx:
+            begin = ops[i][2]
+            while stack and (e := ops[stack[-1]][2] + ops[stack[-1]][1]) <= begin:
+                if e > at:
+                    segments.append((stack[-1], at, e))
+                    at = e
+                stack.pop()
+            if stack and begin > at:
+                segments.append((stack[-1], at, begin))
+            stack.append(i)
+            at = max(at, begin)
+        while stack:
+            if (e := ops[stack[-1]][2] + ops[stack[-1]][1]) > at:
+                segments.append((stack[-1], at, e))
+                at = e
+            stack.pop()
+    busy: dict[float, int] = defaultdict(int)  # the change in busy threads at each segment end
+    for _, a, b in segments:
+        busy[a] += 1
+        busy[b] -= 1
+    points = sorted(busy)
+    # share(t): the wall time one busy thread is due up to t (the integral of 1 / busy threads)
+    share, n, acc = {}, 0, 0.0
+    for t0, t1 in zip(points, points[1:] + points[-1:], strict=True):
+        share[t0] = acc
+        n += busy[t0]
+        if n:
+            acc += (t1 - t0) / n
+    out = [0.0] * len(ops)
+    for i, a, b in segments:
+        out[i] += share[b] - share[a]
+    return out
+
+
 def attribute(
-    ops: list[tuple[str, float]], per: int, median_s: float | None, layers: Sequence[str]
+    ops: Sequence[Op], per: int, median_s: float | None, layers: Sequence[str]
 ) -> tuple[list[dict], float | None]:
-    """The row's `layers` ({layer, pass, seconds, share}: seconds per step or call, share of the attributed
-    time) from the profiled call's ops, `per` steps (or calls) in it, onto the model's `layers` (in order); and
-    `profile_coverage`, the attributed time per call over the row's measured median (None without one)."""
-    total: dict[tuple[str, str], float] = defaultdict(float)
-    for scope, seconds in ops:
-        total[classify(scope, layers)] += seconds
-    whole = sum(total.values())
+    """The row's `layers` from the profiled call's ops, `per` steps (or calls) in it, onto the model's `layers` (in
+    order): {layer, pass, seconds (CPU time per step or call: durations summed over threads), share (of that
+    CPU time), wall_s (wall time per step or call: wall_split; only where every op carries its start and
+    thread)}; and `profile_coverage`, the CPU time per call over the row's measured median (None without one;
+    coverage() gives the wall figure's too)."""
+    cpu: dict[tuple[str, str], float] = defaultdict(float)
+    wall: dict[tuple[str, str], float] = defaultdict(float)
+    keys = [classify(op[0], layers) for op in ops]
+    for key, op in zip(keys, ops, strict=True):
+        cpu[key] += op[1]
+    if timed(ops):
+        for key, w in zip(keys, wall_split(ops), strict=True):
+            wall[key] += w
+    whole = sum(cpu.values())
     order = {name: i for i, name in enumerate((*layers, "optimizer", "other"))}
     rows = [
-        {"layer": layer, "pass": p, "seconds": s / per, "share": s / whole if whole else 0.0}
-        for (layer, p), s in sorted(total.items(), key=lambda kv: (order.get(kv[0][0], 99), PASSES.index(kv[0][1])))
+        {
+            "layer": layer,
+            "pass": p,
+            "seconds": s / per,
+            "share": s / whole if whole else 0.0,
+            **({"wall_s": wall[layer, p] / per} if wall else {}),
+        }
+        for (layer, p), s in sorted(cpu.items(), key=lambda kv: (order.get(kv[0][0], 99), PASSES.index(kv[0][1])))
     ]
-    # ops that overlap in time (TensorFlow's inter-op threads) can make this exceed 1
     return rows, (whole / median_s if median_s else None)
 
 
-def side_by_side(rows: dict[str, dict], layers: Sequence[str] = ()) -> list[tuple[str, str, tuple[float | None, ...]]]:
+def coverage(row: dict) -> tuple[float | None, float | None]:
+    """A profiled row's (wall, CPU) coverage: the layers' wall time, and their CPU time, over the row's median.
+    The wall figure is None where the layers have none (ops without their start and thread: older files); the
+    CPU figure is the row's profile_coverage, the wall one follows from it by the layers' two sums."""
+    cpu, lines = row.get("profile_coverage"), row.get("layers") or []
+    if cpu is None or not lines or any("wall_s" not in r for r in lines):
+        return None, cpu
+    total = sum(r["seconds"] for r in lines)
+    return (cpu * sum(r["wall_s"] for r in lines) / total if total else None), cpu
+
+
+def side_by_side(
+    rows: dict[str, dict], layers: Sequence[str] = (), figure: str = "seconds"
+) -> list[tuple[str, str, tuple[float | None, ...]]]:
     """(layer, pass, seconds) for every layer and pass any of `rows` (framework -> its profiled row) holds, in the
-    model's order (`layers`), the seconds one per framework in `rows`' order (None where its profile has none)."""
-    per = [{(r["layer"], r["pass"]): r["seconds"] for r in row.get("layers") or []} for row in rows.values()]
+    model's order (`layers`), the seconds one per framework in `rows`' order (None where its profile has none);
+    `figure`: which, 'seconds' (CPU time) or 'wall_s' (wall time)."""
+    per = [{(r["layer"], r["pass"]): r.get(figure) for r in row.get("layers") or []} for row in rows.values()]
     keys = list(dict.fromkeys(k for p in per for k in p))
     order = {name: i for i, name in enumerate((*layers, "optimizer", "other"))}
     keys.sort(key=lambda k: (order.get(k[0], 99), PASSES.index(k[1])))
@@ -96,7 +187,9 @@ def loses_most(
     return out
 
 
-def one_op(name: str, ops: list[tuple[str, float]], median_s: float) -> tuple[list[dict], float]:
-    """An operation's row (the conv, the matmul): every profiled op is its one op, forward."""
-    total = sum(s for _, s in ops)
-    return [{"layer": name, "pass": "forward", "seconds": total, "share": 1.0}], total / median_s
+def one_op(name: str, ops: Sequence[Op], median_s: float) -> tuple[list[dict], float]:
+    """An operation's row (the conv, the matmul): every profiled op is its one op, forward; its CPU time, and its
+    wall time where the ops carry their start and thread (see attribute)."""
+    total = sum(op[1] for op in ops)
+    wall = {"wall_s": sum(wall_split(ops))} if timed(ops) else {}
+    return [{"layer": name, "pass": "forward", "seconds": total, "share": 1.0, **wall}], total / median_s

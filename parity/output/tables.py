@@ -121,23 +121,51 @@ def _ms(s: float | None) -> str:
 
 def layer_groups(doc: dict) -> list[LayerGroup]:
     """With --profile: per workload x replicas x format where at least two frameworks' best rows were profiled,
-    the layer x pass lines (ms per step, or per call) and a line naming where each framework loses most."""
+    the layer x pass lines (ms per step, or per call) and a line naming where each framework loses most.
+
+    Wall time first (each instant of the profiled call split among the ops running then: parity.judging.layers),
+    then CPU time (the ops' durations summed over threads), the ratios and "loses most" on the wall figure. A file
+    whose ops carry no start times (older ones) has no wall figure: its columns are the CPU time, and the title
+    says so."""
     out = []
     for wl, n, dtype in summary.groups(doc["rows"]):
         b = {fw: r for fw, r in summary.bests(doc["rows"], wl, n, dtype).items() if r.get("layers")}
         if len(b) < 2:
             continue
-        fws, lines = list(b), layers.side_by_side(b, row_kind(wl)[0].layers)
-        columns = ("layer", "pass", *(f"{short(fw)} ms" for fw in fws), *(over(fw, fws[0]) for fw in fws[1:]))
+        fws, names = list(b), row_kind(wl)[0].layers
+        cpu, wall = layers.side_by_side(b, names), layers.side_by_side(b, names, "wall_s")
+        covered = {fw: layers.coverage(r) for fw, r in b.items()}  # (wall, CPU)
+        walled = [fw for fw in fws if covered[fw][0] is not None]
+        lines = wall if walled else cpu
+        figures = [(*w, c[2]) for w, c in zip(wall, cpu, strict=True)] if walled else [(*c, ()) for c in cpu]
+        columns = (
+            "layer",
+            "pass",
+            *(f"{short(fw)} {'wall ' if walled else ''}ms" for fw in fws),
+            *(f"{short(fw)} CPU ms" for fw in fws if walled),
+            *(over(fw, fws[0]) for fw in fws[1:]),
+        )
         body = [
-            (layer, p, *map(_ms, s), *(f"{x / s[0]:.2f}" if s[0] and x else "-" for x in s[1:]))
-            for layer, p, s in lines
+            (layer, p, *map(_ms, s), *map(_ms, c), *(f"{x / s[0]:.2f}" if s[0] and x else "-" for x in s[1:]))
+            for layer, p, s, c in figures
         ]
-        cov = ", ".join(f"{fw} {r['variant']} {r['profile_coverage']:.0%}" for fw, r in b.items())
-        low = [fw for fw, r in b.items() if (r["profile_coverage"] or 0) < COVERAGE_SAID]
-        title = f"{wl} x{n} {dtype}, per {'step' if trained(wl) else 'call'} (profile coverage: {cov})"
+        if walled:
+            cov = ", ".join(
+                f"{fw} {r['variant']} "
+                + (f"{w:.0%} wall, {c:.0%} CPU" if (w := covered[fw][0]) is not None else f"{c:.0%} CPU, no wall")
+                for fw, r in b.items()
+                if (c := covered[fw][1]) is not None
+            )
+            what = "wall time, then CPU time summed over threads"
+        else:
+            cov = ", ".join(f"{fw} {r['variant']} {r['profile_coverage']:.0%}" for fw, r in b.items())
+            what = "CPU time summed over threads: these profiles carry no op start times, so no wall time"
+        low = [fw for fw, (w, c) in covered.items() if (w if w is not None else c or 0) < COVERAGE_SAID]
+        title = f"{wl} x{n} {dtype}, per {'step' if trained(wl) else 'call'}, {what} (profile coverage: {cov})"
         most = layers.loses_most(lines, fws)
         said = "; ".join(f"{fw} loses most in {ly} {p} (+{g * 1e3:.2f} ms)" for fw, (ly, p, g) in most.items())
+        if walled and len(walled) < len(fws):
+            said += f"; no wall time for {', '.join(fw for fw in fws if fw not in walled)} (no op start times)"
         if low:
             said += f"; coverage below {COVERAGE_SAID:.0%} for {', '.join(low)}: its profile misses time"
         out.append(LayerGroup(title, fws, columns, body, said))
