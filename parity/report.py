@@ -18,6 +18,7 @@ from parity.output.files import (
     write_staged,
     write_text,
 )
+from parity.output.safe import fence, text
 from parity.workloads import WORKLOADS, trained
 
 
@@ -217,11 +218,11 @@ def _report(args) -> int:
     print(cross_table(rows))
     for wl, b in bases.items():
         what = b["source"] if b["reference"] else f"{b['source']} {b['framework']} {b['variant']} x{b['replicas']}"
-        print(f"  * {wl} baseline: {what}")
+        print(text(f"  * {wl} baseline: {what}"))
     for wl in dict.fromkeys(r["workload"] for r in rows):
         if wl not in bases:
             why = f"no verified row matches --baseline {args.baseline}" if baseline else "no verified row"
-            print(f"  * {wl}: {why}: no speedups")
+            print(text(f"  * {wl}: {why}: no speedups"))
     if not args.no_article:
         print("  * reference rows are the 2018 article's own figures, not measured here")
     if args.out:
@@ -232,7 +233,7 @@ def _report(args) -> int:
                 {
                     "merged.json": lambda p: write_json(p, {"files": [n for n, _ in docs], "rows": rows}),
                     "merged.csv": lambda p: write_text(p, csv_text(measured)),
-                    "merged.md": lambda p: write_text(p, "```\n" + cross_table(rows) + "\n```\n"),
+                    "merged.md": lambda p: write_text(p, fence(cross_table(rows))),
                     "merged.png": lambda p: chart(measured, p, "merged results"),
                 },
                 MERGED_FILES,

@@ -284,3 +284,108 @@ def test_report_without_a_baseline_never_names_one(tmp_path, capsys):
     assert report.report_main([str(tmp_path / "a.json"), "--no-article"]) == 0
     out = capsys.readouterr().out
     assert "conv: no verified row: no speedups" in out and "--baseline None" not in out
+
+
+# ---- strings from a results file are shown as plain text, wherever they are shown (parity.output.safe) ----------
+
+ESC = "\x1b]0;PWNED\x07\x1b[2J"  # retitles and clears a terminal that prints it
+
+
+def _report_out(tmp_path, capsys, doc: str, *flags) -> tuple[str, dict[str, str]]:
+    (tmp_path / "a.json").write_text(doc)
+    out = tmp_path / "out"
+    assert report.report_main([str(tmp_path / "a.json"), "--no-article", "--out", str(out), *flags]) == 0
+    said = capsys.readouterr()
+    assert "Traceback" not in said.err
+    return said.out, {p.name: p.read_text() for p in out.glob("merged.*") if p.suffix != ".png"}
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["variant", "framework", "precision", "invalid_reason", "device_kind", "host_cpu", "frameworks.device_kind"],
+)
+def test_a_control_sequence_in_a_results_file_never_reaches_the_terminal_or_markdown(tmp_path, capsys, where):
+    r, env = dict(ROW), {}
+    if where == "invalid_reason":
+        r.update(verified=False, median_s=None, invalid_reason=ESC)
+    elif where == "host_cpu":
+        env["host_cpu"] = ESC
+    elif where == "frameworks.device_kind":
+        env["frameworks"] = {"tf": {"device_kind": ESC, "versions": {}}}
+    else:
+        r[where] = ESC
+    doc = results([r], **env)
+    out, made = _report_out(tmp_path, capsys, doc)
+    for text in (out, *made.values()):  # merged.json holds it as JSON escapes
+        assert "\x1b" not in text and "\x07" not in text
+    assert "\\x1b]0;PWNED\\x07" in out + made["merged.md"] + made["merged.csv"]  # shown, as escapes
+    if where == "invalid_reason":  # compare's verdict names the reason: escaped too
+        (tmp_path / "old.json").write_text(GOOD)
+        (tmp_path / "new.json").write_text(doc)
+        assert compare.main([str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 1
+        out = capsys.readouterr().out
+        assert "\x1b" not in out and "now invalid (\\x1b]0;PWNED\\x07" in out
+
+
+def test_a_newline_in_a_variant_cannot_forge_a_table_line(tmp_path, capsys):
+    forged = "function\nconv   | evil machine | tf | forged | 1 | default | 0.01 ms"
+    out, made = _report_out(tmp_path, capsys, row(variant=forged))
+    table = out.split("  * ")[0].strip().splitlines()
+    assert len(table) == 3 and "function\\nconv" in table[2]  # header, rule, the one row
+    assert not any(line.startswith("conv   | evil") for text in made.values() for line in text.splitlines())
+    assert "function\\nconv" in made["merged.csv"] and "\n" not in made["merged.csv"].splitlines()[1]
+
+
+def test_a_variant_cannot_leave_the_markdown_fence_or_make_html(tmp_path, capsys):
+    evil = "x\n```\n<script>alert(1)</script>\n```` [a](javascript:alert(1))"
+    _, made = _report_out(tmp_path, capsys, row(variant=evil))
+    lines = made["merged.md"].splitlines()
+    fence = lines[0]
+    assert set(fence) == {"`"} and lines.index(fence, 1) == len(lines) - 1  # one fence, closed on the last line
+    assert all(len(line) < len(fence) or set(line) != {"`"} for line in lines[1:-1])
+
+
+def test_results_markdown_escapes_html_links_and_cells():
+    from parity.output.rows import Row
+    from parity.output.tables import markdown
+
+    env = {**ENV, "host_cores": 2, "python": "3.12", "timestamp": "t", "git_commit": "c"}
+    evil = "<script>alert(1)</script> | [a](javascript:alert(1)) `x`"
+    doc = {"env": {**env, "host_cpu": evil}, "rows": [Row(**{**ROW, "variant": evil}).to_dict()], "checks": []}
+    md = markdown(doc)
+    assert "<script" not in md and not re.search(r"(?<!\\)\]\(", md) and "&lt;script>" in md
+    speed = next(line for line in md.splitlines() if line.startswith("| conv | tf"))
+    assert len(re.split(r"(?<!\\)\|", speed)) == 18  # 16 cells: the variant's | escaped
+    assert "\\`x\\`" in md and "host &lt;script>" in md
+
+
+@pytest.mark.parametrize("value", ['=HYPERLINK("http://x","y")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)"])
+def test_a_formula_in_a_results_file_is_text_in_the_csv(tmp_path, capsys, value):
+    _, made = _report_out(tmp_path, capsys, row(variant=value))
+    cell = made["merged.csv"].splitlines()[1]
+    assert f",'{value[:4]}" in cell or f",\"'{value[:4]}" in cell, cell
+
+
+def test_a_string_longer_than_any_results_file_holds_is_refused_at_once(tmp_path, capsys):
+    from parity.output.safe import MAX_TEXT
+
+    (tmp_path / "a.json").write_text(row(variant="v" * 10_000_000))
+    assert report.report_main([str(tmp_path / "a.json"), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "a string of 10000000 characters (vvv" in err and f"at most {MAX_TEXT}" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "out").exists()
+
+
+def test_a_long_string_is_cut_in_a_chart_and_in_what_run_writes(tmp_path):
+    from parity.output import files
+    from parity.output.charts import LABEL
+    from parity.output.safe import MAX_TEXT, text
+
+    assert len(text("v" * 60_000, "chart", LABEL)) == LABEL and text("a$b$", "chart") == "a\\$b\\$"
+    from parity.output.rows import Row
+
+    r = Row(**{**ROW, "invalid_reason": "e" * (MAX_TEXT + 10), "verified": False, "median_s": None}).to_dict()
+    doc = {"env": {**ENV, "host_cores": 2, "python": "3.12", "timestamp": "t", "git_commit": "c"}, "rows": [r]}
+    files.write_all(doc, tmp_path)
+    back = files.load_results(tmp_path / "results.json")  # run never writes what the readers refuse
+    assert len(back["rows"][0]["invalid_reason"]) <= MAX_TEXT and "characters cut" in back["rows"][0]["invalid_reason"]

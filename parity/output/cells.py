@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from parity.output.safe import text
+
 
 def fmt(x, fmt: str, none: str = "-") -> str:
     return none if x is None else format(x, fmt)
@@ -20,6 +22,8 @@ def bytes_cell(n: int | None) -> str:
 
 
 def grid(header, body) -> str:
+    """A terminal table; every cell shown as plain text on one line (parity.output.safe)."""
+    header, body = [text(c) for c in header], [[text(c) for c in b] for b in body]
     widths = [max(len(c), *(len(b[i]) for b in body)) if body else len(c) for i, c in enumerate(header)]
 
     def line(cells):
@@ -29,6 +33,8 @@ def grid(header, body) -> str:
 
 
 def md_table(header, body) -> str:
+    """A Markdown table; every cell escaped so that it stays one cell of plain text (parity.output.safe)."""
+    header, body = [text(c, "markdown") for c in header], [[text(c, "markdown") for c in b] for b in body]
     return "\n".join(
         ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(b) + " |" for b in body]
     )

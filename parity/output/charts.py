@@ -6,6 +6,11 @@ import os
 from pathlib import Path
 
 from parity.common import frameworks
+from parity.output.safe import text
+
+# characters of a label (or a title) a chart shows: a longer one is cut (its layout time grows with its length)
+LABEL, TITLE = 100, 300
+LABELS = ("chart", LABEL)
 
 
 def _save(fig, path: Path, dpi: int) -> bool:
@@ -54,7 +59,8 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
         rs = [r for r in ok if r["workload"] == wl]
         vals = [_throughput(r) for r in rs]
         labels = [
-            f"{r['framework']} {r['variant']} x{r['replicas']} ({r.get('device_kind') or r['device']})" for r in rs
+            text(f"{r['framework']} {r['variant']} x{r['replicas']} ({r.get('device_kind') or r['device']})", *LABELS)
+            for r in rs
         ]
         med = [v[0] for v in vals]
         err = [[max(v[0] - v[1], 0) for v in vals], [max(v[2] - v[0], 0) for v in vals]]
@@ -62,10 +68,10 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
         ax.set_yticks(range(len(rs)), labels, fontsize=8)
         ax.invert_yaxis()
         ax.set_xlabel(vals[0][3])
-        ax.set_title(wl, fontsize=10, loc="left")
+        ax.set_title(text(wl, "chart", LABEL), fontsize=10, loc="left")
         ax.grid(axis="x", alpha=0.3)
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(text(title, "chart", TITLE), fontsize=10)
     return _save(fig, path, 110)
 
 
@@ -90,6 +96,7 @@ def history_chart(rows: list[dict], path: Path, title: str = "") -> bool:
         style = styles[seen.setdefault(f"{r['variant']}", len(seen)) % len(styles)]
         epochs = [h["epoch"] for h in r["history"]]
         label = f"{r['framework']} {r['variant']} x{r['replicas']}" + (f" seed {r['seed']}" if r.get("seed") else "")
+        label = text(label, "chart", LABEL)
         ax.plot(
             epochs,
             [h["val_accuracy"] for h in r["history"]],
@@ -104,7 +111,7 @@ def history_chart(rows: list[dict], path: Path, title: str = "") -> bool:
     ax.set_ylabel("validation accuracy")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    ax.set_title(title or "validation accuracy per epoch", fontsize=10)
+    ax.set_title(text(title or "validation accuracy per epoch", "chart", TITLE), fontsize=10)
     return _save(fig, path, 110)
 
 
@@ -125,7 +132,7 @@ def layers_chart(doc: dict, path: Path) -> bool:
         return False
     fig, axes = plt.subplots(len(groups), 1, figsize=(9, 1 + sum(0.3 * len(g.body) + 0.8 for g in groups)))
     for ax, g in zip([axes] if len(groups) == 1 else axes, groups, strict=True):
-        labels = [f"{layer} {p}" for layer, p, *_ in g.body]
+        labels = [text(f"{layer} {p}", "chart", LABEL) for layer, p, *_ in g.body]
         at, m = range(len(g.body)), len(g.frameworks)
         for k, fw in enumerate(g.frameworks):  # the bars of a line side by side, 0.8 of a line's height in all
             ms = [float(b[2 + k]) if b[2 + k] != "-" else 0.0 for b in g.body]
@@ -134,6 +141,6 @@ def layers_chart(doc: dict, path: Path) -> bool:
         ax.set_yticks(list(at), labels, fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("ms")
-        ax.set_title(g.title, fontsize=8, loc="left")
+        ax.set_title(text(g.title, "chart", TITLE), fontsize=8, loc="left")
         ax.legend(fontsize=7)
     return _save(fig, path, 100)

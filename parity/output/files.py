@@ -13,6 +13,7 @@ from pathlib import Path
 from parity.engine.environment import SCHEMA_VERSION
 from parity.output import rows
 from parity.output.charts import chart, history_chart, layers_chart
+from parity.output.safe import MAX_TEXT, bounded, text, too_long
 from parity.output.tables import markdown
 
 
@@ -39,8 +40,8 @@ def csv_text(rows: list[dict]) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
-    for r in rows:
-        w.writerow({k: r.get(k) for k in CSV_FIELDS})
+    for r in rows:  # text as text, never a formula (parity.output.safe)
+        w.writerow({k: text(v, "csv") if isinstance(v := r.get(k), str) else v for k in CSV_FIELDS})
     return buf.getvalue()
 
 
@@ -94,7 +95,9 @@ def write_staged(out: Path, makers: dict[str, Callable[[Path], bool | None]], na
 
 def write_all(doc: dict, out: Path) -> list[Path]:
     """results.json, .csv, .md, .png (when matplotlib is there and a row is verified) and results_history.png
-    (when a training row was validated per epoch) under `out`, as a unit (write_staged)."""
+    (when a training row was validated per epoch) under `out`, as a unit (write_staged). A string longer than a
+    results file may hold (MAX_TEXT: a framework's runaway error message) is cut, saying so."""
+    doc = bounded(doc)
     env = doc["env"]
     title = f"{env['device']} ({env.get('host_cpu', '')}), precision {env['precision']}"
     return write_staged(
@@ -198,6 +201,11 @@ def load_results(path: Path) -> dict:
         raise ResultsError(f"{path}: {e}") from None
     except RecursionError:
         raise ResultsError(f"{path}: nested deeper than any results file") from None
+    if (long := too_long(doc)) is not None:
+        raise ResultsError(
+            f"{path}: a string of {len(long)} characters ({text(long, limit=40)}); a results file's "
+            f"strings are at most {MAX_TEXT}"
+        )
     if not isinstance(doc, dict) or not isinstance(doc.get("env"), dict) or not isinstance(doc.get("rows"), list):
         raise ResultsError(f"{path}: not a parity.run results file (no 'env' and 'rows')")
     why = _env_problem(doc["env"])

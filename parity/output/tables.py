@@ -9,6 +9,7 @@ from parity.judging import layers, summary
 from parity.output.cells import bytes_cell, fmt, grid, md_table, time_cell
 from parity.output.notes import at_least, best_notes, memory_note, modes_note, roofline_notes
 from parity.output.rows import COLUMNS
+from parity.output.safe import text
 from parity.workloads import row_kind, trained
 
 
@@ -102,7 +103,7 @@ def summary_table(doc: dict) -> str:
         return "no verified row: nothing to summarise"
     most = [f"{g.title.split(',')[0]}: {g.said}" for g in layer_groups(doc)]  # with --profile
     notes = [n for n in (summary.interval_note(doc),) if n]
-    return "\n  * ".join([grid(summary_columns(doc), body), *notes, *most])
+    return "\n  * ".join([grid(summary_columns(doc), body), *map(text, notes), *map(text, most)])
 
 
 class LayerGroup(NamedTuple):
@@ -240,7 +241,7 @@ def footnotes(doc: dict) -> str:
             f"{fw} {' '.join(f'{k} {v}' for k, v in f['versions'].items())}" for fw, f in env["frameworks"].items()
         )
     )
-    return "\n".join(f"  * {n}" for n in notes)
+    return "\n".join(f"  * {text(n)}" for n in notes)
 
 
 def _host_memory(env: dict) -> str:
@@ -300,7 +301,7 @@ def markdown(doc: dict) -> str:
     out = []
     if body := summary_body(doc):
         note = summary.interval_note(doc)
-        out += [md_table(summary_columns(doc), body), "", *([note + ".", ""] if note else [])]
+        out += [md_table(summary_columns(doc), body), "", *([text(note + ".", "markdown"), ""] if note else [])]
     out += [md_table(COLUMNS[:3] + COLUMNS[4:], rows)]
     if doc.get("checks"):
         out += ["", md_table(CHECK_COLUMNS, [_check_cells(c, "not judged") for c in doc["checks"]])]
@@ -308,17 +309,18 @@ def markdown(doc: dict) -> str:
     if body:
         out += ["", HISTORY_CAPTION, "", md_table(header, body)]
     for g in layer_groups(doc):
-        out += ["", f"Per layer: {g.title}.", "", md_table(g.columns, g.body), "", g.said + "."]
+        title, said = text(f"Per layer: {g.title}.", "markdown"), text(g.said + ".", "markdown")
+        out += ["", title, "", md_table(g.columns, g.body), "", said]
     fw = "; ".join(
         f"{k}: {' '.join(f'{n} {v}' for n, v in f['versions'].items())} ({f['device_kind']})"
         for k, f in env["frameworks"].items()
     )
+    host = f"host {env['host_cpu']} ({env['host_cores']} cores{_host_memory(env)}), Python {env['python']}, "
     out += [
         "",
-        f"Device `{env['device']}`, precision `{env['precision']}`, host {env['host_cpu']} "
-        f"({env['host_cores']} cores{_host_memory(env)}), Python {env['python']}, {env['timestamp']}, "
-        f"commit {env['git_commit']}.",
-        f"Frameworks: {fw}.",
+        f"Device `{text(env['device'], 'code')}`, precision `{text(env['precision'], 'code')}`, "
+        + text(f"{host}{env['timestamp']}, commit {env['git_commit']}.", "markdown"),
+        text(f"Frameworks: {fw}.", "markdown"),
     ]
     notes = (
         roofline_notes(doc)
@@ -327,8 +329,8 @@ def markdown(doc: dict) -> str:
         + best_notes(doc["rows"])
         + env.get("notes", [])
     )
-    out += [f"Note: {n}" for n in notes]
-    out += [f"Not run: {s['framework']}: {s['reason']}" for s in env.get("skipped", [])]
+    out += [text(f"Note: {n}", "markdown") for n in notes]
+    out += [text(f"Not run: {s['framework']}: {s['reason']}", "markdown") for s in env.get("skipped", [])]
     return "\n".join(out) + "\n"
 
 
