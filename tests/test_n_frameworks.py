@@ -67,7 +67,7 @@ def test_two_frameworks_read_as_they_always_did():
     assert summary.interval_note(doc).startswith("JAX/TF (95% CI): the best JAX row's median over the best TF row's")
 
 
-@pytest.mark.parametrize("name", ["cnn-profile-zen5-final", "conv-profile-zen5"])
+@pytest.mark.parametrize("name", ["zen5/cnn-profile", "zen5/conv-profile"])
 def test_an_old_results_file_reads_as_it_was_written(name):
     """The file's own comparisons and every table of the Markdown written beside it come out again."""
     path = RESULTS / f"{name}.json"
