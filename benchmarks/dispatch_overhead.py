@@ -1,7 +1,7 @@
 """What a synchronised call costs beyond its kernels: the full-size matmul and conv in plain JAX, timed as the harness
 times them (each call waited for) and back to back (`--calls` calls dispatched, then one wait), on the default
 device. On a GPU the difference per call is the host's dispatch and synchronisation, which the harness's per-call
-figure includes and a user's pipelined loop would hide (docs/results/h200.md).
+figure includes and a user's pipelined loop would hide (docs/gpu.md).
 
     python benchmarks/dispatch_overhead.py --json docs/results/h200-dispatch.json
 """
