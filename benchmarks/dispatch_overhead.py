@@ -3,7 +3,7 @@ times them (each call waited for) and back to back (`--calls` calls dispatched, 
 device. On a GPU the difference per call is the host's dispatch and synchronisation, which the harness's per-call
 figure includes and a user's pipelined loop would hide (docs/gpu.md).
 
-    python benchmarks/dispatch_overhead.py --json docs/results/h200-dispatch.json
+    python benchmarks/dispatch_overhead.py --json docs/results/h200/dispatch.json
 """
 
 from __future__ import annotations
