@@ -3,7 +3,7 @@ every lever (`--configs levers` or `all`) and prints, per workload, replica coun
 the fastest row against the fastest of those `--configs best` would have timed (the harness's own rule,
 parity.engine.selection, over the implementation's declared tables).
 
-    python benchmarks/best_known.py docs/results/cpu-default-zen5-bf16pool.json ...
+    python benchmarks/best_known.py docs/results/zen5/cpu-levers.json ...
 """
 
 from __future__ import annotations
