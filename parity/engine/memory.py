@@ -11,7 +11,7 @@ before each call by writing 5 to /proc/self/clear_refs. It sees every page the p
 allocator took it; it misses memory reserved but never touched, and memory of other processes. Elsewhere, the
 implementation's device memory statistics (bytes in use and the peak since its last reset, summed over this
 process's devices): JAX's `memory_stats()`, TF's `get_memory_info` after `reset_memory_stats`. That path is
-read on an H200 for JAX (docs/results/h200.md), unverified for TF. Where a framework cannot reset its peak (JAX), a
+read on an H200 for JAX (docs/gpu.md), unverified for TF. Where a framework cannot reset its peak (JAX), a
 call whose peak does not rise above the earlier one shows only the bytes in use with its output alive: the row's
 figure is then a lower bound (its workspace not seen), said as "at least", never as the peak.
 """
