@@ -42,7 +42,7 @@ def free_page_reporting(reported: Path = REPORTED) -> bool | None:
 
 def transparent_hugepages(mode_file: Path = THP_MODE) -> str | None:
     """The kernel's transparent-huge-page mode ('always', 'madvise' or 'never'): whether a large buffer that an
-    allocator maps afresh gets 2 MB pages decides much of XLA:CPU's time on a large conv (docs/performance.md)."""
+    allocator maps afresh gets 2 MB pages decides much of XLA:CPU's time on a large conv (docs/tuning.md)."""
     try:
         text = mode_file.read_text()
     except OSError:
