@@ -41,7 +41,7 @@ def patches(x: np.ndarray, kh: int, kw: int, stride: int = 1):
     """im2col of padded NHWC images, a few images at a time: yields (the images' slice, their patches as rows of
     kh * kw * Cin values, (kh, kw, Cin) order). Chunks bound the patch array (kh * kw times the input: 640 MB for
     the CNN's input gradients at batch 64) and keep each matrix product large (many small ones stall a
-    multi-threaded BLAS when other processes hold the cores; docs/performance.md, "The float64 oracle's time")."""
+    multi-threaded BLAS when other processes hold the cores; docs/workloads.md, "The float64 oracle's time")."""
     n, h, w, cin = x.shape
     ho, wo = (h - kh) // stride + 1, (w - kw) // stride + 1
     step = max(1, PATCH_BYTES // max(1, ho * wo * kh * kw * cin * 8))
