@@ -29,7 +29,7 @@ def pool_elementwise(h: jax.Array, size: int = 2) -> jax.Array:
     row-major order, the routing of JAX's own gradient (select_and_scatter with >=) and of TF's MaxPoolGrad, so the
     gradient is the same array. XLA:CPU expands JAX's own into a variadic reduce-window that recomputes every
     window's argmax with index iotas (four for 2x2 windows), then a scatter: 43% of a CPU training step
-    (docs/performance.md). Used by the '+pool' variants."""
+    (docs/tuning.md). Used by the '+pool' variants."""
     return _pool(h, size)
 
 
