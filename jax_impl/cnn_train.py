@@ -104,7 +104,7 @@ class Trainer:
         axis = None if o.parallel == "jit" else "batch"
         step = partial(_train_step, graphdef, tx, seed, axis, o.parallel == "shard_map")
         # XLA:CPU runs a while loop's body without its fast convolution path (a rolled scan trains many times
-        # slower: docs/performance.md). Unrolled there, the same steps are straight-line code in one program;
+        # slower: docs/tuning.md). Unrolled there, the same steps are straight-line code in one program;
         # accelerators keep the loop (a smaller program).
         multi = partial(_scan_steps, step, devices[0].platform in self.UNROLL_ON)
         self._place(state, step, multi)
