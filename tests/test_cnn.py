@@ -628,7 +628,7 @@ def test_a_planted_gradient_error_of_1e3_fails():
 
 @pytest.mark.parametrize("variant,replicas", [("fit", 1), ("strategy", 8), ("loop", 8), ("loop+spe", 8)])
 def test_tf_training_input_is_not_autotuned(monkeypatch, variant, replicas):
-    # tf.data's autotuning thread held each epoch's iterator teardown until its next wake-up (docs/performance.md):
+    # tf.data's autotuning thread held each epoch's iterator teardown until its next wake-up (docs/tuning.md):
     # every dataset the trainer feeds, to fit or to its own loop, has it off
     import tensorflow as tf
 
