@@ -85,7 +85,7 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
 
 # '+dots': XLA:CPU's YNNPACK list for the inference program alone, dots only. With 'reduce' in the list (as under
 # '+ynn'), YNNPACK fuses each max pooling with the next BatchNorm, convolution and bias add, so oneDNN ('+onednn')
-# gets none of those convolutions; training is faster with 'reduce' (docs/performance.md). The option is set per
+# gets none of those convolutions; training is faster with 'reduce' (docs/tuning.md). The option is set per
 # program, as the list's proto enum number: xla.proto's LIBRARY_FUSION_TYPE_DOT = 1 (its names are refused as
 # values). Other backends have no YNNPACK and ignore it. Offered from JAX 0.12, whose XLA has the option.
 DOTS = InferOptions({"xla_cpu_experimental_ynn_fusion_type": 1})
