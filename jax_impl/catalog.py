@@ -124,7 +124,7 @@ def variant(kind: str, name: str, replicas: int) -> Variant:
 # for dots and reductions, XLA's own convolutions (out of the box, JAX 0.12 sends float32 convolutions to YNNPACK).
 # Not 'eltwise': YNNPACK's elementwise fusions take a convolution in with the bias add after it (every conv of the
 # CNN), which keeps oneDNN (below) from it; alone, the list with or without 'eltwise' times the same
-# (docs/performance.md, "YNNPACK's elementwise fusions took the CNN's convolutions"). Rows: '...+ynn'.
+# (docs/tuning.md, "JAX process-wide settings"). Rows: '...+ynn'.
 YNN = {"XLA_FLAGS": "--xla_cpu_experimental_ynn_fusion_type=dot,reduce"}
 # oneDNN: from jaxlib 0.11, XLA:CPU's oneDNN rewriter turns bfloat16 convolutions into oneDNN's own bfloat16
 # kernels (the library TensorFlow's CPU kernels use). Out of the box XLA:CPU computes a bfloat16 conv as a float32
