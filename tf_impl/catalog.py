@@ -58,7 +58,7 @@ SPE = STEPS_PER_DISPATCH
 # Every variant, in the order rows are listed. `best`: the best-known configuration's order of preference within a
 # row kind, replica count and number format (lower first): several steps a dispatch (Keras's steps_per_execution; at
 # 8 replicas the custom loop, which stalls less than fit), mixed precision, not '+xla' (slower in every Zen 4 and
-# Zen 5 run recorded: docs/performance.md, "Which configuration the default times"). `multiprocess`: Keras 3's fit
+# Zen 5 run recorded: docs/tuning.md, "Which rows a run times"). `multiprocess`: Keras 3's fit
 # fails under MultiWorkerMirroredStrategy (tensorflow#72388: it reduces scalar logs over axis 0), so a multi-process
 # run offers the custom loop only.
 VARIANTS: tuple[Variant, ...] = (
