@@ -1,6 +1,6 @@
 """The CNN's three convolutions alone at batch 256, bare and with their bias add and ELU (as the model computes
 them), in one framework per process: what showed YNNPACK's elementwise fusions taking each convolution and its
-bias add away from oneDNN (docs/performance.md, "YNNPACK's elementwise fusions took the CNN's convolutions").
+bias add away from oneDNN (docs/tuning.md, "Tried and not kept").
 Medians of 15 calls after 3; under JAX also whether conv2's compiled program is oneDNN's convolution.
 
     python benchmarks/conv_bias_layers.py tf
