@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from parity.cli.argtypes import Parser
+from parity.cli.signals import guarded
 from parity.judging import summary
 from parity.output import rows
 from parity.output.cells import grid, time_cell
@@ -106,11 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         "above 1 + PCT (files without raw times: when the median ratio does) (default: 10%%)",
     )
     args = ap.parse_args(argv)
-    try:
-        return _compare(args)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    return guarded("parity.compare", lambda: _compare(args), "nothing compared")
 
 
 def _compare(args) -> int:

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from parity.cli.argtypes import Parser
+from parity.cli.signals import guarded
 from parity.output.article import ARTICLE_ROWS
 from parity.output.cells import fmt, grid, time_cell
 from parity.output.files import (
@@ -184,21 +185,22 @@ def report_main(argv: list[str] | None = None) -> int:
         help="print instead the README's results table (Markdown, one file per machine class: its folder's name)",
     )
     args = ap.parse_args(argv)
-    try:
-        if args.readme:
-            from parity.output.readme import readme_main
+    return guarded("parity.report", lambda: _readme(args) if args.readme else _report(args), "nothing written")
 
-            return readme_main(args)
-        return _report(args)
-    except KeyboardInterrupt:
-        print("interrupted; nothing written", file=sys.stderr)
-        return 130
+
+def _readme(args) -> int:
+    from parity.output.readme import readme_main
+
+    return readme_main(args)
 
 
 def _report(args) -> int:
     try:
         baseline = parse_baseline(args.baseline) if args.baseline else None
         docs = [(str(p), load_results(p)) for p in args.files]
+        for i, (name, doc) in enumerate(docs):
+            if (twice := next((n for n, d in docs[:i] if d == doc), None)) is not None:
+                raise ResultsError(f"{name} holds the same results as {twice}: each would be counted twice")
         if args.out:
             check_out_dir(args.out, MERGED_FILES)
     except (ResultsError, OSError) as e:

@@ -146,6 +146,54 @@ CASES = [
     ("100,000 processes", {}, (LAUNCH, "--processes", "100000"), 2, r"--processes: must be at most \d+ \(about 1 GiB"),
     ("port -1", {}, (LAUNCH, "--processes", "2", "--port", "-1"), 2, r"--port: must be >= 1"),
     ("port 70000", {}, (LAUNCH, "--processes", "2", "--port", "70000"), 2, r"--port: must be at most 65535"),
+    # results files: what the readers cannot handle is refused where the file is read
+    ("an unknown row kind", {"a.json": row(workload="bogus")}, (REP, "{d}/a.json"), 2, r"workload 'bogus' is no row"),
+    (
+        "a median that is not its times' median",
+        {"a.json": row(median_s=0.19075, times_s=[0.00191] * 5, reps=5)},
+        (CMP, "{d}/a.json", "{d}/a.json"),
+        2,
+        r"row 0: median_s is 0.19075, but the median of its times_s is 0.00191",
+    ),
+    (
+        "reps that are not its times' count",
+        {"a.json": row(times_s=[1.0] * 4, reps=5)},
+        (REP, "{d}/a.json"),
+        2,
+        r"row 0: reps is 5, but times_s holds 4 calls",
+    ),
+    (
+        "more calls than a run can time",
+        {"a.json": row(times_s=[1.0] * 100_001, reps=100_001)},
+        (CMP, "{d}/a.json", "{d}/a.json"),
+        2,
+        r"times_s holds 100001 calls; a row holds at most 100000",
+    ),
+    (
+        "a row twice",
+        {"a.json": results([ROW, {**ROW, "median_s": 2.0}])},
+        (CMP, "{d}/a.json", "{d}/a.json"),
+        2,
+        r"row 1 measures what row 0 measures",
+    ),
+    (
+        "one file twice",
+        {"a.json": GOOD},
+        (REP, "{d}/a.json", "{d}/a.json"),
+        2,
+        r"a\.json holds the same results as .*a\.json: each would be counted twice",
+    ),
+    ("gpu rows in a cpu file", {"a.json": row(device="gpu")}, (REP, "{d}/a.json"), 2, r"device 'gpu' in a file of"),
+    ("an unknown device", {"a.json": results(device="\x1b[2J")}, (REP, "{d}/a.json"), 2, r"env: device is '\\x1b"),
+    ("zero replicas", {"a.json": row(replicas=0)}, (REP, "{d}/a.json"), 2, r"replicas is 0: a row runs on at least"),
+    ("zero processes", {"a.json": row(processes=0)}, (CMP, "{d}/a.json", "{d}/a.json"), 2, r"processes is 0"),
+    (
+        "invalid without a reason",
+        {"a.json": row(verified=False, median_s=None)},
+        (CMP, "{d}/a.json", "{d}/a.json"),
+        2,
+        r"row 0: invalid, but it gives no invalid_reason",
+    ),
     # what report says
     (
         "no baseline given, nothing verified",
@@ -389,3 +437,40 @@ def test_a_long_string_is_cut_in_a_chart_and_in_what_run_writes(tmp_path):
     files.write_all(doc, tmp_path)
     back = files.load_results(tmp_path / "results.json")  # run never writes what the readers refuse
     assert len(back["rows"][0]["invalid_reason"]) <= MAX_TEXT and "characters cut" in back["rows"][0]["invalid_reason"]
+
+
+# ---- compare's bootstrap, and a bug in report or compare ------------------------------------------------------
+
+
+def test_the_bootstrap_draws_in_chunks_whose_memory_does_not_grow_with_the_calls(monkeypatch):
+    import tracemalloc
+
+    import numpy as np
+
+    from parity.judging import stats
+
+    t = np.random.default_rng(0).uniform(1.0, 2.0, 2000)
+    whole = stats.median_ratio(t, t[::-1].copy(), resamples=400)  # one chunk: the draws as they always were
+    monkeypatch.setattr(stats, "CHUNK_VALUES", 2**12, raising=False)  # 2 resamples of 2000 calls per chunk
+    tracemalloc.start()
+    chunked = stats.median_ratio(t, t[::-1].copy(), resamples=400)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 2 * 2**20, peak  # one 400 x 2000 draw alone is 6.4 MB
+    assert chunked.low <= chunked.ratio <= chunked.high and abs(chunked.low - whole.low) < 0.05
+
+
+@pytest.mark.parametrize("command", [CMP, REP], ids=["compare", "report"])
+def test_a_bug_in_report_or_compare_is_exit_3_in_one_line(tmp_path, capsys, monkeypatch, command):
+    (tmp_path / "a.json").write_text(GOOD)
+
+    def broken(*a, **k):
+        raise KeyError("x")
+
+    monkeypatch.setattr(compare, "compare", broken)
+    monkeypatch.setattr(report, "cross_table", broken)
+    (main, _) = command
+    assert main([str(tmp_path / "a.json")] * (2 if command is CMP else 1)) == 3
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert re.match(r"error: internal error in parity\.(compare|report) \(KeyError: 'x' at .*test_hostile\.py:\d+\)", err)

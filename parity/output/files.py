@@ -6,6 +6,7 @@ import json
 import math
 import os
 import stat
+import statistics
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from parity.output import rows
 from parity.output.charts import chart, history_chart, layers_chart
 from parity.output.safe import MAX_TEXT, bounded, text, too_long
 from parity.output.tables import markdown
+from parity.workloads import DEVICES, WORKLOADS
 
 
 def write_text(path: Path, text: str) -> None:
@@ -162,6 +164,9 @@ def _bounded_int(text: str) -> int:
 
 MAX_RESULTS_BYTES = 512 * 2**20  # a default run's results.json is about 1 MB; a merge of hundreds stays far below
 MAX_INT_DIGITS = 20  # byte counts and FLOP counts fit in 20 digits
+MAX_CALLS = 100_000  # timed calls a row holds at most: the bound of parity.run's --reps and --max-reps
+ROW_KINDS = tuple(k.name for w in WORKLOADS.values() for k in w.kinds)  # the rows a reader knows how to show
+MEDIAN_AGREES = 1e-6  # a row's median_s and the median of its times_s agree to this (relative): one computation
 OLDEST_SCHEMA = 1
 
 
@@ -184,10 +189,13 @@ def read_bounded(path: Path, limit: int = MAX_RESULTS_BYTES, what: str = "result
 
 
 def load_results(path: Path) -> dict:
-    """A results.json written by `parity.run`, checked so that merging and comparing cannot misread it: a regular
-    file of bounded size, finite numbers and bounded integers, bounded nesting, a known schema version, a
-    validated `env`, and every row field of its declared type (parity.output.rows.Row). Raises ResultsError naming
-    the file, the row and the field."""
+    """A results.json written by `parity.run`, checked so that every reader (report, compare, the tables, the
+    chart, the bootstrap) can handle what it admits: a regular file of bounded size, finite numbers and bounded
+    integers, bounded nesting and string lengths (MAX_TEXT), a known schema version, a validated `env` (a known
+    device), and every row of its declared field types (parity.output.rows.Row) and in their domains: a known row
+    kind, the file's device, at least one replica and process, at most MAX_CALLS timed calls whose median is the
+    row's median_s, a reason where it is invalid, and no two rows of one identity (parity.output.rows.key).
+    Raises ResultsError naming the file, the row and the field."""
     data = read_bounded(path)
     try:
         doc = json.loads(
@@ -211,10 +219,16 @@ def load_results(path: Path) -> dict:
     why = _env_problem(doc["env"])
     if why:
         raise ResultsError(f"{path}: env: {why}")
+    seen: dict[tuple, int] = {}
     for i, r in enumerate(doc["rows"]):
-        why = _row_problem(r)
+        why = _row_problem(r) or _domain_problem(r, doc["env"])
         if why:
             raise ResultsError(f"{path}: row {i}: {why}")
+        if (first := seen.setdefault(rows.key(r), i)) != i:
+            raise ResultsError(
+                f"{path}: row {i} measures what row {first} measures (the same {', '.join(rows.KEY)}): "
+                f"a results file holds each row once"
+            )
     return doc
 
 
@@ -243,8 +257,8 @@ def _env_problem(env: dict) -> str | None:
     version = env.get("schema_version")
     if not isinstance(version, int) or isinstance(version, bool) or not OLDEST_SCHEMA <= version <= SCHEMA_VERSION:
         return f"schema_version {version!r}; this tool reads {OLDEST_SCHEMA} to {SCHEMA_VERSION}"
-    if not isinstance(env.get("device"), str) or not env["device"]:
-        return f"device is {env.get('device')!r}, not a device name"
+    if env.get("device") not in DEVICES:
+        return f"device is {text(repr(env.get('device')), limit=40)}, not one of {', '.join(DEVICES)}"
     fws = env.get("frameworks", {})
     if not isinstance(fws, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in fws.items()):
         return "frameworks is not an object of framework name -> its record"
@@ -254,6 +268,29 @@ def _env_problem(env: dict) -> str | None:
     for k in ("host_cpu", "precision", "timestamp", "git_commit"):
         if env.get(k) is not None and not isinstance(env[k], str):
             return f"{k} is {env[k]!r}, not text"
+    return None
+
+
+def _domain_problem(r: dict, env: dict) -> str | None:
+    """What puts a well-typed row outside what the readers handle, or None."""
+    if r["workload"] not in ROW_KINDS:
+        return f"workload {text(repr(r['workload']), limit=40)} is no row kind this tool knows ({', '.join(ROW_KINDS)})"
+    if r["device"] != env["device"]:
+        return f"device {text(repr(r['device']), limit=40)} in a file of device {env['device']!r}"
+    for k in ("replicas", "processes"):
+        if r.get(k) is not None and r[k] < 1:
+            return f"{k} is {r[k]!r}: a row runs on at least one"
+    if not r["verified"] and not (isinstance(r.get("invalid_reason"), str) and r["invalid_reason"].strip()):
+        return "invalid, but it gives no invalid_reason"
+    times = r.get("times_s")
+    if times:
+        if len(times) > MAX_CALLS:
+            return f"times_s holds {len(times)} calls; a row holds at most {MAX_CALLS} (parity.run's --max-reps bound)"
+        if r.get("reps") is not None and r["reps"] != len(times):
+            return f"reps is {r['reps']}, but times_s holds {len(times)} calls"
+        med = r["median_s"]
+        if med is not None and abs(statistics.median(times) - med) > MEDIAN_AGREES * med:
+            return f"median_s is {med!r}, but the median of its times_s is {statistics.median(times)!r}"
     return None
 
 
