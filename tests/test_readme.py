@@ -93,8 +93,11 @@ def test_the_command_prints_the_block_and_refuses_what_it_cannot_use(tmp_path, m
     b = _write(Path("r/one/other.json"), [_row("tf", 0.2)])
     assert report.report_main(["--readme", str(a), str(b)]) == 2
     assert "two files of one machine class (folder) one" in capsys.readouterr().err
-    Path("bad.json").write_text("{")
-    assert report.report_main(["--readme", "bad.json"]) == 2
+    _write(Path("loose.json"), [_row("tf", 0.2)])
+    assert report.report_main(["--readme", "loose.json"]) == 2
+    assert "loose.json: in no folder" in capsys.readouterr().err
+    Path("r/bad.json").write_text("{")
+    assert report.report_main(["--readme", "r/bad.json"]) == 2
     assert "bad.json: not JSON" in capsys.readouterr().err
     assert report.report_main(["--readme", "--out", "o", str(a)]) == 2
     assert "--readme takes only results files, not --out" in capsys.readouterr().err

@@ -92,7 +92,10 @@ SOURCES = ("machine", "file", "command at commit", "host", "rows verified", "che
 
 def block(paths: list[Path]) -> str:
     """The README's results block for `paths` (as given, relative to the README), markers included. Raises
-    ResultsError for a file that is not a results file, or two files of one machine class."""
+    ResultsError for a file that is not a results file, one in no folder, or two files of one machine class."""
+    bare = [p for p in paths if not machine_class(p)]
+    if bare:
+        raise ResultsError(f"{bare[0]}: in no folder; give each file in a folder named after its machine class")
     docs = [(machine_class(p), p, load_results(p)) for p in paths]
     classes = [c for c, _, _ in docs]
     if len(set(classes)) < len(classes):
