@@ -82,6 +82,8 @@ class Trainer:
 
     UNROLL_ON = ("cpu",)  # platforms where '+scan' unrolls its loop (see __init__)
 
+    batchnorm = "replica"  # BatchNorm's statistics over each replica's share of the batch
+
     def __init__(self, model: CNN, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         n = len(devices)
         o = variant_record("cnn_train", variant, n).options  # jax_impl.catalog.CnnOptions

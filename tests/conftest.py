@@ -13,7 +13,9 @@ os.environ["JAX_NUM_CPU_DEVICES"] = "8"  # for a framework started anywhere in a
 
 import pytest  # noqa: E402
 
-from parity.common.frameworks import KEYS  # noqa: E402
+from parity.common.frameworks import JAX, TF  # noqa: E402
+
+IN_PROCESS = (TF, JAX)  # the frameworks whose implementations this process imports (frameworks_setup.IMPLS)
 
 _FRAMEWORK_MODULES = ("jax", "tensorflow", "jax_impl", "tf_impl")
 
@@ -25,9 +27,11 @@ def pytest_collection_finish(session):
         import frameworks_setup  # noqa: F401
 
 
-@pytest.fixture(params=sorted(KEYS))
+@pytest.fixture(params=sorted(IN_PROCESS))
 def impl(request):
-    """(implementation module, its 8 CPU devices), once per framework."""
+    """(implementation module, its 8 CPU devices), once per framework that shares the test process: Keras on JAX
+    cannot (Keras's backend is fixed once a process, and tf_impl's is TensorFlow), so its tests run it in a process
+    of its own (tests/test_keras_jax.py, and every end-to-end run)."""
     from frameworks_setup import IMPLS
 
     return IMPLS[request.param]

@@ -64,7 +64,7 @@ def test_quick_run_prints_a_verified_table(quick_conv):
     # request, 'ynn' with neither)
     offered = jax_impl.settings("cpu", native_bf16("cpu", "cpu"))
     ynn = min((s for s in offered if s.best is not None and "float32" in s.formats), key=lambda s: s.best).name
-    for variant in ("jit", "pmap", "shard_map", "function", "strategy", f"jit+{ynn}", f"shard_map+{ynn}"):
+    for variant in ("jit", "pmap", "shard_map", "function", "strategy", "ops", "data_parallel", f"jit+{ynn}"):
         assert f" {variant} " in p.stdout
     # --configs best: beside each framework out of the box, its best-known configuration only (`best` ranks)
     for variant in ("function+xla", f"pmap+{ynn}"):
@@ -84,9 +84,11 @@ def test_results_json_schema(quick_conv):
     from parity.engine.selection import settings_to_run
 
     best = {s.name for s in settings_to_run("best", jax_impl.settings("cpu", native_bf16("cpu", "cpu")))}
-    assert set(doc["env"]["frameworks"]) == {"tf", "jax", *(f"jax+{c}" for c in best)}
+    assert set(doc["env"]["frameworks"]) == {"tf", "jax", "keras-jax", *(f"jax+{c}" for c in best)}
     rows = doc["rows"]
-    assert {(r["framework"], r["replicas"]) for r in rows} == {("tf", 1), ("tf", 8), ("jax", 1), ("jax", 8)}
+    assert {(r["framework"], r["replicas"]) for r in rows} == {
+        (fw, n) for fw in ("tf", "jax", "keras-jax") for n in (1, 8)
+    }
     for r in rows:
         assert ROW_KEYS <= set(r)
         assert r["verified"] is True and r["median_s"] > 0 and r["compile_s"] > 0
@@ -201,14 +203,18 @@ def test_cnn_quick_one_replica(quick_cnn):
     assert kinds == {
         ("cnn_train", "tf", "fit"),
         ("cnn_train", "jax", "jit"),
+        ("cnn_train", "keras-jax", "fit"),
         ("cnn_infer", "tf", "predict"),
         ("cnn_infer", "jax", "predict"),
+        ("cnn_infer", "keras-jax", "predict"),
     }
     for r in doc["rows"]:
         assert r["verified"] and r["data"] == "synthetic" and r["images_per_s"] > 0
     names = [c["check"] for c in doc["checks"]]
     assert "forward block1" in names and "gradients (every parameter)" in names
-    assert any(n.startswith("trajectory loss (tf fit vs jax jit") for n in names)
+    # Keras on JAX against TF's Keras (the same model code) and against Flax (the same runtime)
+    for pair in ("tf fit vs jax jit", "tf fit vs keras-jax fit", "jax jit vs keras-jax fit"):
+        assert any(n.startswith(f"trajectory loss ({pair}") for n in names), pair
     assert all(c["passed"] for c in doc["checks"] if not c["check"].startswith("test accuracy"))
     assert "SYNTHETIC" in p.stdout  # the table says which data it used
     # ... and so does a boxed warning before training, with the exact command that gets the real data
@@ -233,12 +239,15 @@ def test_one_owner_at_a_time_runs_every_row_and_reports_drift(quick_cnn):
     assert p.returncode == 0, p.stderr[-3000:]
     doc = json.loads((out / "results.json").read_text())
     assert doc["env"]["one_owner_at_a_time"] is True
-    assert {r["framework"] for r in doc["rows"]} == {"tf", "jax"} and all(r["verified"] for r in doc["rows"])
+    assert {r["framework"] for r in doc["rows"]} == {"tf", "jax", "keras-jax"}
+    assert all(r["verified"] for r in doc["rows"])
     starts = [ln for ln in p.stderr.splitlines() if "worker alone" in ln]
-    assert [("TensorFlow" in ln, "JAX" in ln) for ln in starts] == [(True, False), (False, True)]
+    assert [("TensorFlow" in ln, "Keras" in ln) for ln in starts] == [(True, False), (False, False), (False, True)]
     assert "measuring the TensorFlow rows again, after the others (drift)" in p.stderr
     note = next(n for n in doc["env"]["notes"] if n.startswith("one owner of the device at a time"))
-    assert "TensorFlow -> JAX, then TensorFlow again" in note and "between the first and the last" in note
+    assert (
+        "TensorFlow -> JAX -> Keras 3 (JAX), then TensorFlow again" in note and "between the first and the last" in note
+    )
     assert all(r["drift"] is not None for r in doc["rows"] if r["framework"] == "tf")
     names = {c["check"] for c in doc["checks"]}
     assert {"gradients (every parameter)", "forward block1"} <= names
@@ -278,7 +287,7 @@ def test_a_framework_that_is_not_installed_is_a_note_not_a_crash(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     assert "not run: tf: tf is not installed" in p.stdout
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert {r["framework"] for r in doc["rows"]} == {"jax"}
+    assert {r["framework"] for r in doc["rows"]} == {"jax", "keras-jax"}  # Keras on JAX needs no TensorFlow
     assert doc["env"]["skipped"][0]["framework"] == "tf"
 
 

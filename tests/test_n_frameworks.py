@@ -20,7 +20,7 @@ from parity.engine.schedule import run_suite
 from parity.judging import layers, roofline, summary
 from parity.output import tables
 from parity.output.files import load_results
-from parity.workloads.cnn import CNN_LAYERS, checks, suite
+from parity.workloads.cnn import CNN_LAYERS, checks, trajectories
 from parity.workloads.cnn import oracle as cnn_oracle
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
 
@@ -33,8 +33,9 @@ THREE += ("JAX/TF (95% CI)", "Keras-JAX/TF (95% CI)", "parity")
 
 @pytest.fixture
 def three(monkeypatch):
-    """The frameworks' table with a third row after today's two: ('tf', 'jax', 'kjax')."""
-    table = {**frameworks.TABLE, KERAS.key: KERAS}
+    """The frameworks' table as TF, JAX and a stand-in third ('tf', 'jax', 'kjax'), declaring no `versus`: the
+    engine's logic for any third framework, apart from Keras on JAX's own record."""
+    table = {k: frameworks.TABLE[k] for k in (frameworks.TF, frameworks.JAX)} | {KERAS.key: KERAS}
     monkeypatch.setattr(frameworks, "TABLE", table)
     monkeypatch.setattr(frameworks, "KEYS", tuple(table))
     return tuple(table)
@@ -254,20 +255,38 @@ def _traj(variants: list[str], scale: float = 1.0) -> dict:
 def test_trajectories_pair_every_two_frameworks_and_say_a_pair_left_out(three):
     saved = {"kjax": _traj(["fit"]), "tf": _traj(["fit"]), "jax": _traj(["jit"])}
     tols = {"trajectory_loss": 1e-3, "trajectory_params": 1e-3}
-    rows = suite._trajectories(saved, dict.fromkeys(saved, 1), tols, 1, suite.CnnState("", "", "none", []), tols)
+    rows, skipped = trajectories.trajectories(saved, dict.fromkeys(saved, 1), tols, 1, tols)
     assert [(r["check"], *r["figures"]) for r in rows if r["check"].startswith("trajectory loss")] == [
         ("trajectory loss (tf fit vs jax jit, 4 steps)", "tf_vs_jax"),
         ("trajectory loss (tf fit vs kjax fit, 4 steps)", "tf_vs_kjax"),
         ("trajectory loss (jax jit vs kjax fit, 4 steps)", "jax_vs_kjax"),
     ]
-    state = suite.CnnState("", "", "none", [])
-    rows = suite._trajectories(saved, {"tf": 1, "jax": 1, "kjax": 2}, tols, 2, state, tols)
+    assert skipped is None
+    rows, skipped = trajectories.trajectories(saved, {"tf": 1, "jax": 1, "kjax": 2}, tols, 2, tols)
     assert {r["check"].split("(")[1].split(",")[0] for r in rows} == {"tf fit vs jax jit"}
-    assert state.traj_skipped == (
+    assert skipped == (
         "cnn: no TF-vs-Keras-JAX trajectory check: TensorFlow trained on 1 replicas, Keras (JAX) on 2 (BatchNorm "
         "statistics: per replica); cnn: no JAX-vs-Keras-JAX trajectory check: JAX trained on 1 replicas, Keras (JAX) "
         "on 2 (BatchNorm statistics: per replica)"
     )
+
+
+def test_a_trainer_with_global_batchnorm_is_compared_with_the_one_device_trainers_only(three):
+    """Keras's DataParallel takes BatchNorm's statistics over the global batch (one SPMD program): over 8 replicas
+    it is no per-replica trainer's model, but every one-device trainer's on the same batches."""
+    many = {"tf": _traj(["strategy"]), "jax": _traj(["pmap"]), "kjax": _traj(["data_parallel"])}
+    many["kjax"]["traj/data_parallel/batchnorm"] = np.array("global")
+    tols = {"trajectory_loss": 1e-3, "trajectory_params": 1e-3}
+    rows, skipped = trajectories.trajectories(many, dict.fromkeys(many, 8), tols, 8, tols)
+    assert {r["check"].split("(")[1].split(",")[0] for r in rows} == {"tf strategy vs jax pmap"}
+    assert "per replica and over the global batch are not compared" in skipped
+    one = {"tf": _traj(["fit"]), "jax": _traj(["jit"]), "kjax": _traj(["fit"])}
+    rows = trajectories.global_batchnorm(many, one, tols, tols, 8)
+    assert [(r["check"], *r["figures"]) for r in rows if r["check"].startswith("trajectory loss")] == [
+        ("trajectory loss (tf x1 fit vs kjax x8 data_parallel, 4 steps)", "tf_vs_kjax"),
+        ("trajectory loss (jax x1 jit vs kjax x8 data_parallel, 4 steps)", "jax_vs_kjax"),
+    ]
+    assert all(r["passed"] for r in rows)  # the same arrays: nothing apart
 
 
 # ---- end to end: the engine on three fakes ---------------------------------------------------------------------
@@ -318,3 +337,24 @@ def test_a_third_framework_runs_end_to_end_into_the_summary(three, tmp_path, mon
     assert "Keras-JAX/TF (95% CI)" in tables.summary_table(doc)
     if exclusive:
         assert any("TensorFlow -> JAX -> Keras (JAX), then TensorFlow again" in n for n in res["notes"])
+
+
+def test_keras_on_jax_is_divided_by_tf_and_by_flax():
+    """Keras on JAX declares `versus` JAX: the summary gives its best over TF's (the reference) and over Flax's
+    (the same runtime, other model code), each with its interval."""
+    kj = frameworks.KERAS_JAX
+    assert frameworks.ratios([kj, frameworks.JAX, frameworks.TF]) == [("jax", "tf"), (kj, "tf"), (kj, "jax")]
+    assert frameworks.ratios([kj, frameworks.TF]) == [(kj, "tf")]  # without Flax's rows: over TF's only
+    assert frameworks.ratios([kj, frameworks.JAX]) == [(kj, "jax")]  # JAX the reference: said once
+    doc = _doc([_row("tf", 0.1), _row("jax", 0.2), _row(kj, 0.3)])
+    cols = tables.summary_columns(doc)
+    assert cols[-4:] == ("JAX/TF (95% CI)", "Keras-JAX/TF (95% CI)", "Keras-JAX/JAX (95% CI)", "parity")
+    (line,) = tables.summary_body(doc)
+    assert [c.split(" (")[0] for c in line[-4:-1]] == ["2.00x", "3.00x", "1.50x"]
+    kinds = [(c["kind"], c["text"].split(" (")[0]) for c in summary.comparisons(doc["rows"])]
+    assert kinds == [
+        ("jax_vs_tf", "JAX/TF 2.00x"),
+        (f"{kj}_vs_tf", "Keras-JAX/TF 3.00x"),
+        (f"{kj}_vs_jax", "Keras-JAX/JAX 1.50x"),
+    ]
+    assert "and Keras-JAX's over JAX's" in summary.interval_note(doc)

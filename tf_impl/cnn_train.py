@@ -9,30 +9,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from keras_models.cnn import StepLogs, cross_entropy, mixed_precision
 from tf_impl import catalog
-from tf_impl.cnn import cross_entropy, mixed_precision
 from tf_impl.devices import graph_flops, multiworker, strategy
-
-
-class _StepLogs(keras.callbacks.Callback):
-    """Per-step loss and accuracy from fit's running means (Keras logs the mean over the epoch so far, once per
-    execution: every step, or every steps_per_execution steps)."""
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.means = []
-
-    def on_train_batch_end(self, batch, logs=None):  # batch: the execution's last step (as if it were full)
-        self.means.append((batch + 1, float(logs["loss"]), float(logs["accuracy"])))
-
-    def per_step(self, steps: int) -> np.ndarray:
-        """(steps, 2): each step's loss and accuracy; under steps_per_execution, its execution's mean."""
-        out, done, prev = np.zeros((steps, 2)), 0, np.zeros(2)
-        for end, *mean in self.means:
-            end = min(end, steps)  # the epoch's last execution may be shorter
-            total = np.array(mean) * end
-            out[done:end] = (total - prev) / (end - done)
-            done, prev = end, total
-        return out
 
 
 def _in_memory(ds: tf.data.Dataset) -> tf.data.Dataset:
@@ -128,6 +107,8 @@ class Trainer:
     """model.compile + model.fit ('loop': a custom strategy.run loop) under the strategy's scope (a copy
     of the model lives there)."""
 
+    batchnorm = "replica"  # BatchNorm's statistics over each replica's share of the batch
+
     def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         n = len(devices)
         o = catalog.declared("cnn_train", variant, n).options  # tf_impl.catalog.CnnOptions
@@ -153,7 +134,7 @@ class Trainer:
                 self.m.optimizer.build(self.m.trainable_variables)
         self.compute_dtype = self.m.get_layer("conv1").compute_dtype
         self.device = devices[0]
-        self.logs = _StepLogs()
+        self.logs = StepLogs()
         if o.api == "loop":
             self.s = strategy(devices)
             self._step = _loop_step(self.s, self.m) if self.spe == 1 else _loop_steps(self.s, self.m)

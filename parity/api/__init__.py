@@ -41,6 +41,9 @@ class Trainer(Protocol):
     steps_per_dispatch: int  # training steps per host dispatch: 1, or STEPS_PER_DISPATCH in '+spe'/'+scan'
     loss_every: int  # 1: steps() gives each step's own loss; k: each k-step dispatch's mean, for each of its steps
     compute_dtype: str  # what the layers compute in, read off the built model: 'float32', or 'bfloat16' ('+bf16')
+    # BatchNorm's statistics in training over several replicas: 'replica' (each replica's share of the batch: TF's
+    # strategies, Flax's pmap and shard_map) or 'global' (the global batch: Keras's DataParallel, one SPMD program)
+    batchnorm: str
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn; returns (K, 2) float64 per-step [loss, accuracy]."""

@@ -20,11 +20,14 @@ class Framework:
     # modules its worker never loads: TF's lite converter imports JAX wherever JAX is installed (another
     # framework's runtime in TF's process, and 0.5-0.6 s of each TF worker's start-up)
     keeps_out: tuple[str, ...] = ()
+    # frameworks the summary also divides this one by, besides the reference (the table's first): Keras on JAX by
+    # Flax, the same runtime under other model code ('is hand-written Flax worth it?')
+    versus: tuple[str, ...] = ()
 
 
-# The keys of today's two, for code about one framework in particular (TF's multi-worker cluster, JAX's platform
-# names); code about frameworks in general reads TABLE and KEYS
-TF, JAX = "tf", "jax"
+# The keys, for code about one framework in particular (TF's multi-worker cluster, JAX's platform names); code about
+# frameworks in general reads TABLE and KEYS
+TF, JAX, KERAS_JAX = "tf", "jax", "keras-jax"
 
 
 TABLE = {
@@ -40,9 +43,21 @@ TABLE = {
             keeps_out=("jax",),
         ),
         Framework(JAX, "JAX", "JAX", "jax_impl", ("jax", "jaxlib", "flax", "optax"), "tab:blue"),
+        # Keras 3 on JAX: the same Keras model code as TF's, on JAX's runtime. Keras's backend is fixed once a process,
+        # so its worker keeps TensorFlow out (Keras would otherwise load it for its data adapters).
+        Framework(
+            KERAS_JAX,
+            "Keras 3 (JAX)",
+            "Keras-JAX",
+            "keras_jax_impl",
+            ("keras", "jax", "jaxlib"),
+            "tab:green",
+            keeps_out=("tensorflow",),
+            versus=(JAX,),
+        ),
     )
 }
-KEYS = tuple(TABLE)  # ('tf', 'jax'): the order workers start and tables list them
+KEYS = tuple(TABLE)  # ('tf', 'jax', 'keras-jax'): the order workers start and tables list them
 
 
 def label(key: str) -> str:
@@ -71,6 +86,15 @@ def pairs(keys: Iterable[str]) -> list[tuple[str, str]]:
     """Every pair of the distinct `keys`, each in table order: [('tf', 'jax')] for today's two."""
     ks = ordered(keys)
     return [(a, b) for i, a in enumerate(ks) for b in ks[i + 1 :]]
+
+
+def ratios(keys: Iterable[str]) -> list[tuple[str, str]]:
+    """The (numerator, denominator) pairs a summary gives for the distinct `keys`: each after the first over the
+    first (the reference), then each over those it declares `versus`: [('jax', 'tf'), ('keras-jax', 'tf'),
+    ('keras-jax', 'jax')] for today's three."""
+    ks = ordered(keys)
+    extra = [(k, d) for k in ks if k in TABLE for d in TABLE[k].versus if d in ks and d != ks[0]]
+    return [(k, ks[0]) for k in ks[1:]] + extra
 
 
 def over(num: str, den: str) -> str:

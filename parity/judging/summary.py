@@ -80,14 +80,14 @@ def _entry(kind: str, wl: str, n: int, dtype: str, num: dict, den: dict, what: s
 
 def comparisons(rows: list[dict]) -> list[dict]:
     """Per workload x replicas x format: each framework's best row over the reference's, the first framework of the
-    table with a row there (kind '<framework>_vs_<reference>': 'jax_vs_tf', text 'JAX/TF'); and each tuned row
+    table with a row there (kind '<framework>_vs_<reference>': 'jax_vs_tf', text 'JAX/TF'), and over each framework
+    it declares `versus` ('keras-jax_vs_jax'); and each tuned row
     over its framework's best out-of-the-box row at the same workload and replicas ('tuned_vs_default', the
     out-of-the-box row in float32 when the tuned one is bfloat16: what the tuning buys)."""
     out = []
     for wl, n, dtype in groups(rows):
         b = bests(rows, wl, n, dtype)
-        ref, *others = b or [None]
-        out += [_entry(f"{fw}_vs_{ref}", wl, n, dtype, b[fw], b[ref], frameworks.over(fw, ref)) for fw in others]
+        out += [_entry(f"{a}_vs_{d}", wl, n, dtype, b[a], b[d], frameworks.over(a, d)) for a, d in frameworks.ratios(b)]
     for r in _ok(rows):
         if is_tuned(r):
             base = best(rows, r["workload"], r["replicas"], "float32", r["framework"], tuned=False)
@@ -140,12 +140,14 @@ def interval_note(doc: dict) -> str:
         return ""
     comps = comparisons(doc["rows"])
     paired = sum(bool(c["paired_rounds"]) for c in comps)
-    heads = ", ".join(f"{frameworks.over(fw, ref)} (95% CI)" for fw in others)
+    pairs = frameworks.ratios([ref, *others])
+    heads = ", ".join(f"{frameworks.over(a, d)} (95% CI)" for a, d in pairs)
     said = (
         f"the best {frameworks.short(others[0])} row's median over the best {frameworks.short(ref)} row's"
         if len(others) == 1
         else f"each framework's best row's median over the best {frameworks.short(ref)} row's (in a group without "
         f"one, over the best row of the first framework of the table that has one, and said)"
+        + "".join(f", and {frameworks.short(a)}'s over {frameworks.short(d)}'s" for a, d in pairs[len(others) :])
     )
     return (
         f"{heads}: {said}, with a 95% percentile-bootstrap interval "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from parity.common import frameworks
 from parity.common.frameworks import over, short
 from parity.judging import layers, summary
 from parity.output.cells import bytes_cell, fmt, grid, md_table, time_cell
@@ -67,9 +68,10 @@ def table(rows: list[dict]) -> str:
 
 def summary_columns(doc: dict) -> tuple[str, ...]:
     """The summary's header: a best column per framework the rows hold, in the table's order ('TF best', 'JAX
-    best'), then a ratio column per framework after the first, over the first ('JAX/TF (95% CI)')."""
+    best'), then a ratio column per framework after the first, over the first ('JAX/TF (95% CI)'), then one per pair
+    a framework declares `versus` ('Keras-JAX/JAX')."""
     fws = summary.frameworks_in(doc["rows"])
-    ratios = (f"{over(fw, fws[0])} (95% CI)" for fw in fws[1:])
+    ratios = (f"{over(a, d)} (95% CI)" for a, d in frameworks.ratios(fws))
     return ("workload", "replicas", "format", *(f"{short(fw)} best" for fw in fws), *ratios, "parity")
 
 
@@ -92,6 +94,8 @@ def summary_body(doc: dict) -> list[tuple[str, ...]]:
         cells = [f"{b[fw]['variant']} {time_cell(b[fw]['median_s'])}" if fw in b else "-" for fw in fws]
         said = "" if ref == fws[0] else f", over {short(ref)}"
         ratios = [_ratio_cell(b[fw], b[ref]) + said if fw in b and fw != ref else "-" for fw in fws[1:]]
+        versus = frameworks.ratios(fws)[len(fws) - 1 :]  # the pairs after each-over-the-reference
+        ratios += [_ratio_cell(b[a], b[d]) if a in b and d in b else "-" for a, d in versus]
         body.append((wl, str(n), dtype, *cells, *ratios, summary.verdict(doc, wl, n, dtype)))
     return body
 

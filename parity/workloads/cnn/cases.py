@@ -214,6 +214,7 @@ def cnn_parity(impl, devices, req: dict) -> dict:
         out[f"traj/{variant}/loss_every"] = np.array(getattr(t, "loss_every", 1))
         out[f"traj/{variant}/dtype"] = np.array(records[variant].dtype)
         out[f"traj/{variant}/float32"] = np.array(records[variant].float32 or "")  # a mixed variant's counterpart
+        out[f"traj/{variant}/batchnorm"] = np.array(t.batchnorm)  # over each replica's share, or the global batch
         for i, a in enumerate(impl.get_weights(t.model())):
             out[f"traj/{variant}/w{i:03d}"] = a
     np.savez(req["out"], **out)

@@ -15,13 +15,13 @@ from pathlib import Path
 import numpy as np
 
 from parity.api.weights import load_npz, save_npz
-from parity.common.frameworks import label, pairs, short
 from parity.common.messages import warn
 from parity.common.protocol import Call
 from parity.workloads.cnn import checks, data, sources
 from parity.workloads.cnn.oracle import cnn_forward
 from parity.workloads.cnn.spec import CNN_FULL
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
+from parity.workloads.cnn.trajectories import global_batchnorm, trajectories, variants
 
 
 @dataclass
@@ -47,6 +47,9 @@ class CnnState:
     warning: list[str]  # the synthetic-data warning, said once when training is about to start
     parity: dict[int, ParityRound] = field(default_factory=dict)  # by replica count
     traj_skipped: str | None = None  # why a trajectory between two frameworks was not compared
+    # the one-device round's batch size and saved arrays, by framework: what a trainer whose BatchNorm takes the
+    # global batch's statistics (Keras's DataParallel) computes over several replicas
+    one_device: tuple[int, dict] | None = None
 
 
 def prepare(cfg, spec, save_dir: Path) -> tuple[CnnState, list[str]]:
@@ -216,7 +219,7 @@ def _collect_forward(spec, rnd: ParityRound, fws: dict, ds, save_dir: Path) -> N
     if not w_fwd.exists():
         with np.load(rnd.files[next(iter(fws))]) as src:
             saved = dict(src)
-        v = _variants(saved)[0]
+        v = variants(saved)[0]
         save_npz([saved[f"traj/{v}/w{i:03d}"] for i in range(len(checks.WEIGHT_NAMES))], w_fwd)
         np.save(save_dir / "fwd_x.npy", ds.x_test[:16].astype(np.float32))
     x = str(save_dir / "fwd_x.npy")
@@ -244,14 +247,14 @@ def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, k
             cnn_grad_tolerance(b, cfg.device, cfg.precision),
             cnn_loss_tolerance(b, cfg.device, cfg.precision),
         )
-    rows += _trajectories(
-        saved,
-        {fw: rnd.counts[fw] for fw in saved},
-        tols,
-        n,
-        state,
-        cnn_tolerances(cfg.device, cfg.precision, "bfloat16"),
-    )
+    bf16_tols = cnn_tolerances(cfg.device, cfg.precision, "bfloat16")
+    traj, skipped = trajectories(saved, {fw: rnd.counts[fw] for fw in saved}, tols, n, bf16_tols)
+    rows += traj
+    state.traj_skipped = skipped or state.traj_skipped
+    if n == 1:
+        state.one_device = (b, saved)
+    elif state.one_device and state.one_device[0] == b:  # the same batches: parity_batches at every replica count
+        rows += global_batchnorm(saved, state.one_device[1], tols, bf16_tols, n)
     if first and rnd.fwd:
         fwd = {fw: dict(np.load(f)) for fw, f in rnd.fwd.items()}
         xf = np.load(save_dir / "fwd_x.npy")
@@ -276,68 +279,6 @@ def _ask_all(workers: dict, save_dir: Path, name: str, own: dict, **req) -> dict
     for w in workers.values():
         w.answer()
     return {fw: str(save_dir / name.format(fw=fw)) for fw in workers}
-
-
-def _variants(saved: dict) -> list[str]:
-    return [k.split("/")[1] for k in saved if k.startswith("traj/") and k.endswith("/loss")]
-
-
-def _trajectories(saved: dict, counts: dict, tols: dict, n: int, state: CnnState, bf16_tols: dict) -> list[dict]:
-    """Every pair of trainers of two frameworks (each pair of frameworks in table order) in the same number format
-    over the same dropout-free steps, and each mixed-precision ('+bf16') trainer against its own framework's
-    float32 one (bfloat16's tolerances)."""
-    same = [
-        row
-        for fw in saved
-        for v in _variants(saved[fw])
-        if _dtype(saved[fw], v) == "bfloat16"
-        for row in checks.trajectory(
-            saved[fw], saved[fw], v, _float32(saved[fw], v), bf16_tols, n, (fw, fw), "bf16_vs_f32"
-        )
-    ]
-    cross, skipped = [], []
-    for a, b in pairs(saved):
-        if counts[a] != counts[b]:  # BatchNorm statistics are per replica: a different split is another model
-            skipped.append(
-                f"cnn: no {short(a)}-vs-{short(b)} trajectory check: {label(a)} trained on {counts[a]} "
-                f"replicas, {label(b)} on {counts[b]} (BatchNorm statistics: per replica)"
-            )
-            continue
-        cross += [
-            row
-            for va, vb in _pairs(saved[a], saved[b])
-            for row in checks.trajectory(
-                saved[a], saved[b], va, vb, bf16_tols if _dtype(saved[a], va) == "bfloat16" else tols, n, (a, b)
-            )
-        ]
-    if skipped:
-        state.traj_skipped = "; ".join(skipped)
-    return cross + same
-
-
-def _dtype(saved: dict, v: str) -> str:
-    return str(saved.get(f"traj/{v}/dtype", "float32"))
-
-
-def _float32(saved: dict, mixed: str) -> str:
-    """What a mixed-precision variant is compared with: its declared float32 counterpart (Variant.float32:
-    'shard_map' for 'shard_map+bf16', 'jit+pool' for 'jit+bf16+pool'), else the framework's first float32 one."""
-    f32 = [v for v in _variants(saved) if _dtype(saved, v) == "float32"]
-    same = str(saved.get(f"traj/{mixed}/float32", ""))
-    return same if same in f32 else f32[0]
-
-
-def _pairs(a: dict, b: dict) -> list[tuple[str, str]]:
-    """Every pair of single-step variants of two frameworks' saved arrays in the same number format; a multi-step
-    one (several steps per dispatch) against the other framework's first, out-of-the-box variant only, so the
-    checks grow by one pair per multi-step variant."""
-
-    def multi(saved, v):
-        return int(saved.get(f"traj/{v}/dispatch", 1)) > 1
-
-    av, bv = _variants(a), _variants(b)
-    single = [(x, y) for x in av for y in bv if not multi(a, x) and not multi(b, y) and _dtype(a, x) == _dtype(b, y)]
-    return single + [(x, bv[0]) for x in av if multi(a, x)] + [(av[0], y) for y in bv if multi(b, y)]
 
 
 def summary(cfg, rows: list[dict], state: CnnState) -> tuple[list[dict], list[str]]:

@@ -1,0 +1,48 @@
+"""Keras 3 on the JAX backend: the article's workloads as a Keras user writes them (the CNN from the same model code
+as tf_impl, keras_models), run on JAX's runtime (mirror image of `tf_impl` and `jax_impl`)."""
+
+import os
+import sys
+
+# Before Keras loads: the backend is fixed when Keras is first imported, once a process. A Keras already loaded on
+# another backend (tf_impl's, TensorFlow) cannot be switched: this package then refuses to load.
+if "keras" in sys.modules and os.environ.get("KERAS_BACKEND") != "jax":
+    raise ImportError(
+        "keras_jax_impl needs Keras on the JAX backend, but keras is already loaded on "
+        f"{os.environ.get('KERAS_BACKEND', 'tensorflow')!r}; run it in a process of its own (the harness's worker)"
+    )
+os.environ["KERAS_BACKEND"] = "jax"
+
+from keras_jax_impl.catalog import SETTINGS, VARIANTS, settings, variants  # noqa: E402
+from keras_jax_impl.cnn import (  # noqa: E402
+    build_cnn,
+    count_params,
+    forward_layers,
+    get_weights,
+    load_weights,
+    loss_and_grads,
+    mixed_precision,
+    prepare_inference,
+    save_weights,
+    set_weights,
+)
+from keras_jax_impl.cnn_train import make_trainer  # noqa: E402
+from keras_jax_impl.conv import conv_op, prepare_conv  # noqa: E402
+from keras_jax_impl.devices import (  # noqa: E402
+    block,
+    describe_devices,
+    device_kind,
+    list_devices,
+    memory_stats,
+    placement,
+    process_info,
+    reset_memory_peak,
+    set_precision,
+    setup_devices,
+    slowest,
+)
+from keras_jax_impl.matmul import prepare_matmul  # noqa: E402
+from keras_jax_impl.profile import trace, trace_ops  # noqa: E402
+from parity.api import SURFACE  # noqa: E402
+
+__all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

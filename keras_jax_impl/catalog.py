@@ -1,0 +1,111 @@
+"""Keras 3 on JAX: its variants, each declared once as a record (parity.api.variants), and the options this
+implementation's builders read (never the names). What a Keras user reaches for: steps_per_execution, the
+'mixed_bfloat16' policy, keras.distribution.DataParallel; jit_compile is left as Keras sets it ('auto': XLA on the
+JAX backend, always). No process-wide setting: XLA's flags are jax_impl's levers, and a Keras user sets none."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+
+from parity.api.cnn import STEPS_PER_DISPATCH
+from parity.api.variants import MANY, ONE, Setting, Variant, lookup, offered
+
+
+@dataclass(frozen=True)
+class OpOptions:
+    """How an operation runs: keras.ops on one device ('ops'), or on inputs laid out by
+    keras.distribution.DataParallel's data layout over several ('data_parallel'); bfloat16 operands (cast once,
+    beforehand; bfloat16 out, as under Keras's mixed_bfloat16 policy)."""
+
+    parallel: str = "ops"
+    bfloat16: bool = False
+
+
+@dataclass(frozen=True)
+class CnnOptions:
+    """How the CNN trains: model.fit on one device, or under keras.distribution.DataParallel (`distributed`: one
+    SPMD program over the devices, the global batch split along them); fit's steps_per_execution (on JAX, Keras
+    still dispatches each step's jitted program: what it saves is the callbacks' and logs' round trips); mixed
+    precision (Keras's 'mixed_bfloat16' policy, float32 softmax)."""
+
+    distributed: bool = False
+    steps_per_execution: int = 1
+    mixed: bool = False
+
+
+def _op(kind: str) -> tuple[Variant, ...]:
+    return (
+        Variant("ops", kind, ONE, best=0, multiprocess=False, options=OpOptions()),
+        Variant(
+            "ops+bf16",
+            kind,
+            ONE,
+            "bfloat16",
+            tuned=True,
+            best=0,
+            multiprocess=False,
+            float32="ops",
+            options=OpOptions(bfloat16=True),
+        ),
+        Variant("data_parallel", kind, MANY, best=0, multiprocess=False, options=OpOptions("data_parallel")),
+    )
+
+
+SPE = STEPS_PER_DISPATCH
+
+
+def _cnn(name: str, replicas: str, distributed: bool) -> tuple[Variant, ...]:
+    return (
+        Variant(name, "cnn_train", replicas, best=1, multiprocess=False, options=CnnOptions(distributed)),
+        Variant(
+            f"{name}+spe",
+            "cnn_train",
+            replicas,
+            tuned=True,
+            dispatch=True,
+            best=0,
+            multiprocess=False,
+            options=CnnOptions(distributed, SPE),
+        ),
+        Variant(
+            f"{name}+bf16",
+            "cnn_train",
+            replicas,
+            "bfloat16",
+            tuned=True,
+            best=0,
+            multiprocess=False,
+            float32=name,
+            options=CnnOptions(distributed, mixed=True),
+        ),
+    )
+
+
+# Every variant, in the order rows are listed. `best`: several steps an execution where it helps, mixed precision
+# where the hardware has bfloat16. Not offered in a multi-process run: Keras's DataParallel over several
+# processes (keras.distribution.initialize) is not wired here; said by the run when asked.
+VARIANTS: tuple[Variant, ...] = (
+    *_op("conv"),
+    *_op("matmul"),
+    *_cnn("fit", ONE, False),
+    *_cnn("data_parallel", MANY, True),
+    Variant("predict", "cnn_infer", ONE, best=0, multiprocess=False),
+)
+SETTINGS: tuple[Setting, ...] = ()
+
+
+def variants(kind: str, replicas: int) -> tuple[Variant, ...]:
+    """The variants of row kind `kind` over `replicas` devices (in a multi-process run: none)."""
+    return offered(VARIANTS, kind, replicas, multiprocess=jax.distributed.is_initialized())
+
+
+def variant(kind: str, name: str, replicas: int) -> Variant:
+    """The record named `name` among those offered. Raises ValueError naming the variants there are."""
+    return lookup(variants(kind, replicas), kind, name, replicas, "Keras (JAX)")
+
+
+def settings(device: str, native_bf16: bool = False) -> tuple[Setting, ...]:
+    """Process-wide settings worth a worker of their own: none for Keras on JAX, on any device."""
+    return SETTINGS

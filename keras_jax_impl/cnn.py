@@ -1,0 +1,93 @@
+"""The notebook's 5-layer Fashion-MNIST CNN in Keras 3 on the JAX backend: the model is keras_models.cnn's (the
+code tf_impl runs on TensorFlow); here what needs JAX itself: gradients, inference, weight files."""
+
+from __future__ import annotations
+
+import jax
+import keras
+import numpy as np
+
+from jax_impl.ops import rows
+from keras_jax_impl.catalog import variant as variant_record
+from keras_jax_impl.devices import lowered_flops, placement
+from keras_models.cnn import (  # noqa: F401 (the shared model code, re-exported as this surface's)
+    build_cnn,
+    check_no_dropout,
+    count_params,
+    forward_layers,
+    get_weights,
+    logits_copy,
+    logits_loss,
+    mixed_precision,
+    set_weights,
+)
+from parity.api import Gradients, Prepared
+from parity.api.weights import load_npz, save_npz
+
+if keras.backend.backend() != "jax":
+    raise ImportError(f"keras_jax_impl needs Keras's JAX backend, got {keras.backend.backend()!r}")
+
+
+def _values(variables) -> list[jax.Array]:
+    return [v.value for v in variables]
+
+
+def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
+    """Training-mode loss and gradients of one batch, grads in Keras's trainable_weights order, and how
+    each max-pooling layer routed its gradient in this pass.
+
+    Batch statistics as in training, dropout off (build the model with dropout=False); the model itself is not
+    changed (Keras's stateless_call: the moving statistics it would update are returned, and dropped). The loss
+    from the logits, as the trainer's (keras_models.cnn.logits_loss).
+    """
+    check_no_dropout(model)
+    trainable, frozen = _values(model.trainable_variables), _values(model.non_trainable_variables)
+    x, y = jax.numpy.asarray(x, jax.numpy.float32), jax.numpy.asarray(y)
+    to_logits, loss_of = logits_copy(model), logits_loss()
+
+    def loss_fn(params):
+        logits, _ = to_logits.stateless_call(params, frozen, x, training=True)
+        return loss_of(y, logits)
+
+    loss, grads = jax.value_and_grad(loss_fn)(trainable)
+    routing, h = [], x
+    with keras.StatelessScope(state_mapping=[]):  # what model(x, training=True) runs, keeping the pooling inputs
+        for layer in model.layers:
+            if isinstance(layer, keras.layers.MaxPooling2D):  # JAX's own max-pool gradient on the same activations
+                out, vjp = jax.vjp(layer, h)
+                routing.append(np.asarray(vjp(jax.numpy.ones_like(out))[0]))
+            h = layer(h, training=True)
+    return Gradients(float(loss), [np.asarray(g) for g in grads], routing)
+
+
+def prepare_inference(model, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
+    """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand: the model's
+    stateless call, jitted, as Keras's own predict step runs it.
+
+    Raises:
+        ValueError: a variant not among variants("cnn_infer", 1).
+    """
+    variant_record("cnn_infer", variant, 1)
+    x = jax.device_put(np.asarray(images, np.float32), devices[0])
+    trainable, frozen = (
+        [jax.device_put(v, devices[0]) for v in _values(vs)]
+        for vs in (model.trainable_variables, model.non_trainable_variables)
+    )
+    f = jax.jit(lambda t, n, x: model.stateless_call(t, n, x, training=False)[0])
+    return Prepared(
+        lambda: f(trainable, frozen, x),
+        lambda o: tuple(o.shape),
+        rows,
+        placement,
+        lambda: lowered_flops(f, trainable, frozen, x),
+    )
+
+
+def save_weights(model, path) -> None:
+    """Save to .npz in Keras's get_weights() order: loadable by every implementation."""
+    save_npz(get_weights(model), path)
+
+
+def load_weights(model, path) -> None:
+    """Load a .npz written by any implementation's save_weights (checked like set_weights)."""
+    set_weights(model, load_npz(path))

@@ -1,0 +1,115 @@
+"""Training the CNN with Keras 3 on JAX: model.compile + model.fit, on one device or under
+keras.distribution.DataParallel over several; the Trainer that make_trainer returns (mirror image of
+tf_impl.cnn_train, whose model code it shares)."""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import jax
+import keras
+import numpy as np
+
+from keras_jax_impl import catalog
+from keras_jax_impl.devices import distribution
+from keras_models.cnn import StepLogs, logits_copy, logits_loss, mixed_precision
+
+
+class Trainer:
+    """model.compile + model.fit, under DataParallel's scope where the variant is distributed (a copy of the model
+    is built there, its variables replicated over the mesh, each global batch split along it)."""
+
+    def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
+        o = catalog.variant("cnn_train", variant, len(devices)).options  # keras_jax_impl.catalog.CnnOptions
+        self.spe, self.distributed = o.steps_per_execution, o.distributed
+        # fit under steps_per_execution logs once per execution (its per-step loss is that execution's mean), but on
+        # JAX each step is still its own dispatch of the jitted step
+        self.steps_per_dispatch, self.loss_every = 1, self.spe
+        self.src, self.devices = model, devices
+        keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as TF's or Flax's)
+        with self._scope(), jax.default_device(devices[0]):
+            # the loss from the logits, as TF's Keras and Flax compute it (keras_models.cnn.cross_entropy: on JAX,
+            # Keras's own from a softmax output clips the probabilities, and a sample under 1e-7 adds no gradient)
+            self.m = logits_copy(mixed_precision(model) if o.mixed else model)
+            self.m.set_weights(model.get_weights())
+            self.m.compile(
+                optimizer=keras.optimizers.Adam(learning_rate, epsilon=adam_epsilon),  # epsilon set on every side
+                loss=logits_loss(),
+                metrics=["accuracy"],
+                jit_compile="auto",  # Keras's default: XLA on the JAX backend
+                steps_per_execution=self.spe,
+            )
+        self.compute_dtype = self.m.get_layer("conv1").compute_dtype
+        # DataParallel runs one SPMD program over the global batch: BatchNorm's statistics are the global batch's,
+        # where TF's MirroredStrategy and Flax's pmap/shard_map take each replica's own
+        self.batchnorm = "global" if self.distributed else "replica"
+        self.logs = StepLogs()
+        self.batch: tuple[np.ndarray, np.ndarray] | None = None
+
+    def _scope(self):
+        return distribution(self.devices).scope() if self.distributed else nullcontext()
+
+    def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Train on each global batch x[k], y[k] in turn (one model.fit epoch); returns (K, 2) [loss, acc]."""
+        k, b = y.shape
+        flat_x, flat_y = x.reshape(k * b, *x.shape[2:]), y.reshape(k * b)
+        self.batch = (flat_x[:b], flat_y[:b])
+        with self._scope(), jax.default_device(self.devices[0]):
+            self.m.fit(flat_x, flat_y, batch_size=b, epochs=1, verbose=0, callbacks=[self.logs], shuffle=False)
+        return self.logs.per_step(k)
+
+    def placement(self) -> list[str]:
+        """Devices holding the first weight (every replica's copy under DataParallel)."""
+        v = self.m.trainable_weights[0].value
+        return sorted(f"{d.platform}:{d.id}" for d in v.sharding.device_set)
+
+    def _lowered(self):
+        """Keras's own train step, jitted as fit jits it, lowered on the current state and one global batch."""
+        m = self.m
+        state = (
+            [v.value for v in m.trainable_variables],
+            [v.value for v in m.non_trainable_variables],
+            [v.value for v in m.optimizer.variables],
+            [v.value for v in m.metrics_variables],
+        )
+        with self._scope():
+            return jax.jit(m.train_step).lower(state, self.batch)
+
+    def program_text(self) -> str | None:
+        """The compiled step's HLO, with each op's metadata (Keras's layer scopes are JAX named scopes), after at
+        least one step: compiled again, the same program."""
+        return self._lowered().compile().as_text()
+
+    def step_cost(self) -> tuple[float | None, str]:
+        """FLOPs of one global training step by XLA's cost analysis (after at least one step)."""
+        if self.distributed:  # the SPMD program is costed per device
+            return None, "XLA cost analysis: not counted (one SPMD program over the mesh)"
+        try:
+            ca = self._lowered().cost_analysis()
+        except Exception as e:  # best effort: the analytic count stays the primary figure
+            return None, f"XLA cost analysis failed ({type(e).__name__})"
+        flops = ca.get("flops") if isinstance(ca, dict) else None
+        return (float(flops) if flops else None), "XLA cost analysis"
+
+    def model(self):
+        """The trained model (the passed-in model, updated in place). Under DataParallel every variable is one
+        replicated array: the moving statistics are the global batch's (see docs/numerics.md)."""
+        self.src.set_weights(self.m.get_weights())
+        return self.src
+
+    def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
+        """Inference loss and accuracy of the current weights on (x, y), by Keras's evaluate."""
+        with self._scope(), jax.default_device(self.devices[0]):
+            r = self.m.evaluate(x.astype(np.float32), y, batch_size=batch_size, verbose=0, return_dict=True)
+        return {"loss": float(r["loss"]), "accuracy": float(r["accuracy"])}
+
+
+def make_trainer(
+    model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
+) -> Trainer:
+    """A trainer for `model` over `devices` ('fit' on one device; 'data_parallel' over several).
+
+    Raises:
+        ValueError: unknown variant.
+    """
+    return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)
