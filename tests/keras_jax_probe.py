@@ -1,0 +1,76 @@
+"""What tests/test_keras_jax.py checks inside Keras on JAX, run in a process of its own (Keras's backend is fixed once
+a process: the test process's Keras is TensorFlow's). Reads a request (JSON) from argv[1], writes its findings
+(JSON, and arrays to .npz) to argv[2]. Not a test module: pytest does not collect it."""
+
+import inspect
+import json
+import sys
+import typing
+
+import numpy as np
+
+sys.modules["tensorflow"] = None  # as the harness's worker does (parity.common.frameworks: keeps_out)
+import keras_jax_impl as kj  # noqa: E402
+from parity import api  # noqa: E402
+
+
+def _params(f) -> list[tuple[str, object]]:
+    return [(p.name, repr(p.default)) for p in inspect.signature(f).parameters.values()]
+
+
+def surface() -> list[str]:
+    """Every way the package differs from parity.api.FrameworkImpl (empty: none)."""
+    bad = [] if sorted(kj.__all__) == sorted(api.SURFACE) else [f"__all__ {sorted(kj.__all__)}"]
+    for name in api.SURFACE:
+        declared = getattr(api.FrameworkImpl, name, None)
+        got = getattr(kj, name, None)
+        if got is None:
+            bad.append(f"lacks {name}")
+        elif declared is None:
+            kind = typing.get_origin(typing.get_type_hints(api.FrameworkImpl)[name])
+            bad += [] if isinstance(got, kind) else [f"{name} is {type(got)}"]
+        elif _params(got) != _params(declared)[1:]:
+            bad.append(f"{name}{_params(got)}")
+    return bad
+
+
+def main(request: str, out: str) -> None:
+    req = json.loads(open(request).read())
+    devices = kj.setup_devices("cpu", 8)
+    kj.set_precision("highest")
+    found: dict = {"surface": surface(), "devices": len(devices), "backend": __import__("keras").backend.backend()}
+    found["variants"] = {
+        f"{k}x{n}": [v.name for v in kj.variants(k, n)]
+        for k in ("conv", "matmul", "cnn_train", "cnn_infer")
+        for n in (1, 8)
+    }
+    arrays = {}
+    for fw, path in req["weights"].items():  # another implementation's file, loaded and forward-passed here
+        model = kj.build_cnn(0, dropout=False)
+        kj.load_weights(model, path)
+        arrays[f"{fw}/probs"] = kj.forward_layers(model, np.load(req["x"]))["probs"]
+    model = kj.build_cnn(req["seed"])
+    kj.save_weights(model, req["save"])
+    with np.load(req["batches"]) as f:
+        x, y = f["x"], f["y"]
+    for name, devs in (("fit", devices[:1]), ("data_parallel", devices), ("fit+bf16", devices[:1])):
+        m = kj.build_cnn(0, dropout=False)
+        kj.load_weights(m, req["weights"]["tf"])
+        t = kj.make_trainer(m, devs, name)
+        arrays[f"traj/{name}/loss"] = np.asarray(t.steps(x, y))[:, 0]
+        found[f"{name}/placement"] = t.placement()
+        found[f"{name}/compute_dtype"] = t.compute_dtype
+        found[f"{name}/batchnorm"] = t.batchnorm
+        for i, w in enumerate(kj.get_weights(t.model())):
+            arrays[f"traj/{name}/w{i:03d}"] = w
+    try:
+        kj.make_trainer(kj.build_cnn(0), devices[:1], "data_parallel")
+    except ValueError as e:
+        found["wrong_replicas"] = str(e)
+    np.savez(req["arrays"], **arrays)
+    with open(out, "w") as f:
+        json.dump(found, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2])

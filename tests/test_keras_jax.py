@@ -1,0 +1,95 @@
+"""Keras 3 on JAX (keras_jax_impl) on 8 simulated CPU devices, in a process of its own (tests/keras_jax_probe.py:
+Keras's backend is fixed once a process, and this one's is TensorFlow's): its surface, weights that load across all
+three implementations, DataParallel's trajectory against one device's, and a clear refusal to share a process with
+Keras on TensorFlow. Its numbers against float64 and the others' (forward, gradients, trajectories), and its CLI
+path, are the end-to-end runs' (tests/test_cli.py)."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from frameworks_setup import IMPLS
+
+from parity.api.weights import load_npz
+from parity.common.frameworks import JAX, TF
+from parity.workloads.cnn import checks
+from parity.workloads.cnn.tolerances import cnn_tolerances
+
+PROBE = Path(__file__).with_name("keras_jax_probe.py")
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    """The probe's findings and arrays, from weights and batches this process wrote with TF's and JAX's
+    implementations."""
+    d = tmp_path_factory.mktemp("kj")
+    weights = {}
+    for fw in (TF, JAX):
+        impl, _ = IMPLS[fw]
+        weights[fw] = str(d / f"w-{fw}.npz")
+        impl.save_weights(impl.build_cnn(1), weights[fw])
+    rng = np.random.default_rng(0)
+    np.save(d / "x.npy", (rng.random((4, 28, 28, 1)) * 255).astype(np.float32))
+    np.savez(
+        d / "batches.npz", x=(rng.random((3, 16, 28, 28, 1)) * 255).astype(np.float32), y=rng.integers(0, 10, (3, 16))
+    )
+    req = {"weights": weights, "x": str(d / "x.npy"), "seed": 2, "save": str(d / "w-kj.npz")}
+    req.update(batches=str(d / "batches.npz"), arrays=str(d / "arrays.npz"))
+    (d / "req.json").write_text(json.dumps(req))
+    p = subprocess.run(
+        [sys.executable, str(PROBE), str(d / "req.json"), str(d / "found.json")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads((d / "found.json").read_text()), dict(np.load(d / "arrays.npz")), req
+
+
+def test_its_surface_is_the_declared_one_on_8_devices(probe):
+    found, _, _ = probe
+    assert found["surface"] == [] and found["backend"] == "jax" and found["devices"] == 8
+    for kind in ("conv", "matmul", "cnn_train"):  # every row kind at one device and data-parallel
+        assert found["variants"][f"{kind}x1"] and found["variants"][f"{kind}x8"], kind
+    assert found["variants"]["cnn_inferx1"] == ["predict"]
+    assert found["fit/placement"] == ["cpu:0"]
+    assert found["data_parallel/placement"] == [f"cpu:{i}" for i in range(8)]
+    assert "unknown Keras (JAX) cnn_train variant 'data_parallel' for 1 replicas" in found["wrong_replicas"]
+
+
+def test_weights_load_across_all_three_implementations(probe):
+    """TF's and JAX's files load into Keras on JAX and give their own forward pass; its file loads into both."""
+    found, arrays, req = probe
+    x = np.load(req["x"])
+    tol = cnn_tolerances("cpu", "highest")["forward"]
+    for fw in (TF, JAX):
+        impl, _ = IMPLS[fw]
+        model = impl.build_cnn(0, dropout=False)
+        impl.load_weights(model, req["weights"][fw])
+        ref = impl.forward_layers(model, x)["probs"]
+        assert np.max(np.abs(arrays[f"{fw}/probs"] - ref)) / np.max(np.abs(ref)) < tol, fw
+        mine = impl.build_cnn(0)
+        impl.load_weights(mine, req["save"])
+        kept = load_npz(req["save"])
+        assert all(np.array_equal(a, b) for a, b in zip(impl.get_weights(mine), kept, strict=True)), fw
+
+
+def test_data_parallel_trains_as_one_device_on_the_global_batch(probe):
+    """Keras's DataParallel is one SPMD program: BatchNorm's statistics are the global batch's, so its trajectory
+    over 8 devices is one device's on the same batches (float32 summation orders apart)."""
+    found, arrays, _ = probe
+    assert found["data_parallel/batchnorm"] == "global" and found["fit/batchnorm"] == "replica"
+    tols = cnn_tolerances("cpu", "highest")
+    rows = checks.trajectory(arrays, arrays, "fit", "data_parallel", tols, 8, ("x1", "x8"))
+    assert all(r["passed"] for r in rows), rows
+    assert found["fit+bf16/compute_dtype"] == "bfloat16" and found["fit/compute_dtype"] == "float32"
+
+
+def test_it_refuses_to_share_a_process_with_keras_on_tensorflow():
+    import tf_impl  # noqa: F401 (Keras loaded on TensorFlow, as in this process)
+
+    with pytest.raises(ImportError, match="needs Keras on the JAX backend.*process of its own"):
+        import keras_jax_impl  # noqa: F401
