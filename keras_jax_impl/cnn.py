@@ -80,6 +80,8 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
         rows,
         placement,
         lambda: lowered_flops(f, trainable, frozen, x),
+        # the compiled program's text: Keras's layer scopes are JAX named scopes, which --profile maps ops back by
+        lambda: f.lower(trainable, frozen, x).compile().as_text(),
     )
 
 
