@@ -47,7 +47,14 @@ def config(args, argv: list[str] = ()) -> Config:
         raise HarnessError("--python names a framework twice")
     for fw, path in pythons.items():
         check_interpreter(fw, path)
-    check_environment(args.device, frameworks.KEYS if args.framework == "all" else (args.framework,))
+    try:
+        chosen, left_out = frameworks.chosen(args.framework, cluster is not None)
+    except ValueError as e:
+        raise HarnessError(str(e)) from None
+    if left_out and not args.quiet:  # said, never a silent change of what 'all' measures
+        names = ", ".join(frameworks.label(k) for k in left_out)
+        print(f"note: {names}: no part in a multi-process run, not run (docs/multihost.md)", file=sys.stderr)
+    check_environment(args.device, chosen)
     given = {k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None}
     preset = _preset(args)
     if cluster is not None and cluster.process_id:  # process 0 speaks for the run
@@ -55,7 +62,7 @@ def config(args, argv: list[str] = ()) -> Config:
     configs = args.configs or preset.configs
     return Config(
         device=args.device,
-        frameworks=frameworks.KEYS if args.framework == "all" else (args.framework,),
+        frameworks=chosen,
         workloads=tuple(WORKLOADS) if args.workload == "all" else (args.workload,),
         replicas=tuple(dict.fromkeys(args.replicas or ())),  # '--replicas 1 1' measures each count once
         precision=args.precision,

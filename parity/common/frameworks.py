@@ -23,6 +23,7 @@ class Framework:
     # frameworks the summary also divides this one by, besides the reference (the table's first): Keras on JAX by
     # Flax, the same runtime under other model code ('is hand-written Flax worth it?')
     versus: tuple[str, ...] = ()
+    multiprocess: bool = True  # takes part in a multi-process run (--coordinator)
 
 
 # The keys, for code about one framework in particular (TF's multi-worker cluster, JAX's platform names); code about
@@ -54,6 +55,7 @@ TABLE = {
             "tab:green",
             keeps_out=("tensorflow",),
             versus=(JAX,),
+            multiprocess=False,  # Keras's multi-process DataParallel (keras.distribution.initialize) is not wired
         ),
     )
 }
@@ -86,6 +88,17 @@ def pairs(keys: Iterable[str]) -> list[tuple[str, str]]:
     """Every pair of the distinct `keys`, each in table order: [('tf', 'jax')] for today's two."""
     ks = ordered(keys)
     return [(a, b) for i, a in enumerate(ks) for b in ks[i + 1 :]]
+
+
+def chosen(name: str, multiprocess: bool) -> tuple[tuple[str, ...], list[str]]:
+    """The frameworks `--framework name` runs ('all': the table's) and those 'all' leaves out of a multi-process run
+    (they take no part in one). Raises ValueError where the one named takes no part in one."""
+    if name != "all":
+        if multiprocess and not TABLE[name].multiprocess:
+            raise ValueError(f"{TABLE[name].label} takes no part in a multi-process run: run it without --coordinator")
+        return (name,), []
+    out = tuple(k for k in KEYS if TABLE[k].multiprocess or not multiprocess)
+    return out, [k for k in KEYS if k not in out]
 
 
 def ratios(keys: Iterable[str]) -> list[tuple[str, str]]:
