@@ -12,7 +12,7 @@ from parity.engine.config import PRESETS
 from parity.workloads import DEVICES, PRECISIONS, WORKLOADS
 
 EXAMPLES = """examples:
-  python -m parity.run --device cpu --quick        # 1-2 minutes: both frameworks, tiny shapes, every check
+  python -m parity.run --device cpu --quick        # minutes: every framework, tiny shapes, every check
   python -m parity.run --device cpu                # the article's full-size workloads, 1 and 8 replicas
   python -m parity.run --device gpu --framework jax --precision highest
   python -m parity.run --device tpu --workload cnn --schedule notebook --data download   # the notebook's table
@@ -23,7 +23,7 @@ EXAMPLES = """examples:
 def parser() -> argparse.ArgumentParser:
     ap = Parser(
         prog="python -m parity.run",
-        description="`python -m parity.run`: measure the workloads in TensorFlow and JAX, check them, print the table.",
+        description="`python -m parity.run`: measure the workloads in every framework, check them, print the table.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
