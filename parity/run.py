@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import shutil
-import signal
 import sys
 import tempfile
-import threading
 import traceback
 from pathlib import Path
 
+from parity.cli import signals
 from parity.cli.argtypes import check_environment, check_interpreter
 from parity.cli.flags import parser  # noqa: F401  (parser: this command's flags)
+from parity.cli.signals import Terminated
 from parity.common import frameworks
 from parity.common.messages import HarnessError, WorkerBug
 from parity.engine import environment
@@ -119,39 +120,25 @@ def list_devices(cfg: Config) -> None:
             print(f"  {d}")
 
 
-class Terminated(BaseException):
-    """SIGTERM (kill PID, a CI cancel, parity.launch stopping a run): unwound like Ctrl-C, so that workers are
-    stopped and temporary files removed on the way out."""
-
-
-def _terminate(signum, frame):
-    raise Terminated()
-
-
 def main(argv: list[str] | None = None, extra_configs: dict | None = None) -> int:
     """The command line; `extra_configs` ({framework: {name: env}}) adds configurations to try (benchmarks/)."""
-    if threading.current_thread() is not threading.main_thread():
-        return _main(argv, extra_configs)
     # SIGINT as Ctrl-C whatever was inherited: a run started with it ignored (a background job of a
     # non-interactive shell) would not stop when parity.launch or a user asks
-    previous = signal.signal(signal.SIGTERM, _terminate), signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    with signals.handled():
         return _main(argv, extra_configs)
-    finally:
-        signal.signal(signal.SIGTERM, previous[0])
-        signal.signal(signal.SIGINT, previous[1])
 
 
 def _main(argv: list[str] | None, extra_configs: dict | None) -> int:
     temporary: list[Path] = []  # the run's working folder: removed at the end, whatever happened
-    try:
-        return _run(argv, extra_configs, temporary)
-    finally:
-        for t in temporary:
-            shutil.rmtree(t, ignore_errors=True)
+    with contextlib.ExitStack() as held:  # the lock on --out, released at the end, whatever happened
+        try:
+            return _run(argv, extra_configs, temporary, held)
+        finally:
+            for t in temporary:
+                shutil.rmtree(t, ignore_errors=True)
 
 
-def _run(argv: list[str] | None, extra_configs: dict | None, temporary: list[Path]) -> int:
+def _run(argv: list[str] | None, extra_configs: dict | None, temporary: list[Path], held: contextlib.ExitStack) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
     who = ""  # in a multi-process run, which process an error comes from
@@ -160,6 +147,7 @@ def _run(argv: list[str] | None, extra_configs: dict | None, temporary: list[Pat
         cfg.extra_configs = extra_configs or {}
         if not args.list_devices and not (cfg.cluster is not None and cfg.cluster.process_id):
             files.check_out_dir(args.out)  # before any work: hours of training must not end in a path error
+            held.enter_context(files.out_lock(args.out))  # and no other run writing there meanwhile
         if cfg.cluster is not None and cfg.cluster.process_id is not None:
             who = f"process {cfg.cluster.process_id}: "
         if args.list_devices:
@@ -190,16 +178,37 @@ def _run(argv: list[str] | None, extra_configs: dict | None, temporary: list[Pat
         return 2
     ok = all(r["verified"] for r in res["rows"]) and all(c["passed"] is not False for c in res["checks"])
     if not any(h.get("process_id") for h in res["hello"].values()):  # process 0 prints and writes the results
-        try:
-            _print_and_write(cfg, res, args.out, argv, tmp / PROFILES)
-        except OSError as e:  # a full disk: the previous results stay, nothing half-written (files.write_staged)
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+        code = _write_phase(cfg, res, args.out, argv, tmp / PROFILES)
+        if code:
+            return code
     return 0 if ok else 1
 
 
-def _print_and_write(cfg, res: dict, out: Path, argv: list[str], profiles: Path) -> None:
-    """The tables and notes on stdout, and the result files under `out`."""
+def _write_phase(cfg, res: dict, out: Path, argv: list[str], profiles: Path) -> int:
+    """Print and write the results (_print_and_write); 0, or the exit status of what stopped it, said in one line:
+    the files in `out` are either this run's whole set or the previous ones (files.write_staged)."""
+    written: list[Path] = []
+    where = f"the previous files in {out} are as they were"
+    try:
+        _print_and_write(cfg, res, out, argv, profiles, written)
+        return 0
+    except OSError as e:  # a full disk: the previous results stay, nothing half-written (files.write_staged)
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"interrupted; {'the results were written' if written else where}", file=sys.stderr)
+        return 130
+    except Terminated:
+        print(f"terminated (SIGTERM); {'the results were written' if written else where}", file=sys.stderr)
+        return 143
+    except Exception:  # a bug in the tables or the files
+        traceback.print_exc()
+        print(f"error: internal error while writing the results (the traceback above); {where}", file=sys.stderr)
+        return 3
+
+
+def _print_and_write(cfg, res: dict, out: Path, argv: list[str], profiles: Path, written: list[Path]) -> None:
+    """The tables and notes on stdout, and the result files under `out` (in `written` once they are there)."""
     env = environment.environment(cfg, res["hello"], res["skipped"], ["python", "-m", "parity.run", *argv])
     env["notes"] = res["notes"]
     env["peak"] = res["peak"]
@@ -216,12 +225,8 @@ def _print_and_write(cfg, res: dict, out: Path, argv: list[str], profiles: Path)
         if per_layer := tables.layer_tables(doc):
             print(f"\n{per_layer}")
         print(tables.footnotes(doc))
-    paths = files.write_all(doc, out)
-    if cfg.profile and profiles.is_dir():
-        paths.append(files.install_tree(profiles, Path(out) / PROFILES))
-    else:  # a previous run's traces must not sit beside these results
-        shutil.rmtree(Path(out) / PROFILES, ignore_errors=True)
-    print(f"wrote {', '.join(str(p) for p in paths)}")
+    written += files.write_all(doc, out, profiles if cfg.profile and profiles.is_dir() else None)
+    print(f"wrote {', '.join(str(p) for p in written)}")
 
 
 if __name__ == "__main__":

@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import stat
 import statistics
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from parity.cli import signals
 from parity.engine.environment import SCHEMA_VERSION
+from parity.engine.schedule import PROFILES  # beside the results: a folder of traces per profiled row (--profile)
 from parity.output import rows
 from parity.output.charts import chart, history_chart, layers_chart
 from parity.output.safe import MAX_TEXT, bounded, text, too_long
@@ -69,25 +72,78 @@ def check_out_dir(out: Path, names: tuple[str, ...] = RESULT_FILES) -> None:
             raise OSError(f"--out {out}: {name} there is a directory; results would not fit")
 
 
-def write_staged(out: Path, makers: dict[str, Callable[[Path], bool | None]], names: tuple[str, ...]) -> list[Path]:
-    """The one writer of an output directory: each maker writes its file into a staging folder inside `out`
-    (returning False when it has nothing to write); only when every one has succeeded do the files replace
-    the previous ones, and a previous file of `names` that this set lacks is removed. Any failure (a chart
-    that crashes, a full disk) leaves the previous files as they were and no staging folder behind; it is
-    raised as OSError with one line."""
+_HELD: dict[tuple[int, int], int] = {}  # output directories this process holds the lock of: (device, inode) -> fd
+
+
+@contextlib.contextmanager
+def out_lock(out: Path) -> Iterator[None]:
+    """One parity command at a time writes to the directory `out`: an exclusive lock on the directory itself (no
+    file left behind), released when the block ends or the process does, however it ends. Taken again by the same
+    process, it is the same lock. Raises OSError with one line when another process holds it."""
+    import fcntl
+
+    fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+    st = os.fstat(fd)
+    key = (st.st_dev, st.st_ino)
+    if key in _HELD:
+        os.close(fd)
+        yield
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise OSError(
+            f"{out}: another parity command is writing results there; wait for it to end or choose another --out"
+        ) from None
+    _HELD[key] = fd
+    try:
+        yield
+    finally:
+        del _HELD[key]
+        os.close(fd)
+
+
+def _one_line(e: OSError) -> str:
+    """An OSError's cause in one line; shutil.Error's list of every file that failed becomes its first and a count."""
+    import shutil
+
+    if isinstance(e, shutil.Error) and e.args and isinstance(e.args[0], list) and e.args[0]:
+        first = e.args[0][0]
+        more = len(e.args[0]) - 1
+        return f"{first[-1] if isinstance(first, tuple) else first}" + (f" (and {more} more)" if more else "")
+    return str(e.strerror or e)
+
+
+def write_staged(
+    out: Path, makers: dict[str, Callable[[Path], bool | None]], names: tuple[str, ...], dirs: tuple[str, ...] = ()
+) -> list[Path]:
+    """The one writer of an output directory: each maker writes its file (or, for a name in `dirs`, its folder)
+    into a staging folder inside `out` (returning False when it has nothing to write); only when every one has
+    succeeded do they replace the previous ones, with Ctrl-C and SIGTERM held back for those few renames, and a
+    previous file or folder of `names` or `dirs` that this set lacks is removed. The directory is locked
+    (out_lock) meanwhile. Any failure (a chart that crashes, a full disk) leaves the previous files as they were
+    and no staging folder behind; it is raised as OSError with one line."""
     out = Path(out)
     check_out_dir(out, names)
     try:
-        with tempfile.TemporaryDirectory(dir=out, prefix=".parity-stage-") as tmp:
+        with out_lock(out), tempfile.TemporaryDirectory(dir=out, prefix=".parity-stage-") as tmp:
             stage = Path(tmp)
             made = [name for name, make in makers.items() if make(stage / name) is not False]
-            for name in names:
-                if name not in made:
-                    (out / name).unlink(missing_ok=True)  # a stale file must not sit beside this set
-            for name in made:
-                os.replace(stage / name, out / name)
+            with signals.deferred():
+                for name in (*names, *dirs):
+                    if name in made or not (out / name).exists():
+                        continue
+                    if name in dirs and (out / name).is_dir() and not (out / name).is_symlink():
+                        os.replace(out / name, stage / f".previous-{name}")  # removed with the stage
+                    elif name not in dirs:
+                        (out / name).unlink()  # a stale file must not sit beside this set
+                for name in made:
+                    if name in dirs and (out / name).is_dir() and not (out / name).is_symlink():
+                        os.replace(out / name, stage / f".previous-{name}")
+                    os.replace(stage / name, out / name)
     except OSError as e:
-        raise OSError(f"cannot write to {out}: {e.strerror or e}; the previous files there are as they were") from None
+        raise OSError(f"cannot write to {out}: {_one_line(e)}; the previous files there are as they were") from None
     except (ValueError, TypeError, KeyError) as e:  # a maker refused what it was given (a chart, a table)
         raise OSError(
             f"cannot write to {out}: {type(e).__name__}: {e}; the previous files there are as they were"
@@ -95,10 +151,13 @@ def write_staged(out: Path, makers: dict[str, Callable[[Path], bool | None]], na
     return [out / n for n in made]
 
 
-def write_all(doc: dict, out: Path) -> list[Path]:
-    """results.json, .csv, .md, .png (when matplotlib is there and a row is verified) and results_history.png
-    (when a training row was validated per epoch) under `out`, as a unit (write_staged). A string longer than a
-    results file may hold (MAX_TEXT: a framework's runaway error message) is cut, saying so."""
+def write_all(doc: dict, out: Path, profiles: Path | None = None) -> list[Path]:
+    """results.json, .csv, .md, .png (when matplotlib is there and a row is verified), results_history.png
+    (when a training row was validated per epoch) and, given `profiles`, a copy of that folder as profiles/,
+    under `out`, as one unit (write_staged): a previous run's profiles/ does not outlive its results. A string
+    longer than a results file may hold (MAX_TEXT: a framework's runaway error message) is cut, saying so."""
+    import shutil
+
     doc = bounded(doc)
     env = doc["env"]
     title = f"{env['device']} ({env.get('host_cpu', '')}), precision {env['precision']}"
@@ -111,26 +170,11 @@ def write_all(doc: dict, out: Path) -> list[Path]:
             "results.png": lambda p: chart(doc["rows"], p, title),
             "results_history.png": lambda p: history_chart(doc["rows"], p, f"validation accuracy per epoch: {title}"),
             "results_layers.png": lambda p: layers_chart(doc, p),
+            PROFILES: lambda p: profiles is not None and bool(shutil.copytree(profiles, p)),
         },
         RESULT_FILES,
+        (PROFILES,),
     )
-
-
-def install_tree(src: Path, dest: Path) -> Path:
-    """Replace the folder `dest` with a copy of `src`: copied beside it first, so a failure (a full disk) leaves
-    `dest` as it was and no copy behind; raised as OSError with one line."""
-    import shutil
-
-    stage = dest.with_name(f".{dest.name}.stage")
-    try:
-        shutil.rmtree(stage, ignore_errors=True)
-        shutil.copytree(src, stage)
-        shutil.rmtree(dest, ignore_errors=True)
-        os.replace(stage, dest)
-    except OSError as e:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise OSError(f"cannot write {dest}: {e.strerror or e}") from None
-    return dest
 
 
 class ResultsError(ValueError):

@@ -113,6 +113,25 @@ def modes_note(rows: list[dict]) -> list[str]:
     ]
 
 
+STALL = 20  # a timed call this many times the row's median: the process stood still (stopped, starved, swapped)
+
+
+def stall_note(rows: list[dict]) -> list[str]:
+    """Verified rows with a call far slower than their median (STALL): one call cannot move a median, nor the IQR,
+    nor make two modes, so it is said here; the median stands, the machine was not the row's alone."""
+    slow = [
+        f"{_name(r)}: {time_cell(max(r['times_s']))}, {max(r['times_s']) / r['median_s']:.0f}x its median"
+        for r in rows
+        if r.get("verified") and r.get("times_s") and r.get("median_s") and max(r["times_s"]) > STALL * r["median_s"]
+    ]
+    if not slow:
+        return []
+    return [
+        f"stalled: a timed call more than {STALL}x its row's median (the process stood still: stopped, starved or "
+        f"swapped; the median stands, but the machine was not the run's alone): " + "; ".join(slow)
+    ]
+
+
 def best_notes(rows: list[dict]) -> list[str]:
     """Per workload, replica count and number format: each framework's best row against its best out-of-the-box
     one, with the interval (the summary gives each framework's best over the reference's)."""
