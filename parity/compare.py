@@ -26,6 +26,9 @@ from parity.output.files import ResultsError, load_results
 KEY = rows.KEY  # what was measured (parity.output.rows.Row's key fields): a CNN row's schedule and batch among them
 
 
+MAX_FAIL_OVER = 100.0  # 10000%: a row 101 times slower; a larger threshold is a gate that cannot close
+
+
 def threshold(text: str) -> float:
     """'10%' or '10' -> 0.10 (a percentage either way)."""
     t = text.strip().removesuffix("%")
@@ -35,7 +38,9 @@ def threshold(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a percentage like 10% or 10, got {text!r}") from None
     if not v >= 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
-    return v
+    if not v <= MAX_FAIL_OVER:  # infinity (or near it) would switch the gate off
+        raise argparse.ArgumentTypeError(f"must be at most {100 * MAX_FAIL_OVER:g}%, got {text!r}")
+    return v + 0.0  # -0 is 0
 
 
 key = rows.key

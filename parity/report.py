@@ -196,7 +196,7 @@ def _readme(args) -> int:
 
 def _report(args) -> int:
     try:
-        baseline = parse_baseline(args.baseline) if args.baseline else None
+        baseline = parse_baseline(args.baseline) if args.baseline is not None else None
         docs = [(str(p), load_results(p)) for p in args.files]
         for i, (name, doc) in enumerate(docs):
             if (twice := next((n for n, d in docs[:i] if d == doc), None)) is not None:
@@ -207,7 +207,7 @@ def _report(args) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     rows = merged_rows(docs, article=not args.no_article)
-    if args.workload:
+    if args.workload is not None:
         kinds = {k.name for k in WORKLOADS[args.workload].kinds} if args.workload in WORKLOADS else {args.workload}
         rows = [r for r in rows if r["workload"] in kinds]
         if not rows:

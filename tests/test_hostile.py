@@ -8,6 +8,7 @@ this process (their `main`), so a case costs milliseconds."""
 import json
 import os
 import re
+from pathlib import Path
 
 import pytest
 
@@ -473,4 +474,222 @@ def test_a_bug_in_report_or_compare_is_exit_3_in_one_line(tmp_path, capsys, monk
     assert main([str(tmp_path / "a.json")] * (2 if command is CMP else 1)) == 3
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    assert re.match(r"error: internal error in parity\.(compare|report) \(KeyError: 'x' at .*test_hostile\.py:\d+\)", err)
+    assert re.match(
+        r"error: internal error in parity\.(compare|report) \(KeyError: 'x' at .*test_hostile\.py:\d+\)", err
+    )
+
+
+# ---- signals from a command's first line to its last; the output set as one unit, locked ---------------------
+
+
+@pytest.fixture
+def fakes(monkeypatch):
+    """run.main on fake frameworks in this process (tests/fakeimpl.py), the peak fixed, no chart drawn."""
+    from fakeimpl import FakeImpl, LocalWorker
+
+    from parity.common import frameworks
+    from parity.engine import workerproc
+    from parity.judging import roofline
+    from parity.output import files
+
+    peak = roofline.Peak("cpu", "fp32", 1e9, 1e9, "fixed for the tests", computed_flops=1e9, measured_flops=1e9)
+    monkeypatch.setattr(workerproc, "Worker", LocalWorker)
+    monkeypatch.setattr(roofline, "cpu_peak", lambda n: peak)
+    monkeypatch.setattr(roofline, "remeasured", lambda peak, n: peak)
+    monkeypatch.setattr(LocalWorker, "FAKES", {k: {"default": FakeImpl()} for k in frameworks.KEYS})
+    monkeypatch.setattr(files, "chart", lambda *a, **k: False)
+    return ["--quick", "--workload", "conv", "--framework", "tf", "--replicas", "1", "--configs", "default", "--quiet"]
+
+
+@pytest.fixture
+def no_sigterm_death():
+    """SIGTERM raises here unless the command under test handles it: a command that does not must fail the test,
+    not kill pytest."""
+    import signal
+
+    class Unhandled(Exception):
+        pass
+
+    def unhandled(signum, frame):
+        raise Unhandled("SIGTERM reached the default handler: the command does not handle it")
+
+    previous = signal.signal(signal.SIGTERM, unhandled)
+    yield
+    signal.signal(signal.SIGTERM, previous)
+
+
+def _signal_then_wait(sig):
+    import signal
+    import time
+
+    def make(*a, **k):
+        os.kill(os.getpid(), getattr(signal, sig))
+        time.sleep(2)  # the signal arrives meanwhile
+        raise AssertionError("the signal did not stop the command")
+
+    return make
+
+
+@pytest.mark.parametrize("sig, code, said", [("SIGTERM", 143, "terminated (SIGTERM)"), ("SIGINT", 130, "interrupted")])
+def test_a_signal_while_run_writes_its_files_is_one_line_and_leaves_the_previous_set(
+    tmp_path, capsys, monkeypatch, fakes, no_sigterm_death, sig, code, said
+):
+    from parity.output import files
+
+    out = tmp_path / "out"
+    assert run.main([*fakes, "--out", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    capsys.readouterr()
+    monkeypatch.setattr(files, "markdown", _signal_then_wait(sig))  # inside the write phase, after the tables
+    assert run.main([*fakes, "--out", str(out)]) == code
+    err = capsys.readouterr().err
+    assert err.strip() == f"{said}; the previous files in {out} are as they were", err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # no stage, no half set
+
+
+def test_sigterm_while_report_writes_leaves_no_stage(tmp_path, capsys, monkeypatch, no_sigterm_death):
+    out = tmp_path / "out"
+    (tmp_path / "a.json").write_text(GOOD)
+    assert report.report_main([str(tmp_path / "a.json"), "--out", str(out)]) == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    monkeypatch.setattr(report, "chart", _signal_then_wait("SIGTERM"))
+    (tmp_path / "b.json").write_text(row(median_s=2.0))
+    assert report.report_main([str(tmp_path / "b.json"), "--out", str(out)]) == 143
+    assert "terminated (SIGTERM); nothing written" in capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+@pytest.mark.parametrize("command", [CMP, REP], ids=["compare", "report"])
+def test_report_and_compare_take_ctrl_c_even_when_started_with_it_ignored(tmp_path, capsys, monkeypatch, command):
+    import signal
+
+    (tmp_path / "a.json").write_text(GOOD)
+    real = command[0].__globals__["load_results"]
+
+    def load_then_ctrl_c(path):
+        os.kill(os.getpid(), signal.SIGINT)
+        import time
+
+        time.sleep(1)
+        return real(path)
+
+    monkeypatch.setattr(compare if command is CMP else report, "load_results", load_then_ctrl_c)
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job of a non-interactive shell
+    try:
+        assert command[0]([str(tmp_path / "a.json")] * (2 if command is CMP else 1)) == 130
+    finally:
+        assert signal.signal(signal.SIGINT, previous) == signal.SIG_IGN  # and the inherited handler is restored
+    assert "interrupted" in capsys.readouterr().err
+
+
+def test_signals_while_a_set_is_renamed_into_place_wait_for_the_renames():
+    import signal
+
+    from parity.cli import signals
+
+    done = []
+    with pytest.raises(signals.Terminated), signals.handled():
+        with signals.deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            done.append("renamed")  # not cut short
+        done.append("after")  # never: the held-back signal acts as the block ends
+    assert done == ["renamed"]
+
+
+def test_a_stalled_call_is_said(tmp_path):
+    from parity.output.notes import stall_note
+
+    ok = {**ROW, "times_s": [0.002] * 4 + [6.0], "reps": 5, "median_s": 0.002}
+    assert stall_note([ok]) and "3000x its median" in stall_note([ok])[0]
+    assert stall_note([{**ok, "times_s": [0.002] * 4 + [0.03]}]) == []  # 15x: not a stall
+
+
+def test_profiles_are_part_of_the_set_and_a_failed_copy_leaves_the_previous_one(tmp_path, monkeypatch):
+    import shutil
+
+    from parity.output import files
+    from parity.output.rows import Row
+
+    doc = {
+        "env": {**ENV, "host_cores": 2, "python": "3.12", "timestamp": "t", "git_commit": "c"},
+        "rows": [Row(**ROW).to_dict()],
+    }
+    monkeypatch.setattr(files, "chart", lambda *a, **k: False)
+    traces = tmp_path / "traces"
+    (traces / "row").mkdir(parents=True)
+    (traces / "row" / "t.trace").write_text("one")
+    out = tmp_path / "out"
+    files.write_all(doc, out, traces)
+    assert (out / "profiles" / "row" / "t.trace").read_text() == "one"
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+
+    def full(src, dst, **k):
+        Path(dst).mkdir()
+        raise shutil.Error([(f"{src}/{i}", f"{dst}/{i}", "[Errno 28] No space left on device") for i in range(50)])
+
+    monkeypatch.setattr(shutil, "copytree", full)
+    with pytest.raises(OSError) as e:
+        files.write_all({**doc, "rows": [Row(**{**ROW, "median_s": 2.0}).to_dict()]}, out, traces)
+    assert str(e.value) == (
+        f"cannot write to {out}: [Errno 28] No space left on device (and 49 more); the previous files there are as "
+        "they were"
+    )
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    monkeypatch.undo()
+    monkeypatch.setattr(files, "chart", lambda *a, **k: False)
+    files.write_all(doc, out)  # without profiles: the previous ones go with the previous results
+    assert not (out / "profiles").exists() and not list(out.glob(".*"))
+
+
+def test_a_second_command_writing_to_one_out_is_refused(tmp_path, capsys, fakes):
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    out.mkdir()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import fcntl,os,time; fd=os.open({str(out)!r}, os.O_RDONLY); "
+         "fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline() == "held\n"
+        assert run.main([*fakes, "--out", str(out)]) == 2
+        (tmp_path / "a.json").write_text(GOOD)
+        assert report.report_main([str(tmp_path / "a.json"), "--out", str(out)]) == 2
+    finally:
+        holder.kill()
+        holder.wait()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 2 and all("another parity command is writing results there" in e for e in err), err
+    assert list(out.iterdir()) == []
+    assert run.main([*fakes, "--out", str(out)]) == 0  # the lock goes with its holder
+
+
+def test_the_device_lock_is_one_path_for_every_run(tmp_path, monkeypatch):
+    from parity.engine.devicelock import device_lock_path
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    a, b = device_lock_path("tpu"), device_lock_path("tpu")
+    assert a == b and a.parent.stat().st_mode & 0o777 == 0o700
+    a.parent.chmod(0o755)
+    with pytest.raises(Exception, match="not a private directory of this user"):
+        device_lock_path("tpu")
+
+
+@pytest.mark.parametrize("given", ["inf", "1e308", "nan"])
+def test_a_threshold_that_switches_the_gate_off_is_refused(tmp_path, capsys, given):
+    (tmp_path / "a.json").write_text(GOOD)
+    with pytest.raises(SystemExit) as e:
+        compare.main([str(tmp_path / "a.json")] * 2 + ["--fail-over", given])
+    assert e.value.code == 2 and "--fail-over" in capsys.readouterr().err
+
+
+def test_minus_zero_is_zero_and_empty_flags_are_not_ignored(tmp_path, capsys):
+    (tmp_path / "a.json").write_text(GOOD)
+    assert compare.main([str(tmp_path / "a.json")] * 2 + ["--fail-over", "-0"]) == 0
+    assert "no regression beyond 0%" in capsys.readouterr().out
+    assert report.report_main([str(tmp_path / "a.json"), "--baseline", ""]) == 2
+    assert "--baseline '': expected" in capsys.readouterr().err
+    assert report.report_main([str(tmp_path / "a.json"), "--workload", ""]) == 2
+    assert "no rows of workload ''" in capsys.readouterr().err

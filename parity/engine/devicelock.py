@@ -48,3 +48,18 @@ def check_libtpu_lock() -> None:
         raise HarnessError(say)
     if state == "stale":
         print(f"warning: {say}", file=sys.stderr, flush=True)
+
+
+def device_lock_path(device: str) -> Path:
+    """The lock one owner of `device` at a time takes (--exclusive): one path for every run of this user on this
+    machine, in a private directory (created 0700, refused if it is anyone else's or open to others: a lock
+    file's holder writes its pid there). A run's own temporary folder would lock nothing but the run itself."""
+    import stat
+    import tempfile
+
+    d = Path(tempfile.gettempdir()) / f"parity-locks-{os.getuid()}"
+    d.mkdir(mode=0o700, exist_ok=True)
+    st = os.lstat(d)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise HarnessError(f"{d}: not a private directory of this user; remove it (the device locks live there)")
+    return d / f"{device}.lock"
