@@ -151,11 +151,13 @@ def test_a_nested_event_pre_empts_its_parent_on_its_thread():
     assert wall_split([("a", 5.0, 0.0, "t"), ("b", 5.0, 3.0, "t")]) == [pytest.approx(3.0), pytest.approx(5.0)]
 
 
-def test_an_instant_when_no_op_runs_is_nobodys():
+def test_an_instant_when_no_op_runs_is_no_ops_but_the_calls_idle_line():
     ops = [("a/conv1/x", 1.0, 0.0, "t1"), ("a/conv2/x", 1.0, 3.0, "t1")]  # idle over [1, 3]
-    rows, cpu = attribute(ops, per=1, median_s=4.0, layers=CNN_LAYERS)
-    assert sum(r["wall_s"] for r in rows) == pytest.approx(2.0)
-    assert layers.coverage({"layers": rows, "profile_coverage": cpu}) == (pytest.approx(0.5), pytest.approx(0.5))
+    assert sum(wall_split(ops)) == pytest.approx(2.0)
+    rows, cpu = attribute(ops, per=1, median_s=5.0, layers=CNN_LAYERS)
+    idle = next(r for r in rows if (r["layer"], r["pass"]) == ("other", "idle"))
+    assert (idle["wall_s"], idle["seconds"]) == (pytest.approx(2.0), 0.0)  # host time: nobody's CPU time here
+    assert layers.coverage({"layers": rows, "profile_coverage": cpu}) == (pytest.approx(0.8), pytest.approx(0.4))
 
 
 @pytest.mark.parametrize("seed", range(5))

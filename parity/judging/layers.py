@@ -21,7 +21,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from functools import cache
 
-PASSES = ("forward", "backward", "optimizer", "other")
+PASSES = ("forward", "backward", "optimizer", "other", "idle")
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z_]*\d*")
 _LOSS = re.compile(r"loss|crossentropy|softmax_cross_entropy", re.I)
@@ -119,8 +119,9 @@ def attribute(
     """The row's `layers` from the profiled call's ops, `per` steps (or calls) in it, onto the model's `layers` (in
     order): {layer, pass, seconds (CPU time per step or call: durations summed over threads), share (of that
     CPU time), wall_s (wall time per step or call: wall_split; only where every op carries its start and
-    thread)}; and `profile_coverage`, the CPU time per call over the row's measured median (None without one;
-    coverage() gives the wall figure's too)."""
+    thread)}, with ('other', 'idle') the wall time between the first op and the last when no op ran; and
+    `profile_coverage`, the CPU time per call over the row's measured median (None without one; coverage() gives
+    the wall figure's too)."""
     cpu: dict[tuple[str, str], float] = defaultdict(float)
     wall: dict[tuple[str, str], float] = defaultdict(float)
     keys = [classify(op[0], layers) for op in ops]
@@ -129,6 +130,11 @@ def attribute(
     if timed(ops):
         for key, w in zip(keys, wall_split(ops), strict=True):
             wall[key] += w
+        # the instants between the call's first op and its last when none ran (the host's own work): a line of
+        # its own, so that the wall times add up to the traced call
+        span = max(op[2] + op[1] for op in ops) - min(op[2] for op in ops)
+        if (idle := span - sum(wall.values())) > 0:
+            cpu["other", "idle"], wall["other", "idle"] = 0.0, idle
     whole = sum(cpu.values())
     order = {name: i for i, name in enumerate((*layers, "optimizer", "other"))}
     rows = [
