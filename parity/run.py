@@ -10,7 +10,7 @@ import traceback
 from pathlib import Path
 
 from parity.cli import signals
-from parity.cli.argtypes import check_environment, check_interpreter
+from parity.cli.argtypes import check_data_dir, check_environment, check_interpreter
 from parity.cli.flags import parser  # noqa: F401  (parser: this command's flags)
 from parity.cli.signals import Terminated
 from parity.common import frameworks
@@ -56,6 +56,7 @@ def config(args, argv: list[str] = ()) -> Config:
         names = ", ".join(frameworks.label(k) for k in left_out)
         print(f"note: {names}: no part in a multi-process run, not run (docs/multihost.md)", file=sys.stderr)
     check_environment(args.device, chosen)
+    check_data_dir(args.data, args.data_dir)  # a named directory that is not there is an error, not a fallback
     given = {k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None}
     preset = _preset(args)
     if cluster is not None and cluster.process_id:  # process 0 speaks for the run

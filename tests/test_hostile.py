@@ -195,6 +195,15 @@ CASES = [
         2,
         r"row 0: invalid, but it gives no invalid_reason",
     ),
+    # a named data directory that cannot be read is an error, not a silent fallback on synthetic data
+    ("an absent --data-dir", {}, (RUN, "--data-dir", "{d}/none", "--out", "{d}"), 2, r"--data-dir .*/none: no such"),
+    (
+        "a --data-dir that is a file",
+        {"f": "x"},
+        (RUN, "--data", "download", "--data-dir", "{d}/f", "--out", "{d}"),
+        2,
+        r"--data-dir .*/f: exists and is not a directory",
+    ),
     # what report says
     (
         "no baseline given, nothing verified",

@@ -101,6 +101,22 @@ def check_environment(device: str, fws: tuple[str, ...], env=None) -> None:
         raise HarnessError(f"CUDA_VISIBLE_DEVICES={hidden!r} in the environment hides every GPU from --device gpu")
 
 
+def check_data_dir(data: str, data_dir: str | None) -> None:
+    """Raise HarnessError (one line) when a --data-dir the user named cannot be what --data reads: a path that
+    exists and is no directory, or, for 'auto' and 'real', a directory that does not exist ('auto' would fall back
+    on the synthetic stand-in for a typo). 'download' may name a directory to be made."""
+    if data_dir is None or data == "synthetic":
+        return
+    p = Path(data_dir)
+    if p.exists() and not p.is_dir():
+        raise HarnessError(f"--data-dir {data_dir}: exists and is not a directory")
+    if data in ("auto", "real") and not p.is_dir():
+        raise HarnessError(
+            f"--data-dir {data_dir}: no such directory (--data {data} reads Fashion-MNIST there; --data download "
+            f"makes it)"
+        )
+
+
 INTERPRETER_PROBE_S = 30.0  # a Python with numpy starts in about a second; a cold disk in a few
 
 
