@@ -10,6 +10,7 @@ import pytest
 from fakeimpl import FakeImpl, LocalWorker
 
 from parity import compare
+from parity.common.frameworks import JAX, TF
 from parity.common.messages import WorkerBug
 from parity.common.protocol import Called, Prepared, Result, Warm
 from parity.engine import timing, workerproc
@@ -38,8 +39,10 @@ def fakes(monkeypatch):
 
 
 def _run(tmp_path, **kw) -> dict:
+    """The engine on the two fakes of `fakes` (a third framework's run: tests/test_n_frameworks.py)."""
     cfg = Config(
         **{
+            "frameworks": (TF, JAX),
             "workloads": ("conv", "matmul"),
             "quick": True,
             "reps": 2,
@@ -315,6 +318,7 @@ def test_a_full_disk_at_the_end_is_one_line_and_leaves_the_previous_results(fake
 
     out = tmp_path / "out"
     argv = ["--quick", "--workload", "conv", "--replicas", "1", "--configs", "default", "--out", str(out), "--quiet"]
+    argv += ["--framework", JAX]  # one of the fakes
     monkeypatch.setattr(files, "chart", lambda *a, **k: False)  # no matplotlib work: the engine's files only
     assert run.main(argv) == 0
     before = {p.name: p.read_bytes() for p in out.iterdir()}
@@ -335,6 +339,7 @@ def test_profile_traces_one_more_call_per_row_outside_the_timed_ones(fakes, tmp_
     out = tmp_path / "out"
     monkeypatch.setattr(files, "chart", lambda *a, **k: False)
     argv = ["--quick", "--workload", "conv", "--replicas", "1", "--configs", "default", "--out", str(out), "--quiet"]
+    argv += ["--framework", JAX]  # one of the fakes
     workers = []
     monkeypatch.setattr(workerproc, "Worker", lambda *a, **k: workers.append(LocalWorker(*a, **k)) or workers[-1])
     assert run.main([*argv, "--profile"]) == 0
@@ -520,7 +525,7 @@ def test_workers_starting_are_stopped_when_the_work_beside_them_fails(fakes, mon
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        start_workers(Config(workloads=("conv",), quick=True, progress=False), 1, meanwhile=fails)
+        start_workers(Config(frameworks=(TF, JAX), workloads=("conv",), quick=True, progress=False), 1, meanwhile=fails)
     assert killed == [("tf", True), ("jax", True)]
 
 

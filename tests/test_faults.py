@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from parity.common import frameworks
+
 
 def _start(tmp_path: Path, *args) -> tuple[subprocess.Popen, str]:
     tag = uuid.uuid4().hex  # in every process of this run's environment: finds its workers
@@ -88,7 +90,7 @@ def test_a_killed_worker_is_named_with_its_signal(tmp_path):
 def test_sigterm_stops_the_workers_and_leaves_no_files(tmp_path):
     proc, tag = _start(tmp_path)
     _wait_for(proc, "first epoch (seed 0) TensorFlow")
-    assert sum("parity.engine.worker" in cmd for cmd in _processes(tag).values()) == 2
+    assert sum("parity.engine.worker" in cmd for cmd in _processes(tag).values()) == len(frameworks.KEYS)
     proc.send_signal(signal.SIGTERM)
     err = proc.stderr.read()
     assert proc.wait(120) == 143
