@@ -5,6 +5,7 @@ import dataclasses
 import io
 import os
 import struct
+import sys
 import zipfile
 
 import numpy as np
@@ -178,7 +179,8 @@ def test_both_implementations_build_the_declared_cnn(impl, monkeypatch, arch):
     """The model, its weights in Keras's order, its parameter count, every block's output and every gradient have
     the declaration's shapes, whatever it declares."""
     module = impl[0]
-    monkeypatch.setattr(module.cnn, "CNN_ARCHITECTURE", arch)
+    # where the model is built from the declaration: tf_impl's is the shared Keras model code, keras_models.cnn
+    monkeypatch.setattr(sys.modules[module.build_cnn.__module__], "CNN_ARCHITECTURE", arch)
     model = module.build_cnn(0, dropout=False)
     assert [tuple(w.shape) for w in module.get_weights(model)] == [w.shape for w in arch.weights]
     sizes = {w.name: int(np.prod(w.shape)) for w in arch.weights}

@@ -16,6 +16,7 @@ def save_npz(weights: Sequence[np.ndarray], path) -> None:
     ValueError, and a failed write leaves no temporary file behind."""
     import os
     import stat
+    import tempfile
     from pathlib import Path
 
     path = Path(path)
@@ -23,14 +24,17 @@ def save_npz(weights: Sequence[np.ndarray], path) -> None:
         path = path.resolve()  # write through the link: the link stays, its target is replaced
     if path.exists() and not stat.S_ISREG(os.stat(path).st_mode):
         raise ValueError(f"{path}: exists and is not a regular file; a weight file is written only as one")
-    tmp = path.with_name(f".{path.stem}.tmp.npz")
-    try:
-        np.savez(tmp, **{f"w{i:03d}": np.asarray(w) for i, w in enumerate(weights)})
+    tmp = None
+    try:  # a fresh temporary name each time: two writers of one file never share (or remove) each other's
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".npz")
+        with os.fdopen(fd, "wb") as f:
+            np.savez(f, **{f"w{i:03d}": np.asarray(w) for i, w in enumerate(weights)})
         os.replace(tmp, path)
     except OSError as e:
         raise ValueError(f"{path}: cannot write the weight file ({e.strerror or e})") from None
     finally:
-        tmp.unlink(missing_ok=True)
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
 
 
 def _caps() -> tuple[int, int, int]:

@@ -118,7 +118,7 @@ def make_row(
         # a training row is checked for finite losses and placement; its numbers are judged by the checks
         tolerance=kind.tolerance(cfg.device, cfg.precision, c.dtype),
         verified=res.invalid is None and med is not None,
-        invalid_reason=res.invalid,
+        invalid_reason=res.invalid if res.invalid is not None or med is not None else "no timed call completed",
         saved=str(save_dir / f"{c.key}.npy"),
     )
 

@@ -18,7 +18,7 @@ from parity.api.variants import Setting, setting_from_wire
 from parity.common import protocol
 from parity.common.frameworks import label
 from parity.common.messages import HarnessError, WorkerBug
-from parity.engine import selection
+from parity.engine import devicelock, selection
 from parity.engine.config import Config
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout: parity/, tf_impl/, jax_impl/
@@ -97,7 +97,13 @@ class Worker:
             ) from None
         if line is None:
             raise self._died()
-        return json.loads(line)
+        try:
+            return json.loads(line)
+        except ValueError:  # something else printed on the worker's protocol stream (another interpreter's banner)
+            self.close()
+            raise HarnessError(
+                f"{self.label} worker ({self.python or sys.executable}) printed no protocol line: {line[:80]!r}"
+            ) from None
 
     def _died(self) -> HarnessError:
         """Which worker died and how: its exit code or the signal that killed it, and its last words."""
@@ -234,7 +240,7 @@ def start_workers(
 def await_workers(cfg: Config, workers: dict[str, Worker]) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:
     """Each worker's first words: ready, missing (its framework is not installed) or unavailable (the device)."""
     ready, hello, skipped, absent = {}, {}, [], []
-    wait_s = 300 + (cfg.cluster.timeout_s if cfg.cluster else 0)  # joining waits for every process
+    wait_s = min(300, cfg.timeout_s) + (cfg.cluster.timeout_s if cfg.cluster else 0)  # joining waits for every process
     try:
         for key, w in workers.items():
             msg = w.recv(timeout_s=wait_s)
@@ -291,6 +297,8 @@ def start_owner(
         cfg.cluster.for_config(k) if cfg.cluster else None,
         save_dir / "tmp",
         cfg.pythons.get(fw),
-        save_dir / "device.lock",
+        # one path for every run of this user here: a run's own would lock nothing but itself. A multi-process run's
+        # processes share their host's devices by design: theirs stays the run's own
+        devicelock.device_lock_path(cfg.device) if cfg.cluster is None else save_dir / "device.lock",
     )
     return await_workers(cfg, {key: w})
