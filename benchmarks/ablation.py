@@ -13,8 +13,10 @@ The ablations (jax_impl/cnn.py and tf_impl/*.py are left as they are: the benchm
     bn       every BatchNorm replaced by the identity
     pool     every max pooling replaced by a strided slice (the same output shape)
 
-    python benchmarks/ablation.py --framework jax tf --out docs/results/layers/ablation-CLASS.json
+    python benchmarks/ablation.py --framework jax tf --out docs/results/layers/CLASS-ablation.json
     python benchmarks/ablation.py --framework jax --variant jit+pool --setting ynn+onednn+thp
+    python benchmarks/ablation.py --compare PROFILED_RESULTS.json docs/results/layers/CLASS-ablation.json
+(the commands behind the shipped figures: docs/layers.md)
 """
 
 from __future__ import annotations
