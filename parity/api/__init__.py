@@ -140,9 +140,9 @@ class FrameworkImpl(Protocol):
     def trace(self, directory: str) -> Any:
         """A context manager: what runs inside is traced by the framework's own profiler into `directory`."""
 
-    def trace_ops(self, directory: str, program: str | None = None) -> list[tuple[str, float]]:
-        """The ops of the trace in `directory`: (the op's framework name, with its layer scope; seconds), one per
-        executed op (empty where the trace holds none). program: the traced program's text (Prepared.program,
+    def trace_ops(self, directory: str, program: str | None = None) -> list[tuple[str, float, float, str]]:
+        """The ops of the trace in `directory`: (the op's framework name, with its layer scope; seconds; its start in
+        seconds; the thread it ran on), one per executed op (empty where the trace holds none). program: the traced program's text (Prepared.program,
         Trainer.program_text), where the trace names ops without their scopes."""
 
     # the conv and the matmul

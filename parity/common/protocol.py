@@ -66,7 +66,8 @@ class Result:
 
 @dataclass(frozen=True)
 class Profiled:
-    """One more call under the framework's profiler: its ops as (scope, seconds), or why there is no profile."""
+    """One more call under the framework's profiler: its ops as (scope, seconds, start_s, thread), or why there is
+    no profile."""
 
     profiled: bool
     ops: list = field(default_factory=list)

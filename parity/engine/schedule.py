@@ -293,7 +293,7 @@ def _with_profiles(results: dict, more: dict, profiled: dict, kind: RowKind, spe
 def _profile(cfg: Config, kind: RowKind, todo: list[Case], workers: dict[str, Worker], save_dir: Path) -> dict:
     """--profile: after the timed calls, one more call of each case (a training row: one epoch) under its
     framework's profiler, one at a time; {case key: (its trace folder relative to --out, its ops as (scope,
-    seconds))}."""
+    seconds, start_s, thread))}."""
     out = {}
     for c in todo:
         rel = f"{PROFILES}/{c.key}"
