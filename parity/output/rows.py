@@ -104,9 +104,10 @@ class Row:
     # --profile: one more call after the timed ones, traced by the framework's own profiler
     profile_dir: str | None = None  # its traces, relative to --out
     layers: list | None = (
-        None  # per layer and pass (parity.judging.layers): layer, pass, seconds (per step or call), share
+        None  # per layer and pass (parity.judging.layers): layer, pass, seconds (CPU time, thread-summed, per step or
+        # call), share, wall_s (the wall time split among the ops running at each instant)
     )
-    profile_coverage: float | None = None  # the profiled ops' time over the row's median (below 0.8: said)
+    profile_coverage: float | None = None  # the profiled ops' CPU time over the row's median (below 0.8: said)
     # agreement
     max_abs_err: float | None = None
     max_rel_err: float | None = _f(csv=True, column="err vs f64")  # against the float64 oracle
