@@ -46,6 +46,8 @@ def _lines(cls: str, doc: dict, fws: list[str]) -> list[tuple[str, ...]]:
         said = "" if ref == fws[0] else f", over {frameworks.short(ref)}"
         cells = [f"{b[fw]['variant']} {time_cell(b[fw]['median_s'])}" if fw in b else "-" for fw in fws]
         ratios = [_ratio_cell(b[fw], b[ref]) + said if fw in b and fw != ref else "-" for fw in fws[1:]]
+        versus = frameworks.ratios(fws)[len(fws) - 1 :]  # the pairs after each-over-the-reference
+        ratios += [_ratio_cell(b[a], b[d]) if a in b and d in b else "-" for a, d in versus]
         out.append((cls, wl, str(n), dtype, *cells, *ratios, summary.verdict(doc, wl, n, dtype)))
     return out
 
@@ -103,12 +105,16 @@ def block(paths: list[Path]) -> str:
         raise ResultsError(f"two files of one machine class (folder) {', '.join(twice)}: give one file per class")
     fws = frameworks.ordered(r["framework"] for _, _, d in docs for r in d["rows"])
     head = ("machine", "workload", "replicas", "format", *(f"{frameworks.short(fw)} best" for fw in fws))
-    head += (*(f"{frameworks.over(fw, fws[0])} (95% CI)" for fw in fws[1:]), "parity")
+    pairs = frameworks.ratios(fws)
+    head += (*(f"{frameworks.over(a, d)} (95% CI)" for a, d in pairs), "parity")
     body = [line for cls, _, doc in docs for line in _lines(cls, doc, fws)]
     said = ", ".join(f"{frameworks.over(fw, fws[0])}" for fw in fws[1:])
+    also = "".join(
+        f"; {frameworks.over(a, d)}: over the best {frameworks.short(d)} row's" for a, d in pairs[len(fws) - 1 :]
+    )
     how = (
         f"{said}: the best row's median time over the best {frameworks.short(fws[0])} row's (below 1: faster than "
-        f"{frameworks.short(fws[0])}), with a 95% bootstrap interval paired by interleaving round "
+        f"{frameworks.short(fws[0])}){also}, with a 95% bootstrap interval paired by interleaving round "
         "([docs/statistics.md](docs/statistics.md)); an interval that holds 1 is no difference measurable there. "
         if fws[1:]
         else ""
