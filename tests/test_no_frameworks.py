@@ -22,6 +22,7 @@ ENGINE_TESTS = (
     "tests/test_report.py",
     "tests/test_hostile.py",
     "tests/test_memory.py",
+    "tests/test_readme.py",
 )
 
 # Run in the child: block the frameworks, run the files in this one process, print what ran per file.

@@ -17,8 +17,8 @@ from tf_impl.devices import graph_flops, multiworker, strategy
 def _in_memory(ds: tf.data.Dataset) -> tf.data.Dataset:
     """`ds` with tf.data's autotuning off: its input is arrays already in memory, with nothing to tune. With it on,
     each epoch's iterator, when destroyed, waited for its autotuning thread's next wake-up (10 ms x 2^n after the
-    epoch began): `fit` epochs read 0.63 or 1.27 s at random (docs/performance.md, "TensorFlow's epochs that
-    waited for tf.data")."""
+    epoch began): `fit` epochs read 0.63 or 1.27 s at random (docs/tuning.md, "TensorFlow
+    variants", `loop`)."""
     opts = tf.data.Options()
     opts.autotune.enabled = False
     return ds.with_options(opts)
@@ -45,7 +45,7 @@ def _worker_batches(s: tf.distribute.Strategy, x: np.ndarray, y: np.ndarray) -> 
         return s.distribute_datasets_from_function(fn)
     # One pipeline per replica, left in host memory (which the logical CPUs share): per worker, TF copies to each
     # device through per-device pipelines whose autotuning cannot be turned off, and every epoch waited for them
-    # (docs/performance.md, "TensorFlow's epochs that waited for tf.data").
+    # (docs/tuning.md, "TensorFlow variants", `loop`).
     per_replica = tf.distribute.InputOptions(
         experimental_replication_mode=tf.distribute.InputReplicationMode.PER_REPLICA,
         experimental_fetch_to_device=False,
