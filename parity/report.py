@@ -227,23 +227,27 @@ def _report(args) -> int:
             print(text(f"  * {wl}: {why}: no speedups"))
     if not args.no_article:
         print("  * reference rows are the 2018 article's own figures, not measured here")
-    if args.out:
-        measured = [r for r in rows if not r["reference"]]
-        try:
-            made = write_staged(
-                args.out,
-                {
-                    "merged.json": lambda p: write_json(p, {"files": [n for n, _ in docs], "rows": rows}),
-                    "merged.csv": lambda p: write_text(p, csv_text(measured)),
-                    "merged.md": lambda p: write_text(p, fence(cross_table(rows))),
-                    "merged.png": lambda p: chart(measured, p, "merged results"),
-                },
-                MERGED_FILES,
-            )
-        except OSError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
-        print(f"wrote {', '.join(p.name for p in made)} in {args.out}")
+    return _write_merged(args.out, docs, rows) if args.out else 0
+
+
+def _write_merged(out, docs: list, rows: list[dict]) -> int:
+    """The merged files, as a unit; 2 (one line) where they cannot be written."""
+    measured = [r for r in rows if not r["reference"]]
+    try:
+        made = write_staged(
+            out,
+            {
+                "merged.json": lambda p: write_json(p, {"files": [n for n, _ in docs], "rows": rows}),
+                "merged.csv": lambda p: write_text(p, csv_text(measured)),
+                "merged.md": lambda p: write_text(p, fence(cross_table(rows))),
+                "merged.png": lambda p: chart(measured, p, "merged results"),
+            },
+            MERGED_FILES,
+        )
+    except OSError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {', '.join(p.name for p in made)} in {out}")
     return 0
 
 

@@ -43,18 +43,8 @@ def config(args, argv: list[str] = ()) -> Config:
         )
     if cluster is not None and args.list_devices:
         raise HarnessError("--list-devices looks at this machine only: run it without --coordinator")
-    pythons = dict(args.python)
-    if len(pythons) < len(args.python):
-        raise HarnessError("--python names a framework twice")
-    for fw, path in pythons.items():
-        check_interpreter(fw, path)
-    try:
-        chosen, left_out = frameworks.chosen(args.framework, cluster is not None)
-    except ValueError as e:
-        raise HarnessError(str(e)) from None
-    if left_out and not args.quiet:  # said, never a silent change of what 'all' measures
-        names = ", ".join(frameworks.label(k) for k in left_out)
-        print(f"note: {names}: no part in a multi-process run, not run (docs/multihost.md)", file=sys.stderr)
+    pythons = _pythons(args)
+    chosen = _frameworks(args, cluster)
     check_environment(args.device, chosen)
     check_data_dir(args.data, args.data_dir)  # a named directory that is not there is an error, not a fallback
     given = {k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None}
@@ -90,6 +80,28 @@ def config(args, argv: list[str] = ()) -> Config:
         exclusive=args.device == "tpu" if args.exclusive is None else args.exclusive,
         pythons=pythons,
     )
+
+
+def _pythons(args) -> dict[str, str]:
+    """--python's interpreters by framework, each checked to run."""
+    pythons = dict(args.python)
+    if len(pythons) < len(args.python):
+        raise HarnessError("--python names a framework twice")
+    for fw, path in pythons.items():
+        check_interpreter(fw, path)
+    return pythons
+
+
+def _frameworks(args, cluster) -> tuple[str, ...]:
+    """--framework's frameworks; 'all' in a multi-process run leaves out those that take no part, and says so."""
+    try:
+        chosen, left_out = frameworks.chosen(args.framework, cluster is not None)
+    except ValueError as e:
+        raise HarnessError(str(e)) from None
+    if left_out and not args.quiet:  # said, never a silent change of what 'all' measures
+        names = ", ".join(frameworks.label(k) for k in left_out)
+        print(f"note: {names}: no part in a multi-process run, not run (docs/multihost.md)", file=sys.stderr)
+    return chosen
 
 
 def _preset(args) -> Preset:

@@ -142,8 +142,8 @@ class FrameworkImpl(Protocol):
 
     def trace_ops(self, directory: str, program: str | None = None) -> list[tuple[str, float, float, str]]:
         """The ops of the trace in `directory`: (the op's framework name, with its layer scope; seconds; its start in
-        seconds; the thread it ran on), one per executed op (empty where the trace holds none). program: the traced program's text (Prepared.program,
-        Trainer.program_text), where the trace names ops without their scopes."""
+        seconds; the thread it ran on), one per executed op (empty where the trace holds none). program: the traced
+        program's text (Prepared.program, Trainer.program_text), where the trace names ops without their scopes."""
 
     # the conv and the matmul
     def conv_op(self, images: Any, kernels: Any, stride: int = 2, padding: str = "SAME") -> Any: ...

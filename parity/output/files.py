@@ -1,25 +1,20 @@
-"""Result files: results.json, .csv, .md and the chart, written as a unit; and reading them back."""
+"""Result files: results.json, .csv, .md and the chart, written as a unit (reading them back: parity.output.loading)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
-import stat
-import statistics
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from parity.cli import signals
-from parity.engine.environment import SCHEMA_VERSION
 from parity.engine.schedule import PROFILES  # beside the results: a folder of traces per profiled row (--profile)
 from parity.output import rows
 from parity.output.charts import chart, history_chart, layers_chart
-from parity.output.safe import MAX_TEXT, bounded, text, too_long
+from parity.output.safe import bounded, text
 from parity.output.tables import markdown
-from parity.workloads import DEVICES, WORKLOADS
 
 
 def write_text(path: Path, text: str) -> None:
@@ -177,202 +172,10 @@ def write_all(doc: dict, out: Path, profiles: Path | None = None) -> list[Path]:
     )
 
 
-class ResultsError(ValueError):
-    """A results file that cannot be read as one of ours; the message names the file."""
-
-
-# What every row of a results file must hold for report and compare to read it, and the fields that are numbers
-# (or null) wherever present: both from parity.output.rows.Row. A verified row's median_s must also be a finite time
-# above zero; NaN and Infinity are refused anywhere.
-ROW_SCHEMA = {k: rows.SCHEMA[k] for k in rows.REQUIRED}
-HISTORY_KEYS = ("epoch", "loss", "accuracy", "val_loss", "val_accuracy")  # one epoch of a row's history
-ROW_NUMBERS = rows.NUMBERS
-
-
-def _refuse_constant(name: str):
-    raise ValueError(f"{name} is not a number a results file may hold")
-
-
-def _finite(text: str) -> float:
-    v = float(text)
-    if not math.isfinite(v):
-        raise ValueError(f"{text[:20]} overflows to infinity: not a number a results file may hold")
-    return v
-
-
-def _bounded_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise ValueError(f"an integer of {len(text)} digits is not a number a results file may hold")
-    return int(text)
-
-
-MAX_RESULTS_BYTES = 512 * 2**20  # a default run's results.json is about 1 MB; a merge of hundreds stays far below
-MAX_INT_DIGITS = 20  # byte counts and FLOP counts fit in 20 digits
-MAX_CALLS = 100_000  # timed calls a row holds at most: the bound of parity.run's --reps and --max-reps
-ROW_KINDS = tuple(k.name for w in WORKLOADS.values() for k in w.kinds)  # the rows a reader knows how to show
-MEDIAN_AGREES = 1e-6  # a row's median_s and the median of its times_s agree to this (relative): one computation
-OLDEST_SCHEMA = 1
-
-
-def read_bounded(path: Path, limit: int = MAX_RESULTS_BYTES, what: str = "results file") -> bytes:
-    """A regular file's bytes, at most `limit` of them: a FIFO, a device or a directory is refused before it is
-    opened for reading (a FIFO would block, /dev/zero would never end), and so is a file larger than `limit`."""
-    try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):
-            raise ResultsError(f"{path}: not a regular file; a {what} is one")
-        if st.st_size > limit:
-            raise ResultsError(f"{path}: {st.st_size} bytes, more than a {what} holds ({limit})")
-        with open(path, "rb") as f:
-            data = f.read(limit + 1)
-    except OSError as e:
-        raise ResultsError(f"{path}: cannot read ({e.strerror or e})") from None
-    if len(data) > limit:
-        raise ResultsError(f"{path}: more than a {what} holds ({limit} bytes)")
-    return data
-
-
-def load_results(path: Path) -> dict:
-    """A results.json written by `parity.run`, checked so that every reader (report, compare, the tables, the
-    chart, the bootstrap) can handle what it admits: a regular file of bounded size, finite numbers and bounded
-    integers, bounded nesting and string lengths (MAX_TEXT), a known schema version, a validated `env` (a known
-    device), and every row of its declared field types (parity.output.rows.Row) and in their domains: a known row
-    kind, the file's device, at least one replica and process, at most MAX_CALLS timed calls whose median is the
-    row's median_s, a reason where it is invalid, and no two rows of one identity (parity.output.rows.key).
-    Raises ResultsError naming the file, the row and the field."""
-    data = read_bounded(path)
-    try:
-        doc = json.loads(
-            data.decode("utf-8"), parse_constant=_refuse_constant, parse_float=_finite, parse_int=_bounded_int
-        )
-    except UnicodeDecodeError:
-        raise ResultsError(f"{path}: not UTF-8 text") from None
-    except json.JSONDecodeError as e:
-        raise ResultsError(f"{path}: not JSON ({e.msg} at line {e.lineno})") from None
-    except ValueError as e:  # NaN, Infinity, overflowing numbers, huge integers
-        raise ResultsError(f"{path}: {e}") from None
-    except RecursionError:
-        raise ResultsError(f"{path}: nested deeper than any results file") from None
-    if (long := too_long(doc)) is not None:
-        raise ResultsError(
-            f"{path}: a string of {len(long)} characters ({text(long, limit=40)}); a results file's "
-            f"strings are at most {MAX_TEXT}"
-        )
-    if not isinstance(doc, dict) or not isinstance(doc.get("env"), dict) or not isinstance(doc.get("rows"), list):
-        raise ResultsError(f"{path}: not a parity.run results file (no 'env' and 'rows')")
-    why = _env_problem(doc["env"])
-    if why:
-        raise ResultsError(f"{path}: env: {why}")
-    seen: dict[tuple, int] = {}
-    for i, r in enumerate(doc["rows"]):
-        why = _row_problem(r) or _domain_problem(r, doc["env"])
-        if why:
-            raise ResultsError(f"{path}: row {i}: {why}")
-        if (first := seen.setdefault(rows.key(r), i)) != i:
-            raise ResultsError(
-                f"{path}: row {i} measures what row {first} measures (the same {', '.join(rows.KEY)}): "
-                f"a results file holds each row once"
-            )
-    return doc
-
-
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-def _raw_problem(r: dict) -> str | None:
-    """What makes a row's raw times unusable (schema 3): times above zero, one round (an integer) per time."""
-    times, rounds = r.get("times_s"), r.get("rounds")
-    if times is not None and not (
-        isinstance(times, list) and all(_number(t) and math.isfinite(t) and t > 0 for t in times)
-    ):
-        return "times_s is not a list of times above zero"
-    if rounds is not None and not (
-        isinstance(rounds, list)
-        and all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in rounds)
-        and len(rounds) == len(times or ())
-    ):
-        return "rounds is not one round number (an integer from 0) per timed call"
-    return None
-
-
-def _env_problem(env: dict) -> str | None:
-    """What makes a results file's env unreadable, or None."""
-    version = env.get("schema_version")
-    if not isinstance(version, int) or isinstance(version, bool) or not OLDEST_SCHEMA <= version <= SCHEMA_VERSION:
-        return f"schema_version {version!r}; this tool reads {OLDEST_SCHEMA} to {SCHEMA_VERSION}"
-    if env.get("device") not in DEVICES:
-        return f"device is {text(repr(env.get('device')), limit=40)}, not one of {', '.join(DEVICES)}"
-    fws = env.get("frameworks", {})
-    if not isinstance(fws, dict) or not all(isinstance(k, str) and isinstance(v, dict) for k, v in fws.items()):
-        return "frameworks is not an object of framework name -> its record"
-    for k, v in fws.items():
-        if not isinstance(v.get("versions", {}), dict):
-            return f"frameworks.{k}.versions is not an object"
-    for k in ("host_cpu", "precision", "timestamp", "git_commit"):
-        if env.get(k) is not None and not isinstance(env[k], str):
-            return f"{k} is {env[k]!r}, not text"
-    return None
-
-
-def _domain_problem(r: dict, env: dict) -> str | None:
-    """What puts a well-typed row outside what the readers handle, or None."""
-    if r["workload"] not in ROW_KINDS:
-        return f"workload {text(repr(r['workload']), limit=40)} is no row kind this tool knows ({', '.join(ROW_KINDS)})"
-    if r["device"] != env["device"]:
-        return f"device {text(repr(r['device']), limit=40)} in a file of device {env['device']!r}"
-    for k in ("replicas", "processes"):
-        if r.get(k) is not None and r[k] < 1:
-            return f"{k} is {r[k]!r}: a row runs on at least one"
-    if not r["verified"] and not (isinstance(r.get("invalid_reason"), str) and r["invalid_reason"].strip()):
-        return "invalid, but it gives no invalid_reason"
-    times = r.get("times_s")
-    if times:
-        if len(times) > MAX_CALLS:
-            return f"times_s holds {len(times)} calls; a row holds at most {MAX_CALLS} (parity.run's --max-reps bound)"
-        if r.get("reps") is not None and r["reps"] != len(times):
-            return f"reps is {r['reps']}, but times_s holds {len(times)} calls"
-        med = r["median_s"]
-        if med is not None and abs(statistics.median(times) - med) > MEDIAN_AGREES * med:
-            return f"median_s is {med!r}, but the median of its times_s is {statistics.median(times)!r}"
-    return None
-
-
-# Numbers that may be below zero: a re-measured median's change. Every other number a row holds is a time, a
-# count, a size, an error or a ratio, never negative.
-SIGNED = ("drift",)
-
-
-def _row_problem(r) -> str | None:
-    """What makes a row unreadable, or None."""
-    if not isinstance(r, dict):
-        return f"not an object but {type(r).__name__}"
-    missing = [k for k in ROW_SCHEMA if k not in r]
-    if missing:
-        return f"lacks {', '.join(missing)}"
-    for k, types in rows.SCHEMA.items():
-        if k not in r or (r[k] is None and type(None) in types):
-            continue
-        if not isinstance(r[k], types) or (isinstance(r[k], bool) and bool not in types):
-            return f"{k} is {r[k]!r}, not {' or '.join(t.__name__ for t in types)}"
-    for k in ROW_NUMBERS:
-        if r.get(k) is not None and (not isinstance(r[k], (int, float)) or isinstance(r[k], bool)):
-            return f"{k} is {r[k]!r}, not a number"
-        if r.get(k) is not None and k not in SIGNED and r[k] < 0:
-            return f"{k} is {r[k]!r}: below zero"
-    hist = r.get("history")
-    if hist is not None and not (
-        isinstance(hist, list)
-        and all(
-            isinstance(h, dict)
-            and all(isinstance(h.get(k), (int, float)) and not isinstance(h.get(k), bool) for k in HISTORY_KEYS)
-            for h in hist
-        )
-    ):
-        return f"history is not a list of epochs with {', '.join(HISTORY_KEYS)}"
-    why = _raw_problem(r)
-    if why:
-        return why
-    if r["verified"] and not (r["median_s"] is not None and r["median_s"] > 0):
-        return f"verified, but its median_s is {r['median_s']!r}, not a time above zero"
-    return None
+# the reader, re-exported where every caller finds it
+from parity.output.loading import (  # noqa: E402, F401
+    MAX_RESULTS_BYTES,
+    ResultsError,
+    load_results,
+    read_bounded,
+)

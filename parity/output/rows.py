@@ -1,7 +1,7 @@
 """A result row, declared once: its fields, what each means, and which ones the files, compare and tables use.
 
-Everything that lists row fields derives from `Row`: the results file's schema (`files.ROW_SCHEMA`,
-`files.ROW_NUMBERS`), the CSV columns (`files.CSV_FIELDS`), the identity compare matches rows on
+Everything that lists row fields derives from `Row`: the results file's schema (`loading.ROW_SCHEMA`,
+`loading.ROW_NUMBERS`), the CSV columns (`files.CSV_FIELDS`), the identity compare matches rows on
 (`compare.KEY`) and the speed table's columns (`tables.COLUMNS`). Adding a field is one line here plus the
 code that measures it.
 """

@@ -124,6 +124,20 @@ def _ms(s: float | None) -> str:
     return "-" if s is None else f"{s * 1e3:.2f}"
 
 
+def _coverage(b: dict, covered: dict, walled: bool) -> tuple[str, str]:
+    """A layer table's coverage per framework's row, and what its figures are."""
+    if walled:
+        cov = ", ".join(
+            f"{fw} {r['variant']} "
+            + (f"{w:.0%} wall, {c:.0%} CPU" if (w := covered[fw][0]) is not None else f"{c:.0%} CPU, no wall")
+            for fw, r in b.items()
+            if (c := covered[fw][1]) is not None
+        )
+        return cov, "wall time, then CPU time summed over threads"
+    cov = ", ".join(f"{fw} {r['variant']} {r['profile_coverage']:.0%}" for fw, r in b.items())
+    return cov, "CPU time summed over threads: these profiles carry no op start times, so no wall time"
+
+
 def layer_groups(doc: dict) -> list[LayerGroup]:
     """With --profile: per workload x replicas x format where at least two frameworks' best rows were profiled,
     the layer x pass lines (ms per step, or per call) and a line naming where each framework loses most.
@@ -154,17 +168,7 @@ def layer_groups(doc: dict) -> list[LayerGroup]:
             (layer, p, *map(_ms, s), *map(_ms, c), *(f"{x / s[0]:.2f}" if s[0] and x else "-" for x in s[1:]))
             for layer, p, s, c in figures
         ]
-        if walled:
-            cov = ", ".join(
-                f"{fw} {r['variant']} "
-                + (f"{w:.0%} wall, {c:.0%} CPU" if (w := covered[fw][0]) is not None else f"{c:.0%} CPU, no wall")
-                for fw, r in b.items()
-                if (c := covered[fw][1]) is not None
-            )
-            what = "wall time, then CPU time summed over threads"
-        else:
-            cov = ", ".join(f"{fw} {r['variant']} {r['profile_coverage']:.0%}" for fw, r in b.items())
-            what = "CPU time summed over threads: these profiles carry no op start times, so no wall time"
+        cov, what = _coverage(b, covered, bool(walled))
         low = [fw for fw, (w, c) in covered.items() if (w if w is not None else c or 0) < COVERAGE_SAID]
         title = f"{wl} x{n} {dtype}, per {'step' if trained(wl) else 'call'}, {what} (profile coverage: {cov})"
         most = layers.loses_most(lines, fws)
