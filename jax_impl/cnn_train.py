@@ -16,6 +16,7 @@ from jax.sharding import PartitionSpec as P
 from jax_impl.catalog import variant as variant_record
 from jax_impl.cnn import CNN, cross_entropy, infer_blocks, mixed_precision
 from jax_impl.devices import local_device, lowered_flops, placement, put_global
+from parity.api.inputs import check_examples
 
 
 def keras_adam(learning_rate: float, epsilon: float, b1: float = 0.9, b2: float = 0.999):
@@ -147,6 +148,7 @@ class Trainer:
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn; returns (K, 2) float64 per-step [loss, accuracy]
         (reading them waits for the last step)."""
+        check_examples(x, y, 2)  # steps x batch images and their labels, before the framework sees them
         if self.scan:
             return self._scan(x, y)
         out = []
@@ -215,6 +217,7 @@ class Trainer:
 
     def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
         """Inference loss and accuracy of the current weights on (x, y), in the trainer's compute dtype."""
+        check_examples(x, y, 1)
         self.model()
         model = self.compute
         loss = acc = 0.0

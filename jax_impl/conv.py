@@ -14,6 +14,7 @@ from jax_impl.catalog import variant as variant_record
 from jax_impl.devices import lowered_flops, placement, put_global
 from jax_impl.ops import prepare_op, rows
 from parity.api import Prepared, check_divisible
+from parity.api.inputs import check_conv
 
 
 def _conv(x, w, stride: int, padding: str):
@@ -27,6 +28,7 @@ _conv_jit = jax.jit(_conv, static_argnums=(2, 3))
 
 def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> jax.Array:
     """NHWC images x HWIO kernels, TF's SAME/VALID convention; returns a jax.Array."""
+    check_conv(images, kernels, stride, padding)
     return _conv_jit(images, kernels, stride, padding)
 
 
@@ -44,6 +46,7 @@ def prepare_conv(
     Raises:
         ValueError: unknown variant, or a batch that does not divide by len(devices).
     """
+    check_conv(images, kernels, stride, padding)
     n = len(devices)
     v = variant_record("conv", variant, n)
     if v.options.parallel != "pmap":  # pmap: this module's own; the others: ops'

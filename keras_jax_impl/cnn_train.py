@@ -13,6 +13,7 @@ import numpy as np
 from keras_jax_impl import catalog
 from keras_jax_impl.devices import distribution
 from keras_models.cnn import StepLogs, logits_copy, logits_loss, mixed_precision
+from parity.api.inputs import check_examples
 
 
 class Trainer:
@@ -51,6 +52,7 @@ class Trainer:
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn (one model.fit epoch); returns (K, 2) [loss, acc]."""
+        check_examples(x, y, 2)  # steps x batch images and their labels, before the framework sees them
         k, b = y.shape
         flat_x, flat_y = x.reshape(k * b, *x.shape[2:]), y.reshape(k * b)
         self.batch = (flat_x[:b], flat_y[:b])
@@ -99,6 +101,7 @@ class Trainer:
 
     def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
         """Inference loss and accuracy of the current weights on (x, y), by Keras's evaluate."""
+        check_examples(x, y, 1)
         with self._scope(), jax.default_device(self.devices[0]):
             r = self.m.evaluate(x.astype(np.float32), y, batch_size=batch_size, verbose=0, return_dict=True)
         return {"loss": float(r["loss"]), "accuracy": float(r["accuracy"])}

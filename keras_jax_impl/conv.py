@@ -12,6 +12,7 @@ import numpy as np
 from keras_jax_impl.catalog import variant as variant_record
 from keras_jax_impl.ops import prepare_op
 from parity.api import Prepared
+from parity.api.inputs import check_conv
 
 
 def _conv(x, w, stride: int, padding: str):
@@ -21,6 +22,7 @@ def _conv(x, w, stride: int, padding: str):
 
 def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> jax.Array:
     """NHWC images x HWIO kernels, TF's SAME/VALID convention; returns a jax.Array."""
+    check_conv(images, kernels, stride, padding)
     return _conv(images, kernels, stride, padding)
 
 
@@ -38,5 +40,6 @@ def prepare_conv(
     Raises:
         ValueError: unknown variant, or a batch that does not divide by len(devices).
     """
+    check_conv(images, kernels, stride, padding)
     v = variant_record("conv", variant, len(devices))
     return prepare_op(partial(_conv, stride=stride, padding=padding), v, images, kernels, devices)

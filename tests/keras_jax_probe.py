@@ -67,6 +67,22 @@ def main(request: str, out: str) -> None:
         kj.make_trainer(kj.build_cnn(0), devices[:1], "data_parallel")
     except ValueError as e:
         found["wrong_replicas"] = str(e)
+    refused = []  # inputs checked where they enter (parity.api.inputs), as in the other implementations
+    t = kj.make_trainer(kj.build_cnn(0, dropout=False), devices[:1], "fit")
+    for call in (
+        lambda: t.steps(x, y + 10),
+        lambda: t.evaluate(x[0, :0], y[0, :0]),
+        lambda: kj.prepare_conv(
+            "ops", np.zeros((2, 8, 8, 3), np.float32), np.zeros((3, 3, 2, 4), np.float32), devices[:1]
+        ),
+        lambda: kj.set_weights(kj.build_cnn(0), None),
+    ):
+        try:
+            call()
+            refused.append(None)
+        except ValueError as e:
+            refused.append(str(e))
+    found["refused"] = refused
     np.savez(req["arrays"], **arrays)
     with open(out, "w") as f:
         json.dump(found, f)

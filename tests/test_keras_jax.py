@@ -58,6 +58,9 @@ def test_its_surface_is_the_declared_one_on_8_devices(probe):
     assert found["fit/placement"] == ["cpu:0"]
     assert found["data_parallel/placement"] == [f"cpu:{i}" for i in range(8)]
     assert "unknown Keras (JAX) cnn_train variant 'data_parallel' for 1 replicas" in found["wrong_replicas"]
+    labels, empty, channels, weights = found["refused"]  # each a ValueError naming the problem
+    assert "labels must lie in 0..9" in labels and "no images" in empty
+    assert "the kernels take 2" in channels and "expected a list of" in weights
 
 
 def test_weights_load_across_all_three_implementations(probe):

@@ -10,6 +10,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_models.cnn import StepLogs, cross_entropy, mixed_precision
+from parity.api.inputs import check_examples
 from tf_impl import catalog
 from tf_impl.devices import graph_flops, multiworker, strategy
 
@@ -141,6 +142,7 @@ class Trainer:
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn (one model.fit epoch); returns (K, 2) [loss, acc]."""
+        check_examples(x, y, 2)  # steps x batch images and their labels, before the framework sees them
         k, b = y.shape
         self.batch = b
         if self.api == "loop" and self.spe == 1:
@@ -211,6 +213,7 @@ class Trainer:
 
     def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
         """Inference loss and accuracy of the current weights on (x, y)."""
+        check_examples(x, y, 1)
         if self.api == "loop":  # every worker the same, from its copy of the trained weights (no collectives)
             m = self.model()
             probs = np.concatenate(

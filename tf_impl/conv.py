@@ -6,6 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from parity.api import Prepared
+from parity.api.inputs import check_conv
 from tf_impl.catalog import variant as variant_record
 from tf_impl.ops import prepare_op
 
@@ -19,6 +20,7 @@ _conv_fn = tf.function(_conv)
 
 def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> tf.Tensor:
     """NHWC images x HWIO kernels, TF's SAME/VALID convention; returns a tf.Tensor."""
+    check_conv(images, kernels, stride, padding)
     return _conv_fn(tf.convert_to_tensor(images), tf.convert_to_tensor(kernels), stride, padding)
 
 
@@ -31,5 +33,6 @@ def prepare_conv(
     Raises:
         ValueError: unknown variant, or a batch that does not divide by len(devices).
     """
+    check_conv(images, kernels, stride, padding)
     v = variant_record("conv", variant, len(devices))
     return prepare_op(lambda a, b: _conv(a, b, stride, padding), "Conv2D", v, images, kernels, devices)

@@ -167,6 +167,8 @@ CNN_PARAMS = {
 def check_weights(weights: Sequence[np.ndarray], dtype=np.float32) -> None:
     """Raise ValueError naming the layer when a weight list does not fit CNN_WEIGHTS (length, shape, dtype), or
     holds a value that is not finite."""
+    if isinstance(weights, np.ndarray | str | bytes) or not isinstance(weights, Sequence):
+        raise ValueError(f"expected a list of {len(CNN_WEIGHTS)} weight arrays, got {type(weights).__name__}")
     if len(weights) != len(CNN_WEIGHTS):
         raise ValueError(f"expected {len(CNN_WEIGHTS)} weight arrays (Keras get_weights() order), got {len(weights)}")
     for i, (a, w) in enumerate(zip(weights, CNN_WEIGHTS, strict=True)):

@@ -1,0 +1,82 @@
+"""Inputs checked where they enter every implementation (parity.api.inputs): one ValueError naming the problem,
+before the framework sees them. The rules without a framework; then each in-process implementation's entry points
+(Keras on JAX's: tests/test_keras_jax.py)."""
+
+import numpy as np
+import pytest
+
+from parity.api.cnn import check_weights
+from parity.api.inputs import check_conv, check_examples
+
+X = np.zeros((1, 4, 28, 28, 1), np.float32)
+Y = np.zeros((1, 4), np.int32)
+
+
+def _one_nan() -> np.ndarray:
+    x = X.copy()
+    x[0, 2, 5, 7, 0] = np.nan
+    return x
+
+
+@pytest.mark.parametrize(
+    "x, y, said",
+    [
+        (X, Y + 10, "labels must lie in 0..9, got 10..10"),
+        (X, Y - 1, "labels must lie in 0..9, got -1..-1"),
+        (X, Y.astype(np.float32), "labels must be integers"),
+        (X[:, :, :27], Y, "images of shape (28, 28, 1) expected after 2 leading axes, got (1, 4, 27, 28, 1)"),
+        (X, Y[:, :3], "labels of shape (1, 4) expected (one per image), got (1, 3)"),
+        (X[:, :0], Y[:, :0], "no images"),
+        (_one_nan(), Y, "1 pixel(s) not finite"),
+    ],
+    ids=["label-10", "label-minus-1", "float-labels", "27x28", "labels-short", "empty", "nan-pixel"],
+)
+def test_training_examples_that_no_framework_should_see_are_one_valueerror(x, y, said):
+    with pytest.raises(ValueError, match=said.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        check_examples(x, y, 2)
+    check_examples(X, Y, 2)  # and a good batch passes
+
+
+@pytest.mark.parametrize(
+    "kernels, stride, padding, said",
+    [
+        (np.zeros((3, 3, 2, 4)), 2, "SAME", "images have 3 channels, the kernels take 2"),
+        (np.zeros((3, 3, 3, 4)), 0, "SAME", "stride must be an integer of 1 or more, got 0"),
+        (np.zeros((3, 3, 3, 4)), -1, "SAME", "got -1"),
+        (np.zeros((3, 3, 3, 4)), 1.5, "SAME", "got 1.5"),
+        (np.zeros((3, 3, 3, 4)), 1, "BOGUS", "padding must be one of"),
+        (np.zeros((3, 3, 4)), 1, "SAME", "4 dimensions"),
+    ],
+)
+def test_a_conv_that_cannot_run_is_refused_before_it_is_prepared(kernels, stride, padding, said):
+    with pytest.raises(ValueError, match=said):
+        check_conv(np.zeros((2, 8, 8, 3)), kernels, stride, padding)
+
+
+def test_weights_that_are_not_a_list_are_a_valueerror():
+    for bad in (None, 3, "w", np.zeros(3)):
+        with pytest.raises(ValueError, match="expected a list of"):
+            check_weights(bad)
+
+
+def test_each_implementation_refuses_them_at_its_entry_points(impl):
+    module, devices = impl
+    trainer = module.make_trainer(
+        module.build_cnn(0, dropout=False), devices[:1], module.variants("cnn_train", 1)[0].name
+    )
+    with pytest.raises(ValueError, match="labels must lie in 0..9"):
+        trainer.steps(X, Y + 10)
+    with pytest.raises(ValueError, match="no images"):
+        trainer.evaluate(X[0, :0], Y[0, :0])
+    with pytest.raises(ValueError, match="stride must be"):
+        module.prepare_conv(
+            module.variants("conv", 1)[0].name,
+            np.zeros((2, 8, 8, 3), np.float32),
+            np.zeros((3, 3, 3, 4), np.float32),
+            devices[:1],
+            stride=0,
+        )
+    with pytest.raises(ValueError, match="padding must be one of"):
+        module.conv_op(np.zeros((2, 8, 8, 3), np.float32), np.zeros((3, 3, 3, 4), np.float32), 1, "BOGUS")
+    with pytest.raises(ValueError, match="expected a list of"):
+        module.set_weights(module.build_cnn(0), None)
