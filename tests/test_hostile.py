@@ -702,3 +702,62 @@ def test_minus_zero_is_zero_and_empty_flags_are_not_ignored(tmp_path, capsys):
     assert "--baseline '': expected" in capsys.readouterr().err
     assert report.report_main([str(tmp_path / "a.json"), "--workload", ""]) == 2
     assert "no rows of workload ''" in capsys.readouterr().err
+
+
+def _interpreter(tmp_path: Path, body: str) -> str:
+    """A stand-in interpreter for a worker: a shell script that ignores its arguments and runs `body`."""
+    path = tmp_path / "python"
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_worker_that_prints_no_protocol_line_is_named_in_one_line(tmp_path):
+    from parity.common.messages import HarnessError
+    from parity.engine.workerproc import Worker
+
+    w = Worker("jax", "cpu", 1, "default", 30, python=_interpreter(tmp_path, "echo 'Welcome to a banner'"))
+    with pytest.raises(HarnessError, match=r"JAX worker \(.*python\) printed no protocol line: 'Welcome to a banner"):
+        w.recv()
+
+
+def test_a_worker_that_never_answers_is_waited_for_no_longer_than_the_timeout(tmp_path):
+    from parity.common.messages import HarnessError
+    from parity.engine.config import Config
+    from parity.engine.workerproc import Worker, await_workers
+
+    w = Worker("jax", "cpu", 1, "default", 2, python=_interpreter(tmp_path, "sleep 30"))
+    with pytest.raises(HarnessError, match="JAX worker gave no answer in 2 s; stopped it"):
+        await_workers(Config(timeout_s=2, progress=False), {"jax": w})
+
+
+def test_an_exclusive_worker_takes_the_lock_every_run_shares(tmp_path, monkeypatch):
+    """One owner of the device among every run of this user here: a run's owner locks the shared path, not one
+    inside its own folder (which would lock nothing but itself)."""
+    from parity.engine import devicelock, workerproc
+    from parity.engine.config import Config
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    seen = {}
+
+    class Taken(Exception):
+        pass
+
+    def worker(*args, **kw):
+        seen["lock"] = args[-1]
+        raise Taken
+
+    monkeypatch.setattr(workerproc, "Worker", worker)
+    with pytest.raises(Taken):
+        workerproc.start_owner(Config(progress=False), 1, "jax", "default", {}, 0, tmp_path / "run")
+    assert seen["lock"] == devicelock.device_lock_path("cpu") and (tmp_path / "run") not in seen["lock"].parents
+
+
+def test_a_worker_whose_hello_names_no_replicas_is_one_line(tmp_path):
+    from parity.common.messages import HarnessError
+    from parity.engine.config import Config
+    from parity.engine.workerproc import Worker, await_workers
+
+    w = Worker("jax", "cpu", 1, "default", 30, python=_interpreter(tmp_path, """echo '{"status": "ready"}'"""))
+    with pytest.raises(HarnessError, match="JAX worker's first words name no replica count"):
+        await_workers(Config(timeout_s=30, progress=False), {"jax": w})

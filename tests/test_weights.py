@@ -126,6 +126,39 @@ def test_saving_through_a_symlink_writes_its_target(tmp_path):
     assert link.is_symlink() and np.array_equal(load_npz(target)[0], np.ones(2, np.float32))
 
 
+def test_a_link_planted_where_a_temporary_file_would_go_is_never_written_through(tmp_path):
+    """The temporary file is made fresh (mkstemp) each write: a link waiting at the old fixed name, or at any
+    name, is left as it was, and so is its target."""
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    (tmp_path / ".w.tmp.npz").symlink_to(victim)
+    save_npz([np.ones(2, np.float32)], tmp_path / "w.npz")
+    assert victim.read_text() == "keep me" and (tmp_path / ".w.tmp.npz").is_symlink()
+    assert np.array_equal(load_npz(tmp_path / "w.npz")[0], np.ones(2, np.float32))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".w.tmp.npz", "victim", "w.npz"]  # nothing left behind
+
+
+def test_savers_of_one_file_at_once_never_fail_each_other(tmp_path):
+    import threading
+
+    errors, path = [], tmp_path / "w.npz"
+
+    def save(k: int) -> None:
+        for _ in range(30):
+            try:
+                save_npz([np.full(1000, k, np.float32)], path)
+            except ValueError as e:
+                errors.append(e)
+
+    threads = [threading.Thread(target=save, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors and load_npz(path)[0][0] in (0, 1)  # the last whole file, one writer's
+    assert [p.name for p in tmp_path.iterdir()] == ["w.npz"]
+
+
 @pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
 def test_weights_that_are_not_finite_are_refused_naming_the_layer(bad):
     weights = [np.zeros(w.shape, np.float32) for w in CNN_WEIGHTS]

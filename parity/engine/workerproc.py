@@ -244,7 +244,10 @@ def await_workers(cfg: Config, workers: dict[str, Worker]) -> tuple[dict[str, Wo
     try:
         for key, w in workers.items():
             msg = w.recv(timeout_s=wait_s)
-            if msg["status"] == "ready":
+            if msg.get("status") == "ready" and not isinstance(msg.get("replicas"), int):
+                w.close()  # its hello says where its rows ran: without it, nothing of it can be read
+                raise HarnessError(f"{w.label} worker's first words name no replica count: not this version's worker")
+            if msg.get("status") == "ready":
                 ready[key], hello[key] = w, msg
                 continue
             w.close()
