@@ -447,7 +447,7 @@ def test_mixed_precision_trains_in_bfloat16_and_keeps_the_trajectory(replicas, t
 def test_the_elementwise_pool_in_mixed_precision_keeps_the_trajectory(weights):
     """'+bf16+pool': the elementwise pooling gradient in bfloat16 compute (the same routing as JAX's own there:
     test above) trains as '+bf16' does, within bfloat16's tolerances, and is judged against the float32 '+pool'."""
-    from parity.workloads.cnn.suite import _float32
+    from parity.workloads.cnn.trajectories import _float32
 
     x, y = batch(3, 16, seed=11)
     mixed, t = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16+pool", weights, x, y)
@@ -478,7 +478,7 @@ def test_bf16_tolerances_follow_from_the_mantissa():
 
 
 def test_bf16_variants_are_paired_by_number_format():
-    from parity.workloads.cnn.suite import _pairs, _trajectories
+    from parity.workloads.cnn.trajectories import _pairs, trajectories
 
     def fake(variants, dtypes, scale=1.0):
         out = {}
@@ -490,7 +490,7 @@ def test_bf16_variants_are_paired_by_number_format():
     tf = fake(["fit", "fit+bf16"], ["float32", "bfloat16"])
     jx = fake(["jit", "jit+bf16"], ["float32", "bfloat16"], scale=1.01)
     assert _pairs(tf, jx) == [("fit", "jit"), ("fit+bf16", "jit+bf16")]
-    rows = _trajectories({"tf": tf, "jax": jx}, {"tf": 1, "jax": 1}, TOL, 1, {}, BF16)
+    rows, _ = trajectories({"tf": tf, "jax": jx}, {"tf": 1, "jax": 1}, TOL, 1, BF16)
     checks_run = [r["check"] for r in rows if r["check"].startswith("trajectory loss")]
     assert checks_run == [
         "trajectory loss (tf fit vs jax jit, 4 steps)",
