@@ -17,7 +17,8 @@ def _save(fig, path: Path, dpi: int) -> bool:
     """Lay out, write beside `path` and rename into place (a crash leaves no half-written PNG); True."""
     import matplotlib.pyplot as plt
 
-    fig.tight_layout()
+    if fig.get_layout_engine() is None:  # constrained figures (a title above their panels) lay themselves out
+        fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp.png")
     fig.savefig(tmp, dpi=dpi)
@@ -53,7 +54,9 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
     workloads = list(dict.fromkeys(r["workload"] for r in ok))
     if not workloads:
         return False
-    fig, axes = plt.subplots(len(workloads), 1, figsize=(9, 1.2 + 0.45 * len(ok) + 0.6 * len(workloads)), squeeze=False)
+    size = (9, 1.2 + 0.45 * len(ok) + 0.6 * len(workloads))
+    # constrained: the figure's title above the first panel's, never over it
+    fig, axes = plt.subplots(len(workloads), 1, figsize=size, squeeze=False, layout="constrained")
     colors = {k: frameworks.color(k) for k in frameworks.KEYS}
     for ax, wl in zip(axes[:, 0], workloads, strict=True):
         rs = [r for r in ok if r["workload"] == wl]
@@ -64,7 +67,13 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
         ]
         med = [v[0] for v in vals]
         err = [[max(v[0] - v[1], 0) for v in vals], [max(v[2] - v[0], 0) for v in vals]]
-        ax.barh(range(len(rs)), med, xerr=err, color=[colors.get(r["framework"], "tab:gray") for r in rs], capsize=3)
+        bars = ax.barh(
+            range(len(rs)), med, xerr=err, color=[colors.get(r["framework"], "tab:gray") for r in rs], capsize=3
+        )
+        for bar, r in zip(bars, rs, strict=True):  # bfloat16 rows hatched: the number formats apart at a glance
+            if r.get("dtype") == "bfloat16":
+                bar.set_hatch("//")
+                bar.set_edgecolor("white")
         ax.set_yticks(range(len(rs)), labels, fontsize=8)
         ax.invert_yaxis()
         ax.set_xlabel(vals[0][3])
