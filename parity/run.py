@@ -22,6 +22,7 @@ from parity.engine.schedule import PROFILES, run_suite
 from parity.engine.workerproc import Worker
 from parity.judging import summary
 from parity.output import files, tables
+from parity.output.safe import text
 from parity.workloads import WORKLOADS
 from parity.workloads.cnn.spec import CNN_FULL
 
@@ -194,6 +195,10 @@ def _run(argv: list[str] | None, extra_configs: dict | None, temporary: list[Pat
         code = _write_phase(cfg, res, args.out, argv, tmp / PROFILES)
         if code:
             return code
+    for r in res["rows"]:  # on stderr, --quiet or not: an exit of 1 never goes unexplained (a full TMPDIR, ...)
+        if not r["verified"]:
+            who = f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}"
+            print(text(f"invalid: {who}: {r['invalid_reason']}"), file=sys.stderr)
     return 0 if ok else 1
 
 

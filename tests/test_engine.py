@@ -98,6 +98,17 @@ def test_a_planted_error_is_invalid_and_names_the_oracle(fakes, tmp_path):
     assert bad["invalid_reason"] == "max_rel_err 0.001 vs the float64 oracle exceeds 1e-05", bad
 
 
+def test_an_invalid_row_is_said_on_stderr_even_under_quiet(fakes, tmp_path, capsys, monkeypatch):
+    """Exit 1 never unexplained: each invalid row and its reason on stderr (a full TMPDIR's OSError included)."""
+    from parity import run
+
+    fakes["jax"]["default"] = FakeImpl(error=1e-3)
+    monkeypatch.setattr(files, "chart", lambda *a, **k: False)
+    argv = ["--quick", "--workload", "conv", "--replicas", "1", "--configs", "default", "--quiet"]
+    assert run.main([*argv, "--framework", JAX, "--out", str(tmp_path / "out")]) == 1
+    assert "invalid: conv jax op x1: max_rel_err 0.001 vs the float64 oracle exceeds 1e-05" in capsys.readouterr().err
+
+
 def test_a_call_faster_than_the_peak_is_impossible(fakes, tmp_path, monkeypatch):
     # a peak of 1 MFLOP/s: the quick conv's 76 MFLOP of necessary arithmetic would take 50 s at 1.5x it, so a
     # fake that returns a ready answer is impossible on any machine, however slow (the valid side: the tests above)
