@@ -34,8 +34,8 @@ def prepare_op(op: Callable, v: Variant, x: np.ndarray, w: np.ndarray, devices: 
         b = keras.distribution.distribute_tensor(
             w.astype(dtype), keras.distribution.TensorLayout([None] * w.ndim, dp.device_mesh)
         )  # replicated
-    n = 1 if v.options.parallel == "ops" else len(devices)
-    # the FLOP count of the same op jitted (the eager op is one XLA program of it); per device, times the devices
+    # the FLOP count of the same op jitted (the eager op is one XLA program of it): on sharded inputs the lowered
+    # program is the global one, before XLA partitions it, so its count is every device's already
     return Prepared(
-        lambda: op(a, b), lambda o: tuple(o.shape), rows, placement, lambda: lowered_flops(jax.jit(op), a, b, devices=n)
+        lambda: op(a, b), lambda o: tuple(o.shape), rows, placement, lambda: lowered_flops(jax.jit(op), a, b)
     )

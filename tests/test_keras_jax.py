@@ -61,6 +61,8 @@ def test_its_surface_is_the_declared_one_on_8_devices(probe):
     labels, empty, channels, weights = found["refused"]  # each a ValueError naming the problem
     assert "labels must lie in 0..9" in labels and "no images" in empty
     assert "the kernels take 2" in channels and "expected a list of" in weights
+    one, eight = found["conv_flops"]  # XLA's count of the global program: the same work however it is split
+    assert one and eight == one
 
 
 def test_weights_load_across_all_three_implementations(probe):
