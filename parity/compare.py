@@ -8,6 +8,11 @@ and invalid in NEW: exit 1. One median ratio over the threshold is not enough: a
 below it is said as "slower, not shown beyond the threshold". Rows from files without raw times (schema 2),
 or with fewer than 5 timed calls, are judged on the median ratio alone, and say so. Unreadable files, a bad
 threshold or no common rows: exit 2.
+
+The first line says whether the two files come from different machines (CPU family, model, stepping, flags,
+cores, computed peak, accelerator) and which libraries differ. Across machines no slowdown is a regression: its
+verdict says "across machines, not judged" and the exit is 2 (the gate cannot judge), unless --across-machines
+judges them anyway. A row that became invalid is a regression on any machine.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from parity.judging import summary
 from parity.output import rows
 from parity.output.cells import grid, time_cell
 from parity.output.files import ResultsError, load_results
+from parity.output.machines import hardware_differences, machine_of, pair_line
+from parity.output.safe import text
 
 KEY = rows.KEY  # what was measured (parity.output.rows.Row's key fields): a CNN row's schedule and batch among them
 
@@ -46,20 +53,22 @@ def threshold(text: str) -> float:
 key = rows.key
 
 
-def verdict(q, fail_over: float, raw: bool) -> str:
+def verdict(q, fail_over: float, raw: bool, across: bool = False) -> str:
     """A row's verdict from its NEW/OLD ratio: on the interval where there is one, else on the median ratio.
-    raw: both rows have raw times."""
+    raw: both rows have raw times. across: the files come from different machines, so a slowdown is said, never
+    judged a regression."""
     pct = f"{100 * abs(q.ratio - 1):.1f}%"
+    slower = f"slower by {pct} across machines, not judged" if across else f"REGRESSION: {pct} slower"
     if q.low is None:
         n = min(q.calls)
         why = f"{n} timed call{'s' * (n != 1)}, too few for an interval" if raw else "a file without raw times"
         tail = f" (median ratio only: {why})"
         if q.ratio > 1 + fail_over:
-            return f"REGRESSION: {pct} slower{tail}"
+            return slower + tail
         return (f"faster by {pct}" if q.ratio < 1 / (1 + fail_over) else "ok") + tail
     ci = f"(95% CI {q.low:.3f}-{q.high:.3f})"
     if q.low > 1 + fail_over:
-        return f"REGRESSION: {pct} slower {ci}"
+        return f"{slower} {ci}"
     if q.high < 1 / (1 + fail_over):
         return f"faster by {pct} {ci}"
     if q.ratio > 1 + fail_over:
@@ -67,8 +76,9 @@ def verdict(q, fail_over: float, raw: bool) -> str:
     return f"ok {ci}"
 
 
-def compare(old: dict, new: dict, fail_over: float) -> tuple[list[dict], bool]:
-    """One line per row present in both; returns (lines, any regression)."""
+def compare(old: dict, new: dict, fail_over: float, across: bool = False) -> tuple[list[dict], bool]:
+    """One line per row present in both; returns (lines, any regression). across: the files come from different
+    machines: a slowdown is said, not judged (a row that became invalid still is)."""
     olds = {key(r): r for r in old["rows"]}
     lines, bad = [], False
     for r in new["rows"]:
@@ -89,7 +99,7 @@ def compare(old: dict, new: dict, fail_over: float) -> tuple[list[dict], bool]:
         else:
             q = summary.ratio(r, o, same_run=False)  # two runs share no rounds: each file's calls resampled apart
             line["ratio"], line["ci95"] = q.ratio, q.ci95
-            line["verdict"] = verdict(q, fail_over, bool(r.get("times_s") and o.get("times_s")))
+            line["verdict"] = verdict(q, fail_over, bool(r.get("times_s") and o.get("times_s")), across)
             if q.low is None and (o.get("noisy") or r.get("noisy")):
                 line["verdict"] += " (noisy: IQR > 10% of median)"
         bad |= line["verdict"].startswith("REGRESSION")
@@ -111,6 +121,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the slowdown threshold, e.g. 10%%: a row is a regression when the 95%% interval of NEW/OLD lies wholly "
         "above 1 + PCT (files without raw times: when the median ratio does) (default: 10%%)",
     )
+    ap.add_argument(
+        "--across-machines",
+        action="store_true",
+        help="judge slowdowns as regressions even when the two files come from different machines (by default "
+        "they are said, not judged, and the exit is 2)",
+    )
     args = ap.parse_args(argv)
     return guarded("parity.compare", lambda: _compare(args), "nothing compared")
 
@@ -121,7 +137,9 @@ def _compare(args) -> int:
     except ResultsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    lines, bad = compare(old, new, args.fail_over)
+    mo, mn = machine_of(old["env"]), machine_of(new["env"])
+    across = bool(hardware_differences(mo, mn))
+    lines, bad = compare(old, new, args.fail_over, across and not args.across_machines)
     if not lines:
         print(
             f"error: no row of {args.new} matches a row of {args.old} (same workload, framework, variant, device "
@@ -129,12 +147,13 @@ def _compare(args) -> int:
             file=sys.stderr,
         )
         return 2
-    _print(lines, len(new["rows"]) - len(lines), args)
-    return 1 if bad else 0
+    print(text(pair_line(mo, mn, ("OLD", "NEW"))))
+    _print(lines, len(new["rows"]) - len(lines), args, across)
+    return 1 if bad else 2 if across and not args.across_machines else 0
 
 
-def _print(lines: list[dict], unmatched: int, args) -> None:
-    """The comparison table, the rows left unmatched, and the verdict line."""
+def _print(lines: list[dict], unmatched: int, args, across: bool) -> None:
+    """The comparison table, the rows left unmatched, and the verdict lines."""
     body = [
         (
             ln["row"]["workload"],
@@ -151,12 +170,19 @@ def _print(lines: list[dict], unmatched: int, args) -> None:
     print(grid(("workload", "framework", "variant", "replicas", "old", "new", "new/old", "verdict"), body))
     if unmatched:
         print(f"  * {unmatched} row(s) of {args.new} have no counterpart in {args.old}")
+    pct = f"{100 * args.fail_over:g}%"
     n_bad = sum(ln["verdict"].startswith("REGRESSION") for ln in lines)
-    print(
-        f"{n_bad} regression(s) beyond {100 * args.fail_over:g}%"
-        if n_bad
-        else f"no regression beyond {100 * args.fail_over:g}%"
-    )
+    where = " across different machines (--across-machines)" if across and args.across_machines else ""
+    unjudged = across and not args.across_machines
+    if n_bad or not unjudged:
+        print(f"{n_bad} regression(s) beyond {pct}{where}" if n_bad else f"no regression beyond {pct}{where}")
+    if unjudged:
+        n = sum("across machines, not judged" in ln["verdict"] for ln in lines)
+        print(
+            f"ACROSS MACHINES: the files come from different machines, so the gate judges no slowdown ({n} row(s) "
+            f"slower beyond {pct}, not judged); compare runs of one machine class, or give --across-machines to "
+            "judge them anyway (exit 2)"
+        )
 
 
 if __name__ == "__main__":

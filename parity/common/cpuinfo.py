@@ -44,32 +44,43 @@ def computed_cpu_bf16_peak(info: dict) -> float | None:
     return 2 * fp32
 
 
+def _allowed() -> set[int]:
+    return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
+
+
+def processors(text: str | None = None) -> list[dict[str, str]]:
+    """/proc/cpuinfo's blocks of the processors this process may use, each as its `key: value` lines ([] where
+    there is no /proc/cpuinfo). `text`: another machine's cpuinfo (tests), every processor of it."""
+    if text is None:
+        try:
+            text, allowed = Path("/proc/cpuinfo").read_text(), _allowed()
+        except OSError:
+            return []
+    else:
+        allowed = None
+    out = []
+    for block in text.split("\n\n"):
+        cur = dict((s.strip() for s in line.split(":", 1)) for line in block.splitlines() if ":" in line)
+        if cur.get("processor", "").isdigit() and (allowed is None or int(cur["processor"]) in allowed):
+            out.append(cur)
+    return out
+
+
 @cache
 def cpu_info() -> dict:
     """Physical cores this process may use, SIMD width, FMA, and the clock /proc/cpuinfo reports."""
-    allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set(range(os.cpu_count() or 1))
-    cores, flags, mhz, cur, cpu = set(), set(), [], {}, {}
-    try:
-        blocks = Path("/proc/cpuinfo").read_text().split("\n\n")
-    except OSError:
-        blocks = []
-    for block in blocks:
-        for line in block.splitlines():
-            if ":" in line:
-                k, v = (s.strip() for s in line.split(":", 1))
-                cur[k] = v
-        if "processor" in cur and int(cur["processor"]) in allowed:
-            cores.add((cur.get("physical id", "0"), cur.get("core id", cur["processor"])))
-            flags = set(cur.get("flags", "").split())
-            cpu = cur
-            if "cpu MHz" in cur:
-                mhz.append(float(cur["cpu MHz"]))
-        cur = {}
+    cores, flags, mhz, cpu = set(), set(), [], {}
+    for cur in processors():
+        cores.add((cur.get("physical id", "0"), cur.get("core id", cur["processor"])))
+        flags = set(cur.get("flags", "").split())
+        cpu = cur
+        if "cpu MHz" in cur:
+            mhz.append(float(cur["cpu MHz"]))
     lanes = 16 if "avx512f" in flags else 8 if "avx2" in flags or "avx" in flags else 4
     if lanes == 16 and cpu.get("vendor_id") == "AuthenticAMD" and cpu.get("cpu family") == "25":
         lanes = 8  # Zen 4 runs AVX-512 on 256-bit FMA units, two passes per instruction
     return {
-        "cores": len(cores) or len(allowed),
+        "cores": len(cores) or len(_allowed()),
         "simd_lanes_fp32": lanes,
         "fma_units": 2 if "fma" in flags or "avx512f" in flags else 1,
         "fma": "fma" in flags or "avx512f" in flags,

@@ -10,6 +10,7 @@ import stat
 import statistics
 from pathlib import Path
 
+from parity.common.host import HOST_TYPES
 from parity.engine.environment import SCHEMA_VERSION
 from parity.output import rows
 from parity.output.safe import MAX_TEXT, text, too_long
@@ -151,6 +152,23 @@ def _env_problem(env: dict) -> str | None:
     for k in ("host_cpu", "precision", "timestamp", "git_commit"):
         if env.get(k) is not None and not isinstance(env[k], str):
             return f"{k} is {env[k]!r}, not text"
+    return None if env.get("host") is None else _host_problem(env["host"])
+
+
+def _host_problem(host) -> str | None:
+    """What makes env.host (parity.common.host.Host) unreadable, or None; a file without it is read as older."""
+    if not isinstance(host, dict):
+        return f"host is {type(host).__name__}, not an object"
+    for k, types in HOST_TYPES.items():
+        if k not in host:
+            return f"host lacks {k}"
+        v = host[k]
+        if not isinstance(v, types) or (isinstance(v, bool) and bool not in types):
+            return f"host.{k} is {text(repr(v), limit=40)}, not {' or '.join(t.__name__ for t in types)}"
+        if isinstance(v, int) and v < (1 if k in ("cores", "logical_cpus") else 0):
+            return f"host.{k} is {v}: below {'one' if k in ('cores', 'logical_cpus') else 'zero'}"
+    if not all(isinstance(f, str) and isinstance(on, bool) for f, on in host["flags"].items()):
+        return "host.flags is not an object of flag name -> true or false"
     return None
 
 
