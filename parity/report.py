@@ -9,6 +9,7 @@ from parity.cli.argtypes import Parser
 from parity.cli.signals import guarded
 from parity.output.article import ARTICLE_ROWS
 from parity.output.cells import fmt, grid, time_cell
+from parity.output.charts import ratio_chart
 from parity.output.files import (
     ResultsError,
     chart,
@@ -19,17 +20,38 @@ from parity.output.files import (
     write_staged,
     write_text,
 )
+from parity.output.machines import label, machine_of, pair_line
 from parity.output.safe import fence, text
 from parity.workloads import WORKLOADS, trained
 
 
 def machine(doc: dict) -> str:
-    """A short label for the machine a results file came from."""
-    env = doc["env"]
-    kinds = {str(f.get("device_kind")) for f in env.get("frameworks", {}).values()} - {"None"}
-    kinds = sorted({k for k in kinds if k.lower() != env["device"]})  # 'CPU' and 'cpu' say nothing new
-    what = env["device"] + (f" {'/'.join(kinds)}" if kinds else "")
-    return f"{what}, {env.get('host_cpu', '?')}"
+    """A short label for the machine a results file came from: 'cpu, AMD EPYC (Zen 4), 2 cores'."""
+    return label(machine_of(doc["env"]))
+
+
+def _short(name: str) -> str:
+    """A file's folder and name: 'zen4/cpu-default.json'."""
+    return "/".join(Path(name).parts[-2:])
+
+
+def sources(docs: list[tuple[str, dict]]) -> list[str]:
+    """Each file's machine label; where two files' labels are alike, each of those also names its file."""
+    labels = [machine(doc) for _, doc in docs]
+    return [
+        f"{lab} [{_short(name)}]" if labels.count(lab) > 1 else lab for lab, (name, _) in zip(labels, docs, strict=True)
+    ]
+
+
+def machine_lines(docs: list[tuple[str, dict]]) -> list[str]:
+    """One line for each file after the first: how its machine differs from the first file's (unescaped)."""
+    if len(docs) < 2:
+        return []
+    first, m0 = _short(docs[0][0]), machine_of(docs[0][1]["env"])
+    return [
+        f"{first} and {_short(name)}: {pair_line(m0, machine_of(doc['env']), (first, _short(name)))}"
+        for name, doc in docs[1:]
+    ]
 
 
 def _time_metric(r: dict) -> float | None:
@@ -43,12 +65,12 @@ def merged_rows(docs: list[tuple[str, dict]], article: bool = True) -> list[dict
     """Every file's rows tagged with their source, then (optionally) the article's reference rows."""
 
     out = []
-    for name, doc in docs:
+    for (name, doc), source in zip(docs, sources(docs), strict=True):
         for r in doc["rows"]:
             out.append(
                 {
                     **r,
-                    "source": machine(doc),
+                    "source": source,
                     "file": name,
                     "reference": False,
                     "time": _time_metric(r) if r["verified"] else None,
@@ -180,6 +202,14 @@ def report_main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--out", type=Path, help="also write merged.json, merged.csv, merged.md and merged.png here")
     ap.add_argument(
+        "--ratios",
+        type=Path,
+        metavar="PNG",
+        help="also draw one results file's summary as a chart, to PNG: each workload, replica count and number "
+        "format's ratios of the frameworks' best times with their 95%% intervals (what parity.run writes as "
+        "results_ratios.png)",
+    )
+    ap.add_argument(
         "--readme",
         action="store_true",
         help="print instead the README's results table (Markdown, one file per machine class: its folder's name)",
@@ -203,6 +233,8 @@ def _report(args) -> int:
                 raise ResultsError(f"{name} holds the same results as {twice}: each would be counted twice")
         if args.out:
             check_out_dir(args.out, MERGED_FILES)
+        if args.ratios and len(docs) != 1:
+            raise ResultsError(f"--ratios draws one file's summary; {len(docs)} files were given")
     except (ResultsError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -225,9 +257,30 @@ def _report(args) -> int:
         if wl not in bases:
             why = f"no verified row matches --baseline {args.baseline}" if baseline else "no verified row"
             print(text(f"  * {wl}: {why}: no speedups"))
+    for line in machine_lines(docs):
+        print(text(f"  * {line}"))
     if not args.no_article:
         print("  * reference rows are the 2018 article's own figures, not measured here")
+    if args.ratios and (status := _write_ratios(args.ratios, docs[0][1])):
+        return status
     return _write_merged(args.out, docs, rows) if args.out else 0
+
+
+def _write_ratios(path: Path, doc: dict) -> int:
+    """The summary's chart of one file at `path`; 2 (one line) where it cannot be drawn or written."""
+    try:
+        drawn = ratio_chart(doc, path)
+    except OSError as e:
+        print(f"error: cannot write {path}: {e.strerror or e}", file=sys.stderr)
+        return 2
+    if not drawn:
+        print(
+            f"error: {path}: no ratio to draw (fewer than two frameworks with verified rows, or no matplotlib)",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"wrote {path}")
+    return 0
 
 
 def _write_merged(out, docs: list, rows: list[dict]) -> int:

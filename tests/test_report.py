@@ -223,6 +223,38 @@ def test_csv_and_chart(tmp_path):
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
 
 
+def _timed(framework: str, variant: str, scale: float, **kw) -> dict:
+    """A row with raw times (6 calls): its ratios have intervals."""
+    t = [scale * (1 + 0.01 * k) for k in range(6)]
+    return _row(
+        framework=framework, variant=variant, median_s=(t[2] + t[3]) / 2, reps=6, times_s=t, rounds=list(range(6)), **kw
+    )
+
+
+def test_the_summary_ratios_chart(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from parity.output.charts import ratio_chart
+
+    rows = [
+        _timed("tf", "function", 1.0),
+        _timed("jax", "jit", 1.5),
+        _timed("tf", "function+bf16", 0.6, dtype="bfloat16", tuned=True),
+        _timed("jax", "jit+bf16", 0.5, dtype="bfloat16", tuned=True),
+        _timed("tf", "fit", 2.0, workload="cnn_train", images_per_s=128.0),
+        {**_row(framework="jax", variant="jit", workload="cnn_train", median_s=1.0)},  # no raw times: no interval
+    ]
+    f = _write(tmp_path, "d.json", _full_doc(rows))
+    assert report.report_main([str(f), "--no-article", "--ratios", str(tmp_path / "ratios.png")]) == 0
+    assert capsys.readouterr().out.endswith(f"wrote {tmp_path / 'ratios.png'}\n")
+    png = (tmp_path / "ratios.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
+    # one framework: nothing to divide, nothing written
+    assert not ratio_chart(_full_doc([_row()]), tmp_path / "none.png") and not (tmp_path / "none.png").exists()
+    g = _write(tmp_path, "g.json", _full_doc(rows[:2]))
+    assert report.report_main([str(f), str(g), "--ratios", str(tmp_path / "two.png")]) == 2
+    assert "--ratios draws one file's summary" in capsys.readouterr().err
+
+
 def test_report_merges_machines_with_speedups_and_article_rows(tmp_path, capsys):
     cpu = _write(tmp_path, "cpu.json", _doc([_row(median_s=2.0)]))
     gpu = _write(

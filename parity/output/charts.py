@@ -1,4 +1,5 @@
-"""The charts a run and a report write: throughput per row, validation accuracy per epoch, time per layer."""
+"""The charts a run and a report write: throughput per row, the summary's ratios, validation accuracy per epoch,
+time per layer."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import os
 from pathlib import Path
 
 from parity.common import frameworks
+from parity.judging import summary
+from parity.output import machines
 from parity.output.safe import text
 
 # characters of a label (or a title) a chart shows: a longer one is cut (its layout time grows with its length)
@@ -153,3 +156,109 @@ def layers_chart(doc: dict, path: Path) -> bool:
         ax.set_title(text(g.title, "chart", TITLE), fontsize=8, loc="left")
         ax.legend(fontsize=7)
     return _save(fig, path, 100)
+
+
+def ratio_chart(doc: dict, path: Path) -> bool:
+    """The summary as a PNG: per workload (one panel each), each replica count and number format, every pair of
+    frameworks' ratio of best times (parity.judging.summary.comparisons) as a point with its 95% interval, on a log
+    scale around a line at 1; the machine in the title. False (nothing written) without matplotlib or without two
+    frameworks to divide."""
+    comps = [c for c in summary.comparisons(doc["rows"]) if c["kind"] != "tuned_vs_default"]
+    if not comps:
+        return False
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    workloads = list(dict.fromkeys(c["workload"] for c in comps))
+    panels = [sorted((c for c in comps if c["workload"] == wl), key=_ratio_order) for wl in workloads]
+    size = (9, 1.6 + sum(0.3 * len(p) + 0.55 for p in panels))
+    fig, axes = plt.subplots(
+        len(panels),
+        1,
+        figsize=size,
+        squeeze=False,
+        sharex=True,
+        layout="constrained",
+        gridspec_kw={"height_ratios": [len(p) for p in panels]},
+    )
+    for ax, wl, panel in zip(axes[:, 0], workloads, panels, strict=True):
+        _ratio_panel(ax, panel)
+        ax.set_title(text(wl, "chart", LABEL), fontsize=10, loc="left")
+    _ratio_axis(axes[-1, 0], comps)
+    env = doc["env"]
+    fig.suptitle(
+        text(
+            f"Best time over best time, 95% intervals: {machines.label(machines.machine_of(env))}"
+            + (f", commit {env['git_commit']}" if env.get("git_commit") else ""),
+            "chart",
+            TITLE,
+        )
+        + "\nfilled: float32, open: bfloat16; pale: no difference measurable (the interval holds 1, or too few calls)",
+        fontsize=9,
+    )
+    return _save(fig, path, 110)
+
+
+# ticks above 1 by the axis's reach (their reciprocals below 1): a few, evenly apart on the log scale
+RATIO_TICKS = ((1.6, (1.1, 1.25, 1.5)), (2.5, (1.25, 1.5, 2)), (8, (1.5, 2, 3, 5)), (float("inf"), (2, 5, 10, 20)))
+
+
+def _ticks(span: float) -> tuple[list[float], list[str]]:
+    """Ticks and their labels for an axis from 1/span to span: 1, some above it and their reciprocals."""
+    up = [t for t in next(ts for reach, ts in RATIO_TICKS if span <= reach) if t <= span]
+    ticks = sorted([1.0, *up, *(1 / t for t in up)])
+    return ticks, [f"{t:g}" if t >= 1 else f"{t:.2g}" for t in ticks]
+
+
+def _ratio_axis(ax, comps: list[dict]) -> None:
+    """The shared x axis: log scale, symmetric around 1, reaching every interval."""
+    ends = [x for c in comps for x in (c["ci95"] or [c["ratio"]])]
+    span = 1.15 * max(1.1, max(ends), 1 / min(ends))
+    ax.set_xscale("log")
+    ax.set_xlim(1 / span, span)
+    ax.set_xticks(*_ticks(span))
+    ax.minorticks_off()
+    ax.set_xlabel("time ratio, first framework's best over the second's (log scale): below 1 the first is faster")
+
+
+def _ratio_order(c: dict) -> tuple:
+    return (c["replicas"], c["dtype"] != "float32", c["dtype"])
+
+
+def _ratio_panel(ax, panel: list[dict]) -> None:
+    """One workload's comparisons, one line each: the point, its interval, and the figures at the right."""
+    labels, figures = [], []
+    for y, c in enumerate(panel):
+        ci = c["ci95"]
+        holds_one = ci is None or ci[0] <= 1 <= ci[1]
+        color = frameworks.color(c["num"]["framework"])
+        err = [[c["ratio"] - ci[0]], [ci[1] - c["ratio"]]] if ci else None
+        ax.errorbar(
+            [c["ratio"]],
+            [y],
+            xerr=err,
+            fmt="o" if c["dtype"] == "float32" else "D",
+            color=color,
+            capsize=3,
+            markersize=6,
+            markerfacecolor=color if c["dtype"] == "float32" else "white",
+            alpha=0.45 if holds_one else 1,
+        )
+        pair = frameworks.over(c["num"]["framework"], c["den"]["framework"])
+        labels.append(text(f"{pair}  x{c['replicas']} {c['dtype']}", "chart", LABEL))
+        figures.append(f"{c['ratio']:.2f} ({ci[0]:.2f}-{ci[1]:.2f})" if ci else f"{c['ratio']:.2f} (no interval)")
+    ax.axvline(1, color="black", linewidth=1)
+    ruled = len(panel) > len({_ratio_order(c) for c in panel})  # several pairs a group: a rule between groups
+    for y in range(1, len(panel) if ruled else 0):
+        if _ratio_order(panel[y]) != _ratio_order(panel[y - 1]):
+            ax.axhline(y - 0.5, color="0.8", linewidth=0.8)
+    ax.set_yticks(range(len(panel)), labels, fontsize=8)
+    ax.set_ylim(len(panel) - 0.5, -0.5)
+    right = ax.secondary_yaxis("right")
+    right.set_yticks(range(len(panel)), figures, fontsize=8)
+    right.tick_params(length=0)
+    ax.grid(axis="x", alpha=0.3)
