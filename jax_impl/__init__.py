@@ -1,18 +1,8 @@
-"""JAX / Flax NNX implementations of the article's workloads (mirror image of `tf_impl`)."""
+"""JAX / Flax NNX implementations of the article's workloads (mirror image of `tf_impl`): the model functions take
+either trained model, the CNN or the row LSTM (jax_impl.models)."""
 
 from jax_impl.catalog import SETTINGS, VARIANTS, variants
-from jax_impl.cnn import (
-    build_cnn,
-    count_params,
-    forward_layers,
-    get_weights,
-    load_weights,
-    loss_and_grads,
-    mixed_precision,
-    prepare_inference,
-    save_weights,
-    set_weights,
-)
+from jax_impl.cnn import build_cnn
 from jax_impl.cnn_train import make_trainer
 from jax_impl.conv import conv_op, prepare_conv
 from jax_impl.devices import (
@@ -29,7 +19,19 @@ from jax_impl.devices import (
     setup_devices,
     slowest,
 )
+from jax_impl.lstm import build_lstm
 from jax_impl.matmul import prepare_matmul
+from jax_impl.models import (
+    count_params,
+    forward_layers,
+    get_weights,
+    load_weights,
+    loss_and_grads,
+    mixed_precision,
+    prepare_inference,
+    save_weights,
+    set_weights,
+)
 from jax_impl.profile import trace, trace_ops
 from parity.api import SURFACE
 

@@ -34,6 +34,25 @@ class CnnOptions:
 
 
 @dataclass(frozen=True)
+class LstmOptions:
+    """How the row LSTM trains: 'jit' or 'shard_map' (no pmap variant); mixed precision (bfloat16 compute, float32
+    parameters and Adam state); lax.scan's unroll over the 28 time steps (1: a rolled loop, as nnx.RNN out of the box;
+    k: k steps per loop iteration; True: every step as straight-line code). One training step per dispatch."""
+
+    parallel: str = "jit"
+    unroll: int | bool = 1
+    mixed: bool = False
+    steps_per_dispatch: int = 1
+
+
+@dataclass(frozen=True)
+class LstmInferOptions:
+    """The row LSTM's inference program: lax.scan's unroll over the time steps, as LstmOptions's."""
+
+    unroll: int | bool = 1
+
+
+@dataclass(frozen=True)
 class InferOptions:
     """Inference's program: XLA compiler options for it alone (jax.jit's compiler_options)."""
 
@@ -83,6 +102,32 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
     )
 
 
+def _lstm() -> tuple[Variant, ...]:
+    """The row LSTM's: nnx.RNN over lax.scan out of the box; '+unroll' the scan fully unrolled (28 steps of
+    straight-line code), '+unroll4' four steps per iteration."""
+    o, full = LstmOptions, True
+    return (
+        Variant("jit", "lstm_train", ONE, best=1, options=o()),
+        Variant("jit+unroll", "lstm_train", ONE, tuned=True, best=0, options=o(unroll=full)),
+        Variant("jit+unroll4", "lstm_train", ONE, tuned=True, options=o(unroll=4)),
+        Variant("jit+bf16", "lstm_train", ONE, "bfloat16", tuned=True, float32="jit", options=o(mixed=True)),
+        Variant(
+            "jit+bf16+unroll",
+            "lstm_train",
+            ONE,
+            "bfloat16",
+            tuned=True,
+            best=0,
+            float32="jit+unroll",
+            options=o(unroll=full, mixed=True),
+        ),
+        Variant("shard_map", "lstm_train", MANY, best=1, options=o("shard_map")),
+        Variant("shard_map+unroll", "lstm_train", MANY, tuned=True, best=0, options=o("shard_map", unroll=full)),
+        Variant("predict", "lstm_infer", ONE, best=1, options=LstmInferOptions()),
+        Variant("predict+unroll", "lstm_infer", ONE, tuned=True, best=0, options=LstmInferOptions(unroll=full)),
+    )
+
+
 # '+dots': XLA:CPU's YNNPACK list for the inference program alone, dots only. With 'reduce' in the list (as under
 # '+ynn'), YNNPACK fuses each max pooling with the next BatchNorm, convolution and bias add, so oneDNN ('+onednn')
 # gets none of those convolutions; training is faster with 'reduce' (docs/tuning.md). The option is set per
@@ -93,8 +138,9 @@ DOTS = InferOptions({"xla_cpu_experimental_ynn_fusion_type": 1})
 # Every variant, in the order rows are listed. `best`: the best-known configuration's order of preference within a
 # row kind, replica count and number format (lower first): the CNN with the elementwise pooling gradient ('+pool',
 # faster with every setting), its inference with YNNPACK on the dots alone, the operations as they are (their only
-# lever is the setting). Measured on a Zen 5 only (docs/tuning.md, "Which rows a run times");
-# `--configs levers` times every lever on its own to check it elsewhere.
+# lever is the setting). Measured on a Zen 5 only (docs/tuning.md, "Which rows a run times"); the LSTM's
+# unrolled time loop first is issue 41's order, not yet measured. `--configs levers` times every lever on its own
+# to check it elsewhere.
 VARIANTS: tuple[Variant, ...] = (
     *_op("conv"),
     *_op("matmul"),
@@ -107,6 +153,7 @@ VARIANTS: tuple[Variant, ...] = (
         if release(jax.__version__) >= (0, 12)
         else ()
     ),
+    *_lstm(),
 )
 
 

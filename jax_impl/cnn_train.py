@@ -1,5 +1,5 @@
-"""Training the CNN in JAX: Keras's Adam as an optax transformation, the jitted (pmap, shard_map) step, and the
-Trainer that make_trainer returns (mirror image of tf_impl.cnn_train)."""
+"""Training the CNN and the row LSTM in JAX: Keras's Adam as an optax transformation, the jitted (pmap, shard_map)
+step, and the Trainer that make_trainer returns for either model (mirror image of tf_impl.cnn_train)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jax_impl.catalog import variant as variant_record
-from jax_impl.cnn import CNN, cross_entropy, infer_blocks, mixed_precision
+from jax_impl.cnn import CNN, cross_entropy
 from jax_impl.devices import local_device, lowered_flops, placement, put_global
+from jax_impl.lstm import LSTM, TIME_LOOP, kernel_path
+from jax_impl.models import mixed_precision
 from parity.api.inputs import check_examples
 
 
@@ -78,16 +80,28 @@ def _scan_steps(step, unroll, state, xs, ys, i0):
     return jax.lax.scan(body, state, (xs, ys, i0 + jnp.arange(xs.shape[0])), unroll=unroll)
 
 
+@nnx.jit
+def _infer_logits(model, x):
+    return model.logits(x, train=False)
+
+
+def _compute_dtype(model: CNN | LSTM) -> str:
+    """What the model's layers compute in, read off one of them: 'float32' or 'bfloat16'."""
+    return jnp.dtype((model.conv1 if isinstance(model, CNN) else model).dtype or jnp.float32).name
+
+
 class Trainer:
-    """Data-parallel training of a CNN: a pure jitted step over split state (no graph walk per step)."""
+    """Data-parallel training of a CNN or a row LSTM: a pure jitted step over split state (no graph walk per step)."""
 
     UNROLL_ON = ("cpu",)  # platforms where '+scan' unrolls its loop (see __init__)
 
-    batchnorm = "replica"  # BatchNorm's statistics over each replica's share of the batch
+    batchnorm = "replica"  # BatchNorm's statistics over each replica's share of the batch (the LSTM: "none")
+    kernel_path = None  # the recurrent layers' loop (the LSTM's: jax_impl.lstm.kernel_path); the CNN has none
 
-    def __init__(self, model: CNN, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
-        n = len(devices)
-        o = variant_record("cnn_train", variant, n).options  # jax_impl.catalog.CnnOptions
+    def __init__(self, model: CNN | LSTM, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
+        n, lstm = len(devices), isinstance(model, LSTM)
+        # jax_impl.catalog.LstmOptions or CnnOptions
+        o = variant_record("lstm_train" if lstm else "cnn_train", variant, n).options
         self.scan, self.steps_per_dispatch = o.steps_per_dispatch > 1, o.steps_per_dispatch
         self.loss_every = 1  # per-step figures are exact in every variant
         self.model_, self.parallel, self.n, self.i, self.devices = model, o.parallel, n, 0, devices
@@ -95,8 +109,13 @@ class Trainer:
         # mixed model too); model() writes the trained weights back to the model passed in, in both cases
         self.compute = mixed_precision(model) if o.mixed else model
         # static: part of the graph definition split below
-        self.compute.elementwise_pool = o.pool == "elementwise"
-        self.compute_dtype = jnp.dtype(self.compute.conv1.dtype or jnp.float32).name
+        if lstm:
+            self.compute.unroll = o.unroll
+            self.kernel_path, self.batchnorm = kernel_path(o.unroll), "none"
+        else:
+            self.compute.elementwise_pool = o.pool == "elementwise"
+        self.time_loop = lstm and o.unroll is not True  # the time steps in a lax.scan loop
+        self.compute_dtype = _compute_dtype(self.compute)
         # XLA:CPU runs simulated devices on one shared thread pool; with several multi-device steps
         # in flight their all-reduces can wait on each other forever (seen on 2 cores: a deadlock
         # within 20 steps). One step at a time there; accelerators keep asynchronous dispatch.
@@ -193,6 +212,8 @@ class Trainer:
         """FLOPs of one global training step by XLA's cost analysis (after at least one step)."""
         if self.scan:  # XLA's cost analysis counts a loop's body once, whatever its trip count
             return None, "XLA cost analysis: not counted (several steps in one loop)"
+        if self.time_loop:
+            return None, TIME_LOOP
         per = 1 if self.parallel == "jit" else self.n  # sharded programs are costed per device
         return lowered_flops(self._step, self.state, *self._batch, self.i, devices=per)
 
@@ -201,7 +222,7 @@ class Trainer:
         program, so a profile's op names map back to the layers' named scopes."""
         return self._step.lower(self.state, *self._batch, self.i).compile().as_text()
 
-    def model(self) -> CNN:
+    def model(self) -> CNN | LSTM:
         """The trained model (the passed-in model, updated in place)."""
         params, stats, _ = self.state
         # this process's first copy (every replica holds the same after the step's pmean)
@@ -222,7 +243,7 @@ class Trainer:
         model = self.compute
         loss = acc = 0.0
         for s in range(0, len(x), batch_size):
-            logits = infer_blocks(model, jnp.asarray(x[s : s + batch_size], jnp.float32))["logits"]
+            logits = _infer_logits(model, jnp.asarray(x[s : s + batch_size], jnp.float32))
             yb = jnp.asarray(y[s : s + batch_size])
             loss += float(cross_entropy(logits, yb)) * len(yb)
             acc += float(jnp.sum(jnp.argmax(logits, -1) == yb))
@@ -230,9 +251,10 @@ class Trainer:
 
 
 def make_trainer(
-    model: CNN, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
+    model: CNN | LSTM, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
 ) -> Trainer:
-    """A trainer for `model` over `devices` ('jit' on one device; 'pmap' or 'shard_map' over several).
+    """A trainer for `model`, the CNN or the row LSTM, over `devices` ('jit' on one device; 'pmap' or 'shard_map'
+    over several; the variants of the model's row kind, 'cnn_train' or 'lstm_train').
 
     Raises:
         ValueError: unknown variant.

@@ -1,0 +1,206 @@
+"""The row LSTM (parity.api.lstm) as a Flax NNX module: two nnx.RNN layers over OptimizedLSTMCell with Keras's
+numerics set explicitly, and Keras-order weight exchange."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from jax_impl.catalog import variant as variant_record
+from jax_impl.cnn import cross_entropy, infer_blocks
+from jax_impl.devices import lowered_flops, placement
+from parity.api import Gradients, Prepared
+from parity.api.lstm import GATES, PIXEL_SCALE, LstmArchitecture, check_lstm_weights
+
+
+def unit_forget_bias(forget_bias: float):
+    """The LSTM bias's initialiser: zeros but the forget gate's quarter, `forget_bias` (Keras's unit_forget_bias)."""
+
+    def init(key, shape, dtype=jnp.float32):
+        u, f = shape[-1] // len(GATES), GATES.index("f")
+        return jnp.zeros(shape, dtype).at[..., f * u : (f + 1) * u].set(forget_bias)
+
+    return init
+
+
+# XLA's cost analysis counts a loop's body once, whatever its trip count: a program whose time steps run in a
+# lax.scan loop (unroll other than True) has no count
+TIME_LOOP = "XLA cost analysis: not counted (the time steps in a loop)"
+
+
+def kernel_path(unroll: int | bool) -> str:
+    """Which kernel the recurrent layers run, for people: lax.scan's loop, partly or fully unrolled."""
+    if unroll is True:
+        return "unrolled"
+    return "lax.scan" if unroll == 1 else f"lax.scan, unroll {unroll}"
+
+
+class LSTM(nnx.Module):
+    """Layer for layer the Keras Sequential row LSTM, built from its declaration (parity.api.lstm.LstmArchitecture):
+    each layer with weights an attribute of its Keras name (lstm1, lstm2, dense)."""
+
+    def __init__(self, units: int, rngs: nnx.Rngs, dtype=None):
+        """dtype: the layers' compute dtype (None: float32 throughout; jnp.bfloat16: mixed precision, Flax's way:
+        every layer computes and outputs bfloat16, parameters stay float32, param_dtype)."""
+        self.arch = arch = LstmArchitecture(units)
+        mixed = {"dtype": dtype, "param_dtype": jnp.float32}
+        glorot = nnx.initializers.glorot_uniform()  # Keras's kernel initialiser (Flax's: lecun_normal)
+        cell = {
+            "kernel_init": glorot,
+            "recurrent_kernel_init": nnx.initializers.orthogonal(),  # Keras's Orthogonal(gain=1) (Flax's default too)
+            "bias_init": unit_forget_bias(arch.forget_bias),  # Keras's unit_forget_bias=True (Flax starts it at 0)
+            "gate_fn": jax.nn.sigmoid,  # Keras 3's recurrent_activation (older Keras: hard_sigmoid)
+            "activation_fn": jnp.tanh,  # Keras's activation, on the candidate and on the cell state
+            **mixed,
+        }
+        for name, inputs in arch.lstm_layers:  # in Keras's order: each layer's parameters draw the next keys
+            # OptimizedLSTMCell is Keras's layout: one fused (inputs, 4U) input kernel without bias (dense_i), one
+            # (U, 4U) recurrent kernel carrying the layer's one (4U,) bias (dense_h), columns split i, f, g, o:
+            # Keras's i, f, c, o (GATES). rngs=False: no carry RNG stream (the carry starts at zeros, given below).
+            rnn = nnx.RNN(nnx.OptimizedLSTMCell(inputs, units, **cell, rngs=rngs), rngs=False)
+            setattr(self, name, rnn)
+        setattr(self, arch.names[4], nnx.Linear(units, arch.classes, kernel_init=glorot, **mixed, rngs=rngs))
+        self.dtype = dtype
+
+    @property
+    def unroll(self) -> int | bool:
+        """lax.scan's unroll over the time steps (static: part of the graph definition): 1 a rolled loop, k steps
+        per iteration, True every step as straight-line code. The '+unroll' variants set it."""
+        return getattr(self, self.arch.names[2]).unroll
+
+    @unroll.setter
+    def unroll(self, n: int | bool) -> None:
+        for name, _ in self.arch.lstm_layers:
+            getattr(self, name).unroll = n
+
+    def blocks(self, x: jax.Array, train: bool = False, key: jax.Array | None = None) -> dict[str, jax.Array]:
+        """Every block's output ('lstm1' the first layer's sequence, 'lstm2' the second's last hidden state,
+        'logits', 'probs'). train and key as the CNN's take them: no dropout and no BatchNorm, one pass for both."""
+        arch, out = self.arch, {}
+        rows, scale, lstm1, lstm2, dense, probs = arch.names
+        dt = self.dtype or jnp.float32
+        # Each layer in a named scope of Keras's layer name (its HLO ops carry it, as the CNN's)
+        with jax.named_scope(rows):
+            h = x.reshape(x.shape[0], arch.steps, arch.features)  # an image row per time step
+        with jax.named_scope(scale):
+            # Keras's Rescaling casts the input and the scale to its compute dtype and multiplies there
+            h = h.astype(dt) * jnp.asarray(np.float32(PIXEL_SCALE)).astype(dt)
+        # the states in the compute dtype, as Keras's; like the input's, so that under shard_map they vary over the
+        # replicas as the carry they start will
+        zero = jnp.zeros_like(h, dt, shape=(x.shape[0], arch.units))
+        carry = (zero, zero)  # h_0 = c_0 = 0; Flax's carry is (c, h), Keras's states [h, c]
+        with jax.named_scope(lstm1):
+            out[lstm1] = getattr(self, lstm1)(h, initial_carry=carry)  # every step's h: return_sequences=True
+        with jax.named_scope(lstm2):
+            (_, h), _ = getattr(self, lstm2)(out[lstm1], initial_carry=carry, return_carry=True)
+            out[lstm2] = h  # the last step's h, the carry's second: Keras's return_sequences=False
+        # Softmax and loss in float32 whatever the compute dtype: Keras's mixed-precision rule (its softmax keeps a
+        # float32 policy), applied here by hand, as the CNN's. A no-op in float32.
+        with jax.named_scope(dense):
+            out["logits"] = getattr(self, dense)(h).astype(jnp.float32)
+        with jax.named_scope(probs):
+            out["probs"] = jax.nn.softmax(out["logits"])
+        return out
+
+    def logits(self, x, train: bool = False, key=None) -> jax.Array:
+        return self.blocks(x, train, key)["logits"]
+
+    def __call__(self, x, train: bool = False, key=None) -> jax.Array:
+        """Softmax probabilities, as the Keras model outputs."""
+        return self.blocks(x, train, key)["probs"]
+
+
+def build_lstm(units: int, seed: int = 0) -> LSTM:
+    """The row LSTM at `units` per LSTM layer, with Keras's initialisers and gate order."""
+    return LSTM(units, nnx.Rngs(params=seed))
+
+
+def mixed_precision(model: LSTM) -> LSTM:
+    """A bfloat16-compute copy of `model` (float32 parameters, the same values; the same unroll)."""
+    copy = LSTM(model.arch.units, nnx.Rngs(params=0), dtype=jnp.bfloat16)
+    copy.unroll = model.unroll
+    nnx.update(copy, nnx.state(model))
+    return copy
+
+
+# Keras's field of an LSTM layer -> the cell's Linear holding it, and that Linear's field
+_CELL = {"kernel": ("dense_i", "kernel"), "recurrent_kernel": ("dense_h", "kernel"), "bias": ("dense_h", "bias")}
+
+
+def _slots(model: LSTM):
+    """Each variable in the order Keras's Model.get_weights() lists them (parity.api.lstm's table)."""
+    for w in model.arch.weights:
+        layer = getattr(model, w.layer)
+        if isinstance(layer, nnx.RNN):
+            linear, field = _CELL[w.field]
+            yield getattr(getattr(layer.cell, linear), field)
+        else:
+            yield getattr(layer, w.field)
+
+
+def get_weights(model: LSTM) -> list[np.ndarray]:
+    """All weights as NumPy arrays, in Keras's get_weights() order."""
+    return [np.asarray(v.value) for v in _slots(model)]
+
+
+def set_weights(model: LSTM, weights: Sequence[np.ndarray]) -> None:
+    """Load weights in Keras's order. Raises ValueError naming the layer on a length/shape/dtype mismatch (a list
+    for another width included)."""
+    check_lstm_weights(weights, model.arch.units)
+    for v, w in zip(_slots(model), weights, strict=True):
+        v.value = jnp.asarray(w)
+
+
+def count_params(model: LSTM) -> dict[str, int]:
+    """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them: every weight trains."""
+    n = sum(int(np.prod(p.shape)) for p in jax.tree.leaves(nnx.state(model, nnx.Param)))
+    return {"total": n, "trainable": n, "non_trainable": 0}
+
+
+def forward_layers(model: LSTM, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Every block's output as NumPy, by block name (inference)."""
+    blocks = infer_blocks(model, jnp.asarray(x))
+    return {k: np.asarray(blocks[k]) for k in model.arch.blocks.values()}
+
+
+def loss_and_grads(model: LSTM, x: np.ndarray, y: np.ndarray) -> Gradients:
+    """One batch's loss and gradients, grads in Keras's trainable_weights order (all 8 arrays); no max pooling,
+    so no routing. The model is not changed."""
+    graphdef, params = nnx.split(model, nnx.Param)  # every variable of the LSTM is a parameter
+    loss, g = _loss_and_grads(graphdef, params, jnp.asarray(x), jnp.asarray(y))
+    return Gradients(float(loss), [np.asarray(v.value) for v in _slots(nnx.merge(graphdef, g))], [])
+
+
+@partial(jax.jit, static_argnums=0)
+def _loss_and_grads(graphdef, params, x, y):
+    return jax.value_and_grad(lambda p: cross_entropy(nnx.merge(graphdef, p).logits(x, train=True), y))(params)
+
+
+def prepare_inference(model: LSTM, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
+    """Softmax probabilities of `images` on devices[0], inputs placed beforehand; the variant's unroll on a copy
+    (the model passed in keeps its own).
+
+    Raises:
+        ValueError: a variant not among variants("lstm_infer", 1).
+    """
+    o = variant_record("lstm_infer", variant, 1).options  # jax_impl.catalog.LstmInferOptions
+    copy = nnx.merge(*nnx.split(model))
+    copy.unroll = o.unroll
+    graphdef, state = nnx.split(copy)
+    x = jax.device_put(jnp.asarray(images, jnp.float32), devices[0])
+    state = jax.device_put(state, devices[0])
+    f = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x))
+    return Prepared(
+        lambda: f(state, x),
+        lambda o: tuple(o.shape),
+        lambda o, idx: np.asarray(o)[list(idx)],
+        placement,
+        (lambda: (None, TIME_LOOP)) if o.unroll is not True else lambda: lowered_flops(f, state, x),
+        lambda: f.lower(state, x).compile().as_text(),  # its HLO: a profile's ops back to the named scopes
+        kernel_path(o.unroll),
+    )

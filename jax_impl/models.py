@@ -1,0 +1,69 @@
+"""The surface's model functions (parity.api.FrameworkImpl), each taking either model, the CNN or the row LSTM, as
+build_cnn or build_lstm returned it, and dispatching on its class to jax_impl.cnn's or jax_impl.lstm's own."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from jax_impl import cnn, lstm
+from jax_impl.cnn import CNN
+from jax_impl.lstm import LSTM
+from parity.api import Gradients, Prepared
+from parity.api.weights import load_npz, save_npz
+
+
+def _of(model: CNN | LSTM):
+    """The module implementing `model`'s workload."""
+    if isinstance(model, CNN):
+        return cnn
+    if isinstance(model, LSTM):
+        return lstm
+    raise TypeError(f"not a model jax_impl built: {type(model).__name__}")
+
+
+def mixed_precision(model: CNN | LSTM) -> CNN | LSTM:
+    """A bfloat16-compute copy of `model` (float32 parameters, the same values): what the '+bf16' variants train."""
+    return _of(model).mixed_precision(model)
+
+
+def get_weights(model: CNN | LSTM) -> list[np.ndarray]:
+    """All weights as NumPy arrays, in Keras's get_weights() order."""
+    return _of(model).get_weights(model)
+
+
+def set_weights(model: CNN | LSTM, weights: Sequence[np.ndarray]) -> None:
+    """Load weights in Keras's order. Raises ValueError naming the layer on a length/shape/dtype mismatch."""
+    _of(model).set_weights(model, weights)
+
+
+def count_params(model: CNN | LSTM) -> dict[str, int]:
+    """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them."""
+    return _of(model).count_params(model)
+
+
+def forward_layers(model: CNN | LSTM, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Inference: every block's output as NumPy, by block name (the workload's architecture names them)."""
+    return _of(model).forward_layers(model, x)
+
+
+def loss_and_grads(model: CNN | LSTM, x: np.ndarray, y: np.ndarray) -> Gradients:
+    """One batch's loss and gradients in Keras's trainable_weights order, and each max-pooling layer's routing."""
+    return _of(model).loss_and_grads(model, x, y)
+
+
+def prepare_inference(model: CNN | LSTM, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
+    """Softmax probabilities of `images` on devices[0], inputs placed beforehand; variants of the model's
+    '<workload>_infer' row kind. Raises ValueError for another."""
+    return _of(model).prepare_inference(model, images, devices, variant)
+
+
+def save_weights(model: CNN | LSTM, path) -> None:
+    """Save to .npz in Keras's get_weights() order: loadable by every framework."""
+    save_npz(get_weights(model), path)
+
+
+def load_weights(model: CNN | LSTM, path) -> None:
+    """Load a .npz written by any framework's save_weights (checked like set_weights)."""
+    set_weights(model, load_npz(path))
