@@ -44,6 +44,10 @@ class Trainer(Protocol):
     # BatchNorm's statistics in training over several replicas: 'replica' (each replica's share of the batch: TF's
     # strategies, Flax's pmap and shard_map) or 'global' (the global batch: Keras's DataParallel, one SPMD program)
     batchnorm: str
+    # which kernel the model's recurrent layers run ('lax.scan', 'unrolled', "Keras's generic loop", 'cuDNN', ...),
+    # where a framework chooses among several (Keras picks cuDNN's on a GPU when its conditions hold, silently); None
+    # for a model without recurrent layers
+    kernel_path: str | None
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn; returns (K, 2) float64 per-step [loss, accuracy]."""
@@ -85,6 +89,7 @@ class Prepared:
     placement: Callable[[Any], list[str]]
     cost: Callable[[], tuple[float | None, str]] = lambda: (None, "no FLOP count offered")
     program: Callable[[], str | None] = lambda: None
+    kernel_path: str | None = None  # as Trainer.kernel_path, for an inference program
 
 
 class Gradients(NamedTuple):
@@ -160,8 +165,15 @@ class FrameworkImpl(Protocol):
 
     def prepare_matmul(self, variant: str, a: np.ndarray, b: np.ndarray, devices: Sequence[Device]) -> Prepared: ...
 
-    # the CNN
+    # the trained models: the CNN and the row LSTM. Every function below that takes a model takes either, as
+    # build_cnn or build_lstm returned it (the model knows which workload it is: make_trainer and prepare_inference
+    # look its variants up under that workload's row kinds, 'cnn_train' or 'lstm_train', 'cnn_infer' or 'lstm_infer')
     def build_cnn(self, seed: int = 0, dropout: bool = True) -> Any: ...
+
+    def build_lstm(self, units: int, seed: int = 0) -> Any:
+        """The row LSTM of parity.api.lstm at `units` per LSTM layer, with Keras's initialisers and gate order set
+        explicitly (kernels glorot_uniform, recurrent kernels orthogonal, forget bias 1)."""
+
     def mixed_precision(self, model: Any) -> Any: ...
     def count_params(self, model: Any) -> dict[str, int]: ...
     def get_weights(self, model: Any) -> list[np.ndarray]: ...

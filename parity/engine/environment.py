@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from parity.common.host import this_host
+
 # 2: rows carry 'dtype' and 'tuned'; a training row's first epoch is 'first_epoch_s' only ('compile_s' null)
 SCHEMA_VERSION = 3
 
@@ -84,6 +86,7 @@ def environment(cfg, hello: dict, skipped: list[dict], argv: list[str]) -> dict:
         "platform": platform.platform(),
         "host_cpu": cpu_model(),
         "host_cores": os.cpu_count(),
+        "host": this_host(),  # what tells this CPU from another's (parity.common.host.Host)
         "transparent_hugepages": transparent_hugepages(),
         "free_page_reporting": free_page_reporting(),
         "device": cfg.device,

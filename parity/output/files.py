@@ -12,7 +12,7 @@ from pathlib import Path
 from parity.cli import signals
 from parity.engine.schedule import PROFILES  # beside the results: a folder of traces per profiled row (--profile)
 from parity.output import rows
-from parity.output.charts import chart, history_chart, layers_chart
+from parity.output.charts import chart, history_chart, layers_chart, ratio_chart
 from parity.output.safe import bounded, text
 from parity.output.tables import markdown
 
@@ -45,7 +45,15 @@ def csv_text(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
-RESULT_FILES = ("results.json", "results.csv", "results.md", "results.png", "results_history.png", "results_layers.png")
+RESULT_FILES = (
+    "results.json",
+    "results.csv",
+    "results.md",
+    "results.png",
+    "results_ratios.png",
+    "results_history.png",
+    "results_layers.png",
+)
 
 
 def check_out_dir(out: Path, names: tuple[str, ...] = RESULT_FILES) -> None:
@@ -163,6 +171,7 @@ def write_all(doc: dict, out: Path, profiles: Path | None = None) -> list[Path]:
             "results.csv": lambda p: write_text(p, csv_text(doc["rows"])),
             "results.md": lambda p: write_text(p, markdown(doc)),
             "results.png": lambda p: chart(doc["rows"], p, title),
+            "results_ratios.png": lambda p: ratio_chart(doc, p),
             "results_history.png": lambda p: history_chart(doc["rows"], p, f"validation accuracy per epoch: {title}"),
             "results_layers.png": lambda p: layers_chart(doc, p),
             PROFILES: lambda p: profiles is not None and bool(shutil.copytree(profiles, p)),

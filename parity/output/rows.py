@@ -91,8 +91,11 @@ class Row:
     bound: str | None = _f(csv=True, column="bound")  # 'compute' or 'memory'
     above_peak: str | None = None  # why no % of peak is shown though the row is valid
     impossible: str | None = None  # why the row's throughput cannot be real
-    # a CNN row's own figures
+    # a trained workload's own figures (the CNN's, the row LSTM's)
     images_per_s: float | None = _f(csv=True, column="img/s")
+    # which kernel the recurrent layers ran ('lax.scan', 'unrolled', "Keras's generic loop (tf.while_loop)",
+    # 'cuDNN'): a framework may choose among several silently; None for a model without recurrent layers
+    kernel_path: str | None = _f(csv=True)
     test_loss: float | None = None
     test_accuracy: float | None = None
     history: list | None = None  # per epoch: epoch, loss, accuracy, val_loss, val_accuracy

@@ -230,10 +230,12 @@ def trajectory(
     replicas: int,
     names: tuple[str, str] = ("a", "b"),
     key: str | None = None,
+    table: tuple = CNN_WEIGHTS,
 ) -> list[dict]:
     """The same dropout-free steps from the same weights: per-step loss and final parameters, of variant `va` in
     saved arrays `a` against `vb` in `b` (`names` label them: their frameworks, 'tf' and 'jax'; `key` names the
-    figure, '<a>_vs_<b>' from `names` unless given)."""
+    figure, '<a>_vs_<b>' from `names` unless given; `table`: the model's weights in Keras's order, the CNN's unless
+    given; the moving statistics' row only where it has some)."""
     key = key or f"{names[0]}_vs_{names[1]}"
     la, lb = a[f"traj/{va}/loss"], b[f"traj/{vb}/loss"]
     every = max(int(a.get(f"traj/{va}/loss_every", 1)), int(b.get(f"traj/{vb}/loss_every", 1)))
@@ -244,16 +246,15 @@ def trajectory(
     # diverge from each other by 1e-2 per step) into large ratios of tiny numbers.
     loss = float(np.max(np.abs(la - lb)) / np.max(np.abs(la)))
     per_step = float(np.max(np.abs(la - lb) / np.abs(la)))
-    n = len(WEIGHT_NAMES)
+    n = len(table)
     wa = [a[f"traj/{va}/w{i:03d}"].astype(np.float64) for i in range(n)]
     wb = [b[f"traj/{vb}/w{i:03d}"].astype(np.float64) for i in range(n)]
-    trainable = [i for i, w in enumerate(CNN_WEIGHTS) if w.trainable]
+    trainable = [i for i, w in enumerate(table) if w.trainable]
     diff = np.sqrt(sum(np.sum((wa[i] - wb[i]) ** 2) for i in trainable))
     params = float(diff / np.sqrt(sum(np.sum(wa[i] ** 2) for i in trainable)))
-    stats = max(errors(wb[i], wa[i])["max_rel_err"] for i in range(n) if i not in trainable)
     label = f"{names[0]} {va} vs {names[1]} {vb}, {len(a[f'traj/{va}/loss'])} steps"
     grain = f"; loss as the mean of each {every} steps (one dispatch)" if every > 1 else ""
-    return [
+    rows = [
         _row(
             f"trajectory loss ({label})",
             {key: loss},
@@ -262,8 +263,11 @@ def trajectory(
             f"per-step relative, not judged: {per_step:.1e}{grain}",
         ),
         _row(f"trajectory params, rel L2 ({label})", {key: params}, tols["trajectory_params"], replicas),
-        _row(f"trajectory BN moving stats ({label})", {key: stats}, tols["trajectory_params"], replicas),
     ]
+    if len(trainable) < n:  # BatchNorm's moving statistics
+        stats = max(errors(wb[i], wa[i])["max_rel_err"] for i in range(n) if i not in trainable)
+        rows.append(_row(f"trajectory BN moving stats ({label})", {key: stats}, tols["trajectory_params"], replicas))
+    return rows
 
 
 def _block_means(a: np.ndarray, every: int) -> np.ndarray:
@@ -289,11 +293,11 @@ def _accuracy_runs(rows: list[dict]) -> tuple[dict[str, list[float]], dict[str, 
     return runs, fmt
 
 
-def accuracy(rows: list[dict], band: float) -> list[dict]:
+def accuracy(rows: list[dict], band: float, min_steps: int = MIN_ACCURACY_STEPS) -> list[dict]:
     """After training with dropout on: each variant's test accuracy (mean over seeds), per replica count.
 
     The gap between any two frameworks' means must be within `band`, and so must the gap between a mixed-precision
-    ('+bf16') variant and its own framework's float32 ones. Runs shorter than MIN_ACCURACY_STEPS are reported but
+    ('+bf16') variant and its own framework's float32 ones. Runs shorter than min_steps are reported but
     not judged (passed is None).
     """
     out = []
@@ -303,7 +307,7 @@ def accuracy(rows: list[dict], band: float) -> list[dict]:
         check.update(max_rel_err=None, tolerance=band)
         if not mine:
             steps = min(row["spec"]["epochs"] * row["spec"]["steps_per_epoch"] for row in rows if row["replicas"] == r)
-            detail = f"not evaluated: {steps} steps < {MIN_ACCURACY_STEPS}"
+            detail = f"not evaluated: {steps} steps < {min_steps}"
             out.append({**check, "figures": {}, "passed": None, "detail": detail})
             continue
         runs, fmt = _accuracy_runs(mine)
@@ -319,9 +323,9 @@ def accuracy(rows: list[dict], band: float) -> list[dict]:
         gap = max(abs(acc[a] - acc[b]) for a, b in compared)
         seeds = min(len(v) for v in runs.values())
         steps = min(row["spec"]["epochs"] * row["spec"]["steps_per_epoch"] for row in mine)
-        judged = steps >= MIN_ACCURACY_STEPS
+        judged = steps >= min_steps
         detail = f"gap {gap:.4f}, mean over {seeds} seed(s)"
-        detail += "" if judged else f"; not judged: {steps} steps < {MIN_ACCURACY_STEPS}"
+        detail += "" if judged else f"; not judged: {steps} steps < {min_steps}"
         passed = bool(gap <= band) if judged else None
         out.append({**check, "figures": acc, "per_seed": runs, "max_abs_gap": gap, "passed": passed, "detail": detail})
     return out

@@ -173,7 +173,7 @@ def parity_collect(
     rnd.counts.update({w.framework: hello[k]["replicas"] for k, w in own.items()})
     ds = data.Dataset.load(Path(state.data))
     if rnd.b is None:  # the round's batch, fixed by the frameworks known when the first one asks
-        _round_batch(cfg, spec, rnd, ds, save_dir, log, key)
+        round_batch(cfg, spec, rnd, ds, save_dir, log, key)
     fws = {}
     for w in own.values():
         if rnd.b % rnd.counts[w.framework]:  # a later owner on another replica count than the first
@@ -186,7 +186,7 @@ def parity_collect(
     keys = {w.framework: k for k, w in own.items()}
     bf16 = {fw: hello[keys[fw]]["native_bf16"] for fw in fws}  # each worker's own answer, under its settings
     rnd.files.update(
-        _ask_all(
+        ask_all(
             fws,
             save_dir,
             f"parity-{{fw}}-r{rnd.n}.npz",
@@ -201,15 +201,16 @@ def parity_collect(
         _collect_forward(spec, rnd, fws, ds, save_dir)
 
 
-def _round_batch(cfg, spec, rnd: ParityRound, ds, save_dir: Path, log, key: int) -> None:
+def round_batch(cfg, spec, rnd: ParityRound, ds, save_dir: Path, log, key: int, workload: str = "cnn") -> None:
     """The round's parity batches: a size every framework's replicas split evenly, saved for all to read."""
     n = max(rnd.counts.values())
     b = max(2 * n, min(spec.global_batch, 64))
     b += -b % math.lcm(*rnd.counts.values())  # every framework's replicas get the same share
     x, y = data.batches(ds, data.batch_offsets(spec.seed + 1, cfg.parity_steps, len(ds.x_train), b), b)
-    rnd.b, rnd.n, rnd.batches = b, n, str(save_dir / f"parity_batches-r{key}.npz")
+    rnd.b, rnd.n, rnd.batches = b, n, str(save_dir / f"{workload}-parity_batches-r{key}.npz")
     np.savez(rnd.batches, x=x, y=y)
-    log(cfg, f"cnn parity x{n}: gradients and a {cfg.parity_steps}-step trajectory (dropout off, batch {b})")
+    off = "dropout off, " if workload == "cnn" else ""
+    log(cfg, f"{workload} parity x{n}: gradients and a {cfg.parity_steps}-step trajectory ({off}batch {b})")
 
 
 def _collect_forward(spec, rnd: ParityRound, fws: dict, ds, save_dir: Path) -> None:
@@ -223,7 +224,7 @@ def _collect_forward(spec, rnd: ParityRound, fws: dict, ds, save_dir: Path) -> N
         save_npz([saved[f"traj/{v}/w{i:03d}"] for i in range(len(checks.WEIGHT_NAMES))], w_fwd)
         np.save(save_dir / "fwd_x.npy", ds.x_test[:16].astype(np.float32))
     x = str(save_dir / "fwd_x.npy")
-    rnd.fwd.update(_ask_all(fws, save_dir, "fwd-{fw}.npz", {}, spec=spec.to_dict(), weights=str(w_fwd), forward=x))
+    rnd.fwd.update(ask_all(fws, save_dir, "fwd-{fw}.npz", {}, spec=spec.to_dict(), weights=str(w_fwd), forward=x))
 
 
 def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, key: int) -> list[dict]:
@@ -271,11 +272,11 @@ def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, k
     return rows
 
 
-def _ask_all(workers: dict, save_dir: Path, name: str, own: dict, **req) -> dict[str, str]:
-    """One cnn_parity request to every framework given at once (untimed), with `own[framework]`'s fields added;
-    each answers with a .npz file, whose path is returned by framework."""
+def ask_all(workers: dict, save_dir: Path, name: str, own: dict, workload: str = "cnn", **req) -> dict[str, str]:
+    """One parity request (the workload's 'parity' call) to every framework given at once (untimed), with
+    `own[framework]`'s fields added; each answers with a .npz file, whose path is returned by framework."""
     for fw, w in workers.items():
-        w.send(Call("cnn", "parity", {"out": str(save_dir / name.format(fw=fw)), **req, **own.get(fw, {})}))
+        w.send(Call(workload, "parity", {"out": str(save_dir / name.format(fw=fw)), **req, **own.get(fw, {})}))
     for w in workers.values():
         w.answer()
     return {fw: str(save_dir / name.format(fw=fw)) for fw in workers}

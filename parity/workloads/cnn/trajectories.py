@@ -12,24 +12,27 @@ def variants(saved: dict) -> list[str]:
     return [k.split("/")[1] for k in saved if k.startswith("traj/") and k.endswith("/loss")]
 
 
-def trajectories(saved: dict, counts: dict, tols: dict, n: int, bf16_tols: dict) -> tuple[list[dict], str | None]:
+def trajectories(
+    saved: dict, counts: dict, tols: dict, n: int, bf16_tols: dict, table: tuple = checks.CNN_WEIGHTS, name: str = "cnn"
+) -> tuple[list[dict], str | None]:
     """Every pair of trainers of two frameworks (each pair of frameworks in table order) in the same number format
     and with the same BatchNorm statistics over the same dropout-free steps, and each mixed-precision ('+bf16')
-    trainer against its own framework's float32 one (bfloat16's tolerances); and what was not compared, why."""
+    trainer against its own framework's float32 one (bfloat16's tolerances); and what was not compared, why.
+    table: the model's weights in Keras's order (the CNN's unless given); name: the workload, for the notes."""
     same = [
         row
         for fw in saved
         for v in variants(saved[fw])
         if _dtype(saved[fw], v) == "bfloat16"
         for row in checks.trajectory(
-            saved[fw], saved[fw], v, _float32(saved[fw], v), bf16_tols, n, (fw, fw), "bf16_vs_f32"
+            saved[fw], saved[fw], v, _float32(saved[fw], v), bf16_tols, n, (fw, fw), "bf16_vs_f32", table
         )
     ]
     cross, skipped = [], []
     for a, b in pairs(saved):
         if counts[a] != counts[b]:  # BatchNorm statistics are per replica: a different split is another model
             skipped.append(
-                f"cnn: no {short(a)}-vs-{short(b)} trajectory check: {label(a)} trained on {counts[a]} "
+                f"{name}: no {short(a)}-vs-{short(b)} trajectory check: {label(a)} trained on {counts[a]} "
                 f"replicas, {label(b)} on {counts[b]} (BatchNorm statistics: per replica)"
             )
             continue
@@ -38,12 +41,20 @@ def trajectories(saved: dict, counts: dict, tols: dict, n: int, bf16_tols: dict)
             row
             for va, vb in both
             for row in checks.trajectory(
-                saved[a], saved[b], va, vb, bf16_tols if _dtype(saved[a], va) == "bfloat16" else tols, n, (a, b)
+                saved[a],
+                saved[b],
+                va,
+                vb,
+                bf16_tols if _dtype(saved[a], va) == "bfloat16" else tols,
+                n,
+                (a, b),
+                None,
+                table,
             )
         ]
         if len(both) < len(_pairs(saved[a], saved[b])):
             skipped.append(
-                f"cnn: {short(a)}'s and {short(b)}'s trainers with BatchNorm statistics per replica and over the "
+                f"{name}: {short(a)}'s and {short(b)}'s trainers with BatchNorm statistics per replica and over the "
                 f"global batch are not compared with each other at {n} replicas (each global one is, with the "
                 "one-device trainers)"
             )

@@ -1,0 +1,61 @@
+"""The row LSTM's spec: its full size (the tensorflow/tpu Shakespeare notebook's width and batch), the CPU's
+default and --quick, and its FLOP and byte formulas (the architecture itself is parity.api.lstm, which every
+implementation builds from). Why each size: docs/workloads.md, "The row LSTM"."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from parity.api.lstm import LstmArchitecture
+
+
+@dataclass(frozen=True)
+class LstmSpec:
+    """A training run of the row LSTM on Fashion-MNIST (global batch = per-replica batch x replicas)."""
+
+    units: int = 512  # per LSTM layer: the Shakespeare notebook's
+    global_batch: int = 1024  # the Shakespeare notebook's (and the CNN notebook's)
+    steps_per_epoch: int = 100
+    epochs: int = 10
+    learning_rate: float = 1e-3
+    adam_epsilon: float = 1e-7  # Keras 3's default, set on every side (optax's is 1e-8)
+    seed: int = 0
+    train_size: int = 60000
+    test_size: int = 10000
+
+    @property
+    def batch(self) -> int:
+        return self.global_batch
+
+    @property
+    def architecture(self) -> LstmArchitecture:
+        return LstmArchitecture(self.units)
+
+    def step_flops(self) -> int:
+        """Training FLOPs of one step: forward + backward = 3 x forward, the forward being the gates' products,
+        2 * 4U * (inputs + U) per LSTM layer per time step, and the dense layer's (the backward pass computes
+        two products per product, for the input gradient and the weight gradient; the gates' elementwise work
+        and Adam's not counted)."""
+        return 3 * self.global_batch * self.architecture.forward_flops()
+
+    def step_min_bytes(self) -> int:
+        """A lower bound on one step's memory traffic: the batch (float32 pixels, int32 labels) read once, and
+        parameters and Adam's two moments each read and written once (float32)."""
+        a = self.architecture
+        return self.global_batch * (4 * a.steps * a.features + 4) + 6 * 4 * a.params()
+
+    def infer_min_bytes(self, images: int) -> int:
+        """A lower bound on inference traffic: the images, every weight once, the probabilities."""
+        a = self.architecture
+        return images * 4 * (a.steps * a.features + a.classes) + 4 * a.params()
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# The full size (GPU/TPU default): the notebook's width and batch, and the CNN notebook's schedule.
+LSTM_FULL = LstmSpec()
+# The CPU's default: a quarter of the width (1/16 of the gates' products) at the CPU CNN's batch and schedule, so
+# that a row ends in seconds on 2 cores; 5 timed epochs of 2 steps, as the CNN's (parity.judging.stats.MIN_CALLS).
+LSTM_CPU = LstmSpec(units=128, global_batch=256, steps_per_epoch=2, epochs=6)
+LSTM_QUICK = LstmSpec(units=32, global_batch=64, steps_per_epoch=3, epochs=2, train_size=2048, test_size=512)

@@ -1,0 +1,128 @@
+"""What the trained workloads (the CNN, the row LSTM) share on the worker side: the dataset each worker reads once,
+a training row's epochs (Epochs: one per timed call, its checks and figures), and the parity arrays a framework
+saves for the parent's checks (parity_arrays: forward blocks, one batch's loss and gradients, short dropout-free
+trajectories). Each workload's cases.py builds its model and calls these."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from parity.api.variants import Variant, out_of_the_box
+from parity.workloads.base import Invalid
+from parity.workloads.cnn.data import Dataset, batch_offsets, batches
+
+
+@cache
+def dataset(path: str) -> Dataset:
+    """The run's dataset (.npz), read once a worker."""
+    return Dataset.load(path)
+
+
+class Epochs:
+    """A training row's calls: one epoch each (run), its checks and figures (verify), the test figures at the
+    end (finish), and the framework's FLOP count of an epoch (cost)."""
+
+    def __init__(self, impl, devices, device: str, variant: Variant, s, ds: Dataset, trainer, validate: str):
+        self.impl, self.devices, self.device, self.variant = impl, devices, device, variant
+        self.s, self.ds, self.trainer, self.validate = s, ds, trainer, validate
+        self.offsets = batch_offsets(s.seed, s.epochs * s.steps_per_epoch, len(ds.x_train), s.global_batch)
+        self.epoch = 0
+        self.history: list[dict] = []  # one entry per epoch, first (compiling) epoch included, as Keras's History
+
+    def run(self):
+        # a call beyond the schedule (--profile's, after the row's result) takes the schedule's batches again
+        k, e = self.s.steps_per_epoch, self.epoch % self.s.epochs
+        self.epoch += 1
+        return self.trainer.steps(*batches(self.ds, self.offsets[e * k : (e + 1) * k], self.s.global_batch))
+
+    def verify(self, out) -> dict:
+        want = self.variant.dtype
+        if self.trainer.compute_dtype != want:  # the model as built, not the variant's name
+            raise Invalid(f"the model computes in {self.trainer.compute_dtype}, not {want}")
+        steps = np.asarray(out, np.float64)
+        bad = np.flatnonzero(~np.isfinite(steps[:, 0]))
+        if bad.size:
+            step = (self.epoch - 1) * self.s.steps_per_epoch + int(bad[0]) + 1
+            raise Invalid(f"loss is {steps[bad[0], 0]} at step {step}: training diverged, stopped")
+        where = self.trainer.placement()  # this process's replicas
+        local = self.impl.process_info(self.devices)["local_replicas"]
+        if len(where) != local or any(not w.startswith(self.device + ":") for w in where):
+            raise Invalid(f"trained on {where}, expected {local} {self.device} device(s) in this process")
+        figures = {"loss": float(steps[-1, 0]), "accuracy": float(steps[-1, 1])}
+        if self.validate == "epoch":
+            ev = self.trainer.evaluate(self.ds.x_test, self.ds.y_test)
+            self.history.append(
+                {
+                    "epoch": self.epoch,
+                    "loss": float(steps[:, 0].mean()),  # the epoch's mean, as Keras's
+                    "accuracy": float(steps[:, 1].mean()),
+                    "val_loss": ev["loss"],
+                    "val_accuracy": ev["accuracy"],
+                }
+            )
+            figures.update(val_loss=ev["loss"], val_accuracy=ev["accuracy"])
+        return figures
+
+    def finish(self) -> dict:
+        if self.validate == "epoch" and self.history:
+            last = self.history[-1]
+            return {
+                "test_loss": last["val_loss"],
+                "test_accuracy": last["val_accuracy"],
+                "history": self.history,
+                "epochs_run": self.epoch,
+            }
+        if self.validate == "end":
+            ev = self.trainer.evaluate(self.ds.x_test, self.ds.y_test)
+            return {"test_loss": ev["loss"], "test_accuracy": ev["accuracy"], "epochs_run": self.epoch}
+        return {"epochs_run": self.epoch}
+
+    def cost(self):
+        flops, source = self.trainer.step_cost()
+        return (flops * self.s.steps_per_epoch if flops else None), source
+
+
+def parity_arrays(impl, devices, req: dict, model: Callable[[str], Any], kind: str, spec) -> dict:
+    """Forward blocks, one batch's loss and gradients, and a short dropout-free trajectory per variant of row kind
+    `kind`, to the .npz file req['out']. model(weights path) builds the framework's model (dropout off) from the
+    shared weights; spec: the run's spec (learning rate, Adam's epsilon, seed)."""
+    s, w, out = spec, req["weights"], {}
+    if req.get("forward"):
+        x = np.load(req["forward"])
+        for name, v in impl.forward_layers(model(w), x).items():
+            out[f"forward/{name}"] = v
+        np.savez(req["out"], **out)
+        return {}
+    with np.load(req["batches"]) as f:
+        x, y = f["x"], f["y"]
+    g = impl.loss_and_grads(model(w), x[0], y[0])
+    out["loss"] = np.array(g.loss)
+    for i, a in enumerate(g.grads):
+        out[f"grad/{i:03d}"] = a
+    for i, a in enumerate(g.routing):  # how this framework's max pooling broke the batch's ties (the CNN's)
+        out[f"routing/{i}"] = a
+    every = impl.variants(kind, len(devices))
+    variants = [
+        v.name
+        for v in (every if req.get("tuned", True) else out_of_the_box(every))
+        if req.get("bf16", False) or v.dtype == "float32"
+    ]  # bfloat16 where the rows run it
+    records = {v.name: v for v in every}
+    for variant in variants:
+        t = impl.make_trainer(model(w), devices, variant, s.learning_rate, s.adam_epsilon, s.seed)
+        out[f"traj/{variant}/loss"] = np.asarray(t.steps(x, y))[:, 0]
+        # steps per host dispatch, and how finely the per-step loss is known (fit under steps_per_execution: once
+        # per execution, as that execution's mean)
+        out[f"traj/{variant}/dispatch"] = np.array(getattr(t, "steps_per_dispatch", 1))
+        out[f"traj/{variant}/loss_every"] = np.array(getattr(t, "loss_every", 1))
+        out[f"traj/{variant}/dtype"] = np.array(records[variant].dtype)
+        out[f"traj/{variant}/float32"] = np.array(records[variant].float32 or "")  # a mixed variant's counterpart
+        out[f"traj/{variant}/batchnorm"] = np.array(t.batchnorm)  # over each replica's share, the global batch, none
+        for i, a in enumerate(impl.get_weights(t.model())):
+            out[f"traj/{variant}/w{i:03d}"] = a
+    np.savez(req["out"], **out)
+    return {"variants": variants}
