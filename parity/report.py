@@ -255,7 +255,14 @@ def _report(args) -> int:
         print(text(f"  * {wl} baseline: {what}"))
     for wl in dict.fromkeys(r["workload"] for r in rows):
         if wl not in bases:
-            why = f"no verified row matches --baseline {args.baseline}" if baseline else "no verified row"
+            why = (
+                f"no verified row matches --baseline {args.baseline}"
+                if baseline
+                else (
+                    "no verified row with a time to compare (a training row's: 5 notebook epochs, from rows at the "
+                    "notebook's size)"
+                )
+            )
             print(text(f"  * {wl}: {why}: no speedups"))
     for line in machine_lines(docs):
         print(text(f"  * {line}"))

@@ -113,6 +113,19 @@ def modes_note(rows: list[dict]) -> list[str]:
     ]
 
 
+def kernel_note(rows: list[dict]) -> list[str]:
+    """Which kernel each recurrent row ran (a framework may choose among several silently: Keras's cuDNN path on a
+    GPU), grouped by path."""
+    paths: dict[str, list[str]] = {}
+    for r in rows:
+        if r.get("kernel_path"):
+            paths.setdefault(r["kernel_path"], []).append(f"{r['workload']} {r['framework']} {r['variant']}")
+    if not paths:
+        return []
+    said = "; ".join(f"{p}: {', '.join(dict.fromkeys(names))}" for p, names in paths.items())
+    return [f"recurrent kernel each row ran (kernel_path): {said}"]
+
+
 STALL = 20  # a timed call this many times the row's median: the process stood still (stopped, starved, swapped)
 
 

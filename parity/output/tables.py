@@ -8,7 +8,15 @@ from parity.common import frameworks
 from parity.common.frameworks import over, short
 from parity.judging import layers, summary
 from parity.output.cells import bytes_cell, fmt, grid, md_table, time_cell
-from parity.output.notes import at_least, best_notes, memory_note, modes_note, roofline_notes, stall_note
+from parity.output.notes import (
+    at_least,
+    best_notes,
+    kernel_note,
+    memory_note,
+    modes_note,
+    roofline_notes,
+    stall_note,
+)
 from parity.output.rows import COLUMNS
 from parity.output.safe import text
 from parity.workloads import row_kind, trained
@@ -240,6 +248,7 @@ def footnotes(doc: dict) -> str:
             + " (article: TPU v2-8 ~40 s, K80 GPU over 2 minutes)"
         )
     notes += roofline_notes(doc) + memory_note(doc["rows"]) + modes_note(doc["rows"]) + stall_note(doc["rows"])
+    notes += kernel_note(doc["rows"])
     notes += best_notes(doc["rows"])
     notes += env.get("notes", [])
     for s in env.get("skipped", []):
@@ -336,6 +345,7 @@ def markdown(doc: dict) -> str:
         + memory_note(doc["rows"])
         + modes_note(doc["rows"])
         + stall_note(doc["rows"])
+        + kernel_note(doc["rows"])
         + best_notes(doc["rows"])
         + env.get("notes", [])
     )

@@ -109,6 +109,9 @@ def row_extra(kind, res, spec: LstmSpec) -> dict:
             test_accuracy=extra.get("test_accuracy"),
             history=extra.get("history"),
         )
+        if med and spec.units == LSTM_FULL.units:  # 5 epochs of 100 steps at batch 1024, at the notebook's width
+            per_step = med / spec.steps_per_epoch * (LSTM_FULL.global_batch / spec.global_batch)
+            out["est_5_notebook_epochs_s"] = (res.compile_s - med) + 5 * LSTM_FULL.steps_per_epoch * per_step
     return out
 
 
