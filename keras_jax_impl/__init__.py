@@ -13,6 +13,27 @@ if "keras" in sys.modules and os.environ.get("KERAS_BACKEND") != "jax":
     )
 os.environ["KERAS_BACKEND"] = "jax"
 
+
+class _KeptOut:
+    """An import hook that refuses `name` and its submodules, as if not installed."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == self.name or fullname.startswith(self.name + "."):
+            raise ModuleNotFoundError(f"import of {fullname} halted: kept out of Keras on JAX's process", name=fullname)
+        return None
+
+
+# A caller that keeps TensorFlow out with a None entry in sys.modules (the harness's worker, the tests' probes) makes
+# Keras's preprocessing layers (the LSTM's Rescaling) fail: they ask `"tensorflow" in sys.modules` to tell a tf.data
+# graph from an eager call, read the entry as TensorFlow loaded, and import it. The same refusal as an import hook
+# leaves no entry.
+if "tensorflow" in sys.modules and sys.modules["tensorflow"] is None:
+    del sys.modules["tensorflow"]
+    sys.meta_path.insert(0, _KeptOut("tensorflow"))
+
 from keras_jax_impl.catalog import SETTINGS, VARIANTS, settings, variants  # noqa: E402
 from keras_jax_impl.cnn import (  # noqa: E402
     build_cnn,
@@ -41,6 +62,7 @@ from keras_jax_impl.devices import (  # noqa: E402
     setup_devices,
     slowest,
 )
+from keras_jax_impl.lstm import build_lstm  # noqa: E402
 from keras_jax_impl.matmul import prepare_matmul  # noqa: E402
 from keras_jax_impl.profile import trace, trace_ops  # noqa: E402
 from parity.api import SURFACE  # noqa: E402

@@ -35,6 +35,21 @@ class CnnOptions:
     mixed: bool = False
 
 
+@dataclass(frozen=True)
+class LstmOptions(CnnOptions):
+    """How the row LSTM trains: as CnnOptions, and Keras's LSTM(unroll=True) on its LSTM layers (`unroll`: a Python
+    loop over the 28 steps, where Keras otherwise runs lax.scan)."""
+
+    unroll: bool = False
+
+
+@dataclass(frozen=True)
+class InferOptions:
+    """How a model infers: the LSTM's layers unrolled (`unroll`) or not."""
+
+    unroll: bool = False
+
+
 def _op(kind: str) -> tuple[Variant, ...]:
     return (
         Variant("ops", kind, ONE, best=0, multiprocess=False, options=OpOptions()),
@@ -92,6 +107,23 @@ VARIANTS: tuple[Variant, ...] = (
     *_cnn("fit", ONE, False),
     *_cnn("data_parallel", MANY, True),
     Variant("predict", "cnn_infer", ONE, best=0, multiprocess=False),
+    # The row LSTM: fit, its layers unrolled (Keras's LSTM(unroll=True)), mixed precision, DataParallel
+    Variant("fit", "lstm_train", ONE, best=1, multiprocess=False, options=LstmOptions()),
+    Variant("fit+unroll", "lstm_train", ONE, tuned=True, best=0, multiprocess=False, options=LstmOptions(unroll=True)),
+    Variant(
+        "fit+bf16",
+        "lstm_train",
+        ONE,
+        "bfloat16",
+        tuned=True,
+        best=0,
+        multiprocess=False,
+        float32="fit",
+        options=LstmOptions(mixed=True),
+    ),
+    Variant("data_parallel", "lstm_train", MANY, best=0, multiprocess=False, options=LstmOptions(distributed=True)),
+    Variant("predict", "lstm_infer", ONE, best=0, multiprocess=False, options=InferOptions()),
+    Variant("predict+unroll", "lstm_infer", ONE, tuned=True, multiprocess=False, options=InferOptions(unroll=True)),
 )
 SETTINGS: tuple[Setting, ...] = ()
 

@@ -1,5 +1,6 @@
 """The notebook's 5-layer Fashion-MNIST CNN in Keras 3 on the JAX backend: the model is keras_models.cnn's (the
-code tf_impl runs on TensorFlow); here what needs JAX itself: gradients, inference, weight files."""
+code tf_impl runs on TensorFlow); here what needs JAX itself: gradients, inference, weight files. Each function that
+takes a model takes the row LSTM too (keras_jax_impl.lstm), told apart by its name."""
 
 from __future__ import annotations
 
@@ -8,18 +9,17 @@ import keras
 import numpy as np
 
 from jax_impl.ops import rows
+from keras_jax_impl import lstm as kj_lstm
 from keras_jax_impl.catalog import variant as variant_record
 from keras_jax_impl.devices import lowered_flops, placement
+from keras_models import cnn, lstm
 from keras_models.cnn import (  # noqa: F401 (the shared model code, re-exported as this surface's)
     build_cnn,
     check_no_dropout,
     count_params,
-    forward_layers,
     get_weights,
     logits_copy,
     logits_loss,
-    mixed_precision,
-    set_weights,
 )
 from parity.api import Gradients, Prepared
 from parity.api.weights import load_npz, save_npz
@@ -32,9 +32,30 @@ def _values(variables) -> list[jax.Array]:
     return [v.value for v in variables]
 
 
+def _model_code(model):
+    """The shared model code of the workload `model` is: keras_models.lstm for the row LSTM, else .cnn."""
+    return lstm if lstm.is_lstm(model) else cnn
+
+
+def set_weights(model, weights) -> None:
+    """Load weights in Keras's order (the CNN's or the LSTM's table, by the model). Raises ValueError naming the layer
+    on a length/shape/dtype mismatch."""
+    _model_code(model).set_weights(model, weights)
+
+
+def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Inference: every block's output as NumPy, by block name (the CNN's blocks or the LSTM's)."""
+    return _model_code(model).forward_layers(model, x)
+
+
+def mixed_precision(model):
+    """The model's copy under Keras's 'mixed_bfloat16' policy (the softmax float32; the LSTM's pixel scaling too)."""
+    return _model_code(model).mixed_precision(model)
+
+
 def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
     """Training-mode loss and gradients of one batch, grads in Keras's trainable_weights order, and how
-    each max-pooling layer routed its gradient in this pass.
+    each max-pooling layer routed its gradient in this pass (the LSTM has none: routing []).
 
     Batch statistics as in training, dropout off (build the model with dropout=False); the model itself is not
     changed (Keras's stateless_call: the moving statistics it would update are returned, and dropped). The loss
@@ -51,6 +72,8 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
 
     loss, grads = jax.value_and_grad(loss_fn)(trainable)
     routing, h = [], x
+    if not any(isinstance(layer, keras.layers.MaxPooling2D) for layer in model.layers):
+        return Gradients(float(loss), [np.asarray(g) for g in grads], routing)
     with keras.StatelessScope(state_mapping=[]):  # what model(x, training=True) runs, keeping the pooling inputs
         for layer in model.layers:
             if isinstance(layer, keras.layers.MaxPooling2D):  # JAX's own max-pool gradient on the same activations
@@ -62,12 +85,16 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
 
 def prepare_inference(model, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
     """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand: the model's
-    stateless call, jitted, as Keras's own predict step runs it.
+    stateless call, jitted, as Keras's own predict step runs it; for the LSTM, its kernel path too.
 
     Raises:
-        ValueError: a variant not among variants("cnn_infer", 1).
+        ValueError: a variant not among variants("cnn_infer", 1) (the LSTM's: "lstm_infer").
     """
-    variant_record("cnn_infer", variant, 1)
+    path = None
+    if lstm.is_lstm(model):
+        model, path = kj_lstm.for_inference(model, variant, devices[0])
+    else:
+        variant_record("cnn_infer", variant, 1)
     x = jax.device_put(np.asarray(images, np.float32), devices[0])
     trainable, frozen = (
         [jax.device_put(v, devices[0]) for v in _values(vs)]
@@ -79,9 +106,10 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
         lambda o: tuple(o.shape),
         rows,
         placement,
-        lambda: lowered_flops(f, trainable, frozen, x),
+        lambda: (None, kj_lstm.uncounted(path)) if kj_lstm.uncounted(path) else lowered_flops(f, trainable, frozen, x),
         # the compiled program's text: Keras's layer scopes are JAX named scopes, which --profile maps ops back by
         lambda: f.lower(trainable, frozen, x).compile().as_text(),
+        kernel_path=path,
     )
 
 

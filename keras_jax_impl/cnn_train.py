@@ -1,4 +1,4 @@
-"""Training the CNN with Keras 3 on JAX: model.compile + model.fit, on one device or under
+"""Training the CNN and the row LSTM with Keras 3 on JAX: model.compile + model.fit, on one device or under
 keras.distribution.DataParallel over several; the Trainer that make_trainer returns (mirror image of
 tf_impl.cnn_train, whose model code it shares)."""
 
@@ -12,16 +12,30 @@ import numpy as np
 
 from keras_jax_impl import catalog
 from keras_jax_impl.devices import distribution
-from keras_models.cnn import StepLogs, logits_copy, logits_loss, mixed_precision
+from keras_jax_impl.lstm import kernel_path, uncounted
+from keras_models import cnn, lstm
+from keras_models.cnn import StepLogs, logits_copy, logits_loss
 from parity.api.inputs import check_examples
+
+
+def _copy(model, o: catalog.CnnOptions):
+    """The copy of `model` a trainer trains (its weights not set): unrolled (the LSTM's '+unroll'), under the
+    mixed-precision policy ('+bf16'), its softmax replaced by the logits (the loss from the logits, as TF's Keras and
+    Flax compute it: keras_models.cnn.cross_entropy says why)."""
+    if getattr(o, "unroll", False):  # keras_jax_impl.catalog.LstmOptions
+        model = lstm.unrolled(model)
+    return logits_copy((lstm if lstm.is_lstm(model) else cnn).mixed_precision(model) if o.mixed else model)
 
 
 class Trainer:
     """model.compile + model.fit, under DataParallel's scope where the variant is distributed (a copy of the model
-    is built there, its variables replicated over the mesh, each global batch split along it)."""
+    is built there, its variables replicated over the mesh, each global batch split along it): the CNN's variants
+    ('cnn_train') or the row LSTM's ('lstm_train')."""
 
     def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
-        o = catalog.variant("cnn_train", variant, len(devices)).options  # keras_jax_impl.catalog.CnnOptions
+        is_lstm = lstm.is_lstm(model)
+        # keras_jax_impl.catalog.CnnOptions (the LSTM's: LstmOptions)
+        o = catalog.variant("lstm_train" if is_lstm else "cnn_train", variant, len(devices)).options
         self.spe, self.distributed = o.steps_per_execution, o.distributed
         # fit under steps_per_execution logs once per execution (its per-step loss is that execution's mean), but on
         # JAX each step is still its own dispatch of the jitted step
@@ -29,9 +43,7 @@ class Trainer:
         self.src, self.devices = model, devices
         keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as TF's or Flax's)
         with self._scope(), jax.default_device(devices[0]):
-            # the loss from the logits, as TF's Keras and Flax compute it (keras_models.cnn.cross_entropy: on JAX,
-            # Keras's own from a softmax output clips the probabilities, and a sample under 1e-7 adds no gradient)
-            self.m = logits_copy(mixed_precision(model) if o.mixed else model)
+            self.m = _copy(model, o)
             self.m.set_weights(model.get_weights())
             self.m.compile(
                 optimizer=keras.optimizers.Adam(learning_rate, epsilon=adam_epsilon),  # epsilon set on every side
@@ -40,10 +52,11 @@ class Trainer:
                 jit_compile="auto",  # Keras's default: XLA on the JAX backend
                 steps_per_execution=self.spe,
             )
-        self.compute_dtype = self.m.get_layer("conv1").compute_dtype
+        self.compute_dtype = self.m.get_layer("lstm1" if is_lstm else "conv1").compute_dtype
         # DataParallel runs one SPMD program over the global batch: BatchNorm's statistics are the global batch's,
-        # where TF's MirroredStrategy and Flax's pmap/shard_map take each replica's own
-        self.batchnorm = "global" if self.distributed else "replica"
+        # where TF's MirroredStrategy and Flax's pmap/shard_map take each replica's own; the LSTM has no BatchNorm
+        self.batchnorm = "none" if is_lstm else "global" if self.distributed else "replica"
+        self.kernel_path = kernel_path(self.m, devices[0]) if is_lstm else None  # which loop its LSTM layers run
         self.logs = StepLogs()
         self.batch: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -86,6 +99,8 @@ class Trainer:
         """FLOPs of one global training step by XLA's cost analysis (after at least one step)."""
         if self.distributed:  # the SPMD program is costed per device
             return None, "XLA cost analysis: not counted (one SPMD program over the mesh)"
+        if uncounted(self.kernel_path):
+            return None, uncounted(self.kernel_path)
         try:
             ca = self._lowered().cost_analysis()
         except Exception as e:  # best effort: the analytic count stays the primary figure
@@ -110,9 +125,10 @@ class Trainer:
 def make_trainer(
     model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
 ) -> Trainer:
-    """A trainer for `model` over `devices` ('fit' on one device; 'data_parallel' over several).
+    """A trainer for `model`, the CNN or the row LSTM, over `devices` ('fit' on one device; 'data_parallel' over
+    several).
 
     Raises:
-        ValueError: unknown variant.
+        ValueError: unknown variant (of 'cnn_train', or 'lstm_train' for the LSTM).
     """
     return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)

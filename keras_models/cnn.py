@@ -53,16 +53,17 @@ def build_cnn(seed: int = 0, dropout: bool = True) -> keras.Sequential:
     return keras.Sequential(layers, name="fashion_mnist_cnn")
 
 
-def mixed_precision(model) -> keras.Sequential:
+def mixed_precision(model, float32: Sequence[str] = ()) -> keras.Sequential:
     """A copy of `model` under Keras's 'mixed_bfloat16' policy, layer by layer (a global policy would change
-    every model the process builds afterwards): bfloat16 compute, float32 variables. The softmax layer keeps
-    'float32', as Keras's mixed-precision guide prescribes for a model's output, so the loss is float32 too.
-    BatchNormalization upcasts its bfloat16 input and computes statistics and normalisation in float32 (Keras's
-    own rule), then casts its output to bfloat16. Weights are not copied: set them on the copy."""
+    every model the process builds afterwards): bfloat16 compute, float32 variables. The softmax layer (the model's
+    last: the CNN's and the LSTM's) keeps 'float32', as Keras's mixed-precision guide prescribes for a model's
+    output, so the loss is float32 too; so do the layers named in `float32`. BatchNormalization upcasts its bfloat16
+    input and computes statistics and normalisation in float32 (Keras's own rule), then casts its output to
+    bfloat16. Weights are not copied: set them on the copy."""
+    keep = {model.layers[-1].name, *float32}
 
     def layer(src):
-        softmax = src.name == CNN_ARCHITECTURE.output.names[-1]
-        config = {**src.get_config(), "dtype": "float32" if softmax else "mixed_bfloat16"}
+        config = {**src.get_config(), "dtype": "float32" if src.name in keep else "mixed_bfloat16"}
         return src.__class__.from_config(config)
 
     return keras.models.clone_model(model, clone_function=layer)
@@ -108,8 +109,9 @@ def cross_entropy(probs, y):
 def logits_copy(model) -> keras.Sequential:
     """A copy of `model` (its layers and their dtype policies, not its weights: set them on the copy) whose last
     layer outputs the logits: the softmax replaced by a float32 identity, for a loss computed from the logits
-    (logits_loss). The softmax holds no weight, so both take the same weights in the same order."""
-    softmax = CNN_ARCHITECTURE.output.names[-1]
+    (logits_loss). The softmax holds no weight, so both take the same weights in the same order. The softmax is the
+    model's last layer: the CNN's and the LSTM's."""
+    softmax = model.layers[-1].name
 
     def layer(src):
         if src.name != softmax:

@@ -42,6 +42,7 @@ from tf_impl.devices import (
     setup_devices,
     slowest,
 )
+from tf_impl.lstm import build_lstm  # noqa: E402
 from tf_impl.matmul import prepare_matmul  # noqa: E402
 from tf_impl.profile import trace, trace_ops  # noqa: E402
 

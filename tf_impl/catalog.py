@@ -36,6 +36,21 @@ class CnnOptions:
     mixed: bool = False
 
 
+@dataclass(frozen=True)
+class LstmOptions(CnnOptions):
+    """How the row LSTM trains: as CnnOptions, and Keras's LSTM(unroll=True) on its LSTM layers (`unroll`: a Python
+    loop over the 28 steps, where Keras otherwise runs tf.while_loop, or cuDNN's kernel on a GPU)."""
+
+    unroll: bool = False
+
+
+@dataclass(frozen=True)
+class InferOptions:
+    """How a model infers: the LSTM's layers unrolled (`unroll`) or not."""
+
+    unroll: bool = False
+
+
 def _op(kind: str) -> tuple[Variant, ...]:
     return (
         Variant("function", kind, ONE, best=0, options=OpOptions()),
@@ -96,6 +111,26 @@ VARIANTS: tuple[Variant, ...] = (
         options=CnnOptions(distributed=True, mixed=True),
     ),
     Variant("predict", "cnn_infer", ONE, best=0),
+    # The row LSTM: fit, its layers unrolled (Keras's LSTM(unroll=True)), mixed precision; over several devices fit
+    # under MirroredStrategy (not in a multi-process run, as the CNN's) and the custom loop (what one uses).
+    Variant("fit", "lstm_train", ONE, best=1, options=LstmOptions()),
+    Variant("fit+unroll", "lstm_train", ONE, tuned=True, best=0, options=LstmOptions(unroll=True)),
+    Variant(
+        "fit+bf16", "lstm_train", ONE, "bfloat16", tuned=True, best=0, float32="fit", options=LstmOptions(mixed=True)
+    ),
+    Variant("strategy", "lstm_train", MANY, best=1, multiprocess=False, options=LstmOptions(distributed=True)),
+    Variant(
+        "strategy+unroll",
+        "lstm_train",
+        MANY,
+        tuned=True,
+        best=0,
+        multiprocess=False,
+        options=LstmOptions(distributed=True, unroll=True),
+    ),
+    Variant("loop", "lstm_train", MANY, tuned=True, options=LstmOptions("loop", True)),
+    Variant("predict", "lstm_infer", ONE, best=1, options=InferOptions()),
+    Variant("predict+unroll", "lstm_infer", ONE, tuned=True, best=0, options=InferOptions(unroll=True)),
 )
 SETTINGS: tuple[Setting, ...] = ()
 

@@ -1,5 +1,6 @@
 """The notebook's 5-layer Fashion-MNIST CNN in Keras 3 on the TensorFlow backend: the model is keras_models.cnn's
-(the code keras_jax_impl runs on JAX); here what needs TensorFlow itself: gradients, inference, weight files."""
+(the code keras_jax_impl runs on JAX); here what needs TensorFlow itself: gradients, inference, weight files. Each
+function that takes a model takes the row LSTM too (tf_impl.lstm), told apart by its name."""
 
 from __future__ import annotations
 
@@ -7,18 +8,17 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from keras_models import cnn, lstm  # noqa: E402
 from keras_models.cnn import (  # noqa: E402, F401 (the shared model code, re-exported as this surface's)
     build_cnn,
     check_no_dropout,
     count_params,
     cross_entropy,
-    forward_layers,
     get_weights,
-    mixed_precision,
-    set_weights,
 )
 from parity.api import Gradients, Prepared  # noqa: E402
 from parity.api.weights import load_npz, save_npz  # noqa: E402
+from tf_impl import lstm as tf_lstm  # noqa: E402
 from tf_impl.catalog import variant as variant_record  # noqa: E402
 from tf_impl.devices import graph_flops, placement  # noqa: E402
 
@@ -26,9 +26,30 @@ if keras.backend.backend() != "tensorflow":
     raise ImportError(f"tf_impl needs Keras's TensorFlow backend, got {keras.backend.backend()!r}")
 
 
+def _model_code(model):
+    """The shared model code of the workload `model` is: keras_models.lstm for the row LSTM, else .cnn."""
+    return lstm if lstm.is_lstm(model) else cnn
+
+
+def set_weights(model, weights) -> None:
+    """Load weights in Keras's order (the CNN's or the LSTM's table, by the model). Raises ValueError naming the layer
+    on a length/shape/dtype mismatch."""
+    _model_code(model).set_weights(model, weights)
+
+
+def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Inference: every block's output as NumPy, by block name (the CNN's blocks or the LSTM's)."""
+    return _model_code(model).forward_layers(model, x)
+
+
+def mixed_precision(model):
+    """The model's copy under Keras's 'mixed_bfloat16' policy (the softmax float32; the LSTM's pixel scaling too)."""
+    return _model_code(model).mixed_precision(model)
+
+
 def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
     """Training-mode loss and gradients of one batch, grads in Keras's trainable_weights order, and how
-    each max-pooling layer routed its gradient in this pass.
+    each max-pooling layer routed its gradient in this pass (the LSTM has none: routing []).
 
     Batch statistics as in training, dropout off (build the model with dropout=False); the model
     itself is not changed (the moving statistics the call updates are restored).
@@ -55,12 +76,17 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
 
 
 def prepare_inference(model, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
-    """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand.
+    """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand; for the LSTM, its
+    kernel path too.
 
     Raises:
-        ValueError: a variant not among variants("cnn_infer", 1).
+        ValueError: a variant not among variants("cnn_infer", 1) (the LSTM's: "lstm_infer").
     """
-    variant_record("cnn_infer", variant, 1)
+    path = None
+    if lstm.is_lstm(model):
+        model, path = tf_lstm.for_inference(model, variant, devices[0])
+    else:
+        variant_record("cnn_infer", variant, 1)
     with tf.device(devices[0]):
         x = tf.constant(images, tf.float32)
     f = tf.function(lambda x: model(x, training=False))
@@ -70,7 +96,12 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
             return f(x)
 
     return Prepared(
-        run, lambda o: tuple(o.shape), lambda o, idx: o.numpy()[list(idx)], placement, lambda: graph_flops(f, x)
+        run,
+        lambda o: tuple(o.shape),
+        lambda o, idx: o.numpy()[list(idx)],
+        placement,
+        lambda: (None, tf_lstm.uncounted(path)) if tf_lstm.uncounted(path) else graph_flops(f, x),
+        kernel_path=path,
     )
 
 

@@ -1,5 +1,6 @@
-"""Training the CNN in TensorFlow: Keras's fit (with a strategy's scope), the harness's own distributed loop, their
-in-memory input pipelines, and the Trainer that make_trainer returns (mirror image of jax_impl.cnn_train)."""
+"""Training the CNN and the row LSTM in TensorFlow: Keras's fit (with a strategy's scope), the harness's own
+distributed loop, their in-memory input pipelines, and the Trainer that make_trainer returns (mirror image of
+jax_impl.cnn_train)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_models.cnn import StepLogs, cross_entropy, mixed_precision
+from keras_models import cnn, lstm
+from keras_models.cnn import StepLogs, cross_entropy
 from parity.api.inputs import check_examples
 from tf_impl import catalog
 from tf_impl.devices import graph_flops, multiworker, strategy
+from tf_impl.lstm import kernel_path, uncounted
 
 
 def _in_memory(ds: tf.data.Dataset) -> tf.data.Dataset:
@@ -104,15 +107,22 @@ def _loop_steps(s: tf.distribute.Strategy, model) -> tf.types.experimental.Polym
     return steps
 
 
+def _copy(model, o: catalog.CnnOptions):
+    """The copy of `model` a trainer trains (its weights not set): unrolled (the LSTM's '+unroll'), then under the
+    mixed-precision policy ('+bf16') or a plain clone."""
+    if getattr(o, "unroll", False):  # tf_impl.catalog.LstmOptions
+        model = lstm.unrolled(model)
+    return (lstm if lstm.is_lstm(model) else cnn).mixed_precision(model) if o.mixed else keras.models.clone_model(model)
+
+
 class Trainer:
     """model.compile + model.fit ('loop': a custom strategy.run loop) under the strategy's scope (a copy
-    of the model lives there)."""
-
-    batchnorm = "replica"  # BatchNorm's statistics over each replica's share of the batch
+    of the model lives there): the CNN's variants ('cnn_train') or the row LSTM's ('lstm_train')."""
 
     def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
-        n = len(devices)
-        o = catalog.declared("cnn_train", variant, n).options  # tf_impl.catalog.CnnOptions
+        n, is_lstm = len(devices), lstm.is_lstm(model)
+        # tf_impl.catalog.CnnOptions (the LSTM's: LstmOptions)
+        o = catalog.declared("lstm_train" if is_lstm else "cnn_train", variant, n).options
         if multiworker() is not None and o.api == "fit":
             raise ValueError("Keras 3's fit fails under MultiWorkerMirroredStrategy (tensorflow#72388): use 'loop'")
         self.spe = o.steps_per_dispatch
@@ -122,7 +132,7 @@ class Trainer:
         keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as JAX's)
         scope = strategy(devices).scope() if self.distributed else nullcontext()
         with scope, tf.device(devices[0]) if not self.distributed else nullcontext():
-            self.m = mixed_precision(model) if o.mixed else keras.models.clone_model(model)
+            self.m = _copy(model, o)
             self.m.set_weights(model.get_weights())
             self.m.compile(
                 optimizer=keras.optimizers.Adam(learning_rate, epsilon=adam_epsilon),  # epsilon set on both sides
@@ -133,7 +143,10 @@ class Trainer:
             )
             if o.api == "loop":  # fit builds it on its first call; the loop's step must not create variables
                 self.m.optimizer.build(self.m.trainable_variables)
-        self.compute_dtype = self.m.get_layer("conv1").compute_dtype
+        self.compute_dtype = self.m.get_layer("lstm1" if is_lstm else "conv1").compute_dtype
+        # BatchNorm's statistics over each replica's share of the batch; the LSTM has no BatchNorm
+        self.batchnorm = "none" if is_lstm else "replica"
+        self.kernel_path = kernel_path(self.m, devices[0]) if is_lstm else None  # which loop its LSTM layers run
         self.device = devices[0]
         self.logs = StepLogs()
         if o.api == "loop":
@@ -184,7 +197,10 @@ class Trainer:
             return None, "TF profiler: not traced under a strategy"
         if self.spe > 1:
             return None, "TF profiler: not counted (several steps in one loop)"
-        spec = (tf.TensorSpec((self.batch, 28, 28, 1), tf.float32), tf.TensorSpec((self.batch,), tf.int32))
+        if uncounted(self.kernel_path):
+            return None, uncounted(self.kernel_path)
+        shape = (self.batch, *self.m.input_shape[1:])  # the images, (28, 28, 1) for both models
+        spec = (tf.TensorSpec(shape, tf.float32), tf.TensorSpec((self.batch,), tf.int32))
         with tf.device(self.device):
             return graph_flops(tf.function(self.m.train_step), spec)
 
@@ -232,9 +248,9 @@ class Trainer:
 def make_trainer(
     model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
 ) -> Trainer:
-    """A trainer for `model` over `devices` ('fit' on one device; 'strategy' over several).
+    """A trainer for `model`, the CNN or the row LSTM, over `devices` ('fit' on one device; 'strategy' over several).
 
     Raises:
-        ValueError: unknown variant.
+        ValueError: unknown variant (of 'cnn_train', or 'lstm_train' for the LSTM).
     """
     return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)
