@@ -8,15 +8,7 @@ from parity.common import frameworks
 from parity.common.frameworks import over, short
 from parity.judging import layers, summary
 from parity.output.cells import bytes_cell, fmt, grid, md_table, time_cell
-from parity.output.notes import (
-    at_least,
-    best_notes,
-    kernel_note,
-    memory_note,
-    modes_note,
-    roofline_notes,
-    stall_note,
-)
+from parity.output.notes import at_least, best_notes, kernel_note, memory_note, modes_note, roofline_notes, stall_note
 from parity.output.rows import COLUMNS
 from parity.output.safe import text
 from parity.workloads import row_kind, trained
