@@ -88,8 +88,9 @@ class LSTM(nnx.Module):
         with jax.named_scope(rows):
             h = x.reshape(x.shape[0], arch.steps, arch.features)  # an image row per time step
         with jax.named_scope(scale):
-            # Keras's Rescaling casts the input and the scale to its compute dtype and multiplies there
-            h = h.astype(dt) * jnp.asarray(np.float32(PIXEL_SCALE)).astype(dt)
+            # in float32 whatever the compute dtype, then cast, as the Keras model keeps its Rescaling layer float32
+            # under mixed precision (keras_models.lstm): a bfloat16 1/255 would put every pixel 0.4% high
+            h = (h.astype(jnp.float32) * np.float32(PIXEL_SCALE)).astype(dt)
         # the states in the compute dtype, as Keras's; like the input's, so that under shard_map they vary over the
         # replicas as the carry they start will
         zero = jnp.zeros_like(h, dt, shape=(x.shape[0], arch.units))

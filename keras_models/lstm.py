@@ -42,6 +42,9 @@ def build_lstm(units: int, seed: int = 0) -> keras.Sequential:
             # Keras's default, cuDNN where its conditions hold (kernel_path says which); not in get_config, so a
             # clone takes the default again
             use_cudnn="auto",
+            # the fused form, one (inputs, 4U) product and one (U, 4U) a step: Keras's default and Flax's
+            # OptimizedLSTMCell's layout (1 splits them per gate); not in get_config either
+            implementation=2,
             name=name,
         )
 

@@ -113,6 +113,34 @@ def modes_note(rows: list[dict]) -> list[str]:
     ]
 
 
+# What each trained workload's 5-notebook-epoch estimate is set beside: the figures of the notebook it comes from
+NOTEBOOKS = {
+    "cnn_train": "the article's comparison, 5 notebook epochs (500 steps at global batch 1024)",
+    "lstm_train": "the Shakespeare notebook's size (2 LSTM layers of 512 units), 5 epochs of 100 steps at global "
+    "batch 1024",
+}
+NOTEBOOK_FIGURES = {
+    "cnn_train": "article: TPU v2-8 ~40 s, K80 GPU over 2 minutes",
+    "lstm_train": "the notebook's TPU v2-8: 167-170 ms a step after its first epoch, on text sequences of 100 "
+    "characters, not 28 image rows: a loose reference",
+}
+
+
+def notebook_notes(rows: list[dict]) -> list[str]:
+    """Each trained workload's rows at its notebook's size: 5 notebook epochs, extrapolated from the row's measured
+    step time plus its first-epoch overhead, beside that notebook's own figure."""
+    out = []
+    for kind, what in NOTEBOOKS.items():
+        five = [r for r in rows if r["workload"] == kind and r.get("est_5_notebook_epochs_s") is not None]
+        if five:
+            said = ", ".join(
+                f"{r['framework']} {r['variant']} x{r['replicas']} {r['est_5_notebook_epochs_s']:.0f} s" for r in five
+            )
+            out.append(f"{what}, extrapolated from each row's step time plus its first-epoch overhead: {said} "
+                       f"({NOTEBOOK_FIGURES[kind]})")  # fmt: skip
+    return out
+
+
 def kernel_note(rows: list[dict]) -> list[str]:
     """Which kernel each recurrent row ran (a framework may choose among several silently: Keras's cuDNN path on a
     GPU), grouped by path."""

@@ -8,7 +8,16 @@ from parity.common import frameworks
 from parity.common.frameworks import over, short
 from parity.judging import layers, summary
 from parity.output.cells import bytes_cell, fmt, grid, md_table, time_cell
-from parity.output.notes import at_least, best_notes, kernel_note, memory_note, modes_note, roofline_notes, stall_note
+from parity.output.notes import (
+    at_least,
+    best_notes,
+    kernel_note,
+    memory_note,
+    modes_note,
+    notebook_notes,
+    roofline_notes,
+    stall_note,
+)
 from parity.output.rows import COLUMNS
 from parity.output.safe import text
 from parity.workloads import row_kind, trained
@@ -229,16 +238,7 @@ def footnotes(doc: dict) -> str:
             f"{kind}: median/IQR per epoch after the first; first call = the first epoch (includes "
             "compilation); img/s = images per second of a steady-state epoch; err columns: see checks"
         )
-    five = [r for r in doc["rows"] if r.get("est_5_notebook_epochs_s") is not None]
-    if five:
-        notes.append(
-            "the article's comparison, 5 notebook epochs (500 steps at global batch 1024), extrapolated from "
-            "each row's measured step time plus its first-epoch overhead: "
-            + ", ".join(
-                f"{r['framework']} {r['variant']} x{r['replicas']} {r['est_5_notebook_epochs_s']:.0f} s" for r in five
-            )
-            + " (article: TPU v2-8 ~40 s, K80 GPU over 2 minutes)"
-        )
+    notes += notebook_notes(doc["rows"])
     notes += roofline_notes(doc) + memory_note(doc["rows"]) + modes_note(doc["rows"]) + stall_note(doc["rows"])
     notes += kernel_note(doc["rows"])
     notes += best_notes(doc["rows"])
@@ -332,15 +332,8 @@ def markdown(doc: dict) -> str:
         + text(f"{host}{env['timestamp']}, commit {env['git_commit']}.", "markdown"),
         text(f"Frameworks: {fw}.", "markdown"),
     ]
-    notes = (
-        roofline_notes(doc)
-        + memory_note(doc["rows"])
-        + modes_note(doc["rows"])
-        + stall_note(doc["rows"])
-        + kernel_note(doc["rows"])
-        + best_notes(doc["rows"])
-        + env.get("notes", [])
-    )
+    rows_said = memory_note(doc["rows"]) + modes_note(doc["rows"]) + stall_note(doc["rows"]) + kernel_note(doc["rows"])
+    notes = roofline_notes(doc) + rows_said + best_notes(doc["rows"]) + env.get("notes", [])
     out += [text(f"Note: {n}", "markdown") for n in notes]
     out += [text(f"Not run: {s['framework']}: {s['reason']}", "markdown") for s in env.get("skipped", [])]
     return "\n".join(out) + "\n"

@@ -29,29 +29,20 @@ def trajectories(
         )
     ]
     cross, skipped = [], []
+    why = (
+        " (BatchNorm statistics: per replica)" if name == "cnn" else " (trajectories are compared at one replica count)"
+    )
     for a, b in pairs(saved):
         if counts[a] != counts[b]:  # BatchNorm statistics are per replica: a different split is another model
             skipped.append(
                 f"{name}: no {short(a)}-vs-{short(b)} trajectory check: {label(a)} trained on {counts[a]} "
-                f"replicas, {label(b)} on {counts[b]} (BatchNorm statistics: per replica)"
+                f"replicas, {label(b)} on {counts[b]}{why}"
             )
             continue
         both = [(va, vb) for va, vb in _pairs(saved[a], saved[b]) if n == 1 or _same_batchnorm(saved, a, va, b, vb)]
-        cross += [
-            row
-            for va, vb in both
-            for row in checks.trajectory(
-                saved[a],
-                saved[b],
-                va,
-                vb,
-                bf16_tols if _dtype(saved[a], va) == "bfloat16" else tols,
-                n,
-                (a, b),
-                None,
-                table,
-            )
-        ]
+        for va, vb in both:
+            t = bf16_tols if _dtype(saved[a], va) == "bfloat16" else tols
+            cross += checks.trajectory(saved[a], saved[b], va, vb, t, n, (a, b), None, table)
         if len(both) < len(_pairs(saved[a], saved[b])):
             skipped.append(
                 f"{name}: {short(a)}'s and {short(b)}'s trainers with BatchNorm statistics per replica and over the "

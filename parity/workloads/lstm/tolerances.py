@@ -215,6 +215,13 @@ def lstm_bounds(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray, device:
     }
 
 
+def lstm_block_tolerances(weights: list[np.ndarray], x: np.ndarray, device: str, precision: str) -> dict[str, float]:
+    """Each forward block's bound on these inputs (lstm_forward_tolerances), at least the reduced-precision figure
+    where the device multiplies in TF32 or bfloat16: what each block is judged by."""
+    floor = _reduced(device, precision, "forward")
+    return {k: max(v, floor) for k, v in lstm_forward_tolerances(weights, x).items()}
+
+
 def lstm_forward_tolerance(weights: list[np.ndarray], x: np.ndarray, device: str, precision: str) -> float:
     """The bound of every forward block's error (max error relative to max |reference|, per block), for float32
     arithmetic on these inputs; where the device multiplies in TF32 or bfloat16, at least the reduced-precision
