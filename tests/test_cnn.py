@@ -123,7 +123,7 @@ def test_inference_with_ynnpack_on_its_dots_only_is_the_same_forward_pass(weight
 
     from parity.common.float64 import errors
 
-    _, jm = models(weights)
+    tm, jm = models(weights)
     x = DS.x_test[:16].astype(np.float32)
     ref = cnn_oracle.cnn_forward(weights, x)["probs"]
     for v in (v.name for v in jax_impl.variants("cnn_infer", 1)):
@@ -134,9 +134,9 @@ def test_inference_with_ynnpack_on_its_dots_only_is_the_same_forward_pass(weight
     ynn = [re.search(r"calls=%([\w.\-]+)", ln).group(1) for ln in text.splitlines() if '"__ynn_fusion"' in ln]
     bodies = [text.split(f"%{c} (", 1)[1].split("\n}", 1)[0] for c in ynn]
     assert v == "predict+dots" and not any(" convolution(" in b for b in bodies)
-    for mod in (jax_impl, tf_impl):
+    for mod, m, d in ((jax_impl, jm, JAX_DEVICES), (tf_impl, tm, TF_DEVICES)):
         with pytest.raises(ValueError, match="predict\\+nothing"):
-            mod.prepare_inference(None, x, None, "predict+nothing")
+            mod.prepare_inference(m, x, d[:1], "predict+nothing")
 
 
 def test_loss_and_gradients_agree_with_float64(weights):

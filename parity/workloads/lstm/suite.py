@@ -143,15 +143,17 @@ def parity_collect(
             batches=rnd.batches,
         )
     )
-    if first and fws:
-        w_fwd = save_dir / "lstm-w_fwd.npz"
-        if not w_fwd.exists():  # trained weights: the first framework's first trajectory's
-            with np.load(rnd.files[next(iter(fws))]) as src:
-                saved = dict(src)
+    w_fwd = save_dir / "lstm-w_fwd.npz"
+    if first and fws and not w_fwd.exists():  # trained weights: the first trajectory of the first framework with one
+        trained = (dict(np.load(rnd.files[fw])) for fw in fws)
+        saved = next((t for t in trained if variants(t)), None)
+        if saved is None:  # no framework offers a trainer here (a multi-process run): the initial weights
+            save_npz(load_npz(state.weights), w_fwd)
+        else:
             v = variants(saved)[0]
-            n = len(spec.architecture.weights)
-            save_npz([saved[f"traj/{v}/w{i:03d}"] for i in range(n)], w_fwd)
-            np.save(save_dir / "lstm-fwd_x.npy", ds.x_test[:16].astype(np.float32))
+            save_npz([saved[f"traj/{v}/w{i:03d}"] for i in range(len(spec.architecture.weights))], w_fwd)
+        np.save(save_dir / "lstm-fwd_x.npy", ds.x_test[:16].astype(np.float32))
+    if first and fws:
         rnd.fwd.update(
             ask_all(
                 fws, save_dir, "lstm-fwd-{fw}.npz", {}, "lstm", spec=spec.to_dict(), weights=str(w_fwd),
