@@ -126,3 +126,30 @@ def parity_arrays(impl, devices, req: dict, model: Callable[[str], Any], kind: s
             out[f"traj/{variant}/w{i:03d}"] = a
     np.savez(req["out"], **out)
     return {"variants": variants}
+
+
+def row_figures(kind, res, spec, notebook=None) -> dict:
+    """A trained workload's row figures from its worker's Result (the parent side): images per second, the data it
+    ran on, the recurrent kernel where one ran, and for training the first epoch (kept apart from the timed epochs),
+    the test figures and, given the notebook's spec (`notebook`: its schedule and size), 5 of its epochs estimated
+    from the row's step time."""
+    med, extra = res.median_s, res.extra
+    out = {
+        "images_per_s": extra["images"] / med if med else None,
+        "data": extra.get("data"),
+        "kernel_path": extra.get("kernel_path"),
+        "spec": spec.to_dict(),
+        "seed": spec.seed,
+    }
+    if kind.epochs:
+        out.update(
+            time_unit="epoch",
+            first_epoch_s=res.compile_s,
+            test_loss=extra.get("test_loss"),
+            test_accuracy=extra.get("test_accuracy"),
+            history=extra.get("history"),
+        )
+        if med and notebook is not None:  # 5 epochs of the notebook's steps at its global batch
+            per_step = med / spec.steps_per_epoch * (notebook.global_batch / spec.global_batch)
+            out["est_5_notebook_epochs_s"] = (res.compile_s - med) + 5 * notebook.steps_per_epoch * per_step
+    return out

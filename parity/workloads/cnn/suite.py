@@ -22,6 +22,7 @@ from parity.workloads.cnn.oracle import cnn_forward
 from parity.workloads.cnn.spec import CNN_FULL
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 from parity.workloads.cnn.trajectories import global_batchnorm, trajectories, variants
+from parity.workloads.trained import row_figures
 
 
 @dataclass
@@ -135,27 +136,8 @@ def validation(cfg, spec) -> str:
 
 
 def row_extra(kind, res, spec) -> dict:
-    """A CNN row's own figures from its worker's Result: images per second, the data it ran on, and for training the
-    first epoch (kept apart from the timed epochs), the test figures and the article's 5-epoch estimate."""
-    med, extra = res.median_s, res.extra
-    out = {
-        "images_per_s": extra["images"] / med if med else None,
-        "data": extra.get("data"),
-        "spec": spec.to_dict(),
-        "seed": spec.seed,
-    }
-    if kind.epochs:
-        out.update(
-            time_unit="epoch",
-            first_epoch_s=res.compile_s,
-            test_loss=extra.get("test_loss"),
-            test_accuracy=extra.get("test_accuracy"),
-            history=extra.get("history"),
-        )
-        if med:  # the article's figure: 5 epochs of 100 steps at global batch 1024
-            per_step = med / spec.steps_per_epoch * (CNN_FULL.global_batch / spec.global_batch)
-            out["est_5_notebook_epochs_s"] = (res.compile_s - med) + 5 * CNN_FULL.steps_per_epoch * per_step
-    return out
+    """A CNN row's own figures (parity.workloads.trained.row_figures), with the article's 5-epoch estimate."""
+    return row_figures(kind, res, spec, CNN_FULL)
 
 
 def parity_collect(

@@ -19,6 +19,7 @@ from parity.workloads.cnn.trajectories import trajectories, variants
 from parity.workloads.lstm import checks
 from parity.workloads.lstm.spec import LSTM_FULL, LstmSpec
 from parity.workloads.lstm.tolerances import lstm_tolerances
+from parity.workloads.trained import row_figures
 
 # Test accuracy is judged after the notebook's schedule (10 epochs of 100 steps), the length the accuracy band was
 # set for; a shorter run's accuracies are reported, not judged (the row LSTM has no moving statistics to settle, but
@@ -91,28 +92,8 @@ def case_args(spec, seed_offset: int, workers: dict, save_dir: Path, state: Lstm
 
 
 def row_extra(kind, res, spec: LstmSpec) -> dict:
-    """A row's own figures from its worker's Result: images per second, the data, the recurrent kernel it ran, and
-    for training the first epoch (kept apart) and the test figures."""
-    med, extra = res.median_s, res.extra
-    out = {
-        "images_per_s": extra["images"] / med if med else None,
-        "data": extra.get("data"),
-        "kernel_path": extra.get("kernel_path"),
-        "spec": spec.to_dict(),
-        "seed": spec.seed,
-    }
-    if kind.epochs:
-        out.update(
-            time_unit="epoch",
-            first_epoch_s=res.compile_s,
-            test_loss=extra.get("test_loss"),
-            test_accuracy=extra.get("test_accuracy"),
-            history=extra.get("history"),
-        )
-        if med and spec.units == LSTM_FULL.units:  # 5 epochs of 100 steps at batch 1024, at the notebook's width
-            per_step = med / spec.steps_per_epoch * (LSTM_FULL.global_batch / spec.global_batch)
-            out["est_5_notebook_epochs_s"] = (res.compile_s - med) + 5 * LSTM_FULL.steps_per_epoch * per_step
-    return out
+    """A row's own figures (parity.workloads.trained.row_figures); 5 notebook epochs only at the notebook's width."""
+    return row_figures(kind, res, spec, LSTM_FULL if spec.units == LSTM_FULL.units else None)
 
 
 def parity_collect(
