@@ -62,7 +62,7 @@ def config(args, argv: list[str] = ()) -> Config:
         preset=preset.name,
         quick=preset.specs == "quick",
         reps=args.reps,
-        min_time_s=args.min_time if args.min_time is not None else preset.min_time_s,
+        budget_s=args.budget if args.budget is not None else preset.budget_s,
         max_reps=max(args.max_reps if args.max_reps is not None else preset.max_reps, args.reps),
         warmup=args.warmup,
         tuned=configs != "default",

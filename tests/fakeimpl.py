@@ -58,6 +58,7 @@ class FakeImpl:
     """One framework's fake: variants 'op' (out of the box) and 'op+tuned' on one device, 'sharded' on several."""
 
     delay_s: float = 0.1
+    delays: tuple[float, ...] = ()  # where given, a case's k-th call takes delays[k % len(delays)] instead
     error: float = 0.0
     bug: bool = False
     configs: dict = field(default_factory=dict)  # tuned configurations offered: name -> environment
@@ -172,15 +173,19 @@ class FakeImpl:
         value = compute() * np.float32(1 + self.error)
         out = SimpleNamespace(value=value, placement=[f"cpu:{i}" for i in range(len(devices))])
 
+        calls = [0]
+
         def run():
+            delay = self.delays[calls[0] % len(self.delays)] if self.delays else self.delay_s
+            calls[0] += 1
             if self.bug:
                 raise TypeError("a planted bug")
             if self.workspace_mb:
                 _touch_and_unmap(self.workspace_mb * 2**20)
             if self.clock:
-                self.clock.advance(self.delay_s)
+                self.clock.advance(delay)
             else:
-                time.sleep(self.delay_s)
+                time.sleep(delay)
             return out
 
         def reading(read):  # verification's reads of the output: they take verify_s on the fake clock

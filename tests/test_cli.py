@@ -44,7 +44,7 @@ def quick_conv(tmp_path_factory):
         "conv",
         "--reps",
         "2",
-        "--min-time",
+        "--budget",
         "0",
         "--configs",
         "best",
@@ -165,7 +165,7 @@ def test_help_explains_every_flag():
         "--out",
         "--list-devices",
         "--quiet",
-        "--min-time",
+        "--budget",
         "--max-reps",
         "--configs",
     ):

@@ -46,7 +46,7 @@ def _run(tmp_path, **kw) -> dict:
             "workloads": ("conv", "matmul"),
             "quick": True,
             "reps": 2,
-            "min_time_s": 0.0,
+            "budget_s": 0.0,
             "max_reps": 2,
             "warmup": 0,
             "progress": False,
@@ -485,17 +485,17 @@ def test_training_epochs_run_back_to_back_and_operations_interleave(monkeypatch,
     monkeypatch.setattr(schedule, "make_row", lambda cfg, kind, c, res, more, *a: {"id": c.key, **more})
     kind = RowKind("k", lambda *a: None, lambda *a: None, epochs=epochs)
     spec = SimpleNamespace(epochs=3, seed=0, to_dict=dict)
-    cfg = Config(progress=False, reps=2, min_time_s=0.0, max_reps=2, warmup=0, workloads=())
+    cfg = Config(progress=False, reps=2, budget_s=0.0, max_reps=2, warmup=0, workloads=())
     monkeypatch.setattr(Config, "spec", lambda self, wl: spec)
-    run = SimpleNamespace(suites={}, said={}, ctxs={})
+    run = SimpleNamespace(suites={}, said={}, ctxs={}, next_round=0)
     rnd = schedule.Round(cfg, run, 1, tmp_path, {"jax": worker}, {"jax": {"replicas": 1}})
     rows = schedule._run_kind(rnd, "k", kind)
     assert ("back to back" in " ".join(run.said.values())) == epochs  # the run's notes say so
     if epochs:
         assert calls == [("prepare", "a"), ("rep", "a"), ("rep", "a"), ("prepare", "b"), ("rep", "b"), ("rep", "b")]
-        assert [r["rounds"] for r in rows] == [[0, 1], [3, 4]]  # no round in common: never paired
+        assert [r["rounds"] for r in rows] == [[0, 1], [2, 3]]  # no round in common: never paired
         again = schedule._run_kind(rnd, "k", kind, seed_offset=1)  # --seeds: the next seed's rows, rounds of their own
-        assert [r["rounds"] for r in again] == [[6, 7], [9, 10]]
+        assert [r["rounds"] for r in again] == [[4, 5], [6, 7]]
     else:
         assert calls == [("prepare", "a"), ("prepare", "b")] + [
             (cmd, c) for order in (("a", "b"), ("b", "a")) for c in order for cmd in ("warm", "rep")
@@ -553,3 +553,54 @@ def test_best_runs_for_each_format_the_first_of_the_preferred_configurations(fak
     rows = _run(tmp_path, workloads=("matmul",), replicas=(1,), configs=configs)["rows"]
     ran = {r["variant"].rsplit("+", 1)[1] for r in rows if r["framework"] == "jax" and "+" in r["variant"]}
     assert ran - {"tuned"} == ({"fast"} if configs == "best" else {"slow", "fast"})
+
+
+def _user_loop(timed: list[float]) -> tuple[float, ...]:
+    """A fake's per-call delays (no warm-up) so that its timed calls take `timed` in turn: the first call, then each
+    timed call after an untimed one of the same length (the schedule's order for an operation)."""
+    return (timed[0], *(t for t in timed for _ in (0, 1)))
+
+
+def _settle(fakes, tmp_path, monkeypatch, jax_timed: list[float], budget_s: float = 20.0) -> dict:
+    """The conv at 1 device with TF's calls steady at 0.1 s and JAX's taking `jax_timed` in turn (cycled), on a
+    fake clock, at least 5 timed calls a row, more by the settling rule within `budget_s`."""
+    from fakeimpl import FakeClock
+
+    clock = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    fakes["tf"]["default"] = FakeImpl(delay_s=0.1, clock=clock)
+    fakes["jax"]["default"] = FakeImpl(delays=_user_loop(jax_timed), clock=clock)
+    res = _run(tmp_path, workloads=("conv",), replicas=(1,), reps=5, budget_s=budget_s, max_reps=200)
+    return {(r["framework"], r["variant"]): r for r in res["rows"]}
+
+
+def test_steady_rows_stop_at_their_minimum(fakes, tmp_path, monkeypatch):
+    rows = _settle(fakes, tmp_path, monkeypatch, [0.2])
+    assert {k: r["reps"] for k, r in rows.items()} == dict.fromkeys(rows, 5)
+    assert all(r["rounds"] == rows["tf", "op"]["rounds"] for r in rows.values())  # one comparison: one set of rounds
+
+
+def test_a_noisy_row_gets_calls_until_settled_and_its_comparisons_rows_with_it(fakes, tmp_path, monkeypatch):
+    noisy = [0.14, 0.26, 0.2, 0.12, 0.28, 0.2, 0.17, 0.23, 0.2, 0.19, 0.21, 0.2]
+    rows = _settle(fakes, tmp_path, monkeypatch, noisy, budget_s=100.0)
+    from parity.judging import settling, summary
+
+    jax = rows["jax", "op"]
+    assert jax["reps"] > 5 and settling.row_width(settling.Timed(tuple(jax["times_s"]), ())) <= settling.WIDTH
+    # TF's steady row ran on beside it (their ratio was as unsettled as JAX's row), in the same rounds
+    tf = rows["tf", "op"]
+    assert tf["reps"] > 5 and set(jax["rounds"]) <= set(tf["rounds"]) | set(rows["tf", "op+tuned"]["rounds"])
+    doc = {"rows": list(rows.values())}
+    assert summary.unsettled_note(doc) == ""  # every row and comparison settled within the budget
+
+
+def test_a_bimodal_row_spends_its_budget_and_the_summary_says_it_is_unsettled(fakes, tmp_path, monkeypatch):
+    rows = _settle(fakes, tmp_path, monkeypatch, [0.5, 1.2, 0.5, 1.3, 0.5], budget_s=12.0)
+    from parity.judging import summary
+
+    jax = rows["jax", "op"]
+    assert jax["reps"] > 5 and sum(jax["times_s"]) >= 12.0  # more calls, to the budget and no further
+    assert sum(jax["times_s"][:-1]) < 12.0 and jax["modes"] is not None
+    note = summary.unsettled_note({"rows": list(rows.values())})
+    assert note.startswith("not settled within the run's budget") and "conv JAX op x1" in note
+    assert "conv TF op x1" not in note  # the steady row is not said unsettled: only its comparison with JAX

@@ -180,7 +180,7 @@ def test_a_row_that_touches_memory_reports_at_least_that(tmp_path, monkeypatch):
         replicas=(1,),
         quick=True,
         reps=2,
-        min_time_s=0.0,
+        budget_s=0.0,
         max_reps=2,
         warmup=0,
         progress=False,

@@ -317,7 +317,7 @@ def test_a_third_framework_runs_end_to_end_into_the_summary(three, tmp_path, mon
         quick=True,
         reps=5,
         max_reps=5,
-        min_time_s=0.0,
+        budget_s=0.0,
         warmup=0,
         progress=False,
         exclusive=exclusive,

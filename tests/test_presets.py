@@ -19,10 +19,10 @@ def _config(*argv: str):
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_a_preset_sets_every_part_of_the_run_it_names(name):
     p, cfg = PRESETS[name], _config("--preset", name)
-    assert (cfg.preset, cfg.configs, cfg.min_time_s, cfg.parity_steps) == (
+    assert (cfg.preset, cfg.configs, cfg.budget_s, cfg.parity_steps) == (
         name,
         p.configs,
-        p.min_time_s,
+        p.budget_s,
         p.parity_steps,
     )
     assert cfg.max_reps == p.max_reps and cfg.matmul_size() == p.peak_size and cfg.quick == (p.specs == "quick")
@@ -40,8 +40,8 @@ def test_the_short_flags_are_their_presets():
 
 
 def test_a_flag_beside_a_preset_overrides_its_own_part_only():
-    cfg = _config("--quick", "--configs", "levers", "--parity-steps", "20", "--min-time", "0")
-    assert (cfg.configs, cfg.parity_steps, cfg.min_time_s, cfg.max_reps) == ("levers", 20, 0.0, 50)
+    cfg = _config("--quick", "--configs", "levers", "--parity-steps", "20", "--budget", "0")
+    assert (cfg.configs, cfg.parity_steps, cfg.budget_s, cfg.max_reps) == ("levers", 20, 0.0, 50)
     assert cfg.quick
 
 

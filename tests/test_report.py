@@ -12,9 +12,10 @@ from parity.api.cnn import CNN_PARAMS
 from parity.engine import environment
 from parity.engine.assemble import cross_check
 from parity.engine.config import Config
-from parity.engine.schedule import calibrated_reps
+from parity.engine.schedule import repetition_rule
 from parity.judging import roofline
 from parity.judging.judge import judge_row
+from parity.judging.settling import Rule
 from parity.output import files, notes, tables
 from parity.output.rows import Row
 from parity.workloads.cnn.spec import CnnSpec, cnn_forward_flops
@@ -179,12 +180,15 @@ def test_large_spread_is_flagged():
     assert "!" in tables.table([row])
 
 
-def test_calibrated_reps():
-    cfg = Config(reps=5, min_time_s=2.0, max_reps=50)
-    assert calibrated_reps(1.0, cfg) == 5  # slow calls: the minimum
-    assert calibrated_reps(0.01, cfg) == 50  # fast calls: capped
-    assert calibrated_reps(0.1, cfg) == 20
-    assert calibrated_reps(None, cfg) == 5
+def test_each_kind_of_row_gets_its_minimum_then_the_budget_and_a_multiprocess_run_exactly_its_minimum():
+    from types import SimpleNamespace
+
+    cfg, spec = Config(reps=5, budget_s=2.0, max_reps=50), SimpleNamespace(epochs=6)
+    op, epochs = SimpleNamespace(epochs=False), SimpleNamespace(epochs=True)
+    assert repetition_rule(cfg, op, spec) == Rule(5, 2.0, 50)
+    assert repetition_rule(cfg, epochs, spec) == Rule(5, 2.0, 50)  # the epochs after the first
+    assert repetition_rule(Config(reps=9, max_reps=3), op, spec).max_calls == 9  # the minimum wins over a cap
+    assert repetition_rule(Config(reps=3, cluster=object()), op, spec) == Rule(3, 0.0, 3)  # the same calls everywhere
 
 
 def _doc(rows, device="cpu", kind="CPU", host="Test CPU"):
@@ -502,7 +506,7 @@ def test_an_unusable_out_is_refused_before_any_work(tmp_path, capsys, where):
 def _full_doc(rows: list[dict]) -> dict:
     """A results document with the environment fields the tables print."""
     doc = _doc(rows)
-    doc["env"].update(reps=5, min_time_s=5.0, timestamp="t", git_commit=None, python="3", host_cores=2, notes=[])
+    doc["env"].update(reps=5, budget_s=5.0, timestamp="t", git_commit=None, python="3", host_cores=2, notes=[])
     doc["env"].update(skipped=[], peak=CPU.to_dict())
     return doc
 

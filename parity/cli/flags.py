@@ -197,7 +197,7 @@ def _timing_flags(ap: argparse.ArgumentParser) -> None:
         "--preset",
         choices=tuple(PRESETS),
         help="a complete configuration of the run's extent; a flag given beside it overrides its own part. "
-        + "; ".join(f"'{p.name}': {p.about} (--configs {p.configs}, --min-time {p.min_time_s:g}, --max-reps "
+        + "; ".join(f"'{p.name}': {p.about} (--configs {p.configs}, --budget {p.budget_s:g}, --max-reps "
                     f"{p.max_reps}, --parity-steps {p.parity_steps})" for p in PRESETS.values())
         + " (default: default)",
     )  # fmt: skip
@@ -206,21 +206,23 @@ def _timing_flags(ap: argparse.ArgumentParser) -> None:
         "--reps",
         type=whole(1, 100000),
         default=5,
-        help="minimum timed repetitions per row; more are added until --min-time (default: 5)",
+        help="minimum timed calls (or training epochs) per row (default: 5, the fewest a 95%% interval takes); more "
+        "are added while the row, or a comparison it is in, is not settled, within --budget",
     )
     ap.add_argument(
+        "--budget",
         "--min-time",
+        dest="budget",
         type=seconds(allow_zero=True),
         metavar="S",
-        help="repeat each row until its timed calls add up to S seconds, as pytest-benchmark "
-        "calibrates (default: the preset's, 2; quick: 0.5); at least --reps calls whatever S. CNN training is "
-        "timed per epoch instead",
+        help="a row whose median (or one of its comparisons) is not yet known to +-10%% at 95%% gets more calls, round "
+        "by round, until its timed calls add up to S seconds (default: the preset's, 8; quick: 2); 0: exactly --reps "
+        "calls. What a run could not settle is said in its summary (docs/statistics.md). --min-time: its old name",
     )
     ap.add_argument(
         "--max-reps",
         type=whole(1, 100000),
-        help="cap on the calibrated repetitions (default: the preset's, 200; quick: 50, ten times what a 95%% "
-        "interval needs)",
+        help="at most this many timed calls per row, whatever the budget (default: the preset's, 200; quick: 50)",
     )
     ap.add_argument("--warmup", type=whole(0, 1000), default=1, help="untimed calls after the first (default: 1)")
     ap.add_argument(

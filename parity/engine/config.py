@@ -12,13 +12,13 @@ from parity.workloads import WORKLOADS
 @dataclass(frozen=True)
 class Preset:
     """A complete configuration of a run's extent, written once: `--preset NAME` (`--quick` is 'quick'); a flag
-    given beside it (--configs, --min-time, --max-reps, --parity-steps, --batch ...) overrides its own field."""
+    given beside it (--configs, --budget, --max-reps, --parity-steps, --batch ...) overrides its own field."""
 
     name: str
     about: str  # one line, for --help
     configs: str  # which variants are timed (parity.engine.selection)
     specs: str  # 'quick': every workload's --quick spec; 'device': the device's default; 'notebook': the CNN's notebook
-    min_time_s: float  # each row's calls are repeated until their times add up to this
+    budget_s: float  # an unsettled row's calls are added until their times add up to this (parity.judging.settling)
     max_reps: int  # at most this many calls a row
     parity_steps: int  # steps of the dropout-free trajectory check
     peak_size: int  # the side of the square matrix products that measure a CPU's peaks
@@ -30,24 +30,24 @@ PRESETS = {
         Preset(
             "quick",
             "tiny shapes, each framework out of the box, every check (the README gives its time per CPU class)",
-            "default", "quick", 0.5, 50, 3, 2048,
+            "default", "quick", 2.0, 50, 3, 2048,
         ),
         Preset(
             "default",
             "the article's full-size conv and matmul, the device's CNN schedule, each framework out of the box and "
             "at its best-known configuration",
-            "best", "device", 2.0, 200, 20, 4096,
+            "best", "device", 8.0, 200, 20, 4096,
         ),
         Preset(
             "levers",
             "the default, and each tuning on its own too: what checks that `best` names the fastest configuration",
-            "levers", "device", 2.0, 200, 20, 4096,
+            "levers", "device", 8.0, 200, 20, 4096,
         ),
         Preset(
             "notebook",
             "the tensorflow/tpu notebook's CNN schedule on any device: 10 epochs x 100 steps at global batch 1024, "
             "validated after every epoch",
-            "best", "notebook", 2.0, 200, 20, 4096,
+            "best", "notebook", 8.0, 200, 20, 4096,
         ),
     )
 }  # fmt: skip
@@ -62,8 +62,8 @@ class Config:
     precision: str = "default"
     preset: str = "default"  # PRESETS' name: what the run's extent was made from
     quick: bool = False  # every workload at its --quick spec (the 'quick' preset)
-    reps: int = 5  # the minimum; calibrated_reps() adds calls until min_time_s of timed work
-    min_time_s: float = 2.0
+    reps: int = 5  # the minimum; parity.judging.settling adds calls to unsettled rows until budget_s of timed work
+    budget_s: float = 8.0
     max_reps: int = 200
     tuned: bool = True  # also run each implementation's tuned configurations, as rows of their own
     profile: bool = False  # one more call per row, after its timed ones, under the framework's profiler

@@ -93,7 +93,7 @@ def environment(cfg, hello: dict, skipped: list[dict], argv: list[str]) -> dict:
         "precision": cfg.precision,
         "quick": cfg.quick,
         "reps": cfg.reps,
-        "min_time_s": cfg.min_time_s,
+        "budget_s": cfg.budget_s,
         "max_reps": cfg.max_reps,
         "warmup": cfg.warmup,
         "cluster": None

@@ -6,7 +6,6 @@ once, their timed calls interleaved; or, on a device that takes one owner at a t
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ from parity.engine import cluster, devicelock, peaks
 from parity.engine.assemble import Case, cases, cross_check, make_row
 from parity.engine.config import Config
 from parity.engine.workerproc import Worker, start_owner, start_workers, tuned_configs, with_workers
-from parity.judging import roofline
+from parity.judging import roofline, settling, summary
 from parity.judging.judge import drift_note, judge_row
 from parity.judging.layers import attribute, one_op
 from parity.output.rows import Row
@@ -39,6 +38,7 @@ class RunState:
     notes: list = field(default_factory=list)
     said: dict = field(default_factory=dict)  # notes said once, however often their cause recurs
     peak: roofline.Peak | None = None
+    next_round: int = 0  # rounds are numbered through the run: rows share a round only where they ran in it
 
 
 @dataclass
@@ -198,13 +198,13 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
             "rounds, so their intervals are unpaired"
         )
         rounds = {}
-        for k, c in enumerate(todo):
-            first_s = {c.key: _first_call(rnd, kind, spec, c, extra)}
-            start = (seed_offset * len(todo) + k) * spec.epochs  # no row of the run shares a round with another
-            rounds.update(_timed_reps(cfg, kind, spec, [c], workers, first_s, start=start))
+        for c in todo:  # no row of the run shares a round with another
+            _first_call(rnd, kind, spec, c, extra)
+            rounds.update(_timed_reps(rnd, kind, spec, [c]))
     else:
-        first_s = {c.key: _first_call(rnd, kind, spec, c, extra) for c in todo}  # one at a time: its own time
-        rounds = _timed_reps(cfg, kind, spec, todo, workers, first_s)
+        for c in todo:  # one at a time: its own time
+            _first_call(rnd, kind, spec, c, extra)
+        rounds = _timed_reps(rnd, kind, spec, todo)
     for c in todo:  # untimed: every worker at once, each answering in order
         workers[c.worker].send(GetResult(c.key, keep=cfg.profile))
     results = {c.key: workers[c.worker].answer() for c in todo}
@@ -232,46 +232,83 @@ def _first_call(rnd: Round, kind: RowKind, spec, c: Case, extra: dict) -> float 
     return resp.compile_s
 
 
-def _timed_reps(
-    cfg: Config, kind: RowKind, spec, todo: list[Case], workers: dict[str, Worker], first_s: dict, start: int = 0
-) -> dict[str, list[int]]:
-    """Warm-up, then the timed repetitions, interleaved across cases with alternating order (a training kind's
-    cases come one at a time: its first epoch was its first call, each later epoch is one repetition). Nothing of
-    another worker's comes between two calls that a user's loop makes back to back: an operation's timed call
-    follows an untimed call of its own, a training row's epochs follow each other. On a VM that hands freed memory
-    back to its host, a call after another worker's finds its fresh buffers slow to touch (an epoch up to 1.5x:
-    docs/statistics.md). Returns each case's rounds: the round of each of its timed calls, in order, counted from
-    `start` (a call that came back invalid is no timed call)."""
-    last_s = dict(first_s)
+def _timed_reps(rnd: Round, kind: RowKind, spec, todo: list[Case]) -> dict[str, list[int]]:
+    """Warm-up, then the timed repetitions in rounds, interleaved across cases with alternating order (a training
+    kind's cases come one at a time: its first epoch was its first call, each later epoch is one repetition), each
+    round's cases chosen by the settling rule (repetition_rule): those below their minimum, or not yet settled with
+    budget left. Nothing of another worker's comes between two calls that a user's loop makes back to back: an
+    operation's timed call follows an untimed call of its own, a training row's epochs follow each other. On a VM
+    that hands freed memory back to its host, a call after another worker's finds its fresh buffers slow to touch
+    (an epoch up to 1.5x: docs/statistics.md). Returns each case's rounds: the round of each of its timed calls, in
+    order, numbered on from the run's last (a call that came back invalid is no timed call)."""
+    cfg, workers = rnd.cfg, rnd.workers
     for _ in range(0 if kind.epochs else cfg.warmup):
         for c in todo:
-            last_s[c.key] = workers[c.worker].ask(Warm(c.key)).time
-    if kind.epochs:
-        reps = {c.key: spec.epochs - 1 for c in todo}
-    else:  # calibrated: enough calls for min_time_s of timed work, as pytest-benchmark does
-        reps = {c.key: calibrated_reps(last_s[c.key], cfg) for c in todo}
-    most, said_at = max(reps.values()), time.monotonic()
+            workers[c.worker].ask(Warm(c.key))
+    rule = repetition_rule(cfg, kind, spec)
+    times: dict[str, list[float]] = {c.key: [] for c in todo}
     rounds: dict[str, list[int]] = {c.key: [] for c in todo}
-    for i in range(most):
+    invalid: set[str] = set()
+    said_at, i = time.monotonic(), 0
+    while more := _wanting(rule, todo, workers, times, rounds, invalid):
         said = []
         for c in todo if i % 2 == 0 else todo[::-1]:  # alternate so no case always runs first
-            if i >= reps[c.key]:
+            if c.key not in more:
                 continue
             if not kind.epochs:  # back to back with an untimed call of its own, as in a user's loop
                 workers[c.worker].ask(Warm(c.key))
             resp = workers[c.worker].ask(Rep(c.key))
             t, last = resp.time, resp.last or {}
-            if t is not None:
-                rounds[c.key].append(start + i)
+            if t is None:
+                invalid.add(c.key)
+            else:
+                times[c.key].append(t)
+                rounds[c.key].append(rnd.run.next_round + i)
             fig = f"{t:.4f}s" if t is not None else f"INVALID ({resp.invalid})"
             if t is not None and kind.epochs:  # a training epoch's last step: its loss and accuracy
                 fig += "".join(f" {k} {v:.4f}" for k, v in last.items())
             said.append(f"{workers[c.worker].framework} {c.shown} {fig}")
-        what = f"epoch {i + 2}/{spec.epochs}" if kind.epochs else f"rep {i + 1}/{most}"
-        if kind.epochs or time.monotonic() - said_at > 5 or i + 1 == most:  # a line every 5 s
+        i += 1
+        what = f"epoch {i + 1}" if kind.epochs else f"round {i}"
+        if kind.epochs or time.monotonic() - said_at > 5:  # a line every 5 s
             log(cfg, f"{kind.name} {what}: " + ", ".join(said))
             said_at = time.monotonic()
+    rnd.run.next_round += i
     return rounds
+
+
+def repetition_rule(cfg: Config, kind: RowKind, spec) -> settling.Rule:
+    """How many timed calls each row of this kind gets (parity.judging.settling): a training row at least the
+    epochs its spec asks for after the first, an operation's at least cfg.reps; more while unsettled, within
+    cfg.budget_s and cfg.max_reps. A multi-process run makes exactly its minimum: every process must make the same
+    (collective) calls."""
+    least = spec.epochs - 1 if kind.epochs else cfg.reps
+    if cfg.cluster is not None:
+        return settling.Rule(least, 0.0, least)
+    return settling.Rule(least, cfg.budget_s, max(least, cfg.max_reps))
+
+
+def _wanting(rule, todo, workers, times, rounds, invalid) -> set[str]:
+    """The cases that get a call in the next round: the rule's choice among the valid ones, their comparisons the
+    summary's (parity.judging.summary.pairs) on the rows as they stand."""
+    timed = {c.key: settling.Timed(tuple(times[c.key]), tuple(rounds[c.key])) for c in todo if c.key not in invalid}
+    like = [
+        {
+            "key": c.key,
+            "workload": "",
+            "replicas": c.replicas,
+            "dtype": c.dtype,
+            "framework": workers[c.worker].framework,
+            "variant": c.shown,
+            "tuned": c.tuned,
+            "verified": True,
+            "median_s": sorted(times[c.key])[len(times[c.key]) // 2],
+        }
+        for c in todo
+        if c.key in timed and times[c.key]
+    ]
+    pairs = [(num["key"], den["key"]) for *_, num, den, _ in summary.pairs(like)]
+    return settling.wanting(rule, timed, pairs)
 
 
 PROFILES = "profiles"  # under --out: one folder of traces per profiled row
@@ -304,15 +341,6 @@ def _profile(cfg: Config, kind: RowKind, todo: list[Case], workers: dict[str, Wo
         elif resp.why:
             log(cfg, f"  not profiled: {resp.why}")
     return out
-
-
-def calibrated_reps(call_s: float | None, cfg: Config) -> int:
-    """Timed calls for one row: at least cfg.reps, more until cfg.min_time_s of timed work, at most cfg.max_reps."""
-    # Invalid already: the reps only confirm it. Multi-process: every process must make the same
-    # (collective) calls, whatever its own timings say.
-    if not call_s or cfg.cluster is not None:
-        return cfg.reps
-    return max(cfg.reps, min(cfg.max_reps, math.ceil(cfg.min_time_s / call_s)))
 
 
 def _judge_parity(rnd: Round | None) -> None:

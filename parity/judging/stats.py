@@ -97,6 +97,27 @@ def median_ratio(
     return Ratio(point, low, high, len(common), (x.size, y.size))
 
 
+def median_interval(
+    times: Sequence[float], resamples: int = RESAMPLES, seed: int = 0
+) -> tuple[float, float, float] | None:
+    """A row's median with the 95% percentile-bootstrap interval of it: (median, low, high); None below MIN_CALLS
+    calls (see MIN_CALLS)."""
+    t = np.asarray(times, float)
+    if t.size < MIN_CALLS:
+        return None
+    rng = np.random.default_rng(seed)
+    step = max(1, CHUNK_VALUES // t.size)
+    boot = np.concatenate(
+        [
+            np.median(t[rng.integers(0, t.size, (min(step, resamples - at), t.size))], axis=1)
+            for at in range(0, resamples, step)
+        ]
+    )
+    tail = 100 * (1 - LEVEL) / 2
+    low, high = (float(v) for v in np.percentile(boot, [tail, 100 - tail]))
+    return float(np.median(t)), low, high
+
+
 def _resample(rng, t: np.ndarray, rounds, common: list[int], shared: np.ndarray) -> np.ndarray:
     """(resamples, len(t)) draws of a row's times: its calls in the common rounds by the shared draw of rounds
     (`shared`: indices into `common`), its other calls on their own."""

@@ -6,6 +6,7 @@ own framework out of the box)."""
 from __future__ import annotations
 
 from parity.common import frameworks
+from parity.judging import settling
 from parity.judging.stats import MIN_CALLS, Ratio, median_ratio
 from parity.workloads import WORKLOADS
 
@@ -78,24 +79,31 @@ def _entry(kind: str, wl: str, n: int, dtype: str, num: dict, den: dict, what: s
     }
 
 
-def comparisons(rows: list[dict]) -> list[dict]:
-    """Per workload x replicas x format: each framework's best row over the reference's, the first framework of the
-    table with a row there (kind '<framework>_vs_<reference>': 'jax_vs_tf', text 'JAX/TF'), and over each framework
-    it declares `versus` ('keras-jax_vs_jax'); and each tuned row
-    over its framework's best out-of-the-box row at the same workload and replicas ('tuned_vs_default', the
-    out-of-the-box row in float32 when the tuned one is bfloat16: what the tuning buys)."""
+def pairs(rows: list[dict]) -> list[tuple[str, str, int, str, dict, dict, str]]:
+    """The comparisons `rows` make, as (kind, workload, replicas, dtype, num row, den row, what): per workload x
+    replicas x format, each framework's best row over the reference's, the first framework of the table with a row
+    there (kind '<framework>_vs_<reference>': 'jax_vs_tf', what 'JAX/TF'), and over each framework it declares
+    `versus` ('keras-jax_vs_jax'); and each tuned row over its framework's best out-of-the-box row at the same
+    workload and replicas ('tuned_vs_default', the out-of-the-box row in float32 when the tuned one is bfloat16:
+    what the tuning buys)."""
     out = []
     for wl, n, dtype in groups(rows):
         b = bests(rows, wl, n, dtype)
-        out += [_entry(f"{a}_vs_{d}", wl, n, dtype, b[a], b[d], frameworks.over(a, d)) for a, d in frameworks.ratios(b)]
+        out += [(f"{a}_vs_{d}", wl, n, dtype, b[a], b[d], frameworks.over(a, d)) for a, d in frameworks.ratios(b)]
     for r in _ok(rows):
         if is_tuned(r):
             base = best(rows, r["workload"], r["replicas"], "float32", r["framework"], tuned=False)
             if base:
                 what = f"{r['variant']}/{base['variant']}"
-                dtype = r.get("dtype") or "float32"
-                out.append(_entry("tuned_vs_default", r["workload"], r["replicas"], dtype, r, base, what))
+                out.append(
+                    ("tuned_vs_default", r["workload"], r["replicas"], r.get("dtype") or "float32", r, base, what)
+                )
     return out
+
+
+def comparisons(rows: list[dict]) -> list[dict]:
+    """The comparisons a results file keeps (pairs), each with its ratio and 95% interval."""
+    return [_entry(*p) for p in pairs(rows)]
 
 
 def _oracle_verdict(rows: list[dict]) -> str:
@@ -155,4 +163,31 @@ def interval_note(doc: dict) -> str:
         "other calls resampled on their own; "
         f"fewer than {MIN_CALLS} timed calls on a side: no interval); an interval that holds 1 is no difference "
         "measurable here"
+    )
+
+
+def unsettled_note(doc: dict) -> str:
+    """What the run could not settle within its budget (parity.judging.settling): the comparisons whose 95% interval
+    spans more than WIDTH of the ratio, and the verified rows whose median's interval does; '' where all settled
+    (or the file keeps no raw times)."""
+    comps = [
+        f"{c['workload']} x{c['replicas']} {c['dtype']} {c['text'].split(' (')[0]} "
+        f"({c['ci95'][0]:.2f}-{c['ci95'][1]:.2f}, {c['calls'][0]} and {c['calls'][1]} calls)"
+        for c in doc.get("comparisons") or comparisons(doc["rows"])
+        if c.get("ci95") and (w := settling.width(*c["ci95"], c["ratio"])) is not None and w > settling.WIDTH
+    ]
+    rows = [
+        f"{r['workload']} {frameworks.short(r['framework'])} {r['variant']} x{r['replicas']} (+-{w / 2:.0%}, "
+        f"{len(r['times_s'])} calls)"
+        for r in _ok(doc["rows"])
+        if r.get("times_s")
+        and (w := settling.row_width(settling.Timed(tuple(r["times_s"]), ()))) is not None
+        and w > settling.WIDTH
+    ]
+    if not comps and not rows:
+        return ""
+    said = f"not settled within the run's budget (a 95% interval wider than {settling.WIDTH:.0%} of its figure)"
+    return "; ".join(
+        [f"{said}: {len(comps)} comparison{'s' * (len(comps) != 1)}" + (": " + ", ".join(comps) if comps else "")]
+        + ([f"{len(rows)} row{'s' * (len(rows) != 1)}: " + ", ".join(rows)] if rows else [])
     )
