@@ -20,6 +20,20 @@ IN_PROCESS = (TF, JAX)  # the frameworks whose implementations this process impo
 _FRAMEWORK_MODULES = ("jax", "tensorflow", "jax_impl", "tf_impl")
 
 
+def pytest_ignore_collect(collection_path, config):
+    """The engine's test files (test_no_frameworks.ENGINE_TESTS) run once in a whole-suite run: in the child process
+    of test_no_frameworks, where no framework can be imported (a failure there fails that test, with the child's
+    report). Named on the command line, a file runs here too: `pytest tests/test_engine.py` is the quick loop."""
+    from pathlib import Path
+
+    from test_no_frameworks import ENGINE_TESTS, ROOT
+
+    if collection_path not in {(ROOT / f).resolve() for f in ENGINE_TESTS}:
+        return None
+    named = {Path(a.split("::")[0]).resolve() for a in config.args}
+    return True if collection_path not in named else None
+
+
 def pytest_collection_finish(session):
     # A module that imports a framework (and not frameworks_setup) at its top must still run with its devices
     # and precision fixed: set both frameworks up now, before this process runs its first test.

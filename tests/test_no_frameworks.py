@@ -6,6 +6,10 @@ pytest starts (any `import` of one then raises ImportError, at any depth and at 
 parity's modules and in conftest.py). That proves they never start a framework's runtime, and that conftest.py
 leaves the frameworks to the tests that ask for them. `test_structure.py` is not among them: it reads the source
 and imports no project module. Tests that use a framework take it from `frameworks_setup.py`.
+
+In a whole-suite run this is where the engine's test files run, once (conftest.py leaves them out of the suite's
+own collection); a failure among them fails this test with the child's report. Named on the command line, a file
+runs as any other.
 """
 
 import json

@@ -189,6 +189,8 @@ def test_each_kind_of_row_gets_its_minimum_then_the_budget_and_a_multiprocess_ru
     assert repetition_rule(cfg, epochs, spec) == Rule(5, 2.0, 50)  # the epochs after the first
     assert repetition_rule(Config(reps=9, max_reps=3), op, spec).max_calls == 9  # the minimum wins over a cap
     assert repetition_rule(Config(reps=3, cluster=object()), op, spec) == Rule(3, 0.0, 3)  # the same calls everywhere
+    quick = SimpleNamespace(epochs=2)  # a training schedule too short for an interval: its epochs, no more
+    assert repetition_rule(cfg, epochs, quick) == Rule(1, 0.0, 1)
 
 
 def _doc(rows, device="cpu", kind="CPU", host="Test CPU"):

@@ -20,6 +20,7 @@ from parity.engine.workerproc import Worker, start_owner, start_workers, tuned_c
 from parity.judging import roofline, settling, summary
 from parity.judging.judge import drift_note, judge_row
 from parity.judging.layers import attribute, one_op
+from parity.judging.stats import MIN_CALLS
 from parity.output.rows import Row
 from parity.workloads import WORKLOADS, RowKind
 from parity.workloads.base import Suite
@@ -280,10 +281,11 @@ def _timed_reps(rnd: Round, kind: RowKind, spec, todo: list[Case]) -> dict[str, 
 def repetition_rule(cfg: Config, kind: RowKind, spec) -> settling.Rule:
     """How many timed calls each row of this kind gets (parity.judging.settling): a training row at least the
     epochs its spec asks for after the first, an operation's at least cfg.reps; more while unsettled, within
-    cfg.budget_s and cfg.max_reps. A multi-process run makes exactly its minimum: every process must make the same
-    (collective) calls."""
+    cfg.budget_s and cfg.max_reps. Exactly the minimum in a multi-process run (every process must make the same
+    collective calls), and for a training schedule of fewer epochs than an interval takes (--quick's 2: a smoke run
+    of the training, not a measurement to settle)."""
     least = spec.epochs - 1 if kind.epochs else cfg.reps
-    if cfg.cluster is not None:
+    if cfg.cluster is not None or (kind.epochs and least < MIN_CALLS):
         return settling.Rule(least, 0.0, least)
     return settling.Rule(least, cfg.budget_s, max(least, cfg.max_reps))
 
