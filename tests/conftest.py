@@ -34,18 +34,6 @@ def pytest_ignore_collect(collection_path, config):
     return True if collection_path not in named else None
 
 
-# In-process test files whose tests may run on any test process (pyproject's --dist=loadgroup spreads them): the
-# longest file, whole on one process, was the suite's critical path. Every other file stays whole on one process
-# (its module fixtures built once; its runs, ports and device locks never beside each other's).
-SPREAD = ("test_cnn.py",)
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        if item.path.name not in SPREAD:
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
-
-
 def pytest_collection_finish(session):
     # A module that imports a framework (and not frameworks_setup) at its top must still run with its devices
     # and precision fixed: set both frameworks up now, before this process runs its first test.
