@@ -12,7 +12,7 @@ from parity.api.cnn import CNN_PARAMS
 from parity.engine import environment
 from parity.engine.assemble import cross_check
 from parity.engine.config import Config
-from parity.engine.schedule import repetition_rule
+from parity.engine.repetitions import rule as repetition_rule
 from parity.judging import roofline
 from parity.judging.judge import judge_row
 from parity.judging.settling import Rule

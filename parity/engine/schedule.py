@@ -13,14 +13,13 @@ from pathlib import Path
 from parity.common.frameworks import label
 from parity.common.messages import HarnessError, log
 from parity.common.protocol import GetResult, Prepare, Profile, Rep, Warm
-from parity.engine import cluster, devicelock, peaks
+from parity.engine import cluster, devicelock, peaks, repetitions
 from parity.engine.assemble import Case, cases, cross_check, make_row
 from parity.engine.config import Config
 from parity.engine.workerproc import Worker, start_owner, start_workers, tuned_configs, with_workers
-from parity.judging import roofline, settling, summary
+from parity.judging import roofline
 from parity.judging.judge import drift_note, judge_row
 from parity.judging.layers import attribute, one_op
-from parity.judging.stats import MIN_CALLS
 from parity.output.rows import Row
 from parity.workloads import WORKLOADS, RowKind
 from parity.workloads.base import Suite
@@ -236,22 +235,22 @@ def _first_call(rnd: Round, kind: RowKind, spec, c: Case, extra: dict) -> float 
 def _timed_reps(rnd: Round, kind: RowKind, spec, todo: list[Case]) -> dict[str, list[int]]:
     """Warm-up, then the timed repetitions in rounds, interleaved across cases with alternating order (a training
     kind's cases come one at a time: its first epoch was its first call, each later epoch is one repetition), each
-    round's cases chosen by the settling rule (repetition_rule): those below their minimum, or not yet settled with
-    budget left. Nothing of another worker's comes between two calls that a user's loop makes back to back: an
-    operation's timed call follows an untimed call of its own, a training row's epochs follow each other. On a VM
-    that hands freed memory back to its host, a call after another worker's finds its fresh buffers slow to touch
-    (an epoch up to 1.5x: docs/statistics.md). Returns each case's rounds: the round of each of its timed calls, in
-    order, numbered on from the run's last (a call that came back invalid is no timed call)."""
+    round's cases chosen by the settling rule (parity.engine.repetitions): those below their minimum, or not yet
+    settled with budget left. Nothing of another worker's comes between two calls that a user's loop makes back to
+    back: an operation's timed call follows an untimed call of its own, a training row's epochs follow each other. On
+    a VM that hands freed memory back to its host, a call after another worker's finds its fresh buffers slow to
+    touch (an epoch up to 1.5x: docs/statistics.md). Returns each case's rounds: the round of each of its timed
+    calls, in order, numbered on from the run's last (a call that came back invalid is no timed call)."""
     cfg, workers = rnd.cfg, rnd.workers
     for _ in range(0 if kind.epochs else cfg.warmup):
         for c in todo:
             workers[c.worker].ask(Warm(c.key))
-    rule = repetition_rule(cfg, kind, spec)
+    rule = repetitions.rule(cfg, kind, spec)
     times: dict[str, list[float]] = {c.key: [] for c in todo}
     rounds: dict[str, list[int]] = {c.key: [] for c in todo}
     invalid: set[str] = set()
     said_at, i = time.monotonic(), 0
-    while more := _wanting(rule, todo, workers, times, rounds, invalid):
+    while more := repetitions.wanting(rule, todo, workers, times, rounds, invalid):
         said = []
         for c in todo if i % 2 == 0 else todo[::-1]:  # alternate so no case always runs first
             if c.key not in more:
@@ -276,41 +275,6 @@ def _timed_reps(rnd: Round, kind: RowKind, spec, todo: list[Case]) -> dict[str, 
             said_at = time.monotonic()
     rnd.run.next_round += i
     return rounds
-
-
-def repetition_rule(cfg: Config, kind: RowKind, spec) -> settling.Rule:
-    """How many timed calls each row of this kind gets (parity.judging.settling): a training row at least the
-    epochs its spec asks for after the first, an operation's at least cfg.reps; more while unsettled, within
-    cfg.budget_s and cfg.max_reps. Exactly the minimum in a multi-process run (every process must make the same
-    collective calls), and for a training schedule of fewer epochs than an interval takes (--quick's 2: a smoke run
-    of the training, not a measurement to settle)."""
-    least = spec.epochs - 1 if kind.epochs else cfg.reps
-    if cfg.cluster is not None or (kind.epochs and least < MIN_CALLS):
-        return settling.Rule(least, 0.0, least)
-    return settling.Rule(least, cfg.budget_s, max(least, cfg.max_reps))
-
-
-def _wanting(rule, todo, workers, times, rounds, invalid) -> set[str]:
-    """The cases that get a call in the next round: the rule's choice among the valid ones, their comparisons the
-    summary's (parity.judging.summary.pairs) on the rows as they stand."""
-    timed = {c.key: settling.Timed(tuple(times[c.key]), tuple(rounds[c.key])) for c in todo if c.key not in invalid}
-    like = [
-        {
-            "key": c.key,
-            "workload": "",
-            "replicas": c.replicas,
-            "dtype": c.dtype,
-            "framework": workers[c.worker].framework,
-            "variant": c.shown,
-            "tuned": c.tuned,
-            "verified": True,
-            "median_s": sorted(times[c.key])[len(times[c.key]) // 2],
-        }
-        for c in todo
-        if c.key in timed and times[c.key]
-    ]
-    pairs = [(num["key"], den["key"]) for *_, num, den, _ in summary.pairs(like)]
-    return settling.wanting(rule, timed, pairs)
 
 
 PROFILES = "profiles"  # under --out: one folder of traces per profiled row

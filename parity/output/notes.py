@@ -3,7 +3,7 @@ framework's best against its out-of-the-box row."""
 
 from __future__ import annotations
 
-from parity.judging import summary
+from parity.judging import settling, summary
 from parity.judging.roofline import compiler_ratios
 from parity.output.cells import time_cell
 
@@ -192,3 +192,17 @@ def best_notes(rows: list[dict]) -> list[str]:
                 parts.append(f"{said}: out of the box {o['variant']} {time_cell(o['median_s'])} takes {speedup}")
         notes.append(f"{wl} x{n}{'' if dtype == 'float32' else f' {dtype}'}: " + "; ".join(parts))
     return notes
+
+
+def calls_rule(env: dict) -> str:
+    """How many timed calls a row got, by the rule its file names (before the settling rule: min_time_s)."""
+    if "budget_s" in env:
+        return (
+            f"at least {env['reps']} calls per row (a training row: its epochs after the first), more while the row or "
+            f"a comparison it is in is not settled (a 95% interval within {settling.WIDTH:.0%} of its figure), until "
+            f"{env['budget_s']:g} s of timed calls (each row's count is in the JSON; docs/statistics.md)"
+        )
+    return (
+        f"at least {env['reps']} calls per row, more until {env.get('min_time_s', 0):g} s of timed calls (each "
+        "row's count is in the JSON)"
+    )

@@ -6,11 +6,12 @@ from typing import NamedTuple
 
 from parity.common import frameworks
 from parity.common.frameworks import over, short
-from parity.judging import layers, settling, summary
+from parity.judging import layers, summary
 from parity.output.cells import bytes_cell, fmt, grid, md_table, time_cell
 from parity.output.notes import (
     at_least,
     best_notes,
+    calls_rule,
     kernel_note,
     memory_note,
     modes_note,
@@ -216,23 +217,9 @@ def checks_table(checks: list[dict]) -> str:
     return grid(CHECK_COLUMNS, [_check_cells(c, "-") for c in checks])
 
 
-def _calls_rule(env: dict) -> str:
-    """How many timed calls a row got, by the rule the run's file names (files before the settling rule: min_time_s)."""
-    if "budget_s" in env:
-        return (
-            f"at least {env['reps']} calls per row (a training row: its epochs after the first), more while the row or "
-            f"a comparison it is in is not settled (a 95% interval within {settling.WIDTH:.0%} of its figure), until "
-            f"{env['budget_s']:g} s of timed calls (each row's count is in the JSON; docs/statistics.md)"
-        )
-    return (
-        f"at least {env['reps']} calls per row, more until {env.get('min_time_s', 0):g} s of timed calls (each "
-        "row's count is in the JSON)"
-    )
-
-
 def footnotes(doc: dict) -> str:
     env = doc["env"]
-    calls = f"{env['reps']} calls per row (fixed: a multi-process run)" if env.get("cluster") else _calls_rule(env)
+    calls = f"{env['reps']} calls per row (fixed: a multi-process run)" if env.get("cluster") else calls_rule(env)
     many = len(summary.frameworks_in(doc["rows"])) > 2
     other = "every other framework's output, the largest" if many else "the other framework's output"
     notes = [
