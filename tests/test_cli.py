@@ -105,9 +105,9 @@ def test_results_json_schema(quick_conv):
     assert (out / "results.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_absent_device_is_one_clear_line():
+def test_absent_device_is_one_clear_line(tmp_path):
     t0 = time.monotonic()
-    p = run("--device", "tpu", "--quick", "--quiet")
+    p = run("--device", "tpu", "--quick", "--quiet", "--out", str(tmp_path))  # not results/: another test's
     assert time.monotonic() - t0 < 60
     assert p.returncode == 2
     assert "Traceback" not in p.stderr
@@ -116,8 +116,9 @@ def test_absent_device_is_one_clear_line():
     assert "found" in lines[0]
 
 
-def test_absent_framework_device_for_jax_only():
-    p = run("--device", "gpu", "--framework", "jax", "--quick", "--quiet")
+def test_absent_framework_device_for_jax_only(tmp_path):
+    # an --out of its own: the default results/ may be another test's run at the same time (its lock is refused)
+    p = run("--device", "gpu", "--framework", "jax", "--quick", "--quiet", "--out", str(tmp_path))
     assert p.returncode == 2
     assert re.fullmatch(r"error: JAX: --device gpu asked for, but JAX found only: cpu x\d+ \(cpu\)", p.stderr.strip())
 
