@@ -28,8 +28,10 @@ ROW_KEYS = {
 }
 
 
-def run(*args, timeout=600):
-    return subprocess.run([sys.executable, "-m", "parity.run", *args], capture_output=True, text=True, timeout=timeout)
+def run(*args, timeout=600, env=None):
+    return subprocess.run(
+        [sys.executable, "-m", "parity.run", *args], capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 @pytest.fixture(scope="module")
@@ -194,7 +196,9 @@ def quick_cnn(tmp_path_factory):
     out = tmp_path_factory.mktemp("cnn")
     (out / "empty").mkdir()  # a data folder that exists and holds no Fashion-MNIST: --data auto falls back, saying so
     args = [*CNN_ARGS, "--data-dir", str(out / "empty"), "--out", str(out)]
-    return run(*args), out, args
+    # the device lock of its own temporary folder: the one every run of this user shares may be another test's now
+    (out / "tmp").mkdir()
+    return run(*args, env={**os.environ, "TMPDIR": str(out / "tmp")}), out, args
 
 
 def test_cnn_quick_one_replica(quick_cnn):
