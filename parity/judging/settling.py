@@ -5,9 +5,9 @@ A row is settled when the 95% interval of its median spans at most WIDTH of the 
 median over another's: the summary's ratios) when its interval spans at most WIDTH of the ratio. Round after
 round, a call is added to every row that is not settled, or that takes part in a comparison that is not, until the
 row has spent its budget: its timed calls add up to `budget_s`, or it has made `max_calls` (a comparison stops
-driving calls once one of its rows has spent its budget). Never fewer than
-`min_calls` (the run's --reps); a row below MIN_CALLS calls has no interval, so it counts as unsettled. What is
-still unsettled when the budget is spent is said in the run's summary (parity.judging.summary.unsettled_note).
+driving calls once one of its rows has spent its budget). Never fewer than `min_calls` (the run's --reps); a row
+below MIN_CALLS calls has no interval, so it counts as unsettled. What is still unsettled when the budget is spent
+is said in the run's summary (parity.judging.summary.unsettled_note).
 
 Why WIDTH = 0.20 (a median known to +-10%): the calls of a CPU row on these 2-core VMs spread by about 10% (the
 rows' IQRs), and the interval of a median narrows only as the square root of the calls: +-10% takes 5-8 such calls,
@@ -38,7 +38,7 @@ class Rule:
     settled, until its timed calls add up to budget_s or number max_calls."""
 
     min_calls: int = MIN_CALLS
-    budget_s: float = 10.0
+    budget_s: float = 8.0  # the default preset's (parity.engine.config.PRESETS)
     max_calls: int = 200
 
     def spent(self, times: Sequence[float]) -> bool:
