@@ -34,6 +34,27 @@ def pytest_ignore_collect(collection_path, config):
     return True if collection_path not in named else None
 
 
+# The test files whose tests go one by one to whichever test process is free (their module fixtures are cheap, their
+# tests long); every other file runs whole in one process, so that a module fixture (a Keras-on-JAX probe: 45 s) is
+# built once. pyproject's --dist=loadfile asks for this; pytest_xdist_make_scheduler gives it.
+SPREAD = ("test_cnn.py",)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """Under --dist=loadfile: each file one unit of work, but SPREAD's tests one unit each. (xdist_group marks cannot
+    do it under pytest 9.2: pytest-xdist 3.8 renames the nodes through an attribute pytest no longer reads.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return nodeid if path.rsplit("/", 1)[-1] in SPREAD else path
+
+    return ByFile(config, log)
+
+
 def pytest_collection_finish(session):
     # A module that imports a framework (and not frameworks_setup) at its top must still run with its devices
     # and precision fixed: set both frameworks up now, before this process runs its first test.

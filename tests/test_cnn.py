@@ -27,7 +27,13 @@ def batch(steps, size, seed=0):
 
 
 def trained_weights():
-    """Trained-looking weights: Keras's init, then a few steps so BN moving statistics are not 0/1."""
+    """Trained-looking weights: Keras's init, then a few steps so BN moving statistics are not 0/1 (a copy of this
+    process's one training: its tests come one at a time, between other files' tests, conftest.SPREAD)."""
+    return [a.copy() for a in _trained_weights()]
+
+
+@functools.cache
+def _trained_weights():
     model = tf_impl.build_cnn(seed=0, dropout=False)
     t = tf_impl.make_trainer(model, TF_DEVICES[:1], "fit")
     t.steps(*batch(3, 32))
