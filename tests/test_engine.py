@@ -12,7 +12,7 @@ from fakeimpl import FakeImpl, LocalWorker
 from parity import compare
 from parity.common.frameworks import JAX, TF
 from parity.common.messages import WorkerBug
-from parity.common.protocol import Called, Prepared, Result, Warm
+from parity.common.protocol import Called, Prepared, Rep, Result, Warm
 from parity.engine import timing, workerproc
 from parity.engine.config import Config
 from parity.engine.schedule import run_suite
@@ -78,14 +78,14 @@ def test_calls_are_interleaved_first_calls_apart(fakes, tmp_path, monkeypatch):
     monkeypatch.setattr(workerproc, "Worker", lambda *a, **k: workers.append(LocalWorker(*a, **k)) or workers[-1])
     _run(tmp_path, workloads=("conv",), replicas=(1,), tuned=False)
     cmds = [m.cmd for m in workers[0].asked]
-    # variants, then the first call, then the timed reps (interleaved with the other framework's), each right
-    # after an untimed call of its own (an operation's calls back to back, as in a user's loop), then results
-    assert cmds == ["variants", "prepare", "warm", "rep", "warm", "rep", "result"]
+    # variants, then the first call, then the timed reps (interleaved with the other framework's), two a turn right
+    # after an untimed call of their own (an operation's calls back to back, as in a user's loop), then results
+    assert cmds == ["variants", "prepare", "warm", "rep", "rep", "result"]
     assert [m.cmd for m in workers[1].asked] == cmds
     for w in workers:
         for i, m in enumerate(w.asked):
             if m.cmd == "rep":
-                assert w.asked[i - 1] == Warm(m.id)
+                assert w.asked[i - 1] in (Warm(m.id), Rep(m.id))
 
 
 def test_a_planted_error_is_invalid_and_names_the_oracle(fakes, tmp_path):
@@ -471,7 +471,7 @@ class _Recorder:
 @pytest.mark.parametrize("epochs", [False, True])
 def test_training_epochs_run_back_to_back_and_operations_interleave(monkeypatch, tmp_path, epochs):
     """A training row's epochs follow its first epoch at once, one row at a time (as a user's fit(epochs=N)), each
-    in rounds of its own; an operation's timed calls are interleaved across rows, each after an untimed call."""
+    in rounds of its own; an operation's timed calls are interleaved across rows, two a turn after an untimed call."""
     from types import SimpleNamespace
 
     from parity.engine import schedule
@@ -498,8 +498,8 @@ def test_training_epochs_run_back_to_back_and_operations_interleave(monkeypatch,
         assert [r["rounds"] for r in again] == [[4, 5], [6, 7]]
     else:
         assert calls == [("prepare", "a"), ("prepare", "b")] + [
-            (cmd, c) for order in (("a", "b"), ("b", "a")) for c in order for cmd in ("warm", "rep")
-        ]
+            (cmd, c) for c in ("a", "b") for cmd in ("warm", "rep", "rep")
+        ]  # one turn each: an untimed call, then both timed calls, each a round
         assert [r["rounds"] for r in rows] == [[0, 1], [0, 1]]
 
 
@@ -555,10 +555,19 @@ def test_best_runs_for_each_format_the_first_of_the_preferred_configurations(fak
     assert ran - {"tuned"} == ({"fast"} if configs == "best" else {"slow", "fast"})
 
 
-def _user_loop(timed: list[float]) -> tuple[float, ...]:
-    """A fake's per-call delays (no warm-up) so that its timed calls take `timed` in turn: the first call, then each
-    timed call after an untimed one of the same length (the schedule's order for an operation)."""
-    return (timed[0], *(t for t in timed for _ in (0, 1)))
+def _user_loop(timed: list[float], reps: int = 5) -> tuple[float, ...]:
+    """A fake's per-call delays (no warm-up) so that its timed calls take `timed` in turn (cycled, 200 of them): the
+    first call, then each turn's untimed call (as long as the turn's first timed call) and its timed calls, as many
+    as the settling rule's turn holds (the schedule's order for an operation)."""
+    from parity.engine.repetitions import OP_CALLS_PER_TURN
+    from parity.judging.settling import Rule
+
+    rule, out, made = Rule(reps, per_visit=OP_CALLS_PER_TURN), [timed[0]], 0
+    while made < 200:
+        turn = [timed[(made + j) % len(timed)] for j in range(rule.visit(made))]
+        out += [turn[0], *turn]
+        made += len(turn)
+    return tuple(out)
 
 
 def _settle(fakes, tmp_path, monkeypatch, jax_timed: list[float], budget_s: float = 20.0) -> dict:

@@ -185,12 +185,12 @@ def test_each_kind_of_row_gets_its_minimum_then_the_budget_and_a_multiprocess_ru
 
     cfg, spec = Config(reps=5, budget_s=2.0, max_reps=50), SimpleNamespace(epochs=6)
     op, epochs = SimpleNamespace(epochs=False), SimpleNamespace(epochs=True)
-    assert repetition_rule(cfg, op, spec) == Rule(5, 2.0, 50)
-    assert repetition_rule(cfg, epochs, spec) == Rule(5, 2.0, 50)  # the epochs after the first
+    assert repetition_rule(cfg, op, spec) == Rule(5, 2.0, 50, 2)  # two timed calls a turn
+    assert repetition_rule(cfg, epochs, spec) == Rule(5, 2.0, 50, 1)  # the epochs after the first, one a turn
     assert repetition_rule(Config(reps=9, max_reps=3), op, spec).max_calls == 9  # the minimum wins over a cap
-    assert repetition_rule(Config(reps=3, cluster=object()), op, spec) == Rule(3, 0.0, 3)  # the same calls everywhere
+    assert repetition_rule(Config(reps=3, cluster=object()), op, spec) == Rule(3, 0.0, 3, 2)  # the same everywhere
     quick = SimpleNamespace(epochs=2)  # a training schedule too short for an interval: its epochs, no more
-    assert repetition_rule(cfg, epochs, quick) == Rule(1, 0.0, 1)
+    assert repetition_rule(cfg, epochs, quick) == Rule(1, 0.0, 1, 1)
 
 
 def _doc(rows, device="cpu", kind="CPU", host="Test CPU"):

@@ -78,3 +78,13 @@ def test_a_comparison_stops_driving_calls_once_one_of_its_rows_has_spent_its_bud
     small = _row([t / 10 for t in a.times])  # 0.5 s of calls: budget left
     assert ratio_width(small, b) > WIDTH and Rule(5, 5.0, 50).spent(b.times)
     assert wanting(Rule(5, 5.0, 50), {"a": small, "b": b}, [("a", "b")]) == set()
+
+
+def test_a_turn_takes_the_rows_calls_two_at_a_time_but_stops_at_the_minimum_and_the_maximum():
+    rule = Rule(min_calls=5, budget_s=1.0, max_calls=8, per_visit=2)
+    made, turns = 0, []
+    while n := rule.visit(made):
+        turns.append(n)
+        made += n
+    assert turns == [2, 2, 1, 2, 1]  # the minimum exactly, then two a turn, never past max_calls
+    assert Rule(min_calls=5, per_visit=1).visit(7) == 1 and Rule(min_calls=2, per_visit=2).visit(0) == 2

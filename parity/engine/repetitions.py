@@ -9,6 +9,13 @@ from parity.judging import settling, summary
 from parity.judging.stats import MIN_CALLS
 from parity.workloads import RowKind
 
+# An operation's timed calls come two at a time after one untimed call of its own. The untimed call is there so that
+# no timed call follows another worker's (on a VM that hands freed memory back to its host, fresh buffers are then
+# slow to touch: docs/statistics.md); one serves two timed calls as well as one, so a timed call costs 1.5 calls
+# instead of 2. Not more: a turn's calls are alike (no other row's calls between them), and the interval wants
+# rounds, not turns. A training row's epochs follow each other anyway (one per turn).
+OP_CALLS_PER_TURN = 2
+
 
 def rule(cfg: Config, kind: RowKind, spec) -> settling.Rule:
     """How many timed calls each row of this kind gets (parity.judging.settling): a training row at least the
@@ -17,9 +24,10 @@ def rule(cfg: Config, kind: RowKind, spec) -> settling.Rule:
     collective calls), and for a training schedule of fewer epochs than an interval takes (--quick's 2: a smoke run
     of the training, not a measurement to settle)."""
     least = spec.epochs - 1 if kind.epochs else cfg.reps
+    turn = 1 if kind.epochs else OP_CALLS_PER_TURN
     if cfg.cluster is not None or (kind.epochs and least < MIN_CALLS):
-        return settling.Rule(least, 0.0, least)
-    return settling.Rule(least, cfg.budget_s, max(least, cfg.max_reps))
+        return settling.Rule(least, 0.0, least, turn)
+    return settling.Rule(least, cfg.budget_s, max(least, cfg.max_reps), turn)
 
 
 def wanting(rule: settling.Rule, todo: list[Case], workers: dict, times: dict, rounds: dict, invalid: set) -> set[str]:

@@ -237,7 +237,8 @@ def _timed_reps(rnd: Round, kind: RowKind, spec, todo: list[Case]) -> dict[str, 
     kind's cases come one at a time: its first epoch was its first call, each later epoch is one repetition), each
     round's cases chosen by the settling rule (parity.engine.repetitions): those below their minimum, or not yet
     settled with budget left. Nothing of another worker's comes between two calls that a user's loop makes back to
-    back: an operation's timed call follows an untimed call of its own, a training row's epochs follow each other. On
+    back: an operation's timed calls (two to a turn: repetitions.OP_CALLS_PER_TURN, each its own round) follow an
+    untimed call of its own, a training row's epochs follow each other. On
     a VM that hands freed memory back to its host, a call after another worker's finds its fresh buffers slow to
     touch (an epoch up to 1.5x: docs/statistics.md). Returns each case's rounds: the round of each of its timed
     calls, in order, numbered on from the run's last (a call that came back invalid is no timed call)."""
@@ -257,23 +258,27 @@ def _timed_reps(rnd: Round, kind: RowKind, spec, todo: list[Case]) -> dict[str, 
                 continue
             if not kind.epochs:  # back to back with an untimed call of its own, as in a user's loop
                 workers[c.worker].ask(Warm(c.key))
-            resp = workers[c.worker].ask(Rep(c.key))
-            t, last = resp.time, resp.last or {}
-            if t is None:
-                invalid.add(c.key)
-            else:
+            figs = []
+            for j in range(rule.visit(len(times[c.key]))):  # its turn: one or more timed calls, each a round
+                if j and rule.spent(times[c.key]):
+                    break
+                resp = workers[c.worker].ask(Rep(c.key))
+                t, last = resp.time, resp.last or {}
+                figs.append(f"{t:.4f}s" if t is not None else f"INVALID ({resp.invalid})")
+                if t is None:
+                    invalid.add(c.key)
+                    break
                 times[c.key].append(t)
-                rounds[c.key].append(rnd.run.next_round + i)
-            fig = f"{t:.4f}s" if t is not None else f"INVALID ({resp.invalid})"
-            if t is not None and kind.epochs:  # a training epoch's last step: its loss and accuracy
-                fig += "".join(f" {k} {v:.4f}" for k, v in last.items())
-            said.append(f"{workers[c.worker].framework} {c.shown} {fig}")
+                rounds[c.key].append(rnd.run.next_round + i * rule.per_visit + j)
+                if kind.epochs:  # a training epoch's last step: its loss and accuracy
+                    figs[-1] += "".join(f" {k} {v:.4f}" for k, v in last.items())
+            said.append(f"{workers[c.worker].framework} {c.shown} {' '.join(figs)}")
         i += 1
         what = f"epoch {i + 1}" if kind.epochs else f"round {i}"
         if kind.epochs or time.monotonic() - said_at > 5:  # a line every 5 s
             log(cfg, f"{kind.name} {what}: " + ", ".join(said))
             said_at = time.monotonic()
-    rnd.run.next_round += i
+    rnd.run.next_round += i * rule.per_visit
     return rounds
 
 

@@ -40,10 +40,19 @@ class Rule:
     min_calls: int = MIN_CALLS
     budget_s: float = 8.0  # the default preset's (parity.engine.config.PRESETS)
     max_calls: int = 200
+    per_visit: int = 1  # timed calls a row makes back to back each time its turn comes in a round
 
     def spent(self, times: Sequence[float]) -> bool:
         """The row may have no more calls: its budget is spent (and it has its minimum)."""
         return len(times) >= self.min_calls and (sum(times) >= self.budget_s or len(times) >= self.max_calls)
+
+    def visit(self, made: int) -> int:
+        """How many timed calls a row that has made `made` makes at its next turn: per_visit, but only what its
+        minimum still needs where that is fewer, and never beyond max_calls (the schedule ends a turn early once
+        the row has spent its budget)."""
+        left = self.min_calls - made
+        n = left if 0 < left < self.per_visit else self.per_visit
+        return max(0, min(n, self.max_calls - made))
 
 
 @dataclass(frozen=True)
