@@ -38,14 +38,37 @@ def pytest_ignore_collect(collection_path, config):
 # tests long); every other file runs whole in one process, so that a module fixture (a Keras-on-JAX probe: 45 s) is
 # built once. pyproject's --dist=loadfile asks for this; pytest_xdist_make_scheduler gives it.
 SPREAD = ("test_cnn.py",)
+# The files that take longest whole (1.5-4 minutes on 2 cores: end-to-end runs, the engine's framework-free child)
+# start first, the spread tests come last and fill the processes' ends: the suite ends when its last file does.
+FIRST = (
+    "test_no_frameworks.py",
+    "test_multiprocess.py",
+    "test_cli.py",
+    "test_cnn_training.py",
+    "test_lstm_jax.py",
+    "test_lstm_keras.py",
+)
+
+
+def pytest_collection_modifyitems(items):
+    """The order the test processes take the files in (FIRST, the others, SPREAD); a file's tests keep theirs."""
+
+    def rank(item) -> int:
+        name = item.path.name
+        return FIRST.index(name) if name in FIRST else len(FIRST) + (name in SPREAD)
+
+    items.sort(key=rank)
 
 
 def pytest_xdist_make_scheduler(config, log):
-    """Under --dist=loadfile: each file one unit of work, but SPREAD's tests one unit each. (xdist_group marks cannot
-    do it under pytest 9.2: pytest-xdist 3.8 renames the nodes through an attribute pytest no longer reads.)"""
+    """Under --dist=loadfile: each file one unit of work, but SPREAD's tests one unit each, in the collection's order
+    (pytest_collection_modifyitems). (xdist_group marks cannot do it under pytest 9.2: pytest-xdist 3.8 renames the
+    nodes through an attribute pytest no longer reads.)"""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadScopeScheduling
+
+    config.option.loadscopereorder = False  # the collection's order, not the most tests first
 
     class ByFile(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
