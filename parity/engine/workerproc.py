@@ -90,8 +90,8 @@ class Worker:
     def recv(self, timeout_s: float | None = None) -> dict:
         try:
             line = self.lines.get(timeout=timeout_s or self.timeout_s)
-        except queue.Empty:
-            self.close()
+        except queue.Empty:  # a worker that did not answer in time reads no request either: killed at once
+            self.close(kill=True)
             raise HarnessError(
                 f"{self.label} worker gave no answer in {timeout_s or self.timeout_s:.0f} s; stopped it"
             ) from None
