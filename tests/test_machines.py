@@ -213,7 +213,7 @@ def test_the_shipped_zen5_and_zen4_files_are_said_to_come_from_different_machine
     assert compare.main([zen5, zen4]) == 2  # their figures are not judged: no regression across machines
     out = capsys.readouterr().out
     assert out.splitlines()[0] == (
-        "machines differ: OLD is AMD EPYC (family, model, stepping unknown), NEW is AMD EPYC (AMD family 25 model 17 "
-        "stepping 1: Zen 4); computed fp32 peak (cores x FMA x SIMD lanes x clock) 332.3 vs 166.2 GFLOP/s"
+        "machines differ: OLD is AMD EPYC (AMD family 26 model 2 stepping 1: Zen 5), NEW is AMD EPYC (AMD family 25 "
+        "model 17 stepping 1: Zen 4); computed fp32 peak (cores x FMA x SIMD lanes x clock) 332.3 vs 166.2 GFLOP/s"
     )
     assert "REGRESSION" not in out and "ACROSS MACHINES" in out
