@@ -9,6 +9,7 @@ import pytest
 
 from parity import compare, report
 from parity.api.cnn import CNN_PARAMS
+from parity.common import cpuinfo
 from parity.engine import environment
 from parity.engine.assemble import cross_check
 from parity.engine.config import Config
@@ -54,6 +55,24 @@ def test_cpu_peaks_by_class():
     assert roofline.computed_cpu_peak(spr) == pytest.approx(268.8e9)  # REFERENCE.md's Intel class
     assert roofline.computed_cpu_bf16_peak(spr) == pytest.approx(2 * 1024 * 2.1e9)
     assert roofline.computed_cpu_bf16_peak({**spr, "amx": False}) == pytest.approx(2 * 268.8e9)
+
+
+@pytest.mark.parametrize(
+    ("vendor", "family", "model", "flags", "lanes"),
+    [
+        ("AuthenticAMD", "23", "1", "avx avx2 fma", 4),  # Zen (EPYC 7001): 128-bit units
+        ("AuthenticAMD", "23", "24", "avx avx2 fma", 4),  # Zen+ (model 0x18)
+        ("AuthenticAMD", "23", "49", "avx avx2 fma", 8),  # Zen 2 (EPYC 7002, model 0x31): 256-bit units
+        ("AuthenticAMD", "25", "1", "avx avx2 fma", 8),  # Zen 3
+        ("AuthenticAMD", "25", "17", "avx avx2 fma avx512f", 8),  # Zen 4: AVX-512 on 256-bit units
+        ("AuthenticAMD", "26", "2", "avx avx2 fma avx512f", 16),  # Zen 5
+        ("GenuineIntel", "6", "143", "avx avx2 fma avx512f", 16),
+        ("GenuineIntel", "6", "1", "sse2", 4),
+    ],
+)
+def test_the_fp32_lanes_follow_the_units_not_only_the_instructions(vendor, family, model, flags, lanes):
+    cpu = {"vendor_id": vendor, "cpu family": family, "model": model}
+    assert cpuinfo.fp32_lanes(set(flags.split()), cpu) == lanes
 
 
 def test_the_peak_divides_by_the_larger_and_keeps_the_best():

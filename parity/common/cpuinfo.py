@@ -66,6 +66,22 @@ def processors(text: str | None = None) -> list[dict[str, str]]:
     return out
 
 
+def fp32_lanes(flags: set[str], cpu: dict[str, str]) -> int:
+    """float32 lanes an FMA unit completes per cycle: the vector width the CPU reports, halved where AMD's units are
+    narrower than its instructions. Zen 4 (family 25) runs AVX-512 on 256-bit units; Zen and Zen+ (family 23, models
+    below 0x30; Zen 2 from 0x30) run AVX2 on 128-bit units, each 256-bit operation split in two (AMD's Software
+    Optimization Guide for family 17h processors, its floating-point unit)."""
+    lanes = 16 if "avx512f" in flags else 8 if "avx2" in flags or "avx" in flags else 4
+    if cpu.get("vendor_id") != "AuthenticAMD":
+        return lanes
+    family, model = cpu.get("cpu family", ""), cpu.get("model", "")
+    if lanes == 16 and family == "25":
+        return 8
+    if lanes == 8 and family == "23" and model.isdigit() and int(model) < 0x30:
+        return 4
+    return lanes
+
+
 @cache
 def cpu_info() -> dict:
     """Physical cores this process may use, SIMD width, FMA, and the clock /proc/cpuinfo reports."""
@@ -76,12 +92,9 @@ def cpu_info() -> dict:
         cpu = cur
         if "cpu MHz" in cur:
             mhz.append(float(cur["cpu MHz"]))
-    lanes = 16 if "avx512f" in flags else 8 if "avx2" in flags or "avx" in flags else 4
-    if lanes == 16 and cpu.get("vendor_id") == "AuthenticAMD" and cpu.get("cpu family") == "25":
-        lanes = 8  # Zen 4 runs AVX-512 on 256-bit FMA units, two passes per instruction
     return {
         "cores": len(cores) or len(_allowed()),
-        "simd_lanes_fp32": lanes,
+        "simd_lanes_fp32": fp32_lanes(flags, cpu),
         "fma_units": 2 if "fma" in flags or "avx512f" in flags else 1,
         "fma": "fma" in flags or "avx512f" in flags,
         "clock_hz": max(mhz) * 1e6 if mhz else None,
