@@ -216,6 +216,7 @@ class LocalWorker:
     """workerproc.Worker's interface, answered in this process by parity.engine.worker on FAKES[framework][setting]."""
 
     FAKES: dict[str, dict[str, FakeImpl]] = {}  # framework -> configuration ('default', a tuned one) -> its fake
+    CLOCK: FakeClock | None = None  # where set, a fake without a clock of its own takes this one (no real sleeps)
 
     def __init__(
         self,
@@ -236,6 +237,8 @@ class LocalWorker:
         self.env = {**os.environ, **self.setting_env}
         self.label = label(framework) + ("" if setting == "default" else f" ({setting})")
         self.impl = self.FAKES[framework][setting]
+        if self.impl.clock is None:
+            self.impl.clock = self.CLOCK
         self.args = SimpleNamespace(framework=framework, device=device, replicas=replicas, precision=precision)
         self.timers: dict = {}
         self.asked: list = []  # every request (parity.common.protocol), in order

@@ -7,7 +7,7 @@ import dataclasses
 import json
 
 import pytest
-from fakeimpl import FakeImpl, LocalWorker
+from fakeimpl import FakeClock, FakeImpl, LocalWorker
 
 from parity import compare
 from parity.common.frameworks import JAX, TF
@@ -29,7 +29,11 @@ PEAK = roofline.Peak(
 
 @pytest.fixture
 def fakes(monkeypatch):
-    """Workers are LocalWorkers on fakes (a dict to fill: framework -> configuration -> FakeImpl); the peak fixed."""
+    """Workers are LocalWorkers on fakes (a dict to fill: framework -> configuration -> FakeImpl); the peak fixed.
+    Time is a fake clock's (LocalWorker.CLOCK, time.perf_counter): a fake's call advances it, nothing sleeps."""
+    clock = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    monkeypatch.setattr(LocalWorker, "CLOCK", clock)
     monkeypatch.setattr(workerproc, "Worker", LocalWorker)
     monkeypatch.setattr(roofline, "cpu_peak", lambda n: PEAK)
     monkeypatch.setattr(roofline, "remeasured", lambda peak, n: peak)
@@ -67,7 +71,7 @@ def test_every_framework_variant_and_replica_count_makes_a_verified_row(fakes, t
     }
     for r in res["rows"]:
         assert list(r) == list(FIELDS)  # the declared Row, nothing else
-        assert r["verified"] and r["reps"] == 2 and r["median_s"] >= 0.1, r
+        assert r["verified"] and r["reps"] == 2 and r["median_s"] == pytest.approx(0.1), r  # the fake clock's
         assert r["xfw_max_rel_err"] == 0.0  # the same numbers in both fakes
         assert 0 < r["pct_peak"] <= 100 and r["tuned"] == (r["variant"] == "op+tuned")
     assert res["checks"] == [] and res["peak"]["source"] == "fixed for the tests"
@@ -109,12 +113,14 @@ def test_an_invalid_row_is_said_on_stderr_even_under_quiet(fakes, tmp_path, caps
     assert "invalid: conv jax op x1: max_rel_err 0.001 vs the float64 oracle exceeds 1e-05" in capsys.readouterr().err
 
 
-def test_a_call_faster_than_the_peak_is_impossible(fakes, tmp_path, monkeypatch):
+@pytest.mark.parametrize("delay_s", [1e-6, 0.0])
+def test_a_call_faster_than_the_peak_is_impossible(fakes, tmp_path, monkeypatch, delay_s):
     # a peak of 1 MFLOP/s: the quick conv's 76 MFLOP of necessary arithmetic would take 50 s at 1.5x it, so a
-    # fake that returns a ready answer is impossible on any machine, however slow (the valid side: the tests above)
+    # fake that returns a ready answer is impossible (the valid side: the tests above); a call that took no time
+    # at all (a clock that did not move) is too, though no rate can be computed from it
     tiny = roofline.Peak("cpu", "fp32", 1e6, 1e9, "fixed", computed_flops=1e6, measured_flops=1e6, headroom=1.5)
     monkeypatch.setattr(roofline, "cpu_peak", lambda n: tiny)
-    fakes["jax"]["default"] = FakeImpl(delay_s=0.0)  # returns a ready answer: the computation cannot have run
+    fakes["jax"]["default"] = FakeImpl(delay_s=delay_s)  # returns a ready answer: the computation cannot have run
     rows = _run(tmp_path, frameworks=("jax",), workloads=("conv",), replicas=(1,))["rows"]
     assert rows and all(not r["verified"] and "cannot have done the work" in r["invalid_reason"] for r in rows)
 
@@ -254,12 +260,7 @@ def test_the_files_hold_the_declared_row_and_compare_reads_them(fakes, tmp_path)
 def test_nothing_outside_the_call_enters_the_timed_interval(fakes, tmp_path, monkeypatch):
     # on a fake clock a call takes 0.1 s and its synchronisation 0.02 s; reading its output for verification takes
     # 1000 s: every recorded time must be exactly 0.12 s (the first call's too)
-    from fakeimpl import FakeClock
-
-    from parity.engine import timing
-
-    clock = FakeClock()
-    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    clock = LocalWorker.CLOCK  # the fixture's
     for fw in fakes:
         fakes[fw]["default"] = FakeImpl(delay_s=0.1, block_s=0.02, verify_s=1000.0, clock=clock)
     rows = _run(tmp_path, workloads=("conv",), replicas=(1,), reps=5, max_reps=5, warmup=1)["rows"]
@@ -292,12 +293,7 @@ def test_rows_keep_their_raw_times_and_rounds(fakes, tmp_path):
 
 def test_releasing_the_output_is_part_of_the_call(fakes, tmp_path, monkeypatch):
     # a framework that frees its output at once (XLA:CPU unmaps it) pays that in every call of a user's loop
-    from fakeimpl import FakeClock
-
-    from parity.engine import timing
-
-    clock = FakeClock()
-    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    clock = LocalWorker.CLOCK  # the fixture's
 
     class Output:  # advances the clock by 0.05 s when the last reference to it goes
         def __init__(self, value, placement):
@@ -400,10 +396,7 @@ def test_busy_after_stops_at_its_limit_when_the_threads_never_rest():
 def test_the_work_a_framework_leaves_after_a_call_is_part_of_its_time(fakes, tmp_path, monkeypatch):
     """A framework's threads may compute on after its call has returned and its output is gone (a JAX bfloat16
     conv's execution thread did, standalone): on a fake clock, 0.25 s of such work is in the row's time, and said."""
-    from fakeimpl import FakeClock
-
-    clock = FakeClock()
-    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    clock = LocalWorker.CLOCK  # the fixture's
 
     def busy_after():
         clock.advance(0.25)
@@ -573,10 +566,7 @@ def _user_loop(timed: list[float], reps: int = 5) -> tuple[float, ...]:
 def _settle(fakes, tmp_path, monkeypatch, jax_timed: list[float], budget_s: float = 20.0) -> dict:
     """The conv at 1 device with TF's calls steady at 0.1 s and JAX's taking `jax_timed` in turn (cycled), on a
     fake clock, at least 5 timed calls a row, more by the settling rule within `budget_s`."""
-    from fakeimpl import FakeClock
-
-    clock = FakeClock()
-    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    clock = LocalWorker.CLOCK  # the fixture's
     fakes["tf"]["default"] = FakeImpl(delay_s=0.1, clock=clock)
     fakes["jax"]["default"] = FakeImpl(delays=_user_loop(jax_timed), clock=clock)
     res = _run(tmp_path, workloads=("conv",), replicas=(1,), reps=5, budget_s=budget_s, max_reps=200)

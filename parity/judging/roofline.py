@@ -235,6 +235,9 @@ def roofline(row: Row, peak: Peak, devices: int) -> dict:
         "above_peak": None,
         "impossible": None,
     }
+    if flops and med is not None and med <= 0:  # a clock that did not move: no rate, and no work either
+        out["impossible"] = f"a median of {med} s: the timed call cannot have done the work"
+        return out
     if not (flops and med):
         return out
     # Judged on the arithmetic the hardware cannot skip: kernels (oneDNN's, XLA's) leave out the
