@@ -235,7 +235,7 @@ def roofline(row: Row, peak: Peak, devices: int) -> dict:
         "above_peak": None,
         "impossible": None,
     }
-    if flops and med is not None and med <= 0:  # a clock that did not move: no rate, and no work either
+    if med is not None and med <= 0:  # a clock that did not move: no rate, and no work either
         out["impossible"] = f"a median of {med} s: the timed call cannot have done the work"
         return out
     if not (flops and med):
