@@ -222,6 +222,33 @@ def test_the_table_shows_wall_then_cpu_time_and_loses_most_reads_the_wall_figure
     assert "28% wall, 40% CPU" in g.title and "jax fit 45% wall, 100% CPU" in g.title
 
 
+def test_idle_time_is_never_where_a_framework_loses_and_a_mostly_idle_profile_is_said():
+    from parity.output import tables
+
+    rows = _group(
+        {
+            "tf": {
+                ("conv2", "forward"): (0.050, 0.050),
+                ("drop1", "forward"): (0.001, 0.001),
+                ("other", "idle"): (0.0, 0.001),
+            },
+            # JAX's convolutions ran on threads the trace does not show: 5 ms of ops, 60 ms with none running
+            "jax": {
+                ("conv2", "forward"): (0.005, 0.005),
+                ("drop1", "forward"): (0.010, 0.010),
+                ("other", "idle"): (0.0, 0.060),
+            },
+        }
+    )
+    (g,) = tables.layer_groups({"rows": rows})
+    # not in idle (+59 ms), which is not a layer
+    assert g.said.startswith("jax loses most in drop1 forward (+9.00 ms); tf loses most in conv2 forward (+45.00 ms)")
+    assert g.said.endswith(
+        "; jax 80% of the step with no traced op running (work on threads the profiler does not see): no layer can be "
+        "named for it"
+    )  # TF's 2% is not said
+
+
 def test_each_frameworks_trace_gives_its_ops_with_start_and_thread(impl, tmp_path):
     """A real trace of one small conv: every op timed, its wall share within the traced call's wall time."""
     import time

@@ -179,18 +179,28 @@ def loses_most(
 ) -> dict[str, tuple[str, str, float]]:
     """Per framework (`fws`, in the order of the lines' seconds), the layer and pass where it spends the most time
     beyond the fastest of the others there: {fw: (layer, pass, s)}, the reference (the first) last; a framework
-    that is nowhere slower is left out."""
+    that is nowhere slower is left out. ('other', 'idle') is never named: it is time in which no traced op ran (work
+    on threads the profiler does not see, or waiting), not a place in the model (idle_share says how much)."""
     out = {}
     for i in [*range(1, len(fws)), 0]:
         gaps = [
             (s[i] - min(o), layer, p)
             for layer, p, s in lines
-            if s[i] is not None and (o := [x for k, x in enumerate(s) if k != i and x is not None])
+            if (layer, p) != ("other", "idle")
+            and s[i] is not None
+            and (o := [x for k, x in enumerate(s) if k != i and x is not None])
         ]
         if gaps and max(gaps)[0] > 0:
             gap, layer, p = max(gaps)
             out[fws[i]] = (layer, p, gap)
     return out
+
+
+def idle_share(lines: list[tuple[str, str, tuple[float | None, ...]]], i: int) -> float:
+    """The share of framework i's lines (wall seconds) in which no traced op ran: ('other', 'idle')."""
+    total = sum(s[i] or 0.0 for _, _, s in lines)
+    idle = sum(s[i] or 0.0 for layer, p, s in lines if (layer, p) == ("other", "idle"))
+    return idle / total if total else 0.0
 
 
 def one_op(name: str, ops: Sequence[Op], median_s: float) -> tuple[list[dict], float]:

@@ -187,11 +187,17 @@ def layer_groups(doc: dict) -> list[LayerGroup]:
             said += f"; no wall time for {', '.join(fw for fw in fws if fw not in walled)} (no op start times)"
         if low:
             said += f"; coverage below {COVERAGE_SAID:.0%} for {', '.join(low)}: its profile misses time"
+        idle = {fw: share for i, fw in enumerate(fws) if walled and (share := layers.idle_share(lines, i)) > IDLE_SAID}
+        if idle:
+            said += "; " + ", ".join(f"{fw} {share:.0%}" for fw, share in idle.items())
+            said += f" of the {'step' if trained(wl) else 'call'} with no traced op running (work on threads the"
+            said += " profiler does not see): no layer can be named for it"
         out.append(LayerGroup(title, fws, columns, body, said))
     return out
 
 
 COVERAGE_SAID = 0.8  # a profile that accounts for less of the row's median than this is said to miss time
+IDLE_SAID = 0.25  # a wall table whose idle line holds more of a framework's step than this says so
 
 
 def layer_tables(doc: dict) -> str:
