@@ -25,8 +25,9 @@ from parity.api.variants import MANY, ONE, offered
 from parity.common import float64 as oracle
 from parity.common.frameworks import label
 from parity.common.protocol import decode_request, encode
-from parity.engine import memory, worker
+from parity.engine import memory, timing, worker, workerproc
 from parity.engine.workerproc import Worker
+from parity.judging import roofline
 
 
 def _touch_and_unmap(nbytes: int) -> None:
@@ -270,3 +271,17 @@ class LocalWorker:
         pass
 
     close = Worker.close
+
+
+def fake_engine(monkeypatch, peak: roofline.Peak, fakes: dict[str, dict[str, FakeImpl]]) -> FakeClock:
+    """The engine on fakes in this process: every worker a LocalWorker on `fakes` (framework -> configuration ->
+    FakeImpl), the CPU peak fixed at `peak`, and time a fake clock's (time.perf_counter, and every fake's without a
+    clock of its own): a fake's call advances it, nothing sleeps. Returns the clock."""
+    clock = FakeClock()
+    monkeypatch.setattr(timing.time, "perf_counter", clock)
+    monkeypatch.setattr(LocalWorker, "CLOCK", clock)
+    monkeypatch.setattr(LocalWorker, "FAKES", fakes)
+    monkeypatch.setattr(workerproc, "Worker", LocalWorker)
+    monkeypatch.setattr(roofline, "cpu_peak", lambda n: peak)
+    monkeypatch.setattr(roofline, "remeasured", lambda p, n: p)
+    return clock

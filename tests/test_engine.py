@@ -7,7 +7,7 @@ import dataclasses
 import json
 
 import pytest
-from fakeimpl import FakeClock, FakeImpl, LocalWorker
+from fakeimpl import FakeImpl, LocalWorker, fake_engine
 
 from parity import compare
 from parity.common.frameworks import JAX, TF
@@ -31,14 +31,8 @@ PEAK = roofline.Peak(
 def fakes(monkeypatch):
     """Workers are LocalWorkers on fakes (a dict to fill: framework -> configuration -> FakeImpl); the peak fixed.
     Time is a fake clock's (LocalWorker.CLOCK, time.perf_counter): a fake's call advances it, nothing sleeps."""
-    clock = FakeClock()
-    monkeypatch.setattr(timing.time, "perf_counter", clock)
-    monkeypatch.setattr(LocalWorker, "CLOCK", clock)
-    monkeypatch.setattr(workerproc, "Worker", LocalWorker)
-    monkeypatch.setattr(roofline, "cpu_peak", lambda n: PEAK)
-    monkeypatch.setattr(roofline, "remeasured", lambda peak, n: peak)
     table = {"tf": {"default": FakeImpl()}, "jax": {"default": FakeImpl()}}
-    monkeypatch.setattr(LocalWorker, "FAKES", table)
+    fake_engine(monkeypatch, PEAK, table)
     return table
 
 

@@ -495,21 +495,14 @@ def test_a_bug_in_report_or_compare_is_exit_3_in_one_line(tmp_path, capsys, monk
 def fakes(monkeypatch):
     """run.main on fake frameworks in this process (tests/fakeimpl.py), on a fake clock, the peak fixed, no chart
     drawn."""
-    from fakeimpl import FakeClock, FakeImpl, LocalWorker
+    from fakeimpl import FakeImpl, fake_engine
 
     from parity.common import frameworks
-    from parity.engine import timing, workerproc
     from parity.judging import roofline
     from parity.output import files
 
-    clock = FakeClock()
-    monkeypatch.setattr(timing.time, "perf_counter", clock)
-    monkeypatch.setattr(LocalWorker, "CLOCK", clock)
     peak = roofline.Peak("cpu", "fp32", 1e9, 1e9, "fixed for the tests", computed_flops=1e9, measured_flops=1e9)
-    monkeypatch.setattr(workerproc, "Worker", LocalWorker)
-    monkeypatch.setattr(roofline, "cpu_peak", lambda n: peak)
-    monkeypatch.setattr(roofline, "remeasured", lambda peak, n: peak)
-    monkeypatch.setattr(LocalWorker, "FAKES", {k: {"default": FakeImpl()} for k in frameworks.KEYS})
+    fake_engine(monkeypatch, peak, {k: {"default": FakeImpl()} for k in frameworks.KEYS})
     monkeypatch.setattr(files, "chart", lambda *a, **k: False)
     return ["--quick", "--workload", "conv", "--framework", "tf", "--replicas", "1", "--configs", "default", "--quiet"]
 

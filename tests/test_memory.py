@@ -162,21 +162,15 @@ RSS_SLACK = 2 * 64 * os.sysconf("SC_PAGE_SIZE") * max(os.cpu_count() or 1, threa
 
 def test_a_row_that_touches_memory_reports_at_least_that(tmp_path, monkeypatch):
     assert memory.HostMemory().works, "Linux 4.0+ offers /proc/self/clear_refs: the CPU's peak memory needs it"
-    from fakeimpl import FakeClock, FakeImpl, LocalWorker
+    from fakeimpl import FakeImpl, fake_engine
 
-    from parity.engine import timing, workerproc
     from parity.engine.config import Config
     from parity.engine.schedule import run_suite
     from parity.judging import roofline
 
-    clock = FakeClock()  # the calls' 0.1 s on it; their memory is real
-    monkeypatch.setattr(timing.time, "perf_counter", clock)
-    monkeypatch.setattr(LocalWorker, "CLOCK", clock)
-    monkeypatch.setattr(workerproc, "Worker", LocalWorker)
     peak = roofline.Peak("cpu", "fp32", 1e9, 1e9, "fixed", computed_flops=1e9, measured_flops=1e9, headroom=1.5)
-    monkeypatch.setattr(roofline, "cpu_peak", lambda n: peak)
-    monkeypatch.setattr(roofline, "remeasured", lambda p, n: p)
-    monkeypatch.setattr(LocalWorker, "FAKES", {"jax": {"default": FakeImpl(delay_s=0.1, workspace_mb=256)}})
+    # the calls' 0.1 s on the fake clock; their memory is real
+    fake_engine(monkeypatch, peak, {"jax": {"default": FakeImpl(delay_s=0.1, workspace_mb=256)}})
     cfg = Config(
         frameworks=("jax",),
         workloads=("conv",),

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakeimpl import FakeClock, FakeImpl, LocalWorker
+from fakeimpl import FakeImpl, fake_engine
 from test_oracle import _saved, random_cnn_weights
 
 from parity import compare
 from parity.api.cnn import CNN_BLOCKS
 from parity.common import frameworks
-from parity.engine import timing, workerproc
 from parity.engine.config import Config
 from parity.engine.schedule import run_suite
 from parity.judging import layers, roofline, summary
@@ -302,14 +301,8 @@ DELAY = {"tf": 0.1, "jax": 0.12, "kjax": 0.15}  # seconds per call on the fake c
 
 @pytest.mark.parametrize("exclusive", [False, True], ids=["interleaved", "one-owner-at-a-time"])
 def test_a_third_framework_runs_end_to_end_into_the_summary(three, tmp_path, monkeypatch, exclusive):
-    clock = FakeClock()
-    monkeypatch.setattr(timing.time, "perf_counter", clock)
-    monkeypatch.setattr(workerproc, "Worker", LocalWorker)
-    monkeypatch.setattr(roofline, "cpu_peak", lambda n: PEAK)
-    monkeypatch.setattr(roofline, "remeasured", lambda peak, n: peak)
-    monkeypatch.setattr(
-        LocalWorker, "FAKES", {fw: {"default": FakeImpl(delay_s=DELAY[fw], clock=clock)} for fw in three}
-    )
+    fakes = {fw: {"default": FakeImpl(delay_s=DELAY[fw])} for fw in three}
+    fake_engine(monkeypatch, PEAK, fakes)  # each fake's calls advance its clock by DELAY
     cfg = Config(
         frameworks=three,  # Config's default is the table's keys as imported
         workloads=("conv", "matmul"),
