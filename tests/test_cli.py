@@ -8,6 +8,7 @@ import sys
 import time
 
 import pytest
+from parity_cli import run_parity
 
 from parity.common.tolerances import tolerance
 from parity.judging.roofline import native_bf16
@@ -29,9 +30,7 @@ ROW_KEYS = {
 
 
 def run(*args, timeout=600, env=None):
-    return subprocess.run(
-        [sys.executable, "-m", "parity.run", *args], capture_output=True, text=True, timeout=timeout, env=env
-    )
+    return run_parity(*args, timeout=timeout, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +108,7 @@ def test_results_json_schema(quick_conv):
 
 def test_absent_device_is_one_clear_line(tmp_path):
     t0 = time.monotonic()
-    p = run("--device", "tpu", "--quick", "--quiet", "--out", str(tmp_path))  # not results/: another test's
+    p = run("--device", "tpu", "--quick", "--quiet", "--out", str(tmp_path))
     assert time.monotonic() - t0 < 60
     assert p.returncode == 2
     assert "Traceback" not in p.stderr

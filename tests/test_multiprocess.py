@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from frameworks_setup import JAX_DEVICES, TF_DEVICES
 from multiproc_case import case, first_step_bounds, first_step_excess, process_file
+from parity_cli import with_out
 
 import jax_impl
 import tf_impl
@@ -58,7 +59,7 @@ def launch(
         module,
         *extra,
         "--",
-        *args,
+        *(with_out(args) if module == "parity.run" else args),
     ]
     return subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=timeout)
 
@@ -66,7 +67,7 @@ def launch(
 def run(args: list[str], timeout: float = 300) -> tuple[subprocess.CompletedProcess, float]:
     t0 = time.monotonic()
     p = subprocess.run(
-        [sys.executable, "-m", "parity.run", *args], env=ENV, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "parity.run", *with_out(args)], env=ENV, capture_output=True, text=True, timeout=timeout
     )
     return p, time.monotonic() - t0
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from parity_cli import run_parity
 
 from parity.api.variants import MANY, Variant
 from parity.common.protocol import GetResult, Prepare, Rep
@@ -22,9 +23,7 @@ from parity.output.rows import Row
 
 
 def run(*args, timeout=900, env=None):
-    return subprocess.run(
-        [sys.executable, "-m", "parity.run", *args], capture_output=True, text=True, timeout=timeout, env=env
-    )
+    return run_parity(*args, timeout=timeout, env=env)
 
 
 def test_a_second_simultaneous_owner_is_refused(tmp_path):
