@@ -250,8 +250,7 @@ def compare(profile: Path, witnesses: list[Path]) -> str:
                     if r["framework"] == c["framework"]
                     and r["workload"] == "cnn_train"
                     and r["replicas"] == 1
-                    and r["dtype"] == "float32"
-                    and r["variant"] == name
+                    and r["variant"] == name  # names the number format too ('+bf16')
                     and r.get("layers")
                 ),
                 None,
