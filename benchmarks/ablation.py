@@ -56,14 +56,13 @@ def _jax_case(ablation: str, variant: str, batch: int, steps: int):
     from parity.api.cnn import CNN_ARCHITECTURE as arch
 
     class Cheap(nnx.Module):  # a conv's output shape from its first input channel: x[..., :1] * w + b
-        dtype = None  # float32, as the trainer reads off conv1
-
-        def __init__(self, filters: int, rngs: nnx.Rngs):
+        def __init__(self, filters: int, rngs: nnx.Rngs, dtype=None):
+            self.dtype = dtype  # the replaced conv's, which the trainer reads off conv1 (None: float32)
             self.w = nnx.Param(jax.random.normal(rngs.params(), (filters,)) * 0.1)
             self.b = nnx.Param(jnp.zeros((filters,)))
 
-        def __call__(self, h):
-            return h[..., :1] * self.w.value + self.b.value
+        def __call__(self, h):  # in the input's dtype: bfloat16 in a '+bf16' variant's copy, as its convs
+            return h[..., :1] * self.w.value.astype(h.dtype) + self.b.value.astype(h.dtype)
 
     class Identity(nnx.Module):
         def __call__(self, h, use_running_average=None):
@@ -75,21 +74,32 @@ def _jax_case(ablation: str, variant: str, batch: int, steps: int):
 
     devices = jax_impl.setup_devices("cpu", 1)
     model = jax_impl.build_cnn(0, dropout=ablation != "dropout")
-    patch = contextlib.nullcontext()
+    record = next(v for v in jax_impl.variants("cnn_train", 1) if v.name == variant)
+    trains_as = variant
+    if record.float32:  # a '+bf16' variant's trainer builds its bfloat16 copy afresh from the layers' classes, which
+        # would drop a swapped module: the swap goes on that copy, which the float32 counterpart trains as it is
+        model, trains_as = jax_impl.mixed_precision(model), record.float32
+    patch, swapped = contextlib.nullcontext(), []
     if ablation.startswith("conv"):
         b = next(b for b in arch.convs if b.names[1] == ablation)
-        setattr(model, ablation, Cheap(b.filters, nnx.Rngs(params=1)))
+        setattr(model, ablation, Cheap(b.filters, nnx.Rngs(params=1), getattr(model, ablation).dtype))
+        swapped = [ablation]
     elif ablation == "bn":
         for b in arch.convs:
             setattr(model, b.names[0], Identity())
+        swapped = [b.names[0] for b in arch.convs]
     elif ablation == "pool":
         patch = _patched(cnn, {"_pool": strided, "pool_elementwise": strided})
     base = jax_impl.make_trainer(jax_impl.build_cnn(0), devices, variant)
     x, y = _batches(batch, steps)
     base.steps(x, y)  # traced and compiled with the real layers
     with patch:  # the swapped function is read when B's step is traced, here
-        ablated = jax_impl.make_trainer(model, devices, variant)
+        ablated = jax_impl.make_trainer(model, devices, trains_as)
         ablated.steps(x, y)
+    if ablated.compute_dtype != base.compute_dtype or any(
+        not isinstance(getattr(ablated.compute, n), (Cheap, Identity)) for n in swapped
+    ):  # B must train the swapped model in A's number format, or the saving measures nothing
+        raise SystemExit(f"ablation {ablation}: the trainer of {variant} does not run the swapped layers")
     return base, ablated, x, y
 
 
@@ -196,7 +206,7 @@ def child(
 
 # what shows that B's work changed: JAX, the compiled steps' ops by what they came from (their HLO metadata); TF,
 # the trained model's layer classes
-_MARKS = ("conv_general_dilated", "reduce_window", "threefry", "jvp(bn")
+_MARKS = ("conv_general_dilated", "reduce_window", "threefry", "jvp(bn", "onednn$convolution", "%wrapped_reduce-window")
 
 
 def _what_ran(framework: str, base, ablated) -> dict:
