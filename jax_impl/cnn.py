@@ -59,6 +59,27 @@ def _pool_bwd(size, res, g):
 pool_elementwise.defvjp(_pool_fwd, _pool_bwd)
 
 
+@jax.custom_vjp
+def bias_add(h: jax.Array, bias: jax.Array) -> jax.Array:
+    """h + bias in h's dtype, as Flax's Conv adds its float32 bias (promoted to the compute dtype), with the bias's
+    gradient summed in float32 over every position. JAX's own gradient in bfloat16 compute is a bfloat16 sum, which
+    XLA:CPU emits as a loop reduce-window (41-42 ms a step for conv1's and conv2's on xeon-amx, docs/layers.md); a
+    float32 sum goes to YNNPACK. The input's gradient is the cotangent, as JAX's. Used by the '+bias' variants."""
+    return h + bias.astype(h.dtype)
+
+
+def _bias_fwd(h, bias):
+    return bias_add(h, bias), bias
+
+
+def _bias_bwd(bias, g):
+    summed = jnp.sum(g.reshape(-1, g.shape[-1]).astype(jnp.float32), axis=0)
+    return g, summed.astype(bias.dtype)
+
+
+bias_add.defvjp(_bias_fwd, _bias_bwd)
+
+
 class CNN(nnx.Module):
     """Layer for layer the Keras Sequential model of the tensorflow/tpu notebook (NHWC), built from its declaration
     (parity.api.cnn.CNN_ARCHITECTURE): each layer with weights an attribute of its Keras name (bn1, conv1, ...)."""
@@ -82,6 +103,14 @@ class CNN(nnx.Module):
             setattr(self, d.names[0], nnx.Linear(d.units_in, d.units, **glorot, rngs=rngs))
         self.rates = arch.dropout_rates if dropout else (0.0,) * len(arch.dropout_rates)
         self.elementwise_pool = False  # the '+pool' variants: pool_elementwise's gradient (the same array)
+        self.float32_bias_grad = False  # the '+bias' variants: float32_bias_gradients
+
+    def float32_bias_gradients(self) -> None:
+        """Each convolution's bias added by bias_add (the conv's own add off; its bias parameter kept), whose
+        gradient is a float32 sum: the '+bias' variants. The forward pass is the same."""
+        self.float32_bias_grad = True
+        for b in CNN_ARCHITECTURE.convs:
+            getattr(self, b.names[1]).use_bias = False
 
     def blocks(self, x: jax.Array, train: bool = False, key: jax.Array | None = None) -> dict[str, jax.Array]:
         """Every block's output, and each pooling layer's input ('pool1_input', ...). train: batch statistics
@@ -106,7 +135,8 @@ class CNN(nnx.Module):
             with jax.named_scope(bn):
                 h = getattr(self, bn)(h, use_running_average=not train)
             with jax.named_scope(conv):
-                h = jax.nn.elu(getattr(self, conv)(h))
+                layer = getattr(self, conv)
+                h = jax.nn.elu(bias_add(layer(h), layer.bias[...]) if self.float32_bias_grad else layer(h))
             out[f"{pool}_input"] = h
             with jax.named_scope(pool):
                 h = pool_elementwise(h, b.pool) if self.elementwise_pool else _pool(h, b.pool)

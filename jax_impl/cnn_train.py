@@ -114,6 +114,8 @@ class Trainer:
             self.kernel_path, self.batchnorm = kernel_path(o.unroll), "none"
         else:
             self.compute.elementwise_pool = o.pool == "elementwise"
+            if o.bias == "float32":  # (the '+bias' variants are mixed: their bfloat16 copy's convolutions)
+                self.compute.float32_bias_gradients()
         self.time_loop = lstm and o.unroll is not True  # the time steps in a lax.scan loop
         self.compute_dtype = _compute_dtype(self.compute)
         # XLA:CPU runs simulated devices on one shared thread pool; with several multi-device steps

@@ -383,6 +383,29 @@ def test_the_elementwise_pool_in_mixed_precision_keeps_the_trajectory(weights):
     assert [_float32(saved, v) for v in ("jit+bf16", "jit+bf16+pool")] == ["jit", "jit+pool"]
 
 
+def test_the_float32_bias_gradient_keeps_the_trajectory(weights):
+    """'+bias': each conv's bias added by cnn.bias_add, whose bias gradient is the cotangent's float32 sum (JAX's
+    own is a bfloat16 one): the same forward pass, the same training within bfloat16's tolerances."""
+    import jax.numpy as jnp
+
+    g = jnp.asarray(np.random.default_rng(3).standard_normal((4, 5, 5, 8)), jnp.bfloat16)
+    h, b = jnp.zeros_like(g), jnp.arange(8, dtype=jnp.float32) / 8
+    out, vjp = jax.vjp(jax_impl.cnn.bias_add, h, b)
+    dh, db = vjp(g)
+    assert out.dtype == jnp.bfloat16 and np.array_equal(np.asarray(out[0, 0, 0], np.float32), np.asarray(b, np.float32))
+    assert dh is not None and np.array_equal(np.asarray(dh), np.asarray(g)) and db.dtype == jnp.float32
+    # 100 bfloat16 terms, each exact in float32: any summation order is within (n - 1) u sum|g| of the exact sum
+    exact, terms = np.asarray(g, np.float64), 4 * 5 * 5
+    bound = (terms - 1) * 2.0**-24 * np.abs(exact).sum(axis=(0, 1, 2))
+    assert np.all(np.abs(np.asarray(db, np.float64) - exact.sum(axis=(0, 1, 2))) <= bound)
+    x, y = batch(3, 16, seed=11)
+    biased, t = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16+pool+bias", weights, x, y)
+    plain, _ = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16+pool", weights, x, y)
+    assert t.compute_dtype == "bfloat16" and t.compute.float32_bias_grad and not t.compute.conv1.use_bias
+    rows = checks.trajectory(biased, plain, "jit+bf16+pool+bias", "jit+bf16+pool", BF16, 1, ("jax", "jax"))
+    assert len(rows) == 3 and all(r["passed"] for r in rows), rows
+
+
 def test_mixed_precision_trajectory_check_catches_a_different_learning_rate(weights):
     x, y = batch(6, 16, seed=11)
     a, _ = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16", weights, x, y)
