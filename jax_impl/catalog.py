@@ -26,13 +26,17 @@ class CnnOptions:
     batches); mixed precision (bfloat16 compute, float32 parameters and Adam state); max pooling's gradient
     'elementwise' (jax_impl.cnn.pool_elementwise, the same gradient without XLA:CPU's reduce-window and scatter) or
     'reduce_window' (JAX's own); each convolution's bias gradient 'jax' (JAX's own: in bfloat16 compute a bfloat16
-    sum, which XLA:CPU emits as a loop reduce-window) or 'float32' (jax_impl.cnn.bias_add: a float32 sum)."""
+    sum, which XLA:CPU emits as a loop reduce-window) or 'float32' (jax_impl.cnn.bias_add: a float32 sum); each
+    convolution's input gradient 'jax' (JAX's own: in bfloat16 compute XLA:CPU computes it on float32 operands) or
+    'flipped' (jax_impl.cnn.conv_flipped_grad: a forward convolution with the flipped kernel, in bfloat16; with
+    bias='float32')."""
 
     parallel: str = "jit"
     steps_per_dispatch: int = 1
     mixed: bool = False
     pool: str = "reduce_window"
     bias: str = "jax"
+    dgrad: str = "jax"
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
             replicas,
             "bfloat16",
             tuned=True,
-            best=2,
+            best=3,
             float32=p,
             options=CnnOptions(p, mixed=True),
         ),
@@ -97,7 +101,7 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
             replicas,
             "bfloat16",
             tuned=True,
-            best=1,
+            best=2,
             float32=f"{p}+pool",
             options=CnnOptions(p, mixed=True, pool="elementwise"),
         ),
@@ -107,9 +111,19 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
             replicas,
             "bfloat16",
             tuned=True,
-            best=0,
+            best=1,
             float32=f"{p}+pool",
             options=CnnOptions(p, mixed=True, pool="elementwise", bias="float32"),
+        ),
+        Variant(  # and the input gradients as bfloat16 forward convolutions (docs/tuning.md)
+            f"{p}+bf16+pool+bias+dgrad",
+            "cnn_train",
+            replicas,
+            "bfloat16",
+            tuned=True,
+            best=0,
+            float32=f"{p}+pool",
+            options=CnnOptions(p, mixed=True, pool="elementwise", bias="float32", dgrad="flipped"),
         ),
     )
 

@@ -80,6 +80,34 @@ def _bias_bwd(bias, g):
 bias_add.defvjp(_bias_fwd, _bias_bwd)
 
 
+def _conv(x: jax.Array, kernel: jax.Array) -> jax.Array:
+    """The CNN's convolution as Flax's Conv computes it, bias apart: stride 1, SAME, NHWC input, HWIO kernel."""
+    return jax.lax.conv_general_dilated(x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+
+
+@jax.custom_vjp
+def conv_flipped_grad(x: jax.Array, kernel: jax.Array) -> jax.Array:
+    """_conv, with the gradient for its input written as a forward convolution of the cotangent with the flipped,
+    transposed kernel (for an odd kernel at stride 1 under SAME padding, the exact transpose). JAX's own input
+    gradient in bfloat16 compute XLA:CPU computes on float32 operands, off AMX; this one stays a bfloat16
+    convolution (docs/layers.md, "The AMX class"). The kernel's gradient is JAX's. Used by the '+dgrad' variants."""
+    return _conv(x, kernel)
+
+
+def _flipped_fwd(x, kernel):
+    return _conv(x, kernel), (x, kernel)
+
+
+def _flipped_bwd(res, g):
+    x, kernel = res
+    dx = _conv(g, jnp.flip(kernel, (0, 1)).transpose(0, 1, 3, 2))
+    _, vjp_kernel = jax.vjp(lambda k: _conv(x, k), kernel)
+    return dx, vjp_kernel(g)[0]
+
+
+conv_flipped_grad.defvjp(_flipped_fwd, _flipped_bwd)
+
+
 class CNN(nnx.Module):
     """Layer for layer the Keras Sequential model of the tensorflow/tpu notebook (NHWC), built from its declaration
     (parity.api.cnn.CNN_ARCHITECTURE): each layer with weights an attribute of its Keras name (bn1, conv1, ...)."""
@@ -104,6 +132,7 @@ class CNN(nnx.Module):
         self.rates = arch.dropout_rates if dropout else (0.0,) * len(arch.dropout_rates)
         self.elementwise_pool = False  # the '+pool' variants: pool_elementwise's gradient (the same array)
         self.float32_bias_grad = False  # the '+bias' variants: float32_bias_gradients
+        self.flipped_input_grad = False  # the '+dgrad' variants: flipped_input_gradients
 
     def float32_bias_gradients(self) -> None:
         """Each convolution's bias added by bias_add (the conv's own add off; its bias parameter kept), whose
@@ -111,6 +140,21 @@ class CNN(nnx.Module):
         self.float32_bias_grad = True
         for b in CNN_ARCHITECTURE.convs:
             getattr(self, b.names[1]).use_bias = False
+
+    def flipped_input_gradients(self) -> None:
+        """float32_bias_gradients, and each convolution computed by conv_flipped_grad (the kernel promoted to the
+        compute dtype, as Flax's Conv does): the '+dgrad' variants. The forward pass is the same."""
+        if any(b.kernel % 2 == 0 for b in CNN_ARCHITECTURE.convs):
+            raise ValueError("conv_flipped_grad's input gradient is the transpose for odd kernels only")
+        self.float32_bias_gradients()
+        self.flipped_input_grad = True
+
+    def _conv(self, layer: nnx.Conv, h: jax.Array) -> jax.Array:
+        """A convolution layer's output: Flax's own, or as the '+bias' and '+dgrad' variants compute it."""
+        if not self.float32_bias_grad:
+            return layer(h)
+        y = conv_flipped_grad(h, layer.kernel[...].astype(h.dtype)) if self.flipped_input_grad else layer(h)
+        return bias_add(y, layer.bias[...])
 
     def blocks(self, x: jax.Array, train: bool = False, key: jax.Array | None = None) -> dict[str, jax.Array]:
         """Every block's output, and each pooling layer's input ('pool1_input', ...). train: batch statistics
@@ -135,8 +179,7 @@ class CNN(nnx.Module):
             with jax.named_scope(bn):
                 h = getattr(self, bn)(h, use_running_average=not train)
             with jax.named_scope(conv):
-                layer = getattr(self, conv)
-                h = jax.nn.elu(bias_add(layer(h), layer.bias[...]) if self.float32_bias_grad else layer(h))
+                h = jax.nn.elu(self._conv(getattr(self, conv), h))
             out[f"{pool}_input"] = h
             with jax.named_scope(pool):
                 h = pool_elementwise(h, b.pool) if self.elementwise_pool else _pool(h, b.pool)

@@ -114,7 +114,9 @@ class Trainer:
             self.kernel_path, self.batchnorm = kernel_path(o.unroll), "none"
         else:
             self.compute.elementwise_pool = o.pool == "elementwise"
-            if o.bias == "float32":  # (the '+bias' variants are mixed: their bfloat16 copy's convolutions)
+            if o.dgrad == "flipped":  # (the '+bias' and '+dgrad' variants are mixed: their bfloat16 copy's convs)
+                self.compute.flipped_input_gradients()
+            elif o.bias == "float32":
                 self.compute.float32_bias_gradients()
         self.time_loop = lstm and o.unroll is not True  # the time steps in a lax.scan loop
         self.compute_dtype = _compute_dtype(self.compute)

@@ -406,6 +406,34 @@ def test_the_float32_bias_gradient_keeps_the_trajectory(weights):
     assert len(rows) == 3 and all(r["passed"] for r in rows), rows
 
 
+def test_the_flipped_input_gradient_keeps_the_trajectory(weights):
+    """'+dgrad': each conv computed by cnn.conv_flipped_grad, whose input gradient is a forward convolution with
+    the flipped kernel: Flax's forward pass, JAX's own input gradient within float32's rounding of the same sums,
+    and the same training as '+bias' within bfloat16's tolerances."""
+    import jax.numpy as jnp
+
+    rng = np.random.default_rng(5)
+    x = jnp.asarray(rng.standard_normal((2, 7, 7, 3)), jnp.float32)
+    k = jnp.asarray(rng.standard_normal((5, 5, 3, 4)), jnp.float32)
+    g = jnp.asarray(rng.standard_normal((2, 7, 7, 4)), jnp.float32)
+    layer = jax_impl.build_cnn(0).conv1
+    layer.use_bias = False
+    layer.kernel[...] = jnp.asarray(rng.standard_normal((5, 5, 1, 64)), jnp.float32)
+    h = jnp.asarray(rng.standard_normal((2, 28, 28, 1)), jnp.float32)
+    assert np.array_equal(np.asarray(jax_impl.cnn.conv_flipped_grad(h, layer.kernel[...])), np.asarray(layer(h)))
+    (dx,) = jax.vjp(jax_impl.cnn.conv_flipped_grad, x, k)[1](g)[:1]
+    (want,) = jax.vjp(jax_impl.cnn._conv, x, k)[1](g)[:1]
+    # each element a sum of 5 x 5 x 4 = 100 products: each side, in any order, within (n + 1) u sum|g||k| of the sum
+    magnitude = jax_impl.cnn._conv(jnp.abs(g), jnp.abs(jnp.flip(k, (0, 1)).transpose(0, 1, 3, 2)))
+    assert np.all(np.abs(np.asarray(dx) - np.asarray(want)) <= 2 * 101 * 2.0**-24 * np.asarray(magnitude))
+    xs, ys = batch(3, 16, seed=11)
+    flipped, t = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16+pool+bias+dgrad", weights, xs, ys)
+    biased, _ = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16+pool+bias", weights, xs, ys)
+    assert t.compute_dtype == "bfloat16" and t.compute.flipped_input_grad and t.compute.float32_bias_grad
+    rows = checks.trajectory(flipped, biased, "jit+bf16+pool+bias+dgrad", "jit+bf16+pool+bias", BF16, 1, ("jax", "jax"))
+    assert len(rows) == 3 and all(r["passed"] for r in rows), rows
+
+
 def test_mixed_precision_trajectory_check_catches_a_different_learning_rate(weights):
     x, y = batch(6, 16, seed=11)
     a, _ = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16", weights, x, y)
