@@ -13,9 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main() -> int:
@@ -26,25 +30,9 @@ def main() -> int:
 
     import jax
     import jax.numpy as jnp
-    from jax import lax
 
-    def conv(x, w):
-        return lax.conv_general_dilated(x, w, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
-
-    @jax.custom_vjp
-    def flipped(x, w):
-        return conv(x, w)
-
-    def _fwd(x, w):
-        return conv(x, w), (x, w)
-
-    def _bwd(res, g):
-        x, w = res
-        dx = conv(g, jnp.flip(w, (0, 1)).transpose(0, 1, 3, 2))  # SAME, stride 1, odd kernel: the exact transpose
-        _, vjp_w = jax.vjp(lambda k: conv(x, k), w)
-        return dx, vjp_w(g)[0]
-
-    flipped.defvjp(_fwd, _bwd)
+    from jax_impl.cnn import _conv as conv
+    from jax_impl.cnn import conv_flipped_grad as flipped
 
     def loss(f, dtype):
         def value(x, w):

@@ -149,7 +149,7 @@ class CNN(nnx.Module):
         self.float32_bias_gradients()
         self.flipped_input_grad = True
 
-    def _conv(self, layer: nnx.Conv, h: jax.Array) -> jax.Array:
+    def _conv_layer(self, layer: nnx.Conv, h: jax.Array) -> jax.Array:
         """A convolution layer's output: Flax's own, or as the '+bias' and '+dgrad' variants compute it."""
         if not self.float32_bias_grad:
             return layer(h)
@@ -179,7 +179,7 @@ class CNN(nnx.Module):
             with jax.named_scope(bn):
                 h = getattr(self, bn)(h, use_running_average=not train)
             with jax.named_scope(conv):
-                h = jax.nn.elu(self._conv(getattr(self, conv), h))
+                h = jax.nn.elu(self._conv_layer(getattr(self, conv), h))
             out[f"{pool}_input"] = h
             with jax.named_scope(pool):
                 h = pool_elementwise(h, b.pool) if self.elementwise_pool else _pool(h, b.pool)
