@@ -394,9 +394,10 @@ def test_the_float32_bias_gradient_keeps_the_trajectory(weights):
     dh, db = vjp(g)
     assert out.dtype == jnp.bfloat16 and np.array_equal(np.asarray(out[0, 0, 0], np.float32), np.asarray(b, np.float32))
     assert dh is not None and np.array_equal(np.asarray(dh), np.asarray(g)) and db.dtype == jnp.float32
-    # 100 bfloat16 terms, each exact in float32: any summation order is within (n - 1) u sum|g| of the exact sum
-    exact, terms = np.asarray(g, np.float64), 4 * 5 * 5
-    bound = (terms - 1) * 2.0**-24 * np.abs(exact).sum(axis=(0, 1, 2))
+    # 100 bfloat16 terms, each exact in float32: any summation order is within gamma_(n-1) sum|g| of the exact sum,
+    # gamma_k = k u / (1 - k u) (Higham, Accuracy and Stability of Numerical Algorithms, eq. 4.4)
+    exact, terms, u = np.asarray(g, np.float64), 4 * 5 * 5, 2.0**-24
+    bound = (terms - 1) * u / (1 - (terms - 1) * u) * np.abs(exact).sum(axis=(0, 1, 2))
     assert np.all(np.abs(np.asarray(db, np.float64) - exact.sum(axis=(0, 1, 2))) <= bound)
     x, y = batch(3, 16, seed=11)
     biased, t = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16+pool+bias", weights, x, y)
@@ -423,7 +424,8 @@ def test_the_flipped_input_gradient_keeps_the_trajectory(weights):
     assert np.array_equal(np.asarray(jax_impl.cnn.conv_flipped_grad(h, layer.kernel[...])), np.asarray(layer(h)))
     (dx,) = jax.vjp(jax_impl.cnn.conv_flipped_grad, x, k)[1](g)[:1]
     (want,) = jax.vjp(jax_impl.cnn._conv, x, k)[1](g)[:1]
-    # each element a sum of 5 x 5 x 4 = 100 products: each side, in any order, within (n + 1) u sum|g||k| of the sum
+    # each element a sum of 5 x 5 x 4 = 100 products: each side, in any order, within gamma_n sum|g||k| of the sum
+    # (Higham eq. 3.5), and gamma_100 < 101 u; the magnitude below, itself rounded, is low by at most gamma_100
     magnitude = jax_impl.cnn._conv(jnp.abs(g), jnp.abs(jnp.flip(k, (0, 1)).transpose(0, 1, 3, 2)))
     assert np.all(np.abs(np.asarray(dx) - np.asarray(want)) <= 2 * 101 * 2.0**-24 * np.asarray(magnitude))
     xs, ys = batch(3, 16, seed=11)
