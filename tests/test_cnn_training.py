@@ -7,7 +7,7 @@ import jax
 import numpy as np
 import pytest
 from frameworks_setup import JAX_DEVICES, TF_DEVICES
-from test_cnn import BF16, DS, _saved, _trajectory, batch, models, trained_weights
+from test_cnn import BF16, DS, TOL, _saved, batch, models, trained_weights
 
 import jax_impl
 import tf_impl
@@ -22,19 +22,21 @@ def weights():
     return trained_weights()
 
 
-@pytest.mark.parametrize(
-    "tf_variant,jax_variant", [("strategy", "pmap"), ("strategy", "shard_map"), ("loop", "shard_map")]
-)
-def test_eight_replica_trajectory(weights, tf_variant, jax_variant):
-    rows, saved = _trajectory(weights, 8, tf_variant, jax_variant, steps=2, size=16)
-    for r in rows:
-        assert r["passed"], r
-    # per-replica batch statistics (2 images each) differ from global ones: the 1-replica loss must
-    # not equal the 8-replica run's first-step loss unless BN really was per replica
-    l8 = saved["tf"][f"traj/{tf_variant}/loss"][0]
+def test_eight_replica_trajectories(weights):
+    """The 8-replica trainer pairs TF-vs-JAX (strategy-pmap, strategy-shard_map, loop-shard_map), each trainer
+    trained once from the same weights over the same 2 steps of 16 images (2 a replica)."""
     x, y = batch(2, 16, seed=11)
+    saved = {("tf", v): _saved(tf_impl, TF_DEVICES[:8], v, weights, x, y)[0] for v in ("strategy", "loop")}
+    saved |= {("jax", v): _saved(jax_impl, JAX_DEVICES[:8], v, weights, x, y)[0] for v in ("pmap", "shard_map")}
+    for tv, jv in (("strategy", "pmap"), ("strategy", "shard_map"), ("loop", "shard_map")):
+        rows = checks.trajectory(saved["tf", tv], saved["jax", jv], tv, jv, TOL, 8, ("tf", "jax"))
+        assert len(rows) == 3 and all(r["passed"] for r in rows), (tv, jv, rows)
+    # per-replica batch statistics (2 images each) differ from global ones: the 1-replica loss must
+    # not equal the 8-replica runs' first-step loss unless BN really was per replica
     l1 = tf_impl.loss_and_grads(models(weights)[0], x[0], y[0])[0]
-    assert abs(l8 - l1) / l1 > 2 * cnn_loss_tolerance(16)  # more than two float32 runs of one loss can differ
+    for tv in ("strategy", "loop"):
+        l8 = saved["tf", tv][f"traj/{tv}/loss"][0]
+        assert abs(l8 - l1) / l1 > 2 * cnn_loss_tolerance(16), tv  # more than two float32 runs of one loss differ
 
 
 def test_moving_statistics_are_the_replica_mean(weights):
@@ -111,7 +113,8 @@ def test_mixed_precision_trains_in_bfloat16_and_keeps_the_trajectory(replicas, t
         assert abs(first[fw, v + "+bf16"] - first[fw, v]) > 1e-5 * first[fw, v], first
 
 
-@pytest.mark.parametrize("variant,replicas", [("fit", 1), ("strategy", 8), ("loop", 8), ("loop+spe", 8)])
+# 2 replicas: the same MirroredStrategy input path as 8 (per-replica pipelines), in a third of the time
+@pytest.mark.parametrize("variant,replicas", [("fit", 1), ("strategy", 2), ("loop", 2), ("loop+spe", 2)])
 def test_tf_training_input_is_not_autotuned(monkeypatch, variant, replicas):
     # tf.data's autotuning thread held each epoch's iterator teardown until its next wake-up (docs/tuning.md):
     # every dataset the trainer feeds, to fit or to its own loop, has it off

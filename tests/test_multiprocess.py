@@ -207,7 +207,7 @@ def test_unreachable_coordinator(framework):
             "--process-id",
             "1",
             "--join-timeout",
-            "5",
+            "2",
             "--framework",
             framework,
             "--workload",
