@@ -11,8 +11,8 @@ import sys
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 os.environ["JAX_NUM_CPU_DEVICES"] = "8"  # for a framework started anywhere in a test process, even by mistake
 # One compute thread per test process and per run a test starts: the test processes already fill the cores, and a
-# pool of a core's size in each oversubscribes them (on 2 cores the suite took 7 min 5 s with the pools, 6 min 16 s
-# without; docs/results/xeon-amx/README.md). No verdict depends on it: every tolerance holds for any summation order.
+# pool of a core's size in each oversubscribes them (on xeon-amx's 2 cores the suite took 7 min 3-8 s with the
+# pools, 6 min 16 s without: docs/tests.md). No verdict depends on it: every tolerance holds for any summation order.
 # TF's inter-op pool keeps its size (its collectives wait on it). The caller's own settings win.
 for _name, _value in (("OMP_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1"), ("TF_NUM_INTRAOP_THREADS", "1")):
     os.environ.setdefault(_name, _value)
