@@ -207,7 +207,7 @@ def test_unreachable_coordinator(framework):
             "--process-id",
             "1",
             "--join-timeout",
-            "2",
+            "5",
             "--framework",
             framework,
             "--workload",
