@@ -31,8 +31,8 @@ def main() -> int:
     import jax
     import jax.numpy as jnp
 
-    from jax_impl.cnn import _conv as conv
-    from jax_impl.cnn import conv_flipped_grad as flipped
+    from jax_impl.conv_grads import conv
+    from jax_impl.conv_grads import conv_flipped_grad as flipped
 
     def loss(f, dtype):
         def value(x, w):

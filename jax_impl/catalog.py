@@ -28,8 +28,9 @@ class CnnOptions:
     'reduce_window' (JAX's own); each convolution's bias gradient 'jax' (JAX's own: in bfloat16 compute a bfloat16
     sum, which XLA:CPU emits as a loop reduce-window) or 'float32' (jax_impl.cnn.bias_add: a float32 sum); each
     convolution's input gradient 'jax' (JAX's own: in bfloat16 compute XLA:CPU computes it on float32 operands) or
-    'flipped' (jax_impl.cnn.conv_flipped_grad: a forward convolution with the flipped kernel, in bfloat16; with
-    bias='float32')."""
+    'flipped' (jax_impl.conv_grads.conv_flipped_grad: a forward convolution with the flipped kernel, in bfloat16;
+    with bias='float32'); each convolution's kernel gradient JAX's own over the whole batch (wgrad 0) or summed over
+    chunks of `wgrad` images (jax_impl.conv_grads.conv_chunked_kernel_grad)."""
 
     parallel: str = "jit"
     steps_per_dispatch: int = 1
@@ -37,6 +38,7 @@ class CnnOptions:
     pool: str = "reduce_window"
     bias: str = "jax"
     dgrad: str = "jax"
+    wgrad: int = 0
 
 
 @dataclass(frozen=True)
@@ -82,7 +84,7 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
     p = parallel
     scan = CnnOptions(p, steps_per_dispatch=STEPS_PER_DISPATCH)
     return (
-        Variant(p, "cnn_train", replicas, best=1, options=CnnOptions(p)),
+        Variant(p, "cnn_train", replicas, best=2, options=CnnOptions(p)),
         Variant(f"{p}+scan", "cnn_train", replicas, tuned=True, dispatch=True, options=scan),
         Variant(
             f"{p}+bf16",
@@ -94,7 +96,23 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
             float32=p,
             options=CnnOptions(p, mixed=True),
         ),
-        Variant(f"{p}+pool", "cnn_train", replicas, tuned=True, best=0, options=CnnOptions(p, pool="elementwise")),
+        Variant(f"{p}+pool", "cnn_train", replicas, tuned=True, best=1, options=CnnOptions(p, pool="elementwise")),
+        # and each kernel gradient summed over chunks of 16 images: a float32 step 24% faster on xeon-amx under
+        # 'ynn+onednn+thp', level under 'ynn+thp' (docs/tuning.md); over 8 replicas (32 images each) level, not offered
+        *(
+            (
+                Variant(
+                    f"{p}+pool+wgrad",
+                    "cnn_train",
+                    replicas,
+                    tuned=True,
+                    best=0,
+                    options=CnnOptions(p, pool="elementwise", wgrad=16),
+                ),
+            )
+            if p == "jit"
+            else ()
+        ),
         Variant(
             f"{p}+bf16+pool",
             "cnn_train",
@@ -163,7 +181,8 @@ DOTS = InferOptions({"xla_cpu_experimental_ynn_fusion_type": 1})
 
 # Every variant, in the order rows are listed. `best`: the best-known configuration's order of preference within a
 # row kind, replica count and number format (lower first): the CNN with the elementwise pooling gradient ('+pool',
-# faster with every setting; in bfloat16 with '+bias+dgrad' too, measured on xeon-amx only), its inference with YNNPACK
+# faster with every setting; at one device in float32 with '+wgrad' too, in bfloat16 with '+bias+dgrad' too, both
+# measured on xeon-amx only), its inference with YNNPACK
 # on the dots alone, the operations as they are (their only lever is the setting). Measured on a Zen 5 only
 # (docs/tuning.md, "Which rows a run times"); the LSTM's
 # unrolled time loop first is issue 41's order, not yet measured. `--configs levers` times every lever on its own

@@ -12,6 +12,7 @@ import optax
 from flax import nnx
 
 from jax_impl.catalog import variant as variant_record
+from jax_impl.conv_grads import conv_chunked_kernel_grad, conv_flipped_grad
 from jax_impl.devices import lowered_flops, placement
 from parity.api import Gradients, Prepared
 from parity.api.cnn import CNN_ARCHITECTURE, check_weights
@@ -80,34 +81,6 @@ def _bias_bwd(bias, g):
 bias_add.defvjp(_bias_fwd, _bias_bwd)
 
 
-def _conv(x: jax.Array, kernel: jax.Array) -> jax.Array:
-    """The CNN's convolution as Flax's Conv computes it, bias apart: stride 1, SAME, NHWC input, HWIO kernel."""
-    return jax.lax.conv_general_dilated(x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
-
-
-@jax.custom_vjp
-def conv_flipped_grad(x: jax.Array, kernel: jax.Array) -> jax.Array:
-    """_conv, with the gradient for its input written as a forward convolution of the cotangent with the flipped,
-    transposed kernel (for an odd kernel at stride 1 under SAME padding, the exact transpose). JAX's own input
-    gradient in bfloat16 compute XLA:CPU computes on float32 operands, off AMX; this one stays a bfloat16
-    convolution (docs/layers.md, "The AMX class"). The kernel's gradient is JAX's. Used by the '+dgrad' variants."""
-    return _conv(x, kernel)
-
-
-def _flipped_fwd(x, kernel):
-    return _conv(x, kernel), (x, kernel)
-
-
-def _flipped_bwd(res, g):
-    x, kernel = res
-    dx = _conv(g, jnp.flip(kernel, (0, 1)).transpose(0, 1, 3, 2))
-    _, vjp_kernel = jax.vjp(lambda k: _conv(x, k), kernel)
-    return dx, vjp_kernel(g)[0]
-
-
-conv_flipped_grad.defvjp(_flipped_fwd, _flipped_bwd)
-
-
 class CNN(nnx.Module):
     """Layer for layer the Keras Sequential model of the tensorflow/tpu notebook (NHWC), built from its declaration
     (parity.api.cnn.CNN_ARCHITECTURE): each layer with weights an attribute of its Keras name (bn1, conv1, ...)."""
@@ -133,6 +106,7 @@ class CNN(nnx.Module):
         self.elementwise_pool = False  # the '+pool' variants: pool_elementwise's gradient (the same array)
         self.float32_bias_grad = False  # the '+bias' variants: float32_bias_gradients
         self.flipped_input_grad = False  # the '+dgrad' variants: flipped_input_gradients
+        self.kernel_grad_chunk = 0  # the '+wgrad' variants: chunked_kernel_gradients (0: JAX's own)
 
     def float32_bias_gradients(self) -> None:
         """Each convolution's bias added by bias_add (the conv's own add off; its bias parameter kept), whose
@@ -149,11 +123,23 @@ class CNN(nnx.Module):
         self.float32_bias_gradients()
         self.flipped_input_grad = True
 
+    def chunked_kernel_gradients(self, chunk: int) -> None:
+        """Each convolution computed by conv_chunked_kernel_grad, its kernel's gradient summed over chunks of
+        `chunk` images, and its bias added after it as Flax's Conv adds it: the '+wgrad' variants. The forward pass
+        is the same."""
+        if self.flipped_input_grad or chunk < 1:
+            raise ValueError(f"chunked kernel gradients need chunk >= 1 and JAX's own input gradient; got {chunk}")
+        self.kernel_grad_chunk = chunk
+
     def _conv_layer(self, layer: nnx.Conv, h: jax.Array) -> jax.Array:
-        """A convolution layer's output: Flax's own, or as the '+bias' and '+dgrad' variants compute it."""
-        if not self.float32_bias_grad:
+        """A convolution layer's output: Flax's own, or as the '+bias', '+dgrad' and '+wgrad' variants compute it."""
+        if not (self.float32_bias_grad or self.kernel_grad_chunk):
             return layer(h)
-        y = conv_flipped_grad(h, layer.kernel[...].astype(h.dtype)) if self.flipped_input_grad else layer(h)
+        kernel = layer.kernel[...].astype(h.dtype)  # promoted to the compute dtype, as Flax's Conv does
+        if self.kernel_grad_chunk:
+            y = conv_chunked_kernel_grad(h, kernel, self.kernel_grad_chunk)
+            return bias_add(y, layer.bias[...]) if self.float32_bias_grad else y + layer.bias[...].astype(y.dtype)
+        y = conv_flipped_grad(h, kernel) if self.flipped_input_grad else layer(h)
         return bias_add(y, layer.bias[...])
 
     def blocks(self, x: jax.Array, train: bool = False, key: jax.Array | None = None) -> dict[str, jax.Array]:

@@ -118,6 +118,8 @@ class Trainer:
                 self.compute.flipped_input_gradients()
             elif o.bias == "float32":
                 self.compute.float32_bias_gradients()
+            if o.wgrad:
+                self.compute.chunked_kernel_gradients(o.wgrad)
         self.time_loop = lstm and o.unroll is not True  # the time steps in a lax.scan loop
         self.compute_dtype = _compute_dtype(self.compute)
         # XLA:CPU runs simulated devices on one shared thread pool; with several multi-device steps

@@ -409,7 +409,7 @@ def test_the_float32_bias_gradient_keeps_the_trajectory(weights):
 
 
 def test_the_flipped_input_gradient_keeps_the_trajectory(weights):
-    """'+dgrad': each conv computed by cnn.conv_flipped_grad, whose input gradient is a forward convolution with
+    """'+dgrad': each conv computed by conv_grads.conv_flipped_grad, whose input gradient is a forward convolution with
     the flipped kernel: Flax's forward pass, JAX's own input gradient within float32's rounding of the same sums,
     and the same training as '+bias' within bfloat16's tolerances."""
     import jax.numpy as jnp
@@ -422,18 +422,49 @@ def test_the_flipped_input_gradient_keeps_the_trajectory(weights):
     layer.use_bias = False
     layer.kernel[...] = jnp.asarray(rng.standard_normal((5, 5, 1, 64)), jnp.float32)
     h = jnp.asarray(rng.standard_normal((2, 28, 28, 1)), jnp.float32)
-    assert np.array_equal(np.asarray(jax_impl.cnn.conv_flipped_grad(h, layer.kernel[...])), np.asarray(layer(h)))
-    (dx,) = jax.vjp(jax_impl.cnn.conv_flipped_grad, x, k)[1](g)[:1]
-    (want,) = jax.vjp(jax_impl.cnn._conv, x, k)[1](g)[:1]
+    assert np.array_equal(np.asarray(jax_impl.conv_grads.conv_flipped_grad(h, layer.kernel[...])), np.asarray(layer(h)))
+    (dx,) = jax.vjp(jax_impl.conv_grads.conv_flipped_grad, x, k)[1](g)[:1]
+    (want,) = jax.vjp(jax_impl.conv_grads.conv, x, k)[1](g)[:1]
     # each element a sum of 5 x 5 x 4 = 100 products: each side, in any order, within gamma_n sum|g||k| of the sum
     # (Higham eq. 3.5), and gamma_100 < 101 u; the magnitude below, itself rounded, is low by at most gamma_100
-    magnitude = jax_impl.cnn._conv(jnp.abs(g), jnp.abs(jnp.flip(k, (0, 1)).transpose(0, 1, 3, 2)))
+    magnitude = jax_impl.conv_grads.conv(jnp.abs(g), jnp.abs(jnp.flip(k, (0, 1)).transpose(0, 1, 3, 2)))
     assert np.all(np.abs(np.asarray(dx) - np.asarray(want)) <= 2 * 101 * 2.0**-24 * np.asarray(magnitude))
     xs, ys = batch(3, 16, seed=11)
     flipped, t = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16+pool+bias+dgrad", weights, xs, ys)
     biased, _ = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16+pool+bias", weights, xs, ys)
     assert t.compute_dtype == "bfloat16" and t.compute.flipped_input_grad and t.compute.float32_bias_grad
     rows = checks.trajectory(flipped, biased, "jit+bf16+pool+bias+dgrad", "jit+bf16+pool+bias", BF16, 1, ("jax", "jax"))
+    assert len(rows) == 3 and all(r["passed"] for r in rows), rows
+
+
+def test_the_chunked_kernel_gradient_keeps_the_trajectory(weights):
+    """'+wgrad': each conv computed by conv_grads.conv_chunked_kernel_grad, whose kernel gradient is JAX's own
+    summed over chunks of the batch: Flax's forward pass and input gradient, JAX's own kernel gradient within
+    float32's rounding of the same sums, and TF's training within the float32 trajectory tolerances, at a batch
+    that leaves a smaller last chunk (40 = 16 + 16 + 8)."""
+    import jax.numpy as jnp
+
+    from jax_impl.conv_grads import conv, conv_chunked_kernel_grad
+
+    rng = np.random.default_rng(6)
+    x = jnp.asarray(rng.standard_normal((5, 7, 7, 3)), jnp.float32)
+    k = jnp.asarray(rng.standard_normal((5, 5, 3, 4)), jnp.float32)
+    g = jnp.asarray(rng.standard_normal((5, 7, 7, 4)), jnp.float32)
+    layer = jax_impl.build_cnn(0).conv1
+    h = jnp.asarray(rng.standard_normal((2, 28, 28, 1)), jnp.float32)
+    flax = np.asarray(layer(h))
+    assert np.array_equal(np.asarray(conv_chunked_kernel_grad(h, layer.kernel[...], 1) + layer.bias[...]), flax)
+    dx, dk = jax.vjp(lambda a, b: conv_chunked_kernel_grad(a, b, 2), x, k)[1](g)
+    want_dx, want_dk = jax.vjp(conv, x, k)[1](g)
+    assert np.array_equal(np.asarray(dx), np.asarray(want_dx))
+    # each kernel element a sum of 5 x 7 x 7 = 245 products: each side, in any order (chunks of 2, 2 and 1 images,
+    # or the whole batch at once), within gamma_245 sum|x||g| of the exact sum (Higham eq. 3.5), gamma_245 < 246 u;
+    # the magnitude below, itself rounded, is low by at most gamma_245
+    magnitude = jax.vjp(lambda kk: conv(jnp.abs(x), kk), k)[1](jnp.abs(g))[0]
+    assert np.all(np.abs(np.asarray(dk) - np.asarray(want_dk)) <= 2 * 246 * 2.0**-24 * np.asarray(magnitude))
+    t = jax_impl.make_trainer(jax_impl.build_cnn(0, dropout=False), JAX_DEVICES[:1], "jit+pool+wgrad")
+    assert t.compute.kernel_grad_chunk == 16 and t.compute.elementwise_pool and not t.compute.float32_bias_grad
+    rows, _ = _trajectory(weights, 1, "fit", "jit+pool+wgrad", size=40)
     assert len(rows) == 3 and all(r["passed"] for r in rows), rows
 
 
