@@ -1,12 +1,14 @@
 """The three convolutions of one float32 conv layer's training step, timed apart: forward, the gradient for the
-kernel (weight gradient) and the gradient for the input, at one of the CNN's conv layers' shapes (--layer; conv2:
+kernel (weight gradient; for JAX with --chunks also summed over chunks of the batch, as the '+wgrad' variants
+compute it) and the gradient for the input, at one of the CNN's conv layers' shapes (--layer; conv2:
 256 x 14 x 14 x 64 in, 5 x 5 x 64 x 128 SAME, stride 1), in JAX (jax.vjp of lax.conv_general_dilated, as Flax's
 Conv differentiates) or TensorFlow (Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput: what Keras's Conv2D runs).
 Prints one JSON line: the median of --calls calls of each, synchronised, after 3 warm-up calls, and for JAX how
 many oneDNN custom calls each compiled program holds. The environment is the caller's (a JAX setting's XLA_FLAGS
 and GLIBC_TUNABLES):
 
-    XLA_FLAGS=... GLIBC_TUNABLES=... python benchmarks/conv_parts.py --framework jax --layer conv2 >> OUT.jsonl
+    XLA_FLAGS=... GLIBC_TUNABLES=... python benchmarks/conv_parts.py --framework jax --layer conv2 \\
+        [--chunks 16 32] >> OUT.jsonl
     python benchmarks/conv_parts.py --framework tf --layer conv2 >> OUT.jsonl
 
 (the commands behind the shipped figures: docs/layers.md)
@@ -41,17 +43,20 @@ def _median_ms(call, calls: int) -> float:
     return round(1e3 * float(np.median(times)), 1)
 
 
-def _jax(x, k, g, calls: int) -> dict:
+def _jax(x, k, g, calls: int, chunks: list[int]) -> dict:
     import jax
 
-    def conv(x, k):
-        return jax.lax.conv_general_dilated(x, k, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    from jax_impl.conv_grads import conv, conv_chunked_kernel_grad
 
     parts = {
         "forward": (lambda x, k, g: conv(x, k)),
         "weight_grad": (lambda x, k, g: jax.vjp(lambda kk: conv(x, kk), k)[1](g)[0]),
         "input_grad": (lambda x, k, g: jax.vjp(lambda xx: conv(xx, k), x)[1](g)[0]),
     }
+    for c in chunks:  # the '+wgrad' variants' kernel gradient: JAX's own summed over chunks of c images
+        parts[f"weight_grad_chunks_of_{c}"] = lambda x, k, g, c=c: jax.vjp(
+            lambda kk: conv_chunked_kernel_grad(x, kk, c), k
+        )[1](g)[0]
     args = [jax.numpy.asarray(a) for a in (x, k, g)]
     out = {}
     for name, fn in parts.items():
@@ -61,7 +66,7 @@ def _jax(x, k, g, calls: int) -> dict:
     return out
 
 
-def _tf(x, k, g, calls: int) -> dict:
+def _tf(x, k, g, calls: int, chunks: list[int]) -> dict:  # (chunks: JAX only)
     import tensorflow as tf
 
     x, k, g = (tf.constant(a) for a in (x, k, g))
@@ -87,13 +92,16 @@ def main() -> int:
     p.add_argument("--framework", choices=("jax", "tf"), required=True)
     p.add_argument("--layer", choices=("conv1", "conv2", "conv3"), default="conv2")
     p.add_argument("--calls", type=int, default=15)
+    p.add_argument(
+        "--chunks", type=int, nargs="*", default=[], help="JAX: also the kernel gradient summed over chunks of N images"
+    )
     args = p.parse_args()
     b = next(c for c in CNN_ARCHITECTURE.convs if c.names[1] == args.layer)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((BATCH, b.size, b.size, b.channels), np.float32)
     k = (0.05 * rng.standard_normal((b.kernel, b.kernel, b.channels, b.filters))).astype(np.float32)
     g = rng.standard_normal((BATCH, b.size, b.size, b.filters), np.float32)
-    parts = (_jax if args.framework == "jax" else _tf)(x, k, g, args.calls)
+    parts = (_jax if args.framework == "jax" else _tf)(x, k, g, args.calls, args.chunks)
     env = {v: os.environ[v] for v in ("XLA_FLAGS", "GLIBC_TUNABLES") if v in os.environ}
     out = {"framework": args.framework, "layer": args.layer, "env": env, "calls": args.calls, "parts": parts}
     print(json.dumps(out))
