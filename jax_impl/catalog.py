@@ -97,22 +97,6 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
             options=CnnOptions(p, mixed=True),
         ),
         Variant(f"{p}+pool", "cnn_train", replicas, tuned=True, best=1, options=CnnOptions(p, pool="elementwise")),
-        # and each kernel gradient summed over chunks of 16 images: a float32 step 24% faster on xeon-amx under
-        # 'ynn+onednn+thp', level under 'ynn+thp' (docs/tuning.md); over 8 replicas (32 images each) level, not offered
-        *(
-            (
-                Variant(
-                    f"{p}+pool+wgrad",
-                    "cnn_train",
-                    replicas,
-                    tuned=True,
-                    best=0,
-                    options=CnnOptions(p, pool="elementwise", wgrad=16),
-                ),
-            )
-            if p == "jit"
-            else ()
-        ),
         Variant(
             f"{p}+bf16+pool",
             "cnn_train",
@@ -191,6 +175,9 @@ VARIANTS: tuple[Variant, ...] = (
     *_op("conv"),
     *_op("matmul"),
     *_cnn("jit", ONE),
+    # '+pool' with each kernel gradient summed over chunks of 16 images: a float32 step 24% faster on xeon-amx under
+    # 'ynn+onednn+thp', level under 'ynn+thp' (docs/tuning.md); over 8 replicas (32 images each) level: not offered
+    Variant("jit+pool+wgrad", "cnn_train", ONE, tuned=True, best=0, options=CnnOptions(pool="elementwise", wgrad=16)),
     Variant("pmap", "cnn_train", MANY, options=CnnOptions("pmap")),
     *_cnn("shard_map", MANY),
     Variant("predict", "cnn_infer", ONE, best=1, options=InferOptions()),
