@@ -12,7 +12,7 @@ import optax
 from flax import nnx
 
 from jax_impl.catalog import variant as variant_record
-from jax_impl.conv_grads import conv_chunked_kernel_grad, conv_flipped_grad
+from jax_impl.conv_grads import conv_rewritten_grads
 from jax_impl.devices import lowered_flops, placement
 from parity.api import Gradients, Prepared
 from parity.api.cnn import CNN_ARCHITECTURE, check_weights
@@ -116,31 +116,31 @@ class CNN(nnx.Module):
             getattr(self, b.names[1]).use_bias = False
 
     def flipped_input_gradients(self) -> None:
-        """float32_bias_gradients, and each convolution computed by conv_flipped_grad (the kernel promoted to the
-        compute dtype, as Flax's Conv does): the '+dgrad' variants. The forward pass is the same."""
+        """float32_bias_gradients, and each convolution's input gradient a forward convolution with the flipped
+        kernel (conv_grads.conv_rewritten_grads): the '+dgrad' variants. The forward pass is the same."""
         if any(b.kernel % 2 == 0 for b in CNN_ARCHITECTURE.convs):
-            raise ValueError("conv_flipped_grad's input gradient is the transpose for odd kernels only")
+            raise ValueError("the flipped input gradient is the transpose for odd kernels only")
         self.float32_bias_gradients()
         self.flipped_input_grad = True
 
     def chunked_kernel_gradients(self, chunk: int) -> None:
-        """Each convolution computed by conv_chunked_kernel_grad, its kernel's gradient summed over chunks of
-        `chunk` images, and its bias added after it as Flax's Conv adds it: the '+wgrad' variants. The forward pass
-        is the same."""
-        if self.flipped_input_grad or chunk < 1:
-            raise ValueError(f"chunked kernel gradients need chunk >= 1 and JAX's own input gradient; got {chunk}")
+        """Each convolution's kernel gradient summed over chunks of `chunk` images (conv_grads.conv_rewritten_grads),
+        its bias added after it as Flax's Conv adds it (or by bias_add under '+bias'): the '+wgrad' variants. The
+        forward pass is the same."""
+        if chunk < 1:
+            raise ValueError(f"chunked kernel gradients need chunk >= 1; got {chunk}")
         self.kernel_grad_chunk = chunk
 
     def _conv_layer(self, layer: nnx.Conv, h: jax.Array) -> jax.Array:
         """A convolution layer's output: Flax's own, or as the '+bias', '+dgrad' and '+wgrad' variants compute it."""
         if not (self.float32_bias_grad or self.kernel_grad_chunk):
             return layer(h)
-        kernel = layer.kernel[...].astype(h.dtype)  # promoted to the compute dtype, as Flax's Conv does
-        if self.kernel_grad_chunk:
-            y = conv_chunked_kernel_grad(h, kernel, self.kernel_grad_chunk)
-            return bias_add(y, layer.bias[...]) if self.float32_bias_grad else y + layer.bias[...].astype(y.dtype)
-        y = conv_flipped_grad(h, kernel) if self.flipped_input_grad else layer(h)
-        return bias_add(y, layer.bias[...])
+        if self.flipped_input_grad or self.kernel_grad_chunk:
+            kernel = layer.kernel[...].astype(h.dtype)  # promoted to the compute dtype, as Flax's Conv does
+            y = conv_rewritten_grads(h, kernel, self.flipped_input_grad, self.kernel_grad_chunk)
+        else:
+            y = layer(h)  # under '+bias', without its bias
+        return bias_add(y, layer.bias[...]) if self.float32_bias_grad else y + layer.bias[...].astype(y.dtype)
 
     def blocks(self, x: jax.Array, train: bool = False, key: jax.Array | None = None) -> dict[str, jax.Array]:
         """Every block's output, and each pooling layer's input ('pool1_input', ...). train: batch statistics

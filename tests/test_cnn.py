@@ -411,7 +411,8 @@ def test_the_float32_bias_gradient_keeps_the_trajectory(weights):
 def test_the_flipped_input_gradient_keeps_the_trajectory(weights):
     """'+dgrad': each conv computed by conv_grads.conv_flipped_grad, whose input gradient is a forward convolution with
     the flipped kernel: Flax's forward pass, JAX's own input gradient within float32's rounding of the same sums,
-    and the same training as '+bias' within bfloat16's tolerances."""
+    and the same training as '+bias' within bfloat16's tolerances; with '+wgrad' too (chunks of 32 images, a batch
+    of 48 = 32 + 16), the same training as '+dgrad'."""
     import jax.numpy as jnp
 
     rng = np.random.default_rng(5)
@@ -429,11 +430,16 @@ def test_the_flipped_input_gradient_keeps_the_trajectory(weights):
     # (Higham eq. 3.5), and gamma_100 < 101 u; the magnitude below, itself rounded, is low by at most gamma_100
     magnitude = jax_impl.conv_grads.conv(jnp.abs(g), jnp.abs(jnp.flip(k, (0, 1)).transpose(0, 1, 3, 2)))
     assert np.all(np.abs(np.asarray(dx) - np.asarray(want)) <= 2 * 101 * 2.0**-24 * np.asarray(magnitude))
-    xs, ys = batch(3, 16, seed=11)
+    xs, ys = batch(3, 48, seed=11)
     flipped, t = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16+pool+bias+dgrad", weights, xs, ys)
     biased, _ = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16+pool+bias", weights, xs, ys)
     assert t.compute_dtype == "bfloat16" and t.compute.flipped_input_grad and t.compute.float32_bias_grad
     rows = checks.trajectory(flipped, biased, "jit+bf16+pool+bias+dgrad", "jit+bf16+pool+bias", BF16, 1, ("jax", "jax"))
+    assert len(rows) == 3 and all(r["passed"] for r in rows), rows
+    chunked, t = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16+pool+bias+dgrad+wgrad", weights, xs, ys)
+    assert t.compute.kernel_grad_chunk == 32 and t.compute.flipped_input_grad and t.compute_dtype == "bfloat16"
+    names = ("jit+bf16+pool+bias+dgrad+wgrad", "jit+bf16+pool+bias+dgrad")
+    rows = checks.trajectory(chunked, flipped, *names, BF16, 1, ("jax", "jax"))
     assert len(rows) == 3 and all(r["passed"] for r in rows), rows
 
 
@@ -444,7 +450,7 @@ def test_the_chunked_kernel_gradient_keeps_the_trajectory(weights):
     that leaves a smaller last chunk (24 = 16 + 8)."""
     import jax.numpy as jnp
 
-    from jax_impl.conv_grads import conv, conv_chunked_kernel_grad
+    from jax_impl.conv_grads import conv, conv_chunked_kernel_grad, conv_flipped_grad, conv_rewritten_grads
 
     rng = np.random.default_rng(6)
     x = jnp.asarray(rng.standard_normal((5, 7, 7, 3)), jnp.float32)
@@ -462,6 +468,10 @@ def test_the_chunked_kernel_gradient_keeps_the_trajectory(weights):
     # the magnitude below, itself rounded, is low by at most gamma_245
     magnitude = jax.vjp(lambda kk: conv(jnp.abs(x), kk), k)[1](jnp.abs(g))[0]
     assert np.all(np.abs(np.asarray(dk) - np.asarray(want_dk)) <= 2 * 246 * 2.0**-24 * np.asarray(magnitude))
+    # both rewrites at once ('+dgrad+wgrad'): each gradient as its rewrite alone computes it, bit for bit
+    both = jax.vjp(lambda a, b: conv_rewritten_grads(a, b, True, 2), x, k)[1](g)
+    assert np.array_equal(np.asarray(both[0]), np.asarray(jax.vjp(conv_flipped_grad, x, k)[1](g)[0]))
+    assert np.array_equal(np.asarray(both[1]), np.asarray(dk))
     t = jax_impl.make_trainer(jax_impl.build_cnn(0, dropout=False), JAX_DEVICES[:1], "jit+pool+wgrad")
     assert t.compute.kernel_grad_chunk == 16 and t.compute.elementwise_pool and not t.compute.float32_bias_grad
     rows, _ = _trajectory(weights, 1, "fit", "jit+pool+wgrad", size=24)
