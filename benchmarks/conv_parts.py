@@ -1,6 +1,6 @@
-"""The three convolutions of one float32 conv layer's training step, timed apart: forward, the gradient for the
-kernel (weight gradient; for JAX with --chunks also summed over chunks of the batch, as the '+wgrad' variants
-compute it) and the gradient for the input, at one of the CNN's conv layers' shapes (--layer; conv2:
+"""The three convolutions of one conv layer's training step (float32, or --dtype bfloat16), timed apart: forward,
+the gradient for the kernel (weight gradient; for JAX with --chunks also summed over chunks of the batch, as the
+'+wgrad' variants compute it) and the gradient for the input, at one of the CNN's conv layers' shapes (--layer; conv2:
 256 x 14 x 14 x 64 in, 5 x 5 x 64 x 128 SAME, stride 1), in JAX (jax.vjp of lax.conv_general_dilated, as Flax's
 Conv differentiates) or TensorFlow (Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput: what Keras's Conv2D runs).
 Prints one JSON line: the median of --calls calls of each, synchronised, after 3 warm-up calls, and for JAX how
@@ -43,7 +43,7 @@ def _median_ms(call, calls: int) -> float:
     return round(1e3 * float(np.median(times)), 1)
 
 
-def _jax(x, k, g, calls: int, chunks: list[int]) -> dict:
+def _jax(x, k, g, calls: int, chunks: list[int], dtype: str) -> dict:
     import jax
 
     from jax_impl.conv_grads import conv, conv_chunked_kernel_grad
@@ -57,7 +57,7 @@ def _jax(x, k, g, calls: int, chunks: list[int]) -> dict:
         parts[f"weight_grad_chunks_of_{c}"] = lambda x, k, g, c=c: jax.vjp(
             lambda kk: conv_chunked_kernel_grad(x, kk, c), k
         )[1](g)[0]
-    args = [jax.numpy.asarray(a) for a in (x, k, g)]
+    args = [jax.numpy.asarray(a, dtype) for a in (x, k, g)]
     out = {}
     for name, fn in parts.items():
         f = jax.jit(fn)
@@ -66,10 +66,10 @@ def _jax(x, k, g, calls: int, chunks: list[int]) -> dict:
     return out
 
 
-def _tf(x, k, g, calls: int, chunks: list[int]) -> dict:  # (chunks: JAX only)
+def _tf(x, k, g, calls: int, chunks: list[int], dtype: str) -> dict:  # (chunks: JAX only)
     import tensorflow as tf
 
-    x, k, g = (tf.constant(a) for a in (x, k, g))
+    x, k, g = (tf.constant(a, dtype=dtype) for a in (x, k, g))
     one = [1, 1, 1, 1]
     parts = {
         "forward": tf.function(lambda: tf.nn.conv2d(x, k, 1, "SAME")),
@@ -95,15 +95,17 @@ def main() -> int:
     p.add_argument(
         "--chunks", type=int, nargs="*", default=[], help="JAX: also the kernel gradient summed over chunks of N images"
     )
+    p.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32", help="the operands' number format")
     args = p.parse_args()
     b = next(c for c in CNN_ARCHITECTURE.convs if c.names[1] == args.layer)
     rng = np.random.default_rng(0)
     x = rng.standard_normal((BATCH, b.size, b.size, b.channels), np.float32)
     k = (0.05 * rng.standard_normal((b.kernel, b.kernel, b.channels, b.filters))).astype(np.float32)
     g = rng.standard_normal((BATCH, b.size, b.size, b.filters), np.float32)
-    parts = (_jax if args.framework == "jax" else _tf)(x, k, g, args.calls, args.chunks)
+    parts = (_jax if args.framework == "jax" else _tf)(x, k, g, args.calls, args.chunks, args.dtype)
     env = {v: os.environ[v] for v in ("XLA_FLAGS", "GLIBC_TUNABLES") if v in os.environ}
-    out = {"framework": args.framework, "layer": args.layer, "env": env, "calls": args.calls, "parts": parts}
+    out = {"framework": args.framework, "layer": args.layer, "dtype": args.dtype, "env": env, "calls": args.calls}
+    out["parts"] = parts
     print(json.dumps(out))
     return 0
 

@@ -165,7 +165,7 @@ DOTS = InferOptions({"xla_cpu_experimental_ynn_fusion_type": 1})
 
 # Every variant, in the order rows are listed. `best`: the best-known configuration's order of preference within a
 # row kind, replica count and number format (lower first): the CNN with the elementwise pooling gradient ('+pool',
-# faster with every setting; at one device in float32 with '+wgrad' too, in bfloat16 with '+bias+dgrad' too, both
+# faster with every setting; in bfloat16 with '+bias+dgrad' too; at one device with '+wgrad' too; all but '+pool'
 # measured on xeon-amx only), its inference with YNNPACK
 # on the dots alone, the operations as they are (their only lever is the setting). Measured on a Zen 5 only
 # (docs/tuning.md, "Which rows a run times"); the LSTM's
