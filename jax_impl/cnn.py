@@ -133,8 +133,8 @@ class CNN(nnx.Module):
 
     def _conv_layer(self, layer: nnx.Conv, h: jax.Array) -> jax.Array:
         """A convolution layer's output: Flax's own, or as the '+bias', '+dgrad' and '+wgrad' variants compute it."""
-        if not (self.float32_bias_grad or self.kernel_grad_chunk):
-            return layer(h)
+        if not isinstance(layer, nnx.Conv) or not (self.float32_bias_grad or self.kernel_grad_chunk):
+            return layer(h)  # Flax's own (or a stand-in with no kernel: benchmarks/ablation.py's cheap conv)
         if self.flipped_input_grad or self.kernel_grad_chunk:
             kernel = layer.kernel[...].astype(h.dtype)  # promoted to the compute dtype, as Flax's Conv does
             y = conv_rewritten_grads(h, kernel, self.flipped_input_grad, self.kernel_grad_chunk)
