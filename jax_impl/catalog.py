@@ -175,7 +175,7 @@ VARIANTS: tuple[Variant, ...] = (
     *_op("conv"),
     *_op("matmul"),
     *_cnn("jit", ONE),
-    # '+pool' with each kernel gradient summed over chunks of 16 images: a float32 step 24% faster on xeon-amx under
+    # '+pool' with each kernel gradient summed over chunks of 16 images: a float32 step 22-24% faster on xeon-amx under
     # 'ynn+onednn+thp', level under 'ynn+thp' (docs/tuning.md); over 8 replicas (32 images each) level: not offered
     Variant("jit+pool+wgrad", "cnn_train", ONE, tuned=True, best=0, options=CnnOptions(pool="elementwise", wgrad=16)),
     # and in bfloat16 with '+bias+dgrad', over chunks of 32 images (docs/tuning.md)
