@@ -30,7 +30,9 @@ class CnnOptions:
     convolution's input gradient 'jax' (JAX's own: in bfloat16 compute XLA:CPU computes it on float32 operands) or
     'flipped' (jax_impl.conv_grads.conv_flipped_grad: a forward convolution with the flipped kernel, in bfloat16;
     with bias='float32'); each convolution's kernel gradient JAX's own over the whole batch (wgrad 0) or summed over
-    chunks of `wgrad` images (jax_impl.conv_grads.conv_chunked_kernel_grad)."""
+    chunks of `wgrad` images (jax_impl.conv_grads.conv_chunked_kernel_grad); dropout's masks 'jax'
+    (jax.random.bernoulli: on CPU threefry as a rolled loop) or 'straight-line' (jax_impl.masks.keep_mask: the same
+    masks, threefry as straight-line code)."""
 
     parallel: str = "jit"
     steps_per_dispatch: int = 1
@@ -39,6 +41,7 @@ class CnnOptions:
     bias: str = "jax"
     dgrad: str = "jax"
     wgrad: int = 0
+    masks: str = "jax"
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
     p = parallel
     scan = CnnOptions(p, steps_per_dispatch=STEPS_PER_DISPATCH)
     return (
-        Variant(p, "cnn_train", replicas, best=2, options=CnnOptions(p)),
+        Variant(p, "cnn_train", replicas, best=3, options=CnnOptions(p)),
         Variant(f"{p}+scan", "cnn_train", replicas, tuned=True, dispatch=True, options=scan),
         Variant(
             f"{p}+bf16",
@@ -92,18 +95,18 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
             replicas,
             "bfloat16",
             tuned=True,
-            best=4,
+            best=5,
             float32=p,
             options=CnnOptions(p, mixed=True),
         ),
-        Variant(f"{p}+pool", "cnn_train", replicas, tuned=True, best=1, options=CnnOptions(p, pool="elementwise")),
+        Variant(f"{p}+pool", "cnn_train", replicas, tuned=True, best=2, options=CnnOptions(p, pool="elementwise")),
         Variant(
             f"{p}+bf16+pool",
             "cnn_train",
             replicas,
             "bfloat16",
             tuned=True,
-            best=3,
+            best=4,
             float32=f"{p}+pool",
             options=CnnOptions(p, mixed=True, pool="elementwise"),
         ),
@@ -113,7 +116,7 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
             replicas,
             "bfloat16",
             tuned=True,
-            best=2,
+            best=3,
             float32=f"{p}+pool",
             options=CnnOptions(p, mixed=True, pool="elementwise", bias="float32"),
         ),
@@ -123,7 +126,7 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
             replicas,
             "bfloat16",
             tuned=True,
-            best=1,
+            best=2,
             float32=f"{p}+pool",
             options=CnnOptions(p, mixed=True, pool="elementwise", bias="float32", dgrad="flipped"),
         ),
@@ -177,7 +180,7 @@ VARIANTS: tuple[Variant, ...] = (
     *_cnn("jit", ONE),
     # '+pool' with each kernel gradient summed over chunks of 16 images: a float32 step 22-24% faster on xeon-amx under
     # 'ynn+onednn+thp', level under 'ynn+thp' (docs/tuning.md); over 8 replicas (32 images each) level: not offered
-    Variant("jit+pool+wgrad", "cnn_train", ONE, tuned=True, best=0, options=CnnOptions(pool="elementwise", wgrad=16)),
+    Variant("jit+pool+wgrad", "cnn_train", ONE, tuned=True, best=1, options=CnnOptions(pool="elementwise", wgrad=16)),
     # and in bfloat16 with '+bias+dgrad', over chunks of 32 images (docs/tuning.md)
     Variant(
         "jit+bf16+pool+bias+dgrad+wgrad",
@@ -185,9 +188,30 @@ VARIANTS: tuple[Variant, ...] = (
         ONE,
         "bfloat16",
         tuned=True,
-        best=0,
+        best=1,
         float32="jit+pool+wgrad",
         options=CnnOptions(mixed=True, pool="elementwise", bias="float32", dgrad="flipped", wgrad=32),
+    ),
+    # each with dropout's masks as straight-line code, the same masks (docs/tuning.md)
+    Variant(
+        "jit+pool+wgrad+masks",
+        "cnn_train",
+        ONE,
+        tuned=True,
+        best=0,
+        options=CnnOptions(pool="elementwise", wgrad=16, masks="straight-line"),
+    ),
+    Variant(
+        "jit+bf16+pool+bias+dgrad+wgrad+masks",
+        "cnn_train",
+        ONE,
+        "bfloat16",
+        tuned=True,
+        best=0,
+        float32="jit+pool+wgrad+masks",
+        options=CnnOptions(
+            mixed=True, pool="elementwise", bias="float32", dgrad="flipped", wgrad=32, masks="straight-line"
+        ),
     ),
     Variant("pmap", "cnn_train", MANY, options=CnnOptions("pmap")),
     *_cnn("shard_map", MANY),

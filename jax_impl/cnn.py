@@ -14,6 +14,7 @@ from flax import nnx
 from jax_impl.catalog import variant as variant_record
 from jax_impl.conv_grads import conv_rewritten_grads
 from jax_impl.devices import lowered_flops, placement
+from jax_impl.masks import keep_mask
 from parity.api import Gradients, Prepared
 from parity.api.cnn import CNN_ARCHITECTURE, check_weights
 from parity.api.weights import load_npz, save_npz
@@ -107,6 +108,7 @@ class CNN(nnx.Module):
         self.float32_bias_grad = False  # the '+bias' variants: float32_bias_gradients
         self.flipped_input_grad = False  # the '+dgrad' variants: flipped_input_gradients
         self.kernel_grad_chunk = 0  # the '+wgrad' variants: chunked_kernel_gradients (0: JAX's own)
+        self.straight_line_masks = False  # the '+masks' variants: masks.keep_mask (the same masks)
 
     def float32_bias_gradients(self) -> None:
         """Each convolution's bias added by bias_add (the conv's own add off; its bias parameter kept), whose
@@ -153,7 +155,8 @@ class CNN(nnx.Module):
             r = self.rates[i]
             if not train or r == 0.0:
                 return h
-            keep = jax.random.bernoulli(keys[i], 1.0 - r, h.shape)
+            mask = keep_mask if self.straight_line_masks else jax.random.bernoulli
+            keep = mask(keys[i], 1.0 - r, h.shape)
             return jnp.where(keep, h / (1.0 - r), 0.0)
 
         # Each layer in a named scope of Keras's layer name (its HLO ops carry it: per-layer profiles map onto

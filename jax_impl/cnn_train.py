@@ -120,6 +120,7 @@ class Trainer:
                 self.compute.float32_bias_gradients()
             if o.wgrad:
                 self.compute.chunked_kernel_gradients(o.wgrad)
+            self.compute.straight_line_masks = o.masks == "straight-line"
         self.time_loop = lstm and o.unroll is not True  # the time steps in a lax.scan loop
         self.compute_dtype = _compute_dtype(self.compute)
         # XLA:CPU runs simulated devices on one shared thread pool; with several multi-device steps

@@ -478,6 +478,38 @@ def test_the_chunked_kernel_gradient_keeps_the_trajectory(weights):
     assert len(rows) == 3 and all(r["passed"] for r in rows), rows
 
 
+def test_the_straight_line_masks_are_jaxs():
+    """'+masks': masks.keep_mask draws jax.random.bernoulli's masks bit for bit (integer arithmetic: no rounding, the
+    same on every machine), at the CNN's rates and shapes and at odd ones; the trainer sets it, in the bfloat16 copy
+    too; and in a training pass with dropout on the same elements are dropped as with JAX's own masks."""
+    from jax_impl.masks import keep_mask
+    from parity.api.cnn import CNN_ARCHITECTURE
+
+    key = jax.random.key(7)
+    shapes = [(6, 14, 14, 64), (6, 7, 7, 128), (6, 256), (3, 5, 7), (1,)]
+    for i, (shape, rate) in enumerate(zip(shapes, (*CNN_ARCHITECTURE.dropout_rates, 1 / 3), strict=True)):
+        k = jax.random.fold_in(key, i)
+        mine = jax.jit(keep_mask, static_argnums=(1, 2))(k, 1.0 - rate, shape)
+        assert np.array_equal(np.asarray(mine), np.asarray(jax.random.bernoulli(k, 1.0 - rate, shape))), shape
+    with pytest.raises(ValueError, match="threefry2x32"):
+        keep_mask(jax.random.key(0, impl="rbg"), 0.5, (4,))
+    t = jax_impl.make_trainer(jax_impl.build_cnn(0), JAX_DEVICES[:1], "jit+bf16+pool+bias+dgrad+wgrad+masks")
+    assert t.compute.straight_line_masks and t.compute.kernel_grad_chunk == 32 and t.compute.flipped_input_grad
+    from flax import nnx
+
+    x = jax.numpy.asarray(batch(1, 4, seed=3)[0][0])
+
+    def dropped(straight_line):
+        model = jax_impl.build_cnn(0)
+        model.straight_line_masks = straight_line
+        out = nnx.jit(lambda m, x, k: m.blocks(x, train=True, key=k))(model, x, key)
+        return [np.asarray(out[f"block{i}"]) == 0 for i in (1, 2, 3)]  # after each conv block's dropout
+
+    mine, jaxs = dropped(True), dropped(False)
+    assert all(np.array_equal(a, b) for a, b in zip(mine, jaxs, strict=True))
+    assert 0.2 < mine[0].mean() < 0.3  # the first block's rate, 0.25: the masks were drawn
+
+
 def test_mixed_precision_trajectory_check_catches_a_different_learning_rate(weights):
     x, y = batch(6, 16, seed=11)
     a, _ = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16", weights, x, y)
