@@ -168,12 +168,10 @@ DOTS = InferOptions({"xla_cpu_experimental_ynn_fusion_type": 1})
 
 # Every variant, in the order rows are listed. `best`: the best-known configuration's order of preference within a
 # row kind, replica count and number format (lower first): the CNN with the elementwise pooling gradient ('+pool',
-# faster with every setting; in bfloat16 with '+bias+dgrad' too; at one device with '+wgrad' too; all but '+pool'
-# measured on xeon-amx only), its inference with YNNPACK
-# on the dots alone, the operations as they are (their only lever is the setting). Measured on a Zen 5 only
-# (docs/tuning.md, "Which rows a run times"); the LSTM's
-# unrolled time loop first is issue 41's order, not yet measured. `--configs levers` times every lever on its own
-# to check it elsewhere.
+# faster with every setting, measured on a Zen 5); in bfloat16 with '+bias+dgrad' too; at one device with '+wgrad'
+# and '+masks' too (those three measured on xeon-amx only); its inference with YNNPACK on the dots alone; the LSTM's
+# rolled time loop (docs/tuning.md); the operations as they are (their only lever is the setting). `--configs levers`
+# times every lever on its own to check the order elsewhere.
 VARIANTS: tuple[Variant, ...] = (
     *_op("conv"),
     *_op("matmul"),
