@@ -38,7 +38,10 @@ def threefry2x32(k1: jax.Array, k2: jax.Array, x1: jax.Array, x2: jax.Array) -> 
 
 def keep_mask(key: jax.Array, p: float, shape: tuple[int, ...]) -> jax.Array:
     """jax.random.bernoulli(key, p, shape), bit for bit, for a threefry-2x32 key (JAX's default) and a mask of
-    under 2**32 elements, held apart from its consumers. Raises ValueError for another key type."""
+    under 2**32 elements, held apart from its consumers, with jax_enable_x64 off (JAX's default: with it on,
+    bernoulli's p is a float64 and its uniform takes 64 bits). Raises ValueError otherwise."""
+    if jax.config.jax_enable_x64:
+        raise ValueError("'+masks' reproduces jax.random.bernoulli's float32 uniforms: turn jax_enable_x64 off")
     if not jnp.issubdtype(key.dtype, jax.dtypes.prng_key) or str(jax.random.key_impl(key)) != "threefry2x32":
         raise ValueError(f"'+masks' reproduces threefry2x32 keys only (JAX's default PRNG); got {key.dtype}")
     size = int(np.prod(shape))

@@ -482,6 +482,8 @@ def test_the_straight_line_masks_are_jaxs():
     """'+masks': masks.keep_mask draws jax.random.bernoulli's masks bit for bit (integer arithmetic: no rounding, the
     same on every machine), at the CNN's rates and shapes and at odd ones; the trainer sets it, in the bfloat16 copy
     too; and in a training pass with dropout on the same elements are dropped as with JAX's own masks."""
+    from flax import nnx
+
     from jax_impl.masks import keep_mask
     from parity.api.cnn import CNN_ARCHITECTURE
 
@@ -493,10 +495,10 @@ def test_the_straight_line_masks_are_jaxs():
         assert np.array_equal(np.asarray(mine), np.asarray(jax.random.bernoulli(k, 1.0 - rate, shape))), shape
     with pytest.raises(ValueError, match="threefry2x32"):
         keep_mask(jax.random.key(0, impl="rbg"), 0.5, (4,))
+    with jax.enable_x64(True), pytest.raises(ValueError, match="jax_enable_x64"):  # bernoulli's uniforms: 64 bits
+        keep_mask(key, 0.5, (4,))
     t = jax_impl.make_trainer(jax_impl.build_cnn(0), JAX_DEVICES[:1], "jit+bf16+pool+bias+dgrad+wgrad+masks")
     assert t.compute.straight_line_masks and t.compute.kernel_grad_chunk == 32 and t.compute.flipped_input_grad
-    from flax import nnx
-
     x = jax.numpy.asarray(batch(1, 4, seed=3)[0][0])
 
     def dropped(straight_line):
