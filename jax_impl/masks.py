@@ -5,8 +5,8 @@ jax.random.bernoulli(key, p, shape) is uniform(key, shape) < p, its uniform the 
 iterations, each a pass over the whole mask, so XLA:CPU fuses nothing across them (two of the CNN's four masks
 took 61 and 27 ms of a training step's trace on xeon-amx, docs/layers.md). Here the same 20 rounds are written out,
 as JAX lowers them on other backends, and the mask is held as a value of its own (an optimization barrier): without
-it the step took 868-893 ms against 458-465, likely the 20 rounds fused into each of the mask's consumers, forward
-and backward (docs/tuning.md).
+it XLA:CPU fuses the 20 rounds into the backward pass too, where the pooling gradient recomputes them for each
+element of the pooling input, and the step took 868-893 ms against 458-465 (docs/layers.md).
 """
 
 from __future__ import annotations
