@@ -18,6 +18,19 @@ for _name, _value in (("OMP_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1"), (
     os.environ.setdefault(_name, _value)
 if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_multi_thread_eigen=false".strip()
+# One JAX compilation cache for the session's test processes and every run they start, fresh each session: the same
+# program at the same shapes is compiled by several tests and runs (the quick CNN's step, Keras's probes), and XLA's
+# compilation took a tenth of the suite's CPU time (xeon-amx: 6 min 47-56 s without, 6 min 10 s with; docs/tests.md).
+# No verdict depends on it: a cached executable is the one XLA compiled from the same program, flags and backend, and
+# no test judges a compile time. The controller makes the folder before its test processes start (they inherit it)
+# and removes it at the end; a size limit turns on JAX's file lock, so that no process reads another's half-written
+# entry. A caller's own JAX_COMPILATION_CACHE_DIR wins (and is kept).
+if "PYTEST_XDIST_WORKER" not in os.environ and "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    _OWN_JAX_CACHE = tempfile.mkdtemp(prefix="parity-tests-jax-cache-")
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = _OWN_JAX_CACHE
+    os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**31))
 
 import pytest  # noqa: E402
 
@@ -101,3 +114,12 @@ def impl(request):
     from frameworks_setup import IMPLS
 
     return IMPLS[request.param]
+
+
+def pytest_unconfigure(config):
+    """The controller removes the session's JAX compilation cache (above), when it made it."""
+    own = globals().get("_OWN_JAX_CACHE")
+    if own:
+        import shutil
+
+        shutil.rmtree(own, ignore_errors=True)
