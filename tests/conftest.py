@@ -20,7 +20,7 @@ if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_multi_thread_eigen=false".strip()
 # One JAX compilation cache for the session's test processes and every run they start, fresh each session: the same
 # program at the same shapes is compiled by several tests and runs (the quick CNN's step, Keras's probes), and XLA's
-# compilation took a tenth of the suite's CPU time (xeon-amx: 6 min 47-56 s without, 6 min 10 s with; docs/tests.md).
+# compilation took a tenth of the suite's CPU time (xeon-amx: 6 min 47-56 s without, 5 min 57 s with; docs/tests.md).
 # No verdict depends on it: a cached executable is the one XLA compiled from the same program, flags and backend, and
 # no test judges a compile time. The controller makes the folder before its test processes start (they inherit it)
 # and removes it at the end; a size limit turns on JAX's file lock, so that no process reads another's half-written
@@ -31,6 +31,8 @@ if "PYTEST_XDIST_WORKER" not in os.environ and "JAX_COMPILATION_CACHE_DIR" not i
     _OWN_JAX_CACHE = tempfile.mkdtemp(prefix="parity-tests-jax-cache-")
     os.environ["JAX_COMPILATION_CACHE_DIR"] = _OWN_JAX_CACHE
     os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**31))
+    # every compilation of 0.2 s or more (JAX's default, 1 s, left out the LSTM's and the operations' programs)
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
 
 import pytest  # noqa: E402
 
