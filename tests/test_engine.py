@@ -597,3 +597,19 @@ def test_a_bimodal_row_spends_its_budget_and_the_summary_says_it_is_unsettled(fa
     note = summary.unsettled_note({"rows": list(rows.values())})
     assert note.startswith("not settled within the run's budget") and "conv JAX op x1" in note
     assert "conv TF op x1" not in note  # the steady row is not said unsettled: only its comparison with JAX
+
+
+def test_a_jax_compilation_cache_the_caller_set_is_said(fakes, tmp_path, monkeypatch):
+    """JAX's first calls may load their programs from a cache the caller set: the run says so, and records it."""
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    for d in ("without", "with"):
+        (tmp_path / d).mkdir()
+    res = _run(tmp_path / "without", workloads=("matmul",), replicas=(1,))
+    assert not any("JAX_COMPILATION_CACHE_DIR" in n for n in res["notes"])
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "cache"))
+    res = _run(tmp_path / "with", workloads=("matmul",), replicas=(1,))
+    assert any(n.startswith("JAX_COMPILATION_CACHE_DIR is set") for n in res["notes"])
+    from parity.engine.environment import ENV_FLAGS, compilation_cache_notes
+
+    assert "JAX_COMPILATION_CACHE_DIR" in ENV_FLAGS
+    assert compilation_cache_notes(("tf",)) == []  # TensorFlow alone reads no JAX cache

@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from parity.common.frameworks import TABLE
 from parity.common.host import this_host
 
 # 2: rows carry 'dtype' and 'tuned'; a training row's first epoch is 'first_epoch_s' only ('compile_s' null)
@@ -24,6 +25,7 @@ ENV_FLAGS = (
     "TF_FORCE_GPU_ALLOW_GROWTH",
     "OMP_NUM_THREADS",
     "GLIBC_TUNABLES",
+    "JAX_COMPILATION_CACHE_DIR",
 )
 THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
@@ -74,6 +76,18 @@ def git_commit() -> str | None:
         return out.stdout.strip() or None
     except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+def compilation_cache_notes(frameworks) -> list[str]:
+    """A JAX compilation cache the caller set (JAX_COMPILATION_CACHE_DIR): JAX's first calls may load their
+    programs from it, and their times are then no compilation."""
+    where = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+    if not where or not any("jax" in TABLE[f].distributions for f in frameworks if f in TABLE):
+        return []
+    return [
+        f"JAX_COMPILATION_CACHE_DIR is set ({where}): a JAX or Keras-on-JAX first call may load its program from "
+        "that cache, so its 'first call' time may be a loading time, not a compilation"
+    ]
 
 
 def environment(cfg, hello: dict, skipped: list[dict], argv: list[str]) -> dict:

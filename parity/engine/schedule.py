@@ -16,6 +16,7 @@ from parity.common.protocol import GetResult, Prepare, Profile, Rep, Warm
 from parity.engine import cluster, devicelock, peaks, repetitions
 from parity.engine.assemble import Case, cases, cross_check, make_row
 from parity.engine.config import Config
+from parity.engine.environment import compilation_cache_notes
 from parity.engine.workerproc import Worker, start_owner, start_workers, tuned_configs, with_workers
 from parity.judging import roofline
 from parity.judging.judge import drift_note, judge_row
@@ -63,6 +64,7 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
     run = RunState(suites, {wl: {} for wl in cfg.workloads})
     if cfg.cluster is not None:
         run.notes.append(cluster.run_note(cfg))
+    run.notes += compilation_cache_notes(cfg.frameworks)
     run.peak = peaks.before_workers(cfg)
     for wl, suite in suites.items():
         run.ctxs[wl], more = suite.prepare(cfg, cfg.spec(wl), save_dir)
