@@ -82,7 +82,7 @@ def compilation_cache_notes(frameworks) -> list[str]:
     """A JAX compilation cache the caller set (JAX_COMPILATION_CACHE_DIR): JAX's first calls may load their
     programs from it, and their times are then no compilation."""
     where = os.environ.get("JAX_COMPILATION_CACHE_DIR")
-    if not where or not any("jax" in TABLE[f].distributions for f in frameworks if f in TABLE):
+    if not where or not any("jaxlib" in TABLE[f].distributions for f in frameworks if f in TABLE):  # its runtime
         return []
     return [
         f"JAX_COMPILATION_CACHE_DIR is set ({where}): a JAX or Keras-on-JAX first call may load its program from "
