@@ -20,7 +20,8 @@ if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_multi_thread_eigen=false".strip()
 # One JAX compilation cache for the session's test processes and every run they start, fresh each session: the same
 # program at the same shapes is compiled by several tests and runs (the quick CNN's step, Keras's probes), and XLA's
-# compilation took a tenth of the suite's CPU time (xeon-amx: 6 min 47-56 s without, 5 min 57 s with; docs/tests.md).
+# compilation took a tenth of the suite's CPU time (xeon-amx: 6 min 47-56 s without, 5 min 53 s to 6 min 10 s with;
+# docs/tests.md).
 # No verdict depends on it: a cached executable is the one XLA compiled from the same program, flags and backend, and
 # no test judges a compile time. The controller makes the folder before its test processes start (they inherit it)
 # and removes it at the end; a size limit turns on JAX's file lock, so that no process reads another's half-written
