@@ -26,6 +26,7 @@ if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
 # no test judges a compile time. The controller makes the folder before its test processes start (they inherit it)
 # and removes it at the end; a size limit turns on JAX's file lock, so that no process reads another's half-written
 # entry. A caller's own JAX_COMPILATION_CACHE_DIR wins (and is kept).
+_OWN_JAX_CACHE: str | None = None  # the folder this process made (the controller's), which it removes
 if "PYTEST_XDIST_WORKER" not in os.environ and "JAX_COMPILATION_CACHE_DIR" not in os.environ:
     import tempfile
 
@@ -121,8 +122,7 @@ def impl(request):
 
 def pytest_unconfigure(config):
     """The controller removes the session's JAX compilation cache (above), when it made it."""
-    own = globals().get("_OWN_JAX_CACHE")
-    if own:
+    if _OWN_JAX_CACHE:
         import shutil
 
-        shutil.rmtree(own, ignore_errors=True)
+        shutil.rmtree(_OWN_JAX_CACHE, ignore_errors=True)
