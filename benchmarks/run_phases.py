@@ -3,16 +3,28 @@
 the peaks, each row kind's compilation (or first epoch), its timed calls, its profiling, each workload's parity
 checks. A check's verdict line ends the phase it closes; what is left is 'other'.
 
-    python -m parity.run --device cpu 2> run-log.txt
-    python benchmarks/run_phases.py run-log.txt
+Given the run's results.json too, it also prints the run's floor: what the same run would take if the settling rule
+added no call to any row (parity.judging.settling), from the rows' own figures. Each row's first call (compilation,
+or first epoch) as measured; each row's least calls at its median (a training row: its schedule's epochs after the
+first; an operation: the run's --reps, with the warm-up call and the untimed call before each turn of
+repetitions.OP_CALLS_PER_TURN); the parity checks, the workers' start and the peaks as the log has them (no rule
+shortens them). What no row, check or verdict of the run can do without, at this machine's speed.
+
+    python -m parity.run --device cpu --out run 2> run-log.txt
+    python benchmarks/run_phases.py run-log.txt [run/results.json]
 """
 
 from __future__ import annotations
 
+import json
+import math
 import re
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+from parity.engine.repetitions import OP_CALLS_PER_TURN
+from parity.judging.stats import MIN_CALLS
 
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\] (.*)")
 _PHASES = (  # (pattern on the line's text, the phase it opens; \1: the row kind or workload)
@@ -40,15 +52,52 @@ def phases(lines: list[str]) -> dict[str, int]:
     return dict(out)
 
 
+def least_calls(doc: dict) -> dict[str, float]:
+    """Seconds of the rows' first calls, and of their least calls at their medians (a row's minimum under the
+    settling rule, parity.engine.repetitions.rule), in the run `doc` (a results.json)."""
+    env, first, least = doc["env"], 0.0, 0.0
+    for r in doc["rows"]:
+        first += r["compile_s"] or r.get("first_epoch_s") or 0.0  # a training row keeps it as its first epoch
+        if not r["median_s"]:
+            continue
+        if r.get("time_unit") == "epoch":  # its schedule's epochs after the first, one after another
+            least += (r["spec"]["epochs"] - 1) * r["median_s"]
+        else:  # the warm-up, then turns of an untimed call and up to OP_CALLS_PER_TURN timed ones
+            n = max(env["reps"], MIN_CALLS) if env["cluster"] is None else env["reps"]
+            least += (env["warmup"] + math.ceil(n / OP_CALLS_PER_TURN) + n) * r["median_s"]
+    return {"first calls (compilation, first epochs)": first, "least calls, at the rows' medians": least}
+
+
+def floor(found: dict[str, int], doc: dict) -> dict[str, float]:
+    """The run's floor, by part: the rows' first and least calls (least_calls), and the phases no settling rule
+    shortens (the parity checks, the workers' start and the peaks, 'other') as the log has them."""
+    out = least_calls(doc)
+    for name, s in found.items():
+        if name.endswith("parity checks") or name in ("starting workers, measuring peaks", "other"):
+            out[name] = float(s)
+    return out
+
+
+def _mmss(s: float) -> str:
+    s = round(s)
+    return f"{s // 60:3d} min {s % 60:2d} s"
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
+    if len(argv) not in (1, 2):
         print(__doc__, file=sys.stderr)
         return 2
     found = phases(Path(argv[0]).read_text().splitlines())
     for name, s in sorted(found.items(), key=lambda kv: -kv[1]):
-        print(f"{s // 60:3d} min {s % 60:2d} s  {name}")
+        print(f"{_mmss(s)}  {name}")
     total = sum(found.values())
-    print(f"{total // 60:3d} min {total % 60:2d} s  from the first stamped line to the last")
+    print(f"{_mmss(total)}  from the first stamped line to the last")
+    if len(argv) == 2:
+        parts = floor(found, json.loads(Path(argv[1]).read_text()))
+        print("\nthe floor: the same rows and checks with no call beyond each row's least")
+        for name, s in parts.items():
+            print(f"{_mmss(s)}  {name}")
+        print(f"{_mmss(sum(parts.values()))}  the floor ({_mmss(total - sum(parts.values())).strip()} under the run)")
     return 0
 
 
