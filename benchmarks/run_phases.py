@@ -6,7 +6,7 @@ checks. A check's verdict line ends the phase it closes; what is left is 'other'
 Given the run's results.json too, it also prints the run's floor: what the same run would take if the settling rule
 added no call to any row (parity.judging.settling), from the rows' own figures. Each row's first call (compilation,
 or first epoch) as measured; each row's least calls at its median (a training row: its schedule's epochs after the
-first; an operation: the run's --reps, with the warm-up call and the untimed call before each turn of
+first; an operation: the run's --reps timed calls, with the warm-up call and the untimed call before each turn of
 repetitions.OP_CALLS_PER_TURN); the parity checks, the workers' start and the peaks as the log has them (no rule
 shortens them). What no row, check or verdict of the run can do without, at this machine's speed.
 
@@ -24,7 +24,6 @@ from collections import defaultdict
 from pathlib import Path
 
 from parity.engine.repetitions import OP_CALLS_PER_TURN
-from parity.judging.stats import MIN_CALLS
 
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\] (.*)")
 _PHASES = (  # (pattern on the line's text, the phase it opens; \1: the row kind or workload)
@@ -63,7 +62,7 @@ def least_calls(doc: dict) -> dict[str, float]:
         if r.get("time_unit") == "epoch":  # its schedule's epochs after the first, one after another
             least += (r["spec"]["epochs"] - 1) * r["median_s"]
         else:  # the warm-up, then turns of an untimed call and up to OP_CALLS_PER_TURN timed ones
-            n = max(env["reps"], MIN_CALLS) if env["cluster"] is None else env["reps"]
+            n = env["reps"]
             least += (env["warmup"] + math.ceil(n / OP_CALLS_PER_TURN) + n) * r["median_s"]
     return {"first calls (compilation, first epochs)": first, "least calls, at the rows' medians": least}
 
