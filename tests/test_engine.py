@@ -107,6 +107,20 @@ def test_an_invalid_row_is_said_on_stderr_even_under_quiet(fakes, tmp_path, caps
     assert "invalid: conv jax op x1: max_rel_err 0.001 vs the float64 oracle exceeds 1e-05" in capsys.readouterr().err
 
 
+def test_absent_data_ends_the_run_before_the_peak_is_measured(fakes, tmp_path, capsys, monkeypatch):
+    """Bad input costs no measurement: the workloads' data is read before the CPU's peak (seconds of matrix
+    products), and nothing is written."""
+    from parity import run
+
+    measured = []
+    monkeypatch.setattr(roofline, "cpu_peak", lambda n: measured.append(n))
+    out = tmp_path / "out"
+    argv = ["--quick", "--workload", "cnn", "--data", "real", "--data-dir", str(tmp_path), "--out", str(out), "--quiet"]
+    assert run.main(argv) == 2
+    assert "Fashion-MNIST not found" in capsys.readouterr().err
+    assert measured == [] and not (out / "results.json").exists()
+
+
 @pytest.mark.parametrize("delay_s", [1e-6, 0.0])
 def test_a_call_faster_than_the_peak_is_impossible(fakes, tmp_path, monkeypatch, delay_s):
     # a peak of 1 MFLOP/s: the quick conv's 76 MFLOP of necessary arithmetic would take 50 s at 1.5x it, so a

@@ -65,10 +65,10 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
     if cfg.cluster is not None:
         run.notes.append(cluster.run_note(cfg))
     run.notes += compilation_cache_notes(cfg.frameworks)
-    run.peak = peaks.before_workers(cfg)
-    for wl, suite in suites.items():
+    for wl, suite in suites.items():  # first: data that is absent or corrupt ends the run before anything is measured
         run.ctxs[wl], more = suite.prepare(cfg, cfg.spec(wl), save_dir)
         run.notes += more
+    run.peak = peaks.before_workers(cfg)
     last = None  # the round before, judged while this round's workers start (it needs none of them)
     for r in cfg.replica_counts():
         rnd = Round(cfg, run, r, save_dir)
