@@ -66,6 +66,7 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         run.notes.append(cluster.run_note(cfg))
     run.notes += compilation_cache_notes(cfg.frameworks)
     for wl, suite in suites.items():  # first: data that is absent or corrupt ends the run before anything is measured
+        log(cfg, f"{wl}: reading its data (or making it)")
         run.ctxs[wl], more = suite.prepare(cfg, cfg.spec(wl), save_dir)
         run.notes += more
     run.peak = peaks.before_workers(cfg)
