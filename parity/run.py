@@ -21,7 +21,7 @@ from parity.engine.config import PRESETS, Config, Preset
 from parity.engine.schedule import PROFILES, run_suite
 from parity.engine.workerproc import Worker
 from parity.judging import summary
-from parity.output import files, tables
+from parity.output import files, screen, tables
 from parity.output.safe import text
 from parity.workloads import WORKLOADS
 from parity.workloads.cnn.spec import CNN_FULL
@@ -69,6 +69,7 @@ def config(args, argv: list[str] = ()) -> Config:
         configs=configs,
         timeout_s=args.timeout,
         progress=not args.quiet,
+        verbose=args.verbose,
         data=args.data,
         data_dir=args.data_dir,
         overrides={**(NOTEBOOK_SCHEDULE if preset.specs == "notebook" else {}), **given},
@@ -226,13 +227,16 @@ def _write_phase(cfg, res: dict, out: Path, argv: list[str], profiles: Path) -> 
 
 
 def _print_and_write(cfg, res: dict, out: Path, argv: list[str], profiles: Path, written: list[Path]) -> None:
-    """The tables and notes on stdout, and the result files under `out` (in `written` once they are there)."""
+    """The first screen on stdout (parity.output.screen), with --verbose the per-row table, every check and the
+    notes too, and the result files under `out` (in `written` once they are there), which hold all of it."""
     env = environment.environment(cfg, res["hello"], res["skipped"], ["python", "-m", "parity.run", *argv])
     env["notes"] = res["notes"]
     env["peak"] = res["peak"]
     doc = {"env": env, "rows": res["rows"], "checks": res["checks"], "comparisons": summary.comparisons(res["rows"])}
-    print(tables.summary_table(doc))
-    if cfg.progress:  # --quiet: the summary only
+    print(screen.first_screen(doc))
+    if cfg.verbose:
+        print()
+        print(tables.summary_table(doc))
         print()
         print(tables.table(doc["rows"]))
         if doc["checks"]:
@@ -244,7 +248,8 @@ def _print_and_write(cfg, res: dict, out: Path, argv: list[str], profiles: Path,
             print(f"\n{per_layer}")
         print(tables.footnotes(doc))
     written += files.write_all(doc, out, profiles if cfg.profile and profiles.is_dir() else None)
-    print(f"wrote {', '.join(str(p) for p in written)}")
+    said = "" if cfg.verbose else " (the per-row table, every check and the notes: results.md, or --verbose)"
+    print(f"wrote {', '.join(str(p) for p in written)}{said}")
 
 
 if __name__ == "__main__":

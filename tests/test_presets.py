@@ -62,3 +62,30 @@ def test_help_says_what_each_preset_sets():
     text = " ".join(run.parser().format_help().split())
     for p in PRESETS.values():
         assert f"'{p.name}': {' '.join(p.about.split())}" in text
+
+
+def test_the_default_times_one_device_and_full_is_the_whole_matrix():
+    """On a CPU the default times one device; 8 simulated devices share its cores (they check the data-parallel
+    path, no speed a user can buy) and go to `full` and `quick`. A GPU or TPU times one chip and every chip."""
+    assert _config().replica_counts() == (1,)
+    assert _config("--preset", "full").replica_counts() == (1, 8)
+    assert _config("--quick").replica_counts() == (1, 8)
+    assert _config("--preset", "full", "--replicas", "2").replica_counts() == (2,)  # a flag beside it wins
+    for name in PRESETS:
+        assert PRESETS[name].replica_counts("gpu") == PRESETS[name].replica_counts("tpu") == (1, 0)
+    full, default = PRESETS["full"], PRESETS["default"]
+    assert (full.configs, full.specs, full.parity_steps, full.peak_size) == (
+        default.configs,
+        default.specs,
+        default.parity_steps,
+        default.peak_size,
+    )
+
+
+def test_an_accelerator_with_one_chip_has_no_second_round():
+    from parity.engine.schedule import chips
+
+    one = {"tf": {"devices": ["/device:CPU:0 (CPU)", "/device:GPU:0 (GPU)"]}, "jax": {"devices": ["gpu:0 NVIDIA H200"]}}
+    assert chips("gpu", one) == 1
+    two = {"jax": {"devices": ["tpu:0 TPU v4", "tpu:1 TPU v4"]}}
+    assert chips("tpu", two) == 2 and chips("gpu", two) == 0

@@ -12,8 +12,9 @@ from parity.engine.config import PRESETS
 from parity.workloads import DEVICES, PRECISIONS, WORKLOADS
 
 EXAMPLES = """examples:
-  python -m parity.run --device cpu --quick        # minutes: every framework, tiny shapes, every check
-  python -m parity.run --device cpu                # the article's full-size workloads, 1 and 8 replicas
+  python -m parity.run --device cpu --quick        # about 2 minutes: every framework, tiny shapes, every check
+  python -m parity.run --device cpu                # the article's full-size workloads at one device
+  python -m parity.run --device cpu --preset full  # and 8 simulated devices, on a larger budget: 20 minutes or more
   python -m parity.run --device gpu --framework jax --precision highest
   python -m parity.run --device tpu --workload cnn --schedule notebook --data download   # the notebook's table
   python -m parity.run --list-devices              # what each framework sees (the article's first step)
@@ -47,8 +48,9 @@ def parser() -> argparse.ArgumentParser:
         type=positive,
         nargs="+",
         metavar="N",
-        help="data-parallel replica counts; the batch must divide by each. Default: 1 and 8 "
-        "on the CPU (8 = simulated devices), every core on a GPU or TPU",
+        help="data-parallel replica counts; the batch must divide by each. Default: the preset's: on a CPU 1 (full, "
+        "quick: 1 and 8 simulated devices, which check the data-parallel code path on the same cores); on a GPU or TPU "
+        "one chip and every chip",
     )
     ap.add_argument(
         "--precision",
@@ -68,7 +70,13 @@ def parser() -> argparse.ArgumentParser:
 
 def _output_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--list-devices", action="store_true", help="show what each framework sees and exit")
-    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr; print only the summary")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines on stderr; print only the first screen")
+    ap.add_argument(
+        "--verbose",
+        action="store_true",
+        help="after the first screen, the per-row table, every parity check and the notes (all of them are in "
+        "OUT/results.md either way)",
+    )
     ap.add_argument(
         "--profile",
         action="store_true",
@@ -198,8 +206,8 @@ def _timing_flags(ap: argparse.ArgumentParser) -> None:
         choices=tuple(PRESETS),
         help="a complete configuration of the run's extent; a flag given beside it overrides its own part. "
         + "; ".join(f"'{p.name}': {p.about} (--configs {p.configs}, --budget {p.budget_s:g}, --max-reps "
-                    f"{p.max_reps}, --parity-steps {p.parity_steps})" for p in PRESETS.values())
-        + " (default: default)",
+                    f"{p.max_reps}, --parity-steps {p.parity_steps}; took {p.took})" for p in PRESETS.values())
+        + " (default: default). Each label a run prints: docs/tuning.md",
     )  # fmt: skip
     ap.add_argument("--quick", action="store_true", help="the same as --preset quick")
     ap.add_argument(

@@ -12,16 +12,26 @@ from parity.workloads import WORKLOADS
 @dataclass(frozen=True)
 class Preset:
     """A complete configuration of a run's extent, written once: `--preset NAME` (`--quick` is 'quick'); a flag
-    given beside it (--configs, --budget, --max-reps, --parity-steps, --batch ...) overrides its own field."""
+    given beside it (--configs, --budget, --max-reps, --parity-steps, --replicas ...) overrides its own field."""
 
     name: str
-    about: str  # one line, for --help
+    about: str  # one line, for --help: what it times and judges
+    took: str  # one line, for --help: how long it took, on which CPU class (docs/results/<class>/)
     configs: str  # which variants are timed (parity.engine.selection)
     specs: str  # 'quick': every workload's --quick spec; 'device': the device's default; 'notebook': the CNN's notebook
     budget_s: float  # an unsettled row's calls are added until their times add up to this (parity.judging.settling)
     max_reps: int  # at most this many calls a row
     parity_steps: int  # steps of the dropout-free trajectory check
     peak_size: int  # the side of the square matrix products that measure a CPU's peaks
+    # 'one': on a CPU one device only; 'both': on a CPU also 8 simulated devices (they check the data-parallel code
+    # path on the same cores: no speed a user can buy). On a GPU or TPU both time one chip and all of them.
+    replicas: str = "one"
+
+    def replica_counts(self, device: str) -> tuple[int, ...]:
+        """The replica counts this preset times on `device` (0: every chip the device has)."""
+        if device != "cpu":
+            return (1, 0)
+        return (1, 8) if self.replicas == "both" else (1,)
 
 
 PRESETS = {
@@ -29,25 +39,36 @@ PRESETS = {
     for p in (
         Preset(
             "quick",
-            "tiny shapes, each framework out of the box, every check (the README gives its time per CPU class)",
-            "default", "quick", 2.0, 50, 3, 2048,
+            "tiny shapes at 1 and 8 replicas, each framework out of the box, every check",
+            "xeon-avx512: 1 min 59 s",
+            "default", "quick", 2.0, 50, 3, 2048, "both",
         ),
         Preset(
             "default",
-            "the article's full-size conv and matmul, the device's CNN schedule, each framework out of the box and "
-            "at its best-known configuration",
-            "best", "device", 8.0, 200, 20, 4096,
+            "the article's full-size conv and matmul, the device's CNN and LSTM schedules, at one device (a GPU or "
+            "TPU: one chip and all of them), each framework out of the box and at its best-known configuration, "
+            "every row against float64, every variant's trajectory against one reference",
+            "xeon-avx512: 6 min 30 s",
+            "best", "device", 3.0, 30, 20, 4096, "one",
+        ),
+        Preset(
+            "full",
+            "the default, and on a CPU 8 simulated devices too, each row's calls settled on a larger budget",
+            "xeon-avx512: 20 min",
+            "best", "device", 8.0, 200, 20, 4096, "both",
         ),
         Preset(
             "levers",
             "the default, and each tuning on its own too: what checks that `best` names the fastest configuration",
-            "levers", "device", 8.0, 200, 20, 4096,
+            "not timed on a class here",
+            "levers", "device", 8.0, 200, 20, 4096, "one",
         ),
         Preset(
             "notebook",
             "the tensorflow/tpu notebook's CNN schedule on any device: 10 epochs x 100 steps at global batch 1024, "
             "validated after every epoch",
-            "best", "notebook", 8.0, 200, 20, 4096,
+            "hours on a 2-core CPU",
+            "best", "notebook", 8.0, 200, 20, 4096, "both",
         ),
     )
 }  # fmt: skip
@@ -72,6 +93,7 @@ class Config:
     warmup: int = 1
     timeout_s: float = 1800.0
     progress: bool = True
+    verbose: bool = False  # the per-row table, every check and the notes on stdout too (they are in results.md)
     data: str = "auto"
     data_dir: str | None = None
     validate: str = "auto"  # a trained workload's evaluation: 'epoch', 'end', 'none', or 'auto' (its suite decides)
@@ -88,14 +110,15 @@ class Config:
         return WORKLOADS[wl].spec(self.quick, self.device, self.overrides)
 
     def replica_counts(self) -> tuple[int, ...]:
-        """What was asked, else 1 and 8 simulated devices on a CPU, else every core (0).
+        """What was asked, else the preset's (Preset.replica_counts: the CPU default one device; `full` and
+        `quick` 1 and 8 simulated devices; a GPU or TPU one chip and every chip, 0).
 
         A multi-process run has one: every process's devices (0)."""
         if self.cluster is not None:
             return (0,)
         if self.replicas:
             return self.replicas
-        return (1, 8) if self.device == "cpu" else (0,)
+        return PRESETS["quick" if self.quick else self.preset].replica_counts(self.device)
 
     def matmul_size(self) -> int:
         """The side of the square matrix products that measure a CPU's peaks (the preset's)."""

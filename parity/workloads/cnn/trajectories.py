@@ -1,10 +1,18 @@
-"""The CNN's trajectory checks at one replica count: which trainers of which frameworks are compared (every pair in
-the same number format, each mixed-precision trainer against its float32 counterpart, a global-BatchNorm trainer
-against the one-device ones), from the arrays each framework saved (parity.workloads.cnn.cases.cnn_parity)."""
+"""The CNN's trajectory checks at one replica count: each trainer is judged once, against one reference (a float32
+trainer against the reference trainer, the first framework's first float32 one; a mixed-precision trainer against its
+own framework's float32 one), and a global-BatchNorm trainer against the one-device ones; from the arrays each
+framework saved (parity.workloads.cnn.cases.cnn_parity).
+
+Why one reference is enough: a trajectory tolerance bounds the difference of any two trainers that take the same
+steps in the same number format (parity.workloads.cnn.tolerances: each within its error model's reach of the exact
+trajectory). A trainer within it of the reference is so by the same model; two trainers that are not compared
+directly differ by at most twice the bound (the triangle inequality through the reference), which is what two
+trainers each within one bound of the exact trajectory may differ by anyway. Judging every pair added checks, not
+coverage: a variant that drifts fails against the reference."""
 
 from __future__ import annotations
 
-from parity.common.frameworks import label, pairs, short
+from parity.common.frameworks import label, ordered, short
 from parity.workloads.cnn import checks
 
 
@@ -12,48 +20,65 @@ def variants(saved: dict) -> list[str]:
     return [k.split("/")[1] for k in saved if k.startswith("traj/") and k.endswith("/loss")]
 
 
+def reference(saved: dict) -> tuple[str, str] | None:
+    """The float32 reference trainer, (framework, variant): the first framework's (in the table's order) first
+    float32 trainer whose BatchNorm statistics are per replica; None where no framework has one."""
+    for fw in ordered(saved):
+        own = [
+            v
+            for v in variants(saved[fw])
+            if _dtype(saved[fw], v) == "float32" and _batchnorm(saved[fw], v) == "replica"
+        ]
+        if own:
+            return fw, own[0]
+    return None
+
+
 def trajectories(
     saved: dict, counts: dict, tols: dict, n: int, bf16_tols: dict, table: tuple = checks.CNN_WEIGHTS, name: str = "cnn"
 ) -> tuple[list[dict], str | None]:
-    """Every pair of trainers of two frameworks (each pair of frameworks in table order) in the same number format
-    and with the same BatchNorm statistics over the same dropout-free steps, and each mixed-precision ('+bf16')
-    trainer against its own framework's float32 one (bfloat16's tolerances); and what was not compared, why.
-    table: the model's weights in Keras's order (the CNN's unless given); name: the workload, for the notes."""
-    same = [
+    """Each trainer once: every float32 trainer with per-replica BatchNorm statistics (any framework, the
+    reference's own framework's other trainers too) against the reference (`reference`), and each mixed-precision
+    ('+bf16') trainer against its own framework's float32 one (bfloat16's tolerances); and what was not compared,
+    why. table: the model's weights in Keras's order (the CNN's unless given); name: the workload, for the notes."""
+    mixed = [
         row
-        for fw in saved
+        for fw in ordered(saved)
         for v in variants(saved[fw])
         if _dtype(saved[fw], v) == "bfloat16"
         for row in checks.trajectory(
             saved[fw], saved[fw], v, _float32(saved[fw], v), bf16_tols, n, (fw, fw), "bf16_vs_f32", table
         )
     ]
-    cross, skipped = [], []
+    ref = reference(saved)
+    if ref is None:
+        return mixed, None
+    rf, rv = ref
+    cross, skipped, global_left = [], [], []
     why = (
         " (BatchNorm statistics: per replica)" if name == "cnn" else " (trajectories are compared at one replica count)"
     )
-    for a, b in pairs(saved):
-        if counts[a] != counts[b]:  # BatchNorm statistics are per replica: a different split is another model
+    for fw in ordered(saved):
+        f32 = [v for v in variants(saved[fw]) if _dtype(saved[fw], v) == "float32" and (fw, v) != ref]
+        if not f32:
+            continue
+        if counts[fw] != counts[rf]:  # BatchNorm statistics are per replica: a different split is another model
             skipped.append(
-                f"{name}: no {short(a)}-vs-{short(b)} trajectory check: {label(a)} trained on {counts[a]} "
-                f"replicas, {label(b)} on {counts[b]}{why}"
+                f"{name}: no {short(rf)}-vs-{short(fw)} trajectory check: {label(rf)} trained on {counts[rf]} "
+                f"replicas, {label(fw)} on {counts[fw]}{why}"
             )
             continue
-        both = [(va, vb) for va, vb in _pairs(saved[a], saved[b]) if n == 1 or _same_batchnorm(saved, a, va, b, vb)]
-        for va, vb in both:
-            t = bf16_tols if _dtype(saved[a], va) == "bfloat16" else tols
-            cross += checks.trajectory(saved[a], saved[b], va, vb, t, n, (a, b), None, table)
-        if len(both) < len(_pairs(saved[a], saved[b])):
-            skipped.append(
-                f"{name}: {short(a)}'s and {short(b)}'s trainers with BatchNorm statistics per replica and over the "
-                f"global batch are not compared with each other at {n} replicas (each global one is, with the "
-                "one-device trainers)"
-            )
-    return cross + same, "; ".join(skipped) or None
-
-
-def _same_batchnorm(saved: dict, a: str, va: str, b: str, vb: str) -> bool:
-    return _batchnorm(saved[a], va) == _batchnorm(saved[b], vb)
+        for v in f32:
+            if n > 1 and _batchnorm(saved[fw], v) == "global":  # one device: the global batch is the replica's
+                global_left.append(f"{short(fw)} {v}")
+                continue
+            cross += checks.trajectory(saved[rf], saved[fw], rv, v, tols, n, (rf, fw), None, table)
+    if global_left:
+        skipped.append(
+            f"{name}: trainers with BatchNorm statistics over the global batch ({', '.join(global_left)}) are not "
+            f"compared with the per-replica reference at {n} replicas (each is, with the one-device trainers)"
+        )
+    return cross + mixed, "; ".join(skipped) or None
 
 
 def _batchnorm(saved: dict, v: str) -> str:
@@ -88,16 +113,3 @@ def _float32(saved: dict, mixed: str) -> str:
     f32 = [v for v in variants(saved) if _dtype(saved, v) == "float32"]
     same = str(saved.get(f"traj/{mixed}/float32", ""))
     return same if same in f32 else f32[0]
-
-
-def _pairs(a: dict, b: dict) -> list[tuple[str, str]]:
-    """Every pair of single-step variants of two frameworks' saved arrays in the same number format; a multi-step
-    one (several steps per dispatch) against the other framework's first, out-of-the-box variant only, so the
-    checks grow by one pair per multi-step variant."""
-
-    def multi(saved, v):
-        return int(saved.get(f"traj/{v}/dispatch", 1)) > 1
-
-    av, bv = variants(a), variants(b)
-    single = [(x, y) for x in av for y in bv if not multi(a, x) and not multi(b, y) and _dtype(a, x) == _dtype(b, y)]
-    return single + [(x, bv[0]) for x in av if multi(a, x)] + [(av[0], y) for y in bv if multi(b, y)]

@@ -1,0 +1,149 @@
+"""A run's first screen: the machine in one line, each framework's best per workload, replica count and number format
+with its ratio and 95% interval, the verdict, every failure in full, and where the files are. At most WIDTH columns;
+the per-row table, every check and the notes go to the results files (results.md) and, with --verbose, to stdout."""
+
+from __future__ import annotations
+
+from parity.common.frameworks import over, short
+from parity.judging import settling, summary
+from parity.output.cells import grid
+from parity.output.machines import label, machine_of
+from parity.output.safe import text
+
+WIDTH = 120  # the first screen's columns, at most (tests/test_screen.py)
+LABEL = 13  # a variant's label on the first screen: its first word ('data_parallel') and MORE for its levers
+MORE = "*"  # ASCII: a terminal that cannot print an ellipsis still prints the answer
+FORMATS = {"float32": "f32", "bfloat16": "bf16"}
+
+
+def short_label(variant: str) -> str:
+    """'jit*' for 'jit+bf16+pool+ynn+onednn+thp': the code path, and '*' where levers follow (each lever:
+    docs/tuning.md; the full label: results.md)."""
+    head, _, rest = variant.partition("+")
+    head = head if len(head) <= LABEL else head[: LABEL - 2] + ".."
+    return head + (MORE if rest else "")
+
+
+def compact_time(s: float | None) -> str:
+    """Three significant figures: '93.5 ms', '270 ms', '1.42 s'."""
+    if s is None:
+        return "-"
+    if s < 1:
+        ms = s * 1e3
+        return f"{ms:.3g} ms" if ms >= 1 else f"{ms:.2f} ms"
+    return f"{s:.3g} s" if s < 100 else f"{s:.0f} s"
+
+
+def _x(v: float) -> str:
+    return f"{v:.2f}" if v < 10 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
+
+
+def ratio_cell(num: dict, den: dict) -> str:
+    """'1.34x (1.32-1.50)'; fewer than the calls an interval takes: '1.34x (3 calls)'."""
+    q = summary.ratio(num, den)
+    if q.low is None:
+        return f"{_x(q.ratio)}x ({min(q.calls)} calls)"
+    return f"{_x(q.ratio)}x ({_x(q.low)}-{_x(q.high)})"
+
+
+def machine_line(env: dict) -> str:
+    """'cpu, Intel(R) Xeon(R) Processor @ 2.80GHz (Ice Lake-SP), 2 cores; AVX-512, no AVX512_BF16, no AMX'."""
+    m = machine_of(env)
+    flags = (m.host or {}).get("flags") or {}
+    said = []
+    if flags:
+        said.append("AVX-512" if flags.get("avx512f") else "AVX2" if flags.get("avx2") else "no AVX2")
+        said.append("AVX512_BF16" if flags.get("avx512_bf16") else "no AVX512_BF16")
+        said.append("AMX" if flags.get("amx_bf16") else "no AMX")
+    return label(m) + (f"; {', '.join(said)}" if said else "")
+
+
+def best_lines(doc: dict) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The header and one line per workload x replicas x number format: each framework's best row (short label and
+    median) and each other framework's over the reference's (the first of the table with a row there)."""
+    rows = doc["rows"]
+    fws = summary.frameworks_in(rows)
+    header = ("workload", "format", *(short(fw) for fw in fws), *(over(fw, fws[0]) for fw in fws[1:]))
+    body = []
+    for wl, n, dtype in summary.groups(rows):
+        b = summary.bests(rows, wl, n, dtype)
+        ref = next(iter(b))
+        cells = [f"{short_label(b[fw]['variant'])} {compact_time(b[fw]['median_s'])}" if fw in b else "-" for fw in fws]
+        said = "" if ref == fws[0] else f" /{short(ref)}"  # no row of the first framework here: over the next's
+        ratios = [ratio_cell(b[fw], b[ref]) + said if fw in b and fw != ref else "-" for fw in fws[1:]]
+        body.append((f"{wl} x{n}", FORMATS.get(dtype, dtype), *cells, *ratios))
+    return header, body
+
+
+def verdict(doc: dict) -> str:
+    """'verdict: 34 of 34 rows verified against float64; 120 checks passed, 0 failed, 2 not judged'."""
+    rows, checks = doc["rows"], doc.get("checks") or []
+    ok = sum(bool(r["verified"]) for r in rows)
+    passed = sum(c["passed"] is True for c in checks)
+    failed = sum(c["passed"] is False for c in checks)
+    unjudged = len(checks) - passed - failed
+    return (
+        f"verdict: {ok} of {len(rows)} rows verified against float64; {passed} checks passed, {failed} failed, "
+        f"{unjudged} not judged"
+    )
+
+
+def failures(doc: dict) -> list[str]:
+    """Every invalid row and every failed check, in full."""
+    out = [
+        f"INVALID: {r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {r['invalid_reason']}"
+        for r in doc["rows"]
+        if not r["verified"]
+    ]
+    for c in doc.get("checks") or []:
+        if c["passed"] is False:
+            figs = ", ".join(f"{k} {v:.2e}" if "_vs_" in k else f"{k} {v:.4f}" for k, v in c["figures"].items())
+            detail = f"; {c['detail']}" if c.get("detail") else ""
+            where = f" [{c['workload']} x{c.get('replicas') or '-'}]" if c.get("workload") else ""
+            out.append(f"FAIL{where} {c['check']}: {figs} (tolerance {c['tolerance']:.2g}){detail}")
+    return out
+
+
+def _unsettled(doc: dict) -> int:
+    comps = doc.get("comparisons") or summary.comparisons(doc["rows"])
+    return sum(
+        1
+        for c in comps
+        if c.get("ci95") and (w := settling.width(*c["ci95"], c["ratio"])) is not None and w > settling.WIDTH
+    )
+
+
+def not_measured(env: dict) -> list[str]:
+    """What the run left out or measured on a stand-in: said on the first screen, not only in the files."""
+    notes = [n.split("; ")[0] for n in env.get("notes", []) if "not run" in n or "SYNTHETIC" in n]
+    return notes + [f"not run: {s['framework']}: {s['reason']}" for s in env.get("skipped", [])]
+
+
+def first_screen(doc: dict) -> str:
+    """What a person reads first (about 40 lines at most; WIDTH columns but for a failure's or a note's text)."""
+    env = doc["env"]
+    fws = summary.frameworks_in(doc["rows"])
+    out = [text(machine_line(env))]
+    header, body = best_lines(doc)
+    if body:
+        ref = short(fws[0])
+        out += [
+            "",
+            f"Each framework's fastest verified configuration: median per call, per epoch where it trains; "
+            f"x/{ref}: its time over {ref}'s,",
+            "with a 95% interval (one that holds 1: no difference measurable here).",
+            grid(header, body),
+        ]
+    else:
+        out += ["", "no verified row: nothing to compare"]
+    out += ["", text(verdict(doc))]
+    out += [text(f) for f in failures(doc)]
+    comps = doc.get("comparisons") or summary.comparisons(doc["rows"])
+    if n := _unsettled(doc):
+        out.append(f"{n} of {len(comps)} comparisons not settled to +-10% within the run's budget (results.md)")
+    if any("+" in r["variant"] for r in doc["rows"]):
+        out.append(
+            f"{MORE}: a tuned configuration (levers added); its full label in results.md, each lever in docs/tuning.md"
+        )
+    out += [text(n) for n in not_measured(env)]
+    return "\n".join(out)
