@@ -83,7 +83,7 @@ def test_the_default_times_one_device_and_full_is_the_whole_matrix():
 
 
 def test_an_accelerator_with_one_chip_has_no_second_round():
-    from parity.engine.schedule import chips
+    from parity.engine.config import chips
 
     one = {"tf": {"devices": ["/device:CPU:0 (CPU)", "/device:GPU:0 (GPU)"]}, "jax": {"devices": ["gpu:0 NVIDIA H200"]}}
     assert chips("gpu", one) == 1

@@ -74,6 +74,13 @@ PRESETS = {
 }  # fmt: skip
 
 
+def chips(device: str, hello: dict) -> int:
+    """The most `device` chips any worker of a round saw (its hello's device list: 'gpu:0 NVIDIA H200',
+    '/device:GPU:0 (GPU)'); an accelerator's default times one chip, then every chip where there are several.
+    Unverified on an accelerator here: the CPU machines have none."""
+    return max((sum(device in d.lower() for d in h.get("devices", ())) for h in hello.values()), default=0)
+
+
 @dataclass
 class Config:
     device: str = "cpu"

@@ -15,7 +15,7 @@ from parity.common.messages import HarnessError, log
 from parity.common.protocol import GetResult, Prepare, Profile, Rep, Warm
 from parity.engine import cluster, devicelock, peaks, repetitions
 from parity.engine.assemble import Case, cases, cross_check, make_row
-from parity.engine.config import Config
+from parity.engine.config import Config, chips
 from parity.engine.environment import compilation_cache_notes
 from parity.engine.workerproc import Worker, start_owner, start_workers, tuned_configs, with_workers
 from parity.judging import roofline
@@ -94,13 +94,6 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         "notes": run.notes,
         "peak": run.peak.to_dict() if run.peak else None,
     }
-
-
-def chips(device: str, hello: dict) -> int:
-    """The most `device` chips any worker of a round saw (its hello's device list: 'gpu:0 NVIDIA H200',
-    '/device:GPU:0 (GPU)'); an accelerator's default times one chip, then every chip where there are several.
-    Unverified on an accelerator here: the CPU machines have none."""
-    return max((sum(device in d.lower() for d in h.get("devices", ())) for h in hello.values()), default=0)
 
 
 def _check_batches(cfg: Config) -> None:
