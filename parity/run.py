@@ -77,6 +77,7 @@ def config(args, argv: list[str] = ()) -> Config:
         profile=args.profile,
         seeds=args.seeds,
         parity_steps=args.parity_steps if args.parity_steps is not None else preset.parity_steps,
+        parity_variants=preset.parity,
         cluster=cluster,
         command=("python", "-m", "parity.run", *argv),
         exclusive=args.device == "tpu" if args.exclusive is None else args.exclusive,

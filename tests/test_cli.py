@@ -107,6 +107,34 @@ def test_results_json_schema(quick_conv):
     assert (out / "results.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_tiny_run_end_to_end(tmp_path):
+    """The fast tier's one run through real workers (conftest.FAST_TESTS): every framework's worker, the quick
+    matmul at one device, two timed calls a row; its first screen and its files."""
+    args = (
+        "--quick",
+        "--workload",
+        "matmul",
+        "--replicas",
+        "1",
+        "--reps",
+        "2",
+        "--budget",
+        "0",
+        "--configs",
+        "default",
+    )
+    p = run(*args, "--quiet", "--out", str(tmp_path))
+    assert p.returncode == 0, p.stderr[-2000:]
+    doc = json.loads((tmp_path / "results.json").read_text())
+    assert {r["framework"] for r in doc["rows"]} == {"tf", "jax", "keras-jax"}
+    assert all(r["verified"] and r["max_rel_err"] < r["tolerance"] and r["reps"] == 2 for r in doc["rows"])
+    lines = p.stdout.splitlines()
+    assert f"verdict: {len(doc['rows'])} of {len(doc['rows'])} rows verified against float64" in p.stdout
+    assert max(len(ln) for ln in lines if not ln.startswith("wrote ")) <= 120 and len(lines) <= 40
+    assert " matmul " not in p.stdout  # the per-row table is in the files (and --verbose), not on the first screen
+    assert "| matmul | tf |" in (tmp_path / "results.md").read_text()
+
+
 def test_absent_device_is_one_clear_line(tmp_path):
     t0 = time.monotonic()
     p = run("--device", "tpu", "--quick", "--quiet", "--out", str(tmp_path))

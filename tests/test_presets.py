@@ -89,3 +89,17 @@ def test_an_accelerator_with_one_chip_has_no_second_round():
     assert chips("gpu", one) == 1
     two = {"jax": {"devices": ["tpu:0 TPU v4", "tpu:1 TPU v4"]}}
     assert chips("tpu", two) == 2 and chips("gpu", two) == 0
+
+
+def test_the_default_trains_for_its_trajectory_checks_the_variants_it_times():
+    """The default judges the trajectories of the variants it times; `full` every variant the catalogs offer, as
+    before. With one owner at a time the tuned owners run after the parity arrays: every variant then."""
+    from parity.workloads.trained import parity_variants
+
+    timed = {"cnn_train": {"jax": {"jit+pool", "jit"}}, "lstm_train": {"jax": {"jit"}}}
+    default, full = _config(), _config("--preset", "full")
+    assert (default.parity_variants, full.parity_variants) == ("timed", "catalog")
+    assert parity_variants(default, timed, "cnn_train", "jax") == {"variants": ["jit", "jit+pool"]}
+    assert parity_variants(default, timed, "cnn_train", "tf") == {"variants": []}
+    assert parity_variants(full, timed, "cnn_train", "jax") == {}
+    assert parity_variants(_config("--exclusive"), timed, "cnn_train", "jax") == {}

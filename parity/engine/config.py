@@ -26,6 +26,9 @@ class Preset:
     # 'one': on a CPU one device only; 'both': on a CPU also 8 simulated devices (they check the data-parallel code
     # path on the same cores: no speed a user can buy). On a GPU or TPU both time one chip and all of them.
     replicas: str = "one"
+    # 'timed': the trajectory checks train the variants the run times; 'catalog': every variant each implementation
+    # offers (today's full matrix). A variant the default does not time is trained and judged by `full`.
+    parity: str = "catalog"
 
     def replica_counts(self, device: str) -> tuple[int, ...]:
         """The replica counts this preset times on `device` (0: every chip the device has)."""
@@ -47,9 +50,9 @@ PRESETS = {
             "default",
             "the article's full-size conv and matmul, the device's CNN and LSTM schedules, at one device (a GPU or "
             "TPU: one chip and all of them), each framework out of the box and at its best-known configuration, "
-            "every row against float64, every variant's trajectory against one reference",
+            "every row against float64, every timed variant's trajectory against one reference",
             "xeon-avx512: 6 min 30 s",
-            "best", "device", 3.0, 30, 20, 4096, "one",
+            "best", "device", 3.0, 30, 20, 4096, "one", "timed",
         ),
         Preset(
             "full",
@@ -106,6 +109,7 @@ class Config:
     validate: str = "auto"  # a trained workload's evaluation: 'epoch', 'end', 'none', or 'auto' (its suite decides)
     overrides: dict = field(default_factory=dict)  # spec fields from the command line (global_batch, epochs, ...)
     parity_steps: int = 20
+    parity_variants: str = "catalog"  # the preset's: 'timed' or 'catalog' (Preset.parity)
     seeds: int = 1  # CNN training runs per variant (init, dropout and batch order seeded differently)
     cluster: Cluster | None = None  # one process of a multi-process run (parity.engine.cluster); None: the only one
     command: tuple[str, ...] = ("python", "-m", "parity.run")  # how this run was started, for advice to rerun

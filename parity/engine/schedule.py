@@ -52,6 +52,7 @@ class Round:
     save_dir: Path
     workers: dict[str, Worker] = field(default_factory=dict)
     hello: dict[str, dict] = field(default_factory=dict)
+    timed: dict[str, dict[str, set[str]]] = field(default_factory=dict)  # row kind -> framework -> code variants
 
 
 def run_suite(cfg: Config, save_dir: Path) -> dict:
@@ -179,9 +180,8 @@ def _rows(rnd: Round, parity: bool = True) -> list[Row]:
                 rows += _run_kind(rnd, wl, kind, k)
         if wl in run.suites and parity:
             first = not any(c["workload"] == wl for c in run.checks)
-            run.suites[wl].parity_collect(
-                cfg, cfg.spec(wl), rnd.workers, rnd.hello, rnd.save_dir, run.ctxs[wl], first, log, rnd.replicas
-            )
+            args = (cfg.spec(wl), rnd.workers, rnd.hello, rnd.save_dir, run.ctxs[wl], first, log, rnd.replicas)
+            run.suites[wl].parity_collect(cfg, *args, timed=rnd.timed)
     return rows
 
 
@@ -195,6 +195,8 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
     if suite:
         spec, extra, tag = suite.case_args(spec, seed_offset, workers, rnd.save_dir, run.ctxs[wl])
     todo = cases(cfg, kind, workers, rnd.hello, tag, run.said)
+    for c in todo:  # what a preset that parity-checks the timed variants only asks the workers to train
+        rnd.timed.setdefault(kind.name, {}).setdefault(workers[c.worker].framework, set()).add(c.variant)
     if not todo:
         return []
     if kind.epochs:  # as a user's fit(epochs=N): the first epoch, then the others at once, one row at a time

@@ -88,9 +88,20 @@ class Suite(Protocol):
         """A row's own figures (parity.output.rows.Row fields) from the worker's parity.common.protocol.Result."""
 
     def parity_collect(
-        self, cfg: Any, spec: Any, workers: dict, hello: dict, save_dir: Path, state: Any, first: bool, log, key: int
+        self,
+        cfg: Any,
+        spec: Any,
+        workers: dict,
+        hello: dict,
+        save_dir: Path,
+        state: Any,
+        first: bool,
+        log,
+        key: int,
+        timed: dict | None = None,
     ) -> None:
-        """After a round's rows: the workers' parity arrays (untimed)."""
+        """After a round's rows: the workers' parity arrays (untimed). timed: the round's timed code variants by row
+        kind and framework; a preset that checks those only (Preset.parity) asks for them alone."""
 
     def parity_judge(self, cfg: Any, spec: Any, save_dir: Path, state: Any, first: bool, log, key: int) -> list[dict]:
         """When a round's workers are gone: its parity checks."""

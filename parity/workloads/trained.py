@@ -86,6 +86,15 @@ class Epochs:
         return (flops * self.s.steps_per_epoch if flops else None), source
 
 
+def parity_variants(cfg, timed: dict | None, kind: str, fw: str) -> dict:
+    """A parity request's 'variants' field for framework `fw`: the code variants of row kind `kind` the round timed,
+    where the preset checks those only (Config.parity_variants 'timed'); else none (every variant offered). One
+    owner at a time (--exclusive) checks every variant: its tuned owners run after the parity arrays are taken."""
+    if cfg.parity_variants != "timed" or timed is None or cfg.exclusive:
+        return {}
+    return {"variants": sorted(timed.get(kind, {}).get(fw, ()))}
+
+
 def parity_arrays(impl, devices, req: dict, model: Callable[[str], Any], kind: str, spec) -> dict:
     """Forward blocks, one batch's loss and gradients, and a short dropout-free trajectory per variant of row kind
     `kind`, to the .npz file req['out']. model(weights path) builds the framework's model (dropout off) from the
@@ -106,10 +115,11 @@ def parity_arrays(impl, devices, req: dict, model: Callable[[str], Any], kind: s
     for i, a in enumerate(g.routing):  # how this framework's max pooling broke the batch's ties (the CNN's)
         out[f"routing/{i}"] = a
     every = impl.variants(kind, len(devices))
+    asked = req.get("variants")  # the timed ones only (parity_variants), else every one offered
     variants = [
         v.name
         for v in (every if req.get("tuned", True) else out_of_the_box(every))
-        if req.get("bf16", False) or v.dtype == "float32"
+        if (req.get("bf16", False) or v.dtype == "float32") and (asked is None or v.name in asked)
     ]  # bfloat16 where the rows run it
     records = {v.name: v for v in every}
     for variant in variants:

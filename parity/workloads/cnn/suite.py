@@ -22,7 +22,7 @@ from parity.workloads.cnn.oracle import cnn_forward
 from parity.workloads.cnn.spec import CNN_FULL
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 from parity.workloads.cnn.trajectories import global_batchnorm, trajectories, variants
-from parity.workloads.trained import row_figures
+from parity.workloads.trained import parity_variants, row_figures
 
 
 @dataclass
@@ -141,7 +141,7 @@ def row_extra(kind, res, spec) -> dict:
 
 
 def parity_collect(
-    cfg, spec, workers: dict, hello: dict, save_dir: Path, state: CnnState, first: bool, log, key: int
+    cfg, spec, workers: dict, hello: dict, save_dir: Path, state: CnnState, first: bool, log, key: int, timed=None
 ) -> None:
     """The parity arrays of this round's out-of-the-box workers that are running: all frameworks at once, or,
     on a device with one owner at a time, each in its turn (parity_judge judges them when all have answered).
@@ -172,7 +172,7 @@ def parity_collect(
             fws,
             save_dir,
             f"parity-{{fw}}-r{rnd.n}.npz",
-            {fw: {"bf16": b} for fw, b in bf16.items()},
+            {fw: {"bf16": b, **parity_variants(cfg, timed, "cnn_train", fw)} for fw, b in bf16.items()},
             spec=spec.to_dict(),
             weights=state.weights,
             tuned=cfg.tuned,

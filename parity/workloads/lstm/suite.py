@@ -19,7 +19,7 @@ from parity.workloads.cnn.trajectories import trajectories, variants
 from parity.workloads.lstm import checks
 from parity.workloads.lstm.spec import LSTM_FULL, LstmSpec
 from parity.workloads.lstm.tolerances import lstm_tolerances
-from parity.workloads.trained import row_figures
+from parity.workloads.trained import parity_variants, row_figures
 
 # Test accuracy is judged after the notebook's schedule (10 epochs of 100 steps), the length the accuracy band was
 # set for; a shorter run's accuracies are reported, not judged (the row LSTM has no moving statistics to settle, but
@@ -97,7 +97,7 @@ def row_extra(kind, res, spec: LstmSpec) -> dict:
 
 
 def parity_collect(
-    cfg, spec, workers: dict, hello: dict, save_dir: Path, state: LstmState, first: bool, log, key: int
+    cfg, spec, workers: dict, hello: dict, save_dir: Path, state: LstmState, first: bool, log, key: int, timed=None
 ) -> None:
     """The parity arrays of this round's out-of-the-box workers: one batch's gradients and a trajectory per
     variant; with `first`, also each block's inference output from the first framework's trained weights."""
@@ -116,7 +116,10 @@ def parity_collect(
             fws,
             save_dir,
             f"lstm-parity-{{fw}}-r{rnd.n}.npz",
-            {fw: {"bf16": hello[keys[fw]]["native_bf16"]} for fw in fws},
+            {
+                fw: {"bf16": hello[keys[fw]]["native_bf16"], **parity_variants(cfg, timed, "lstm_train", fw)}
+                for fw in fws
+            },
             "lstm",
             spec=spec.to_dict(),
             weights=state.weights,
