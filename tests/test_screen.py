@@ -77,3 +77,24 @@ def test_what_was_not_measured_is_on_the_first_screen(doc):
     out = screen.first_screen(d)
     assert "'+bf16' variants not run (no native bfloat16): reason" in out and "something else" not in out
     assert "not run: tf: tf is not installed" in out
+
+
+def test_a_rounds_progress_lines_give_failures_in_full_and_passes_as_counts():
+    from types import SimpleNamespace
+
+    from parity.workloads.trained import log_checks
+
+    def check(name, passed):
+        return {"check": name, "passed": passed, "figures": {"tf_vs_jax": 1e-3}, "tolerance": 1e-2, "detail": "why"}
+
+    rows = [check("lstm forward h", True), check("lstm trajectory loss (a vs b)", True)]
+    rows += [check("lstm trajectory params (a vs c)", False), check("lstm gradients", True)]
+    said = []
+    log_checks(SimpleNamespace(verbose=False), lambda cfg, line: said.append(line), "lstm", 1, rows)
+    assert said == [
+        "  FAIL lstm trajectory params (a vs c): tf_vs_jax 1.00e-03 (tolerance 0.01); why",
+        "  lstm x1: 3 checks passed (forward 1, trajectory 1, gradients 1; each in results.md)",
+    ]
+    said.clear()
+    log_checks(SimpleNamespace(verbose=True), lambda cfg, line: said.append(line), "lstm", 1, rows)
+    assert len(said) == 4 and said[0].startswith("  PASS lstm forward h: ")

@@ -163,3 +163,21 @@ def row_figures(kind, res, spec, notebook=None) -> dict:
             per_step = med / spec.steps_per_epoch * (notebook.global_batch / spec.global_batch)
             out["est_5_notebook_epochs_s"] = (res.compile_s - med) + 5 * notebook.steps_per_epoch * per_step
     return out
+
+
+def log_checks(cfg, log, workload: str, n: int, rows: list[dict]) -> None:
+    """A round's parity checks on the progress lines: every failure in full, the passes as a count per family
+    ('forward', 'loss', 'gradients', 'trajectory'); with --verbose each pass in full too."""
+    families: dict[str, int] = {}
+    for r in rows:
+        if r["passed"] is True and not cfg.verbose:
+            family = r["check"].removeprefix(f"{workload} ").split(" ")[0]
+            families[family] = families.get(family, 0) + 1
+            continue
+        said = {True: "PASS", False: "FAIL", None: "NOT JUDGED"}[r["passed"]]
+        figs = ", ".join(f"{k} {v:.2e}" for k, v in r["figures"].items())
+        detail = f"; {r['detail']}" if r.get("detail") else ""
+        log(cfg, f"  {said} {r['check']}: {figs} (tolerance {r['tolerance']:.2g}){detail}")
+    if families:
+        said = ", ".join(f"{k} {v}" for k, v in families.items())
+        log(cfg, f"  {workload} x{n}: {sum(families.values())} checks passed ({said}; each in results.md)")

@@ -22,7 +22,7 @@ from parity.workloads.cnn.oracle import cnn_forward
 from parity.workloads.cnn.spec import CNN_FULL
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 from parity.workloads.cnn.trajectories import global_batchnorm, trajectories, variants
-from parity.workloads.trained import parity_variants, row_figures
+from parity.workloads.trained import log_checks, parity_variants, row_figures
 
 
 @dataclass
@@ -244,13 +244,7 @@ def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, k
         rows = checks.forward(fwd, cnn_forward(load_npz(save_dir / "w_fwd.npz"), xf), tols["forward"]) + rows
     for r in rows:
         r.setdefault("replicas", n)
-        log(
-            cfg,
-            f"  {'PASS' if r['passed'] else 'FAIL'} {r['check']}: "
-            + ", ".join(f"{k} {v:.2e}" for k, v in r["figures"].items())
-            + f" (tolerance {r['tolerance']:.2g})"
-            + (f"; {r['detail']}" if r.get("detail") else ""),
-        )
+    log_checks(cfg, log, "cnn", n, rows)
     return rows
 
 

@@ -19,7 +19,7 @@ from parity.workloads.cnn.trajectories import trajectories, variants
 from parity.workloads.lstm import checks
 from parity.workloads.lstm.spec import LSTM_FULL, LstmSpec
 from parity.workloads.lstm.tolerances import lstm_tolerances
-from parity.workloads.trained import parity_variants, row_figures
+from parity.workloads.trained import log_checks, parity_variants, row_figures
 
 # Test accuracy is judged after the notebook's schedule (10 epochs of 100 steps), the length the accuracy band was
 # set for; a shorter run's accuracies are reported, not judged (the row LSTM has no moving statistics to settle, but
@@ -169,13 +169,7 @@ def parity_judge(cfg, spec, save_dir: Path, state: LstmState, first: bool, log, 
     for r in rows:
         r.setdefault("replicas", rnd.n)
         r["check"] = f"lstm {r['check']}"
-        log(
-            cfg,
-            f"  {'PASS' if r['passed'] else 'FAIL'} {r['check']}: "
-            + ", ".join(f"{k} {v:.2e}" for k, v in r["figures"].items())
-            + f" (tolerance {r['tolerance']:.2g})"
-            + (f"; {r['detail']}" if r.get("detail") else ""),
-        )
+    log_checks(cfg, log, "lstm", rnd.n, rows)
     return rows
 
 
