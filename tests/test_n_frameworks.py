@@ -273,6 +273,17 @@ def test_trajectories_judge_each_trainer_against_the_reference_and_say_a_pair_le
     )
 
 
+def test_a_model_without_batchnorm_has_its_reference_too(three):
+    """The LSTM's trainers keep no BatchNorm statistics ('none'): each is still judged against the reference."""
+    saved = {"tf": _traj(["fit"]), "jax": _traj(["jit", "jit+unroll"])}
+    for fw, v in (("tf", "fit"), ("jax", "jit"), ("jax", "jit+unroll")):
+        saved[fw][f"traj/{v}/batchnorm"] = np.array("none")
+    tols = {"trajectory_loss": 1e-3, "trajectory_params": 1e-3}
+    rows, skipped = trajectories.trajectories(saved, dict.fromkeys(saved, 8), tols, 8, tols, name="lstm")
+    assert {r["check"].split("(")[1].split(",")[0] for r in rows} == {"tf fit vs jax jit", "tf fit vs jax jit+unroll"}
+    assert skipped is None
+
+
 def test_a_trainer_with_global_batchnorm_is_compared_with_the_one_device_trainers_only(three):
     """Keras's DataParallel takes BatchNorm's statistics over the global batch (one SPMD program): over 8 replicas
     it is no per-replica trainer's model, but every one-device trainer's on the same batches."""

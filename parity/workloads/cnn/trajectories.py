@@ -22,16 +22,17 @@ def variants(saved: dict) -> list[str]:
 
 def reference(saved: dict) -> tuple[str, str] | None:
     """The float32 reference trainer, (framework, variant): the first framework's (in the table's order) first
-    float32 trainer whose BatchNorm statistics are per replica; None where no framework has one."""
+    float32 trainer whose BatchNorm statistics are not the global batch's (per replica, or a model with none: the
+    LSTM); None where no framework has one."""
     for fw in ordered(saved):
-        own = [
-            v
-            for v in variants(saved[fw])
-            if _dtype(saved[fw], v) == "float32" and _batchnorm(saved[fw], v) == "replica"
-        ]
+        own = [v for v in variants(saved[fw]) if _dtype(saved[fw], v) == "float32" and not _global(saved[fw], v)]
         if own:
             return fw, own[0]
     return None
+
+
+def _global(saved: dict, v: str) -> bool:
+    return _batchnorm(saved, v) == "global"
 
 
 def trajectories(
