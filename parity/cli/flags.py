@@ -224,13 +224,15 @@ def _timing_flags(ap: argparse.ArgumentParser) -> None:
         type=seconds(allow_zero=True),
         metavar="S",
         help="a row whose median (or one of its comparisons) is not yet known to +-10%% at 95%% gets more calls, round "
-        "by round, until its timed calls add up to S seconds (default: the preset's, 8; quick: 2); 0: exactly --reps "
+        "by round, until its timed calls add up to S seconds (default: the preset's: default 3, full 8, quick 2); 0: "
+        "exactly --reps "
         "calls. What a run could not settle is said in its summary (docs/statistics.md). --min-time: its old name",
     )
     ap.add_argument(
         "--max-reps",
         type=whole(1, 100000),
-        help="at most this many timed calls per row, whatever the budget (default: the preset's, 200; quick: 50)",
+        help="at most this many timed calls per row, whatever the budget (default: the preset's: default 30, full 200, "
+        "quick 50)",
     )
     ap.add_argument("--warmup", type=whole(0, 1000), default=1, help="untimed calls after the first (default: 1)")
     ap.add_argument(
