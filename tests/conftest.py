@@ -76,11 +76,12 @@ FIRST = (
 
 
 # The tests left out of the fast tier (`python -m pytest -q -m "not slow"`, a minute at most on zen4: docs/tests.md):
-# whole files that train, start runs or several processes, and single long tests of files that are fast otherwise.
-# The fast tier keeps the engine on the fake clock and the results files (test_no_frameworks' child), the contract
-# and each implementation's surface, the float64 oracles and the derived tolerances, and one tiny run end to end
-# through real workers (test_cli.py::test_a_tiny_run_end_to_end).
+# whole files that train, start runs or several processes (but for FAST_TESTS of theirs), and single long tests of
+# files that are fast otherwise (SLOW_TESTS). The fast tier keeps the engine on the fake clock and the results files
+# (test_no_frameworks' child), the contract and each implementation's surface, the float64 oracles and the derived
+# tolerances, and one tiny run end to end through real workers (test_cli.py::test_a_tiny_run_end_to_end).
 SLOW_FILES = (
+    "test_cli.py",
     "test_cnn.py",
     "test_cnn_training.py",
     "test_faults.py",
@@ -91,20 +92,18 @@ SLOW_FILES = (
     "test_notebook.py",
     "test_owners.py",
 )
-SLOW_TESTS = ("test_cli.py",)  # files whose tests are slow but for those named in FAST_TESTS
-FAST_TESTS = ("test_a_tiny_run_end_to_end", "test_help_explains_every_flag")
+SLOW_TESTS = ("test_timing.py::test_a_diverging_training_run_names_the_step",)  # it trains the CNN
+FAST_TESTS = ("test_cli.py::test_a_tiny_run_end_to_end", "test_cli.py::test_help_explains_every_flag")
 
 
 def _slow(item) -> bool:
-    name = item.path.name
-    if name in SLOW_FILES:
-        return True
-    return name in SLOW_TESTS and item.originalname not in FAST_TESTS
+    test = f"{item.path.name}::{item.originalname}"
+    return test not in FAST_TESTS and (item.path.name in SLOW_FILES or test in SLOW_TESTS)
 
 
 def pytest_collection_modifyitems(items):
     """The order the test processes take the files in (FIRST, the others, SPREAD); a file's tests keep theirs. Each
-    test of SLOW_FILES, and of SLOW_TESTS but for FAST_TESTS, is marked `slow` (pyproject.toml's markers)."""
+    test of SLOW_FILES but for FAST_TESTS, and each of SLOW_TESTS, is marked `slow` (pyproject.toml's markers)."""
 
     def rank(item) -> int:
         name = item.path.name
