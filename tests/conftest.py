@@ -92,13 +92,18 @@ SLOW_FILES = (
     "test_notebook.py",
     "test_owners.py",
 )
-SLOW_TESTS = ("test_timing.py::test_a_diverging_training_run_names_the_step",)  # it trains the CNN
+SLOW_TESTS = (  # by name, or with its parameters: the CNN's training, its notebook-size build
+    "test_timing.py::test_a_diverging_training_run_names_the_step",
+    "test_weights.py::test_both_implementations_build_the_declared_cnn[jax-notebook]",
+    "test_weights.py::test_both_implementations_build_the_declared_cnn[tf-notebook]",
+)
 FAST_TESTS = ("test_cli.py::test_a_tiny_run_end_to_end", "test_cli.py::test_help_explains_every_flag")
 
 
 def _slow(item) -> bool:
     test = f"{item.path.name}::{item.originalname}"
-    return test not in FAST_TESTS and (item.path.name in SLOW_FILES or test in SLOW_TESTS)
+    named = test in SLOW_TESTS or f"{item.path.name}::{item.name}" in SLOW_TESTS
+    return test not in FAST_TESTS and (item.path.name in SLOW_FILES or named)
 
 
 def pytest_collection_modifyitems(items):
