@@ -249,8 +249,9 @@ def _print_and_write(cfg, res: dict, out: Path, argv: list[str], profiles: Path,
             print(f"\n{per_layer}")
         print(tables.footnotes(doc))
     written += files.write_all(doc, out, profiles if cfg.profile and profiles.is_dir() else None)
-    said = "" if cfg.verbose else " (the per-row table, every check and the notes: results.md, or --verbose)"
-    print(f"wrote {', '.join(str(p) for p in written)}{said}")
+    print(f"wrote {out}: {', '.join(p.name for p in written)}")
+    if not cfg.verbose:
+        print("every row, every check and the notes: results.md there (or --verbose)")
 
 
 if __name__ == "__main__":
