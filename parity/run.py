@@ -48,7 +48,7 @@ def config(args, argv: list[str] = ()) -> Config:
     chosen = _frameworks(args, cluster)
     check_environment(args.device, chosen)
     check_data_dir(args.data, args.data_dir)  # a named directory that is not there is an error, not a fallback
-    given = {k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None}
+    given = _schedule_flags(args)  # refused where they contradict each other or the workloads would ignore them
     preset = _preset(args)
     if cluster is not None and cluster.process_id:  # process 0 speaks for the run
         args.quiet = True
@@ -83,6 +83,26 @@ def config(args, argv: list[str] = ()) -> Config:
         exclusive=args.device == "tpu" if args.exclusive is None else args.exclusive,
         pythons=pythons,
     )
+
+
+def _schedule_flags(args) -> dict:
+    """The trained workloads' schedule flags given ({spec field: value}). Flags that contradict each other, or that
+    the chosen workloads would ignore, are one clear error, never resolved silently (a run that records something
+    else than was asked); --reps above a preset's cap (not a --max-reps given) raises the cap."""
+    given = {k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None}
+    workloads = tuple(WORKLOADS) if args.workload == "all" else (args.workload,)
+    if args.max_reps is not None and args.max_reps < args.reps:
+        raise HarnessError(
+            f"--max-reps {args.max_reps} is below --reps {args.reps} (the least calls a row gets): choose one"
+        )
+    flags = {"global_batch": "--batch", "epochs": "--epochs", "steps_per_epoch": "--steps-per-epoch"}
+    ignored = [flags[k] for k in given if not any(k in WORKLOADS[wl].options for wl in workloads)]
+    if ignored:
+        takers = ", ".join(wl for wl in WORKLOADS if WORKLOADS[wl].options)
+        raise HarnessError(
+            f"{', '.join(ignored)} sets the trained workloads' schedule ({takers}): --workload {args.workload} has none"
+        )
+    return given
 
 
 def _pythons(args) -> dict[str, str]:

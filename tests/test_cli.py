@@ -333,9 +333,9 @@ def test_quick_caps_its_calibrated_calls_lower_and_a_given_cap_wins():
 
     from parity.engine.config import PRESETS
 
-    assert (cap(), cap("--quick"), cap("--quick", "--max-reps", "7"), cap("--max-reps", "3", "--reps", "9")) == (
+    assert (cap(), cap("--quick"), cap("--quick", "--max-reps", "7"), cap("--reps", "60")) == (
         PRESETS["default"].max_reps,
         50,
         7,
-        9,
+        60,  # more least calls than the preset's cap: the cap follows
     )

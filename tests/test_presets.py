@@ -3,6 +3,7 @@
 each other are one clear error, and --help says what each sets. No framework is imported."""
 
 import dataclasses
+import re
 
 import pytest
 
@@ -103,3 +104,21 @@ def test_the_default_trains_for_its_trajectory_checks_the_variants_it_times():
     assert parity_variants(default, timed, "cnn_train", "tf") == {"variants": []}
     assert parity_variants(full, timed, "cnn_train", "jax") == {}
     assert parity_variants(_config("--exclusive"), timed, "cnn_train", "jax") == {}
+
+
+@pytest.mark.parametrize(
+    "argv, said",
+    [
+        (("--reps", "3", "--max-reps", "2"), "--max-reps 2 is below --reps 3 (the least calls a row gets): choose one"),
+        (("--budget", "0", "--max-reps", "1"), "--max-reps 1 is below --reps 5"),
+        (
+            ("--batch", "7", "--workload", "conv"),
+            "--batch sets the trained workloads' schedule (cnn, lstm): --workload conv",
+        ),
+        (("--epochs", "3", "--workload", "matmul"), "--epochs sets the trained workloads' schedule"),
+    ],
+)
+def test_flags_that_contradict_or_would_be_ignored_are_one_clear_error(argv, said):
+    with pytest.raises(HarnessError, match="^" + re.escape(said)):
+        _config(*argv)
+    assert _config("--batch", "64", "--workload", "cnn").overrides == {"global_batch": 64}

@@ -171,19 +171,19 @@ def _cnn_schedule_flags(ap: argparse.ArgumentParser) -> None:
         "--batch",
         type=whole(1, 60000, "Fashion-MNIST's training set"),
         dest="global_batch",
-        help="CNN global batch, split across replicas (notebook: 1024; CPU default: 256)",
+        help="the trained workloads' global batch (the CNN's and the row LSTM's), split across replicas (notebook: "
+        "1024; CPU default: 256)",
     )
     ap.add_argument(
         "--epochs",
         type=at_least(2, 10000),
-        help="CNN epochs, 2 or more: the first (compilation included) is "
-        "kept apart, the others are timed (notebook: 10; CPU default: "
-        "shortened)",
+        help="the trained workloads' epochs (the CNN's and the row LSTM's), 2 or more: the first (compilation "
+        "included) is kept apart, the others are timed (notebook: 10; CPU default: shortened)",
     )
     ap.add_argument(
         "--steps-per-epoch",
         type=whole(1, 10000, "an epoch's batches are drawn ahead, in memory"),
-        help="CNN steps per epoch (notebook: 100)",
+        help="the trained workloads' steps per epoch (the CNN's and the row LSTM's; notebook: 100)",
     )
     ap.add_argument(
         "--seeds",
