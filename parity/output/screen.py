@@ -9,6 +9,7 @@ from parity.judging import settling, summary
 from parity.output.cells import grid
 from parity.output.machines import label, machine_of
 from parity.output.safe import text
+from parity.output.tables import figure
 
 WIDTH = 120  # the first screen's columns, at most (tests/test_screen.py)
 LABEL = 13  # a variant's label on the first screen: its first word ('data_parallel') and MORE for its levers
@@ -97,15 +98,15 @@ def failures(doc: dict) -> list[str]:
     ]
     for c in doc.get("checks") or []:
         if c["passed"] is False:
-            figs = ", ".join(f"{k} {v:.2e}" if "_vs_" in k else f"{k} {v:.4f}" for k, v in c["figures"].items())
+            figs = ", ".join(figure(k, v) for k, v in c["figures"].items())
             detail = f"; {c['detail']}" if c.get("detail") else ""
             where = f" [{c['workload']} x{c.get('replicas') or '-'}]" if c.get("workload") else ""
             out.append(f"FAIL{where} {c['check']}: {figs} (tolerance {c['tolerance']:.2g}){detail}")
     return out
 
 
-def _unsettled(doc: dict) -> int:
-    comps = doc.get("comparisons") or summary.comparisons(doc["rows"])
+def _unsettled(comps: list[dict]) -> int:
+    """How many comparisons' 95% intervals are wider than the settling rule's WIDTH of their ratio."""
     return sum(
         1
         for c in comps
@@ -139,7 +140,7 @@ def first_screen(doc: dict) -> str:
     out += ["", text(verdict(doc))]
     out += [text(f) for f in failures(doc)]
     comps = doc.get("comparisons") or summary.comparisons(doc["rows"])
-    if n := _unsettled(doc):
+    if n := _unsettled(comps):
         out.append(f"{n} of {len(comps)} comparisons not settled to +-10% within the run's budget (results.md)")
     if any("+" in r["variant"] for r in doc["rows"]):
         out.append(

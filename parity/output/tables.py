@@ -204,7 +204,8 @@ def layer_tables(doc: dict) -> str:
     return "\n\n".join(f"{g.title}\n{grid(g.columns, g.body)}\n  * {g.said}" for g in layer_groups(doc))
 
 
-def _figure(k: str, v) -> str:
+def figure(k: str, v) -> str:
+    """A check's figure: a difference between two sides in scientific notation, an accuracy with 4 decimals."""
     return f"{k} {v:.2e}" if "_vs_" in k else f"{k} {v:.4f}"
 
 
@@ -213,7 +214,7 @@ CHECK_COLUMNS = ("parity check", "replicas", "figures", "tolerance", "result", "
 
 def _check_cells(c: dict, unjudged: str) -> tuple[str, ...]:
     """One check's cells in CHECK_COLUMNS order; `unjudged` where it was reported but not judged."""
-    figures = ", ".join(_figure(k, v) for k, v in c["figures"].items())
+    figures = ", ".join(figure(k, v) for k, v in c["figures"].items())
     result = {True: "PASS", False: "FAIL", None: unjudged}[c["passed"]]
     return (c["check"], str(c.get("replicas") or "-"), figures, f"{c['tolerance']:.2g}", result, c.get("detail", ""))
 
