@@ -675,12 +675,31 @@ def test_a_second_command_writing_to_one_out_is_refused(tmp_path, capsys, fakes)
 def test_the_device_lock_is_one_path_for_every_run(tmp_path, monkeypatch):
     from parity.engine.devicelock import device_lock_path
 
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setenv("PARITY_LOCK_DIR", str(tmp_path / "locks"))
     a, b = device_lock_path("tpu"), device_lock_path("tpu")
-    assert a == b and a.parent.stat().st_mode & 0o777 == 0o700
+    assert a == b == tmp_path / "locks" / "tpu.lock" and a.parent.stat().st_mode & 0o777 == 0o700
     a.parent.chmod(0o755)
     with pytest.raises(Exception, match="not a private directory of this user"):
         device_lock_path("tpu")
+    monkeypatch.setenv("PARITY_LOCK_DIR", "locks")
+    with pytest.raises(Exception, match="PARITY_LOCK_DIR='locks': not an absolute path"):
+        device_lock_path("tpu")
+
+
+def test_the_device_lock_does_not_move_with_the_temporary_folder(tmp_path, monkeypatch):
+    """Two runs of one user with different TMPDIR values must not both hold the device: only PARITY_LOCK_DIR,
+    named for it, moves the lock."""
+    import os
+
+    from parity.engine.devicelock import device_lock_path
+
+    monkeypatch.delenv("PARITY_LOCK_DIR", raising=False)
+    fixed = Path(f"/tmp/parity-locks-{os.getuid()}/cpu.lock")
+    for tmp in (tmp_path / "a", tmp_path / "b"):
+        tmp.mkdir()
+        monkeypatch.setenv("TMPDIR", str(tmp))
+        monkeypatch.setattr("tempfile.tempdir", str(tmp))
+        assert device_lock_path("cpu") == fixed
 
 
 @pytest.mark.parametrize("given", ["inf", "1e308", "nan"])
@@ -734,7 +753,7 @@ def test_an_exclusive_worker_takes_the_lock_every_run_shares(tmp_path, monkeypat
     from parity.engine import devicelock, workerproc
     from parity.engine.config import Config
 
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setenv("PARITY_LOCK_DIR", str(tmp_path / "locks"))
     seen = {}
 
     class Taken(Exception):

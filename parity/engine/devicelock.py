@@ -50,16 +50,30 @@ def check_libtpu_lock() -> None:
         print(f"warning: {say}", file=sys.stderr, flush=True)
 
 
+# Where --exclusive's device locks live: a fixed path, never one an environment variable moves (TMPDIR differs
+# between a user's shells and batch jobs, and two runs locking two places would both hold the device). /tmp, as
+# libtpu's own lock. PARITY_LOCK_DIR, named for this purpose alone, gives a run another place on purpose (tests
+# that must not wait for the user's own runs); a run records the path it locked (env.device_lock).
+LOCK_ROOT = Path("/tmp")
+LOCK_DIR_VAR = "PARITY_LOCK_DIR"
+
+
 def device_lock_path(device: str) -> Path:
     """The lock one owner of `device` at a time takes (--exclusive): one path for every run of this user on this
-    machine, in a private directory (created 0700, refused if it is anyone else's or open to others: a lock
-    file's holder writes its pid there). A run's own temporary folder would lock nothing but the run itself."""
+    machine (/tmp/parity-locks-<uid>/<device>.lock, or $PARITY_LOCK_DIR/<device>.lock), in a private directory
+    (created 0700, refused if it is anyone else's or open to others: a lock file's holder writes its pid there).
+    A run's own temporary folder would lock nothing but the run itself. Raises HarnessError."""
     import stat
-    import tempfile
 
-    d = Path(tempfile.gettempdir()) / f"parity-locks-{os.getuid()}"
-    d.mkdir(mode=0o700, exist_ok=True)
-    st = os.lstat(d)
+    given = os.environ.get(LOCK_DIR_VAR)
+    if given is not None and not os.path.isabs(given):
+        raise HarnessError(f"{LOCK_DIR_VAR}={given!r}: not an absolute path (the device locks live there)")
+    d = Path(given) if given is not None else LOCK_ROOT / f"parity-locks-{os.getuid()}"
+    try:
+        d.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(d)
+    except OSError as e:
+        raise HarnessError(f"{d}: cannot make the device locks' directory ({e.strerror or e})") from None
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
         raise HarnessError(f"{d}: not a private directory of this user; remove it (the device locks live there)")
     return d / f"{device}.lock"

@@ -26,6 +26,7 @@ ENV_FLAGS = (
     "OMP_NUM_THREADS",
     "GLIBC_TUNABLES",
     "JAX_COMPILATION_CACHE_DIR",
+    "PARITY_LOCK_DIR",  # where --exclusive's device locks live, when not the fixed default (engine.devicelock)
 )
 THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
