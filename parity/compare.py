@@ -6,8 +6,9 @@ bootstrap interval from both files' raw times (each file's calls resampled on th
 rounds). A regression is a slowdown whose whole interval lies above 1 + the threshold, or a row verified in OLD
 and invalid in NEW: exit 1. One median ratio over the threshold is not enough: a row whose interval reaches
 below it is said as "slower, not shown beyond the threshold". Rows from files without raw times (schema 2),
-or with fewer than 5 timed calls, are judged on the median ratio alone, and say so. Unreadable files, a bad
-threshold or no common rows: exit 2.
+or with fewer than 5 timed calls, are judged on the median ratio alone, and say so. The gate fails closed: rows
+of OLD that NEW lacks (named) and parity checks that failed in NEW are exit 1 too. Unreadable files, a bad
+threshold, no common rows, or common rows none of which is verified in OLD (nothing compared): exit 2.
 
 The first line says whether the two files come from different machines (CPU family, model, stepping, flags,
 cores, computed peak, accelerator) and which libraries differ. Across machines no slowdown is a regression: its
@@ -140,16 +141,56 @@ def _compare(args) -> int:
     mo, mn = machine_of(old["env"]), machine_of(new["env"])
     across = bool(hardware_differences(mo, mn))
     lines, bad = compare(old, new, args.fail_over, across and not args.across_machines)
-    if not lines:
-        print(
-            f"error: no row of {args.new} matches a row of {args.old} (same workload, framework, variant, device "
-            f"kind, replicas, precision, --quick)",
-            file=sys.stderr,
-        )
+    nothing = _nothing_compared(lines)
+    if nothing:
+        print(text(f"error: {args.new} against {args.old}: {nothing}"), file=sys.stderr)
         return 2
     print(text(pair_line(mo, mn, ("OLD", "NEW"))))
     _print(lines, len(new["rows"]) - len(lines), args, across)
-    return 1 if bad else 2 if across and not args.across_machines else 0
+    failed = [f for f in (missing_rows(old, new), failed_checks(new)) if f]
+    for f in failed:
+        print(text(f"FAIL: {f} (exit 1)"))
+    return 1 if bad or failed else 2 if across and not args.across_machines else 0
+
+
+def _nothing_compared(lines: list[dict]) -> str | None:
+    """Why the gate compared nothing (exit 2), or None: no common row, or none verified in OLD."""
+    if not lines:
+        return "no row of NEW matches a row of OLD (same workload, framework, variant, device kind, replicas, ...)"
+    if any(ln["ratio"] is not None or ln["verdict"].startswith("REGRESSION") for ln in lines):
+        return None
+    return f"nothing compared: none of the {len(lines)} row(s) the two files share is verified in OLD"
+
+
+SHOWN = 3  # rows or checks named in a failure's line; the rest are counted
+
+
+def _named(items: list[str]) -> str:
+    more = f" and {len(items) - SHOWN} more" if len(items) > SHOWN else ""
+    return ", ".join(items[:SHOWN]) + more
+
+
+def row_name(r: dict) -> str:
+    return f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}"
+
+
+def missing_rows(old: dict, new: dict) -> str | None:
+    """What NEW lacks of OLD's rows, in one line naming the first few, or None: a row the reference measured and
+    NEW did not is a loss the gate must not pass over."""
+    have = {key(r) for r in new["rows"]}
+    gone = [row_name(r) for r in old["rows"] if key(r) not in have]
+    if not gone:
+        return None
+    return f"{len(gone)} of OLD's {len(old['rows'])} rows are missing from NEW: {_named(gone)}"
+
+
+def failed_checks(doc: dict) -> str | None:
+    """NEW's parity checks that failed, in one line naming the first few, or None."""
+    checks = doc.get("checks") or []
+    bad = [c["check"] for c in checks if c["passed"] is False]
+    if not bad:
+        return None
+    return f"{len(bad)} of NEW's {len(checks)} parity checks failed: {_named(bad)}"
 
 
 def _print(lines: list[dict], unmatched: int, args, across: bool) -> None:

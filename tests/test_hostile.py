@@ -777,3 +777,35 @@ def test_a_worker_whose_hello_names_no_replicas_is_one_line(tmp_path):
     w = Worker("jax", "cpu", 1, "default", 30, python=_interpreter(tmp_path, """echo '{"status": "ready"}'"""))
     with pytest.raises(HarnessError, match="JAX worker's first words name no replica count"):
         await_workers(Config(timeout_s=30, progress=False), {"jax": w})
+
+
+# ---- compare fails closed --------------------------------------------------------------------------------------
+
+
+def test_compare_that_compared_nothing_fails(tmp_path, capsys):
+    (tmp_path / "a.json").write_text(row(verified=False, invalid_reason="broken", median_s=None))
+    assert compare.main([str(tmp_path / "a.json")] * 2) == 2
+    captured = capsys.readouterr()
+    assert "no regression" not in captured.out
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "nothing compared: none of the 1 row(s) the two files share is verified in OLD" in err[0]
+
+
+def test_compare_names_the_rows_new_lacks_and_fails(tmp_path, capsys):
+    variants = [f"v{i}" for i in range(5)]
+    (tmp_path / "old.json").write_text(results([{**ROW, "variant": v} for v in variants]))
+    (tmp_path / "new.json").write_text(results([{**ROW, "variant": "v0"}]))
+    assert compare.main([str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL: 4 of OLD's 5 rows are missing from NEW: conv tf v1 x1, conv tf v2 x1, conv tf v3 x1 and 1 more" in out
+
+
+def test_compare_fails_when_new_parity_checks_failed(tmp_path, capsys):
+    checks = [{"check": "forward block1", "passed": False}, {"check": "gradients", "passed": True}]
+    (tmp_path / "old.json").write_text(GOOD)
+    (tmp_path / "new.json").write_text(json.dumps({**json.loads(GOOD), "checks": checks}))
+    assert compare.main([str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 1
+    assert "FAIL: 1 of NEW's 2 parity checks failed: forward block1 (exit 1)" in capsys.readouterr().out
+    (tmp_path / "new.json").write_text(json.dumps({**json.loads(GOOD), "checks": [{"check": "x", "passed": "no"}]}))
+    assert compare.main([str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 2
+    assert "check 0: passed is 'no', not true, false or null" in capsys.readouterr().err

@@ -103,6 +103,9 @@ def load_results(path: Path) -> dict:
     why = _env_problem(doc["env"])
     if why:
         raise ResultsError(f"{path}: env: {why}")
+    why = _checks_problem(doc.get("checks"))
+    if why:
+        raise ResultsError(f"{path}: {why}")
     seen: dict[tuple, int] = {}
     for i, r in enumerate(doc["rows"]):
         why = _row_problem(r) or _domain_problem(r, doc["env"])
@@ -133,6 +136,21 @@ def _raw_problem(r: dict) -> str | None:
         and len(rounds) == len(times or ())
     ):
         return "rounds is not one round number (an integer from 0) per timed call"
+    return None
+
+
+def _checks_problem(checks) -> str | None:
+    """What makes a file's parity checks unreadable, or None: absent, or a list of objects each naming its check
+    and saying whether it passed (true, false, or null where it was not judged)."""
+    if checks is None:
+        return None
+    if not isinstance(checks, list):
+        return f"checks is {type(checks).__name__}, not a list"
+    for i, c in enumerate(checks):
+        if not isinstance(c, dict) or not isinstance(c.get("check"), str) or "passed" not in c:
+            return f"check {i} is not an object with a 'check' name and 'passed'"
+        if not (c["passed"] is None or isinstance(c["passed"], bool)):
+            return f"check {i}: passed is {text(repr(c['passed']), limit=40)}, not true, false or null"
     return None
 
 
