@@ -169,11 +169,15 @@ def test_tf_cnn_2_workers_follow_one_process(tmp_path):
             assert_within(got, ref, "loop", v, bounds, f"tf loop (2 workers, process {p}) vs {v}")
 
 
+# two timed calls a row (no calibration): the tests read what the rows hold, not their speed
+QUICK = ["--device", "cpu", "--quick", "--reps", "2", "--budget", "0"]
+
+
 def test_run_two_processes_end_to_end(tmp_path):
     """parity.run under the launcher, both frameworks, one device per process (so TF and JAX both have 2
     replicas and the TF-vs-JAX trajectory check runs): every row verified, process 0 writes once."""
     out = tmp_path / "mp"
-    p = launch(2, 1, ["--device", "cpu", "--quick", "--out", str(out)], module="parity.run", timeout=900)
+    p = launch(2, 1, [*QUICK, "--out", str(out)], module="parity.run", timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.count("wrote ") == 1
     doc = json.loads((out / "results.json").read_text())

@@ -19,7 +19,7 @@ def _text(nb) -> str:
 def test_the_notebook_runs_a_quick_run_and_shows_the_summary_and_charts(tmp_path, monkeypatch):
     out = tmp_path / "out"
     monkeypatch.setenv("PARITY_NOTEBOOK_INSTALL", "0")
-    monkeypatch.setenv("PARITY_NOTEBOOK_FLAGS", "--workload matmul --replicas 1")
+    monkeypatch.setenv("PARITY_NOTEBOOK_FLAGS", "--workload matmul --replicas 1 --reps 2 --budget 0")
     monkeypatch.setenv("PARITY_NOTEBOOK_OUT", str(out))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     nb = nbformat.read(NOTEBOOK, as_version=4)
