@@ -229,9 +229,8 @@ def quick_cnn(tmp_path_factory):
     out = tmp_path_factory.mktemp("cnn")
     (out / "empty").mkdir()  # a data folder that exists and holds no Fashion-MNIST: --data auto falls back, saying so
     args = [*CNN_ARGS, "--data-dir", str(out / "empty"), "--out", str(out)]
-    # the device lock of its own temporary folder: the one every run of this user shares may be another test's now
-    (out / "tmp").mkdir()
-    return run(*args, env={**os.environ, "TMPDIR": str(out / "tmp")}), out, args
+    # a device lock of its own: the one every run of this user shares may be another test's now
+    return run(*args, env={**os.environ, "PARITY_LOCK_DIR": str(out / "locks")}), out, args
 
 
 def test_cnn_quick_one_replica(quick_cnn):

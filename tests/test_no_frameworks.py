@@ -56,10 +56,9 @@ print("RESULT " + json.dumps({{"rc": int(rc), "ran": count.ran, "leaked": leaked
 def test_the_engine_tests_pass_with_every_framework_unimportable(tmp_path):
     args = ["-q", "-n", "0", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "basetemp"), *ENGINE_TESTS]
     code = _CHILD.format(blocked=BLOCKED, args=args)
-    # a temporary folder of its own: the engine's one-owner-at-a-time runs take their device lock there, not in the
-    # one every run of this user shares (another test's real run may hold that now)
-    (tmp_path / "tmp").mkdir()
-    env = {**os.environ, "TMPDIR": str(tmp_path / "tmp")}
+    # a device lock of its own: the engine's one-owner-at-a-time runs take it there, not in the one every run of this
+    # user shares (another test's real run may hold that now)
+    env = {**os.environ, "PARITY_LOCK_DIR": str(tmp_path / "locks")}
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     assert lines, f"the child printed no result (exit {proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
