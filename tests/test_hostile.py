@@ -212,6 +212,28 @@ CASES = [
         0,
         r"workload",
     ),
+    # results files: rows as implausible as parity.run would mark invalid (parity.judging.roofline.impossible)
+    (
+        "a verified median below one clock tick",
+        {"a.json": row(median_s=1e-300)},
+        (CMP, "{d}/a.json", "{d}/a.json"),
+        2,
+        r"error: .*a\.json: row 0: verified, but a median of 1e-300 s, below one tick of the clock",
+    ),
+    (
+        "a verified row faster than the peak its file records",
+        {"a.json": results([{**ROW, "median_s": 1e-6}], peak={"flops": 1e11, "computed_flops": 1e11})},
+        (REP, "{d}/a.json", "--ratios", "{d}/r.png"),
+        2,
+        r"error: .*row 0: verified, but 1000000\.0 GFLOP/s of necessary arithmetic exceeds the device's peak of 100\.0",
+    ),
+    (
+        "a recorded peak whose headroom would switch the guard off",
+        {"a.json": results(peak={"flops": 1e11, "headroom": 1e300})},
+        (REP, "{d}/a.json"),
+        2,
+        r"error: .*env: peak\.headroom is 1e\+300, not 1 to 2",
+    ),
 ]
 
 

@@ -12,12 +12,21 @@ SPREAD_WARN = 0.10  # IQR / median above this: the machine was too noisy for the
 DRIFT_NOTED = 0.10  # a re-measured row whose median moved more than this is named in the notes
 
 
+def row_peak(row: Row, peak: roofline.Peak | None, here: bool = True) -> roofline.Peak | None:
+    """The peak `row` is judged against, from its run's `peak`: a bfloat16 row's is the device's bfloat16 peak.
+    here: the row ran on this machine (a CPU's bfloat16 peak is read from this CPU; elsewhere none is known)."""
+    if peak and row.dtype == "bfloat16":
+        return roofline.bf16_peak(row.device, row.device_kind, peak) if here or row.device != "cpu" else None
+    return peak
+
+
 def judge_row(row: Row, peak: roofline.Peak | None) -> None:
     """Roofline fields, the impossible-throughput guard, and the spread warning for one row."""
-    if peak and row.dtype == "bfloat16":  # judged against the device's bfloat16 peak
-        peak = roofline.bf16_peak(row.device, row.device_kind, peak)
+    peak = row_peak(row, peak)
     if peak:
         row.update(roofline.roofline(row, peak, row.replicas))
+    else:
+        row.impossible = roofline.impossible(row, None, row.replicas)
     if row.impossible:
         row.verified, row.invalid_reason = False, row.impossible
     m = stats.modes(row.times_s) if row.verified and row.times_s else None

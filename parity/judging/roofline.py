@@ -218,14 +218,41 @@ def compiler_ratios(compiler: float | None, flops: float | None, unpadded: float
     return (compiler / flops if compiler and flops else None), (compiler / unpadded if compiler and unpadded else None)
 
 
+MIN_CALL_S = 1e-9  # one tick of the clock a call is timed with (time.perf_counter_ns): no timed call is shorter
+
+
+def _devices(peak: Peak, devices: int) -> int:
+    """How many of the peak's devices a row is judged against: simulated CPU devices share the same cores."""
+    return 1 if peak.device_kind == "cpu" else max(devices, 1)
+
+
+def impossible(row: Row, peak: Peak | None, devices: int) -> str | None:
+    """Why `row`'s time cannot be real, or None: a median shorter than one tick of the clock, or (where a peak is
+    known) necessary arithmetic faster than every known peak of its `devices` beyond the peak's headroom. The one
+    plausibility rule, for a run's own rows and for a results file's (parity.output.loading)."""
+    med = row.median_s
+    if med is not None and med < MIN_CALL_S:  # a clock that did not move: no rate, and no work either
+        return f"a median of {med} s, below one tick of the clock: the timed call cannot have done the work"
+    flops = row.flops_unpadded or row.flops
+    limit = (peak.limit() or 0.0) * _devices(peak, devices) if peak else 0.0
+    # Judged on the arithmetic the hardware cannot skip: kernels (oneDNN's, XLA's) leave out the
+    # multiply-adds against SAME padding's zeros, so the padded formula would overstate their rate.
+    if not (flops and med and limit) or flops / med <= limit * peak.headroom:
+        return None
+    return (
+        f"{flops / med / 1e9:.1f} GFLOP/s of necessary arithmetic exceeds the device's peak of "
+        f"{limit / 1e9:.1f} GFLOP/s{_margin(peak)}: the timed call cannot have done the work"
+    )
+
+
 def roofline(row: Row, peak: Peak, devices: int) -> dict:
     """Achieved throughput against the peak of the `devices` the row ran on (simulated CPU devices share
     the same cores, so a CPU row is judged against the whole CPU whatever its replica count).
 
-    Returns the row's roofline fields; `impossible` is a reason when the row beats every known peak.
+    Returns the row's roofline fields; `impossible` is a reason when the row cannot be real (impossible()).
     """
     flops, bytes_, med = row.flops, row.min_bytes, row.median_s
-    n = 1 if peak.device_kind == "cpu" else max(devices, 1)
+    n = _devices(peak, devices)
     out = {
         "peak_flops": peak.flops * n if peak.flops else None,
         "peak_format": peak.number_format,
@@ -233,23 +260,13 @@ def roofline(row: Row, peak: Peak, devices: int) -> dict:
         "pct_peak": None,
         "bound": None,
         "above_peak": None,
-        "impossible": None,
+        "impossible": impossible(row, peak, devices),
     }
-    if med is not None and med <= 0:  # a clock that did not move: no rate, and no work either
-        out["impossible"] = f"a median of {med} s: the timed call cannot have done the work"
+    if out["impossible"] or not (flops and med):
         return out
-    if not (flops and med):
-        return out
-    # Judged on the arithmetic the hardware cannot skip: kernels (oneDNN's, XLA's) leave out the
-    # multiply-adds against SAME padding's zeros, so the padded formula would overstate their rate.
     achieved = (row.flops_unpadded or flops) / med
     limit = (peak.limit() or 0.0) * n
-    if limit and achieved > limit * peak.headroom:
-        out["impossible"] = (
-            f"{achieved / 1e9:.1f} GFLOP/s of necessary arithmetic exceeds the device's peak of "
-            f"{limit / 1e9:.1f} GFLOP/s{_margin(peak)}: the timed call cannot have done the work"
-        )
-    elif limit and achieved > limit:
+    if limit and achieved > limit:
         out["above_peak"] = (
             f"{achieved / 1e9:.1f} GFLOP/s of necessary arithmetic, {achieved / limit:.2f}x the "
             f"peak: the peak underestimates this {peak.device_kind} (a clock above the reported "

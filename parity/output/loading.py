@@ -12,6 +12,8 @@ from pathlib import Path
 
 from parity.common.host import HOST_TYPES
 from parity.engine.environment import SCHEMA_VERSION
+from parity.judging import roofline
+from parity.judging.judge import row_peak
 from parity.output import rows
 from parity.output.safe import MAX_TEXT, text, too_long
 from parity.workloads import DEVICES, WORKLOADS
@@ -108,7 +110,7 @@ def load_results(path: Path) -> dict:
         raise ResultsError(f"{path}: {why}")
     seen: dict[tuple, int] = {}
     for i, r in enumerate(doc["rows"]):
-        why = _row_problem(r) or _domain_problem(r, doc["env"])
+        why = _row_problem(r) or _domain_problem(r, doc["env"]) or _implausible(r, doc["env"])
         if why:
             raise ResultsError(f"{path}: row {i}: {why}")
         if (first := seen.setdefault(rows.key(r), i)) != i:
@@ -170,7 +172,51 @@ def _env_problem(env: dict) -> str | None:
     for k in ("host_cpu", "precision", "timestamp", "git_commit"):
         if env.get(k) is not None and not isinstance(env[k], str):
             return f"{k} is {env[k]!r}, not text"
-    return None if env.get("host") is None else _host_problem(env["host"])
+    return _peak_problem(env.get("peak")) or (None if env.get("host") is None else _host_problem(env["host"]))
+
+
+PEAK_NUMBERS = ("flops", "bandwidth", "computed_flops", "measured_flops", "measured_bandwidth")
+
+
+def _peak_problem(peak) -> str | None:
+    """What makes env.peak (parity.judging.roofline.Peak, the peak the rows were judged against) unreadable."""
+    if peak is None:
+        return None
+    if not isinstance(peak, dict):
+        return f"peak is {type(peak).__name__}, not an object"
+    for k in ("device_kind", "number_format", "source"):
+        if k in peak and not isinstance(peak[k], str):
+            return f"peak.{k} is {text(repr(peak.get(k)), limit=40)}, not text"
+    for k in PEAK_NUMBERS:
+        if peak.get(k) is not None and not (_number(peak[k]) and peak[k] >= 0):
+            return f"peak.{k} is {text(repr(peak[k]), limit=40)}, not a number from zero"
+    bf16 = peak.get("measured_bf16")
+    if bf16 is not None and not (isinstance(bf16, dict) and all(_number(v) and v >= 0 for v in bf16.values())):
+        return "peak.measured_bf16 is not an object of name -> FLOP/s"
+    headroom = peak.get("headroom", 1.0)
+    if not (_number(headroom) and 1.0 <= headroom <= roofline.CPU_HEADROOM):
+        return f"peak.headroom is {text(repr(headroom), limit=40)}, not 1 to {roofline.CPU_HEADROOM:g}"
+    return None
+
+
+def _implausible(r: dict, env: dict) -> str | None:
+    """Why a verified row's time cannot be real, as `parity.run` judges its own rows (roofline.impossible), against
+    the peak its file records (a GPU's or TPU's from the table where the file records none), or None."""
+    if not r["verified"]:
+        return None
+    row = rows.Row(**{k: r[k] for k in rows.FIELDS if k in r})
+    row.device_kind = row.device_kind or ""
+    peak = env.get("peak")
+    if peak is not None:
+        given = {k: peak[k] for k in roofline.Peak.__dataclass_fields__ if k in peak}
+        cpu = env["device"] == "cpu"  # what the run writes, where a hand-made file leaves it out
+        made = {"device_kind": "cpu" if cpu else row.device_kind, "number_format": "fp32", "source": ""}
+        made |= {"flops": None, "bandwidth": None, "headroom": roofline.CPU_HEADROOM if cpu else 1.0}
+        peak = roofline.Peak(**{**made, **given})
+    elif env["device"] != "cpu":
+        peak = roofline.accelerator_peak(env["device"], row.device_kind, row.precision or "default")
+    why = roofline.impossible(row, row_peak(row, peak, here=False), row.replicas)
+    return f"verified, but {why}" if why else None
 
 
 def _host_problem(host) -> str | None:
