@@ -101,3 +101,14 @@ def test_the_command_prints_the_block_and_refuses_what_it_cannot_use(tmp_path, m
     assert "bad.json: not JSON" in capsys.readouterr().err
     assert report.report_main(["--readme", "--out", "o", str(a)]) == 2
     assert "--readme takes only results files, not --out" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("folder", ["x--><script>alert(1)</script><!--", "two\nlines", "a space", "100%"])
+def test_a_path_can_neither_close_the_marker_nor_split_it(tmp_path, monkeypatch, folder):
+    monkeypatch.chdir(tmp_path)
+    a = _write(Path("r") / folder / "cpu-default.json", [_row("tf", 0.2), _row("jax", 0.1)])
+    block = readme.block([a])
+    marker = block.splitlines()[0]
+    assert marker.startswith("<!-- results table: ") and marker.endswith(" -->")
+    assert marker.count("-->") == 1 and "<" not in marker[4:] and "\n" not in marker
+    assert readme.files_named(block) == [a]  # read back exactly

@@ -16,6 +16,7 @@ from parity.common import frameworks
 from parity.judging import summary
 from parity.output.cells import md_table, time_cell
 from parity.output.files import ResultsError, load_results
+from parity.output.safe import from_comment, text
 
 COMMAND = "python -m parity.report --readme"
 BEGIN = "<!-- results table: {command} {files} -->"
@@ -121,7 +122,7 @@ def block(paths: list[Path]) -> str:
     )
     return "\n".join(
         [
-            BEGIN.format(command=COMMAND, files=" ".join(p.as_posix() for p in paths)),
+            BEGIN.format(command=COMMAND, files=" ".join(text(p.as_posix(), "comment") for p in paths)),
             md_table(head, body),
             "",
             how + "Each cell names the variant that was best; `parity` is the parity checks' verdict for that group.",
@@ -138,7 +139,7 @@ def files_named(text: str) -> list[Path]:
     m = _BEGIN.search(text)
     if not m or END not in text[m.end() :]:
         raise ValueError(f"no results block ('{COMMAND} FILES' between its markers)")
-    return [Path(f) for f in m.group("files").split()]
+    return [Path(from_comment(f)) for f in m.group("files").split()]
 
 
 def shown(text: str) -> str:
@@ -157,6 +158,6 @@ def readme_main(args) -> int:
     try:
         print(block(args.files))
     except (ResultsError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(text(f"error: {e}"), file=sys.stderr)
         return 2
     return 0

@@ -9,6 +9,9 @@ drive the terminal, forge a table line, leave a Markdown cell or fence, or run a
 - code: inside a Markdown code span, a backtick becomes `'` (a span has no escapes);
 - chart: also `$` escaped, so matplotlib never parses a label as mathtext;
 - csv: also a leading `=`, `+`, `-`, `@` (a formula to a spreadsheet) behind a `'`, as OWASP advises;
+- comment: inside an HTML comment that is read back (the README's results marker): every control, format and
+  space character, `%`, `<` and `>` percent-encoded instead (UTF-8, as in a URL), so a string can neither close
+  the comment nor split its line nor its list of words, and `unquote` gives it back exactly;
 - `limit`: at most that many characters shown, the rest said as cut.
 
 Lengths are bounded where files are read (parity.output.files.MAX_TEXT) and written (`bounded`).
@@ -17,8 +20,9 @@ Lengths are bounded where files are read (parity.output.files.MAX_TEXT) and writ
 from __future__ import annotations
 
 import unicodedata
+from urllib.parse import quote, unquote
 
-MEDIA = ("terminal", "markdown", "code", "csv", "chart")
+MEDIA = ("terminal", "markdown", "code", "csv", "chart", "comment")
 MAX_TEXT = 65536  # the longest string a results file holds: a framework's whole error message fits
 _UNSEEN = {"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"}  # control, format, line/paragraph separators, unassigned
 _MARKDOWN = {c: "\\" + c for c in "\\|`[]"} | {"<": "&lt;", "&": "&amp;"}
@@ -39,6 +43,8 @@ def text(value, medium: str = "terminal", limit: int | None = None) -> str:
     s = "" if value is None else str(value)
     if limit is not None and len(s) > limit:
         s = s[: max(limit - 1, 0)] + "…"
+    if medium == "comment":
+        return "".join(quote(c, safe="", errors="surrogateescape") if _hides(c) else c for c in s)
     if s.isprintable() and s.isascii():
         out = s
     else:
@@ -52,6 +58,16 @@ def text(value, medium: str = "terminal", limit: int | None = None) -> str:
     elif medium == "csv" and out.startswith(_FORMULA):
         out = "'" + out
     return out
+
+
+def _hides(c: str) -> bool:
+    """Whether `c` must be encoded inside a comment that is read back: unseen, a space, or one of `%<>`."""
+    return c in "%<>" or c.isspace() or unicodedata.category(c) in _UNSEEN
+
+
+def from_comment(s: str) -> str:
+    """A string as text(..., "comment") wrote it, given back."""
+    return unquote(s, errors="surrogateescape")
 
 
 def fence(body: str) -> str:
