@@ -111,7 +111,7 @@ def _pythons(args) -> dict[str, str]:
     if len(pythons) < len(args.python):
         raise HarnessError("--python names a framework twice")
     for fw, path in pythons.items():
-        check_interpreter(fw, path)
+        check_interpreter(fw, path, args.timeout)
     return pythons
 
 
@@ -197,7 +197,7 @@ def _run(argv: list[str] | None, extra_configs: dict | None, temporary: list[Pat
         print(f"error: {who}{e} (internal error: the worker's traceback above); no results written", file=sys.stderr)
         return 3
     except (HarnessError, ValueError, OSError) as e:
-        print(f"error: {who}{e}", file=sys.stderr)
+        print(error_line(who, e), file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted; no results written", file=sys.stderr)
@@ -222,6 +222,13 @@ def _run(argv: list[str] | None, extra_configs: dict | None, temporary: list[Pat
             who = f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}"
             print(text(f"invalid: {who}: {r['invalid_reason']}"), file=sys.stderr)
     return 0 if ok else 1
+
+
+def error_line(who: str, e: Exception) -> str:
+    """An error as the user reads it: one escaped line (a path in it may hold a newline), then, as written, a
+    dead worker's last words."""
+    detail = getattr(e, "detail", "")
+    return text(f"error: {who}{getattr(e, 'line', e)}") + (f":\n{detail}" if detail else "")
 
 
 def _write_phase(cfg, res: dict, out: Path, argv: list[str], profiles: Path) -> int:

@@ -325,9 +325,8 @@ def test_an_interpreter_that_hangs_or_is_no_python_is_refused(tmp_path, monkeypa
     sleepy = tmp_path / "python"
     sleepy.write_text(f"#!/bin/sh\ntouch {marker}\nsleep 600 &\necho $! > {tmp_path / 'child'}\nwait\n")
     sleepy.chmod(0o755)
-    monkeypatch.setattr(flags, "INTERPRETER_PROBE_S", 1.0)
-    with pytest.raises(HarnessError, match="no answer within 1 s"):
-        flags.check_interpreter("jax", str(sleepy))
+    with pytest.raises(HarnessError, match=r"no answer within 1 s \(--timeout\)"):
+        flags.check_interpreter("jax", str(sleepy), 1.0)
     child = int((tmp_path / "child").read_text())
     deadline = time.monotonic() + 5  # killed with its group: gone (or a zombie reaped by init) within seconds
     while time.monotonic() < deadline:
@@ -338,7 +337,7 @@ def test_an_interpreter_that_hangs_or_is_no_python_is_refused(tmp_path, monkeypa
     else:
         pytest.fail(f"the probe's child {child} outlived the refusal")
     with pytest.raises(HarnessError, match="not a Python interpreter"):
-        flags.check_interpreter("jax", "/bin/true")
+        flags.check_interpreter("jax", "/bin/true", 30.0)
 
 
 @pytest.mark.parametrize(
@@ -831,3 +830,27 @@ def test_compare_fails_when_new_parity_checks_failed(tmp_path, capsys):
     (tmp_path / "new.json").write_text(json.dumps({**json.loads(GOOD), "checks": [{"check": "x", "passed": "no"}]}))
     assert compare.main([str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 2
     assert "check 0: passed is 'no', not true, false or null" in capsys.readouterr().err
+
+
+def test_the_interpreter_probe_waits_no_longer_than_the_timeout(tmp_path, capsys):
+    import time
+
+    hangs = _interpreter(tmp_path, "echo 'Python 3.12'\nexec sleep 60")
+    start = time.monotonic()
+    assert run.main(["--python", f"jax={hangs}", "--timeout", "2", "--out", str(tmp_path / "out")]) == 2
+    assert time.monotonic() - start < 15
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no answer within 2 s (--timeout)" in err[0], err
+
+
+def test_a_path_with_a_newline_is_one_line_of_error(tmp_path, capsys):
+    odd = tmp_path / "two\nlines"
+    odd.mkdir()
+    python = _interpreter(odd, "exit 7")
+    assert run.main(["--python", f"jax={python}", "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "two\\nlines/python: not a usable interpreter" in err[0], err
+    with pytest.raises(SystemExit):
+        run.main(["--python", f"jax={odd / 'absent'}"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "two\\nlines/absent is not an executable file" in err[0], err

@@ -12,13 +12,14 @@ from pathlib import Path
 
 from parity.common import frameworks
 from parity.common.messages import HarnessError
+from parity.output.safe import text
 
 
 class Parser(argparse.ArgumentParser):
     """argparse, with a bad flag said in one line (not the whole usage block) and exit status 2."""
 
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (--help explains every flag)\n")
+        self.exit(2, text(f"{self.prog}: error: {message} (--help explains every flag)") + "\n")
 
 
 DAY = 86400.0
@@ -117,12 +118,10 @@ def check_data_dir(data: str, data_dir: str | None) -> None:
         )
 
 
-INTERPRETER_PROBE_S = 30.0  # a Python with numpy starts in about a second; a cold disk in a few
-
-
-def check_interpreter(fw: str, path: str) -> None:
-    """Raise HarnessError (one line) unless `path` runs Python 3.10+ with numpy: what every worker needs before its
-    framework (whose absence the worker reports itself)."""
+def check_interpreter(fw: str, path: str, timeout_s: float) -> None:
+    """Raise HarnessError (one line) unless `path` runs Python 3.10+ with numpy within `timeout_s` (--timeout, the
+    bound of every wait of a run): what every worker needs before its framework (whose absence the worker reports
+    itself)."""
     probe = "import sys, numpy; print('parity-python-ok'); sys.exit(0 if sys.version_info >= (3, 10) else 3)"
     try:  # its own session: on a timeout the whole group goes, whatever the program started
         p = subprocess.Popen(
@@ -131,12 +130,12 @@ def check_interpreter(fw: str, path: str) -> None:
     except OSError as e:
         raise HarnessError(f"--python {fw}={path}: does not run ({e.strerror or e})") from None
     try:
-        out, err = p.communicate(timeout=INTERPRETER_PROBE_S)
+        out, err = p.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
         raise HarnessError(
-            f"--python {fw}={path}: no answer within {INTERPRETER_PROBE_S:g} s to a one-line Python probe; stopped"
+            f"--python {fw}={path}: no answer within {timeout_s:g} s (--timeout) to a one-line Python probe; stopped"
         ) from None
     if p.returncode == 0 and "parity-python-ok" not in out:
         raise HarnessError(f"--python {fw}={path}: not a Python interpreter (it ran the probe without running it)")

@@ -9,7 +9,12 @@ import time
 
 
 class HarnessError(RuntimeError):
-    """A run that cannot go on; the message is the one line the user sees."""
+    """A run that cannot go on: `line` is the one line the user sees (escaped where it is printed, since it may
+    quote a path), `detail` what follows it as it was written (a dead worker's last words)."""
+
+    def __init__(self, line: str, detail: str = ""):
+        super().__init__(line + (f":\n{detail}" if detail else ""))
+        self.line, self.detail = line, detail
 
 
 class WorkerBug(RuntimeError):

@@ -114,7 +114,7 @@ class Worker:
         why = next((hint for marks, hint in DEATH_HINTS if all(m in tail for m in marks)), "")
         if why:  # the framework's own words, shortened
             tail = "\n".join(tail.splitlines()[:4])
-        return HarnessError(f"{self.label} worker died ({how}){why}" + (f":\n{tail}" if tail else ""))
+        return HarnessError(f"{self.label} worker died ({how}){why}", tail)
 
     def send(self, req: protocol.Request) -> None:
         """Send a request; its answer comes, in order, from answer()."""
