@@ -44,16 +44,14 @@ def config(args, argv: list[str] = ()) -> Config:
         )
     if cluster is not None and args.list_devices:
         raise HarnessError("--list-devices looks at this machine only: run it without --coordinator")
-    pythons = _pythons(args)
     chosen = _frameworks(args, cluster)
-    check_environment(args.device, chosen)
     check_data_dir(args.data, args.data_dir)  # a named directory that is not there is an error, not a fallback
     given = _schedule_flags(args)  # refused where they contradict each other or the workloads would ignore them
     preset = _preset(args)
     if cluster is not None and cluster.process_id:  # process 0 speaks for the run
         args.quiet = True
     configs = args.configs or preset.configs
-    return Config(
+    cfg = Config(
         device=args.device,
         frameworks=chosen,
         workloads=tuple(WORKLOADS) if args.workload == "all" else (args.workload,),
@@ -81,8 +79,11 @@ def config(args, argv: list[str] = ()) -> Config:
         cluster=cluster,
         command=("python", "-m", "parity.run", *argv),
         exclusive=args.device == "tpu" if args.exclusive is None else args.exclusive,
-        pythons=pythons,
     )
+    devices = cfg.replica_counts() if cluster is None else (cluster.local_devices,)  # each JAX process's CPU devices
+    check_environment(cfg.device, chosen, devices)  # before any work: the interpreters' probes come next
+    cfg.pythons = _pythons(args)
+    return cfg
 
 
 def _schedule_flags(args) -> dict:

@@ -854,3 +854,27 @@ def test_a_path_with_a_newline_is_one_line_of_error(tmp_path, capsys):
         run.main(["--python", f"jax={odd / 'absent'}"])
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "two\\nlines/absent is not an executable file" in err[0], err
+
+
+# ---- the environment, checked before any work for every framework that reads it ---------------------------------
+
+
+def test_jax_platforms_is_checked_for_every_framework_on_jax(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("JAX_PLATFORMS", "gpu")
+    assert run.main(["--framework", "keras-jax", "--device", "cpu", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(
+        "error: JAX_PLATFORMS=gpu in the environment contradicts --device cpu (read by Keras 3 (JAX))"
+    ), err
+
+
+def test_a_forced_cpu_device_count_that_contradicts_the_replicas_is_refused(tmp_path, capsys, monkeypatch):
+    from parity.cli.argtypes import check_environment
+
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=false --xla_force_host_platform_device_count=3")
+    assert run.main(["--framework", "jax", "--replicas", "8", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--xla_force_host_platform_device_count=3 contradicts the run's replica count 8" in err[0]
+    agrees = {"XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
+    check_environment("cpu", ("jax", "keras-jax"), (8,), agrees)  # no contradiction: nothing overridden
+    check_environment("cpu", ("tf",), (1, 8), agrees)  # TensorFlow makes no CPU devices from it

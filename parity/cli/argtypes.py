@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import signal
 import subprocess
 from pathlib import Path
@@ -88,14 +89,27 @@ def interpreter(text: str) -> tuple[str, str]:
 JAX_PLATFORM_NAMES = {"cpu": ("cpu",), "gpu": ("cuda", "rocm", "gpu"), "tpu": ("tpu",)}
 
 
-def check_environment(device: str, fws: tuple[str, ...], env=None) -> None:
-    """Raise HarnessError (one line naming the variable) when the environment contradicts the flags."""
+FORCED_DEVICES = re.compile(r"--xla_force_host_platform_device_count=(\S*)")  # XLA's CPU device count
+
+
+def check_environment(device: str, fws: tuple[str, ...], counts: tuple[int, ...] = (), env=None) -> None:
+    """Raise HarnessError (one line naming the variable) when the environment contradicts the flags, for every
+    framework that reads it (`counts`: the run's replica counts, each worker's CPU devices)."""
     env = os.environ if env is None else env
+    on_jax = [frameworks.label(fw) for fw in fws if frameworks.on_jax(fw)]
     names = [p.strip().lower() for p in env.get("JAX_PLATFORMS", "").split(",") if p.strip()]
-    if frameworks.JAX in fws and names and not set(names) & set(JAX_PLATFORM_NAMES[device]):
+    if on_jax and names and not set(names) & set(JAX_PLATFORM_NAMES[device]):
         raise HarnessError(
-            f"JAX_PLATFORMS={env['JAX_PLATFORMS']} in the environment contradicts --device {device}: unset it, or "
-            f"name {' or '.join(JAX_PLATFORM_NAMES[device])} there"
+            f"JAX_PLATFORMS={env['JAX_PLATFORMS']} in the environment contradicts --device {device} (read by "
+            f"{', '.join(on_jax)}): unset it, or name {' or '.join(JAX_PLATFORM_NAMES[device])} there"
+        )
+    forced = FORCED_DEVICES.findall(env.get("XLA_FLAGS", ""))
+    other = sorted({max(c, 1) for c in counts} - {int(forced[-1]) if forced and forced[-1].isdigit() else -1})
+    if on_jax and device == "cpu" and forced and other:
+        raise HarnessError(
+            f"XLA_FLAGS' --xla_force_host_platform_device_count={forced[-1]} contradicts the run's replica count "
+            f"{' and '.join(map(str, other))} (--replicas): each {' and '.join(on_jax)} worker makes as many CPU "
+            "devices as its replicas; remove the flag from XLA_FLAGS"
         )
     hidden = env.get("CUDA_VISIBLE_DEVICES")
     if device == "gpu" and hidden is not None and hidden.strip() in ("", "-1"):

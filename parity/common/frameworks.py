@@ -62,6 +62,12 @@ TABLE = {
 KEYS = tuple(TABLE)  # ('tf', 'jax', 'keras-jax'): the order workers start and tables list them
 
 
+def on_jax(key: str) -> bool:
+    """Whether the framework runs on JAX's runtime (jaxlib among its distributions), so that what JAX reads from the
+    environment (JAX_PLATFORMS, XLA_FLAGS, its compilation cache) applies to it."""
+    return key in TABLE and "jaxlib" in TABLE[key].distributions
+
+
 def label(key: str) -> str:
     """'TensorFlow' for 'tf'."""
     return TABLE[key].label

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from parity.common.frameworks import TABLE
+from parity.common.frameworks import on_jax
 from parity.common.host import this_host
 
 # 2: rows carry 'dtype' and 'tuned'; a training row's first epoch is 'first_epoch_s' only ('compile_s' null)
@@ -83,7 +83,7 @@ def compilation_cache_notes(frameworks) -> list[str]:
     """A JAX compilation cache the caller set (JAX_COMPILATION_CACHE_DIR): JAX's first calls may load their
     programs from it, and their times are then no compilation."""
     where = os.environ.get("JAX_COMPILATION_CACHE_DIR")
-    if not where or not any("jaxlib" in TABLE[f].distributions for f in frameworks if f in TABLE):  # its runtime
+    if not where or not any(on_jax(f) for f in frameworks):
         return []
     return [
         f"JAX_COMPILATION_CACHE_DIR is set ({where}): a JAX or Keras-on-JAX first call may load its program from "
