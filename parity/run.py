@@ -80,9 +80,8 @@ def config(args, argv: list[str] = ()) -> Config:
         command=("python", "-m", "parity.run", *argv),
         exclusive=args.device == "tpu" if args.exclusive is None else args.exclusive,
     )
-    devices = cfg.replica_counts() if cluster is None else (cluster.local_devices,)  # each JAX process's CPU devices
-    check_environment(cfg.device, chosen, devices)  # before any work: the interpreters' probes come next
-    cfg.pythons = _pythons(args)
+    check_environment(cfg.device, chosen, cfg.replica_counts() if cluster is None else (cluster.local_devices,))
+    cfg.pythons = _pythons(args)  # after the environment's checks: each probe starts an interpreter
     return cfg
 
 
