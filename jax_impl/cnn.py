@@ -17,7 +17,6 @@ from jax_impl.devices import lowered_flops, placement
 from jax_impl.masks import keep_mask
 from parity.api import Gradients, Prepared
 from parity.api.cnn import CNN_ARCHITECTURE, check_weights
-from parity.api.weights import load_npz, save_npz
 
 
 def _pool(h: jax.Array, size: int = 2) -> jax.Array:
@@ -316,13 +315,3 @@ def prepare_inference(model: CNN, images: np.ndarray, devices, variant: str = "p
         lambda: lowered_flops(f, state, x),
         lambda: f.lower(state, x).compile().as_text(),  # its HLO: a profile's ops back to the named scopes
     )
-
-
-def save_weights(model, path) -> None:
-    """Save to .npz in Keras's get_weights() order: loadable by either framework."""
-    save_npz(get_weights(model), path)
-
-
-def load_weights(model, path) -> None:
-    """Load a .npz written by either framework's save_weights (checked like set_weights)."""
-    set_weights(model, load_npz(path))

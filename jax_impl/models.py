@@ -65,5 +65,6 @@ def save_weights(model: CNN | LSTM, path) -> None:
 
 
 def load_weights(model: CNN | LSTM, path) -> None:
-    """Load a .npz written by any framework's save_weights (checked like set_weights)."""
-    set_weights(model, load_npz(path))
+    """Load a .npz written by any framework's save_weights (bounded by this model's own weights, then checked like
+    set_weights)."""
+    set_weights(model, load_npz(path, get_weights(model)))

@@ -119,5 +119,6 @@ def save_weights(model, path) -> None:
 
 
 def load_weights(model, path) -> None:
-    """Load a .npz written by any implementation's save_weights (checked like set_weights)."""
-    set_weights(model, load_npz(path))
+    """Load a .npz written by any implementation's save_weights (bounded by this model's own weights, then
+    checked like set_weights)."""
+    set_weights(model, load_npz(path, model.weights))

@@ -14,7 +14,7 @@ from frameworks_setup import JAX_DEVICES, TF_DEVICES
 
 import jax_impl
 import tf_impl
-from parity.api.cnn import CNN_PARAMS
+from parity.api.cnn import CNN_PARAMS, CNN_WEIGHTS
 from parity.workloads.cnn import checks, data
 from parity.workloads.cnn import oracle as cnn_oracle
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
@@ -602,7 +602,7 @@ def test_a_bad_weight_file_is_one_valueerror_naming_it(tmp_path, case):
     else:
         p.write_bytes(b"PK not really")
     with pytest.raises(ValueError, match=str(p)):
-        load_npz(p)
+        load_npz(p, CNN_WEIGHTS)
 
 
 @functools.cache

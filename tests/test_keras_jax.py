@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from frameworks_setup import IMPLS
 
+from parity.api.cnn import CNN_WEIGHTS
 from parity.api.weights import load_npz
 from parity.common.frameworks import JAX, TF
 from parity.workloads.cnn import checks
@@ -78,7 +79,7 @@ def test_weights_load_across_all_three_implementations(probe):
         assert np.max(np.abs(arrays[f"{fw}/probs"] - ref)) / np.max(np.abs(ref)) < tol, fw
         mine = impl.build_cnn(0)
         impl.load_weights(mine, req["save"])
-        kept = load_npz(req["save"])
+        kept = load_npz(req["save"], CNN_WEIGHTS)
         assert all(np.array_equal(a, b) for a, b in zip(impl.get_weights(mine), kept, strict=True)), fw
 
 

@@ -24,6 +24,7 @@ from parity.api.cnn import (
     Output,
     check_weights,
 )
+from parity.api.lstm import LstmArchitecture
 from parity.api.weights import load_npz, save_npz
 
 
@@ -50,9 +51,9 @@ def _patch(path, offset_of, fmt, value):
     path.write_bytes(bytes(raw))
 
 
-def _refused(path, match):
+def _refused(path, match, table=CNN_WEIGHTS):
     with pytest.raises(ValueError, match=match) as e:
-        load_npz(path)
+        load_npz(path, table)
     assert str(path) in str(e.value)
 
 
@@ -89,13 +90,30 @@ def test_a_negative_dimension_is_refused_before_reading(tmp_path):
 def test_more_arrays_than_the_model_holds_are_refused(tmp_path):
     p = tmp_path / "w.npz"
     _zip(p, {f"w{i:03d}": _npy((60 * 2**20 // 4,)) for i in range(40)})  # 40 headers of 60 MB, no bodies
-    _refused(p, f"40 arrays, more than the CNN's {len(CNN_WEIGHTS)} weights")
+    _refused(p, f"40 arrays, more than the model's {len(CNN_WEIGHTS)} weights")
 
 
 def test_arrays_larger_than_the_models_own_are_refused(tmp_path):
     p = tmp_path / "w.npz"
     _zip(p, {"w000": _npy((60 * 2**20 // 4,), body=b"\0" * 64)})
-    _refused(p, "more than the CNN's weights leave")
+    _refused(p, "more than the model's weights leave")
+
+
+def test_the_caps_are_the_model_being_loaded(tmp_path):
+    """A file is bounded by the model it is read for, not by the CNN: an LSTM of 1024 units (a (1024, 4096) array,
+    larger than any of the CNN's) loads into its own model, and is refused by a narrower one."""
+    wide, narrow = LstmArchitecture(1024).weights, LstmArchitecture(600).weights
+    p = tmp_path / "w.npz"
+    save_npz([np.zeros(w.shape, np.float32) for w in wide], p)
+    assert [a.shape for a in load_npz(p, wide)] == [w.shape for w in wide]
+    _refused(p, "more than the model's weights leave", narrow)
+
+
+def test_members_that_are_not_arrays_are_a_valueerror(tmp_path):
+    p = tmp_path / "w.npz"
+    with zipfile.ZipFile(p, "w") as z:
+        z.writestr("w000", np.zeros(3, np.float32).tobytes())  # no .npy: not a member np.savez writes
+    _refused(p, r"not a parity weight file \(members \['w000'\]")
 
 
 def test_a_fifo_is_refused_at_once(tmp_path):
@@ -123,7 +141,7 @@ def test_saving_through_a_symlink_writes_its_target(tmp_path):
     save_npz([np.zeros(2, np.float32)], target)
     link.symlink_to(target)
     save_npz([np.ones(2, np.float32)], link)
-    assert link.is_symlink() and np.array_equal(load_npz(target)[0], np.ones(2, np.float32))
+    assert link.is_symlink() and np.array_equal(load_npz(target, [np.ones(2)])[0], np.ones(2, np.float32))
 
 
 def test_a_link_planted_where_a_temporary_file_would_go_is_never_written_through(tmp_path):
@@ -134,7 +152,7 @@ def test_a_link_planted_where_a_temporary_file_would_go_is_never_written_through
     (tmp_path / ".w.tmp.npz").symlink_to(victim)
     save_npz([np.ones(2, np.float32)], tmp_path / "w.npz")
     assert victim.read_text() == "keep me" and (tmp_path / ".w.tmp.npz").is_symlink()
-    assert np.array_equal(load_npz(tmp_path / "w.npz")[0], np.ones(2, np.float32))
+    assert np.array_equal(load_npz(tmp_path / "w.npz", [np.ones(2)])[0], np.ones(2, np.float32))
     assert sorted(p.name for p in tmp_path.iterdir()) == [".w.tmp.npz", "victim", "w.npz"]  # nothing left behind
 
 
@@ -155,7 +173,7 @@ def test_savers_of_one_file_at_once_never_fail_each_other(tmp_path):
         t.start()
     for t in threads:
         t.join()
-    assert not errors and load_npz(path)[0][0] in (0, 1)  # the last whole file, one writer's
+    assert not errors and load_npz(path, [np.ones(1000)])[0][0] in (0, 1)  # the last whole file, one writer's
     assert [p.name for p in tmp_path.iterdir()] == ["w.npz"]
 
 

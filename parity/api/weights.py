@@ -1,9 +1,11 @@
-"""Weight files: the CNN's arrays in Keras's get_weights() order (parity.api.cnn.CNN_WEIGHTS) as a .npz, written
-atomically and read defensively (no pickle, each array's header checked before its body is read). Each
-implementation's save_weights and load_weights are these two functions around its get_weights and set_weights."""
+"""Weight files: a model's arrays in Keras's get_weights() order (parity.api.cnn.CNN_WEIGHTS, the LSTM's
+parity.api.lstm.LstmArchitecture.weights) as a .npz, written atomically and read defensively (no pickle, each array's
+header checked before its body is read, bounded by the model it is read for). Each implementation's save_weights and
+load_weights are these two functions around its get_weights and set_weights."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -37,37 +39,43 @@ def save_npz(weights: Sequence[np.ndarray], path) -> None:
             Path(tmp).unlink(missing_ok=True)
 
 
-def _caps() -> tuple[int, int, int]:
-    """What a weight file of this CNN may hold: arrays, bytes in one array and bytes in all, from the model's own
-    weights (CNN_WEIGHTS) at 8 bytes a value (float64 is the widest a weight list is given in)."""
-    from parity.api.cnn import CNN_WEIGHTS
+def _caps(table: Sequence) -> tuple[int, int, int]:
+    """What a weight file for the model whose weights are `table` may hold: arrays, bytes in one array and bytes in
+    all, from the model's own weights (anything with a shape: its arrays, or its declared table of Weight records) at
+    8 bytes a value (float64 is the widest a weight list is given in)."""
+    sizes = [math.prod(tuple(w.shape)) * 8 for w in table]
+    if not sizes:
+        raise ValueError("a weight file is read for a model with weights: its table is empty")
+    return len(sizes), max(sizes), sum(sizes)
 
-    sizes = [int(np.prod(w.shape)) * 8 for w in CNN_WEIGHTS]
-    return len(CNN_WEIGHTS), max(sizes), sum(sizes)
 
-
-def load_npz(path) -> list[np.ndarray]:
-    """The weight list saved by save_npz. Raises ValueError naming the file on anything that is not one: not a
-    regular file, not a zip, a corrupt or encrypted member, an unknown compression, a pickled (object) array, an
-    array header with a negative dimension, more arrays or more bytes than the CNN's own weights hold."""
+def load_npz(path, table: Sequence) -> list[np.ndarray]:
+    """The weight list saved by save_npz, for the model whose weights are `table` (its arrays, or its declared
+    Weight records: parity.api.cnn.CNN_WEIGHTS, parity.api.lstm.LstmArchitecture(units).weights). Raises ValueError
+    naming the file on anything that is not one: not a regular file, not a zip, members other than w000.npy,
+    w001.npy, ..., a corrupt or encrypted member, an unknown compression, a pickled (object) array, an array header
+    with a negative dimension, more arrays than the model has, or more bytes than its largest array (or all of
+    them) would take in float64."""
     import os
     import stat
     import zipfile
     import zlib
 
-    count, one, total = _caps()
+    count, one, total = _caps(table)
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             raise ValueError(f"{path}: not a regular file")
         with zipfile.ZipFile(path) as z:
-            names = sorted(n.removesuffix(".npy") for n in z.namelist())
+            names = sorted(z.namelist())
             if len(names) > count:
-                raise ValueError(f"{path}: {len(names)} arrays, more than the CNN's {count} weights")
-            if not names or names != [f"w{i:03d}" for i in range(len(names))]:
-                raise ValueError(f"{path}: not a parity weight file (arrays {names[:3]}..., expected w000, w001, ...)")
+                raise ValueError(f"{path}: {len(names)} arrays, more than the model's {count} weights")
+            if not names or names != [f"w{i:03d}.npy" for i in range(len(names))]:
+                raise ValueError(
+                    f"{path}: not a parity weight file (members {names[:3]}..., expected w000.npy, w001.npy, ...)"
+                )
             out, read = [], 0
             for n in names:
-                out.append(_read_member(z, f"{n}.npy", path, min(one, total - read)))
+                out.append(_read_member(z, n, path, min(one, total - read)))
                 read += out[-1].nbytes
             return out
     # zipfile raises RuntimeError for an encrypted member, NotImplementedError for an unknown compression
@@ -100,7 +108,9 @@ def _read_member(z, name: str, path, cap: int) -> np.ndarray:
             raise ValueError(f"{path}: {name}: a negative dimension in its shape {shape}")
         size = int(np.prod(shape, dtype=object)) * dtype.itemsize  # Python integers: no wrap-around
         if size > cap:
-            raise ValueError(f"{path}: {name}: header asks for {size} bytes, more than the CNN's weights leave ({cap})")
+            raise ValueError(
+                f"{path}: {name}: header asks for {size} bytes, more than the model's weights leave ({cap})"
+            )
         body = f.read(size + 1)
     if len(body) != size:
         raise ValueError(f"{path}: {name}: {len(body)} bytes of data where the header says {size}")

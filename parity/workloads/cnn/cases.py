@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from parity.api.cnn import CNN_WEIGHTS
 from parity.api.variants import Variant
 from parity.api.weights import load_npz, save_npz
 from parity.workloads.base import RowKind, Timed, output_verifier
@@ -17,7 +18,7 @@ from parity.workloads.trained import dataset as _dataset
 
 def _cnn_model(impl, s: CnnSpec, weights: str, dropout: bool = True):
     model = impl.build_cnn(s.seed, dropout=dropout)
-    impl.set_weights(model, load_npz(weights))  # both frameworks start from the same weights
+    impl.set_weights(model, load_npz(weights, CNN_WEIGHTS))  # both frameworks start from the same weights
     return model
 
 
@@ -66,7 +67,7 @@ def cnn_infer_case(
     ds = _dataset(data)
     x = ds.x_test[: spec.global_batch].astype(np.float32)
     idx = [0, len(x) - 1]
-    ref = cnn_oracle.cnn_forward(load_npz(weights), x[idx])["probs"]
+    ref = cnn_oracle.cnn_forward(load_npz(weights, CNN_WEIGHTS), x[idx])["probs"]
     p = impl.prepare_inference(_cnn_model(impl, spec, weights), x, devices, variant.name)
     verify = output_verifier(
         p.shape,

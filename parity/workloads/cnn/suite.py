@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from parity.api.cnn import CNN_WEIGHTS
 from parity.api.weights import load_npz, save_npz
 from parity.common.messages import warn
 from parity.common.protocol import Call
@@ -224,7 +225,7 @@ def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, k
     if first:  # one batch on one device: the same at every replica count; judged against float64
         rows += checks.grads(
             saved,
-            load_npz(state.weights),
+            load_npz(state.weights, CNN_WEIGHTS),
             x[0],
             y[0],
             cnn_grad_tolerance(b, cfg.device, cfg.precision),
@@ -241,7 +242,8 @@ def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, k
     if first and rnd.fwd:
         fwd = {fw: dict(np.load(f)) for fw, f in rnd.fwd.items()}
         xf = np.load(save_dir / "fwd_x.npy")
-        rows = checks.forward(fwd, cnn_forward(load_npz(save_dir / "w_fwd.npz"), xf), tols["forward"]) + rows
+        w = load_npz(save_dir / "w_fwd.npz", CNN_WEIGHTS)
+        rows = checks.forward(fwd, cnn_forward(w, xf), tols["forward"]) + rows
     for r in rows:
         r.setdefault("replicas", n)
     log_checks(cfg, log, "cnn", n, rows)

@@ -17,7 +17,7 @@ from parity.workloads.trained import Epochs, dataset, parity_arrays
 
 def _model(impl, s: LstmSpec, weights: str):
     model = impl.build_lstm(s.units, s.seed)
-    impl.set_weights(model, load_npz(weights))  # every framework starts from the same weights
+    impl.set_weights(model, load_npz(weights, s.architecture.weights))  # every framework starts from the same weights
     return model
 
 
@@ -72,7 +72,7 @@ def lstm_infer_case(
     ds = dataset(data)
     x = ds.x_test[: spec.global_batch].astype(np.float32)
     idx = [0, len(x) - 1]
-    w = load_npz(weights)
+    w = load_npz(weights, spec.architecture.weights)
     ref = oracle.lstm_forward(w, x[idx])["probs"]
     tol = lstm_block_tolerances(w, x[idx], device, precision)["probs"]  # the output's own bound
     p = impl.prepare_inference(_model(impl, spec, weights), x, devices, variant.name)

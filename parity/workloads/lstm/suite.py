@@ -132,7 +132,7 @@ def parity_collect(
         trained = (dict(np.load(rnd.files[fw])) for fw in fws)
         saved = next((t for t in trained if variants(t)), None)
         if saved is None:  # no framework offers a trainer here (a multi-process run): the initial weights
-            save_npz(load_npz(state.weights), w_fwd)
+            save_npz(load_npz(state.weights, spec.architecture.weights), w_fwd)
         else:
             v = variants(saved)[0]
             save_npz([saved[f"traj/{v}/w{i:03d}"] for i in range(len(spec.architecture.weights))], w_fwd)
@@ -154,18 +154,18 @@ def parity_judge(cfg, spec, save_dir: Path, state: LstmState, first: bool, log, 
     saved = {fw: dict(np.load(f)) for fw, f in rnd.files.items()}
     with np.load(rnd.batches) as f:
         x, y = f["x"], f["y"]
-    rows = []
+    rows, table = [], spec.architecture.weights
     if first:
-        rows += checks.grads(saved, load_npz(state.weights), x[0], y[0], cfg.device, cfg.precision)
+        rows += checks.grads(saved, load_npz(state.weights, table), x[0], y[0], cfg.device, cfg.precision)
     tols, bf16 = (lstm_tolerances(cfg.device, cfg.precision, d) for d in ("float32", "bfloat16"))
-    table = spec.architecture.weights
     traj, skipped = trajectories(saved, {fw: rnd.counts[fw] for fw in saved}, tols, rnd.n, bf16, table, "lstm")
     rows += traj
     state.traj_skipped = skipped or state.traj_skipped
     if first and rnd.fwd:
         fwd = {fw: dict(np.load(f)) for fw, f in rnd.fwd.items()}
         xf = np.load(save_dir / "lstm-fwd_x.npy")
-        rows = checks.forward(fwd, load_npz(save_dir / "lstm-w_fwd.npz"), xf, cfg.device, cfg.precision) + rows
+        w = load_npz(save_dir / "lstm-w_fwd.npz", table)
+        rows = checks.forward(fwd, w, xf, cfg.device, cfg.precision) + rows
     for r in rows:
         r.setdefault("replicas", rnd.n)
         r["check"] = f"lstm {r['check']}"
