@@ -128,6 +128,9 @@ class Trainer:
         # within 20 steps). One step at a time there; accelerators keep asynchronous dispatch.
         self.serial = n > 1 and devices[0].platform == "cpu"
         graphdef, params, stats = nnx.split(self.compute, nnx.Param, nnx.BatchStat)
+        # the step donates its state: it trains copies, so that the model passed in keeps working (as Keras's trainer
+        # trains its own copy); model() writes the trained weights back
+        params, stats = jax.tree.map(jnp.copy, (params, stats))
         tx = keras_adam(learning_rate, adam_epsilon)
         state = (params, stats, tx.init(params))
         axis = None if o.parallel == "jit" else "batch"
@@ -236,8 +239,9 @@ class Trainer:
         params, stats = jax.tree.map(lambda a: a.addressable_data(0), (params, stats))
         if self.parallel == "pmap":
             params, stats = jax.tree.map(lambda a: a[0], (params, stats))
-        # one copy on one device: a replicated copy would make every later call run 8 times
-        params, stats = jax.device_put((params, stats), local_device(self.devices))
+        # one copy on one device: a replicated copy would make every later call run 8 times; never the trainer's own
+        # buffers, which its next step donates
+        params, stats = jax.device_put((params, stats), local_device(self.devices), may_alias=False)
         nnx.update(self.model_, params, stats)
         if self.compute is not self.model_:
             nnx.update(self.compute, params, stats)
