@@ -17,6 +17,7 @@ from jax_impl.devices import lowered_flops, placement
 from jax_impl.masks import keep_mask
 from parity.api import Gradients, Prepared
 from parity.api.cnn import CNN_ARCHITECTURE, check_weights
+from parity.api.inputs import check_seed
 
 
 def _pool(h: jax.Array, size: int = 2) -> jax.Array:
@@ -201,8 +202,9 @@ class CNN(nnx.Module):
 
 
 def build_cnn(seed: int = 0, dropout: bool = True) -> CNN:
-    """The CNN with Keras's initialisers; dropout=False keeps the layers at rate 0 (for parity)."""
-    return CNN(nnx.Rngs(params=seed), dropout=dropout)
+    """The CNN with Keras's initialisers; dropout=False keeps the layers at rate 0 (for parity). Raises ValueError on
+    a seed other than an integer from 0 to parity.api.inputs.MAX_SEED."""
+    return CNN(nnx.Rngs(params=check_seed(seed)), dropout=dropout)
 
 
 def mixed_precision(model: CNN) -> CNN:

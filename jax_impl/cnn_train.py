@@ -18,7 +18,7 @@ from jax_impl.cnn import CNN, cross_entropy
 from jax_impl.devices import local_device, lowered_flops, placement, put_global
 from jax_impl.lstm import LSTM, TIME_LOOP, kernel_path
 from jax_impl.models import mixed_precision
-from parity.api.inputs import check_examples
+from parity.api.inputs import check_count, check_examples, check_training
 
 
 def keras_adam(learning_rate: float, epsilon: float, b1: float = 0.9, b2: float = 0.999):
@@ -250,6 +250,7 @@ class Trainer:
     def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
         """Inference loss and accuracy of the current weights on (x, y), in the trainer's compute dtype."""
         check_examples(x, y, 1)
+        check_count("batch_size", batch_size)
         self.model()
         model = self.compute
         loss = acc = 0.0
@@ -268,6 +269,8 @@ def make_trainer(
     over several; the variants of the model's row kind, 'cnn_train' or 'lstm_train').
 
     Raises:
-        ValueError: unknown variant.
+        ValueError: unknown variant; a learning rate or Adam epsilon not finite and above 0, a seed out of its bounds
+            (parity.api.inputs.check_training).
     """
+    seed = check_training(learning_rate, adam_epsilon, seed)
     return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)

@@ -14,7 +14,7 @@ from jax_impl.catalog import variant as variant_record
 from jax_impl.devices import lowered_flops, placement, put_global
 from jax_impl.ops import prepare_op, rows
 from parity.api import Prepared, check_divisible
-from parity.api.inputs import check_conv
+from parity.api.inputs import check_conv, check_operands
 
 
 def _conv(x, w, stride: int, padding: str):
@@ -44,8 +44,10 @@ def prepare_conv(
     jax_impl.catalog; 'jit' and 'shard_map': ops.prepare_op; 'pmap': pmap over a leading device axis).
 
     Raises:
-        ValueError: unknown variant, or a batch that does not divide by len(devices).
+        ValueError: unknown variant, or a batch that does not divide by len(devices); operands that are not NumPy
+            arrays of one real floating dtype, or shapes no conv computes (parity.api.inputs).
     """
+    check_operands("conv", images=images, kernels=kernels)
     check_conv(images, kernels, stride, padding)
     n = len(devices)
     v = variant_record("conv", variant, n)

@@ -15,6 +15,7 @@ from jax_impl.catalog import variant as variant_record
 from jax_impl.cnn import cross_entropy, infer_blocks
 from jax_impl.devices import lowered_flops, placement
 from parity.api import Gradients, Prepared
+from parity.api.inputs import check_seed, check_units
 from parity.api.lstm import GATES, PIXEL_SCALE, LstmArchitecture, check_lstm_weights
 
 
@@ -117,8 +118,9 @@ class LSTM(nnx.Module):
 
 
 def build_lstm(units: int, seed: int = 0) -> LSTM:
-    """The row LSTM at `units` per LSTM layer, with Keras's initialisers and gate order."""
-    return LSTM(units, nnx.Rngs(params=seed))
+    """The row LSTM at `units` per LSTM layer, with Keras's initialisers and gate order. Raises ValueError on units
+    or a seed out of their bounds (parity.api.inputs: check_units, check_seed)."""
+    return LSTM(check_units(units), nnx.Rngs(params=check_seed(seed)))
 
 
 def mixed_precision(model: LSTM) -> LSTM:

@@ -11,6 +11,7 @@ from jax_impl import cnn, lstm
 from jax_impl.cnn import CNN
 from jax_impl.lstm import LSTM
 from parity.api import Gradients, Prepared
+from parity.api.inputs import check_examples, check_images
 from parity.api.weights import load_npz, save_npz
 
 
@@ -44,18 +45,24 @@ def count_params(model: CNN | LSTM) -> dict[str, int]:
 
 
 def forward_layers(model: CNN | LSTM, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Inference: every block's output as NumPy, by block name (the workload's architecture names them)."""
+    """Inference: every block's output as NumPy, by block name (the workload's architecture names them). Raises
+    ValueError on images that are not (N, 28, 28, 1) real, finite numbers (parity.api.inputs)."""
+    check_images(x)
     return _of(model).forward_layers(model, x)
 
 
 def loss_and_grads(model: CNN | LSTM, x: np.ndarray, y: np.ndarray) -> Gradients:
-    """One batch's loss and gradients in Keras's trainable_weights order, and each max-pooling layer's routing."""
+    """One batch's loss and gradients in Keras's trainable_weights order, and each max-pooling layer's routing.
+    Raises ValueError on images or labels the model cannot take (parity.api.inputs.check_examples)."""
+    check_examples(x, y, 1)
     return _of(model).loss_and_grads(model, x, y)
 
 
 def prepare_inference(model: CNN | LSTM, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
     """Softmax probabilities of `images` on devices[0], inputs placed beforehand; variants of the model's
-    '<workload>_infer' row kind. Raises ValueError for another."""
+    '<workload>_infer' row kind. Raises ValueError for another, and on images that are not (N, 28, 28, 1) real,
+    finite numbers (checked here, once: not in the timed call)."""
+    check_images(images)
     return _of(model).prepare_inference(model, images, devices, variant)
 
 

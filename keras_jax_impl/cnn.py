@@ -22,6 +22,7 @@ from keras_models.cnn import (  # noqa: F401 (the shared model code, re-exported
     logits_loss,
 )
 from parity.api import Gradients, Prepared
+from parity.api.inputs import check_examples, check_images
 from parity.api.weights import load_npz, save_npz
 
 if keras.backend.backend() != "jax":
@@ -44,7 +45,9 @@ def set_weights(model, weights) -> None:
 
 
 def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Inference: every block's output as NumPy, by block name (the CNN's blocks or the LSTM's)."""
+    """Inference: every block's output as NumPy, by block name (the CNN's blocks or the LSTM's). Raises ValueError on
+    images that are not (N, 28, 28, 1) real, finite numbers (parity.api.inputs)."""
+    check_images(x)
     return _model_code(model).forward_layers(model, x)
 
 
@@ -62,6 +65,7 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
     from the logits, as the trainer's (keras_models.cnn.logits_loss).
     """
     check_no_dropout(model)
+    check_examples(x, y, 1)  # images and labels the model can take (parity.api.inputs)
     trainable, frozen = _values(model.trainable_variables), _values(model.non_trainable_variables)
     x, y = jax.numpy.asarray(x, jax.numpy.float32), jax.numpy.asarray(y)
     to_logits, loss_of = logits_copy(model), logits_loss()
@@ -88,8 +92,10 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
     stateless call, jitted, as Keras's own predict step runs it; for the LSTM, its kernel path too.
 
     Raises:
-        ValueError: a variant not among variants("cnn_infer", 1) (the LSTM's: "lstm_infer").
+        ValueError: a variant not among variants("cnn_infer", 1) (the LSTM's: "lstm_infer"), or images that are not
+            (N, 28, 28, 1) real, finite numbers.
     """
+    check_images(images)  # once, here: not in the timed call
     path = None
     if lstm.is_lstm(model):
         model, path = kj_lstm.for_inference(model, variant, devices[0])

@@ -15,7 +15,7 @@ from keras_jax_impl.devices import distribution
 from keras_jax_impl.lstm import kernel_path, uncounted
 from keras_models import cnn, lstm
 from keras_models.cnn import StepLogs, logits_copy, logits_loss
-from parity.api.inputs import check_examples
+from parity.api.inputs import check_count, check_examples, check_training
 
 
 def _copy(model, o: catalog.CnnOptions):
@@ -117,6 +117,7 @@ class Trainer:
     def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
         """Inference loss and accuracy of the current weights on (x, y), by Keras's evaluate."""
         check_examples(x, y, 1)
+        check_count("batch_size", batch_size)
         with self._scope(), jax.default_device(self.devices[0]):
             r = self.m.evaluate(x.astype(np.float32), y, batch_size=batch_size, verbose=0, return_dict=True)
         return {"loss": float(r["loss"]), "accuracy": float(r["accuracy"])}
@@ -129,6 +130,8 @@ def make_trainer(
     several).
 
     Raises:
-        ValueError: unknown variant (of 'cnn_train', or 'lstm_train' for the LSTM).
+        ValueError: unknown variant (of 'cnn_train', or 'lstm_train' for the LSTM); a learning rate or Adam epsilon
+            not finite and above 0, a seed out of its bounds (parity.api.inputs.check_training).
     """
+    seed = check_training(learning_rate, adam_epsilon, seed)
     return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)

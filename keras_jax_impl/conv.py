@@ -12,7 +12,7 @@ import numpy as np
 from keras_jax_impl.catalog import variant as variant_record
 from keras_jax_impl.ops import prepare_op
 from parity.api import Prepared
-from parity.api.inputs import check_conv
+from parity.api.inputs import check_conv, check_operands
 
 
 def _conv(x, w, stride: int, padding: str):
@@ -38,8 +38,10 @@ def prepare_conv(
     keras_jax_impl.catalog; ops.prepare_op).
 
     Raises:
-        ValueError: unknown variant, or a batch that does not divide by len(devices).
+        ValueError: unknown variant, or a batch that does not divide by len(devices); operands that are not NumPy
+            arrays of one real floating dtype, or shapes no conv computes (parity.api.inputs).
     """
+    check_operands("conv", images=images, kernels=kernels)
     check_conv(images, kernels, stride, padding)
     v = variant_record("conv", variant, len(devices))
     return prepare_op(partial(_conv, stride=stride, padding=padding), v, images, kernels, devices)

@@ -12,6 +12,7 @@ import numpy as np
 from keras_jax_impl.catalog import variant as variant_record
 from keras_jax_impl.ops import prepare_op
 from parity.api import Prepared
+from parity.api.inputs import check_matmul, check_operands
 
 
 def prepare_matmul(variant: str, a: np.ndarray, b: np.ndarray, devices: Sequence[jax.Device]) -> Prepared:
@@ -19,6 +20,9 @@ def prepare_matmul(variant: str, a: np.ndarray, b: np.ndarray, devices: Sequence
     (the variant's options: keras_jax_impl.catalog; ops.prepare_op).
 
     Raises:
-        ValueError: unknown variant, or rows that do not divide by len(devices).
+        ValueError: unknown variant, or rows that do not divide by len(devices); operands that are not NumPy arrays
+            of one real floating dtype, or matrices that do not multiply (parity.api.inputs).
     """
+    check_operands("matmul", a=a, b=b)
+    check_matmul(a, b)
     return prepare_op(keras.ops.matmul, variant_record("matmul", variant, len(devices)), a, b, devices)

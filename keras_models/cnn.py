@@ -11,12 +11,14 @@ import keras
 import numpy as np
 
 from parity.api.cnn import CNN_ARCHITECTURE, check_weights
+from parity.api.inputs import check_seed
 
 
 def build_cnn(seed: int = 0, dropout: bool = True) -> keras.Sequential:
     """The notebook's Sequential model, built from its declaration (parity.api.cnn.CNN_ARCHITECTURE); dropout=False
-    keeps the dropout layers at rate 0 (for parity checks)."""
-    L, arch = keras.layers, CNN_ARCHITECTURE
+    keeps the dropout layers at rate 0 (for parity checks). Raises ValueError on a seed other than an integer from 0
+    to parity.api.inputs.MAX_SEED."""
+    L, arch, seed = keras.layers, CNN_ARCHITECTURE, check_seed(seed)
     # each initialiser and dropout layer its own seed, in the model's order (kernels from seed * 1000, dropouts + 10)
     kernel_seeds, drop_seeds = itertools.count(seed * 1000), itertools.count(seed * 1000 + 10)
 

@@ -12,6 +12,7 @@ import numpy as np
 from keras.src import backend as keras_backend  # the function Keras's LSTM tries first (kernel_path)
 
 from keras_models import cnn
+from parity.api.inputs import check_seed, check_units
 from parity.api.lstm import PIXEL_SCALE, LstmArchitecture, check_lstm_weights
 
 NAME = "fashion_mnist_lstm"  # how the implementations tell the LSTM from the CNN (clone_model keeps a model's name)
@@ -20,7 +21,9 @@ GENERIC_LOOP = {"tensorflow": "Keras's generic loop (tf.while_loop)", "jax": "Ke
 
 
 def build_lstm(units: int, seed: int = 0) -> keras.Sequential:
-    """The row LSTM of parity.api.lstm at `units` per LSTM layer, every numeric choice set explicitly."""
+    """The row LSTM of parity.api.lstm at `units` per LSTM layer, every numeric choice set explicitly. Raises
+    ValueError on units or a seed out of their bounds (parity.api.inputs: check_units, check_seed)."""
+    units, seed = check_units(units), check_seed(seed)
     arch = LstmArchitecture(units)
     rows, scale, lstm1, lstm2, dense, probs = arch.names
     seeds = itertools.count(seed * 1000)  # each initialiser its own seed, in the model's order, as build_cnn's

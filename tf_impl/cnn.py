@@ -17,6 +17,7 @@ from keras_models.cnn import (  # noqa: E402, F401 (the shared model code, re-ex
     get_weights,
 )
 from parity.api import Gradients, Prepared  # noqa: E402
+from parity.api.inputs import check_examples, check_images  # noqa: E402
 from parity.api.weights import load_npz, save_npz  # noqa: E402
 from tf_impl import lstm as tf_lstm  # noqa: E402
 from tf_impl.catalog import variant as variant_record  # noqa: E402
@@ -38,7 +39,9 @@ def set_weights(model, weights) -> None:
 
 
 def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Inference: every block's output as NumPy, by block name (the CNN's blocks or the LSTM's)."""
+    """Inference: every block's output as NumPy, by block name (the CNN's blocks or the LSTM's). Raises ValueError on
+    images that are not (N, 28, 28, 1) real, finite numbers (parity.api.inputs)."""
+    check_images(x)
     return _model_code(model).forward_layers(model, x)
 
 
@@ -55,6 +58,7 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
     itself is not changed (the moving statistics the call updates are restored).
     """
     check_no_dropout(model)
+    check_examples(x, y, 1)  # images and labels the model can take (parity.api.inputs)
     saved = model.get_weights()
     pool_inputs = []
     with tf.GradientTape() as tape:
@@ -80,8 +84,10 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
     kernel path too.
 
     Raises:
-        ValueError: a variant not among variants("cnn_infer", 1) (the LSTM's: "lstm_infer").
+        ValueError: a variant not among variants("cnn_infer", 1) (the LSTM's: "lstm_infer"), or images that are not
+            (N, 28, 28, 1) real, finite numbers.
     """
+    check_images(images)  # once, here: not in the timed call
     path = None
     if lstm.is_lstm(model):
         model, path = tf_lstm.for_inference(model, variant, devices[0])

@@ -12,7 +12,7 @@ import tensorflow as tf
 
 from keras_models import cnn, lstm
 from keras_models.cnn import StepLogs, cross_entropy
-from parity.api.inputs import check_examples
+from parity.api.inputs import check_count, check_examples, check_training
 from tf_impl import catalog
 from tf_impl.devices import graph_flops, multiworker, strategy
 from tf_impl.lstm import kernel_path, uncounted
@@ -230,6 +230,7 @@ class Trainer:
     def evaluate(self, x: np.ndarray, y: np.ndarray, batch_size: int = 1000) -> dict[str, float]:
         """Inference loss and accuracy of the current weights on (x, y)."""
         check_examples(x, y, 1)
+        check_count("batch_size", batch_size)
         if self.api == "loop":  # every worker the same, from its copy of the trained weights (no collectives)
             m = self.model()
             probs = np.concatenate(
@@ -251,6 +252,8 @@ def make_trainer(
     """A trainer for `model`, the CNN or the row LSTM, over `devices` ('fit' on one device; 'strategy' over several).
 
     Raises:
-        ValueError: unknown variant (of 'cnn_train', or 'lstm_train' for the LSTM).
+        ValueError: unknown variant (of 'cnn_train', or 'lstm_train' for the LSTM); a learning rate or Adam epsilon
+            not finite and above 0, a seed out of its bounds (parity.api.inputs.check_training).
     """
+    seed = check_training(learning_rate, adam_epsilon, seed)
     return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)

@@ -6,7 +6,7 @@ import numpy as np
 import tensorflow as tf
 
 from parity.api import Prepared
-from parity.api.inputs import check_conv
+from parity.api.inputs import check_conv, check_operands
 from tf_impl.catalog import variant as variant_record
 from tf_impl.ops import prepare_op
 
@@ -31,8 +31,10 @@ def prepare_conv(
     tf_impl.catalog; ops.prepare_op).
 
     Raises:
-        ValueError: unknown variant, or a batch that does not divide by len(devices).
+        ValueError: unknown variant, or a batch that does not divide by len(devices); operands that are not NumPy
+            arrays of one real floating dtype, or shapes no conv computes (parity.api.inputs).
     """
+    check_operands("conv", images=images, kernels=kernels)
     check_conv(images, kernels, stride, padding)
     v = variant_record("conv", variant, len(devices))
     return prepare_op(lambda a, b: _conv(a, b, stride, padding), "Conv2D", v, images, kernels, devices)
