@@ -161,7 +161,7 @@ def test_a_swapped_gate_or_carry_order_fails_the_check(model, data):
 
 def test_every_training_variant_trains_with_finite_losses(trained, model):
     names = {v.name for n in (1, 8) for v in tf_impl.variants("lstm_train", n)}
-    assert names == {"fit", "fit+unroll", "fit+bf16", "strategy", "loop"} == set(trained)
+    assert names == {"fit", "fit+unroll", "fit+xla", "fit+bf16", "strategy", "loop", "loop+xla"} == set(trained)
     start = tf_impl.get_weights(model)[0]
     for name, (losses, t) in trained.items():
         assert losses.shape == (STEPS,) and np.all(np.isfinite(losses)), name
@@ -185,9 +185,10 @@ def test_trainers_evaluate_and_count_what_they_can(trained, data):
 
 
 def test_unrolled_and_looped_give_the_same_first_step_loss(trained):
-    """One program, two loops: the first step's loss (before any update) the same to float32 rounding."""
+    """One program, two loops (and under XLA): the first step's loss (before any update) the same to float32
+    rounding."""
     first = trained["fit"][0][0]
-    for name in ("fit+unroll", "strategy", "loop"):
+    for name in ("fit+unroll", "fit+xla", "strategy", "loop", "loop+xla"):
         assert abs(trained[name][0][0] - first) <= 1e-6 * first, name
 
 

@@ -115,13 +115,18 @@ VARIANTS: tuple[Variant, ...] = (
     # under MirroredStrategy (not in a multi-process run, as the CNN's) and the custom loop (what one uses).
     # Unrolled loses on the CPU (fit 199 ms an epoch, unrolled 213 ms on zen4: docs/tuning.md), so it is a lever, not
     # the best-known; under MirroredStrategy over 8 logical CPUs its graph took 119 s to build and its epochs were
-    # slower still (1.88 s against 1.46 s), so that combination is not offered.
+    # slower still (1.88 s against 1.46 s), so that combination is not offered. XLA (jit_compile=True): fit's at
+    # one device ('fit+xla'); over several the custom loop's, each replica's forward and backward pass under XLA and
+    # the all-reduce and Adam outside ('loop+xla'), since fit's jit_compile under MirroredStrategy fails on logical
+    # CPUs (XLA reads one replica's variables from another's device). Levers until a run ranks them (docs/tuning.md).
     Variant("fit", "lstm_train", ONE, best=1, options=LstmOptions()),
     Variant("fit+unroll", "lstm_train", ONE, tuned=True, options=LstmOptions(unroll=True)),
+    Variant("fit+xla", "lstm_train", ONE, tuned=True, options=LstmOptions(xla=True)),
     Variant(
         "fit+bf16", "lstm_train", ONE, "bfloat16", tuned=True, best=0, float32="fit", options=LstmOptions(mixed=True)
     ),
     Variant("strategy", "lstm_train", MANY, best=1, multiprocess=False, options=LstmOptions(distributed=True)),
+    Variant("loop+xla", "lstm_train", MANY, tuned=True, multiprocess=False, options=LstmOptions("loop", True, True)),
     # not in a multi-process run: under MultiWorkerMirroredStrategy the custom loop's LSTM killed the worker with a
     # SIGSEGV at its first epoch (2 processes x 1 CPU, TF 2.21, zen4; docs/multihost.md)
     Variant("loop", "lstm_train", MANY, tuned=True, multiprocess=False, options=LstmOptions("loop", True)),

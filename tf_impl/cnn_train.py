@@ -57,29 +57,37 @@ def _worker_batches(s: tf.distribute.Strategy, x: np.ndarray, y: np.ndarray) -> 
     return s.distribute_datasets_from_function(fn, per_replica)
 
 
-def _replica_step(n: int, model):
+def _replica_step(n: int, model, xla: bool = False):
     """One training step on one replica as Keras's fit takes it: per-replica loss scaled by 1/replicas (the
     optimizer all-reduces by sum), per-replica BatchNorm statistics, Keras's Adam; the replica's loss and
-    accuracy."""
+    accuracy. `xla`: the forward and backward pass XLA-compiled on the replica's device (jit_compile=True), the
+    all-reduce and Adam's update outside it (fit's jit_compile under MirroredStrategy fails on logical CPUs: XLA
+    reads one replica's variables from another's device)."""
 
-    def replica_step(x, y):
+    def forward_backward(x, y):
         with tf.GradientTape() as tape:
             probs = model(tf.cast(x, tf.float32), training=True)
             loss = cross_entropy(probs, y)
             scaled = loss / n
         grads = tape.gradient(scaled, model.trainable_weights)
-        model.optimizer.apply_gradients(zip(grads, model.trainable_weights, strict=True))
         acc = tf.reduce_mean(
             tf.cast(tf.equal(tf.argmax(probs, -1, output_type=tf.int32), tf.cast(y, tf.int32)), tf.float32)
         )
+        return loss, acc, grads
+
+    compute = tf.function(forward_backward, jit_compile=True) if xla else forward_backward
+
+    def replica_step(x, y):
+        loss, acc, grads = compute(x, y)
+        model.optimizer.apply_gradients(zip(grads, model.trainable_weights, strict=True))
         return loss, acc
 
     return replica_step
 
 
-def _loop_step(s: tf.distribute.Strategy, model) -> tf.types.experimental.PolymorphicFunction:
+def _loop_step(s: tf.distribute.Strategy, model, xla: bool) -> tf.types.experimental.PolymorphicFunction:
     """One global step of the custom loop; returns the global batch's mean loss and accuracy."""
-    replica_step = _replica_step(s.num_replicas_in_sync, model)
+    replica_step = _replica_step(s.num_replicas_in_sync, model, xla)
 
     @tf.function
     def step(x, y):
@@ -89,10 +97,10 @@ def _loop_step(s: tf.distribute.Strategy, model) -> tf.types.experimental.Polymo
     return step
 
 
-def _loop_steps(s: tf.distribute.Strategy, model) -> tf.types.experimental.PolymorphicFunction:
+def _loop_steps(s: tf.distribute.Strategy, model, xla: bool) -> tf.types.experimental.PolymorphicFunction:
     """`count` global steps of the custom loop in one tf.function (one host dispatch), reading the distributed
     iterator; per-step mean loss and accuracy, stacked. `count` is a Python int: one trace per length."""
-    replica_step = _replica_step(s.num_replicas_in_sync, model)
+    replica_step = _replica_step(s.num_replicas_in_sync, model, xla)
 
     @tf.function
     def steps(iterator, count: int):
@@ -151,7 +159,7 @@ class Trainer:
         self.logs = StepLogs()
         if o.api == "loop":
             self.s = strategy(devices)
-            self._step = _loop_step(self.s, self.m) if self.spe == 1 else _loop_steps(self.s, self.m)
+            self._step = (_loop_step if self.spe == 1 else _loop_steps)(self.s, self.m, o.xla)
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn (one model.fit epoch); returns (K, 2) [loss, acc]."""
