@@ -1,7 +1,8 @@
 """Keras 3 on JAX: its variants, each declared once as a record (parity.api.variants), and the options this
 implementation's builders read (never the names). What a Keras user reaches for: steps_per_execution, the
 'mixed_bfloat16' policy, keras.distribution.DataParallel; jit_compile is left as Keras sets it ('auto': XLA on the
-JAX backend, always). No process-wide setting: XLA's flags are jax_impl's levers, and a Keras user sets none."""
+JAX backend, always). Its process-wide settings are jax_impl's, ranked alike: the same runtime (XLA's flags, huge
+pages), which a Keras user sets as a JAX user does."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from dataclasses import dataclass
 
 import jax
 
+from jax_impl import devices as jax_runtime
+from jax_impl.catalog import SETTINGS as JAX_SETTINGS
 from parity.api.cnn import STEPS_PER_DISPATCH
 from parity.api.variants import MANY, ONE, Setting, Variant, lookup, offered
 
@@ -126,7 +129,8 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("predict", "lstm_infer", ONE, best=0, multiprocess=False, options=InferOptions()),
     Variant("predict+unroll", "lstm_infer", ONE, tuned=True, multiprocess=False, options=InferOptions(unroll=True)),
 )
-SETTINGS: tuple[Setting, ...] = ()
+# JAX's runtime settings, the same records: Keras-JAX/JAX then compares the two frameworks' code on one runtime.
+SETTINGS: tuple[Setting, ...] = JAX_SETTINGS
 
 
 def variants(kind: str, replicas: int) -> tuple[Variant, ...]:
@@ -140,5 +144,5 @@ def variant(kind: str, name: str, replicas: int) -> Variant:
 
 
 def settings(device: str, native_bf16: bool = False) -> tuple[Setting, ...]:
-    """Process-wide settings worth a worker of their own: none for Keras on JAX, on any device."""
-    return SETTINGS
+    """The process-wide settings that make a difference on `device`: JAX's (jax_impl.devices.settings)."""
+    return jax_runtime.settings(device, native_bf16)

@@ -146,5 +146,18 @@ def first_screen(doc: dict) -> str:
         out.append(
             f"{MORE}: a tuned configuration (levers added); its full label in results.md, each lever in docs/tuning.md"
         )
+    out += same_runtime(doc["rows"])
     out += [text(n) for n in not_measured(env)]
     return "\n".join(out)
+
+
+def same_runtime(rows: list[dict]) -> list[str]:
+    """A footnote where Keras on JAX's tuned rows ran with the process-wide settings JAX's did: the two frameworks'
+    code then meets on one runtime (docs/keras-jax.md)."""
+
+    def settings(fw: str) -> set:
+        return {tuple(sorted(r["config_env"].items())) for r in rows if r["framework"] == fw and r.get("config_env")}
+
+    if not settings("jax") & settings("keras-jax"):
+        return []
+    return ["Keras-JAX's tuned rows run with JAX's runtime settings (XLA flags, huge pages): the same runtime as JAX's"]
