@@ -12,12 +12,14 @@ from parity.engine.config import PRESETS
 from parity.workloads import DEVICES, PRECISIONS, WORKLOADS
 
 EXAMPLES = """examples:
-  python -m parity.run --device cpu --quick        # about 2 minutes: every framework, tiny shapes, every check
+  python -m parity.run --device cpu --quick        # 2-7 minutes by CPU class: every framework, tiny shapes, every check
   python -m parity.run --device cpu                # the article's full-size workloads at one device
   python -m parity.run --device cpu --preset full  # and 8 simulated devices, on a larger budget: 20 minutes or more
   python -m parity.run --device gpu --framework jax --precision highest
   python -m parity.run --device tpu --workload cnn --schedule notebook --data download   # the notebook's table
   python -m parity.run --list-devices              # what each framework sees (the article's first step)
+
+what each label of a row means (jit+pool+ynn+onednn+thp, fit+spe, not judged, ...): docs/glossary.md
 """
 
 
