@@ -1,0 +1,226 @@
+"""The figures docs pages quote from shipped results files are those files': tuning.md's per-class table cell by cell;
+results.md's class table (commit, rows, checks); and every figure written `A` / `B` 0.80x (0.58-0.82) in
+glossary.md, tuning.md and results.md, against a comparison of the files its paragraph names. No framework is
+imported."""
+
+import ast
+import json
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+CLASSES = ("zen1", "zen4", "zen5", "xeon-avx512bf16", "xeon-amx")
+FIGURE = re.compile(r"(\d+\.\d\d)x \(95% CI (\d+\.\d\d)-(\d+\.\d\d)(; no difference)?")  # a comparison's text
+QUOTED = re.compile(r"`([^`]+)` / `([^`]+)` (\d+\.\d\d)x \((\d+\.\d\d)-(\d+\.\d\d)(, no difference)?\)")
+FILE = re.compile(r"docs/results/[\w./-]+?\.json\b")
+
+
+@cache
+def _doc(path: str) -> dict:
+    return json.loads((ROOT / path).read_text())
+
+
+def _said(c: dict) -> str:
+    """A comparison as the docs write it: '0.80x (0.58-0.82)', ', no difference' inside where its interval holds 1."""
+    r, lo, hi, nd = FIGURE.search(c["text"]).groups()
+    return f"{r}x ({lo}-{hi}{', no difference' if nd else ''})"
+
+
+def _settings() -> list[str]:
+    """JAX's setting names, read from jax_impl/catalog.py's source, longest first."""
+    tree = ast.parse((ROOT / "jax_impl/catalog.py").read_text())
+    names = [
+        n.args[0].value
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "Setting" and isinstance(n.args[0], ast.Constant)
+    ]
+    return sorted(names, key=len, reverse=True)
+
+
+SETTINGS = _settings()
+
+
+def _variant(row_label: str) -> str:
+    """'jit+pool+ynn+onednn+thp' -> 'jit+pool': the row's variant, its setting taken off."""
+    for s in SETTINGS:
+        if row_label.endswith(f"+{s}"):
+            return row_label[: -len(s) - 1]
+    return row_label
+
+
+def _blocks(text: str) -> list[str]:
+    """A page's paragraphs, each list item its own, each table row its own."""
+    out = []
+    for para in re.split(r"\n\s*\n", text):
+        if para.lstrip().startswith("|"):
+            out += para.splitlines()
+        else:
+            out += re.split(r"\n(?=- )", para)
+    return out
+
+
+# --- tuning.md's per-class table ---------------------------------------------------------------------------------
+
+TUNING = (DOCS / "tuning.md").read_text()
+WORKLOADS = {
+    "conv": "conv",
+    "matmul": "matmul",
+    "CNN training": "cnn_train",
+    "CNN inference": "cnn_infer",
+    "LSTM training": "lstm_train",
+    "LSTM inference": "lstm_infer",
+}
+FRAMEWORKS = {"JAX": "jax", "TF": "tf", "Keras-JAX": "keras-jax"}
+LABEL = re.compile(r"^(.+?) x(\d+)( bfloat16)?: (JAX|TF|Keras-JAX) `([^`]+)` / (?:`([^`]+)`|best out of the box)$")
+
+
+def _class_table() -> tuple[list[str], list[list[str]]]:
+    section = TUNING[TUNING.index("## What the best-known configuration buys, per class") :]
+    lines = [ln for ln in section.split("\n## ")[0].splitlines() if ln.startswith("| ")]
+    header = [c.strip().strip("`") for c in lines[0].strip("|").split("|")]
+    return header[1:], [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[2:]]
+
+
+CLASS_COLUMNS, CLASS_ROWS = _class_table()
+
+
+def test_the_per_class_table_covers_every_class_with_a_default_run():
+    assert CLASS_COLUMNS == list(CLASSES)
+    assert len(CLASS_ROWS) >= 20
+
+
+@pytest.mark.parametrize("row", CLASS_ROWS, ids=[r[0] for r in CLASS_ROWS])
+def test_each_per_class_cell_is_its_class_files_comparison(row):
+    m = LABEL.match(row[0])
+    assert m, row[0]
+    workload, replicas, bf16, framework, variant, den = m.groups()
+    for klass, cell in zip(CLASS_COLUMNS, row[1:], strict=True):
+        found = [
+            c
+            for c in _doc(f"docs/results/{klass}/cpu-default.json")["comparisons"]
+            if c["kind"] == "tuned_vs_default"
+            and c["workload"] == WORKLOADS[workload]
+            and c["replicas"] == int(replicas)
+            and c["dtype"] == ("bfloat16" if bf16 else "float32")
+            and c["num"]["framework"] == FRAMEWORKS[framework]
+            and (den is None or c["den"]["variant"] == den)
+        ]
+        if cell == "-":
+            assert not found, (klass, row[0], [c["text"] for c in found])
+            continue
+        assert len(found) == 1, (klass, row[0])
+        (c,) = found
+        extra = re.fullmatch(r"(.+?)(?: with `(\+[^`]+)`)?", cell)[2] or ""
+        assert cell == _said(c) + (f" with `{extra}`" if extra else ""), (klass, row[0], c["text"])
+        assert _variant(c["num"]["variant"]) == variant + extra, (klass, row[0], c["num"]["variant"])
+
+
+# --- results.md's class table ------------------------------------------------------------------------------------
+
+RESULTS = (DOCS / "results.md").read_text()
+
+
+@pytest.mark.parametrize("klass", CLASSES)
+def test_the_results_class_table_gives_each_files_commit_and_counts(klass):
+    line = next(ln for ln in RESULTS.splitlines() if ln.startswith(f"| [`{klass}`]"))
+    doc = _doc(f"docs/results/{klass}/cpu-default.json")
+    checks = doc["checks"]
+    passed = sum(c["passed"] is True for c in checks)
+    unjudged = sum(c["passed"] is None for c in checks)
+    assert f"commit {doc['env']['git_commit']}" in line
+    assert f"{sum(r['verified'] for r in doc['rows'])} verified; {passed} of {len(checks)} passed" in line
+    assert f"{unjudged} not judged" in line
+    host = doc["env"].get("host")
+    if host:
+        assert f"family {host['family']}, model {host['model']}" in line
+    readme = (DOCS / f"results/{klass}/README.md").read_text()
+    run = next(ln for ln in readme.splitlines() if ln.startswith("| `cpu-default."))
+    assert doc["env"]["git_commit"] in run
+    wall = re.match(r"\d+ min \d+ s", run.strip("| ").split("|")[-1].strip())[0]
+    assert f"| {wall} |" in line, (wall, "the class README's wall time")
+
+
+# --- quoted comparisons in any page ------------------------------------------------------------------------------
+
+
+def _quoted(page: str) -> list[tuple[str, tuple]]:
+    out = []
+    for block in _blocks((DOCS / page).read_text()):
+        files = sorted(set(FILE.findall(block)))
+        for fig in QUOTED.finditer(block):
+            out.append((f"{page}: {fig[0]}", (tuple(files), fig.groups())))
+    return out
+
+
+QUOTES = [q for page in ("glossary.md", "tuning.md", "results.md") for q in _quoted(page)]
+
+
+def test_the_pages_quote_comparisons():
+    assert len([q for q, _ in QUOTES if q.startswith("glossary.md")]) >= 15
+
+
+@pytest.mark.parametrize("quote", [q for _, q in QUOTES], ids=[i for i, _ in QUOTES])
+def test_each_quoted_comparison_is_in_a_file_its_paragraph_names(quote):
+    files, (num, den, ratio, lo, hi, nd) = quote
+    assert files, "a quoted figure names its file in its paragraph"
+    said = f"{ratio}x ({lo}-{hi}{nd or ''})"
+    found = [
+        (f, _said(c))
+        for f in files
+        for c in _doc(f)["comparisons"]
+        if c["num"]["variant"] == num and c["den"]["variant"] == den
+    ]
+    assert found, f"no comparison {num} / {den} in {files}"
+    assert said in [s for _, s in found], found
+
+
+# --- single figures pages quote ----------------------------------------------------------------------------------
+
+
+def test_the_notebook_schedule_on_a_cpu_is_twice_each_rows_five_epoch_estimate():
+    lines = (DOCS / "workloads.md").read_text().splitlines()
+    line = next(ln for ln in lines if ln.startswith("| CPU, 2 cores: `zen4`"))
+    for framework, variant in (("tf", "fit"), ("jax", "jit+pool+ynn+onednn+thp")):
+        minutes = []
+        for klass in ("zen4", "zen5"):
+            (row,) = [
+                r
+                for r in _doc(f"docs/results/{klass}/cpu-default.json")["rows"]
+                if (r["workload"], r["framework"], r["variant"], r["replicas"]) == ("cnn_train", framework, variant, 1)
+            ]
+            minutes.append(f"{2 * row['est_5_notebook_epochs_s'] / 60:.1f}")
+        assert f"`{variant}` about {minutes[0]} / {minutes[1]} min" in line
+
+
+def test_the_comparing_machines_example_is_what_compare_prints(capsys):
+    from parity import compare
+
+    zen5, zen4 = (str(ROOT / f"docs/results/{c}/cpu-default.json") for c in ("zen5", "zen4"))
+    compare.main([zen5, zen4])
+    first = capsys.readouterr().out.splitlines()[0]
+    fmt = (DOCS / "results-format.md").read_text()
+    said = [ln for ln in fmt.splitlines() if ln.startswith("machines differ: OLD is AMD EPYC")]
+    assert said[0] == first  # the next is tests/test_machines.py's hand-made pair
+
+
+def test_the_article_comparison_gives_each_classes_conv_time():
+    para = next(p for p in RESULTS.split("\n\n") if "2 cores of these classes take" in p)
+    for klass in ("zen4", "xeon-avx512bf16", "zen5"):
+        (row,) = [
+            r
+            for r in _doc(f"docs/results/{klass}/cpu-default.json")["rows"]
+            if (r["workload"], r["framework"], r["variant"], r["replicas"]) == ("conv", "tf", "function", 1)
+        ]
+        assert f"{row['median_s'] * 1000:.2f} ms (`{klass}`)" in para.replace("\n", " ")
+
+
+def test_the_notebooks_quick_times_are_the_class_readmes():
+    text = (ROOT / "notebooks/parity_colab.ipynb").read_text()
+    for wall, klass in re.findall(r"(\d+ min \d+ s) \(`([\w-]+)`\)", text):
+        readme = (DOCS / f"results/{klass}/README.md").read_text()
+        quick = next(ln for ln in readme.splitlines() if ln.startswith("| `cpu-quick."))
+        assert wall in quick, (klass, wall)
