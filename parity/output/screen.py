@@ -4,7 +4,7 @@ the per-row table, every check and the notes go to the results files (results.md
 
 from __future__ import annotations
 
-from parity.common.frameworks import over, short
+from parity.common.frameworks import JAX, KERAS_JAX, over, short
 from parity.judging import settling, summary
 from parity.output.cells import grid
 from parity.output.machines import label, machine_of
@@ -158,6 +158,6 @@ def same_runtime(rows: list[dict]) -> list[str]:
     def settings(fw: str) -> set:
         return {tuple(sorted(r["config_env"].items())) for r in rows if r["framework"] == fw and r.get("config_env")}
 
-    if not settings("jax") & settings("keras-jax"):
+    if not settings(JAX) & settings(KERAS_JAX):
         return []
     return ["Keras-JAX's tuned rows run with JAX's runtime settings (XLA flags, huge pages): the same runtime as JAX's"]
