@@ -51,7 +51,7 @@ PRESETS = {
             "the article's full-size conv and matmul, the device's CNN and LSTM schedules, at one device (a GPU or "
             "TPU: one chip and all of them), each framework out of the box and at its best-known configuration, "
             "every row against float64, every timed variant's trajectory against one reference",
-            "6 min 53 s and 7 min 45 s on xeon-avx512, no bfloat16 rows",
+            "7 min 10 s on xeon-avx512, no bfloat16 rows",
             "best", "device", 3.0, 30, 20, 4096, "one", "timed",
         ),
         Preset(
