@@ -212,16 +212,25 @@ def report_main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--readme",
         action="store_true",
-        help="print instead the README's results table (Markdown, one file per machine class: its folder's name)",
+        help="print instead docs/results.md's results table (Markdown, one file per machine class: its folder's name)",
+    )
+    ap.add_argument(
+        "--grid",
+        action="store_true",
+        help="print instead the README's compact grid (Markdown: workloads at one device down, machine classes "
+        "across, each framework's best and out-of-the-box ratio over TF's; one file per machine class)",
     )
     args = ap.parse_args(argv)
-    return guarded("parity.report", lambda: _readme(args) if args.readme else _report(args), "nothing written")
+    return guarded(
+        "parity.report", lambda: _readme(args) if args.readme or args.grid else _report(args), "nothing written"
+    )
 
 
 def _readme(args) -> int:
+    from parity.output.grid import grid_main
     from parity.output.readme import readme_main
 
-    return readme_main(args)
+    return grid_main(args) if args.grid else readme_main(args)
 
 
 def _report(args) -> int:

@@ -1,27 +1,30 @@
-"""The README's results table is the project's own tool's output for the results files it names: made again here
-from the shipped files, it must read the same. No TensorFlow or JAX starts."""
+"""The README's grid and docs/results.md's table are the project's own tool's output for the results files they
+name: made again here from the shipped files, each must read the same, and the README's answer quotes only figures
+its grid holds. No TensorFlow or JAX starts."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from parity import report
 from parity.common import frameworks
-from parity.output import readme
+from parity.output import grid, readme
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
+RESULTS = ROOT / "docs" / "results.md"
 SHIPPED = json.loads((ROOT / "docs/results/zen4/cpu-default.json").read_text())["rows"][0]
 
 
-def test_the_readme_table_is_the_shipped_files_table(monkeypatch):
-    text = README.read_text()
+def test_the_results_pages_table_is_the_shipped_files_table(monkeypatch):
+    text = RESULTS.read_text()
     files = readme.files_named(text)
-    assert files, "the README's results block names no results file"
-    monkeypatch.chdir(ROOT)  # the block names the files relative to the README
+    assert files, "docs/results.md's results block names no results file"
+    monkeypatch.chdir(ROOT)  # the block names the files relative to the repository's root
     assert readme.shown(text) == readme.block(files), (
-        "README.md's results table differs from its files': run `"
+        "docs/results.md's results table differs from its files': run `"
         + readme.COMMAND
         + " "
         + " ".join(p.as_posix() for p in files)
@@ -29,8 +32,35 @@ def test_the_readme_table_is_the_shipped_files_table(monkeypatch):
     )
 
 
-def test_every_file_the_readme_names_is_one_machine_class_folder_under_docs_results():
-    files = readme.files_named(README.read_text())
+def test_the_readme_grid_is_the_shipped_files_grid(monkeypatch):
+    text = README.read_text()
+    files = grid.files_named(text)
+    monkeypatch.chdir(ROOT)
+    assert grid.shown(text) == grid.grid(files), (
+        "README.md's grid differs from its files': run `"
+        + grid.COMMAND
+        + " "
+        + " ".join(p.as_posix() for p in files)
+        + "` and paste its output between the markers"
+    )
+
+
+def test_the_readme_answer_quotes_only_figures_its_grid_holds():
+    """Every ratio the answer's bullets give ('2.25x', '0.89x~') is a cell of the grid under them: a figure the
+    files hold, made again by the test above."""
+    text = README.read_text()
+    answer = text[text.index("## The answer") : text.index(grid.END)]
+    bullets = answer[: answer.index("<!-- results grid")]
+    lines = grid.shown(text).splitlines()[3:-1]
+    cells = {part.strip() for line in lines for cell in line.split("|") for part in cell.split("/")}
+    quoted = re.findall(r"\d+\.\d\dx~?", bullets)
+    assert len(quoted) >= 6
+    assert not [q for q in quoted if q not in cells]
+
+
+@pytest.mark.parametrize("page,named", [(RESULTS, readme.files_named), (README, grid.files_named)])
+def test_every_file_a_page_names_is_one_machine_class_folder_under_docs_results(page, named):
+    files = named(page.read_text())
     assert all(p.parts[:2] == ("docs", "results") and len(p.parts) == 4 for p in files), files
     assert all((ROOT / p).is_file() and (ROOT / p.parent / "README.md").is_file() for p in files), files
 

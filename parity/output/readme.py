@@ -1,10 +1,11 @@
-"""The README's results table, made from shipped results files: per machine class and workload x replicas x number
+"""docs/results.md's results table, made from shipped results files: per machine class and workload x replicas x number
 format, each framework's best row, each other framework's best over the reference's with its 95% interval, and the
 parity verdict; then, per file, the machine and the command that made it.
 
 A file's machine class is the name of its folder (`docs/results/zen4/cpu-default.json`: `zen4`); the folder's
-README.md says what that class is. The README holds the block between BEGIN and END; BEGIN names the files, so
-`tests/test_readme.py` can make the block again and fail where the two differ."""
+README.md says what that class is. docs/results.md holds the block between BEGIN and END; BEGIN names the files
+(relative to the repository's root), so `tests/test_readme.py` can make the block again and fail where the two
+differ. The README's compact grid is parity.output.grid's."""
 
 from __future__ import annotations
 
@@ -94,8 +95,9 @@ SOURCES = ("machine", "file", "command at commit", "host", "rows verified", "che
 
 
 def block(paths: list[Path]) -> str:
-    """The README's results block for `paths` (as given, relative to the README), markers included. Raises
-    ResultsError for a file that is not a results file, one in no folder, or two files of one machine class."""
+    """docs/results.md's results block for `paths` (as given, relative to the repository's root), markers
+    included. Raises ResultsError for a file that is not a results file, one in no folder, or two files of one
+    machine class."""
     bare = [p for p in paths if not machine_class(p)]
     if bare:
         raise ResultsError(f"{bare[0]}: in no folder; give each file in a folder named after its machine class")
@@ -116,7 +118,7 @@ def block(paths: list[Path]) -> str:
     how = (
         f"{said}: the best row's median time over the best {frameworks.short(fws[0])} row's (below 1: faster than "
         f"{frameworks.short(fws[0])}){also}, with a 95% bootstrap interval paired by interleaving round "
-        "([docs/statistics.md](docs/statistics.md)); an interval that holds 1 is no difference measurable there. "
+        "([statistics.md](statistics.md)); an interval that holds 1 is no difference measurable there. "
         if fws[1:]
         else ""
     )
@@ -134,7 +136,7 @@ def block(paths: list[Path]) -> str:
 
 
 def files_named(text: str) -> list[Path]:
-    """The files a README's results block was made from, read off its BEGIN marker. Raises ValueError where the
+    """The files a page's results block was made from, read off its BEGIN marker. Raises ValueError where the
     text holds no block."""
     m = _BEGIN.search(text)
     if not m or END not in text[m.end() :]:
@@ -143,7 +145,7 @@ def files_named(text: str) -> list[Path]:
 
 
 def shown(text: str) -> str:
-    """The results block a README holds, markers included. Raises ValueError where it holds none."""
+    """The results block a page holds, markers included. Raises ValueError where it holds none."""
     files_named(text)
     start = _BEGIN.search(text).start()
     return text[start : text.index(END, start) + len(END)]

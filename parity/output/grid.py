@@ -1,0 +1,94 @@
+"""The README's compact answer, made from shipped results files: workloads at one device down, machine classes across;
+each cell a framework's best over the reference framework's best, and the same out of the box beside it. The long
+table (every replica count, every variant's label, the intervals) is parity.output.readme's, in docs/results.md.
+
+A file's machine class is its folder's name, as for the long table. The README holds the grid between GRID_BEGIN and
+GRID_END; GRID_BEGIN names the files, so `tests/test_readme.py` can make it again and fail where the two differ."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+from parity.common import frameworks
+from parity.judging import summary
+from parity.output.cells import md_table
+from parity.output.files import ResultsError, load_results
+from parity.output.readme import machine_class
+from parity.output.safe import from_comment, text
+
+COMMAND = "python -m parity.report --grid"
+BEGIN = "<!-- results grid: {command} {files} -->"
+END = "<!-- end of results grid -->"
+_BEGIN = re.compile(r"<!-- results grid: python -m parity\.report --grid (?P<files>[^>]*?) -->")
+ORDER = ("conv", "matmul", "cnn_train", "cnn_infer", "lstm_train", "lstm_infer")  # the article's first
+SAME = "~"  # a ratio whose 95% interval holds 1: no difference measurable there
+
+
+def _ratio(num: dict | None, den: dict | None) -> str:
+    if num is None or den is None:
+        return "-"
+    q = summary.ratio(num, den)
+    return f"{q.ratio:.2f}x" + (SAME if q.low is not None and q.contains_one() else "")
+
+
+def cell(rows: list[dict], wl: str, dtype: str, fw: str, ref: str) -> str:
+    """'1.18x / 2.80x': `fw`'s best over `ref`'s best at one device, then each out of the box ('-' where a side has
+    no verified row); SAME marks a ratio whose interval holds 1."""
+    best = _ratio(summary.best(rows, wl, 1, dtype, fw), summary.best(rows, wl, 1, dtype, ref))
+    if best == "-":
+        return "-"
+    plain = _ratio(summary.best(rows, wl, 1, dtype, fw, False), summary.best(rows, wl, 1, dtype, ref, False))
+    return best if plain == "-" else f"{best} / {plain}"
+
+
+def grid(paths: list[Path]) -> str:
+    """The README's grid for `paths` (one file per machine class, relative to the repository's root), markers
+    included. Raises ResultsError for a file that is not a results file or two files of one class."""
+    docs = [(machine_class(p), p, load_results(p)) for p in paths]
+    classes = [c for c, _, _ in docs]
+    if len(set(classes)) < len(classes):
+        raise ResultsError("two files of one machine class (folder): give one file per class")
+    fws = frameworks.ordered(r["framework"] for _, _, d in docs for r in d["rows"])
+    ref, body = fws[0], []
+    for wl in ORDER:
+        for dtype in ("float32", "bfloat16"):
+            for fw in fws[1:]:
+                cells = [cell(d["rows"], wl, dtype, fw, ref) for _, _, d in docs]
+                if any(c != "-" for c in cells):
+                    fmt = "" if dtype == "float32" else " bfloat16"
+                    body.append((f"{wl}{fmt}, {frameworks.over(fw, ref)}", *cells))
+    body.append(("file, at commit", *(f"{p.stem} at {d['env'].get('git_commit', '?')}" for _, p, d in docs)))
+    return "\n".join(
+        [
+            BEGIN.format(command=COMMAND, files=" ".join(text(p.as_posix(), "comment") for p in paths)),
+            md_table(("one device", *classes), body),
+            END,
+        ]
+    )
+
+
+def files_named(page: str) -> list[Path]:
+    """The files a page's grid was made from, read off its BEGIN marker. Raises ValueError where it holds none."""
+    m = _BEGIN.search(page)
+    if not m or END not in page[m.end() :]:
+        raise ValueError(f"no results grid ('{COMMAND} FILES' between its markers)")
+    return [Path(from_comment(f)) for f in m.group("files").split()]
+
+
+def shown(page: str) -> str:
+    """The grid a page holds, markers included. Raises ValueError where it holds none."""
+    files_named(page)
+    start = _BEGIN.search(page).start()
+    return page[start : page.index(END, start) + len(END)]
+
+
+def grid_main(args) -> int:
+    """`python -m parity.report --grid FILES`: print the grid; a bad file is one line and exit 2."""
+    try:
+        print(grid(args.files))
+    except (ResultsError, OSError) as e:
+        print(text(f"error: {e}"), file=sys.stderr)
+        return 2
+    return 0
