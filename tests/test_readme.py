@@ -142,3 +142,27 @@ def test_a_path_can_neither_close_the_marker_nor_split_it(tmp_path, monkeypatch,
     assert marker.startswith("<!-- results table: ") and marker.endswith(" -->")
     assert marker.count("-->") == 1 and "<" not in marker[4:] and "\n" not in marker
     assert readme.files_named(block) == [a]  # read back exactly
+
+
+def test_the_grid_command_prints_the_grid_and_refuses_what_it_cannot_use(tmp_path, monkeypatch, capsys):
+    """--grid: one file per machine class, best and out of the box over TF's, `~` where the interval holds 1; a
+    file in no folder, two of one class, or another flag beside it: one line, exit 2."""
+    monkeypatch.chdir(tmp_path)
+    a = _write(Path("r/one/cpu-default.json"), [_row("tf", 0.2), _row("jax", 0.1), _row("jax", 0.3, variant="jit")])
+    a_doc = json.loads(a.read_text())
+    a_doc["rows"][1]["tuned"] = True  # JAX's best is a tuned row; its out-of-the-box row is slower than TF's
+    a.write_text(json.dumps(a_doc))
+    b = _write(Path("r/two/cpu-default.json"), [_row("tf", 0.2), _row("jax", 0.2)])
+    assert report.report_main(["--grid", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert out == grid.grid([a, b]) + "\n"
+    assert "| conv, JAX/TF | 0.50x / 1.50x | 1.00x~ / 1.00x~ |" in out  # five equal calls: no spread, 1 held
+    assert "| file, at commit | cpu-default at abc1234 | cpu-default at abc1234 |" in out
+    c = _write(Path("r/one/other.json"), [_row("tf", 0.2)])
+    assert report.report_main(["--grid", str(a), str(c)]) == 2
+    assert "two files of one machine class (folder) one" in capsys.readouterr().err
+    _write(Path("loose.json"), [_row("tf", 0.2)])
+    assert report.report_main(["--grid", "loose.json"]) == 2
+    assert "loose.json: in no folder" in capsys.readouterr().err
+    assert report.report_main(["--grid", "--readme", str(a)]) == 2
+    assert "--grid takes only results files, not --readme and --grid at once" in capsys.readouterr().err

@@ -8,14 +8,12 @@ GRID_END; GRID_BEGIN names the files, so `tests/test_readme.py` can make it agai
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from parity.common import frameworks
 from parity.judging import summary
 from parity.output.cells import md_table
-from parity.output.files import ResultsError, load_results
-from parity.output.readme import machine_class
+from parity.output.readme import class_files, readme_main
 from parity.output.safe import from_comment, text
 
 COMMAND = "python -m parity.report --grid"
@@ -45,11 +43,8 @@ def cell(rows: list[dict], wl: str, dtype: str, fw: str, ref: str) -> str:
 
 def grid(paths: list[Path]) -> str:
     """The README's grid for `paths` (one file per machine class, relative to the repository's root), markers
-    included. Raises ResultsError for a file that is not a results file or two files of one class."""
-    docs = [(machine_class(p), p, load_results(p)) for p in paths]
-    classes = [c for c, _, _ in docs]
-    if len(set(classes)) < len(classes):
-        raise ResultsError("two files of one machine class (folder): give one file per class")
+    included. Raises ResultsError as parity.output.readme.class_files."""
+    docs = class_files(paths)
     fws = frameworks.ordered(r["framework"] for _, _, d in docs for r in d["rows"])
     ref, body = fws[0], []
     for wl in ORDER:
@@ -63,7 +58,7 @@ def grid(paths: list[Path]) -> str:
     return "\n".join(
         [
             BEGIN.format(command=COMMAND, files=" ".join(text(p.as_posix(), "comment") for p in paths)),
-            md_table(("one device", *classes), body),
+            md_table(("one device", *(c for c, _, _ in docs)), body),
             END,
         ]
     )
@@ -86,9 +81,4 @@ def shown(page: str) -> str:
 
 def grid_main(args) -> int:
     """`python -m parity.report --grid FILES`: print the grid; a bad file is one line and exit 2."""
-    try:
-        print(grid(args.files))
-    except (ResultsError, OSError) as e:
-        print(text(f"error: {e}"), file=sys.stderr)
-        return 2
-    return 0
+    return readme_main(args, grid, "--grid")

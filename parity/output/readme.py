@@ -91,13 +91,9 @@ def _source(cls: str, path: Path, doc: dict) -> tuple[str, ...]:
     )
 
 
-SOURCES = ("machine", "file", "command at commit", "host", "rows verified", "checks", "versions")
-
-
-def block(paths: list[Path]) -> str:
-    """docs/results.md's results block for `paths` (as given, relative to the repository's root), markers
-    included. Raises ResultsError for a file that is not a results file, one in no folder, or two files of one
-    machine class."""
+def class_files(paths: list[Path]) -> list[tuple[str, Path, dict]]:
+    """(machine class, path, results) for each of `paths`, one file per class. Raises ResultsError for a file that
+    is not a results file, one in no folder, or two files of one machine class."""
     bare = [p for p in paths if not machine_class(p)]
     if bare:
         raise ResultsError(f"{bare[0]}: in no folder; give each file in a folder named after its machine class")
@@ -106,6 +102,17 @@ def block(paths: list[Path]) -> str:
     if len(set(classes)) < len(classes):
         twice = sorted({c for c in classes if classes.count(c) > 1})
         raise ResultsError(f"two files of one machine class (folder) {', '.join(twice)}: give one file per class")
+    return docs
+
+
+SOURCES = ("machine", "file", "command at commit", "host", "rows verified", "checks", "versions")
+
+
+def block(paths: list[Path]) -> str:
+    """docs/results.md's results block for `paths` (as given, relative to the repository's root), markers
+    included. Raises ResultsError for a file that is not a results file, one in no folder, or two files of one
+    machine class."""
+    docs = class_files(paths)
     fws = frameworks.ordered(r["framework"] for _, _, d in docs for r in d["rows"])
     head = ("machine", "workload", "replicas", "format", *(f"{frameworks.short(fw)} best" for fw in fws))
     pairs = frameworks.ratios(fws)
@@ -151,14 +158,16 @@ def shown(text: str) -> str:
     return text[start : text.index(END, start) + len(END)]
 
 
-def readme_main(args) -> int:
-    """`python -m parity.report --readme FILES`: print the block; a bad file is one line and exit 2."""
+def readme_main(args, make=block, flag: str = "--readme") -> int:
+    """`python -m parity.report --readme FILES` (or `--grid`, with parity.output.grid.grid as `make`): print the
+    block; a bad file is one line and exit 2."""
     others = [f for f, v in (("--baseline", args.baseline), ("--workload", args.workload), ("--out", args.out)) if v]
-    if others or args.no_article:
-        print(f"error: --readme takes only results files, not {', '.join(others or ['--no-article'])}", file=sys.stderr)
+    if others or args.no_article or (args.readme and args.grid):
+        said = ", ".join(others or ["--no-article" if args.no_article else "--readme and --grid at once"])
+        print(f"error: {flag} takes only results files, not {said}", file=sys.stderr)
         return 2
     try:
-        print(block(args.files))
+        print(make(args.files))
     except (ResultsError, OSError) as e:
         print(text(f"error: {e}"), file=sys.stderr)
         return 2
