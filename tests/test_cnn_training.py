@@ -70,7 +70,11 @@ def test_training_with_dropout_learns(mod, variant):
 
 
 # several replicas: 2 run the same code as 8, in a third of the time
-@pytest.mark.parametrize("replicas,tv,jv", [(1, "fit", "jit"), (2, "strategy", "shard_map")], ids=["1", "2"])
+@pytest.mark.parametrize(
+    "replicas,tv,jv",
+    [(1, "fit", "jit"), (2, "strategy", "shard_map"), (2, "loop+spe", "shard_map")],
+    ids=["1", "2", "2-loop"],
+)
 def test_mixed_precision_trains_in_bfloat16_and_keeps_the_trajectory(replicas, tv, jv):
     """'+bf16': bfloat16 compute, float32 parameters and optimizer state. TF against JAX, and each against its own
     float32 run, within bfloat16's tolerances; and far enough from float32 that bfloat16 really ran. From Keras's
