@@ -156,7 +156,7 @@ def _quoted(page: str) -> list[tuple[str, tuple]]:
     return out
 
 
-QUOTES = [q for page in ("glossary.md", "tuning.md", "results.md") for q in _quoted(page)]
+QUOTES = [q for page in ("glossary.md", "tuning.md", "results.md", "keras-jax.md") for q in _quoted(page)]
 
 
 def test_the_pages_quote_comparisons():
