@@ -1,6 +1,7 @@
-"""The one sanitiser of text that came from a results file or a worker, before a terminal, Markdown, CSV or a chart
-shows it: a results file is untrusted input (a merge of files from other machines), and its strings must not
-drive the terminal, forge a table line, leave a Markdown cell or fence, or run as a spreadsheet formula.
+"""The one sanitiser of text that came from a results file or a worker, before a terminal, Markdown, CSV, a chart
+or a web page shows it: a results file is untrusted input (a merge of files from other machines), and its strings
+must not drive the terminal, forge a table line, leave a Markdown cell or fence, run as a spreadsheet formula, or
+make markup or script in results.html.
 
 - every medium: control and format characters (ESC, BEL, a newline, a bidirectional override, a zero-width
   character) are written as escapes (`\\x1b`, `\\n`, `\\u202e`), so a string is always one visible line;
@@ -8,6 +9,8 @@ drive the terminal, forge a table line, leave a Markdown cell or fence, or run a
   or code span is made (rendered, it reads as the plain text);
 - code: inside a Markdown code span, a backtick becomes `'` (a span has no escapes);
 - chart: also `$` escaped, so matplotlib never parses a label as mathtext;
+- html: also `&`, `<`, `>`, `"` and `'` as character references (html.escape, quote=True), so a string is text
+  in an element or a quoted attribute of results.html and never markup or script;
 - csv: also a leading `=`, `+`, `-`, `@` (a formula to a spreadsheet) behind a `'`, as OWASP advises;
 - comment: inside an HTML comment that is read back (the README's results marker): every control, format and
   space character, `%`, `<` and `>` percent-encoded instead (UTF-8, as in a URL), so a string can neither close
@@ -19,10 +22,11 @@ Lengths are bounded where files are read (parity.output.files.MAX_TEXT) and writ
 
 from __future__ import annotations
 
+import html
 import unicodedata
 from urllib.parse import quote, unquote
 
-MEDIA = ("terminal", "markdown", "code", "csv", "chart", "comment")
+MEDIA = ("terminal", "markdown", "code", "csv", "chart", "comment", "html")
 MAX_TEXT = 65536  # the longest string a results file holds: a framework's whole error message fits
 _UNSEEN = {"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"}  # control, format, line/paragraph separators, unassigned
 _MARKDOWN = {c: "\\" + c for c in "\\|`[]"} | {"<": "&lt;", "&": "&amp;"}
@@ -55,6 +59,8 @@ def text(value, medium: str = "terminal", limit: int | None = None) -> str:
         out = out.replace("`", "'")
     elif medium == "chart":
         out = out.replace("$", "\\$")
+    elif medium == "html":
+        out = html.escape(out, quote=True)
     elif medium == "csv" and out.startswith(_FORMULA):
         out = "'" + out
     return out
