@@ -278,7 +278,7 @@ def _print_and_write(cfg, res: dict, out: Path, argv: list[str], profiles: Path,
     written += files.write_all(doc, out, profiles if cfg.profile and profiles.is_dir() else None)
     print(f"wrote {out}: {', '.join(p.name for p in written)}")
     if not cfg.verbose:
-        print("every row, every check and the notes: results.md there (or --verbose)")
+        print("every row, every check and the notes: results.md there, results.html in a browser (or --verbose)")
 
 
 if __name__ == "__main__":

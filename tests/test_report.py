@@ -242,7 +242,8 @@ def test_csv_and_chart(tmp_path):
     doc = _full_doc(rows)
     paths = files.write_all(doc, tmp_path)
     ratios = ["results_ratios.png"] if "results_ratios.png" in files.RESULT_FILES else []  # two frameworks: a ratio
-    assert [p.name for p in paths] == ["results.json", "results.csv", "results.md", "results.png", *ratios]
+    made = ["results.json", "results.csv", "results.md", "results.png", *ratios, "results.html"]  # the page last
+    assert [p.name for p in paths] == made
     csv_lines = (tmp_path / "results.csv").read_text().splitlines()
     assert csv_lines[0].startswith("workload,framework,variant") and len(csv_lines) == 4
     png = (tmp_path / "results.png").read_bytes()
@@ -554,5 +555,5 @@ def test_a_stale_chart_is_removed(tmp_path, monkeypatch):
     (tmp_path / "results.png").write_bytes(b"old chart")
     monkeypatch.setattr(files, "chart", lambda rows, path, title="": False)  # e.g. no row verified
     paths = files.write_all(_results_doc(), tmp_path)
-    assert [p.name for p in paths] == ["results.json", "results.csv", "results.md"]
+    assert [p.name for p in paths] == ["results.json", "results.csv", "results.md", "results.html"]
     assert not (tmp_path / "results.png").exists()

@@ -1,4 +1,5 @@
-"""Result files: results.json, .csv, .md and the chart, written as a unit (reading them back: parity.output.loading)."""
+"""Result files: results.json, .csv, .md, .html and the charts, written as a unit (reading them back:
+parity.output.loading)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from parity.cli import signals
 from parity.engine.schedule import PROFILES  # beside the results: a folder of traces per profiled row (--profile)
-from parity.output import rows
+from parity.output import page, rows
 from parity.output.charts import chart, history_chart, layers_chart, ratio_chart
 from parity.output.safe import bounded, text
 from parity.output.tables import markdown
@@ -53,6 +54,7 @@ RESULT_FILES = (
     "results_ratios.png",
     "results_history.png",
     "results_layers.png",
+    "results.html",
 )
 
 
@@ -156,9 +158,10 @@ def write_staged(
 
 def write_all(doc: dict, out: Path, profiles: Path | None = None) -> list[Path]:
     """results.json, .csv, .md, .png (when matplotlib is there and a row is verified), results_history.png
-    (when a training row was validated per epoch) and, given `profiles`, a copy of that folder as profiles/,
-    under `out`, as one unit (write_staged): a previous run's profiles/ does not outlive its results. A string
-    longer than a results file may hold (MAX_TEXT: a framework's runaway error message) is cut, saying so."""
+    (when a training row was validated per epoch), results.html (parity.output.page, the charts embedded) and,
+    given `profiles`, a copy of that folder as profiles/, under `out`, as one unit (write_staged): a previous run's
+    profiles/ does not outlive its results. A string longer than a results file may hold (MAX_TEXT: a framework's
+    runaway error message) is cut, saying so."""
     import shutil
 
     doc = bounded(doc)
@@ -174,6 +177,10 @@ def write_all(doc: dict, out: Path, profiles: Path | None = None) -> list[Path]:
             "results_ratios.png": lambda p: ratio_chart(doc, p),
             "results_history.png": lambda p: history_chart(doc["rows"], p, f"validation accuracy per epoch: {title}"),
             "results_layers.png": lambda p: layers_chart(doc, p),
+            # after the charts: the page embeds those staged beside it
+            "results.html": lambda p: write_text(
+                p, page.page([page.shown("results.json", doc, page.read_charts(p.parent))])
+            ),
             PROFILES: lambda p: profiles is not None and bool(shutil.copytree(profiles, p)),
         },
         RESULT_FILES,
