@@ -7,6 +7,7 @@ from pathlib import Path
 
 from parity.cli.argtypes import Parser
 from parity.cli.signals import guarded
+from parity.output import page
 from parity.output.article import ARTICLE_ROWS
 from parity.output.cells import fmt, grid, time_cell
 from parity.output.charts import ratio_chart
@@ -175,6 +176,8 @@ def cross_table(rows: list[dict]) -> str:
     )
 
 
+HTML_HELP = "also write the files as one self-contained web page, as parity.run writes results.html (summary, charts, "
+HTML_HELP += "rows, checks, machines: docs/results-format.md)"
 MERGED_FILES = ("merged.json", "merged.csv", "merged.md", "merged.png")
 
 
@@ -209,6 +212,7 @@ def report_main(argv: list[str] | None = None) -> int:
         "format's ratios of the frameworks' best times with their 95%% intervals (what parity.run writes as "
         "results_ratios.png)",
     )
+    ap.add_argument("--html", type=Path, metavar="HTML", help=HTML_HELP)
     ap.add_argument(
         "--readme",
         action="store_true",
@@ -230,6 +234,9 @@ def _readme(args) -> int:
     from parity.output.grid import grid_main
     from parity.output.readme import readme_main
 
+    if args.html:
+        print(f"error: {'--grid' if args.grid else '--readme'} takes only results files, not --html", file=sys.stderr)
+        return 2
     return grid_main(args) if args.grid else readme_main(args)
 
 
@@ -242,6 +249,8 @@ def _report(args) -> int:
                 raise ResultsError(f"{name} holds the same results as {twice}: each would be counted twice")
         if args.out:
             check_out_dir(args.out, MERGED_FILES)
+        if args.html:
+            check_out_dir(args.html.parent, (args.html.name,))
         if args.ratios and len(docs) != 1:
             raise ResultsError(f"--ratios draws one file's summary; {len(docs)} files were given")
     except (ResultsError, OSError) as e:
@@ -275,6 +284,8 @@ def _report(args) -> int:
         print("  * reference rows are the 2018 article's own figures, not measured here")
     if args.ratios and (status := _write_ratios(args.ratios, docs[0][1])):
         return status
+    if args.html and (status := _write_html(args.html, docs)):
+        return status
     return _write_merged(args.out, docs, rows) if args.out else 0
 
 
@@ -292,6 +303,20 @@ def _write_ratios(path: Path, doc: dict) -> int:
         )
         return 2
     print(f"wrote {path}")
+    return 0
+
+
+def _write_html(path: Path, docs: list[tuple[str, dict]]) -> int:
+    """The files' page at `path`, written as a unit (files.write_staged); 2 (one line) where it cannot be."""
+    shown = [
+        page.shown(n, doc, page.draw_charts(doc), said) for (n, doc), said in zip(docs, sources(docs), strict=True)
+    ]
+    try:
+        write_staged(path.parent, {path.name: lambda p: write_text(p, page.page(shown))}, (path.name,))
+    except OSError as e:
+        print(text(f"error: {e}"), file=sys.stderr)
+        return 2
+    print(text(f"wrote {path}"))
     return 0
 
 
