@@ -28,6 +28,7 @@ ENGINE_TESTS = (
     "tests/test_hostile.py",
     "tests/test_memory.py",
     "tests/test_readme.py",
+    "tests/test_html.py",
 )
 
 # Run in the child: block the frameworks, run the files in this one process, print what ran per file.
