@@ -85,6 +85,7 @@ SLOW_FILES = (
     "test_cnn.py",
     "test_cnn_training.py",
     "test_faults.py",
+    "test_html_browser.py",
     "test_keras_jax.py",
     "test_lstm_jax.py",
     "test_lstm_keras.py",
