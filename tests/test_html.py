@@ -47,7 +47,7 @@ def _section(html_text: str, name: str) -> str:
 
 
 def _cells(row_html: str) -> list[str]:
-    return [html.unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row_html)]
+    return [html.unescape(c.replace("<wbr>", "")) for c in re.findall(r"<td[^>]*>(.*?)</td>", row_html)]
 
 
 def _body_lines(table_html: str) -> list[str]:
@@ -152,7 +152,10 @@ def test_report_html_writes_several_files_to_one_page(tmp_path, capsys, monkeypa
     assert capsys.readouterr().out.endswith(f"wrote {out}\n")
     written = out.read_text()
     rows = _section(written, "rows")
-    assert ">machine</th>" in rows and "AMD EPYC (Zen 4)" in rows and "Ice Lake-SP" in rows
+    assert (
+        ">file</th>" in rows and ">zen4/cpu-default.json</td>" in rows and ">xeon-avx512/cpu-default.json</td>" in rows
+    )
+    assert "zen4/cpu-default.json: cpu, AMD EPYC (Zen 4), 2 cores</h3>" in _section(written, "summary")
     assert len(drawn) == 2 and written.count("data:image/png;base64,") == 2  # each file's charts
     assert not list(tmp_path.glob(".parity-stage-*"))
 

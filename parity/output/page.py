@@ -26,19 +26,19 @@ CHARTS = (  # (results file the run draws, caption): what the page shows of each
     ("results.png", "Throughput of every verified row (bar: median, whisker: interquartile range)"),
 )
 STYLE = """
-body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;padding:1em 2em 3em;max-width:1250px;color:#1d1d1f}
+body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;padding:1em 1.5em 3em;max-width:1250px;color:#1d1d1f}
 h1{font-size:1.5em;margin:.4em 0 .2em}h2{font-size:1.2em;margin:1.6em 0 .4em;border-bottom:1px solid #ccc}
 h3{font-size:1.05em;margin:1.2em 0 .3em}nav a{margin-right:1em}.muted{color:#555}
 table{border-collapse:collapse;margin:.4em 0;font-size:13px}
-th,td{border:1px solid #d5d5d5;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f0f0f3;position:sticky;top:0}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+th,td{border:1px solid #d5d5d5;padding:3px 5px;text-align:left;vertical-align:top}
+th{background:#f0f0f3;position:sticky;top:0;white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 tbody tr:nth-child(even){background:#fafafa}tr.fail td{background:#fde8e8}tr.unjudged td{background:#fff7e0}
-.verdict{font-weight:600;margin:.6em 0}.fail{color:#a40000}ul.fail{padding-left:1.2em}
+.verdict{font-weight:600;margin:.6em 0}.fail{color:#a40000}
 figure{margin:.8em 0}figure img{max-width:100%;height:auto;border:1px solid #ddd}
 figcaption{font-size:13px;color:#555}pre{background:#f4f4f6;padding:.5em;overflow-x:auto;white-space:pre-wrap}
 th[data-sortable]{cursor:pointer}th[aria-sort=ascending]::after{content:" \\25b2"}
 th[aria-sort=descending]::after{content:" \\25bc"}dt{font-weight:600;float:left;clear:left;width:9em}
-dd{margin:0 0 .2em 10em}td.w{min-width:26em}details{margin:.4em 0;font-size:13px}
+dd{margin:0 0 .2em 10em}td.w{min-width:26em}td.k{white-space:nowrap}details{margin:.4em 0;font-size:13px}
 """
 # Sorts a table by the heading clicked (again: the other way), on each cell's data-v (a number; empty: last) or its
 # text; marks <body data-sort-ready> once every sortable table has its headings wired (tests/test_html_browser.py).
@@ -88,6 +88,11 @@ class Shown(NamedTuple):
     label: str  # its machine, as the page names it
     charts: tuple[tuple[str, bytes], ...]  # (caption, PNG) in CHARTS order
 
+    @property
+    def short(self) -> str:
+        """The file's folder and name ('zen4/cpu-default.json'): its column in the tables of several files."""
+        return "/".join(Path(self.name).parts[-2:])
+
 
 def _t(v) -> str:
     return text(v, "html")
@@ -119,6 +124,16 @@ def _cell(v, key: float | None = None, numeric: bool = False, wide: bool = False
     if not numeric:
         return f"<td{' class=w' * wide}>{_t(v)}</td>"
     return f'<td class="n" data-v="{"" if key is None else repr(float(key))}">{_t(v)}</td>'
+
+
+def _label(v) -> str:
+    """A variant's cell: its label may break after each '+' ('jit+pool+wgrad+...' is long), nowhere else."""
+    return f"<td>{_t(v).replace('+', '+<wbr>')}</td>"
+
+
+def _file(s: Shown) -> str:
+    """A row's or check's file, in the tables of several files: on one line."""
+    return f'<td class="k">{_t(s.short)}</td>'
 
 
 def _table(header, body: list[list[str]], sortable: bool = False, classes: list[str] | None = None) -> str:
@@ -186,7 +201,9 @@ def _row_cells(r: dict) -> list[str]:
         return _cell(shown if ok else "-", v if ok else None, numeric=True)
 
     return [
-        *(_cell(r[k]) for k in ("workload", "framework", "variant")),
+        _cell(r["workload"]),
+        _cell(r["framework"]),
+        _label(r["variant"]),
         _cell(replicas_cell(r), r["replicas"], numeric=True),
         _cell(r.get("dtype") or "float32"),
         _cell(time_cell(r["median_s"]) if ok else "INVALID", r["median_s"] if ok else None, numeric=True),
@@ -206,14 +223,14 @@ def rows_section(files: list[Shown]) -> str:
     body, classes = [], []
     for s in files:
         for r in s.doc["rows"]:
-            body.append([_cell(s.label)] * many + _row_cells(r))
+            body.append([_file(s)] * many + _row_cells(r))
             classes.append("" if r["verified"] else "fail")
     hint = (
         '<p class="muted">Every row, each variant with its full label (its levers: docs/tuning.md); IQR "!": above '
         '10% of the median.<span class="js-only" hidden> Click a column heading to sort by it (again: the other '
         "way).</span></p>"
     )
-    return hint + _table(("machine",) * many + ROW_COLUMNS, body, sortable=True, classes=classes)
+    return hint + _table(("file",) * many + ROW_COLUMNS, body, sortable=True, classes=classes)
 
 
 CHECK_COLUMNS = ("check", "workload", "replicas", "figures", "tolerance", "result", "note")
@@ -228,7 +245,7 @@ def checks_section(files: list[Shown]) -> str:
     found.sort(key=lambda sc: list(RESULTS).index(sc[1]["passed"]))
     many = len(files) > 1
     body = [
-        [_cell(s.label)] * many
+        [_file(s)] * many
         + [
             _cell(c["check"]),
             _cell(c.get("workload") or "-"),
@@ -241,7 +258,7 @@ def checks_section(files: list[Shown]) -> str:
         for s, c in found
     ]
     classes = [RESULTS[c["passed"]][1] for _, c in found]
-    return _table(("machine",) * many + CHECK_COLUMNS, body, sortable=True, classes=classes)
+    return _table(("file",) * many + CHECK_COLUMNS, body, sortable=True, classes=classes)
 
 
 def machine_section(s: Shown) -> str:
@@ -280,7 +297,7 @@ def page(files: list[Shown]) -> str:
     title = f"parity results: {len(files)} files" if many else f"parity results: {files[0].label}"
 
     def per_file(make) -> str:
-        return "\n".join((f"<h3>{_t(s.label)}</h3>" if many else "") + make(s) for s in files)
+        return "\n".join((f"<h3>{_t(s.short)}: {_t(s.label)}</h3>" if many else "") + make(s) for s in files)
 
     sections = (
         ("summary", "Summary", per_file(summary_section)),
