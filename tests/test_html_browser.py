@@ -1,7 +1,7 @@
 """results.html in a real browser (headless chromium, --dump-dom: the DOM after the page's scripts ran): the summary
 and the rows render, each chart decodes, a click on a heading sorts the rows, the page reads without script, and a
-results file's hostile strings never run. Without chromium this fails, saying to install it (`.ci/run` does);
-PARITY_NO_BROWSER=1 skips it where no chromium is found (docs/tests.md)."""
+results file's hostile strings never run. Without chromium this fails, saying to install it (`.ci/run` does):
+a browser is software the tests need, not hardware a machine may lack."""
 
 import copy
 import json
@@ -44,14 +44,8 @@ PROBE = """<script>window.addEventListener("load", function () {
 @pytest.fixture(scope="module")
 def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None and os.environ.get("PARITY_NO_BROWSER") == "1":
-        pytest.skip("no chromium, and PARITY_NO_BROWSER=1: results.html's browser test skipped")
     if found is None:
-        pytest.fail(
-            "no chromium on PATH: install Debian's (apt-get install chromium; .ci/run does), or set "
-            "PARITY_NO_BROWSER=1 to skip this test",
-            pytrace=False,
-        )
+        pytest.fail("no chromium on PATH: install Debian's (apt-get install chromium; .ci/run does)", pytrace=False)
     return found
 
 
@@ -80,7 +74,6 @@ def written(tmp_path: Path, doc: dict, name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def shipped_page(tmp_path_factory) -> Path:
-    pytest.importorskip("matplotlib")
     return written(tmp_path_factory.mktemp("page"), files.load_results(SHIPPED), "shipped")
 
 
@@ -110,7 +103,6 @@ def test_the_page_reads_without_script(chromium, shipped_page):
 
 
 def test_a_hostile_results_file_shows_its_strings_and_runs_none(chromium, tmp_path):
-    pytest.importorskip("matplotlib")
     doc = copy.deepcopy(files.load_results(SHIPPED))
     doc["rows"][0]["variant"] = TITLE
     doc["env"]["host_cpu"] = MARKER
