@@ -18,28 +18,19 @@ RESULTS = ROOT / "docs" / "results.md"
 SHIPPED = json.loads((ROOT / "docs/results/zen4/cpu-default.json").read_text())["rows"][0]
 
 
-def test_the_results_pages_table_is_the_shipped_files_table(monkeypatch):
-    text = RESULTS.read_text()
-    files = readme.files_named(text)
-    assert files, "docs/results.md's results block names no results file"
-    monkeypatch.chdir(ROOT)  # the block names the files relative to the repository's root
-    assert readme.shown(text) == readme.block(files), (
-        "docs/results.md's results table differs from its files': run `"
-        + readme.COMMAND
-        + " "
-        + " ".join(p.as_posix() for p in files)
-        + "` and paste its output between the markers"
-    )
-
-
-def test_the_readme_grid_is_the_shipped_files_grid(monkeypatch):
-    text = README.read_text()
-    files = grid.files_named(text)
-    monkeypatch.chdir(ROOT)
-    assert grid.shown(text) == grid.grid(files), (
-        "README.md's grid differs from its files': run `"
-        + grid.COMMAND
-        + " "
+@pytest.mark.parametrize(
+    "page,made",
+    [(RESULTS, readme), (README, grid)],
+    ids=["docs/results.md's table", "README's grid"],
+)
+def test_a_pages_generated_block_is_its_shipped_files_block(monkeypatch, page, made):
+    text = page.read_text()
+    files = made.files_named(text)
+    assert files, f"{page.name}'s block names no results file"
+    monkeypatch.chdir(ROOT)  # the blocks name the files relative to the repository's root
+    block = made.block(files) if made is readme else made.grid(files)
+    assert made.shown(text) == block, (
+        f"{page.name}'s block differs from its files': run `{made.COMMAND} "
         + " ".join(p.as_posix() for p in files)
         + "` and paste its output between the markers"
     )

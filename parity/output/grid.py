@@ -13,8 +13,8 @@ from pathlib import Path
 from parity.common import frameworks
 from parity.judging import summary
 from parity.output.cells import md_table
-from parity.output.readme import class_files, readme_main
-from parity.output.safe import from_comment, text
+from parity.output.readme import class_files, marked, readme_main
+from parity.output.safe import text
 
 COMMAND = "python -m parity.report --grid"
 BEGIN = "<!-- results grid: {command} {files} -->"
@@ -65,18 +65,13 @@ def grid(paths: list[Path]) -> str:
 
 
 def files_named(page: str) -> list[Path]:
-    """The files a page's grid was made from, read off its BEGIN marker. Raises ValueError where it holds none."""
-    m = _BEGIN.search(page)
-    if not m or END not in page[m.end() :]:
-        raise ValueError(f"no results grid ('{COMMAND} FILES' between its markers)")
-    return [Path(from_comment(f)) for f in m.group("files").split()]
+    """The files a page's grid was made from. Raises ValueError where it holds none."""
+    return marked(page, _BEGIN, END, f"results grid ('{COMMAND} FILES')")[0]
 
 
 def shown(page: str) -> str:
     """The grid a page holds, markers included. Raises ValueError where it holds none."""
-    files_named(page)
-    start = _BEGIN.search(page).start()
-    return page[start : page.index(END, start) + len(END)]
+    return marked(page, _BEGIN, END, f"results grid ('{COMMAND} FILES')")[1]
 
 
 def grid_main(args) -> int:

@@ -142,20 +142,24 @@ def block(paths: list[Path]) -> str:
     )
 
 
+def marked(page: str, begin: re.Pattern, end: str, what: str) -> tuple[list[Path], str]:
+    """The files a page's generated block was made from (read off its `begin` marker, a pattern with a 'files'
+    group) and the block itself, markers included. Raises ValueError where the page holds no such block."""
+    m = begin.search(page)
+    if not m or end not in page[m.end() :]:
+        raise ValueError(f"no {what} between its markers")
+    block_text = page[m.start() : page.index(end, m.start()) + len(end)]
+    return [Path(from_comment(f)) for f in m.group("files").split()], block_text
+
+
 def files_named(text: str) -> list[Path]:
-    """The files a page's results block was made from, read off its BEGIN marker. Raises ValueError where the
-    text holds no block."""
-    m = _BEGIN.search(text)
-    if not m or END not in text[m.end() :]:
-        raise ValueError(f"no results block ('{COMMAND} FILES' between its markers)")
-    return [Path(from_comment(f)) for f in m.group("files").split()]
+    """The files a page's results block was made from. Raises ValueError where the text holds no block."""
+    return marked(text, _BEGIN, END, f"results block ('{COMMAND} FILES')")[0]
 
 
 def shown(text: str) -> str:
     """The results block a page holds, markers included. Raises ValueError where it holds none."""
-    files_named(text)
-    start = _BEGIN.search(text).start()
-    return text[start : text.index(END, start) + len(END)]
+    return marked(text, _BEGIN, END, f"results block ('{COMMAND} FILES')")[1]
 
 
 def readme_main(args, make=block, flag: str = "--readme") -> int:
