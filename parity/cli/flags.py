@@ -50,9 +50,9 @@ def parser() -> argparse.ArgumentParser:
         type=positive,
         nargs="+",
         metavar="N",
-        help="data-parallel replica counts; the batch must divide by each. Default: the preset's: on a CPU 1 (full, "
-        "quick: 1 and 8 simulated devices, which check the data-parallel code path on the same cores); on a GPU or TPU "
-        "one chip and every chip",
+        help="data-parallel replica counts; the batch must divide by each. Default: the preset's: on a CPU 1 (full: 1 "
+        "and 8 simulated devices, quick: 1 and 2; they check the data-parallel code path on the same cores); on a GPU "
+        "or TPU one chip and every chip",
     )
     ap.add_argument(
         "--precision",
