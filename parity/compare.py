@@ -23,15 +23,15 @@ import sys
 from pathlib import Path
 
 from parity.cli.argtypes import Parser
-from parity.cli.signals import guarded
+from parity.common.safe import text
+from parity.common.signals import guarded
 from parity.judging import summary
-from parity.output import rows
 from parity.output.cells import grid, time_cell
 from parity.output.files import ResultsError, load_results
 from parity.output.machines import hardware_differences, machine_of, pair_line
-from parity.output.safe import text
+from parity.record import rows
 
-KEY = rows.KEY  # what was measured (parity.output.rows.Row's key fields): a CNN row's schedule and batch among them
+KEY = rows.KEY  # what was measured (parity.record.rows.Row's key fields): a CNN row's schedule and batch among them
 
 
 MAX_FAIL_OVER = 100.0  # 10000%: a row 101 times slower; a larger threshold is a gate that cannot close

@@ -6,7 +6,8 @@ import sys
 from pathlib import Path
 
 from parity.cli.argtypes import Parser
-from parity.cli.signals import guarded
+from parity.common.safe import fence, text
+from parity.common.signals import guarded
 from parity.output import page
 from parity.output.article import ARTICLE_ROWS
 from parity.output.cells import fmt, grid, time_cell
@@ -22,7 +23,6 @@ from parity.output.files import (
     write_text,
 )
 from parity.output.machines import label, machine_of, pair_line
-from parity.output.safe import fence, text
 from parity.workloads import WORKLOADS, trained
 
 

@@ -9,20 +9,20 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from parity.cli import signals
 from parity.cli.argtypes import check_data_dir, check_environment, check_interpreter
 from parity.cli.flags import parser  # noqa: F401  (parser: this command's flags)
-from parity.cli.signals import Terminated
-from parity.common import frameworks
+from parity.common import frameworks, signals
 from parity.common.messages import HarnessError, WorkerBug
+from parity.common.safe import text
+from parity.common.signals import Terminated
 from parity.engine import environment
 from parity.engine.cluster import from_settings
 from parity.engine.config import PRESETS, Config, Preset
-from parity.engine.schedule import PROFILES, run_suite
+from parity.engine.schedule import run_suite
 from parity.engine.workerproc import Worker
 from parity.judging import summary
 from parity.output import files, screen, tables
-from parity.output.safe import text
+from parity.record.schema import PROFILES
 from parity.workloads import WORKLOADS
 from parity.workloads.cnn.spec import CNN_FULL
 

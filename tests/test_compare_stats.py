@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from parity import compare
-from parity.engine import environment
 from parity.output.files import load_results
+from parity.record import schema
 
 
 def _row(framework: str, variant: str, times) -> dict:
@@ -36,7 +36,7 @@ def _row(framework: str, variant: str, times) -> dict:
     }
 
 
-def _write(path, rows, version=environment.SCHEMA_VERSION):
+def _write(path, rows, version=schema.SCHEMA_VERSION):
     env = {"schema_version": version, "device": "cpu", "host_cpu": "test", "precision": "default", "frameworks": {}}
     path.write_text(json.dumps({"env": env, "rows": rows, "checks": []}))
     return str(path)

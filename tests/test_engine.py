@@ -18,7 +18,7 @@ from parity.engine.config import Config
 from parity.engine.schedule import run_suite
 from parity.judging import roofline
 from parity.output import files
-from parity.output.rows import CSV_FIELDS, FIELDS
+from parity.record.rows import CSV_FIELDS, FIELDS
 
 # A fixed peak of 1 GFLOP/s: a fake call of 0.1 s (the quick conv: 79 MFLOP) stays below it on any machine,
 # a fake that returns at once (a computation the harness cannot see done) is far above it.

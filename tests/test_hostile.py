@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from parity import compare, launch, report, run
-from parity.engine.environment import SCHEMA_VERSION
+from parity.record.schema import SCHEMA_VERSION
 
 ENV = {"schema_version": SCHEMA_VERSION, "device": "cpu", "host_cpu": "test", "precision": "default", "frameworks": {}}
 ROW = {
@@ -365,7 +365,7 @@ def test_report_without_a_baseline_never_names_one(tmp_path, capsys):
     assert "conv: no verified row: no speedups" in out and "--baseline None" not in out
 
 
-# ---- strings from a results file are shown as plain text, wherever they are shown (parity.output.safe) ----------
+# ---- strings from a results file are shown as plain text, wherever they are shown (parity.common.safe) ----------
 
 ESC = "\x1b]0;PWNED\x07\x1b[2J"  # retitles and clears a terminal that prints it
 
@@ -425,8 +425,8 @@ def test_a_variant_cannot_leave_the_markdown_fence_or_make_html(tmp_path, capsys
 
 
 def test_results_markdown_escapes_html_links_and_cells():
-    from parity.output.rows import Row
     from parity.output.tables import markdown
+    from parity.record.rows import Row
 
     env = {**ENV, "host_cores": 2, "python": "3.12", "timestamp": "t", "git_commit": "c"}
     evil = "<script>alert(1)</script> | [a](javascript:alert(1)) `x`"
@@ -446,7 +446,7 @@ def test_a_formula_in_a_results_file_is_text_in_the_csv(tmp_path, capsys, value)
 
 
 def test_a_string_longer_than_any_results_file_holds_is_refused_at_once(tmp_path, capsys):
-    from parity.output.safe import MAX_TEXT
+    from parity.common.safe import MAX_TEXT
 
     (tmp_path / "a.json").write_text(row(variant="v" * 10_000_000))
     assert report.report_main([str(tmp_path / "a.json"), "--out", str(tmp_path / "out")]) == 2
@@ -456,12 +456,12 @@ def test_a_string_longer_than_any_results_file_holds_is_refused_at_once(tmp_path
 
 
 def test_a_long_string_is_cut_in_a_chart_and_in_what_run_writes(tmp_path):
+    from parity.common.safe import MAX_TEXT, text
     from parity.output import files
     from parity.output.charts import LABEL
-    from parity.output.safe import MAX_TEXT, text
 
     assert len(text("v" * 60_000, "chart", LABEL)) == LABEL and text("a$b$", "chart") == "a\\$b\\$"
-    from parity.output.rows import Row
+    from parity.record.rows import Row
 
     r = Row(**{**ROW, "invalid_reason": "e" * (MAX_TEXT + 10), "verified": False, "median_s": None}).to_dict()
     doc = {"env": {**ENV, "host_cores": 2, "python": "3.12", "timestamp": "t", "git_commit": "c"}, "rows": [r]}
@@ -612,7 +612,7 @@ def test_report_and_compare_take_ctrl_c_even_when_started_with_it_ignored(tmp_pa
 def test_signals_while_a_set_is_renamed_into_place_wait_for_the_renames():
     import signal
 
-    from parity.cli import signals
+    from parity.common import signals
 
     done = []
     with pytest.raises(signals.Terminated), signals.handled():
@@ -635,7 +635,7 @@ def test_profiles_are_part_of_the_set_and_a_failed_copy_leaves_the_previous_one(
     import shutil
 
     from parity.output import files
-    from parity.output.rows import Row
+    from parity.record.rows import Row
 
     doc = {
         "env": {**ENV, "host_cores": 2, "python": "3.12", "timestamp": "t", "git_commit": "c"},

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from parity import report
+from parity.common.safe import text
 from parity.output import files, page, screen
-from parity.output.safe import text
 
 SHIPPED = Path(__file__).resolve().parent.parent / "docs" / "results" / "xeon-avx512" / "cpu-default.json"
 SCRIPT = "<script>alert(1)</script>"

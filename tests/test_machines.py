@@ -11,9 +11,9 @@ import pytest
 from parity import compare, report
 from parity.common.cpuinfo import processors
 from parity.common.host import FLAGS, Host, host_from
-from parity.engine import environment
 from parity.output import machines
 from parity.output.files import load_results
+from parity.record import schema
 
 ROOT = Path(__file__).resolve().parent.parent
 ZEN4 = """processor\t: 0
@@ -86,7 +86,7 @@ def test_the_microarchitecture_is_named_from_family_model_and_stepping(vendor, f
 
 def _env(cpu="AMD EPYC", peak=166.2e9, host=None, jax="0.12.0.1", cores=2) -> dict:
     env = {
-        "schema_version": environment.SCHEMA_VERSION,
+        "schema_version": schema.SCHEMA_VERSION,
         "device": "cpu",
         "host_cpu": cpu,
         "host_cores": cores,

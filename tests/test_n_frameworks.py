@@ -81,7 +81,7 @@ def test_an_old_results_file_reads_as_it_was_written(name):
     md = (RESULTS / f"{name}.md").read_text().splitlines()
     made = [ln for ln in tables.markdown(doc).splitlines() if ln.startswith("|") or "(95% CI)" in ln]
     # the same text: today's Markdown escapes what a results file's strings could smuggle in ('<' as '&lt;', a '|'
-    # inside a cell as '\|'; parity/output/safe.py), which the file's own Markdown, written before, did not
+    # inside a cell as '\|'; parity/common/safe.py), which the file's own Markdown, written before, did not
     unescaped = [re.sub(r"\\([|`\[\]])", r"\1", html.unescape(ln)) for ln in made]
     assert made and all(ln in md for ln in unescaped)
     assert "| layer | pass | TF ms | JAX ms | JAX/TF |" in made

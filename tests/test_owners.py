@@ -19,7 +19,7 @@ from parity.engine.config import Config
 from parity.engine.devicelock import lock_state
 from parity.engine.workerproc import Worker
 from parity.judging.judge import drift_note
-from parity.output.rows import Row
+from parity.record.rows import Row
 
 
 def run(*args, timeout=900, env=None):

@@ -67,10 +67,11 @@ def test_help_says_what_each_preset_sets():
 
 def test_the_default_times_one_device_and_full_is_the_whole_matrix():
     """On a CPU the default times one device; 8 simulated devices share its cores (they check the data-parallel
-    path, no speed a user can buy) and go to `full` and `quick`. A GPU or TPU times one chip and every chip."""
+    path, no speed a user can buy) and go to `full`; `quick` reaches the same code at 2. A GPU or TPU times one chip
+    and every chip."""
     assert _config().replica_counts() == (1,)
     assert _config("--preset", "full").replica_counts() == (1, 8)
-    assert _config("--quick").replica_counts() == (1, 8)
+    assert _config("--quick").replica_counts() == (1, 2)
     assert _config("--preset", "full", "--replicas", "2").replica_counts() == (2,)  # a flag beside it wins
     for name in PRESETS:
         assert PRESETS[name].replica_counts("gpu") == PRESETS[name].replica_counts("tpu") == (1, 0)

@@ -10,7 +10,6 @@ import pytest
 from parity import compare, report
 from parity.api.cnn import CNN_PARAMS
 from parity.common import cpuinfo
-from parity.engine import environment
 from parity.engine.assemble import cross_check
 from parity.engine.config import Config
 from parity.engine.repetitions import rule as repetition_rule
@@ -18,7 +17,8 @@ from parity.judging import roofline
 from parity.judging.judge import judge_row
 from parity.judging.settling import Rule
 from parity.output import files, notes, tables
-from parity.output.rows import Row
+from parity.record import schema
+from parity.record.rows import Row
 from parity.workloads.cnn.spec import CnnSpec, cnn_forward_flops
 from parity.workloads.conv import CONV_FULL
 
@@ -215,7 +215,7 @@ def test_each_kind_of_row_gets_its_minimum_then_the_budget_and_a_multiprocess_ru
 def _doc(rows, device="cpu", kind="CPU", host="Test CPU"):
     return {
         "env": {
-            "schema_version": environment.SCHEMA_VERSION,
+            "schema_version": schema.SCHEMA_VERSION,
             "device": device,
             "host_cpu": host,
             "precision": "default",

@@ -1,7 +1,8 @@
 """The code's layering, read from its source (no framework started): the implementations import from parity only
-its contract, the contract imports nothing else of parity's, the layers (contract, common, workloads, the harness)
-import only downwards, no package's modules import each other in a cycle, each module and function stays short
-enough to read, framework keys are written once, and every workload is complete."""
+its contract, the contract imports nothing else of parity's, the layers (contract, common, workloads, record,
+judging, output, engine, flags, commands) import only downwards, no package's modules import each other in a
+cycle, each module and function stays short enough to read, framework keys are written once, and every workload is
+complete."""
 
 import ast
 from pathlib import Path
@@ -120,8 +121,12 @@ LAYERS = (
     ("parity.api",),  # the contract: what the implementations see
     ("parity.common",),  # facts and arithmetic every part shares: frameworks table, float64, tolerances, CPU
     ("parity.workloads",),  # each workload's package: specs, cases, suite, checks
-    ("parity.engine", "parity.judging", "parity.output", "parity.cli", "parity.run", "parity.report",
-     "parity.compare", "parity.launch"),  # the harness: it runs workloads, judges and writes rows
+    ("parity.record",),  # a result row's fields and the results file's constants, below all that use them
+    ("parity.judging",),  # statistics, rooflines and verdicts over rows
+    ("parity.output",),  # what a user reads and tools parse, and the one reader of results files
+    ("parity.engine",),  # what a run does: workers, rounds, timing
+    ("parity.cli",),  # the flags and their bounds
+    ("parity.run", "parity.report", "parity.compare", "parity.launch"),  # the commands
 )  # fmt: skip
 
 
@@ -146,6 +151,16 @@ def test_the_layers_import_only_downwards():
                 upward.append((module, dep))
     assert not upward
     assert all(_layer(m) is not None for m in MODULES if m.startswith("parity.")), "a module outside every layer"
+
+
+def test_reading_a_results_file_loads_nothing_of_the_engine():
+    """parity.report and parity.compare read files: they start no worker, so they load no scheduler."""
+    import subprocess
+    import sys
+
+    code = "import sys, parity.report, parity.compare; print(sorted(m for m in sys.modules if 'engine' in m))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out.strip() == "[]"
 
 
 def test_every_workload_is_one_package_plus_one_module_per_implementation():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from parity.common import frameworks
 from parity.common.messages import HarnessError
-from parity.output.safe import text
+from parity.common.safe import text
 
 
 class Parser(argparse.ArgumentParser):

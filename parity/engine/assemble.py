@@ -15,7 +15,7 @@ from parity.common.protocol import AskVariants, Result
 from parity.engine import selection
 from parity.engine.config import Config
 from parity.engine.workerproc import Worker
-from parity.output.rows import Row
+from parity.record.rows import Row
 from parity.workloads import RowKind
 
 

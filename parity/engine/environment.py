@@ -11,10 +11,7 @@ from pathlib import Path
 
 from parity.common.frameworks import on_jax
 from parity.common.host import this_host
-
-# 2: rows carry 'dtype' and 'tuned'; a training row's first epoch is 'first_epoch_s' only ('compile_s' null)
-SCHEMA_VERSION = 3
-
+from parity.record.schema import SCHEMA_VERSION
 
 ENV_FLAGS = (
     "XLA_FLAGS",

@@ -9,7 +9,7 @@ from parity.common.protocol import Call
 from parity.engine.config import Config, gflops
 from parity.engine.workerproc import Worker
 from parity.judging import roofline
-from parity.output.rows import Row
+from parity.record.rows import Row
 
 
 def before_workers(cfg: Config) -> roofline.Peak | None:

@@ -21,7 +21,8 @@ from parity.engine.workerproc import Worker, start_owner, start_workers, tuned_c
 from parity.judging import roofline
 from parity.judging.judge import drift_note, judge_row
 from parity.judging.layers import attribute, one_op
-from parity.output.rows import Row
+from parity.record.rows import Row
+from parity.record.schema import PROFILES
 from parity.workloads import WORKLOADS, RowKind
 from parity.workloads.base import Suite
 
@@ -288,9 +289,6 @@ def _timed_reps(rnd: Round, kind: RowKind, spec, todo: list[Case]) -> dict[str, 
             said_at = time.monotonic()
     rnd.run.next_round += i * rule.per_visit
     return rounds
-
-
-PROFILES = "profiles"  # under --out: one folder of traces per profiled row
 
 
 def _with_profiles(results: dict, more: dict, profiled: dict, kind: RowKind, spec, layers: tuple) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 
 from parity.judging import roofline, stats
-from parity.output.rows import Row
+from parity.record.rows import Row
 
 SPREAD_WARN = 0.10  # IQR / median above this: the machine was too noisy for the median to be trusted
 DRIFT_NOTED = 0.10  # a re-measured row whose median moved more than this is named in the notes

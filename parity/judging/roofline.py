@@ -20,7 +20,7 @@ from parity.common.cpuinfo import (
     isa_capped_below_bf16,
     measure_cpu,
 )
-from parity.output.rows import Row
+from parity.record.rows import Row
 from parity.workloads import row_kind
 
 T, G = 1e12, 1e9

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parity.output.safe import text
+from parity.common.safe import text
 
 
 def fmt(x, fmt: str, none: str = "-") -> str:
@@ -22,7 +22,7 @@ def bytes_cell(n: int | None) -> str:
 
 
 def grid(header, body) -> str:
-    """A terminal table; every cell shown as plain text on one line (parity.output.safe)."""
+    """A terminal table; every cell shown as plain text on one line (parity.common.safe)."""
     header, body = [text(c) for c in header], [[text(c) for c in b] for b in body]
     widths = [max(len(c), *(len(b[i]) for b in body)) if body else len(c) for i, c in enumerate(header)]
 
@@ -33,7 +33,7 @@ def grid(header, body) -> str:
 
 
 def md_table(header, body) -> str:
-    """A Markdown table; every cell escaped so that it stays one cell of plain text (parity.output.safe)."""
+    """A Markdown table; every cell escaped so that it stays one cell of plain text (parity.common.safe)."""
     header, body = [text(c, "markdown") for c in header], [[text(c, "markdown") for c in b] for b in body]
     return "\n".join(
         ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(b) + " |" for b in body]

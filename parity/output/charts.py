@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 
 from parity.common import frameworks
+from parity.common.safe import text
 from parity.judging import summary
 from parity.output import machines
-from parity.output.safe import text
 
 # characters of a label (or a title) a chart shows: a longer one is cut (its layout time grows with its length)
 LABEL, TITLE = 100, 300

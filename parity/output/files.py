@@ -10,12 +10,13 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from parity.cli import signals
-from parity.engine.schedule import PROFILES  # beside the results: a folder of traces per profiled row (--profile)
-from parity.output import page, rows
+from parity.common import signals
+from parity.common.safe import bounded, text
+from parity.output import page
 from parity.output.charts import chart, history_chart, layers_chart, ratio_chart
-from parity.output.safe import bounded, text
 from parity.output.tables import markdown
+from parity.record import rows
+from parity.record.schema import PROFILES  # beside the results: a folder of traces per profiled row (--profile)
 
 
 def write_text(path: Path, text: str) -> None:
@@ -30,7 +31,7 @@ def write_json(path: Path, doc: dict) -> None:
     write_text(path, json.dumps(doc, indent=2) + "\n")
 
 
-CSV_FIELDS = rows.CSV_FIELDS  # the fields tools most often want, in parity.output.rows.Row's order
+CSV_FIELDS = rows.CSV_FIELDS  # the fields tools most often want, in parity.record.rows.Row's order
 
 
 def csv_text(rows: list[dict]) -> str:
@@ -41,7 +42,7 @@ def csv_text(rows: list[dict]) -> str:
     buf = io.StringIO()
     w = csv.DictWriter(buf, CSV_FIELDS, extrasaction="ignore", lineterminator="\n")
     w.writeheader()
-    for r in rows:  # text as text, never a formula (parity.output.safe)
+    for r in rows:  # text as text, never a formula (parity.common.safe)
         w.writerow({k: text(v, "csv") if isinstance(v := r.get(k), str) else v for k in CSV_FIELDS})
     return buf.getvalue()
 

@@ -11,10 +11,10 @@ import re
 from pathlib import Path
 
 from parity.common import frameworks
+from parity.common.safe import text
 from parity.judging import summary
 from parity.output.cells import md_table
 from parity.output.readme import class_files, marked, readme_main
-from parity.output.safe import text
 
 COMMAND = "python -m parity.report --grid"
 BEGIN = "<!-- results grid: {command} {files} -->"

@@ -11,11 +11,11 @@ import statistics
 from pathlib import Path
 
 from parity.common.host import HOST_TYPES
-from parity.engine.environment import SCHEMA_VERSION
+from parity.common.safe import MAX_TEXT, text, too_long
 from parity.judging import roofline
 from parity.judging.judge import row_peak
-from parity.output import rows
-from parity.output.safe import MAX_TEXT, text, too_long
+from parity.record import rows
+from parity.record.schema import OLDEST_SCHEMA, SCHEMA_VERSION
 from parity.workloads import DEVICES, WORKLOADS
 
 
@@ -24,7 +24,7 @@ class ResultsError(ValueError):
 
 
 # What every row of a results file must hold for report and compare to read it, and the fields that are numbers
-# (or null) wherever present: both from parity.output.rows.Row. A verified row's median_s must also be a finite time
+# (or null) wherever present: both from parity.record.rows.Row. A verified row's median_s must also be a finite time
 # above zero; NaN and Infinity are refused anywhere.
 ROW_SCHEMA = {k: rows.SCHEMA[k] for k in rows.REQUIRED}
 HISTORY_KEYS = ("epoch", "loss", "accuracy", "val_loss", "val_accuracy")  # one epoch of a row's history
@@ -53,7 +53,6 @@ MAX_INT_DIGITS = 20  # byte counts and FLOP counts fit in 20 digits
 MAX_CALLS = 100_000  # timed calls a row holds at most: the bound of parity.run's --reps and --max-reps
 ROW_KINDS = tuple(k.name for w in WORKLOADS.values() for k in w.kinds)  # the rows a reader knows how to show
 MEDIAN_AGREES = 1e-6  # a row's median_s and the median of its times_s agree to this (relative): one computation
-OLDEST_SCHEMA = 1
 
 
 def read_bounded(path: Path, limit: int = MAX_RESULTS_BYTES, what: str = "results file") -> bytes:
@@ -78,9 +77,9 @@ def load_results(path: Path) -> dict:
     """A results.json written by `parity.run`, checked so that every reader (report, compare, the tables, the
     chart, the bootstrap) can handle what it admits: a regular file of bounded size, finite numbers and bounded
     integers, bounded nesting and string lengths (MAX_TEXT), a known schema version, a validated `env` (a known
-    device), and every row of its declared field types (parity.output.rows.Row) and in their domains: a known row
+    device), and every row of its declared field types (parity.record.rows.Row) and in their domains: a known row
     kind, the file's device, at least one replica and process, at most MAX_CALLS timed calls whose median is the
-    row's median_s, a reason where it is invalid, and no two rows of one identity (parity.output.rows.key).
+    row's median_s, a reason where it is invalid, and no two rows of one identity (parity.record.rows.key).
     Raises ResultsError naming the file, the row and the field."""
     data = read_bounded(path)
     try:

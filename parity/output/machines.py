@@ -149,7 +149,7 @@ def software_differences(a: Machine, b: Machine) -> list[str]:
 
 def pair_line(a: Machine, b: Machine, names: tuple[str, str] = ("A", "B")) -> str:
     """One line: whether the two machines differ and how, then the software that differs. Unescaped: the caller
-    shows it through parity.output.safe.text."""
+    shows it through parity.common.safe.text."""
     hw, sw = hardware_differences(a, b, names), software_differences(a, b)
     soft = f"; software: {', '.join(sw)}" if sw else ""
     if hw:

@@ -2,7 +2,7 @@
 charts as PNG data URIs). It holds the first screen's summary with its intervals and verdict, the ratio and
 throughput charts, every row (a table sortable by a click on a heading; it reads the same without script), every
 check (failures first), and the machine, versions and command of each file. Every string from a results file
-goes through parity.output.safe's `text(..., "html")`."""
+goes through parity.common.safe's `text(..., "html")`."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 from parity.common.frameworks import short
+from parity.common.safe import text
 from parity.judging import summary
 from parity.output import screen
 from parity.output.cells import fmt, time_cell
 from parity.output.charts import chart, ratio_chart
 from parity.output.machines import label, machine_of
-from parity.output.safe import text
 from parity.output.tables import figure, replicas_cell
 
 CHARTS = (  # (results file the run draws, caption): what the page shows of each

@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 
 from parity.common import frameworks
+from parity.common.safe import from_comment, text
 from parity.judging import summary
 from parity.output.cells import md_table, time_cell
 from parity.output.files import ResultsError, load_results
-from parity.output.safe import from_comment, text
 
 COMMAND = "python -m parity.report --readme"
 BEGIN = "<!-- results table: {command} {files} -->"

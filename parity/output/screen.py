@@ -5,10 +5,10 @@ the per-row table, every check and the notes go to the results files (results.md
 from __future__ import annotations
 
 from parity.common.frameworks import JAX, KERAS_JAX, over, short
+from parity.common.safe import text
 from parity.judging import settling, summary
 from parity.output.cells import grid
 from parity.output.machines import label, machine_of
-from parity.output.safe import text
 from parity.output.tables import figure
 
 WIDTH = 120  # the first screen's columns, at most (tests/test_screen.py)

@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 from parity.common import frameworks
 from parity.common.frameworks import over, short
+from parity.common.safe import text
 from parity.judging import layers, summary
 from parity.output.cells import bytes_cell, fmt, grid, md_table, time_cell
 from parity.output.notes import (
@@ -19,8 +20,7 @@ from parity.output.notes import (
     roofline_notes,
     stall_note,
 )
-from parity.output.rows import COLUMNS
-from parity.output.safe import text
+from parity.record.rows import COLUMNS
 from parity.workloads import row_kind, trained
 
 

@@ -85,7 +85,7 @@ class Suite(Protocol):
         """Per seed: its spec, the extra fields of its 'prepare' requests, and a tag for its keys."""
 
     def row_extra(self, kind: RowKind, res: Any, spec: Any) -> dict:
-        """A row's own figures (parity.output.rows.Row fields) from the worker's parity.common.protocol.Result."""
+        """A row's own figures (parity.record.rows.Row fields) from the worker's parity.common.protocol.Result."""
 
     def parity_collect(
         self,

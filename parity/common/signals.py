@@ -62,7 +62,7 @@ def guarded(command: str, body: Callable[[], int], stopped: str) -> int:
     import sys
     import traceback
 
-    from parity.output.safe import text
+    from parity.common.safe import text
 
     with handled():
         try:
