@@ -25,7 +25,7 @@ import jax_impl  # noqa: E402
 import tf_impl  # noqa: E402
 from parity.engine.timing import measure  # noqa: E402
 from parity.workloads.base import Invalid  # noqa: E402
-from parity.workloads.cnn import data  # noqa: E402
+from parity.workloads.trained import data  # noqa: E402
 
 
 def finite(out) -> dict[str, float]:

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from parity.common.frameworks import JAX, KEYS
-from parity.workloads.cnn import data
+from parity.workloads.trained import data
 
 
 def main() -> None:

@@ -25,8 +25,9 @@ import numpy as np  # noqa: E402
 import jax_impl  # noqa: E402
 import tf_impl  # noqa: E402
 from parity.common import float64 as oracle  # noqa: E402
-from parity.workloads.cnn import checks, data
+from parity.workloads.cnn import checks
 from parity.workloads.cnn import oracle as cnn_oracle
+from parity.workloads.trained import data
 
 
 def images(kind: str, batch: int) -> tuple[np.ndarray, np.ndarray]:

@@ -15,9 +15,10 @@ from frameworks_setup import JAX_DEVICES, TF_DEVICES
 import jax_impl
 import tf_impl
 from parity.api.cnn import CNN_PARAMS, CNN_WEIGHTS
-from parity.workloads.cnn import checks, data
+from parity.workloads.cnn import checks
 from parity.workloads.cnn import oracle as cnn_oracle
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
+from parity.workloads.trained import data
 
 TOL = cnn_tolerances("cpu", "highest")
 DS = data.synthetic(512, 64, seed=3)
@@ -367,7 +368,7 @@ def _saved(mod, devices, variant, w, x, y, lr=1e-3):
 def test_the_elementwise_pool_in_mixed_precision_keeps_the_trajectory(weights):
     """'+bf16+pool': the elementwise pooling gradient in bfloat16 compute (the same routing as JAX's own there:
     test above) trains as '+bf16' does, within bfloat16's tolerances, and is judged against the float32 '+pool'."""
-    from parity.workloads.cnn.trajectories import _float32
+    from parity.workloads.trained.trajectories import _float32
 
     x, y = batch(3, 16, seed=11)
     mixed, t = _saved(jax_impl, JAX_DEVICES[:1], "jit+bf16+pool", weights, x, y)
@@ -529,7 +530,7 @@ def test_each_trainer_is_judged_once_against_one_reference():
     """Every float32 trainer against the reference (the first framework's first float32 one), its own framework's
     other trainers too; each mixed-precision one against its own framework's float32 one, on bfloat16's tolerances.
     No pair of two non-reference trainers is judged (the triangle inequality bounds it: trajectories' docstring)."""
-    from parity.workloads.cnn.trajectories import reference, trajectories
+    from parity.workloads.trained.trajectories import reference, trajectories
 
     def fake(variants, dtypes, scale=1.0):
         out = {}
@@ -541,7 +542,7 @@ def test_each_trainer_is_judged_once_against_one_reference():
     tf = fake(["fit", "fit+spe", "fit+bf16"], ["float32", "float32", "bfloat16"])
     jx = fake(["jit", "jit+pool", "jit+bf16"], ["float32", "float32", "bfloat16"], scale=1.01)
     assert reference({"jax": jx, "tf": tf}) == ("tf", "fit")
-    rows, _ = trajectories({"jax": jx, "tf": tf}, {"tf": 1, "jax": 1}, TOL, 1, BF16)
+    rows, _ = trajectories({"jax": jx, "tf": tf}, {"tf": 1, "jax": 1}, TOL, 1, BF16, CNN_WEIGHTS, "cnn")
     checks_run = [r["check"] for r in rows if r["check"].startswith("trajectory loss")]
     assert checks_run == [
         "trajectory loss (tf fit vs tf fit+spe, 4 steps)",

@@ -6,7 +6,7 @@ import struct
 import numpy as np
 import pytest
 
-from parity.workloads.cnn import data, sources
+from parity.workloads.trained import data, sources
 
 
 def write_idx(path, arr):

@@ -8,9 +8,9 @@ import pytest
 
 from parity.api.lstm import GATES, PIXEL_SCALE, LstmArchitecture
 from parity.common.float64 import errors
-from parity.workloads.cnn.data import synthetic
 from parity.workloads.lstm import oracle
 from parity.workloads.lstm import tolerances as tol
+from parity.workloads.trained.data import synthetic
 
 BLOCKS = ("lstm1", "lstm2", "logits", "probs")
 

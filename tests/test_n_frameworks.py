@@ -14,16 +14,18 @@ from fakeimpl import FakeImpl, fake_engine
 from test_oracle import _saved, random_cnn_weights
 
 from parity import compare
-from parity.api.cnn import CNN_BLOCKS
+from parity.api.cnn import CNN_BLOCKS, CNN_WEIGHTS
+from parity.api.lstm import LstmArchitecture
 from parity.common import frameworks
 from parity.engine.config import Config
 from parity.engine.schedule import run_suite
 from parity.judging import layers, roofline, summary
 from parity.output import tables
 from parity.output.files import load_results
-from parity.workloads.cnn import CNN_LAYERS, checks, trajectories
+from parity.workloads.cnn import CNN_LAYERS, checks
 from parity.workloads.cnn import oracle as cnn_oracle
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
+from parity.workloads.trained import trajectories
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 KERAS = frameworks.Framework("kjax", "Keras (JAX)", "Keras-JAX", "kjax_impl", ("keras",), "tab:green")
@@ -248,6 +250,9 @@ def test_the_accuracy_gap_is_the_largest_between_any_two_frameworks(three):
     assert checks.accuracy([_acc("kjax", "fit", 0.86)], 0.05) == []  # one framework: nothing to compare
 
 
+LSTM_WEIGHTS = LstmArchitecture(8).weights
+
+
 def _traj(variants: list[str], scale: float = 1.0) -> dict:
     out = {}
     for v in variants:
@@ -259,13 +264,13 @@ def _traj(variants: list[str], scale: float = 1.0) -> dict:
 def test_trajectories_judge_each_trainer_against_the_reference_and_say_a_pair_left_out(three):
     saved = {"kjax": _traj(["fit"]), "tf": _traj(["fit"]), "jax": _traj(["jit"])}
     tols = {"trajectory_loss": 1e-3, "trajectory_params": 1e-3}
-    rows, skipped = trajectories.trajectories(saved, dict.fromkeys(saved, 1), tols, 1, tols)
+    rows, skipped = trajectories.trajectories(saved, dict.fromkeys(saved, 1), tols, 1, tols, CNN_WEIGHTS, "cnn")
     assert [(r["check"], *r["figures"]) for r in rows if r["check"].startswith("trajectory loss")] == [
         ("trajectory loss (tf fit vs jax jit, 4 steps)", "tf_vs_jax"),
         ("trajectory loss (tf fit vs kjax fit, 4 steps)", "tf_vs_kjax"),
     ]
     assert skipped is None
-    rows, skipped = trajectories.trajectories(saved, {"tf": 1, "jax": 1, "kjax": 2}, tols, 2, tols)
+    rows, skipped = trajectories.trajectories(saved, {"tf": 1, "jax": 1, "kjax": 2}, tols, 2, tols, CNN_WEIGHTS, "cnn")
     assert {r["check"].split("(")[1].split(",")[0] for r in rows} == {"tf fit vs jax jit"}
     assert skipped == (
         "cnn: no TF-vs-Keras-JAX trajectory check: TensorFlow trained on 1 replicas, Keras (JAX) on 2 (BatchNorm "
@@ -279,7 +284,7 @@ def test_a_model_without_batchnorm_has_its_reference_too(three):
     for fw, v in (("tf", "fit"), ("jax", "jit"), ("jax", "jit+unroll")):
         saved[fw][f"traj/{v}/batchnorm"] = np.array("none")
     tols = {"trajectory_loss": 1e-3, "trajectory_params": 1e-3}
-    rows, skipped = trajectories.trajectories(saved, dict.fromkeys(saved, 8), tols, 8, tols, name="lstm")
+    rows, skipped = trajectories.trajectories(saved, dict.fromkeys(saved, 8), tols, 8, tols, LSTM_WEIGHTS, "lstm")
     assert {r["check"].split("(")[1].split(",")[0] for r in rows} == {"tf fit vs jax jit", "tf fit vs jax jit+unroll"}
     assert skipped is None
 
@@ -290,11 +295,11 @@ def test_a_trainer_with_global_batchnorm_is_compared_with_the_one_device_trainer
     many = {"tf": _traj(["strategy"]), "jax": _traj(["pmap"]), "kjax": _traj(["data_parallel"])}
     many["kjax"]["traj/data_parallel/batchnorm"] = np.array("global")
     tols = {"trajectory_loss": 1e-3, "trajectory_params": 1e-3}
-    rows, skipped = trajectories.trajectories(many, dict.fromkeys(many, 8), tols, 8, tols)
+    rows, skipped = trajectories.trajectories(many, dict.fromkeys(many, 8), tols, 8, tols, CNN_WEIGHTS, "cnn")
     assert {r["check"].split("(")[1].split(",")[0] for r in rows} == {"tf strategy vs jax pmap"}
     assert "over the global batch (Keras-JAX data_parallel) are not compared" in skipped
     one = {"tf": _traj(["fit"]), "jax": _traj(["jit"]), "kjax": _traj(["fit"])}
-    rows = trajectories.global_batchnorm(many, one, tols, tols, 8)
+    rows = trajectories.global_batchnorm(many, one, tols, tols, 8, CNN_WEIGHTS)
     assert [(r["check"], *r["figures"]) for r in rows if r["check"].startswith("trajectory loss")] == [
         ("trajectory loss (tf x1 fit vs kjax x8 data_parallel, 4 steps)", "tf_vs_kjax"),
         ("trajectory loss (jax x1 jit vs kjax x8 data_parallel, 4 steps)", "jax_vs_kjax"),

@@ -84,9 +84,9 @@ def test_a_diverging_training_run_names_the_step(tmp_path):
 
     from parity.api.weights import save_npz
     from parity.workloads import row_kind
-    from parity.workloads.cnn import data
     from parity.workloads.cnn.cases import cnn_train_case
     from parity.workloads.cnn.spec import CNN_QUICK
+    from parity.workloads.trained import data
 
     data.synthetic(256, 32).save(tmp_path / "d.npz")
     save_npz(jax_impl.get_weights(jax_impl.build_cnn(0)), tmp_path / "w.npz")
@@ -165,8 +165,9 @@ def test_validation_is_outside_the_timed_interval(tmp_path, monkeypatch, validat
     and the history holds every epoch, first included; 'end' evaluates once, 'none' never."""
     from parity.engine import timing
     from parity.workloads import row_kind
-    from parity.workloads.cnn import cases, data
+    from parity.workloads.cnn import cases
     from parity.workloads.cnn.spec import CNN_QUICK
+    from parity.workloads.trained import data
 
     JIT = Variant("jit", "cnn_train", ONE)  # noqa: N806
     clock = _Clock()

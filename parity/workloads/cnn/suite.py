@@ -7,7 +7,6 @@ engine knows nothing else about training. Worker-side counterparts are in parity
 from __future__ import annotations
 
 import dataclasses
-import math
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,25 +17,13 @@ from parity.api.cnn import CNN_WEIGHTS
 from parity.api.weights import load_npz, save_npz
 from parity.common.messages import warn
 from parity.common.protocol import Call
-from parity.workloads.cnn import checks, data, sources
+from parity.workloads.cnn import checks
 from parity.workloads.cnn.oracle import cnn_forward
 from parity.workloads.cnn.spec import CNN_FULL
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
-from parity.workloads.cnn.trajectories import global_batchnorm, trajectories, variants
-from parity.workloads.trained import log_checks, parity_variants, row_figures
-
-
-@dataclass
-class ParityRound:
-    """One replica count's parity arrays, as the frameworks answer: their replica counts, the round's batch
-    (size b, fixed when the first framework asks; n: the most replicas), and each framework's saved files."""
-
-    counts: dict[str, int] = field(default_factory=dict)
-    files: dict[str, str] = field(default_factory=dict)  # framework -> its gradients and trajectories (.npz)
-    fwd: dict[str, str] = field(default_factory=dict)  # framework -> its forward blocks (.npz), the first round
-    b: int | None = None
-    n: int | None = None
-    batches: str | None = None
+from parity.workloads.trained import data, log_checks, parity_variants, row_figures, sources
+from parity.workloads.trained.rounds import ParityRound, ask_all, round_batch
+from parity.workloads.trained.trajectories import global_batchnorm, trajectories, variants
 
 
 @dataclass
@@ -156,7 +143,7 @@ def parity_collect(
     rnd.counts.update({w.framework: hello[k]["replicas"] for k, w in own.items()})
     ds = data.Dataset.load(Path(state.data))
     if rnd.b is None:  # the round's batch, fixed by the frameworks known when the first one asks
-        round_batch(cfg, spec, rnd, ds, save_dir, log, key)
+        round_batch(cfg, spec, rnd, ds, save_dir, log, key, "cnn", dropout=True)
     fws = {}
     for w in own.values():
         if rnd.b % rnd.counts[w.framework]:  # a later owner on another replica count than the first
@@ -174,6 +161,7 @@ def parity_collect(
             save_dir,
             f"parity-{{fw}}-r{rnd.n}.npz",
             {fw: {"bf16": b, **parity_variants(cfg, timed, "cnn_train", fw)} for fw, b in bf16.items()},
+            "cnn",
             spec=spec.to_dict(),
             weights=state.weights,
             tuned=cfg.tuned,
@@ -182,18 +170,6 @@ def parity_collect(
     )
     if first and fws:
         _collect_forward(spec, rnd, fws, ds, save_dir)
-
-
-def round_batch(cfg, spec, rnd: ParityRound, ds, save_dir: Path, log, key: int, workload: str = "cnn") -> None:
-    """The round's parity batches: a size every framework's replicas split evenly, saved for all to read."""
-    n = max(rnd.counts.values())
-    b = max(2 * n, min(spec.global_batch, 64))
-    b += -b % math.lcm(*rnd.counts.values())  # every framework's replicas get the same share
-    x, y = data.batches(ds, data.batch_offsets(spec.seed + 1, cfg.parity_steps, len(ds.x_train), b), b)
-    rnd.b, rnd.n, rnd.batches = b, n, str(save_dir / f"{workload}-parity_batches-r{key}.npz")
-    np.savez(rnd.batches, x=x, y=y)
-    off = "dropout off, " if workload == "cnn" else ""
-    log(cfg, f"{workload} parity x{n}: gradients and a {cfg.parity_steps}-step trajectory ({off}batch {b})")
 
 
 def _collect_forward(spec, rnd: ParityRound, fws: dict, ds, save_dir: Path) -> None:
@@ -207,7 +183,9 @@ def _collect_forward(spec, rnd: ParityRound, fws: dict, ds, save_dir: Path) -> N
         save_npz([saved[f"traj/{v}/w{i:03d}"] for i in range(len(checks.WEIGHT_NAMES))], w_fwd)
         np.save(save_dir / "fwd_x.npy", ds.x_test[:16].astype(np.float32))
     x = str(save_dir / "fwd_x.npy")
-    rnd.fwd.update(ask_all(fws, save_dir, "fwd-{fw}.npz", {}, spec=spec.to_dict(), weights=str(w_fwd), forward=x))
+    rnd.fwd.update(
+        ask_all(fws, save_dir, "fwd-{fw}.npz", {}, "cnn", spec=spec.to_dict(), weights=str(w_fwd), forward=x)
+    )
 
 
 def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, key: int) -> list[dict]:
@@ -232,13 +210,13 @@ def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, k
             cnn_loss_tolerance(b, cfg.device, cfg.precision),
         )
     bf16_tols = cnn_tolerances(cfg.device, cfg.precision, "bfloat16")
-    traj, skipped = trajectories(saved, {fw: rnd.counts[fw] for fw in saved}, tols, n, bf16_tols)
+    traj, skipped = trajectories(saved, {fw: rnd.counts[fw] for fw in saved}, tols, n, bf16_tols, CNN_WEIGHTS, "cnn")
     rows += traj
     state.traj_skipped = skipped or state.traj_skipped
     if n == 1:
         state.one_device = (b, saved)
     elif state.one_device and state.one_device[0] == b:  # the same batches: parity_batches at every replica count
-        rows += global_batchnorm(saved, state.one_device[1], tols, bf16_tols, n)
+        rows += global_batchnorm(saved, state.one_device[1], tols, bf16_tols, n, CNN_WEIGHTS)
     if first and rnd.fwd:
         fwd = {fw: dict(np.load(f)) for fw, f in rnd.fwd.items()}
         xf = np.load(save_dir / "fwd_x.npy")
@@ -248,16 +226,6 @@ def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, k
         r.setdefault("replicas", n)
     log_checks(cfg, log, "cnn", n, rows)
     return rows
-
-
-def ask_all(workers: dict, save_dir: Path, name: str, own: dict, workload: str = "cnn", **req) -> dict[str, str]:
-    """One parity request (the workload's 'parity' call) to every framework given at once (untimed), with
-    `own[framework]`'s fields added; each answers with a .npz file, whose path is returned by framework."""
-    for fw, w in workers.items():
-        w.send(Call(workload, "parity", {"out": str(save_dir / name.format(fw=fw)), **req, **own.get(fw, {})}))
-    for w in workers.values():
-        w.answer()
-    return {fw: str(save_dir / name.format(fw=fw)) for fw in workers}
 
 
 def summary(cfg, rows: list[dict], state: CnnState) -> tuple[list[dict], list[str]]:

@@ -1,7 +1,7 @@
 """The row LSTM's checks against float64: each block of the forward pass, one batch's loss and every parameter's
 gradient by backpropagation through time, each framework against the oracle within the bound derived for these very
 weights and inputs (parity.workloads.lstm.tolerances), and every pair of frameworks within the sum of their bounds.
-Its trajectories and accuracy are judged as the CNN's (parity.workloads.cnn.trajectories, checks.accuracy)."""
+Its trajectories and accuracy are judged as every trained model's (parity.workloads.trained.trajectories, checks)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The row LSTM's parent side (its WORKLOAD.suite): the data (Fashion-MNIST, as the CNN's), shared initial weights,
-row figures and parity rounds. What it shares with the CNN's is imported from parity.workloads.cnn: the data's
+row figures and parity rounds. What every trained workload shares is parity.workloads.trained's: the data's
 sources, a parity round's batches and requests, the trajectory pairing and the accuracy check."""
 
 from __future__ import annotations
@@ -12,14 +12,13 @@ import numpy as np
 
 from parity.api.weights import load_npz, save_npz
 from parity.common.protocol import Call
-from parity.workloads.cnn import checks as cnn_checks
-from parity.workloads.cnn import data, sources
-from parity.workloads.cnn.suite import ParityRound, ask_all, round_batch
-from parity.workloads.cnn.trajectories import trajectories, variants
 from parity.workloads.lstm import checks
 from parity.workloads.lstm.spec import LSTM_FULL, LstmSpec
 from parity.workloads.lstm.tolerances import lstm_tolerances
-from parity.workloads.trained import log_checks, parity_variants, row_figures
+from parity.workloads.trained import data, log_checks, parity_variants, row_figures, sources
+from parity.workloads.trained.checks import accuracy
+from parity.workloads.trained.rounds import ParityRound, ask_all, round_batch
+from parity.workloads.trained.trajectories import trajectories, variants
 
 # Test accuracy is judged after the notebook's schedule (10 epochs of 100 steps), the length the accuracy band was
 # set for; a shorter run's accuracies are reported, not judged (the row LSTM has no moving statistics to settle, but
@@ -108,7 +107,7 @@ def parity_collect(
     rnd.counts.update({w.framework: hello[k]["replicas"] for k, w in own.items()})
     ds = data.Dataset.load(Path(state.data))
     if rnd.b is None:
-        round_batch(cfg, spec, rnd, ds, save_dir, log, key, "lstm")
+        round_batch(cfg, spec, rnd, ds, save_dir, log, key, "lstm", dropout=False)
     fws = {w.framework: w for w in own.values() if not rnd.b % rnd.counts[w.framework]}
     keys = {w.framework: k for k, w in own.items()}
     rnd.files.update(
@@ -177,7 +176,7 @@ def summary(cfg, rows: list[dict], state: LstmState) -> tuple[list[dict], list[s
     """After every replica count: the accuracy check over the LSTM's training rows, and the notes gathered."""
     band = lstm_tolerances(cfg.device, cfg.precision)["accuracy_band"]
     trained = [r for r in rows if r["workload"] == "lstm_train" and r["verified"]]
-    out = cnn_checks.accuracy(trained, band, MIN_ACCURACY_STEPS) if trained else []
+    out = accuracy(trained, band, MIN_ACCURACY_STEPS) if trained else []
     for r in out:
         r["check"] = f"lstm {r['check']}"
     return out, [state.traj_skipped] if state.traj_skipped else []

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from parity.workloads.cnn.data import HOW_TO, IDX_FILES, DataAbsent, DataError, Dataset, load_idx, stack, synthetic
+from parity.workloads.trained.data import HOW_TO, IDX_FILES, DataAbsent, DataError, Dataset, load_idx, stack, synthetic
 
 
 def load_tfds(data_dir: str | None, download: bool = False) -> Dataset:
@@ -173,7 +173,7 @@ def download(data_dir: str | None, timeout_s: float, progress: bool) -> Dataset:
 
 
 def _child(args: list[str], timeout_s: float, progress: bool) -> Dataset:
-    """`python -m parity.workloads.cnn.sources ARGS OUT` (TensorFlow stays out of the caller); its stderr shown when
+    """`python -m parity.workloads.trained.sources ARGS OUT` (TensorFlow stays out of the caller); its stderr shown when
     `progress`.
     Raises DataError with the child's own one-line reason, or when it takes longer than `timeout_s`."""
     import tempfile
@@ -184,7 +184,7 @@ def _child(args: list[str], timeout_s: float, progress: bool) -> Dataset:
         error = out.with_suffix(".error")  # the child's one-line reason, apart from what it shows
         env = dict(os.environ, CUDA_VISIBLE_DEVICES="", TF_CPP_MIN_LOG_LEVEL="2")
         p = subprocess.Popen(
-            [sys.executable, "-m", "parity.workloads.cnn.sources", *args, str(out)],
+            [sys.executable, "-m", "parity.workloads.trained.sources", *args, str(out)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env=env,
@@ -221,7 +221,7 @@ def _child_main(argv: list[str]) -> int:
     """The child of _child: `--tfds DATA_DIR OUT` reads what is on disk; `--download STAGE OUT` fetches first."""
     if len(argv) != 3 or argv[0] not in ("--tfds", "--download"):
         print(
-            "usage: python -m parity.workloads.cnn.sources --tfds DATA_DIR OUT | --download STAGE_DIR OUT",
+            "usage: python -m parity.workloads.trained.sources --tfds DATA_DIR OUT | --download STAGE_DIR OUT",
             file=sys.stderr,
         )
         return 2

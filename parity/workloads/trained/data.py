@@ -1,5 +1,6 @@
-"""The CNN's dataset: Fashion-MNIST's four IDX .gz files read and checked, a learnable synthetic stand-in, and
-batch order (`sources` resolves where the data comes from: IDX files, TFDS, a download, or synthetic).
+"""The trained workloads' dataset (the CNN's and the row LSTM's): Fashion-MNIST's four IDX .gz files read and
+checked, a learnable synthetic stand-in, and batch order (`sources` resolves where the data comes from: IDX files,
+TFDS, a download, or synthetic).
 
 Pixels stay raw 0..255 (float32 when used), as the notebook fed them: the first BatchNorm normalises.
 """

@@ -1,11 +1,11 @@
-"""The CNN's trajectory checks at one replica count: each trainer is judged once, against one reference (a float32
-trainer against the reference trainer, the first framework's first float32 one; a mixed-precision trainer against its
-own framework's float32 one), and a global-BatchNorm trainer against the one-device ones; from the arrays each
-framework saved (parity.workloads.cnn.cases.cnn_parity).
+"""A trained workload's trajectory checks at one replica count: each trainer is judged once, against one reference (a
+float32 trainer against the reference trainer, the first framework's first float32 one; a mixed-precision trainer
+against its own framework's float32 one), and a global-BatchNorm trainer against the one-device ones; from the arrays
+each framework saved (parity.workloads.trained.parity_arrays).
 
 Why one reference is enough: a trajectory tolerance is set for any two trainers that take the same steps in the
 same number format (bfloat16's derived for two runs that round differently; float32's a margin over measurement:
-parity.workloads.cnn.tolerances). Every trainer is held to it against the reference, so two that are not compared
+each workload's tolerances module). Every trainer is held to it against the reference, so two that are not compared
 directly differ by at most twice it (the triangle inequality through the reference), and a trainer that drifts
 fails against the reference. The pairs judged before this rule that it leaves out were all between two
 non-reference trainers; the ones it adds are the reference framework's own other trainers, which the runs in
@@ -15,7 +15,7 @@ against `loop` 6.7e-07, of a 5e-03 loss tolerance)."""
 from __future__ import annotations
 
 from parity.common.frameworks import label, ordered, short
-from parity.workloads.cnn import checks
+from parity.workloads.trained import checks
 
 
 def variants(saved: dict) -> list[str]:
@@ -38,12 +38,12 @@ def _global(saved: dict, v: str) -> bool:
 
 
 def trajectories(
-    saved: dict, counts: dict, tols: dict, n: int, bf16_tols: dict, table: tuple = checks.CNN_WEIGHTS, name: str = "cnn"
+    saved: dict, counts: dict, tols: dict, n: int, bf16_tols: dict, table: tuple, name: str
 ) -> tuple[list[dict], str | None]:
     """Each trainer once: every float32 trainer with per-replica BatchNorm statistics (any framework, the
     reference's own framework's other trainers too) against the reference (`reference`), and each mixed-precision
     ('+bf16') trainer against its own framework's float32 one (bfloat16's tolerances); and what was not compared,
-    why. table: the model's weights in Keras's order (the CNN's unless given); name: the workload, for the notes."""
+    why. table: the model's weights in Keras's order; name: the workload, for the notes."""
     mixed = [
         row
         for fw in ordered(saved)
@@ -58,9 +58,8 @@ def trajectories(
         return mixed, None
     rf, rv = ref
     cross, skipped, global_left = [], [], []
-    why = (
-        " (BatchNorm statistics: per replica)" if name == "cnn" else " (trajectories are compared at one replica count)"
-    )
+    batchnorm = any(not w.trainable for w in table)  # moving statistics: a model with BatchNorm
+    why = " (BatchNorm statistics: per replica)" if batchnorm else " (trajectories are compared at one replica count)"
     for fw in ordered(saved):
         f32 = [v for v in variants(saved[fw]) if _dtype(saved[fw], v) == "float32" and (fw, v) != ref]
         if not f32:
@@ -88,7 +87,7 @@ def _batchnorm(saved: dict, v: str) -> str:
     return str(saved.get(f"traj/{v}/batchnorm", "replica"))
 
 
-def global_batchnorm(saved: dict, one: dict, tols: dict, bf16_tols: dict, n: int) -> list[dict]:
+def global_batchnorm(saved: dict, one: dict, tols: dict, bf16_tols: dict, n: int, table: tuple) -> list[dict]:
     """Each trainer whose BatchNorm takes the global batch's statistics over `n` replicas (Keras's DataParallel:
     one SPMD program), which no per-replica trainer computes, against what it does compute: every other framework's
     first one-device variant in its number format, over the same batches (`one`: the one-device round's arrays)."""
@@ -102,7 +101,7 @@ def global_batchnorm(saved: dict, one: dict, tols: dict, bf16_tols: dict, n: int
                 if same:
                     t = bf16_tols if _dtype(saved[fw], v) == "bfloat16" else tols
                     names = (f"{other} x1", f"{fw} x{n}")
-                    rows += checks.trajectory(one[other], saved[fw], same[0], v, t, n, names, f"{other}_vs_{fw}")
+                    rows += checks.trajectory(one[other], saved[fw], same[0], v, t, n, names, f"{other}_vs_{fw}", table)
     return rows
 
 

@@ -1,7 +1,9 @@
-"""What the trained workloads (the CNN, the row LSTM) share on the worker side: the dataset each worker reads once,
-a training row's epochs (Epochs: one per timed call, its checks and figures), and the parity arrays a framework
-saves for the parent's checks (parity_arrays: forward blocks, one batch's loss and gradients, short dropout-free
-trajectories). Each workload's cases.py builds its model and calls these."""
+"""What the trained workloads (the CNN, the row LSTM) share. This module, the worker side: the dataset each worker
+reads once, a training row's epochs (Epochs: one per timed call, its checks and figures), and the parity arrays a
+framework saves for the parent's checks (parity_arrays: forward blocks, one batch's loss and gradients, short
+dropout-free trajectories); each workload's cases.py builds its model and calls these. Beside it, the parent side:
+the data (data.py, sources.py), a parity round's batches and requests (rounds.py), the trajectory pairing
+(trajectories.py) and the checks every trained model gets (checks.py: trajectory, accuracy)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import numpy as np
 
 from parity.api.variants import Variant, out_of_the_box
 from parity.workloads.base import Invalid
-from parity.workloads.cnn.data import Dataset, batch_offsets, batches
+from parity.workloads.trained.data import Dataset, batch_offsets, batches
 
 
 @cache

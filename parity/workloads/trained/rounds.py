@@ -1,0 +1,48 @@
+"""A trained workload's parity rounds, parent side: one replica count's arrays as the frameworks answer, the batches
+they all train on, and the one request every framework is sent at once."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from parity.common.protocol import Call
+from parity.workloads.trained import data
+
+
+@dataclass
+class ParityRound:
+    """One replica count's parity arrays, as the frameworks answer: their replica counts, the round's batch
+    (size b, fixed when the first framework asks; n: the most replicas), and each framework's saved files."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)  # framework -> its gradients and trajectories (.npz)
+    fwd: dict[str, str] = field(default_factory=dict)  # framework -> its forward blocks (.npz), the first round
+    b: int | None = None
+    n: int | None = None
+    batches: str | None = None
+
+
+def round_batch(cfg, spec, rnd: ParityRound, ds, save_dir: Path, log, key: int, workload: str, dropout: bool) -> None:
+    """The round's parity batches: a size every framework's replicas split evenly, saved for all to read."""
+    n = max(rnd.counts.values())
+    b = max(2 * n, min(spec.global_batch, 64))
+    b += -b % math.lcm(*rnd.counts.values())  # every framework's replicas get the same share
+    x, y = data.batches(ds, data.batch_offsets(spec.seed + 1, cfg.parity_steps, len(ds.x_train), b), b)
+    rnd.b, rnd.n, rnd.batches = b, n, str(save_dir / f"{workload}-parity_batches-r{key}.npz")
+    np.savez(rnd.batches, x=x, y=y)
+    off = "dropout off, " if dropout else ""  # a model with dropout takes its parity steps without it
+    log(cfg, f"{workload} parity x{n}: gradients and a {cfg.parity_steps}-step trajectory ({off}batch {b})")
+
+
+def ask_all(workers: dict, save_dir: Path, name: str, own: dict, workload: str, **req) -> dict[str, str]:
+    """One parity request (the workload's 'parity' call) to every framework given at once (untimed), with
+    `own[framework]`'s fields added; each answers with a .npz file, whose path is returned by framework."""
+    for fw, w in workers.items():
+        w.send(Call(workload, "parity", {"out": str(save_dir / name.format(fw=fw)), **req, **own.get(fw, {})}))
+    for w in workers.values():
+        w.answer()
+    return {fw: str(save_dir / name.format(fw=fw)) for fw in workers}
