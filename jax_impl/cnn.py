@@ -217,6 +217,28 @@ def mixed_precision(model: CNN) -> CNN:
 
 
 # Keras's field names -> Flax NNX's (BatchNorm: scale, bias, mean, var)
+TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds: the catalog's variants of each
+
+
+def train_with(model: CNN, o) -> tuple[None, str, bool]:
+    """Set a training variant's static options (catalog.CnnOptions) on the model a trainer compiles; returns what the
+    trainer reports: no recurrent kernel, BatchNorm statistics over each replica's share, no time loop."""
+    model.elementwise_pool = o.pool == "elementwise"
+    if o.dgrad == "flipped":  # (the '+bias' and '+dgrad' variants are mixed: their bfloat16 copy's convs)
+        model.flipped_input_gradients()
+    elif o.bias == "float32":
+        model.float32_bias_gradients()
+    if o.wgrad:
+        model.chunked_kernel_gradients(o.wgrad)
+    model.straight_line_masks = o.masks == "straight-line"
+    return None, "replica", False
+
+
+def compute_dtype(model: CNN) -> str:
+    """What the model's layers compute in, read off its first: 'float32' or 'bfloat16'."""
+    return jnp.dtype(model.conv1.dtype or jnp.float32).name
+
+
 _FIELDS = {"gamma": "scale", "beta": "bias", "moving_mean": "mean", "moving_variance": "var"}
 
 
@@ -304,7 +326,7 @@ def prepare_inference(model: CNN, images: np.ndarray, devices, variant: str = "p
     Raises:
         ValueError: a variant not among variants("cnn_infer", 1).
     """
-    o = variant_record("cnn_infer", variant, 1).options  # jax_impl.catalog.InferOptions
+    o = variant_record(INFER, variant, 1).options  # jax_impl.catalog.InferOptions
     graphdef, state = nnx.split(model)
     x = jax.device_put(jnp.asarray(images, jnp.float32), devices[0])
     state = jax.device_put(state, devices[0])

@@ -16,8 +16,8 @@ from jax.sharding import PartitionSpec as P
 from jax_impl.catalog import variant as variant_record
 from jax_impl.cnn import CNN, cross_entropy
 from jax_impl.devices import local_device, lowered_flops, placement, put_global
-from jax_impl.lstm import LSTM, TIME_LOOP, kernel_path
-from jax_impl.models import mixed_precision
+from jax_impl.lstm import LSTM, TIME_LOOP
+from jax_impl.models import code_of, mixed_precision
 from parity.api.inputs import check_count, check_examples, check_training
 
 
@@ -85,11 +85,6 @@ def _infer_logits(model, x):
     return model.logits(x, train=False)
 
 
-def _compute_dtype(model: CNN | LSTM) -> str:
-    """What the model's layers compute in, read off one of them: 'float32' or 'bfloat16'."""
-    return jnp.dtype((model.conv1 if isinstance(model, CNN) else model).dtype or jnp.float32).name
-
-
 class Trainer:
     """Data-parallel training of a CNN or a row LSTM: a pure jitted step over split state (no graph walk per step)."""
 
@@ -97,32 +92,20 @@ class Trainer:
 
     batchnorm = "replica"  # BatchNorm's statistics over each replica's share of the batch (the LSTM: "none")
     kernel_path = None  # the recurrent layers' loop (the LSTM's: jax_impl.lstm.kernel_path); the CNN has none
+    time_loop = False  # whether the time steps run in a lax.scan loop (XLA's cost analysis cannot count them)
 
     def __init__(self, model: CNN | LSTM, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
-        n, lstm = len(devices), isinstance(model, LSTM)
-        # jax_impl.catalog.LstmOptions or CnnOptions
-        o = variant_record("lstm_train" if lstm else "cnn_train", variant, n).options
+        n, code = len(devices), code_of(model)
+        o = variant_record(code.TRAIN, variant, n).options  # jax_impl.catalog.CnnOptions or LstmOptions
         self.scan, self.steps_per_dispatch = o.steps_per_dispatch > 1, o.steps_per_dispatch
         self.loss_every = 1  # per-step figures are exact in every variant
         self.model_, self.parallel, self.n, self.i, self.devices = model, o.parallel, n, 0, devices
         # what trains and evaluates: the model itself, or its bfloat16-compute copy (Keras's evaluate runs the
         # mixed model too); model() writes the trained weights back to the model passed in, in both cases
         self.compute = mixed_precision(model) if o.mixed else model
-        # static: part of the graph definition split below
-        if lstm:
-            self.compute.unroll = o.unroll
-            self.kernel_path, self.batchnorm = kernel_path(o.unroll), "none"
-        else:
-            self.compute.elementwise_pool = o.pool == "elementwise"
-            if o.dgrad == "flipped":  # (the '+bias' and '+dgrad' variants are mixed: their bfloat16 copy's convs)
-                self.compute.flipped_input_gradients()
-            elif o.bias == "float32":
-                self.compute.float32_bias_gradients()
-            if o.wgrad:
-                self.compute.chunked_kernel_gradients(o.wgrad)
-            self.compute.straight_line_masks = o.masks == "straight-line"
-        self.time_loop = lstm and o.unroll is not True  # the time steps in a lax.scan loop
-        self.compute_dtype = _compute_dtype(self.compute)
+        # static: part of the graph definition split below; the time steps in a lax.scan loop or not
+        self.kernel_path, self.batchnorm, self.time_loop = code.train_with(self.compute, o)
+        self.compute_dtype = code.compute_dtype(self.compute)
         # XLA:CPU runs simulated devices on one shared thread pool; with several multi-device steps
         # in flight their all-reduces can wait on each other forever (seen on 2 cores: a deadlock
         # within 20 steps). One step at a time there; accelerators keep asynchronous dispatch.

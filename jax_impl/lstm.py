@@ -132,6 +132,21 @@ def mixed_precision(model: LSTM) -> LSTM:
 
 
 # Keras's field of an LSTM layer -> the cell's Linear holding it, and that Linear's field
+TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds: the catalog's variants of each
+
+
+def train_with(model: LSTM, o) -> tuple[str, str, bool]:
+    """Set a training variant's static options (catalog.LstmOptions) on the model a trainer compiles; returns what the
+    trainer reports: its recurrent kernel, no BatchNorm statistics, whether its time steps run in a lax.scan loop."""
+    model.unroll = o.unroll
+    return kernel_path(o.unroll), "none", o.unroll is not True
+
+
+def compute_dtype(model: LSTM) -> str:
+    """What the model's layers compute in: 'float32' or 'bfloat16'."""
+    return jnp.dtype(model.dtype or jnp.float32).name
+
+
 _CELL = {"kernel": ("dense_i", "kernel"), "recurrent_kernel": ("dense_h", "kernel"), "bias": ("dense_h", "bias")}
 
 
@@ -191,7 +206,7 @@ def prepare_inference(model: LSTM, images: np.ndarray, devices, variant: str = "
     Raises:
         ValueError: a variant not among variants("lstm_infer", 1).
     """
-    o = variant_record("lstm_infer", variant, 1).options  # jax_impl.catalog.LstmInferOptions
+    o = variant_record(INFER, variant, 1).options  # jax_impl.catalog.LstmInferOptions
     copy = nnx.merge(*nnx.split(model))
     copy.unroll = o.unroll
     graphdef, state = nnx.split(copy)

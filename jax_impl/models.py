@@ -15,47 +15,48 @@ from parity.api.inputs import check_examples, check_images
 from parity.api.weights import load_npz, save_npz
 
 
-def _of(model: CNN | LSTM):
-    """The module implementing `model`'s workload."""
+def code_of(model: CNN | LSTM):
+    """The module implementing `model`'s workload: it builds the model and declares its facts (TRAIN, INFER, train_with,
+    compute_dtype). Raises ValueError for a model none of them built, never running it as another's."""
     if isinstance(model, CNN):
         return cnn
     if isinstance(model, LSTM):
         return lstm
-    raise TypeError(f"not a model jax_impl built: {type(model).__name__}")
+    raise ValueError(f"not a model jax_impl builds: {type(model).__name__!r}")
 
 
 def mixed_precision(model: CNN | LSTM) -> CNN | LSTM:
     """A bfloat16-compute copy of `model` (float32 parameters, the same values): what the '+bf16' variants train."""
-    return _of(model).mixed_precision(model)
+    return code_of(model).mixed_precision(model)
 
 
 def get_weights(model: CNN | LSTM) -> list[np.ndarray]:
     """All weights as NumPy arrays, in Keras's get_weights() order."""
-    return _of(model).get_weights(model)
+    return code_of(model).get_weights(model)
 
 
 def set_weights(model: CNN | LSTM, weights: Sequence[np.ndarray]) -> None:
     """Load weights in Keras's order. Raises ValueError naming the layer on a length/shape/dtype mismatch."""
-    _of(model).set_weights(model, weights)
+    code_of(model).set_weights(model, weights)
 
 
 def count_params(model: CNN | LSTM) -> dict[str, int]:
     """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them."""
-    return _of(model).count_params(model)
+    return code_of(model).count_params(model)
 
 
 def forward_layers(model: CNN | LSTM, x: np.ndarray) -> dict[str, np.ndarray]:
     """Inference: every block's output as NumPy, by block name (the workload's architecture names them). Raises
     ValueError on images that are not (N, 28, 28, 1) real, finite numbers (parity.api.inputs)."""
     check_images(x)
-    return _of(model).forward_layers(model, x)
+    return code_of(model).forward_layers(model, x)
 
 
 def loss_and_grads(model: CNN | LSTM, x: np.ndarray, y: np.ndarray) -> Gradients:
     """One batch's loss and gradients in Keras's trainable_weights order, and each max-pooling layer's routing.
     Raises ValueError on images or labels the model cannot take (parity.api.inputs.check_examples)."""
     check_examples(x, y, 1)
-    return _of(model).loss_and_grads(model, x, y)
+    return code_of(model).loss_and_grads(model, x, y)
 
 
 def prepare_inference(model: CNN | LSTM, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
@@ -63,7 +64,7 @@ def prepare_inference(model: CNN | LSTM, images: np.ndarray, devices, variant: s
     '<workload>_infer' row kind. Raises ValueError for another, and on images that are not (N, 28, 28, 1) real,
     finite numbers (checked here, once: not in the timed call)."""
     check_images(images)
-    return _of(model).prepare_inference(model, images, devices, variant)
+    return code_of(model).prepare_inference(model, images, devices, variant)
 
 
 def save_weights(model: CNN | LSTM, path) -> None:

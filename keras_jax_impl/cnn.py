@@ -1,6 +1,7 @@
 """The notebook's 5-layer Fashion-MNIST CNN in Keras 3 on the JAX backend: the model is keras_models.cnn's (the
 code tf_impl runs on TensorFlow); here what needs JAX itself: gradients, inference, weight files. Each function that
-takes a model takes the row LSTM too (keras_jax_impl.lstm), told apart by its name."""
+takes a model takes the row LSTM too, through the model's code (keras_models.models.code_of: a model no module there
+built is refused)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from jax_impl.ops import rows
 from keras_jax_impl import lstm as kj_lstm
 from keras_jax_impl.catalog import variant as variant_record
 from keras_jax_impl.devices import lowered_flops, placement
-from keras_models import cnn, lstm
 from keras_models.cnn import (  # noqa: F401 (the shared model code, re-exported as this surface's)
     build_cnn,
     check_no_dropout,
@@ -21,6 +21,7 @@ from keras_models.cnn import (  # noqa: F401 (the shared model code, re-exported
     logits_copy,
     logits_loss,
 )
+from keras_models.models import code_of
 from parity.api import Gradients, Prepared
 from parity.api.inputs import check_examples, check_images
 from parity.api.weights import load_npz, save_npz
@@ -33,27 +34,22 @@ def _values(variables) -> list[jax.Array]:
     return [v.value for v in variables]
 
 
-def _model_code(model):
-    """The shared model code of the workload `model` is: keras_models.lstm for the row LSTM, else .cnn."""
-    return lstm if lstm.is_lstm(model) else cnn
-
-
 def set_weights(model, weights) -> None:
     """Load weights in Keras's order (the CNN's or the LSTM's table, by the model). Raises ValueError naming the layer
     on a length/shape/dtype mismatch."""
-    _model_code(model).set_weights(model, weights)
+    code_of(model).set_weights(model, weights)
 
 
 def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
     """Inference: every block's output as NumPy, by block name (the CNN's blocks or the LSTM's). Raises ValueError on
     images that are not (N, 28, 28, 1) real, finite numbers (parity.api.inputs)."""
     check_images(x)
-    return _model_code(model).forward_layers(model, x)
+    return code_of(model).forward_layers(model, x)
 
 
 def mixed_precision(model):
     """The model's copy under Keras's 'mixed_bfloat16' policy (the softmax float32; the LSTM's pixel scaling too)."""
-    return _model_code(model).mixed_precision(model)
+    return code_of(model).mixed_precision(model)
 
 
 def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
@@ -96,11 +92,11 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
             (N, 28, 28, 1) real, finite numbers.
     """
     check_images(images)  # once, here: not in the timed call
-    path = None
-    if lstm.is_lstm(model):
-        model, path = kj_lstm.for_inference(model, variant, devices[0])
-    else:
-        variant_record("cnn_infer", variant, 1)
+    code = code_of(model)
+    copy = code.variant_copy(model, variant_record(code.INFER, variant, 1).options)
+    if copy is not model:  # the variant's own copy ('+unroll'): the model's weights on it
+        copy.set_weights(model.get_weights())
+    model, path = copy, kj_lstm.kernel_path(copy, devices[0])
     x = jax.device_put(np.asarray(images, np.float32), devices[0])
     trainable, frozen = (
         [jax.device_put(v, devices[0]) for v in _values(vs)]

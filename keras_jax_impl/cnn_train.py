@@ -13,8 +13,8 @@ import numpy as np
 from keras_jax_impl import catalog
 from keras_jax_impl.devices import distribution
 from keras_jax_impl.lstm import kernel_path, uncounted
-from keras_models import cnn, lstm
 from keras_models.cnn import StepLogs, logits_copy, logits_loss
+from keras_models.models import code_of
 from parity.api.inputs import check_count, check_examples, check_training
 
 
@@ -22,9 +22,9 @@ def _copy(model, o: catalog.CnnOptions):
     """The copy of `model` a trainer trains (its weights not set): unrolled (the LSTM's '+unroll'), under the
     mixed-precision policy ('+bf16'), its softmax replaced by the logits (the loss from the logits, as TF's Keras and
     Flax compute it: keras_models.cnn.cross_entropy says why)."""
-    if getattr(o, "unroll", False):  # keras_jax_impl.catalog.LstmOptions
-        model = lstm.unrolled(model)
-    return logits_copy((lstm if lstm.is_lstm(model) else cnn).mixed_precision(model) if o.mixed else model)
+    code = code_of(model)
+    model = code.variant_copy(model, o)
+    return logits_copy(code.mixed_precision(model) if o.mixed else model)
 
 
 class Trainer:
@@ -33,9 +33,9 @@ class Trainer:
     ('cnn_train') or the row LSTM's ('lstm_train')."""
 
     def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
-        is_lstm = lstm.is_lstm(model)
+        code = code_of(model)
         # keras_jax_impl.catalog.CnnOptions (the LSTM's: LstmOptions)
-        o = catalog.variant("lstm_train" if is_lstm else "cnn_train", variant, len(devices)).options
+        o = catalog.variant(code.TRAIN, variant, len(devices)).options
         self.spe, self.distributed = o.steps_per_execution, o.distributed
         # fit under steps_per_execution logs once per execution (its per-step loss is that execution's mean), but on
         # JAX each step is still its own dispatch of the jitted step
@@ -52,11 +52,11 @@ class Trainer:
                 jit_compile="auto",  # Keras's default: XLA on the JAX backend
                 steps_per_execution=self.spe,
             )
-        self.compute_dtype = self.m.get_layer("lstm1" if is_lstm else "conv1").compute_dtype
+        self.compute_dtype = self.m.get_layer(code.FIRST).compute_dtype
         # DataParallel runs one SPMD program over the global batch: BatchNorm's statistics are the global batch's,
         # where TF's MirroredStrategy and Flax's pmap/shard_map take each replica's own; the LSTM has no BatchNorm
-        self.batchnorm = "none" if is_lstm else "global" if self.distributed else "replica"
-        self.kernel_path = kernel_path(self.m, devices[0]) if is_lstm else None  # which loop its LSTM layers run
+        self.batchnorm = "none" if not code.BATCHNORM else "global" if self.distributed else "replica"
+        self.kernel_path = kernel_path(self.m, devices[0])  # which loop its LSTM layers run (the CNN: None)
         self.logs = StepLogs()
         self.batch: tuple[np.ndarray, np.ndarray] | None = None
 

@@ -13,6 +13,12 @@ import numpy as np
 from parity.api.cnn import CNN_ARCHITECTURE, check_weights
 from parity.api.inputs import check_seed
 
+# What every model's code declares alike (keras_models.models.code_of finds it by the model's name, which copies keep):
+NAME = "fashion_mnist_cnn"
+TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds: each catalog's variants of them
+FIRST = "conv1"  # the layer whose compute dtype a trainer reports
+BATCHNORM = True  # its BatchNorm statistics: each replica's share of the batch, or the global batch's
+
 
 def build_cnn(seed: int = 0, dropout: bool = True) -> keras.Sequential:
     """The notebook's Sequential model, built from its declaration (parity.api.cnn.CNN_ARCHITECTURE); dropout=False
@@ -52,7 +58,7 @@ def build_cnn(seed: int = 0, dropout: bool = True) -> keras.Sequential:
         L.Dense(arch.output.units, kernel_initializer=init(), name=dense),
         L.Activation("softmax", name=probs),
     ]
-    return keras.Sequential(layers, name="fashion_mnist_cnn")
+    return keras.Sequential(layers, name=NAME)
 
 
 def mixed_precision(model, float32: Sequence[str] = ()) -> keras.Sequential:
@@ -69,6 +75,16 @@ def mixed_precision(model, float32: Sequence[str] = ()) -> keras.Sequential:
         return src.__class__.from_config(config)
 
     return keras.models.clone_model(model, clone_function=layer)
+
+
+def variant_copy(model, options) -> keras.Sequential:
+    """The model a variant with `options` runs, its weights not set: the CNN's variants run the model itself."""
+    return model
+
+
+def kernel_path(model) -> None:
+    """Which kernel its recurrent layers run: the CNN has none."""
+    return None
 
 
 def get_weights(model) -> list[np.ndarray]:

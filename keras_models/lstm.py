@@ -15,7 +15,11 @@ from keras_models import cnn
 from parity.api.inputs import check_seed, check_units
 from parity.api.lstm import PIXEL_SCALE, LstmArchitecture, check_lstm_weights
 
-NAME = "fashion_mnist_lstm"  # how the implementations tell the LSTM from the CNN (clone_model keeps a model's name)
+# What every model's code declares alike (keras_models.models.code_of finds it by the model's name, which copies keep):
+NAME = "fashion_mnist_lstm"
+TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds: each catalog's variants of them
+FIRST = "lstm1"  # the layer whose compute dtype a trainer reports
+BATCHNORM = False  # no BatchNorm: no statistics to take per replica or over the global batch
 # Keras's loop over the steps where it takes no cuDNN kernel and does not unroll, by backend (keras.src.backend's rnn)
 GENERIC_LOOP = {"tensorflow": "Keras's generic loop (tf.while_loop)", "jax": "Keras's generic loop (lax.scan)"}
 
@@ -70,11 +74,6 @@ def build_lstm(units: int, seed: int = 0) -> keras.Sequential:
     )
 
 
-def is_lstm(model) -> bool:
-    """Whether `model` (or a copy of it) is the row LSTM, rather than the CNN."""
-    return model.name == NAME
-
-
 def architecture(model) -> LstmArchitecture:
     """The declared architecture `model` was built from (its width read off its first LSTM layer)."""
     return LstmArchitecture(model.get_layer(LstmArchitecture(1).names[2]).units)
@@ -95,6 +94,12 @@ def unrolled(model) -> keras.Sequential:
         return src.__class__.from_config(config)
 
     return keras.models.clone_model(model, clone_function=layer)
+
+
+def variant_copy(model, options) -> keras.Sequential:
+    """The model a variant with `options` runs, its weights not set: the unrolled copy for '+unroll', else the model
+    itself."""
+    return unrolled(model) if getattr(options, "unroll", False) else model
 
 
 def mixed_precision(model) -> keras.Sequential:

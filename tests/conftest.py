@@ -96,7 +96,7 @@ SLOW_FILES = (
 SLOW_TESTS = (  # by name, or with its parameters: the CNN's training, its notebook-size build, every input case
     "test_timing.py::test_a_diverging_training_run_names_the_step",
     # each implementation's refusals at its entry points stay in the fast tier (test_inputs.py's first tests); the
-    # 38 cases each implementation must take or refuse alike, 2 x 38 tests, run in the whole suite
+    # 42 cases each implementation must take or refuse alike, 2 x 42 tests, run in the whole suite
     "test_inputs.py::test_every_implementation_takes_or_refuses_an_input_alike",
     "test_weights.py::test_both_implementations_build_the_declared_cnn[jax-notebook]",
     "test_weights.py::test_both_implementations_build_the_declared_cnn[tf-notebook]",

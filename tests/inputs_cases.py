@@ -97,6 +97,12 @@ def _infer(impl, devices, images) -> None:
     impl.prepare_inference(impl.build_lstm(UNITS), images, devices[:1], _variant(impl, "lstm_infer"))
 
 
+class Foreign:
+    """A model no implementation built (its name none of theirs): each refuses it, never running another's code."""
+
+    name = "someone_elses_model"
+
+
 def _conv(impl, devices, x, k) -> None:
     impl.prepare_conv(_variant(impl, "conv"), x, k, devices[:1], stride=1)
 
@@ -115,6 +121,7 @@ UNITS_SAID, SEED_SAID = (
     r"units must be an integer from 1 to [\d,]+, got ",
     r"seed must be an integer from 0 to 4,294,966",
 )
+FOREIGN_SAID = r"not a model (jax_impl|keras_models) builds: '(someone_elses_model|Foreign)'"
 IMAGES_SAID = r"images of shape \(28, 28, 1\) expected after 1 leading axes"
 C64 = np.complex64
 CASES = {
@@ -151,6 +158,10 @@ CASES = {
     # a trainer leaves its model usable
     "model-after-steps": Case(_model_after_steps, None, slow=True),
     # the LSTM's prepare_inference: N images of 28 x 28 x 1, real and finite
+    "foreign-set-weights": Case(lambda i, d, f: i.set_weights(Foreign(), []), FOREIGN_SAID),
+    "foreign-forward": Case(lambda i, d, f: i.forward_layers(Foreign(), X), FOREIGN_SAID),
+    "foreign-infer": Case(lambda i, d, f: i.prepare_inference(Foreign(), X, d[:1], "predict"), FOREIGN_SAID),
+    "foreign-trainer": Case(lambda i, d, f: i.make_trainer(Foreign(), d[:1], _variant(i, "cnn_train")), FOREIGN_SAID),
     "infer-0-images": Case(lambda i, d, f: _infer(i, d, X[:0]), "no images"),
     "infer-8x27x28": Case(lambda i, d, f: _infer(i, d, _images((8, 27, 28))), IMAGES_SAID + r", got \(8, 27, 28\)"),
     "infer-8x784": Case(lambda i, d, f: _infer(i, d, _images((8, 784))), IMAGES_SAID + r", got \(8, 784\)"),

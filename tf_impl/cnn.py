@@ -1,6 +1,7 @@
 """The notebook's 5-layer Fashion-MNIST CNN in Keras 3 on the TensorFlow backend: the model is keras_models.cnn's
 (the code keras_jax_impl runs on JAX); here what needs TensorFlow itself: gradients, inference, weight files. Each
-function that takes a model takes the row LSTM too (tf_impl.lstm), told apart by its name."""
+function that takes a model takes the row LSTM too, through the model's code (keras_models.models.code_of: a model
+no module there built is refused)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,6 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from keras_models import cnn, lstm  # noqa: E402
 from keras_models.cnn import (  # noqa: E402, F401 (the shared model code, re-exported as this surface's)
     build_cnn,
     check_no_dropout,
@@ -16,6 +16,7 @@ from keras_models.cnn import (  # noqa: E402, F401 (the shared model code, re-ex
     cross_entropy,
     get_weights,
 )
+from keras_models.models import code_of  # noqa: E402
 from parity.api import Gradients, Prepared  # noqa: E402
 from parity.api.inputs import check_examples, check_images  # noqa: E402
 from parity.api.weights import load_npz, save_npz  # noqa: E402
@@ -27,27 +28,22 @@ if keras.backend.backend() != "tensorflow":
     raise ImportError(f"tf_impl needs Keras's TensorFlow backend, got {keras.backend.backend()!r}")
 
 
-def _model_code(model):
-    """The shared model code of the workload `model` is: keras_models.lstm for the row LSTM, else .cnn."""
-    return lstm if lstm.is_lstm(model) else cnn
-
-
 def set_weights(model, weights) -> None:
     """Load weights in Keras's order (the CNN's or the LSTM's table, by the model). Raises ValueError naming the layer
     on a length/shape/dtype mismatch."""
-    _model_code(model).set_weights(model, weights)
+    code_of(model).set_weights(model, weights)
 
 
 def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
     """Inference: every block's output as NumPy, by block name (the CNN's blocks or the LSTM's). Raises ValueError on
     images that are not (N, 28, 28, 1) real, finite numbers (parity.api.inputs)."""
     check_images(x)
-    return _model_code(model).forward_layers(model, x)
+    return code_of(model).forward_layers(model, x)
 
 
 def mixed_precision(model):
     """The model's copy under Keras's 'mixed_bfloat16' policy (the softmax float32; the LSTM's pixel scaling too)."""
-    return _model_code(model).mixed_precision(model)
+    return code_of(model).mixed_precision(model)
 
 
 def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
@@ -88,11 +84,11 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
             (N, 28, 28, 1) real, finite numbers.
     """
     check_images(images)  # once, here: not in the timed call
-    path = None
-    if lstm.is_lstm(model):
-        model, path = tf_lstm.for_inference(model, variant, devices[0])
-    else:
-        variant_record("cnn_infer", variant, 1)
+    code = code_of(model)
+    copy = code.variant_copy(model, variant_record(code.INFER, variant, 1).options)
+    if copy is not model:  # the variant's own copy ('+unroll'): the model's weights on it
+        copy.set_weights(model.get_weights())
+    model, path = copy, tf_lstm.kernel_path(copy, devices[0])
     with tf.device(devices[0]):
         x = tf.constant(images, tf.float32)
     f = tf.function(lambda x: model(x, training=False))

@@ -10,8 +10,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_models import cnn, lstm
 from keras_models.cnn import StepLogs, cross_entropy
+from keras_models.models import code_of
 from parity.api.inputs import check_count, check_examples, check_training
 from tf_impl import catalog
 from tf_impl.devices import graph_flops, multiworker, strategy
@@ -118,9 +118,9 @@ def _loop_steps(s: tf.distribute.Strategy, model, xla: bool) -> tf.types.experim
 def _copy(model, o: catalog.CnnOptions):
     """The copy of `model` a trainer trains (its weights not set): unrolled (the LSTM's '+unroll'), then under the
     mixed-precision policy ('+bf16') or a plain clone."""
-    if getattr(o, "unroll", False):  # tf_impl.catalog.LstmOptions
-        model = lstm.unrolled(model)
-    return (lstm if lstm.is_lstm(model) else cnn).mixed_precision(model) if o.mixed else keras.models.clone_model(model)
+    code = code_of(model)
+    model = code.variant_copy(model, o)
+    return code.mixed_precision(model) if o.mixed else keras.models.clone_model(model)
 
 
 class Trainer:
@@ -128,9 +128,8 @@ class Trainer:
     of the model lives there): the CNN's variants ('cnn_train') or the row LSTM's ('lstm_train')."""
 
     def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
-        n, is_lstm = len(devices), lstm.is_lstm(model)
-        # tf_impl.catalog.CnnOptions (the LSTM's: LstmOptions)
-        o = catalog.declared("lstm_train" if is_lstm else "cnn_train", variant, n).options
+        n, code = len(devices), code_of(model)
+        o = catalog.declared(code.TRAIN, variant, n).options  # tf_impl.catalog.CnnOptions (the LSTM's: LstmOptions)
         if multiworker() is not None and o.api == "fit":
             raise ValueError("Keras 3's fit fails under MultiWorkerMirroredStrategy (tensorflow#72388): use 'loop'")
         self.spe = o.steps_per_dispatch
@@ -151,10 +150,10 @@ class Trainer:
             )
             if o.api == "loop":  # fit builds it on its first call; the loop's step must not create variables
                 self.m.optimizer.build(self.m.trainable_variables)
-        self.compute_dtype = self.m.get_layer("lstm1" if is_lstm else "conv1").compute_dtype
-        # BatchNorm's statistics over each replica's share of the batch; the LSTM has no BatchNorm
-        self.batchnorm = "none" if is_lstm else "replica"
-        self.kernel_path = kernel_path(self.m, devices[0]) if is_lstm else None  # which loop its LSTM layers run
+        self.compute_dtype = self.m.get_layer(code.FIRST).compute_dtype
+        # BatchNorm's statistics over each replica's share of the batch (the LSTM has no BatchNorm)
+        self.batchnorm = "replica" if code.BATCHNORM else "none"
+        self.kernel_path = kernel_path(self.m, devices[0])  # which loop its LSTM layers run (the CNN: None)
         self.device = devices[0]
         self.logs = StepLogs()
         if o.api == "loop":
