@@ -83,27 +83,27 @@ def _op(kind: str) -> tuple[Variant, ...]:
     )
 
 
-def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
+def _cnn(parallel: str, span: str) -> tuple[Variant, ...]:
     p = parallel
     scan = CnnOptions(p, steps_per_dispatch=STEPS_PER_DISPATCH)
     return (
-        Variant(p, "cnn_train", replicas, best=3, options=CnnOptions(p)),
-        Variant(f"{p}+scan", "cnn_train", replicas, tuned=True, dispatch=True, options=scan),
+        Variant(p, "cnn_train", span, best=3, options=CnnOptions(p)),
+        Variant(f"{p}+scan", "cnn_train", span, tuned=True, dispatch=True, options=scan),
         Variant(
             f"{p}+bf16",
             "cnn_train",
-            replicas,
+            span,
             "bfloat16",
             tuned=True,
             best=5,
             float32=p,
             options=CnnOptions(p, mixed=True),
         ),
-        Variant(f"{p}+pool", "cnn_train", replicas, tuned=True, best=2, options=CnnOptions(p, pool="elementwise")),
+        Variant(f"{p}+pool", "cnn_train", span, tuned=True, best=2, options=CnnOptions(p, pool="elementwise")),
         Variant(
             f"{p}+bf16+pool",
             "cnn_train",
-            replicas,
+            span,
             "bfloat16",
             tuned=True,
             best=4,
@@ -113,7 +113,7 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
         Variant(  # the bias gradients summed in float32: a bfloat16 step 14-15% faster on xeon-amx (docs/tuning.md)
             f"{p}+bf16+pool+bias",
             "cnn_train",
-            replicas,
+            span,
             "bfloat16",
             tuned=True,
             best=3,
@@ -123,7 +123,7 @@ def _cnn(parallel: str, replicas: str) -> tuple[Variant, ...]:
         Variant(  # and the input gradients as bfloat16 forward convolutions (docs/tuning.md)
             f"{p}+bf16+pool+bias+dgrad",
             "cnn_train",
-            replicas,
+            span,
             "bfloat16",
             tuned=True,
             best=2,

@@ -74,13 +74,13 @@ def _op(kind: str) -> tuple[Variant, ...]:
 SPE = STEPS_PER_DISPATCH
 
 
-def _cnn(name: str, replicas: str, distributed: bool) -> tuple[Variant, ...]:
+def _cnn(name: str, span: str, distributed: bool) -> tuple[Variant, ...]:
     return (
-        Variant(name, "cnn_train", replicas, best=1, multiprocess=False, options=CnnOptions(distributed)),
+        Variant(name, "cnn_train", span, best=1, multiprocess=False, options=CnnOptions(distributed)),
         Variant(
             f"{name}+spe",
             "cnn_train",
-            replicas,
+            span,
             tuned=True,
             dispatch=True,
             best=0,
@@ -90,7 +90,7 @@ def _cnn(name: str, replicas: str, distributed: bool) -> tuple[Variant, ...]:
         Variant(
             f"{name}+bf16",
             "cnn_train",
-            replicas,
+            span,
             "bfloat16",
             tuned=True,
             best=0,

@@ -205,7 +205,7 @@ def _train(variant, devices, w, steps=2):
 def test_every_variant_trains_and_unrolling_keeps_the_losses(replicas):
     w, losses = random_weights(), {}
     variants = jax_impl.variants("lstm_train", replicas)
-    assert variants and all(v.replicas == (ONE if replicas == 1 else MANY) for v in variants)
+    assert variants and all(v.span == (ONE if replicas == 1 else MANY) for v in variants)
     for v in variants:
         t, out = _train(v.name, JAX_DEVICES[:replicas], w)
         assert out.shape == (2, 2) and np.all(np.isfinite(out)), v.name
@@ -254,7 +254,7 @@ def test_lstm_variants_are_their_own_row_kinds():
         jax_impl.prepare_inference(jax_impl.build_lstm(UNITS), images()[0], JAX_DEVICES, "predict+dots")
     for v in jax_impl.VARIANTS:  # a bfloat16 variant's float32 counterpart: the same program in float32
         if v.kind == "lstm_train" and v.dtype == "bfloat16":
-            f32 = jax_impl.catalog.variant(v.kind, v.float32, 1 if v.replicas == ONE else 2)
+            f32 = jax_impl.catalog.variant(v.kind, v.float32, 1 if v.span == ONE else 2)
             assert f32.options == type(v.options)(**{**vars(v.options), "mixed": False}), v.name
 
 

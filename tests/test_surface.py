@@ -120,17 +120,17 @@ def test_each_implementations_table_is_complete(module):
     tables = importlib.import_module(module)
     kinds = {k.name for w in WORKLOADS.values() for k in w.kinds}
     for v in tables.VARIANTS:
-        assert v.kind in kinds and v.replicas in (ONE, MANY) and v.dtype in ("float32", "bfloat16"), v
+        assert v.kind in kinds and v.span in (ONE, MANY) and v.dtype in ("float32", "bfloat16"), v
         assert v.options is not None or v.kind == "cnn_infer", v
         assert v.tuned or not v.dispatch, f"{v.name}: a dispatch-only lever is a tuned variant"
     groups = {}
     for v in tables.VARIANTS:
-        key = (v.kind, v.replicas)
+        key = (v.kind, v.span)
         assert v.name not in groups.setdefault(key, set()), f"{v.name} declared twice for {key}"
         groups[key].add(v.name)
     for v in (v for v in tables.VARIANTS if v.dtype == "bfloat16" and v.kind == "cnn_train"):  # judged beside it
-        assert v.float32 in groups[(v.kind, v.replicas)], f"{v.name}: no float32 counterpart declared"
-    ranks = [(v.kind, v.replicas, v.dtype, v.best) for v in tables.VARIANTS if v.best is not None]
+        assert v.float32 in groups[(v.kind, v.span)], f"{v.name}: no float32 counterpart declared"
+    ranks = [(v.kind, v.span, v.dtype, v.best) for v in tables.VARIANTS if v.best is not None]
     assert len(ranks) == len(set(ranks)), "two variants share a best-known rank"
     for s in tables.SETTINGS:
         assert set(s.formats) <= {"float32", "bfloat16"} and set(s.needs) <= {"bf16", "thp", "no-thp"}, s

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-ONE, MANY = "one", "many"  # Variant.replicas: on one device; data-parallel over several
+ONE, MANY = "one", "many"  # Variant.span: on one device; data-parallel over several (a replica count is a number)
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Variant:
 
     name: str  # the label: 'jit+pool', 'fit+spe', 'strategy'
     kind: str  # the row kind it runs (parity.workloads' RowKind.name): 'conv', 'cnn_train', ...
-    replicas: str  # ONE or MANY
+    span: str  # the devices it runs on: ONE, or MANY (data-parallel over any count but one)
     dtype: str = "float32"  # the number format it computes in: 'float32', or 'bfloat16' (inputs, or mixed precision)
     tuned: bool = False  # not the framework out of the box
     dispatch: bool = False  # tunes only how steps reach the device (several per dispatch), not the kernels
@@ -32,7 +32,7 @@ class Variant:
 
     def fits(self, replicas: int) -> bool:
         """Whether it runs over `replicas` devices."""
-        return (self.replicas == ONE) == (replicas == 1)
+        return (self.span == ONE) == (replicas == 1)
 
     def wire(self) -> dict:
         """What a worker tells the parent about it: every field but the implementation's options."""
