@@ -7,11 +7,13 @@ rounds (ABBA..., who goes first alternates), each round one call of `--steps` tr
 the median over rounds of A's time minus B's (paired: both felt the same load), per step; `none` (B the same model)
 is the noise floor. The load average is read beside every round: other processes on the machine show there.
 
-The ablations (jax_impl/cnn.py and tf_impl/*.py are left as they are: the benchmark swaps modules or layers):
+TensorFlow's trainers (tf_impl) and JAX's (jax_impl); not Keras on JAX. The ablations (the implementations are
+left as they are: the benchmark swaps modules or layers of the model it hands the trainer):
     dropout  every dropout layer at rate 0 (the model built with dropout=False)
     conv1 / conv2 / conv3  the convolution replaced by x[..., :1] * w + b (the same output shape; its ELU kept)
     bn       every BatchNorm replaced by the identity
-    pool     every max pooling replaced by a strided slice (the same output shape)
+    pool     every max pooling replaced by a strided slice (the same output shape); JAX: `flax.nnx.max_pool` and
+             `jax_impl.cnn.pool_elementwise` swapped while B's step is traced (run with --check to see it took)
 
     python benchmarks/ablation.py --framework jax tf --out docs/results/layers/CLASS-ablation.json
     python benchmarks/ablation.py --framework jax --variant jit+pool --setting ynn+onednn+thp
@@ -41,7 +43,7 @@ def loadavg() -> float:
     return float(Path("/proc/loadavg").read_text().split()[0])
 
 
-# ---- JAX: modules swapped on the NNX model, the pooling function swapped in jax_impl.cnn while B is traced ----------
+# ---- JAX: modules swapped on the NNX model, the pooling functions swapped while B is traced ---------------------
 
 
 def _jax_case(ablation: str, variant: str, batch: int, steps: int):
@@ -72,6 +74,9 @@ def _jax_case(ablation: str, variant: str, batch: int, steps: int):
         r, k = h.shape[1] // size, h.shape[2] // size
         return h[:, : size * r : size, : size * k : size, :]
 
+    def strided_window(h, window, strides=None, padding=None):  # nnx.max_pool's arguments
+        return strided(h, window[0])
+
     devices = jax_impl.setup_devices("cpu", 1)
     model = jax_impl.build_cnn(0, dropout=ablation != "dropout")
     record = next(v for v in jax_impl.variants("cnn_train", 1) if v.name == variant)
@@ -89,32 +94,35 @@ def _jax_case(ablation: str, variant: str, batch: int, steps: int):
             setattr(model, b.names[0], Identity())
         swapped = [b.names[0] for b in arch.convs]
     elif ablation == "pool":
-        patch = _patched(cnn, {"_pool": strided, "pool_elementwise": strided})
+        # JAX's own pooling is Flax's max_pool, looked up when traced; '+pool' calls cnn.pool_elementwise
+        patch = _patched([(nnx, "max_pool", strided_window), (cnn, "pool_elementwise", strided)])
     base = jax_impl.make_trainer(jax_impl.build_cnn(0), devices, variant)
     x, y = _batches(batch, steps)
     base.steps(x, y)  # traced and compiled with the real layers
     with patch:  # the swapped function is read when B's step is traced, here
         ablated = jax_impl.make_trainer(model, devices, trains_as)
         ablated.steps(x, y)
+    trained = ablated.model()  # the model B trains (a '+bf16' variant's: the bfloat16 copy made above)
     if ablated.compute_dtype != base.compute_dtype or any(
-        not isinstance(getattr(ablated.compute, n), (Cheap, Identity)) for n in swapped
+        not isinstance(getattr(trained, n), (Cheap, Identity)) for n in swapped
     ):  # B must train the swapped model in A's number format, or the saving measures nothing
         raise SystemExit(f"ablation {ablation}: the trainer of {variant} does not run the swapped layers")
     return base, ablated, x, y
 
 
-def _patched(module, names: dict):
+def _patched(swaps: list):
+    """A context in which each (module, name, function) of `swaps` stands in for the module's own."""
     import contextlib
 
     @contextlib.contextmanager
     def patch():
-        saved = {n: getattr(module, n) for n in names}
-        for n, f in names.items():
+        saved = [(module, n, getattr(module, n)) for module, n, _ in swaps]
+        for module, n, f in swaps:
             setattr(module, n, f)
         try:
             yield
         finally:
-            for n, f in saved.items():
+            for module, n, f in saved:
                 setattr(module, n, f)
 
     return patch()
@@ -205,7 +213,7 @@ def child(
 
 
 # what shows that B's work changed: JAX, the compiled steps' ops by what they came from (their HLO metadata); TF,
-# the trained model's layer classes
+# the layer classes of the model B's trainer copied (its model() loads the copy's weights back into it)
 _MARKS = ("conv_general_dilated", "reduce_window", "threefry", "jvp(bn", "onednn$convolution", "%wrapped_reduce-window")
 
 
@@ -213,7 +221,7 @@ def _what_ran(framework: str, base, ablated) -> dict:
     if framework == "jax":
         a, b = base.program_text(), ablated.program_text()
         return {m: [a.count(m), b.count(m)] for m in _MARKS}
-    return {"layers": [type(layer).__name__ for layer in ablated.m.layers]}
+    return {"layers": [type(layer).__name__ for layer in ablated.model().layers]}
 
 
 def summarise(r: dict) -> dict:
@@ -281,7 +289,7 @@ def main(argv=None) -> int:
     p.add_argument("--framework", nargs="+", choices=("jax", "tf"), default=["jax", "tf"])
     p.add_argument("--ablation", nargs="+", choices=ABLATIONS, default=list(ABLATIONS))
     p.add_argument("--variant", help="the trainer's variant (default: jit for JAX, fit for TF)")
-    p.add_argument("--setting", help="a JAX process-wide setting by name (jax_impl.catalog.SETTINGS): its env")
+    p.add_argument("--setting", help="a JAX process-wide setting by name (jax_impl.SETTINGS): its env")
     p.add_argument("--env", nargs="*", default=[], metavar="K=V", help="more environment for the case processes")
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--steps", type=int, default=2, help="training steps per timed call")
@@ -316,9 +324,9 @@ def main(argv=None) -> int:
     if args.setting:
         if args.framework != ["jax"]:
             p.error("--setting is a JAX setting: give --framework jax")
-        from jax_impl.catalog import SETTINGS
+        import jax_impl
 
-        named = {s.name: s for s in SETTINGS}
+        named = {s.name: s for s in jax_impl.SETTINGS}
         if args.setting not in named:
             p.error(f"no JAX setting {args.setting!r}; there are: {', '.join(named)}")
         for k, v in named[args.setting].env.items():

@@ -1,21 +1,36 @@
 """Does `--configs best` time each framework's fastest configuration? Reads results.json files of runs that timed
-every lever (`--configs levers` or `all`) and prints, per workload, replica count, framework and number format,
-the fastest row against the fastest of those `--configs best` would have timed (the harness's own rule,
-parity.engine.selection, over the implementation's declared tables).
+every lever (`--configs levers` or `all`) and prints, per framework, workload, replica count and number format, the
+fastest row against the fastest of those `--configs best` would have timed (the harness's own rule,
+parity.engine.selection, over the implementation's declared tables). Every framework the files hold (tf, jax,
+keras-jax), each read in a process of its own (Keras's backend is fixed once a process), or the one --framework names.
 
     python benchmarks/best_known.py docs/results/zen5/cpu-levers.json ...
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import subprocess
 import sys
 
-import jax_impl
-import tf_impl
+from parity.common.frameworks import JAX, KERAS_JAX, KEYS, TABLE, TF
 from parity.engine import selection
 
-IMPLS = {"tf": tf_impl, "jax": jax_impl}
+
+def implementation(key: str):
+    """The framework's implementation package, imported now (after keeping out what its worker keeps out)."""
+    for name in TABLE[key].keeps_out:
+        sys.modules.setdefault(name, None)
+    if key == TF:
+        import tf_impl as impl
+    elif key == JAX:
+        import jax_impl as impl
+    elif key == KERAS_JAX:
+        import keras_jax_impl as impl
+    else:
+        raise ValueError(f"no implementation for framework {key!r}")
+    return impl
 
 
 def _split(impl, shown: str) -> tuple[str, str]:
@@ -45,25 +60,48 @@ def best_rows(impl, rows: list[dict]) -> list[dict]:
     return kept
 
 
-def main(paths: list[str]) -> None:
+def report(framework: str, paths: list[str]) -> None:
+    """Prints, for each file, the groups of `framework`'s rows: the fastest against best's."""
+    impl = implementation(framework)
     for path in paths:
-        doc = json.load(open(path))
+        with open(path) as f:
+            doc = json.load(f)
         groups: dict[tuple, list[dict]] = {}
         for r in doc["rows"]:
-            if r.get("median_s"):
-                groups.setdefault((r["workload"], r["replicas"], r["framework"]), []).append(r)
-        print(path)
-        for (wl, n, fw), rows in groups.items():
-            kept = best_rows(IMPLS[fw], rows)
+            if r["framework"] == framework and r.get("median_s"):
+                groups.setdefault((r["workload"], r["replicas"]), []).append(r)
+        print(f"{path} ({framework})")
+        for (wl, n), rows in groups.items():
+            kept = best_rows(impl, rows)
             for dtype in dict.fromkeys(r["dtype"] for r in rows):
                 fastest = min((r for r in rows if r["dtype"] == dtype), key=lambda r: r["median_s"])
                 ours = min((r for r in kept if r["dtype"] == dtype), key=lambda r: r["median_s"])
                 off = ours["median_s"] / fastest["median_s"]
                 print(
-                    f"  {wl:9s} x{n} {fw:3s} {dtype:8s} fastest {fastest['variant']:30s} {fastest['median_s']:.3f} s"
-                    f"   best's {ours['variant']:30s} {ours['median_s']:.3f} s  ({off:.3f}x)"
+                    f"  {wl:9s} x{n} {framework:3s} {dtype:8s} fastest {fastest['variant']:30s}"
+                    f" {fastest['median_s']:.3f} s   best's {ours['variant']:30s} {ours['median_s']:.3f} s"
+                    f"  ({off:.3f}x)"
                 )
 
 
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", nargs="+", help="results.json files of --configs levers or all runs")
+    p.add_argument("--framework", choices=KEYS, help="this framework only, in this process (default: each in its own)")
+    args = p.parse_args(argv)
+    if args.framework:
+        report(args.framework, args.results)
+        return 0
+    held = set()
+    for path in args.results:
+        with open(path) as f:
+            held |= {r["framework"] for r in json.load(f)["rows"]}
+    for key in (k for k in KEYS if k in held):
+        done = subprocess.run([sys.executable, __file__, "--framework", key, *args.results])
+        if done.returncode:
+            return done.returncode
+    return 0
+
+
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    sys.exit(main())

@@ -8,7 +8,7 @@ Four single-device contenders, same architecture, same synthetic batches, float3
   nnx-jit-loop    a plain Flax NNX loop: nnx.Optimizer + @nnx.jit train step
   jax_impl        jax_impl.make_trainer(..., "jit") (pure jitted step over split state)
 Each timed call runs `--steps` training steps, synchronised and checked (finite loss); the first
-call (compilation) is reported apart. Frameworks run in one process here (CPU only).
+call (compilation) is reported apart. TensorFlow and JAX only (not Keras on JAX), both in this one process (CPU only).
 """
 
 from __future__ import annotations

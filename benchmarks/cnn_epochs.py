@@ -1,6 +1,7 @@
 """CNN training epochs of named variants, standalone (no harness): the CPU default schedule's shape (a global
 batch of 256, 2 steps an epoch) on synthetic images, each variant in turn in this one process; the first epoch
-(compilation) and the median of the next ones.
+(compilation) and the median of the next ones. One framework a process: --framework tf, jax or keras-jax, whose
+make_trainer variants the names are.
 
     python benchmarks/cnn_epochs.py --framework jax jit+bf16 jit+bf16+pool
     XLA_FLAGS=--xla_cpu_experimental_onednn_custom_call=true GLIBC_TUNABLES=glibc.malloc.hugetlb=1 \\
@@ -11,26 +12,40 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 
 import numpy as np
 
-from parity.common.frameworks import JAX, KEYS
+from parity.common.frameworks import JAX, KERAS_JAX, KEYS, TABLE, TF
 from parity.workloads.trained import data
+
+
+def implementation(key: str):
+    """The framework's implementation package, imported now (after keeping out what its worker keeps out: Keras's
+    backend is fixed once a process)."""
+    for name in TABLE[key].keeps_out:
+        sys.modules.setdefault(name, None)
+    if key == TF:
+        import tf_impl as impl
+    elif key == JAX:
+        import jax_impl as impl
+    elif key == KERAS_JAX:
+        import keras_jax_impl as impl
+    else:
+        raise ValueError(f"no implementation for framework {key!r}")
+    return impl
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--framework", choices=KEYS, default=JAX)
+    ap.add_argument("--framework", choices=KEYS, default=JAX, help="whose trainers (default: jax)")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--steps", type=int, default=2, help="steps an epoch")
     ap.add_argument("--epochs", type=int, default=8, help="the first (compiling) one included")
-    ap.add_argument("variants", nargs="+")
+    ap.add_argument("variants", nargs="+", help="the framework's training variants ('jit+pool', 'fit', ...)")
     args = ap.parse_args()
-    if args.framework == JAX:
-        import jax_impl as impl
-    else:
-        import tf_impl as impl
+    impl = implementation(args.framework)
     devices = impl.setup_devices("cpu", 1)
     ds = data.synthetic(4096, 64, seed=3)
     out = []

@@ -9,7 +9,7 @@ pass (median of 15), and each form's largest difference from the convolution ove
 
 from __future__ import annotations
 
-import sys
+import argparse
 import time
 
 import jax
@@ -44,8 +44,11 @@ def _median_ms(f, *args, n: int) -> float:
 
 
 def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("format", nargs="?", choices=("bf16",), help="bf16: bfloat16 images and kernels (default: float32)")
+    args = p.parse_args()
     rng = np.random.default_rng(0)
-    dt = jnp.bfloat16 if "bf16" in sys.argv[1:] else jnp.float32
+    dt = jnp.bfloat16 if args.format == "bf16" else jnp.float32
     x = jnp.asarray(rng.standard_normal((256, 28, 28, 1)), dt)
     k = jnp.asarray(rng.standard_normal((5, 5, 1, 64)) * 0.1, dt)
     ref = np.asarray(conv(x, k), np.float64)

@@ -1,6 +1,6 @@
 """The CNN's three convolutions alone at batch 256, bare and with their bias add and ELU (as the model computes
-them), in one framework per process: what showed YNNPACK's elementwise fusions taking each convolution and its
-bias add away from oneDNN (docs/tuning.md, "Tried and not kept").
+them), in plain JAX or TensorFlow (no implementation's code), one framework per process: what showed YNNPACK's
+elementwise fusions taking each convolution and its bias add away from oneDNN (docs/tuning.md, "Tried and not kept").
 Medians of 15 calls after 3; under JAX also whether conv2's compiled program is oneDNN's convolution.
 
     python benchmarks/conv_bias_layers.py tf
@@ -10,9 +10,9 @@ Medians of 15 calls after 3; under JAX also whether conv2's compiled program is 
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import sys
 import time
 
 import numpy as np
@@ -77,7 +77,9 @@ def tf_layers(rng) -> dict:
 
 
 def main() -> None:
-    fw = sys.argv[1] if len(sys.argv) > 1 else "jax"
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("framework", nargs="?", choices=("jax", "tf"), default="jax", help="(default: jax)")
+    fw = p.parse_args().framework
     rng = np.random.default_rng(0)
     out = jax_layers(rng) if fw == "jax" else tf_layers(rng)
     print(json.dumps({"framework": fw, "XLA_FLAGS": os.environ.get("XLA_FLAGS", ""), "ms": out}))

@@ -10,6 +10,7 @@ form's largest difference from the convolution (first two images) over its large
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import jax
@@ -37,6 +38,7 @@ def shifts(x, k):
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
     x, k = (jax.device_put(a) for a in CONV_FULL.inputs())
     ref = None
     for name, f in (("conv", conv), ("patches", patches), ("shifts", shifts)):

@@ -1,8 +1,8 @@
-"""The full-size conv timed outside the harness, as a user's own code would: each framework in a fresh process,
-plain framework calls (no parity code), 2 warm-up calls, then `--calls` synchronised calls; and, with
-`--results`, the harness's out-of-the-box rows of a results.json beside them (issue "How sure, and the answer
-first", item 0). `--order` runs the frameworks one after the other, or both processes alive at once with their
-calls alternating (as the harness interleaves them).
+"""The full-size conv timed outside the harness, as a user's own code would: TensorFlow and JAX (--frameworks), each
+in a fresh process, plain framework calls (no parity code), 2 warm-up calls, then `--calls` synchronised calls; and,
+with `--results`, the harness's out-of-the-box rows of a results.json beside them (issue "How sure, and the answer
+first", item 0). With both frameworks, also both processes alive at once with their calls alternating (as the
+harness interleaves them).
 
     python benchmarks/conv_independent.py --results OUT/results.json --json docs/results/conv-independent.json
 """

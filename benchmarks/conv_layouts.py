@@ -1,4 +1,5 @@
-"""Channels-last (NHWC) against channels-first (NCHW) for the full conv op, in JAX and TF (with and without XLA).
+"""Channels-last (NHWC) against channels-first (NCHW) for the full conv op, in plain JAX or TF (with and without XLA),
+one framework per process.
 
     python benchmarks/conv_layouts.py jax      # XLA_FLAGS applies, e.g. the YNNPACK setting
     python benchmarks/conv_layouts.py tf
@@ -9,9 +10,9 @@ A screen on a noisy machine, not a harness measurement.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
-import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -66,7 +67,9 @@ def tf_layouts(x, w, xc) -> dict:
 
 
 def main() -> None:
-    which = sys.argv[1] if len(sys.argv) > 1 else "jax"
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("framework", nargs="?", choices=("jax", "tf"), default="jax", help="(default: jax)")
+    which = p.parse_args().framework
     x, w = CONV_FULL.inputs()
     xc, wc = np.ascontiguousarray(x.transpose(0, 3, 1, 2)), np.ascontiguousarray(w.transpose(3, 2, 0, 1))
     res = jax_layouts(x, w, xc, wc) if which == "jax" else tf_layouts(x, w, xc)

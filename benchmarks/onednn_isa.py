@@ -10,15 +10,22 @@ argument goes to parity.run unchanged. On an AVX2 machine both workers run the s
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from parity import run
 
 
 def main() -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="every other argument: python -m parity.run --help",
+    )
+    _, rest = p.parse_known_args()
     # oneDNN capped at AVX2 has no bfloat16 convolution: the harness leaves the capped worker's bf16 rows out
     return run.main(
-        ["--device", "cpu", "--framework", "tf", "--configs", "all", *sys.argv[1:]],
+        ["--device", "cpu", "--framework", "tf", "--configs", "all", *rest],
         extra_configs={"tf": {"avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2"}}},
     )
 

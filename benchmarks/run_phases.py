@@ -16,6 +16,7 @@ shortens them). What no row, check or verdict of the run can do without, at this
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import re
@@ -83,16 +84,17 @@ def _mmss(s: float) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) not in (1, 2):
-        print(__doc__, file=sys.stderr)
-        return 2
-    found = phases(Path(argv[0]).read_text().splitlines())
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("log", type=Path, help="the run's stderr, each line stamped [HH:MM:SS]")
+    p.add_argument("results", type=Path, nargs="?", help="the run's results.json: also print the run's floor")
+    args = p.parse_args(argv)
+    found = phases(args.log.read_text().splitlines())
     for name, s in sorted(found.items(), key=lambda kv: -kv[1]):
         print(f"{_mmss(s)}  {name}")
     total = sum(found.values())
     print(f"{_mmss(total)}  from the first stamped line to the last")
-    if len(argv) == 2:
-        parts = floor(found, json.loads(Path(argv[1]).read_text()))
+    if args.results:
+        parts = floor(found, json.loads(args.results.read_text()))
         print("\nthe floor: the same rows and checks with no call beyond each row's least")
         for name, s in parts.items():
             print(f"{_mmss(s)}  {name}")

@@ -1,8 +1,8 @@
 """Where one CNN training step's time goes by the process's own accounting: wall time, user and system CPU time and
 minor page faults (getrusage) per step, the median of --steps steps after two warm-up calls. A step whose time is
 the kernel's (fresh pages faulted in and zeroed) shows in system time and faults; one spent in the frameworks' own
-code, in user time. The environment is the caller's (a JAX setting's XLA_FLAGS and GLIBC_TUNABLES, as
-jax_impl.catalog.SETTINGS gives them), so each case is one fresh process:
+code, in user time. One framework a process (--framework tf, jax or keras-jax). The environment is the caller's
+(a JAX setting's XLA_FLAGS and GLIBC_TUNABLES, as jax_impl.SETTINGS gives them), so each case is one fresh process:
 
     python benchmarks/step_rusage.py --framework tf --variant fit+bf16 >> OUT.jsonl
     XLA_FLAGS=... GLIBC_TUNABLES=... python benchmarks/step_rusage.py --framework jax --variant jit+pool >> OUT.jsonl
@@ -24,18 +24,33 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from parity.common.frameworks import JAX, KERAS_JAX, KEYS, TABLE, TF  # noqa: E402
+
+
+def implementation(key: str):
+    """The framework's implementation package, imported now (after keeping out what its worker keeps out: Keras's
+    backend is fixed once a process)."""
+    for name in TABLE[key].keeps_out:
+        sys.modules.setdefault(name, None)
+    if key == TF:
+        import tf_impl as impl
+    elif key == JAX:
+        import jax_impl as impl
+    elif key == KERAS_JAX:
+        import keras_jax_impl as impl
+    else:
+        raise ValueError(f"no implementation for framework {key!r}")
+    return impl
+
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--framework", choices=("jax", "tf"), required=True)
+    p.add_argument("--framework", choices=KEYS, required=True, help="whose trainer")
     p.add_argument("--variant", required=True, help="the trainer's variant (make_trainer's)")
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--steps", type=int, default=8, help="timed steps, one a call")
     args = p.parse_args()
-    if args.framework == "jax":
-        import jax_impl as impl
-    else:
-        import tf_impl as impl
+    impl = implementation(args.framework)
     rng = np.random.default_rng(0)
     x = rng.uniform(0, 255, (1, args.batch, 28, 28, 1)).astype(np.float32)
     y = rng.integers(0, 10, (1, args.batch)).astype(np.int32)

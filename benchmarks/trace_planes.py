@@ -1,22 +1,34 @@
 """What a JAX profile holds, plane by plane: how many events, how many name an HLO op (the stat 'hlo_op', or a GPU
-kernel's launch annotation), the stat keys seen, and a few sample events. For checking `jax_impl.trace_ops` on a
-backend the CI machine lacks (issue 24: the first GPU traces).
+kernel's launch annotation 'hlo_op=...'), the stat keys seen, and a few sample events; then how many ops
+`jax_impl.trace_ops` maps from each trace's folder. For checking `jax_impl.trace_ops` on a backend the CI machine
+lacks (the first GPU traces).
 
     python benchmarks/trace_planes.py OUT/profiles
 """
 
 from __future__ import annotations
 
+import argparse
+import re
 import sys
 from collections import Counter
 from pathlib import Path
 
-from jax.profiler import ProfileData
+ANNOTATED_OP = re.compile(r"hlo_op=([\w.\-]+)")
 
-from jax_impl.profile import _hlo_op
+
+def hlo_op(stats: dict) -> str | None:
+    """The HLO instruction an event ran, read as the profile holds it: XLA:CPU's events carry the stat 'hlo_op'; a
+    GPU kernel's (CUPTI's) carry the launch's annotation, 'fusion.3:#hlo_op=fusion.3,hlo_module=jit_step,...#'."""
+    if "hlo_op" in stats:
+        return str(stats["hlo_op"])
+    m = ANNOTATED_OP.search(str(stats.get("annotation", "")))
+    return m.group(1) if m else None
 
 
 def describe(pb: Path, samples: int = 4) -> list[str]:
+    from jax.profiler import ProfileData
+
     out = [f"== {pb.parents[3].name if len(pb.parents) > 3 else pb}"]
     for plane in ProfileData.from_file(str(pb)).planes:
         keys, n, with_op, shown = Counter(), 0, 0, []
@@ -25,7 +37,7 @@ def describe(pb: Path, samples: int = 4) -> list[str]:
                 stats = dict(ev.stats)
                 n += 1
                 keys.update(stats.keys())
-                if op := _hlo_op(stats):
+                if op := hlo_op(stats):
                     with_op += 1
                     if len(shown) < samples:
                         shown.append(f"    {line.name!r}: {ev.name[:60]!r} -> {op} ({ev.duration_ns / 1e3:.1f} us)")
@@ -35,8 +47,16 @@ def describe(pb: Path, samples: int = 4) -> list[str]:
 
 
 def main() -> int:
-    for pb in sorted(Path(sys.argv[1]).rglob("*.xplane.pb")):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("profiles", type=Path, help="a folder of JAX traces (a run's OUT/profiles)")
+    args = p.parse_args()
+    import jax_impl
+
+    found = sorted(args.profiles.rglob("*.xplane.pb"))
+    for pb in found:
         print("\n".join(describe(pb)))
+    for folder in sorted({pb.parent for pb in found}):
+        print(f"{folder}: jax_impl.trace_ops maps {len(jax_impl.trace_ops(str(folder)))} ops")
     return 0
 
 
