@@ -1,7 +1,7 @@
 """JAX / Flax NNX implementations of the article's workloads (mirror image of `tf_impl`): the model functions take
 either trained model, the CNN or the row LSTM (jax_impl.models)."""
 
-from jax_impl.catalog import SETTINGS, VARIANTS, variants
+from jax_impl.catalog import SETTINGS, VARIANTS, settings, variants
 from jax_impl.cnn import build_cnn
 from jax_impl.cnn_train import make_trainer
 from jax_impl.conv import conv_op, prepare_conv
@@ -15,7 +15,6 @@ from jax_impl.devices import (
     process_info,
     reset_memory_peak,
     set_precision,
-    settings,
     setup_devices,
     slowest,
 )

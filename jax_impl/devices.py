@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import jax
 import numpy as np
@@ -11,34 +10,7 @@ from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from jax_impl.catalog import SETTINGS, release
 from parity.api import Cluster, DeviceUnavailable, port_free, split_address
-from parity.api.variants import Setting
-
-THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
-
-
-def settings(device: str, native_bf16: bool = False) -> tuple[Setting, ...]:
-    """The process-wide settings (jax_impl.catalog.SETTINGS) that make a difference on `device`: those whose needs
-    this machine meets. native_bf16: the device multiplies bfloat16 in hardware (the caller knows:
-    parity.judging.roofline.native_bf16); oneDNN's bfloat16 kernels also need jaxlib 0.11 or later."""
-    if device != "cpu":
-        return ()
-    thp = huge_pages_on_request()
-    have = {"thp" if thp else "no-thp"} | ({"bf16"} if native_bf16 and release(jax.__version__) >= (0, 11) else set())
-    return tuple(s for s in SETTINGS if set(s.needs) <= have)
-
-
-def huge_pages_on_request(mode_file: Path = THP_MODE) -> bool:
-    """Whether glibc's hugetlb tunable changes anything here: glibc 2.35 or later, and a kernel that grants
-    transparent huge pages to the mappings that ask ('madvise')."""
-    try:
-        libc = os.confstr("CS_GNU_LIBC_VERSION") or ""  # 'glibc 2.36'; absent on other C libraries
-        mode = mode_file.read_text()  # 'always [madvise] never'
-    except (AttributeError, ValueError, OSError):
-        return False
-    name, _, version = libc.partition(" ")
-    return name == "glibc" and release(version) >= (2, 35) and "[madvise]" in mode
 
 
 def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) -> list[jax.Device]:

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import jax
 
-from jax_impl.devices import SETTINGS as JAX_SETTINGS
-from jax_impl.devices import settings as jax_settings
+from jax_impl.catalog import SETTINGS as JAX_SETTINGS
+from jax_impl.catalog import settings as jax_settings
 from parity.api.cnn import STEPS_PER_DISPATCH
 from parity.api.variants import MANY, ONE, Setting, Variant, lookup, offered
 
@@ -144,5 +144,5 @@ def variant(kind: str, name: str, replicas: int) -> Variant:
 
 
 def settings(device: str, native_bf16: bool = False) -> tuple[Setting, ...]:
-    """The process-wide settings that make a difference on `device`: JAX's (jax_impl.devices.settings)."""
+    """The process-wide settings that make a difference on `device`: JAX's (jax_impl.catalog.settings)."""
     return jax_settings(device, native_bf16)

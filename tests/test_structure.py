@@ -15,7 +15,7 @@ IMPLEMENTATIONS = ("jax_impl", "tf_impl", "keras_jax_impl", "keras_models")
 # what an implementation may import of another: Keras on JAX runs on JAX's runtime (its devices, op reading and
 # profiler are jax_impl's), and both Keras implementations build the model from the one Keras model code
 SHARED = {
-    "keras_jax_impl": ("jax_impl.devices", "jax_impl.ops", "jax_impl.profile", "keras_models"),
+    "keras_jax_impl": ("jax_impl.catalog", "jax_impl.devices", "jax_impl.ops", "jax_impl.profile", "keras_models"),
     "tf_impl": ("keras_models",),
 }
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 350, 50

@@ -41,22 +41,22 @@ def test_the_two_implementations_mirror_each_other():
 def test_huge_pages_are_a_configuration_only_where_asking_for_them_changes_something(tmp_path, mode, offered):
     """'+thp' asks for huge pages through glibc's tunable: a kernel in 'always' mode gives them out of the box,
     one in 'never' mode refuses them; only 'madvise' makes the configuration differ from the default."""
-    from jax_impl import devices
+    from jax_impl import catalog
 
     (tmp_path / "enabled").write_text(mode + "\n")
-    libc = devices.os.confstr("CS_GNU_LIBC_VERSION") or ""
-    new_glibc = libc.startswith("glibc ") and devices.release(libc.split()[1]) >= (2, 35)
-    assert devices.huge_pages_on_request(tmp_path / "enabled") == (offered and new_glibc)
-    assert not devices.huge_pages_on_request(tmp_path / "absent")
+    libc = catalog.os.confstr("CS_GNU_LIBC_VERSION") or ""
+    new_glibc = libc.startswith("glibc ") and catalog.release(libc.split()[1]) >= (2, 35)
+    assert catalog.huge_pages_on_request(tmp_path / "enabled") == (offered and new_glibc)
+    assert not catalog.huge_pages_on_request(tmp_path / "absent")
 
 
 def test_settings_with_huge_pages_keep_each_lever_named(monkeypatch):
-    from jax_impl import catalog, devices
+    from jax_impl import catalog
 
     def offered(**kw) -> dict:
-        return {s.name: s for s in devices.settings("cpu", **kw)}
+        return {s.name: s for s in catalog.settings("cpu", **kw)}
 
-    monkeypatch.setattr(devices, "huge_pages_on_request", lambda: True)
+    monkeypatch.setattr(catalog, "huge_pages_on_request", lambda: True)
     configs = offered(native_bf16=True)
     assert set(configs) == {"thp", "ynn+thp", "onednn+thp", "ynn+onednn+thp", "ynn+onednn+thp+heap"}
     assert configs["ynn+thp"].env == {**catalog.YNN, **catalog.THP}
@@ -70,12 +70,12 @@ def test_settings_with_huge_pages_keep_each_lever_named(monkeypatch):
     tunables = heap["GLIBC_TUNABLES"].split(":")  # huge pages, and the freed memory kept in the heap
     assert tunables[0] == catalog.THP["GLIBC_TUNABLES"] and "glibc.malloc.mmap_max=0" in tunables
     assert configs["thp"].formats == () and configs["ynn+onednn+thp+heap"].best is None  # `all`, `levers` only
-    monkeypatch.setattr(devices, "huge_pages_on_request", lambda: False)
+    monkeypatch.setattr(catalog, "huge_pages_on_request", lambda: False)
     assert set(offered(native_bf16=True)) == {"ynn", "onednn", "ynn+onednn"}
     assert set(offered(native_bf16=False)) == {"ynn"}
-    monkeypatch.setattr(devices, "huge_pages_on_request", lambda: True)  # the heap only beside both libraries
+    monkeypatch.setattr(catalog, "huge_pages_on_request", lambda: True)  # the heap only beside both libraries
     assert set(offered(native_bf16=False)) == {"thp", "ynn+thp"}
-    assert devices.settings("gpu") == ()
+    assert catalog.settings("gpu") == ()
 
 
 def test_a_configurations_list_settings_join_the_users_own(monkeypatch):
