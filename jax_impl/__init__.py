@@ -3,7 +3,6 @@ either trained model, the CNN or the row LSTM (jax_impl.models)."""
 
 from jax_impl.catalog import SETTINGS, VARIANTS, settings, variants
 from jax_impl.cnn import build_cnn
-from jax_impl.cnn_train import make_trainer
 from jax_impl.conv import conv_op, prepare_conv
 from jax_impl.devices import (
     block,
@@ -32,6 +31,7 @@ from jax_impl.models import (
     set_weights,
 )
 from jax_impl.profile import trace, trace_ops
+from jax_impl.train import make_trainer
 from parity.api import SURFACE
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

@@ -279,7 +279,7 @@ def infer_blocks(model, x):
 
 
 def cross_entropy(logits, y):
-    """Mean sparse cross-entropy of the model's logits and integer labels (tf_impl.cnn.cross_entropy takes Keras's
+    """Mean sparse cross-entropy of the model's logits and integer labels (tf_impl.models.cross_entropy takes Keras's
     softmax output instead, and computes it from the softmax's cached logits: the same quantity)."""
     with jax.named_scope("loss"):
         return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()

@@ -35,19 +35,7 @@ if "tensorflow" in sys.modules and sys.modules["tensorflow"] is None:
     sys.meta_path.insert(0, _KeptOut("tensorflow"))
 
 from keras_jax_impl.catalog import SETTINGS, VARIANTS, settings, variants  # noqa: E402
-from keras_jax_impl.cnn import (  # noqa: E402
-    build_cnn,
-    count_params,
-    forward_layers,
-    get_weights,
-    load_weights,
-    loss_and_grads,
-    mixed_precision,
-    prepare_inference,
-    save_weights,
-    set_weights,
-)
-from keras_jax_impl.cnn_train import make_trainer  # noqa: E402
+from keras_jax_impl.cnn import build_cnn  # noqa: E402
 from keras_jax_impl.conv import conv_op, prepare_conv  # noqa: E402
 from keras_jax_impl.devices import (  # noqa: E402
     block,
@@ -64,7 +52,19 @@ from keras_jax_impl.devices import (  # noqa: E402
 )
 from keras_jax_impl.lstm import build_lstm  # noqa: E402
 from keras_jax_impl.matmul import prepare_matmul  # noqa: E402
+from keras_jax_impl.models import (  # noqa: E402
+    count_params,
+    forward_layers,
+    get_weights,
+    load_weights,
+    loss_and_grads,
+    mixed_precision,
+    prepare_inference,
+    save_weights,
+    set_weights,
+)
 from keras_jax_impl.profile import trace, trace_ops  # noqa: E402
+from keras_jax_impl.train import make_trainer  # noqa: E402
 from parity.api import SURFACE  # noqa: E402
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

@@ -1,6 +1,6 @@
 """The row LSTM in Keras 3 on the JAX backend: the model is keras_models.lstm's (the code tf_impl runs on
 TensorFlow); here what needs JAX itself: which kernel a model's recurrent layers run on a device, and whether XLA's
-cost analysis can count it. The model functions (keras_jax_impl.cnn) and the Trainer (keras_jax_impl.cnn_train) take
+cost analysis can count it. The model functions (keras_jax_impl.models) and the Trainer (keras_jax_impl.train) take
 every model alike, through its code (keras_models.models.code_of)."""
 
 from __future__ import annotations

@@ -162,7 +162,7 @@ def parses_with_argparse(tree: ast.Module) -> bool:
         "from jax_impl.cnn import _pool",
         "import jax_impl.profile as p\np._hlo_op({})",
         "import jax_impl\njax_impl.cnn._pool(x)",
-        "from tf_impl import cnn_train\ncnn_train._copy(m, o)",
+        "from tf_impl import train\ntrain._copy(m, o)",
         "import keras_models.cnn\nsetattr(keras_models.cnn, '_x', 1)",
         "from keras_jax_impl._internal import thing",
     ],

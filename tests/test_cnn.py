@@ -253,7 +253,7 @@ def test_several_steps_per_dispatch_are_the_same_steps(weights, mod, replicas, o
     )
     if several.endswith("+rolled"):  # a rolled loop runs its convolutions slowly on a CPU: a smaller batch
         several, size = several.removesuffix("+rolled"), 4
-        monkeypatch.setattr(jax_impl.cnn_train.Trainer, "UNROLL_ON", ())
+        monkeypatch.setattr(jax_impl.train.Trainer, "UNROLL_ON", ())
     x, y = batch(7, size, seed=5)
     devices = (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:replicas]
     out = {}

@@ -126,7 +126,7 @@ def test_tf_training_input_is_not_autotuned(monkeypatch, variant, replicas):
     import tensorflow as tf
 
     seen = []
-    fit, distribute = tf_impl.cnn.keras.Model.fit, tf.distribute.MirroredStrategy.distribute_datasets_from_function
+    fit, distribute = tf_impl.models.keras.Model.fit, tf.distribute.MirroredStrategy.distribute_datasets_from_function
 
     def fit_spy(self, ds, *a, **k):
         seen.append(ds.options().autotune.enabled)
@@ -139,7 +139,7 @@ def test_tf_training_input_is_not_autotuned(monkeypatch, variant, replicas):
         seen.append(fn(tf.distribute.InputContext()).options().autotune.enabled)
         return distribute(self, fn, options)
 
-    monkeypatch.setattr(tf_impl.cnn.keras.Model, "fit", fit_spy)
+    monkeypatch.setattr(tf_impl.models.keras.Model, "fit", fit_spy)
     monkeypatch.setattr(tf.distribute.MirroredStrategy, "distribute_datasets_from_function", distribute_spy)
     t = tf_impl.make_trainer(tf_impl.build_cnn(0), TF_DEVICES[:replicas], variant)
     t.steps(*batch(2, 16))

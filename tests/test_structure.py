@@ -153,6 +153,14 @@ def test_the_layers_import_only_downwards():
     assert all(_layer(m) is not None for m in MODULES if m.startswith("parity.")), "a module outside every layer"
 
 
+def test_the_implementations_hold_the_same_modules():
+    """Mirror images in files too: each framework's variants and settings, devices, model functions, trainer, profiler
+    and op reading live in modules of the same names (a workload's module: the test below)."""
+    same = {"catalog", "devices", "models", "train", "profile", "ops"}
+    for pkg in ("jax_impl", "tf_impl", "keras_jax_impl"):
+        assert same <= {p.stem for p in (ROOT / pkg).glob("*.py")}, pkg
+
+
 def test_reading_a_results_file_loads_nothing_of_the_engine():
     """parity.report and parity.compare read files: they start no worker, so they load no scheduler."""
     import subprocess

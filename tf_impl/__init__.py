@@ -15,19 +15,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: i
 
 from parity.api import SURFACE  # noqa: E402
 from tf_impl.catalog import SETTINGS, VARIANTS, settings, variants  # noqa: E402
-from tf_impl.cnn import (  # noqa: E402
-    build_cnn,
-    count_params,
-    forward_layers,
-    get_weights,
-    load_weights,
-    loss_and_grads,
-    mixed_precision,
-    prepare_inference,
-    save_weights,
-    set_weights,
-)
-from tf_impl.cnn_train import make_trainer  # noqa: E402
+from tf_impl.cnn import build_cnn  # noqa: E402
 from tf_impl.conv import conv_op, prepare_conv
 from tf_impl.devices import (
     block,
@@ -44,6 +32,18 @@ from tf_impl.devices import (
 )
 from tf_impl.lstm import build_lstm  # noqa: E402
 from tf_impl.matmul import prepare_matmul  # noqa: E402
+from tf_impl.models import (  # noqa: E402
+    count_params,
+    forward_layers,
+    get_weights,
+    load_weights,
+    loss_and_grads,
+    mixed_precision,
+    prepare_inference,
+    save_weights,
+    set_weights,
+)
 from tf_impl.profile import trace, trace_ops  # noqa: E402
+from tf_impl.train import make_trainer  # noqa: E402
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

@@ -1,6 +1,6 @@
 """The row LSTM in Keras 3 on the TensorFlow backend: the model is keras_models.lstm's (the code keras_jax_impl runs
 on JAX); here what needs TensorFlow itself: which kernel a model's recurrent layers run on a device, and whether TF's
-profiler can count it. The model functions (tf_impl.cnn) and the Trainer (tf_impl.cnn_train) take every model alike,
+profiler can count it. The model functions (tf_impl.models) and the Trainer (tf_impl.train) take every model alike,
 through its code (keras_models.models.code_of)."""
 
 from __future__ import annotations

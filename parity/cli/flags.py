@@ -62,7 +62,7 @@ def parser() -> argparse.ArgumentParser:
         "Ampere+ GPUs, bfloat16 passes on TPUs, float32 on CPUs), 'highest' forces float32; "
         "recorded in every row and sets the agreement tolerance (default: default)",
     )
-    _cnn_flags(ap)
+    _trained_flags(ap)
     _timing_flags(ap)
     _run_flags(ap)
     _multiprocess_flags(ap)
@@ -131,12 +131,13 @@ def _run_flags(ap: argparse.ArgumentParser) -> None:
     )
 
 
-def _cnn_flags(ap: argparse.ArgumentParser) -> None:
+def _trained_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--data",
         choices=("auto", "real", "download", "synthetic"),
         default="auto",
-        help="CNN data: 'auto' uses Fashion-MNIST if found on disk (IDX files or TFDS in --data-dir) "
+        help="the trained workloads' data (the CNN's and the row LSTM's): 'auto' uses Fashion-MNIST if found on "
+        "disk (IDX files or TFDS in --data-dir) "
         "and otherwise a learnable synthetic stand-in, said before training and in every row; "
         "'real' makes absent data an error; 'download' fetches it through TFDS where absent "
         "(needs a network; bounded by --timeout); 'synthetic' always uses the stand-in "
@@ -147,27 +148,27 @@ def _cnn_flags(ap: argparse.ArgumentParser) -> None:
         help="directory with the four Fashion-MNIST IDX .gz files, or a TFDS data_dir "
         "(default: TFDS's, $TFDS_DATA_DIR or ~/tensorflow_datasets)",
     )
-    _cnn_schedule_flags(ap)
+    _schedule_flags(ap)
 
 
-def _cnn_schedule_flags(ap: argparse.ArgumentParser) -> None:
+def _schedule_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--schedule",
         choices=("device", "notebook"),
         default="device",
-        help="CNN schedule: 'device' is the device's default (GPU, TPU: the notebook's; CPU: shortened, see "
-        "--epochs), 'notebook' (--preset notebook) the tensorflow/tpu notebook's 10 epochs x 100 steps at global "
-        "batch 1024, validated after every epoch (its TPU v2-8 ended at val_accuracy 0.9184). "
+        help="the trained workloads' schedule: 'device' is the device's default (GPU, TPU: the notebook's; CPU: "
+        "shortened, see --epochs), 'notebook' (--preset notebook) the tensorflow/tpu notebook's 10 epochs x 100 "
+        "steps at global batch 1024, validated after every epoch (its TPU v2-8 ended at val_accuracy 0.9184). "
         "--batch, --epochs and --steps-per-epoch still override it (default: device)",
     )
     ap.add_argument(
         "--validate",
         choices=("auto", "epoch", "end", "none"),
         default="auto",
-        help="CNN test-set evaluation, never inside a timed epoch: 'epoch' after every epoch (as Keras's "
-        "fit(validation_data=...); per-epoch history in the results and a second chart), 'end' once "
-        "after training, 'none' never; 'auto' is 'epoch' for 459 steps or more, where accuracy "
-        "can be judged, else 'none' (default: auto)",
+        help="the trained workloads' test-set evaluation, never inside a timed epoch: 'epoch' after every epoch (as "
+        "Keras's fit(validation_data=...); per-epoch history in the results and a second chart), 'end' once "
+        "after training, 'none' never; 'auto' is 'epoch' where accuracy can be judged (the CNN: 459 steps or more, "
+        "once BatchNorm has settled; the LSTM: its full schedule), else 'none' (default: auto)",
     )
     ap.add_argument(
         "--batch",
@@ -191,8 +192,8 @@ def _cnn_schedule_flags(ap: argparse.ArgumentParser) -> None:
         "--seeds",
         type=whole(1, 100),
         default=1,
-        help="CNN training runs per variant, each with its own initial weights, dropout and batch "
-        "order; the accuracy check compares the frameworks' mean (default: 1)",
+        help="training runs per trained variant (the CNN's and the LSTM's), each with its own initial weights, "
+        "dropout and batch order; the accuracy check compares the frameworks' mean (default: 1)",
     )
     ap.add_argument(
         "--parity-steps",

@@ -1,7 +1,8 @@
 """The Fashion-MNIST CNN workload: its spec (spec.py), its parent side (suite.py: data, shared initial weights,
 parity rounds), its checks, its data (Fashion-MNIST, a synthetic stand-in, batch order), its worker-side cases and
 untimed calls, and its float64 oracle; its tolerances are parity.common.tolerances'. The implementations' modules:
-jax_impl/cnn.py and cnn_train.py, tf_impl/cnn.py and cnn_train.py."""
+<impl>/cnn.py (its builder; JAX's Flax module), <impl>/models.py (the model functions), <impl>/train.py (the
+trainer)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from parity.workloads.cnn import cases, suite
 from parity.workloads.cnn.spec import CNN_CPU, CNN_FULL, CNN_QUICK
 from parity.workloads.cnn.tolerances import cnn_tolerances
 
-# The CNN's layers in order, as Keras names them (tf_impl/cnn.py; the JAX side's named scopes use the same names),
+# The CNN's layers in order, as Keras names them (tf_impl/models.py; the JAX side's named scopes use the same names),
 # and the loss: what --profile's ops are attributed to.
 CNN_LAYERS = (
     *(n for b in (*CNN_ARCHITECTURE.convs, *CNN_ARCHITECTURE.dense) for n in b.names),

@@ -1,6 +1,6 @@
 """Training the CNN and the row LSTM in TensorFlow: Keras's fit (with a strategy's scope), the harness's own
 distributed loop, their in-memory input pipelines, and the Trainer that make_trainer returns (mirror image of
-jax_impl.cnn_train)."""
+jax_impl.train)."""
 
 from __future__ import annotations
 

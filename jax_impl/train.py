@@ -1,5 +1,5 @@
 """Training the CNN and the row LSTM in JAX: Keras's Adam as an optax transformation, the jitted (pmap, shard_map)
-step, and the Trainer that make_trainer returns for either model (mirror image of tf_impl.cnn_train)."""
+step, and the Trainer that make_trainer returns for either model (mirror image of tf_impl.train)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Training the CNN and the row LSTM with Keras 3 on JAX: model.compile + model.fit, on one device or under
 keras.distribution.DataParallel over several; the Trainer that make_trainer returns (mirror image of
-tf_impl.cnn_train, whose model code it shares)."""
+tf_impl.train, whose model code it shares)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,124 @@
+"""The surface's model functions in Keras 3 on the JAX backend (parity.api.FrameworkImpl): what needs JAX itself,
+gradients, inference and weight files, for every model keras_models builds (the CNN, the row LSTM), each found through
+its code (keras_models.models.code_of: a model no module there built is refused)."""
+
+from __future__ import annotations
+
+import jax
+import keras
+import numpy as np
+
+from jax_impl.ops import rows
+from keras_jax_impl import lstm as kj_lstm
+from keras_jax_impl.catalog import variant as variant_record
+from keras_jax_impl.devices import lowered_flops, placement
+from keras_models.cnn import (  # noqa: F401 (the shared model code, re-exported as this surface's)
+    check_no_dropout,
+    count_params,
+    get_weights,
+    logits_copy,
+    logits_loss,
+)
+from keras_models.models import code_of
+from parity.api import Gradients, Prepared
+from parity.api.inputs import check_examples, check_images
+from parity.api.weights import load_npz, save_npz
+
+if keras.backend.backend() != "jax":
+    raise ImportError(f"keras_jax_impl needs Keras's JAX backend, got {keras.backend.backend()!r}")
+
+
+def _values(variables) -> list[jax.Array]:
+    return [v.value for v in variables]
+
+
+def set_weights(model, weights) -> None:
+    """Load weights in Keras's order (the CNN's or the LSTM's table, by the model). Raises ValueError naming the layer
+    on a length/shape/dtype mismatch."""
+    code_of(model).set_weights(model, weights)
+
+
+def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Inference: every block's output as NumPy, by block name (the CNN's blocks or the LSTM's). Raises ValueError on
+    images that are not (N, 28, 28, 1) real, finite numbers (parity.api.inputs)."""
+    check_images(x)
+    return code_of(model).forward_layers(model, x)
+
+
+def mixed_precision(model):
+    """The model's copy under Keras's 'mixed_bfloat16' policy (the softmax float32; the LSTM's pixel scaling too)."""
+    return code_of(model).mixed_precision(model)
+
+
+def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
+    """Training-mode loss and gradients of one batch, grads in Keras's trainable_weights order, and how
+    each max-pooling layer routed its gradient in this pass (the LSTM has none: routing []).
+
+    Batch statistics as in training, dropout off (build the model with dropout=False); the model itself is not
+    changed (Keras's stateless_call: the moving statistics it would update are returned, and dropped). The loss
+    from the logits, as the trainer's (keras_models.cnn.logits_loss).
+    """
+    check_no_dropout(model)
+    check_examples(x, y, 1)  # images and labels the model can take (parity.api.inputs)
+    trainable, frozen = _values(model.trainable_variables), _values(model.non_trainable_variables)
+    x, y = jax.numpy.asarray(x, jax.numpy.float32), jax.numpy.asarray(y)
+    to_logits, loss_of = logits_copy(model), logits_loss()
+
+    def loss_fn(params):
+        logits, _ = to_logits.stateless_call(params, frozen, x, training=True)
+        return loss_of(y, logits)
+
+    loss, grads = jax.value_and_grad(loss_fn)(trainable)
+    routing, h = [], x
+    if not any(isinstance(layer, keras.layers.MaxPooling2D) for layer in model.layers):
+        return Gradients(float(loss), [np.asarray(g) for g in grads], routing)
+    with keras.StatelessScope(state_mapping=[]):  # what model(x, training=True) runs, keeping the pooling inputs
+        for layer in model.layers:
+            if isinstance(layer, keras.layers.MaxPooling2D):  # JAX's own max-pool gradient on the same activations
+                out, vjp = jax.vjp(layer, h)
+                routing.append(np.asarray(vjp(jax.numpy.ones_like(out))[0]))
+            h = layer(h, training=True)
+    return Gradients(float(loss), [np.asarray(g) for g in grads], routing)
+
+
+def prepare_inference(model, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
+    """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand: the model's
+    stateless call, jitted, as Keras's own predict step runs it; for the LSTM, its kernel path too.
+
+    Raises:
+        ValueError: a variant not among variants("cnn_infer", 1) (the LSTM's: "lstm_infer"), or images that are not
+            (N, 28, 28, 1) real, finite numbers.
+    """
+    check_images(images)  # once, here: not in the timed call
+    code = code_of(model)
+    copy = code.variant_copy(model, variant_record(code.INFER, variant, 1).options)
+    if copy is not model:  # the variant's own copy ('+unroll'): the model's weights on it
+        copy.set_weights(model.get_weights())
+    model, path = copy, kj_lstm.kernel_path(copy, devices[0])
+    x = jax.device_put(np.asarray(images, np.float32), devices[0])
+    trainable, frozen = (
+        [jax.device_put(v, devices[0]) for v in _values(vs)]
+        for vs in (model.trainable_variables, model.non_trainable_variables)
+    )
+    f = jax.jit(lambda t, n, x: model.stateless_call(t, n, x, training=False)[0])
+    return Prepared(
+        lambda: f(trainable, frozen, x),
+        lambda o: tuple(o.shape),
+        rows,
+        placement,
+        lambda: (None, kj_lstm.uncounted(path)) if kj_lstm.uncounted(path) else lowered_flops(f, trainable, frozen, x),
+        # the compiled program's text: Keras's layer scopes are JAX named scopes, which --profile maps ops back by
+        lambda: f.lower(trainable, frozen, x).compile().as_text(),
+        kernel_path=path,
+    )
+
+
+def save_weights(model, path) -> None:
+    """Save to .npz in Keras's get_weights() order: loadable by every implementation."""
+    save_npz(get_weights(model), path)
+
+
+def load_weights(model, path) -> None:
+    """Load a .npz written by any implementation's save_weights (bounded by this model's own weights, then
+    checked like set_weights)."""
+    set_weights(model, load_npz(path, model.weights))
