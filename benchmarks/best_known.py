@@ -14,23 +14,9 @@ import json
 import subprocess
 import sys
 
-from parity.common.frameworks import JAX, KERAS_JAX, KEYS, TABLE, TF
+from parity.common import frameworks
+from parity.common.frameworks import KEYS
 from parity.engine import selection
-
-
-def implementation(key: str):
-    """The framework's implementation package, imported now (after keeping out what its worker keeps out)."""
-    for name in TABLE[key].keeps_out:
-        sys.modules.setdefault(name, None)
-    if key == TF:
-        import tf_impl as impl
-    elif key == JAX:
-        import jax_impl as impl
-    elif key == KERAS_JAX:
-        import keras_jax_impl as impl
-    else:
-        raise ValueError(f"no implementation for framework {key!r}")
-    return impl
 
 
 def _split(impl, shown: str) -> tuple[str, str]:
@@ -62,7 +48,7 @@ def best_rows(impl, rows: list[dict]) -> list[dict]:
 
 def report(framework: str, paths: list[str]) -> None:
     """Prints, for each file, the groups of `framework`'s rows: the fastest against best's."""
-    impl = implementation(framework)
+    impl = frameworks.load(framework)
     for path in paths:
         with open(path) as f:
             doc = json.load(f)

@@ -12,29 +12,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 
 import numpy as np
 
-from parity.common.frameworks import JAX, KERAS_JAX, KEYS, TABLE, TF
+from parity.common import frameworks
+from parity.common.frameworks import JAX, KEYS
 from parity.workloads.trained import data
-
-
-def implementation(key: str):
-    """The framework's implementation package, imported now (after keeping out what its worker keeps out: Keras's
-    backend is fixed once a process)."""
-    for name in TABLE[key].keeps_out:
-        sys.modules.setdefault(name, None)
-    if key == TF:
-        import tf_impl as impl
-    elif key == JAX:
-        import jax_impl as impl
-    elif key == KERAS_JAX:
-        import keras_jax_impl as impl
-    else:
-        raise ValueError(f"no implementation for framework {key!r}")
-    return impl
 
 
 def main() -> None:
@@ -45,7 +29,7 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=8, help="the first (compiling) one included")
     ap.add_argument("variants", nargs="+", help="the framework's training variants ('jit+pool', 'fit', ...)")
     args = ap.parse_args()
-    impl = implementation(args.framework)
+    impl = frameworks.load(args.framework)
     devices = impl.setup_devices("cpu", 1)
     ds = data.synthetic(4096, 64, seed=3)
     out = []

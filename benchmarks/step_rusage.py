@@ -24,23 +24,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from parity.common.frameworks import JAX, KERAS_JAX, KEYS, TABLE, TF  # noqa: E402
-
-
-def implementation(key: str):
-    """The framework's implementation package, imported now (after keeping out what its worker keeps out: Keras's
-    backend is fixed once a process)."""
-    for name in TABLE[key].keeps_out:
-        sys.modules.setdefault(name, None)
-    if key == TF:
-        import tf_impl as impl
-    elif key == JAX:
-        import jax_impl as impl
-    elif key == KERAS_JAX:
-        import keras_jax_impl as impl
-    else:
-        raise ValueError(f"no implementation for framework {key!r}")
-    return impl
+from parity.common import frameworks
+from parity.common.frameworks import KEYS  # noqa: E402
 
 
 def main() -> int:
@@ -50,7 +35,7 @@ def main() -> int:
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--steps", type=int, default=8, help="timed steps, one a call")
     args = p.parse_args()
-    impl = implementation(args.framework)
+    impl = frameworks.load(args.framework)
     rng = np.random.default_rng(0)
     x = rng.uniform(0, 255, (1, args.batch, 28, 28, 1)).astype(np.float32)
     y = rng.integers(0, 10, (1, args.batch)).astype(np.int32)

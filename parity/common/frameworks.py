@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
+from types import ModuleType
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,14 @@ TABLE = {
     )
 }
 KEYS = tuple(TABLE)  # ('tf', 'jax', 'keras-jax'): the order workers start and tables list them
+
+
+def load(key: str) -> ModuleType:
+    """The framework's implementation package, imported in this process as its worker imports it: what it keeps out
+    first made unimportable (Keras's backend is fixed once a process). Raises ImportError where it is not installed."""
+    for name in TABLE[key].keeps_out:  # an import of it now fails, as if not installed
+        sys.modules.setdefault(name, None)
+    return importlib.import_module(TABLE[key].module)
 
 
 def on_jax(key: str) -> bool:

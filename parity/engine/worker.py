@@ -10,7 +10,6 @@ parity.workloads.WORKLOADS; this module knows no workload by name.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import platform
@@ -86,10 +85,8 @@ def serve(args, out) -> None:
             }
         )
         return
-    for name in frameworks.TABLE[args.framework].keeps_out:  # an import of it now fails, as if not installed
-        sys.modules.setdefault(name, None)
     try:
-        impl = importlib.import_module(frameworks.TABLE[args.framework].module)
+        impl = frameworks.load(args.framework)
     except ImportError as e:
         say({"status": "missing", "error": f"{args.framework} is not installed for {sys.executable} ({e})"})
         return
