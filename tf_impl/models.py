@@ -14,34 +14,22 @@ from keras_models.cnn import (  # noqa: E402, F401 (the shared model code, re-ex
     cross_entropy,
     get_weights,
 )
-from keras_models.models import code_of  # noqa: E402
+from keras_models.models import (  # noqa: E402, F401 (written once for both Keras implementations)
+    code_of,
+    forward_layers,
+    load_weights,
+    mixed_precision,
+    save_weights,
+    set_weights,
+)
 from parity.api import Gradients, Prepared  # noqa: E402
 from parity.api.inputs import check_examples, check_images  # noqa: E402
-from parity.api.weights import load_npz, save_npz  # noqa: E402
 from tf_impl import lstm as tf_lstm  # noqa: E402
 from tf_impl.catalog import variant as variant_record  # noqa: E402
 from tf_impl.devices import graph_flops, placement  # noqa: E402
 
 if keras.backend.backend() != "tensorflow":
     raise ImportError(f"tf_impl needs Keras's TensorFlow backend, got {keras.backend.backend()!r}")
-
-
-def set_weights(model, weights) -> None:
-    """Load weights in Keras's order (the CNN's or the LSTM's table, by the model). Raises ValueError naming the layer
-    on a length/shape/dtype mismatch."""
-    code_of(model).set_weights(model, weights)
-
-
-def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Inference: every block's output as NumPy, by block name (the CNN's blocks or the LSTM's). Raises ValueError on
-    images that are not (N, 28, 28, 1) real, finite numbers (parity.api.inputs)."""
-    check_images(x)
-    return code_of(model).forward_layers(model, x)
-
-
-def mixed_precision(model):
-    """The model's copy under Keras's 'mixed_bfloat16' policy (the softmax float32; the LSTM's pixel scaling too)."""
-    return code_of(model).mixed_precision(model)
 
 
 def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
@@ -103,14 +91,3 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
         lambda: (None, tf_lstm.uncounted(path)) if tf_lstm.uncounted(path) else graph_flops(f, x),
         kernel_path=path,
     )
-
-
-def save_weights(model, path) -> None:
-    """Save to .npz in Keras's get_weights() order: loadable by either framework."""
-    save_npz(get_weights(model), path)
-
-
-def load_weights(model, path) -> None:
-    """Load a .npz written by either framework's save_weights (bounded by this model's own weights, then
-    checked like set_weights)."""
-    set_weights(model, load_npz(path, model.weights))
