@@ -64,6 +64,19 @@ def test_the_page_holds_the_first_screens_summary_and_verdict(shipped):
     assert "32 of 32 rows verified" in summary and "How the intervals were made" in summary
 
 
+def test_a_summary_ratio_whose_interval_holds_1_is_greyed(shipped):
+    """Read from what the cell says ('1.09x (0.80-1.47)'): greyed exactly where its interval holds 1."""
+    lines = _body_lines(_section(_page(shipped), "summary"))[: len(screen.best_lines(shipped)[1])]
+    seen = set()
+    for line in lines:
+        for cell in re.findall(r"<td[^>]*>.*?</td>", line):
+            if m := re.search(r"x \((\d+\.\d+)-(\d+\.\d+)\)", cell):
+                holds = float(m[1]) <= 1 <= float(m[2])
+                assert cell.startswith('<td class="held">') == holds, cell
+                seen.add(holds)
+    assert seen == {True, False}  # the shipped file has both
+
+
 def test_every_row_is_a_line_of_a_sortable_table(shipped):
     rows = _section(_page(shipped), "rows")
     assert '<table class="sortable">' in rows

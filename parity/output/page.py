@@ -28,7 +28,7 @@ CHARTS = (  # (results file the run draws, caption): what the page shows of each
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;padding:1em 1.5em 3em;max-width:1250px;color:#1d1d1f}
 h1{font-size:1.5em;margin:.4em 0 .2em}h2{font-size:1.2em;margin:1.6em 0 .4em;border-bottom:1px solid #ccc}
-h3{font-size:1.05em;margin:1.2em 0 .3em}nav a{margin-right:1em}.muted{color:#555}
+h3{font-size:1.05em;margin:1.2em 0 .3em}nav a{margin-right:1em}.muted{color:#555}.held{color:#999}
 table{border-collapse:collapse;margin:.4em 0;font-size:13px}
 th,td{border:1px solid #d5d5d5;padding:3px 5px;text-align:left;vertical-align:top}
 th{background:#f0f0f3;position:sticky;top:0;white-space:nowrap}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
@@ -126,6 +126,15 @@ def _cell(v, key: float | None = None, numeric: bool = False, wide: bool = False
     return f'<td class="n" data-v="{"" if key is None else repr(float(key))}">{_t(v)}</td>'
 
 
+def _summary_cells(line: tuple[str, ...], held: tuple[bool, ...]) -> list[str]:
+    """A summary line's cells, each ratio whose interval holds 1 greyed (the ratios are the line's last cells)."""
+    cells = [_cell(c) for c in line]
+    start = len(line) - len(held)
+    return [
+        c.replace("<td>", '<td class="held">', 1) if i >= start and held[i - start] else c for i, c in enumerate(cells)
+    ]
+
+
 def _label(v) -> str:
     """A variant's cell: its label may break after each '+' ('jit+pool+wgrad+...' is long), nowhere else."""
     return f"<td>{_t(v).replace('+', '+<wbr>')}</td>"
@@ -158,8 +167,11 @@ def summary_section(s: Shown) -> str:
         out += [
             f"<p>Each framework's fastest verified configuration: median per call, per epoch where it trains; "
             f"x/{_t(ref)}: its time over {_t(ref)}'s, with a 95% interval (one that holds 1: no difference "
-            f"measurable here). {_t(screen.MORE)}: a tuned configuration (its full label in the rows below).</p>",
-            _table(header, [[_cell(c) for c in line] for line in body]),
+            f"measurable here, greyed). {_t(screen.MORE)}: a tuned configuration (its full label in the rows "
+            "below).</p>",
+            _table(
+                header, [_summary_cells(line, held) for line, held in zip(body, screen.holding_one(doc), strict=True)]
+            ),
         ]
     else:
         out.append("<p>No verified row: nothing to compare.</p>")

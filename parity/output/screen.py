@@ -76,6 +76,19 @@ def best_lines(doc: dict) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     return header, body
 
 
+def holding_one(doc: dict) -> list[tuple[bool, ...]]:
+    """For each of best_lines' lines, whether each ratio's 95% interval holds 1 (no difference measurable here)."""
+    rows = doc["rows"]
+    fws = summary.frameworks_in(rows)
+    out = []
+    for wl, n, dtype in summary.groups(rows):
+        b = summary.bests(rows, wl, n, dtype)
+        ref = next(iter(b))
+        qs = [summary.ratio(b[fw], b[ref]) if fw in b and fw != ref else None for fw in fws[1:]]
+        out.append(tuple(q is not None and q.low is not None and q.low <= 1 <= q.high for q in qs))
+    return out
+
+
 def verdict(doc: dict) -> str:
     """'verdict: 34 of 34 rows verified against float64; 120 checks passed, 0 failed, 2 not judged'."""
     rows, checks = doc["rows"], doc.get("checks") or []
