@@ -197,7 +197,8 @@ def ratio_chart(doc: dict, path: Path) -> bool:
             "chart",
             TITLE,
         )
-        + "\nfilled: float32, open: bfloat16; pale: no difference measurable (the interval holds 1, or too few calls)",
+        + "\npoint: the first framework's colour, interval: the second's; filled: float32, open: bfloat16"
+        + "\npale: no difference measurable (the interval holds 1, or too few calls)",
         fontsize=9,
     )
     return _save(fig, path, 110)
@@ -235,6 +236,7 @@ def _ratio_panel(ax, panel: list[dict]) -> None:
     for y, c in enumerate(panel):
         ci = c["ci95"]
         holds_one = ci is None or ci[0] <= 1 <= ci[1]
+        # the point in the first framework's colour, its interval in the second's: Keras-JAX/TF and Keras-JAX/JAX apart
         color = frameworks.color(c["num"]["framework"])
         err = [[c["ratio"] - ci[0]], [ci[1] - c["ratio"]]] if ci else None
         ax.errorbar(
@@ -243,6 +245,7 @@ def _ratio_panel(ax, panel: list[dict]) -> None:
             xerr=err,
             fmt="o" if c["dtype"] == "float32" else "D",
             color=color,
+            ecolor=frameworks.color(c["den"]["framework"]),
             capsize=3,
             markersize=6,
             markerfacecolor=color if c["dtype"] == "float32" else "white",
