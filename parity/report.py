@@ -210,7 +210,7 @@ def report_main(argv: list[str] | None = None) -> int:
         metavar="PNG",
         help="also draw one results file's summary as a chart, to PNG: each workload, replica count and number "
         "format's ratios of the frameworks' best times with their 95%% intervals (what parity.run writes as "
-        "results_ratios.png)",
+        "results_ratios.png); with --grid, the grid's classes in one chart (the README's)",
     )
     ap.add_argument("--html", type=Path, metavar="HTML", help=HTML_HELP)
     ap.add_argument(
@@ -231,13 +231,32 @@ def report_main(argv: list[str] | None = None) -> int:
 
 
 def _readme(args) -> int:
-    from parity.output.grid import grid_main
+    from parity.output.grid import chart, grid_main
     from parity.output.readme import readme_main
 
-    if args.html:
-        print(f"error: {'--grid' if args.grid else '--readme'} takes only results files, not --html", file=sys.stderr)
+    flag = "--grid" if args.grid else "--readme"
+    if args.html or (args.ratios and not args.grid):
+        print(f"error: {flag} takes only results files, not {'--html' if args.html else '--ratios'}", file=sys.stderr)
         return 2
-    return grid_main(args) if args.grid else readme_main(args)
+    if args.ratios:
+        try:
+            check_out_dir(args.ratios.parent, (args.ratios.name,))
+        except (ResultsError, OSError) as e:
+            print(text(f"error: {e}"), file=sys.stderr)
+            return 2
+    status = grid_main(args) if args.grid else readme_main(args)
+    if status or not args.ratios:
+        return status
+    try:
+        drawn = chart(args.files, args.ratios)
+    except OSError as e:
+        print(text(f"error: cannot write {args.ratios}: {e.strerror or e}"), file=sys.stderr)
+        return 2
+    if not drawn:
+        print("error: --ratios needs matplotlib (pip install matplotlib)", file=sys.stderr)
+        return 2
+    print(f"wrote {args.ratios}")
+    return 0
 
 
 def _report(args) -> int:

@@ -365,8 +365,10 @@ def test_profile_traces_one_more_call_per_row_outside_the_timed_ones(fakes, tmp_
         assert r["profile_dir"] == f"profiles/{r['profile_dir'].split('/')[1]}"
         assert (out / r["profile_dir"] / "fake.trace").read_text() == "traced\n"
         assert r["reps"] == len(r["times_s"])  # the profiled call is no timed call
+        # the profiled call's own time, taken as a timed call's (on the fake clock: the same as each timed one)
+        assert r["profile_call_s"] == pytest.approx(r["median_s"]) and r["profile_call_s"] > 0
         assert r["layers"] == [{"layer": "conv", "pass": "forward", "seconds": 0.05, "share": 1.0}]  # its one op
-        assert r["profile_coverage"] == pytest.approx(0.05 / r["median_s"])
+        assert r["profile_coverage"] == pytest.approx(0.05 / r["profile_call_s"])
     assert run.main(argv) == 0  # without --profile: no trace folder, the rows say none, the old traces gone
     assert all(r["profile_dir"] is None for r in json.loads((out / "results.json").read_text())["rows"])
     assert not (out / "profiles").exists()

@@ -160,6 +160,24 @@ def test_an_instant_when_no_op_runs_is_no_ops_but_the_calls_idle_line():
     assert layers.coverage({"layers": rows, "profile_coverage": cpu}) == (pytest.approx(0.8), pytest.approx(0.4))
 
 
+def test_the_profilers_overhead_is_taken_out_and_coverage_is_of_the_profiled_call():
+    # a step of 2 s unprofiled took 2.5 s under the profiler: its ops span 2.4 s of it (0.1 s before the first op
+    # and after the last), conv1 1.6 s of them, conv2 0.8 s
+    ops = [("a/conv1/x", 1.6, 0.05, "t1"), ("a/conv2/x", 0.8, 1.65, "t1")]
+    rows, cpu = attribute(ops, per=1, median_s=2.0, layers=CNN_LAYERS, call_s=2.5)
+    assert {r["layer"]: r["wall_s"] for r in rows} == {"conv1": pytest.approx(1.28), "conv2": pytest.approx(0.64)}
+    assert {r["layer"]: r["seconds"] for r in rows} == {"conv1": pytest.approx(1.28), "conv2": pytest.approx(0.64)}
+    row = {"layers": rows, "profile_coverage": cpu, "profile_call_s": 2.5, "median_s": 2.0}
+    assert layers.coverage(row) == (pytest.approx(0.96), pytest.approx(0.96))  # 2.4 s of the profiled 2.5 s
+    assert layers.overhead(row) == pytest.approx(1.25)
+    # an older file's row (no profiled call's time): the figures are the profiled call's, over the median
+    rows, cpu = attribute(ops, per=1, median_s=2.0, layers=CNN_LAYERS)
+    assert (rows[0]["wall_s"], cpu) == (pytest.approx(1.6), pytest.approx(1.2))
+    assert layers.overhead({"median_s": 2.0}) is None
+    (conv,), cpu = layers.one_op("conv", [("conv", 1.0, 0.0, "t1")], 0.5, call_s=1.0)
+    assert (conv["seconds"], conv["wall_s"], cpu) == (0.5, 0.5, 1.0)
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_the_wall_shares_add_up_to_the_time_any_op_ran(seed):
     rng = np.random.default_rng(seed)
@@ -220,6 +238,11 @@ def test_the_table_shows_wall_then_cpu_time_and_loses_most_reads_the_wall_figure
     assert g.body[0] == ("conv1", "forward", "8.00", "10.00", "10.00", "60.00", "1.25")
     assert g.said.startswith("jax loses most in conv1 backward (+15.00 ms)")
     assert "28% wall, 40% CPU" in g.title and "jax fit 45% wall, 100% CPU" in g.title
+    assert "the call" not in g.title and "scaled" not in g.title  # no profiled call's time: nothing said of it
+    rows[1]["profile_call_s"] = 0.125  # JAX's profiled call took 1.25x its median: said, and the scaling with it
+    (g,) = tables.layer_groups({"rows": rows})
+    assert "jax fit 45% wall, 100% CPU, the call 1.25x the median" in g.title
+    assert "scaled from the profiled call to the row's median (the profiler's overhead out, in proportion)" in g.title
 
 
 def test_idle_time_is_never_where_a_framework_loses_and_a_mostly_idle_profile_is_said():

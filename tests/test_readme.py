@@ -157,3 +157,29 @@ def test_the_grid_command_prints_the_grid_and_refuses_what_it_cannot_use(tmp_pat
     assert "loose.json: in no folder" in capsys.readouterr().err
     assert report.report_main(["--grid", "--readme", str(a)]) == 2
     assert "--grid takes only results files, not --readme and --grid at once" in capsys.readouterr().err
+
+
+def test_the_grid_as_one_chart_across_classes(tmp_path, monkeypatch, capsys):
+    """--grid with --ratios PNG: the grid's classes in one chart, written; --ratios beside --readme refused, one line,
+    exit 2, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    a = _write(Path("r/one/cpu-default.json"), [_row("tf", 0.2), _row("jax", 0.1)])
+    b = _write(Path("r/two/cpu-default.json"), [_row("tf", 0.2), _row("jax", 2.0)])  # 10x: beyond the range
+    assert report.report_main(["--grid", str(a), str(b), "--ratios", "classes.png"]) == 0
+    assert capsys.readouterr().out.endswith("wrote classes.png\n")
+    assert Path("classes.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert report.report_main(["--readme", str(a), "--ratios", "other.png"]) == 2
+    assert capsys.readouterr().err == "error: --readme takes only results files, not --ratios\n"
+    assert not Path("other.png").exists()
+
+
+CHART = re.compile(r"<!-- chart: python -m parity\.report --grid (?P<files>[^>]*?) --ratios (?P<png>\S+) -->")
+
+
+def test_the_readme_chart_is_drawn_from_the_grids_files():
+    """The chart under the grid names the command that drew it: the grid's own files, and the PNG the page shows."""
+    text = README.read_text()
+    m = CHART.search(text)
+    assert m, "the README has no '<!-- chart: python -m parity.report --grid FILES --ratios PNG -->' line"
+    assert [Path(f) for f in m["files"].split()] == grid.files_named(text)
+    assert f"]({m['png']})" in text[m.end() :].split("\n\n")[0] and (ROOT / m["png"]).is_file()

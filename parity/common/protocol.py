@@ -72,6 +72,7 @@ class Profiled:
     profiled: bool
     ops: list = field(default_factory=list)
     why: str | None = None
+    call_s: float | None = None  # the profiled call's own time, as a timed call's is taken (the profiler's overhead in)
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,7 @@ def make_row(
         reps=res.reps,
         # raw times, memory and --profile's figures, as the worker (and the schedule) measured them
         **{k: getattr(res, k) for k in ("times_s", "busy_after_s", *(f"peak_memory_{m}" for m in MEMORY))},
-        **{k: more.get(k) for k in ("rounds", "profile_dir", "layers", "profile_coverage")},
+        **{k: more.get(k) for k in ("rounds", "profile_dir", "profile_call_s", "layers", "profile_coverage")},
         # an operation's first call (tracing, compilation, one execution); a training row's first epoch is
         # first_epoch_s instead, never called a compile time
         compile_s=None if kind.epochs else res.compile_s,

@@ -133,6 +133,15 @@ class Timer:
                 self.m.errors[k] = max(self.m.errors.get(k, 0.0), v)
         return dt
 
+    def untimed(self) -> float:
+        """One call outside the row's figures (the profiled one): its time as warm() takes it (the call, its
+        synchronisation, the release of its output, the framework's work after), unverified and unrecorded."""
+        t0 = time.perf_counter()
+        out = self.run()
+        self.block(out)
+        del out
+        return time.perf_counter() - t0 + self.busy_after()
+
     def first(self) -> float | None:
         """Compile and run once; returns the first-call time (None if the output is invalid)."""
         self.m.compile_s = self.warm()

@@ -113,15 +113,23 @@ def wall_split(ops: Sequence[Op]) -> list[float]:
     return out
 
 
+def overhead_out(median_s: float | None, call_s: float | None) -> float:
+    """What the profiled call's figures are multiplied by to stand for an unprofiled call: the row's median over
+    the profiled call's own time (`call_s`, the profiler's overhead in it), the overhead taken out of every line in
+    proportion to its time; 1 where either is unknown (older files: the figures are the profiled call's)."""
+    return median_s / call_s if median_s and call_s else 1.0
+
+
 def attribute(
-    ops: Sequence[Op], per: int, median_s: float | None, layers: Sequence[str]
+    ops: Sequence[Op], per: int, median_s: float | None, layers: Sequence[str], call_s: float | None = None
 ) -> tuple[list[dict], float | None]:
     """The row's `layers` from the profiled call's ops, `per` steps (or calls) in it, onto the model's `layers` (in
     order): {layer, pass, seconds (CPU time per step or call: durations summed over threads), share (of that
     CPU time), wall_s (wall time per step or call: wall_split; only where every op carries its start and
-    thread)}, with ('other', 'idle') the wall time between the first op and the last when no op ran; and
-    `profile_coverage`, the CPU time per call over the row's measured median (None without one; coverage() gives
-    the wall figure's too)."""
+    thread)}, with ('other', 'idle') the wall time between the first op and the last when no op ran, each figure
+    scaled to the row's median (overhead_out); and `profile_coverage`, the ops' CPU time over the profiled call's
+    own time `call_s` (without it, over the row's median; None without either; coverage() gives the wall
+    figure's too)."""
     cpu: dict[tuple[str, str], float] = defaultdict(float)
     wall: dict[tuple[str, str], float] = defaultdict(float)
     keys = [classify(op[0], layers) for op in ops]
@@ -135,25 +143,26 @@ def attribute(
         span = max(op[2] + op[1] for op in ops) - min(op[2] for op in ops)
         if (idle := span - sum(wall.values())) > 0:
             cpu["other", "idle"], wall["other", "idle"] = 0.0, idle
-    whole = sum(cpu.values())
+    whole, scale = sum(cpu.values()), overhead_out(median_s, call_s) / per
     order = {name: i for i, name in enumerate((*layers, "optimizer", "other"))}
     rows = [
         {
             "layer": layer,
             "pass": p,
-            "seconds": s / per,
+            "seconds": s * scale,
             "share": s / whole if whole else 0.0,
-            **({"wall_s": wall[layer, p] / per} if wall else {}),
+            **({"wall_s": wall[layer, p] * scale} if wall else {}),
         }
         for (layer, p), s in sorted(cpu.items(), key=lambda kv: (order.get(kv[0][0], 99), PASSES.index(kv[0][1])))
     ]
-    return rows, (whole / median_s if median_s else None)
+    return rows, (whole / (call_s or median_s) if call_s or median_s else None)
 
 
 def coverage(row: dict) -> tuple[float | None, float | None]:
-    """A profiled row's (wall, CPU) coverage: the layers' wall time, and their CPU time, over the row's median.
-    The wall figure is None where the layers have none (ops without their start and thread: older files); the
-    CPU figure is the row's profile_coverage, the wall one follows from it by the layers' two sums."""
+    """A profiled row's (wall, CPU) coverage: the traced ops' wall time, and their CPU time, over the profiled call's
+    own time (older files: over the row's median, the profiler's overhead in it). The wall figure is None where
+    the layers have none (ops without their start and thread: older files); the CPU figure is the row's
+    profile_coverage, the wall one follows from it by the layers' two sums."""
     cpu, lines = row.get("profile_coverage"), row.get("layers") or []
     if cpu is None or not lines or any("wall_s" not in r for r in lines):
         return None, cpu
@@ -196,6 +205,12 @@ def loses_most(
     return out
 
 
+def overhead(row: dict) -> float | None:
+    """The profiled call's time over the row's median: what the profiler added (None: older files)."""
+    call, med = row.get("profile_call_s"), row.get("median_s")
+    return call / med if call and med else None
+
+
 def idle_share(lines: list[tuple[str, str, tuple[float | None, ...]]], i: int) -> float:
     """The share of framework i's lines (wall seconds) in which no traced op ran: ('other', 'idle')."""
     total = sum(s[i] or 0.0 for _, _, s in lines)
@@ -203,9 +218,11 @@ def idle_share(lines: list[tuple[str, str, tuple[float | None, ...]]], i: int) -
     return idle / total if total else 0.0
 
 
-def one_op(name: str, ops: Sequence[Op], median_s: float) -> tuple[list[dict], float]:
+def one_op(name: str, ops: Sequence[Op], median_s: float, call_s: float | None = None) -> tuple[list[dict], float]:
     """An operation's row (the conv, the matmul): every profiled op is its one op, forward; its CPU time, and its
-    wall time where the ops carry their start and thread (see attribute)."""
-    total = sum(op[1] for op in ops)
-    wall = {"wall_s": sum(wall_split(ops))} if timed(ops) else {}
-    return [{"layer": name, "pass": "forward", "seconds": total, "share": 1.0, **wall}], total / median_s
+    wall time where the ops carry their start and thread, scaled to the row's median (see attribute)."""
+    total, scale = sum(op[1] for op in ops), overhead_out(median_s, call_s)
+    wall = {"wall_s": sum(wall_split(ops)) * scale} if timed(ops) else {}
+    return [{"layer": name, "pass": "forward", "seconds": total * scale, "share": 1.0, **wall}], total / (
+        call_s or median_s
+    )

@@ -135,17 +135,25 @@ def _ms(s: float | None) -> str:
 
 
 def _coverage(b: dict, covered: dict, walled: bool) -> tuple[str, str]:
-    """A layer table's coverage per framework's row, and what its figures are."""
+    """A layer table's coverage per framework's row (with the profiled call's time over the row's median, where
+    the file has it), and what its figures are."""
+    slower = {fw: f", the call {o:.2f}x the median" if (o := layers.overhead(r)) else "" for fw, r in b.items()}
+    scaled = any(slower.values())
     if walled:
         cov = ", ".join(
             f"{fw} {r['variant']} "
             + (f"{w:.0%} wall, {c:.0%} CPU" if (w := covered[fw][0]) is not None else f"{c:.0%} CPU, no wall")
+            + slower[fw]
             for fw, r in b.items()
             if (c := covered[fw][1]) is not None
         )
-        return cov, "wall time, then CPU time summed over threads"
-    cov = ", ".join(f"{fw} {r['variant']} {r['profile_coverage']:.0%}" for fw, r in b.items())
-    return cov, "CPU time summed over threads: these profiles carry no op start times, so no wall time"
+        what = "wall time, then CPU time summed over threads"
+    else:
+        cov = ", ".join(f"{fw} {r['variant']} {r['profile_coverage']:.0%}{slower[fw]}" for fw, r in b.items())
+        what = "CPU time summed over threads: these profiles carry no op start times, so no wall time"
+    if scaled:  # parity.judging.layers.overhead_out
+        what += ", scaled from the profiled call to the row's median (the profiler's overhead out, in proportion)"
+    return cov, what
 
 
 def layer_groups(doc: dict) -> list[LayerGroup]:

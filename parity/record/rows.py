@@ -110,7 +110,10 @@ class Row:
         None  # per layer and pass (parity.judging.layers): layer, pass, seconds (CPU time, thread-summed, per step or
         # call), share, wall_s (the wall time split among the ops running at each instant)
     )
-    profile_coverage: float | None = None  # the profiled ops' CPU time over the row's median (below 0.8: said)
+    # the profiled call's own time, taken as a timed call's: over median_s, the profiler's overhead (None: older files)
+    profile_call_s: float | None = None
+    # the profiled ops' CPU time over the profiled call's time (older files: over the row's median); below 0.8: said
+    profile_coverage: float | None = None
     # agreement
     max_abs_err: float | None = None
     max_rel_err: float | None = _f(csv=True, column="err vs f64")  # against the float64 oracle
