@@ -231,32 +231,14 @@ def report_main(argv: list[str] | None = None) -> int:
 
 
 def _readme(args) -> int:
-    from parity.output.grid import chart, grid_main
+    from parity.output.grid import grid_main
     from parity.output.readme import readme_main
 
     flag = "--grid" if args.grid else "--readme"
     if args.html or (args.ratios and not args.grid):
         print(f"error: {flag} takes only results files, not {'--html' if args.html else '--ratios'}", file=sys.stderr)
         return 2
-    if args.ratios:
-        try:
-            check_out_dir(args.ratios.parent, (args.ratios.name,))
-        except (ResultsError, OSError) as e:
-            print(text(f"error: {e}"), file=sys.stderr)
-            return 2
-    status = grid_main(args) if args.grid else readme_main(args)
-    if status or not args.ratios:
-        return status
-    try:
-        drawn = chart(args.files, args.ratios)
-    except OSError as e:
-        print(text(f"error: cannot write {args.ratios}: {e.strerror or e}"), file=sys.stderr)
-        return 2
-    if not drawn:
-        print("error: --ratios needs matplotlib (pip install matplotlib)", file=sys.stderr)
-        return 2
-    print(f"wrote {args.ratios}")
-    return 0
+    return grid_main(args) if args.grid else readme_main(args)
 
 
 def _report(args) -> int:

@@ -8,12 +8,14 @@ GRID_END; GRID_BEGIN names the files, so `tests/test_readme.py` can make it agai
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 
 from parity.common import frameworks
 from parity.common.safe import text
 from parity.judging import summary
 from parity.output.cells import md_table
+from parity.output.files import ResultsError, check_out_dir
 from parity.output.readme import class_files, marked, readme_main
 
 COMMAND = "python -m parity.report --grid"
@@ -140,5 +142,24 @@ def shown(page: str) -> str:
 
 
 def grid_main(args) -> int:
-    """`python -m parity.report --grid FILES`: print the grid; a bad file is one line and exit 2."""
-    return readme_main(args, grid, "--grid")
+    """`python -m parity.report --grid FILES [--ratios PNG]`: print the grid (and draw it); a bad file, or a PNG
+    that cannot be written, is one line and exit 2."""
+    if args.ratios:
+        try:
+            check_out_dir(args.ratios.parent, (args.ratios.name,))
+        except (ResultsError, OSError) as e:
+            print(text(f"error: {e}"), file=sys.stderr)
+            return 2
+    status = readme_main(args, grid, "--grid")
+    if status or not args.ratios:
+        return status
+    try:
+        drawn = chart(args.files, args.ratios)
+    except OSError as e:
+        print(text(f"error: cannot write {args.ratios}: {e.strerror or e}"), file=sys.stderr)
+        return 2
+    if not drawn:
+        print("error: --ratios needs matplotlib (pip install matplotlib)", file=sys.stderr)
+        return 2
+    print(f"wrote {args.ratios}")
+    return 0

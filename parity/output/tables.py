@@ -138,20 +138,15 @@ def _coverage(b: dict, covered: dict, walled: bool) -> tuple[str, str]:
     """A layer table's coverage per framework's row (with the profiled call's time over the row's median, where
     the file has it), and what its figures are."""
     slower = {fw: f", the call {o:.2f}x the median" if (o := layers.overhead(r)) else "" for fw, r in b.items()}
-    scaled = any(slower.values())
     if walled:
-        cov = ", ".join(
-            f"{fw} {r['variant']} "
-            + (f"{w:.0%} wall, {c:.0%} CPU" if (w := covered[fw][0]) is not None else f"{c:.0%} CPU, no wall")
-            + slower[fw]
-            for fw, r in b.items()
-            if (c := covered[fw][1]) is not None
-        )
+        shown = {fw: f"{w:.0%} wall, {c:.0%} CPU" if w is not None else f"{c:.0%} CPU, no wall" for fw, (w, c) in
+                 covered.items() if c is not None}  # fmt: skip
+        cov = ", ".join(f"{fw} {r['variant']} {shown[fw]}{slower[fw]}" for fw, r in b.items() if fw in shown)
         what = "wall time, then CPU time summed over threads"
-    else:
+    else:  # older files
         cov = ", ".join(f"{fw} {r['variant']} {r['profile_coverage']:.0%}{slower[fw]}" for fw, r in b.items())
         what = "CPU time summed over threads: these profiles carry no op start times, so no wall time"
-    if scaled:  # parity.judging.layers.overhead_out
+    if any(slower.values()):  # parity.judging.layers.overhead_out
         what += ", scaled from the profiled call to the row's median (the profiler's overhead out, in proportion)"
     return cov, what
 
