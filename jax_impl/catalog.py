@@ -137,8 +137,10 @@ def _cnn(parallel: str, span: str) -> tuple[Variant, ...]:
 
 def _lstm() -> tuple[Variant, ...]:
     """The row LSTM's: nnx.RNN over lax.scan out of the box; '+unroll' the scan fully unrolled (28 steps of
-    straight-line code), '+unroll4' four steps per iteration. Unrolled loses on every CPU class measured (the
-    scan's 247 ms an epoch against 273 ms unrolled on zen4, docs/tuning.md): in `levers`, not the best-known."""
+    straight-line code), '+unroll4' four steps per iteration. Unrolled training loses on every CPU class measured
+    (the scan's 247 ms an epoch against 273 ms unrolled on zen4, docs/tuning.md): in `levers`, not the best-known.
+    Unrolled inference is the best-known: 0.86x (0.78-0.91) of the scan's on xeon-avx512
+    (docs/results/xeon-avx512/cpu-levers.json), level on zen4 (0.99x)."""
     o, full = LstmOptions, True
     return (
         Variant("jit", "lstm_train", ONE, best=1, options=o()),
@@ -157,7 +159,7 @@ def _lstm() -> tuple[Variant, ...]:
         Variant("shard_map", "lstm_train", MANY, best=1, options=o("shard_map")),
         Variant("shard_map+unroll", "lstm_train", MANY, tuned=True, options=o("shard_map", unroll=full)),
         Variant("predict", "lstm_infer", ONE, best=1, options=LstmInferOptions()),
-        Variant("predict+unroll", "lstm_infer", ONE, tuned=True, options=LstmInferOptions(unroll=full)),
+        Variant("predict+unroll", "lstm_infer", ONE, tuned=True, best=0, options=LstmInferOptions(unroll=full)),
     )
 
 
@@ -172,8 +174,10 @@ DOTS = InferOptions({"xla_cpu_experimental_ynn_fusion_type": 1})
 # row kind, replica count and number format (lower first): the CNN with the elementwise pooling gradient ('+pool',
 # faster with every setting, measured on a Zen 5); in bfloat16 with '+bias+dgrad' too; at one device with '+wgrad'
 # and '+masks' too (those three measured on xeon-amx only); its inference with YNNPACK on the dots alone; the LSTM's
-# rolled time loop (docs/tuning.md); the operations as they are (their only lever is the setting). `--configs levers`
-# times every lever on its own to check the order elsewhere.
+# rolled time loop in training, unrolled in inference (docs/tuning.md); the operations as they are (their only lever
+# is the setting). `--preset levers` times every lever on its own to check the order elsewhere: on zen5 and
+# xeon-avx512 (docs/results/<class>/cpu-levers.json; xeon-avx512's: one device, float32), where the order named the
+# fastest row but for the LSTM's inference, unrolled since.
 VARIANTS: tuple[Variant, ...] = (
     *_op("conv"),
     *_op("matmul"),
@@ -267,7 +271,9 @@ F32, BF16, BOTH = ("float32",), ("bfloat16",), ("float32", "bfloat16")
 # convolutions too; huge pages and the heap act on every buffer and run with the kernels' settings (huge pages
 # alone only under `--configs all`, as every combination). `best`: for each number format, `--configs best` runs
 # the first offered that acts on it. `needs`: 'bf16' (bfloat16 hardware, and jaxlib 0.11+), 'thp' (huge pages on
-# request), 'no-thp' (none: the setting without them).
+# request), 'no-thp' (none: the setting without them). Ranked on zen5's `--preset levers` run; on xeon-avx512's
+# 'ynn+thp' was the fastest for the conv, the CNN and the matmul, and slowed the row LSTM (a run's summary then reads
+# its rows without a setting: docs/tuning.md).
 SETTINGS: tuple[Setting, ...] = (
     Setting("ynn", YNN, F32, best=4, needs=("no-thp",)),
     Setting("onednn", ONEDNN, BF16, best=5, needs=("bf16", "no-thp")),

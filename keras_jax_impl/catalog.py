@@ -102,8 +102,10 @@ def _cnn(name: str, span: str, distributed: bool) -> tuple[Variant, ...]:
 
 
 # Every variant, in the order rows are listed. `best`: several steps an execution where it helps, mixed precision
-# where the hardware has bfloat16. Not offered in a multi-process run: Keras's DataParallel over several
-# processes (keras.distribution.initialize) is not wired here; said by the run when asked.
+# where the hardware has bfloat16, the LSTM's inference unrolled. Measured by `--preset levers` on xeon-avx512 at one
+# device in float32 (docs/results/xeon-avx512/cpu-levers.json); the rest from default runs (docs/tuning.md). Not
+# offered in a multi-process run: Keras's DataParallel over several processes (keras.distribution.initialize) is not
+# wired here; said by the run when asked.
 VARIANTS: tuple[Variant, ...] = (
     *_op("conv"),
     *_op("matmul"),
@@ -126,8 +128,11 @@ VARIANTS: tuple[Variant, ...] = (
         options=LstmOptions(mixed=True),
     ),
     Variant("data_parallel", "lstm_train", MANY, best=0, multiprocess=False, options=LstmOptions(distributed=True)),
-    Variant("predict", "lstm_infer", ONE, best=0, multiprocess=False, options=InferOptions()),
-    Variant("predict+unroll", "lstm_infer", ONE, tuned=True, multiprocess=False, options=InferOptions(unroll=True)),
+    Variant("predict", "lstm_infer", ONE, best=1, multiprocess=False, options=InferOptions()),
+    # unrolled inference: 0.87x (0.77-0.94) of predict on xeon-avx512 (docs/results/xeon-avx512/cpu-levers.json)
+    Variant(
+        "predict+unroll", "lstm_infer", ONE, tuned=True, best=0, multiprocess=False, options=InferOptions(unroll=True)
+    ),
 )
 # JAX's runtime settings, the same records: Keras-JAX/JAX then compares the two frameworks' code on one runtime.
 SETTINGS: tuple[Setting, ...] = JAX_SETTINGS

@@ -213,7 +213,9 @@ def test_mixed_precision_computes_in_bfloat16(trained, model, data):
     assert 100 * TOL < err < 20 * BF16_UNIT_ROUNDOFF
 
 
-@pytest.mark.parametrize("variant, path", [("predict", GENERIC_TF), ("predict+unroll", "unrolled")])
+@pytest.mark.parametrize(
+    "variant, path", [("predict", GENERIC_TF), ("predict+unroll", "unrolled"), ("predict+xla", GENERIC_TF)]
+)
 def test_inference_gives_forward_layers_probabilities(model, data, variant, path):
     x = data[0]
     p = tf_impl.prepare_inference(model, x, TF_DEVICES[:1], variant)

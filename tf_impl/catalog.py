@@ -46,9 +46,11 @@ class LstmOptions(CnnOptions):
 
 @dataclass(frozen=True)
 class InferOptions:
-    """How a model infers: the LSTM's layers unrolled (`unroll`) or not."""
+    """How a model infers: the LSTM's layers unrolled (`unroll`) or not; the call XLA-compiled (`xla`:
+    tf.function(jit_compile=True)) or run by TF's executor."""
 
     unroll: bool = False
+    xla: bool = False
 
 
 def _op(kind: str) -> tuple[Variant, ...]:
@@ -73,7 +75,8 @@ SPE = STEPS_PER_DISPATCH
 # Every variant, in the order rows are listed. `best`: the best-known configuration's order of preference within a
 # row kind, replica count and number format (lower first): several steps a dispatch (Keras's steps_per_execution; at
 # 8 replicas the custom loop, which stalls less than fit), mixed precision, not '+xla' (slower in every Zen 4 and
-# Zen 5 run recorded: docs/tuning.md, "Which rows a run times"). `multiprocess`: Keras 3's fit
+# Zen 5 run recorded: docs/tuning.md, "Which rows a run times") but for the row LSTM's. Measured by `--preset levers`
+# on zen5 and xeon-avx512 (docs/results/<class>/cpu-levers.json; bfloat16 on zen5 only). `multiprocess`: Keras 3's fit
 # fails under MultiWorkerMirroredStrategy (tensorflow#72388: it reduces scalar logs over axis 0), so a multi-process
 # run offers the custom loop only.
 VARIANTS: tuple[Variant, ...] = (
@@ -147,6 +150,9 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("loop", "lstm_train", MANY, tuned=True, multiprocess=False, options=LstmOptions("loop", True)),
     Variant("predict", "lstm_infer", ONE, best=1, options=InferOptions()),
     Variant("predict+unroll", "lstm_infer", ONE, tuned=True, options=InferOptions(unroll=True)),
+    # the inference call under XLA, as 'fit+xla' trains (TF's executor runs Keras's generic loop op by op): the
+    # best-known, 0.51x (0.48-0.56) of predict on xeon-avx512 (docs/results/xeon-avx512/tf-lstm-inference-xla.json)
+    Variant("predict+xla", "lstm_infer", ONE, tuned=True, best=0, options=InferOptions(xla=True)),
 )
 SETTINGS: tuple[Setting, ...] = ()
 

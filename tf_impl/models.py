@@ -71,13 +71,14 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
     """
     check_images(images)  # once, here: not in the timed call
     code = code_of(model)
-    copy = code.variant_copy(model, variant_record(code.INFER, variant, 1).options)
+    options = variant_record(code.INFER, variant, 1).options
+    copy = code.variant_copy(model, options)
     if copy is not model:  # the variant's own copy ('+unroll'): the model's weights on it
         copy.set_weights(model.get_weights())
     model, path = copy, tf_lstm.kernel_path(copy, devices[0])
     with tf.device(devices[0]):
         x = tf.constant(images, tf.float32)
-    f = tf.function(lambda x: model(x, training=False))
+    f = tf.function(lambda x: model(x, training=False), jit_compile=True if getattr(options, "xla", False) else None)
 
     def run():
         with tf.device(devices[0]):
