@@ -156,7 +156,7 @@ def _quoted(page: str) -> list[tuple[str, tuple]]:
     return out
 
 
-QUOTES = [q for page in ("glossary.md", "tuning.md", "results.md", "keras-jax.md") for q in _quoted(page)]
+QUOTES = [q for page in ("glossary.md", "tuning.md", "results.md", "keras-jax.md", "gaps.md") for q in _quoted(page)]
 
 
 def test_the_pages_quote_comparisons():
@@ -224,3 +224,69 @@ def test_the_notebooks_quick_times_are_the_class_readmes():
         readme = (DOCS / f"results/{klass}/README.md").read_text()
         quick = next(ln for ln in readme.splitlines() if ln.startswith("| `cpu-quick."))
         assert wall in quick, (klass, wall)
+
+
+# --- a row's median, quoted as `JAX `jit+ynn+thp` 2.434 s` -------------------------------------------------------
+
+MEDIAN = re.compile(r"\b(TF|JAX|Keras-JAX) `([^` ]+)` (\d+(?:\.\d+)?) (s|ms)\b")
+LAYER = re.compile(r"\b(TF|JAX|Keras-JAX) `(\w+) (forward|backward)` (\d+\.\d\d) ms\b")  # a per-layer wall time
+
+
+def _medians(page: str) -> list[tuple[str, tuple]]:
+    out = []
+    for block in _blocks((DOCS / page).read_text()):
+        files = sorted(set(FILE.findall(block)))
+        out += [(f"{page}: {m[0]}", (tuple(files), m.groups())) for m in MEDIAN.finditer(block)]
+    return out
+
+
+MEDIANS = _medians("gaps.md")
+
+
+def test_the_gaps_page_quotes_row_medians():
+    assert len(MEDIANS) >= 10
+
+
+@pytest.mark.parametrize("quote", [q for _, q in MEDIANS], ids=[i for i, _ in MEDIANS])
+def test_each_quoted_median_is_a_row_of_a_file_its_paragraph_names(quote):
+    """'JAX `jit+ynn+thp` 2.434 s': a verified row of that framework and label in a file the paragraph names, its
+    median written to the figure's own precision."""
+    files, (fw, variant, figure, unit) = quote
+    assert files, "a quoted median names its file in its paragraph"
+    scale = 1e3 if unit == "ms" else 1.0
+    decimals = len(figure.partition(".")[2])
+    found = [
+        f"{r['median_s'] * scale:.{decimals}f}"
+        for f in files
+        for r in _doc(f)["rows"]
+        if r["verified"] and r["framework"] == FRAMEWORKS[fw] and r["variant"] == variant
+    ]
+    assert figure in found, (figure, found)
+
+
+LAYERS = [
+    (f"gaps.md: {m[0]}", (tuple(sorted(set(FILE.findall(block)))), m.groups()))
+    for block in _blocks((DOCS / "gaps.md").read_text())
+    for m in LAYER.finditer(block)
+]
+
+
+@pytest.mark.parametrize("quote", [q for _, q in LAYERS], ids=[i for i, _ in LAYERS])
+def test_each_quoted_layer_time_is_a_profiled_rows_line(quote):
+    """'Keras-JAX `pool1 backward` 109.60 ms': a line of a profiled row of that framework in a file the paragraph
+    names, its wall time per step or call (as the per-layer table prints it)."""
+    files, (fw, layer, pass_, figure) = quote
+    assert files, "a quoted layer time names its file in its paragraph"
+    found = [
+        f"{ln['wall_s'] * 1e3:.2f}"
+        for f in files
+        for r in _doc(f)["rows"]
+        if r["framework"] == FRAMEWORKS[fw]
+        for ln in r.get("layers") or []
+        if (ln["layer"], ln["pass"]) == (layer, pass_) and "wall_s" in ln
+    ]
+    assert figure in found, (figure, found)
+
+
+def test_the_gaps_page_quotes_layer_times():
+    assert len(LAYERS) >= 6

@@ -206,7 +206,8 @@ def _group(seconds: dict[str, dict[tuple[str, str], tuple[float, float | None]]]
             {"layer": k[0], "pass": k[1], "seconds": c, "share": 0.0} | ({"wall_s": w} if w else {})
             for k, (c, w) in lines.items()
         ]
-        cpu = sum(c for c, _ in lines.values()) / 0.1
+        # the profiled call as long as its lines' wall time (every instant traced: wall coverage 100%), else 0.1 s
+        cpu = sum(c for c, _ in lines.values()) / (sum(w or 0 for _, w in lines.values()) or 0.1)
         rows.append(
             {
                 "framework": fw,
@@ -237,12 +238,35 @@ def test_the_table_shows_wall_then_cpu_time_and_loses_most_reads_the_wall_figure
     assert g.columns == ("layer", "pass", "TF wall ms", "JAX wall ms", "TF CPU ms", "JAX CPU ms", "JAX/TF")
     assert g.body[0] == ("conv1", "forward", "8.00", "10.00", "10.00", "60.00", "1.25")
     assert g.said.startswith("jax loses most in conv1 backward (+15.00 ms)")
-    assert "28% wall, 40% CPU" in g.title and "jax fit 45% wall, 100% CPU" in g.title
+    assert "tf fit 100% wall, 143% CPU" in g.title and "jax fit 100% wall, 222% CPU" in g.title
     assert "the call" not in g.title and "scaled" not in g.title  # no profiled call's time: nothing said of it
     rows[1]["profile_call_s"] = 0.125  # JAX's profiled call took 1.25x its median: said, and the scaling with it
     (g,) = tables.layer_groups({"rows": rows})
-    assert "jax fit 45% wall, 100% CPU, the call 1.25x the median" in g.title
+    assert "jax fit 100% wall, 222% CPU, the call 1.25x the median" in g.title
     assert "scaled from the profiled call to the row's median (the profiler's overhead out, in proportion)" in g.title
+
+
+def test_a_profile_that_misses_time_divides_nothing_and_loses_nowhere():
+    """A framework whose trace holds almost none of its call (XLA:CPU's convolution under YNNPACK's flag is not
+    traced): no ratio over it or of it, and neither it nor another is said to lose against its tiny lines."""
+    from parity.output import tables
+
+    rows = _group(
+        {
+            "tf": {("conv1", "forward"): (0.080, 0.080)},
+            "jax": {("conv1", "forward"): (0.0001, 0.0001)},
+            "keras-jax": {("conv1", "forward"): (0.090, 0.090)},
+        }
+    )
+    rows[1]["profile_coverage"] = 0.001  # JAX's ops: 0.1% of its profiled call
+    (g,) = tables.layer_groups({"rows": rows})
+    assert g.body[0][-2:] == ("-", "1.12")  # JAX/TF none; Keras-JAX/TF as measured
+    assert g.said.startswith("keras-jax loses most in conv1 forward (+10.00 ms)")  # against TF, not JAX's 0.1 ms
+    assert "jax loses" not in g.said.replace("keras-jax", "")
+    assert g.said.endswith("coverage below 80% for jax: its profile misses time (below 50%: no ratio)")
+    rows[0]["profile_coverage"] = 0.001  # the reference's profile misses time too: no ratio at all
+    (g,) = tables.layer_groups({"rows": rows})
+    assert g.body[0][-2:] == ("-", "-")
 
 
 def test_idle_time_is_never_where_a_framework_loses_and_a_mostly_idle_profile_is_said():

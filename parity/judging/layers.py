@@ -183,14 +183,19 @@ def side_by_side(
     return [(layer, p, tuple(s.get((layer, p)) for s in per)) for layer, p in keys]
 
 
+BLIND = 0.5  # a profile that holds less of its call than this divides nothing and loses nowhere (its lines: untraced)
+
+
 def loses_most(
-    lines: list[tuple[str, str, tuple[float | None, ...]]], fws: list[str]
+    lines: list[tuple[str, str, tuple[float | None, ...]]], fws: list[str], blind: Sequence[str] = ()
 ) -> dict[str, tuple[str, str, float]]:
     """Per framework (`fws`, in the order of the lines' seconds), the layer and pass where it spends the most time
     beyond the fastest of the others there: {fw: (layer, pass, s)}, the reference (the first) last; a framework
     that is nowhere slower is left out. ('other', 'idle') is never named: it is time in which no traced op ran (work
-    on threads the profiler does not see, or waiting), not a place in the model (idle_share says how much)."""
+    on threads the profiler does not see, or waiting), not a place in the model (idle_share says how much).
+    `blind`: frameworks whose profile misses time (a low coverage): named nowhere, no gap measured against them."""
     out = {}
+    lines = [(ly, p, tuple(None if fw in blind else x for fw, x in zip(fws, s, strict=True))) for ly, p, s in lines]
     for i in [*range(1, len(fws)), 0]:
         gaps = [
             (s[i] - min(o), layer, p)

@@ -170,32 +170,31 @@ def layer_groups(doc: dict) -> list[LayerGroup]:
         walled = [fw for fw in fws if covered[fw][0] is not None]
         lines = wall if walled else cpu
         figures = [(*w, c[2]) for w, c in zip(wall, cpu, strict=True)] if walled else [(*c, ()) for c in cpu]
-        columns = (
-            "layer",
-            "pass",
-            *(f"{short(fw)} {'wall ' if walled else ''}ms" for fw in fws),
-            *(f"{short(fw)} CPU ms" for fw in fws if walled),
-            *(over(fw, fws[0]) for fw in fws[1:]),
-        )
+        columns = ("layer", "pass", *(f"{short(fw)} {'wall ' if walled else ''}ms" for fw in fws),
+                   *(f"{short(fw)} CPU ms" for fw in fws if walled), *(over(fw, fws[0]) for fw in fws[1:]))  # fmt: skip
+        low = [fw for fw, (w, c) in covered.items() if (w if w is not None else c or 0) < COVERAGE_SAID]
+        blind = [fw for fw, (w, c) in covered.items() if (w if w is not None else c or 0) < layers.BLIND]
+        ok = [fw not in blind for fw in fws]
         body = [
-            (layer, p, *map(_ms, s), *map(_ms, c), *(f"{x / s[0]:.2f}" if s[0] and x else "-" for x in s[1:]))
+            (layer, p, *map(_ms, s), *map(_ms, c))
+            + tuple(f"{x / s[0]:.2f}" if s[0] and x and ok[0] and ok[k] else "-" for k, x in enumerate(s[1:], 1))
             for layer, p, s, c in figures
         ]
         cov, what = _coverage(b, covered, bool(walled))
-        low = [fw for fw, (w, c) in covered.items() if (w if w is not None else c or 0) < COVERAGE_SAID]
         title = f"{wl} x{n} {dtype}, per {'step' if trained(wl) else 'call'}, {what} (profile coverage: {cov})"
-        most = layers.loses_most(lines, fws)
+        most = layers.loses_most(lines, fws, blind)
         said = "; ".join(f"{fw} loses most in {ly} {p} (+{g * 1e3:.2f} ms)" for fw, (ly, p, g) in most.items())
         if walled and len(walled) < len(fws):
             said += f"; no wall time for {', '.join(fw for fw in fws if fw not in walled)} (no op start times)"
         if low:
             said += f"; coverage below {COVERAGE_SAID:.0%} for {', '.join(low)}: its profile misses time"
+            said += f" (below {layers.BLIND:.0%}: no ratio)" if blind else ""
         idle = {fw: share for i, fw in enumerate(fws) if walled and (share := layers.idle_share(lines, i)) > IDLE_SAID}
         if idle:
             said += "; " + ", ".join(f"{fw} {share:.0%}" for fw, share in idle.items())
             said += f" of the {'step' if trained(wl) else 'call'} with no traced op running (work on threads the"
             said += " profiler does not see): no layer can be named for it"
-        out.append(LayerGroup(title, fws, columns, body, said))
+        out.append(LayerGroup(title, fws, columns, body, said.removeprefix("; ")))
     return out
 
 
