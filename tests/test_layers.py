@@ -258,6 +258,8 @@ def test_a_profile_that_misses_time_divides_nothing_and_loses_nowhere():
             "keras-jax": {("conv1", "forward"): (0.090, 0.090)},
         }
     )
+    for r in rows:
+        r["profile_call_s"] = 0.1  # a newer file's: coverage against the profiled call itself
     rows[1]["profile_coverage"] = 0.001  # JAX's ops: 0.1% of its profiled call
     (g,) = tables.layer_groups({"rows": rows})
     assert g.body[0][-2:] == ("-", "1.12")  # JAX/TF none; Keras-JAX/TF as measured
@@ -267,6 +269,10 @@ def test_a_profile_that_misses_time_divides_nothing_and_loses_nowhere():
     rows[0]["profile_coverage"] = 0.001  # the reference's profile misses time too: no ratio at all
     (g,) = tables.layer_groups({"rows": rows})
     assert g.body[0][-2:] == ("-", "-")
+    for r in rows:
+        del r["profile_call_s"]  # an older file's coverage (against the median, the overhead in it): as written
+    (g,) = tables.layer_groups({"rows": rows})
+    assert g.body[0][-2:] == ("0.00", "1.12") and "no ratio" not in g.said
 
 
 def test_idle_time_is_never_where_a_framework_loses_and_a_mostly_idle_profile_is_said():

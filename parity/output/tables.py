@@ -173,7 +173,8 @@ def layer_groups(doc: dict) -> list[LayerGroup]:
         columns = ("layer", "pass", *(f"{short(fw)} {'wall ' if walled else ''}ms" for fw in fws),
                    *(f"{short(fw)} CPU ms" for fw in fws if walled), *(over(fw, fws[0]) for fw in fws[1:]))  # fmt: skip
         low = [fw for fw, (w, c) in covered.items() if (w if w is not None else c or 0) < COVERAGE_SAID]
-        blind = [fw for fw, (w, c) in covered.items() if (w if w is not None else c or 0) < layers.BLIND]
+        # read against the profiled call's own time (newer files): coverage there is what the trace holds
+        blind = [fw for fw in low if layers.overhead(b[fw]) and (covered[fw][0] or covered[fw][1] or 0) < layers.BLIND]
         ok = [fw not in blind for fw in fws]
         body = [
             (layer, p, *map(_ms, s), *map(_ms, c))
