@@ -110,3 +110,19 @@ def test_records_cross_the_wire_without_the_implementations_options():
     assert from_wire(v.wire()) == Variant("jit", "conv", ONE)
     for s in (YNN, ALONE, MINE):
         assert setting_from_wire(s.wire()) == s
+
+
+def test_levers_times_every_row_best_times():
+    """`levers` is `best` and each lever on its own: a best-known several-steps-per-dispatch variant runs under the
+    setting `best` gives it (Keras-JAX's CNN: 'fit+spe+ynn+thp'), and no other."""
+    spe = Variant("fit+spe", "cnn_train", ONE, tuned=True, dispatch=True, best=0)
+    fit = Variant("fit", "cnn_train", ONE, best=1)
+    running = (YNN, BOTH, HEAP)  # BOTH leads float32 by rank; YNN and HEAP do not
+    for s in running:
+        chosen, why = selection.to_time("levers", (fit, spe), s, running)
+        assert names(chosen) == (["fit", "fit+spe"] if s is BOTH else ["fit"]), s.name
+        assert why == (set() if s is BOTH else {selection.BY_DISPATCH})
+    for s in (BOTH,):
+        assert set(names(selection.to_time("best", (fit, spe), s, running)[0])) <= set(
+            names(selection.to_time("levers", (fit, spe), s, running)[0])
+        )

@@ -6,7 +6,8 @@ times. One pure function of each over the implementations' declared tables (pari
   format: the variant of lowest `best` rank, in the worker of the setting of lowest rank that acts on that format
   (in the default worker where no setting does).
 * `levers`: each tuned variant on its own, and each setting with the variants of the number formats it acts on,
-  less the several-steps-per-dispatch variants (which change how steps reach the device, not the kernels).
+  less the several-steps-per-dispatch variants (which change how steps reach the device, not the kernels) but for
+  the best-known one under the setting `best` runs it with: every row `best` times is in it too.
 * `all`: every setting with every variant.
 A setting from the command line (`--config NAME=ENV`) declares no formats (`formats` None): it runs every variant.
 """
@@ -65,18 +66,30 @@ def to_time(
         return (out_of_the_box(variants) if setting is None else []), set()
     if configs == "all" or (setting is not None and setting.formats is None):
         return list(variants), set()
+    best = best_known(variants)
     if configs == "levers":
         if setting is None:
             return list(variants), set()
+        kept = [
+            v for v in variants if v.dtype in setting.formats and (not v.dispatch or _leads(setting, v, best, running))
+        ]
         why = {BY_FORMAT for v in variants if v.dtype not in setting.formats}
-        why |= {BY_DISPATCH for v in variants if v.dtype in setting.formats and v.dispatch}
-        return [v for v in variants if v.dtype in setting.formats and not v.dispatch], why
-    best = best_known(variants)
+        why |= {BY_DISPATCH for v in variants if v.dtype in setting.formats and v not in kept}
+        return kept, why
     if setting is not None:
         return [v for v in variants if best.get(v.dtype) == v and v.dtype in setting.formats], set()
     covered = {f for s in running if s.formats is not None for f in s.formats}
     plain = out_of_the_box(variants)
     return [v for v in variants if v in plain or (best.get(v.dtype) == v and v.dtype not in covered)], set()
+
+
+def _leads(setting: Setting, v: Variant, best: dict[str, Variant], running: Sequence[Setting]) -> bool:
+    """Whether `best` runs variant `v` under `setting`: `v` is its format's best-known (`best`), and `setting` the
+    first by rank of the `running` settings that act on that format."""
+    if best.get(v.dtype) is not v:
+        return False
+    ranked = [s for s in running if s.formats is not None and v.dtype in s.formats and s.best is not None]
+    return bool(ranked) and min(ranked, key=_rank) is setting
 
 
 def notes(configs: str, settings: Sequence[Setting], why: set[str]) -> list[str]:
@@ -93,7 +106,8 @@ def notes(configs: str, settings: Sequence[Setting], why: set[str]) -> list[str]
     if BY_DISPATCH in why:
         out.append(
             "--configs levers: the tuned configurations ran without the several-steps-per-dispatch variants "
-            "('+scan', '+spe': declared `dispatch`), each measured out of the box; --configs all runs them with each"
+            "('+scan', '+spe': declared `dispatch`), each measured out of the box, but for a best-known one under the "
+            "setting --configs best gives it; --configs all runs them with each"
         )
     if configs == "best":
         out.append(
