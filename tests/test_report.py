@@ -557,3 +557,22 @@ def test_a_stale_chart_is_removed(tmp_path, monkeypatch):
     paths = files.write_all(_results_doc(), tmp_path)
     assert [p.name for p in paths] == ["results.json", "results.csv", "results.md", "results.html"]
     assert not (tmp_path / "results.png").exists()
+
+
+def test_a_ratio_point_beyond_the_fixed_range_is_an_arrow_at_its_edge_and_two_modes_a_black_rim():
+    from parity.judging.stats import Ratio
+    from parity.output.charts import REACH, ratio_point
+
+    class Axis:
+        def errorbar(self, x, y, **kw):
+            self.x, self.kw = x, kw
+
+    ax = Axis()
+    ratio_point(ax, Ratio(9.0, 8.0, 10.0, 5, (5, 5)), 0, "tab:green", "tab:orange")
+    assert ax.x == [REACH] and ax.kw["fmt"] == ">" and ax.kw["clip_on"] is False and ax.kw["alpha"] == 1
+    assert ax.kw["xerr"] == [[0], [0]]  # the interval, beyond the range too, is drawn to the edge only
+    ratio_point(ax, Ratio(1.2, 0.9, 1.5, 5, (5, 5)), 0, "tab:green", "tab:orange", filled=False, bimodal=True)
+    assert ax.x == [1.2] and ax.kw["fmt"] == "D" and ax.kw["markerfacecolor"] == "white"
+    assert ax.kw["markeredgecolor"] == "black" and ax.kw["alpha"] == 0.45  # two modes; the interval holds 1
+    ratio_point(ax, Ratio(0.1, None, None, 0, (1, 1)), 0, "tab:green", "tab:orange")
+    assert ax.x == [1 / REACH] and ax.kw["fmt"] == "<" and ax.kw["xerr"] is None and ax.kw["alpha"] == 0.45

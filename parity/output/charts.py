@@ -9,6 +9,7 @@ from pathlib import Path
 from parity.common import frameworks
 from parity.common.safe import text
 from parity.judging import summary
+from parity.judging.stats import Ratio
 from parity.output import machines
 
 # characters of a label (or a title) a chart shows: a longer one is cut (its layout time grows with its length)
@@ -158,6 +159,14 @@ def layers_chart(doc: dict, path: Path) -> bool:
     return _save(fig, path, 100)
 
 
+def _mark_bimodal(comps: list[dict], rows: list[dict]) -> None:
+    """Each comparison's 'bimodal': a side's row has two modes (parity.judging.stats.modes)."""
+    by = {(r["workload"], r["replicas"], r["framework"], r["variant"]): r for r in rows}
+    for c in comps:
+        sides = [by.get((c["workload"], c["replicas"], s["framework"], s["variant"])) for s in (c["num"], c["den"])]
+        c["bimodal"] = any(r and r.get("modes") for r in sides)
+
+
 def ratio_chart(doc: dict, path: Path) -> bool:
     """The summary as a PNG: per workload (one panel each), each replica count and number format, every pair of
     frameworks' ratio of best times (parity.judging.summary.comparisons) as a point with its 95% interval, on a log
@@ -166,6 +175,7 @@ def ratio_chart(doc: dict, path: Path) -> bool:
     comps = [c for c in summary.comparisons(doc["rows"]) if c["kind"] != "tuned_vs_default"]
     if not comps:
         return False
+    _mark_bimodal(comps, doc["rows"])
     try:
         import matplotlib
 
@@ -188,7 +198,9 @@ def ratio_chart(doc: dict, path: Path) -> bool:
     for ax, wl, panel in zip(axes[:, 0], workloads, panels, strict=True):
         _ratio_panel(ax, panel)
         ax.set_title(text(wl, "chart", LABEL), fontsize=10, loc="left")
-    _ratio_axis(axes[-1, 0], comps)
+    ratio_axis(
+        axes[-1, 0], "time ratio, first framework's best over the second's (log scale): left of 1 the first is faster"
+    )
     env = doc["env"]
     fig.suptitle(
         text(
@@ -198,32 +210,43 @@ def ratio_chart(doc: dict, path: Path) -> bool:
             TITLE,
         )
         + "\npoint: the first framework's colour, interval: the second's; filled: float32, open: bfloat16"
-        + "\npale: no difference measurable (the interval holds 1, or too few calls)",
+        + "\npale: no difference measurable (the interval holds 1, or too few calls); black rim: a side's times in"
+        + " two modes; an arrow: beyond the range",
         fontsize=9,
     )
     return _save(fig, path, 110)
 
 
-# ticks above 1 by the axis's reach (their reciprocals below 1): a few, evenly apart on the log scale
-RATIO_TICKS = ((1.6, (1.1, 1.25, 1.5)), (2.5, (1.25, 1.5, 2)), (8, (1.5, 2, 3, 5)), (float("inf"), (2, 5, 10, 20)))
+REACH = (
+    6.0  # every ratio chart's fixed range, 1/REACH to REACH: charts read on one scale (beyond: an arrow at the edge)
+)
 
 
-def _ticks(span: float) -> tuple[list[float], list[str]]:
-    """Ticks and their labels for an axis from 1/span to span: 1, some above it and their reciprocals."""
-    up = [t for t in next(ts for reach, ts in RATIO_TICKS if span <= reach) if t <= span]
-    ticks = sorted([1.0, *up, *(1 / t for t in up)])
-    return ticks, [f"{t:g}" if t >= 1 else f"{t:.2g}" for t in ticks]
-
-
-def _ratio_axis(ax, comps: list[dict]) -> None:
-    """The shared x axis: log scale, symmetric around 1, reaching every interval."""
-    ends = [x for c in comps for x in (c["ci95"] or [c["ratio"]])]
-    span = 1.15 * max(1.1, max(ends), 1 / min(ends))
+def ratio_axis(ax, label: str) -> None:
+    """The shared x axis of a ratio chart: log scale, the fixed range around 1, `label` saying which side is faster."""
     ax.set_xscale("log")
-    ax.set_xlim(1 / span, span)
-    ax.set_xticks(*_ticks(span))
+    ax.set_xlim(1 / REACH, REACH)
+    ticks = [1 / 4, 1 / 2, 1 / 1.5, 1, 1.5, 2, 4]
+    ax.set_xticks(ticks, [f"{t:.2g}" for t in ticks])
     ax.minorticks_off()
-    ax.set_xlabel("time ratio, first framework's best over the second's (log scale): below 1 the first is faster")
+    ax.set_xlabel(label)
+
+
+def ratio_point(ax, q, y: float, color: str, edge: str, filled: bool = True, bimodal: bool = False) -> None:
+    """One ratio (a parity.judging.stats.Ratio) with its interval: the point in `color`, the interval in `edge`;
+    pale where the interval holds 1 (or there is none), a black rim where a side's times fall into two modes, an
+    arrow at the edge where it lies beyond the range; `filled` False: an open point (bfloat16)."""
+    x = min(max(q.ratio, 1 / REACH), REACH)
+    err = None
+    if q.low is not None:
+        err = [[max(x - max(q.low, 1 / REACH), 0)], [max(min(q.high, REACH) - x, 0)]]
+    marker = ">" if q.ratio > REACH else "<" if q.ratio < 1 / REACH else "o" if filled else "D"
+    ax.errorbar(
+        [x], [y], xerr=err, fmt=marker, color=color, ecolor=edge, capsize=3, markersize=6,
+        markerfacecolor=color if filled else "white", markeredgecolor="black" if bimodal else color,
+        markeredgewidth=1.6 if bimodal else 1.0, alpha=0.45 if q.low is None or q.contains_one() else 1,
+        clip_on=marker not in "<>",  # an arrow at the edge shows whole
+    )  # fmt: skip
 
 
 def _ratio_order(c: dict) -> tuple:
@@ -235,22 +258,10 @@ def _ratio_panel(ax, panel: list[dict]) -> None:
     labels, figures = [], []
     for y, c in enumerate(panel):
         ci = c["ci95"]
-        holds_one = ci is None or ci[0] <= 1 <= ci[1]
+        q = Ratio(c["ratio"], *(ci or (None, None)), c.get("paired_rounds", False), tuple(c.get("calls") or (0, 0)))
         # the point in the first framework's colour, its interval in the second's: Keras-JAX/TF and Keras-JAX/JAX apart
         color = frameworks.color(c["num"]["framework"])
-        err = [[c["ratio"] - ci[0]], [ci[1] - c["ratio"]]] if ci else None
-        ax.errorbar(
-            [c["ratio"]],
-            [y],
-            xerr=err,
-            fmt="o" if c["dtype"] == "float32" else "D",
-            color=color,
-            ecolor=frameworks.color(c["den"]["framework"]),
-            capsize=3,
-            markersize=6,
-            markerfacecolor=color if c["dtype"] == "float32" else "white",
-            alpha=0.45 if holds_one else 1,
-        )
+        ratio_point(ax, q, y, color, frameworks.color(c["den"]["framework"]), c["dtype"] == "float32", c["bimodal"])
         pair = frameworks.over(c["num"]["framework"], c["den"]["framework"])
         labels.append(text(f"{pair}  x{c['replicas']} {c['dtype']}", "chart", LABEL))
         figures.append(f"{c['ratio']:.2f} ({ci[0]:.2f}-{ci[1]:.2f})" if ci else f"{c['ratio']:.2f} (no interval)")

@@ -66,24 +66,6 @@ def grid(paths: list[Path]) -> str:
     )
 
 
-REACH = 6.0  # the chart's fixed range, 1/REACH to REACH: every class's chart reads on one scale (beyond: at the edge)
-
-
-def _point(ax, q, y: float, color: str, edge: str, bimodal: bool) -> None:
-    """One ratio with its interval: pale where the interval holds 1, hollow where a side's times have two modes,
-    an arrow at the edge where it lies beyond the chart's range."""
-    x = min(max(q.ratio, 1 / REACH), REACH)
-    err = None
-    if q.low is not None:
-        err = [[max(x - max(q.low, 1 / REACH), 0)], [max(min(q.high, REACH) - x, 0)]]
-    marker = ">" if q.ratio > REACH else "<" if q.ratio < 1 / REACH else "o"
-    faded = q.low is None or q.contains_one()
-    ax.errorbar(
-        [x], [y], xerr=err, fmt=marker, color=color, ecolor=edge, capsize=2, markersize=6,
-        markerfacecolor="white" if bimodal else color, alpha=0.45 if faded else 1,
-    )  # fmt: skip
-
-
 def chart(paths: list[Path], png: Path) -> bool:
     """The grid as one chart across classes: per workload at one device in float32 (one panel each), each class a
     line, each framework's best over the reference's best as a point with its 95% interval, on one fixed log scale
@@ -96,7 +78,7 @@ def chart(paths: list[Path], png: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    from parity.output.charts import _save
+    from parity.output.charts import _save, ratio_axis, ratio_point
 
     fws = frameworks.ordered(r["framework"] for _, _, d in docs for r in d["rows"])
     ref, others = fws[0], fws[1:]
@@ -109,23 +91,21 @@ def chart(paths: list[Path], png: Path) -> bool:
                 if num and den:
                     bimodal = bool(num.get("modes") or den.get("modes"))
                     off = (k - (len(others) - 1) / 2) * 0.25
-                    _point(ax, summary.ratio(num, den), y + off, frameworks.color(fw), frameworks.color(ref), bimodal)
+                    q = summary.ratio(num, den)
+                    ratio_point(ax, q, y + off, frameworks.color(fw), frameworks.color(ref), bimodal=bimodal)
         ax.axvline(1, color="black", linewidth=1)
         ax.set_yticks(range(len(docs)), [c for c, _, _ in docs], fontsize=8)
         ax.set_ylim(len(docs) - 0.5, -0.5)
         ax.set_title(f"{wl}, one device, float32", fontsize=9, loc="left")
         ax.grid(axis="x", alpha=0.3)
-    ax = axes[-1]
-    ax.set_xscale("log")
-    ax.set_xlim(1 / REACH, REACH)
-    ticks = [1 / 4, 1 / 2, 1 / 1.5, 1, 1.5, 2, 4]
-    ax.set_xticks(ticks, [f"{t:.2g}" for t in ticks])
-    ax.minorticks_off()
-    ax.set_xlabel(f"best time over {frameworks.label(ref)}'s best (log): left of 1 faster than {frameworks.short(ref)}")
+    ratio_axis(
+        axes[-1],
+        f"best time over {frameworks.label(ref)}'s best (log scale): left of 1 faster than {frameworks.short(ref)}",
+    )
     pairs = ", ".join(f"{frameworks.over(fw, ref)} {frameworks.color(fw).removeprefix('tab:')}" for fw in others)
     fig.suptitle(
         f"Each framework's best over {frameworks.short(ref)}'s best, by CPU class, 95% intervals ({pairs})\n"
-        "pale: no difference measurable; hollow: a side's times in two modes; an arrow: beyond the range",
+        "pale: no difference measurable; black rim: a side's times in two modes; an arrow: beyond the range",
         fontsize=9,
     )
     return _save(fig, png, 110)
