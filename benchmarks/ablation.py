@@ -18,7 +18,7 @@ left as they are: the benchmark swaps modules or layers of the model it hands th
     python benchmarks/ablation.py --framework jax tf --out docs/results/layers/CLASS-ablation.json
     python benchmarks/ablation.py --framework jax --variant jit+pool --setting ynn+onednn+thp
     python benchmarks/ablation.py --compare PROFILED_RESULTS.json docs/results/layers/CLASS-ablation.json
-(the commands behind the shipped figures: docs/layers.md)
+(the commands behind the shipped figures: docs/results/layers/README.md)
 """
 
 from __future__ import annotations

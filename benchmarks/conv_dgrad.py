@@ -1,9 +1,9 @@
 """One bfloat16 convolution's training step (conv2's shape: 256 x 14 x 14 x 64 in, 5 x 5 x 64 x 128 SAME, stride 1,
 a float32 normalisation after it, as BatchNorm's) with the gradient for its input as JAX writes it ('jax') or as a
 forward convolution with the flipped kernel ('flipped', a custom VJP): in the CNN's bfloat16 step XLA:CPU computes
-JAX's own input gradient on float32 operands, off AMX (docs/layers.md, "The AMX class"). Prints one JSON line: the
-compiled step's oneDNN convolutions (their output types), the median step time, and the input gradient's relative
-L2 error against the float32 step's.
+JAX's own input gradient on float32 operands, off AMX (docs/results/layers/README.md, "The AMX class"). Prints one
+JSON line: the compiled step's oneDNN convolutions (their output types), the median step time, and the input gradient's
+relative L2 error against the float32 step's.
 
     XLA_FLAGS=... GLIBC_TUNABLES=... python benchmarks/conv_dgrad.py --form flipped >> OUT.jsonl
 """

@@ -11,7 +11,7 @@ and GLIBC_TUNABLES):
         [--chunks 16 32] >> OUT.jsonl
     python benchmarks/conv_parts.py --framework tf --layer conv2 >> OUT.jsonl
 
-(the commands behind the shipped figures: docs/layers.md)
+(the commands behind the shipped figures: docs/results/layers/README.md)
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ code, in user time. One framework a process (--framework tf, jax or keras-jax). 
     python benchmarks/step_rusage.py --framework tf --variant fit+bf16 >> OUT.jsonl
     XLA_FLAGS=... GLIBC_TUNABLES=... python benchmarks/step_rusage.py --framework jax --variant jit+pool >> OUT.jsonl
 
-(the commands behind the shipped figures: docs/layers.md)
+(the commands behind the shipped figures: docs/results/layers/README.md)
 """
 
 from __future__ import annotations

@@ -65,8 +65,9 @@ pool_elementwise.defvjp(_pool_fwd, _pool_bwd)
 def bias_add(h: jax.Array, bias: jax.Array) -> jax.Array:
     """h + bias in h's dtype, as Flax's Conv adds its float32 bias (promoted to the compute dtype), with the bias's
     gradient summed in float32 over every position. JAX's own gradient in bfloat16 compute is a bfloat16 sum, which
-    XLA:CPU emits as a loop reduce-window (41-42 ms a step for conv1's and conv2's on xeon-amx, docs/layers.md); a
-    float32 sum goes to YNNPACK. The input's gradient is the cotangent, as JAX's. Used by the '+bias' variants."""
+    XLA:CPU emits as a loop reduce-window (41-42 ms a step for conv1's and conv2's on xeon-amx,
+    docs/results/layers/README.md); a float32 sum goes to YNNPACK. The input's gradient is the cotangent, as JAX's. Used
+    by the '+bias' variants."""
     return h + bias.astype(h.dtype)
 
 

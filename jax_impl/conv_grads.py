@@ -1,6 +1,6 @@
 """The CNN's convolution, and the two forms of its gradients that the tuned variants use in place of JAX's own: the
 input's gradient as a forward convolution ('+dgrad'), the kernel's summed over chunks of the batch ('+wgrad').
-Both are the same gradients, summed in another order (docs/layers.md)."""
+Both are the same gradients, summed in another order (docs/results/layers/README.md)."""
 
 from __future__ import annotations
 
@@ -34,12 +34,12 @@ def conv_rewritten_grads(x: jax.Array, kernel: jax.Array, flipped_input_grad: bo
     """conv, with its gradients computed another way, each the same sums in another order:
     - flipped_input_grad: the input's as a forward convolution of the cotangent with the flipped, transposed kernel
       (for an odd kernel at stride 1 under SAME padding, the exact transpose). JAX's own in bfloat16 compute XLA:CPU
-      computes on float32 operands, off AMX; this one stays a bfloat16 convolution (docs/layers.md, "The AMX
-      class"). The '+dgrad' variants.
+      computes on float32 operands, off AMX; this one stays a bfloat16 convolution (docs/results/layers/README.md,
+      "The AMX class"). The '+dgrad' variants.
     - kernel_grad_chunk: the kernel's summed over chunks of that many images (_kernel_grad). JAX's own is a forward
       convolution whose input features are the whole batch and whose window is the whole feature map; oneDNN runs
-      it 1.4-2.4x slower at a batch of 256 than the chunks' sum (docs/layers.md, "Float32 on the AMX class"). The
-      '+wgrad' variants.
+      it 1.4-2.4x slower at a batch of 256 than the chunks' sum (docs/results/layers/README.md, "Float32 on the AMX
+      class"). The '+wgrad' variants.
     Otherwise JAX's own."""
     return conv(x, kernel)
 
