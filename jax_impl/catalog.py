@@ -266,6 +266,10 @@ THP = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
 HEAP = {"GLIBC_TUNABLES": f"{THP['GLIBC_TUNABLES']}:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776"}
 
 F32, BF16, BOTH = ("float32",), ("bfloat16",), ("float32", "bfloat16")
+# YNNPACK's list slowed the row LSTM's inference on every class that ran it: 1.29-1.47x of predict out of the box
+# under each class's best setting (docs/tuning.md's per-class table), 1.48x under 'ynn+thp' on xeon-avx512
+# (docs/results/xeon-avx512/cpu-levers.json). `best` runs its best-known variant without them.
+SLOWS = ("lstm_infer",)
 # Every process-wide setting, in the order its workers start. `formats`, by mechanism: YNNPACK's fusions are float32
 # dots and reductions; oneDNN's rewriter takes bfloat16 convolutions and dots, and with YNNPACK's list float32
 # convolutions too; huge pages and the heap act on every buffer and run with the kernels' settings (huge pages
@@ -275,14 +279,14 @@ F32, BF16, BOTH = ("float32",), ("bfloat16",), ("float32", "bfloat16")
 # 'ynn+thp' was the fastest for the conv, the CNN and the matmul, and slowed the row LSTM (a run's summary then reads
 # its rows without a setting: docs/tuning.md).
 SETTINGS: tuple[Setting, ...] = (
-    Setting("ynn", YNN, F32, best=4, needs=("no-thp",)),
+    Setting("ynn", YNN, F32, best=4, needs=("no-thp",), slows=SLOWS),
     Setting("onednn", ONEDNN, BF16, best=5, needs=("bf16", "no-thp")),
-    Setting("ynn+onednn", YNN_ONEDNN, BOTH, best=3, needs=("bf16", "no-thp")),
+    Setting("ynn+onednn", YNN_ONEDNN, BOTH, best=3, needs=("bf16", "no-thp"), slows=SLOWS),
     Setting("thp", THP, (), needs=("thp",)),
-    Setting("ynn+thp", {**YNN, **THP}, F32, best=1, needs=("thp",)),
+    Setting("ynn+thp", {**YNN, **THP}, F32, best=1, needs=("thp",), slows=SLOWS),
     Setting("onednn+thp", {**ONEDNN, **THP}, BF16, best=2, needs=("bf16", "thp")),
-    Setting("ynn+onednn+thp", {**YNN_ONEDNN, **THP}, BOTH, best=0, needs=("bf16", "thp")),
-    Setting("ynn+onednn+thp+heap", {**YNN_ONEDNN, **HEAP}, BOTH, needs=("bf16", "thp")),
+    Setting("ynn+onednn+thp", {**YNN_ONEDNN, **THP}, BOTH, best=0, needs=("bf16", "thp"), slows=SLOWS),
+    Setting("ynn+onednn+thp+heap", {**YNN_ONEDNN, **HEAP}, BOTH, needs=("bf16", "thp"), slows=SLOWS),
 )
 
 

@@ -3,7 +3,17 @@ records on the wire. No framework is imported (the implementations' own tables: 
 
 import pytest
 
-from parity.api.variants import MANY, ONE, Setting, Variant, lookup, offered, out_of_the_box, table
+from parity.api.variants import (
+    MANY,
+    ONE,
+    Setting,
+    Variant,
+    lookup,
+    offered,
+    out_of_the_box,
+    setting_from_wire,
+    table,
+)
 from parity.engine import selection
 
 # A table in the shape of JAX's CNN: out of the box, a dispatch-only lever, a kernel lever (best-known), bfloat16.
@@ -126,3 +136,19 @@ def test_levers_times_every_row_best_times():
         assert set(names(selection.to_time("best", (fit, spe), s, running)[0])) <= set(
             names(selection.to_time("levers", (fit, spe), s, running)[0])
         )
+
+
+def test_best_runs_a_row_kind_a_setting_slows_without_it():
+    """A setting that declares it slows a row kind (JAX's YNNPACK list and the row LSTM's inference): `best` runs that
+    kind's best-known variant in the default worker, none in the setting's; other kinds keep the setting; `levers`
+    still times the kind under it (to check the claim elsewhere)."""
+    plain = Variant("predict", "lstm_infer", ONE, best=1)
+    unrolled = Variant("predict+unroll", "lstm_infer", ONE, tuned=True, best=0)
+    ynn = Setting("ynn", {"XLA_FLAGS": "--y"}, ("float32",), best=0, slows=("lstm_infer",))
+    assert names(selection.to_time("best", (plain, unrolled), ynn, (ynn,))[0]) == []
+    assert names(selection.to_time("best", (plain, unrolled), None, (ynn,))[0]) == ["predict", "predict+unroll"]
+    assert names(selection.to_time("best", ONE_DEVICE, ynn, (ynn,))[0]) == ["jit+pool"]  # the CNN keeps it
+    assert names(selection.to_time("levers", (plain, unrolled), ynn, (ynn,))[0]) == ["predict", "predict+unroll"]
+    assert setting_from_wire(ynn.wire()) == ynn
+    older = {k: v for k, v in ynn.wire().items() if k != "slows"}  # a worker from before the field
+    assert setting_from_wire(older).slows == ()

@@ -53,10 +53,15 @@ class Setting:
     # what the machine must offer for it to make a difference, checked by the implementation ('cpu', 'bf16': bfloat16
     # hardware, 'thp': huge pages on request, 'no-thp': none, so that the setting stands without them)
     needs: tuple[str, ...] = ()
+    # row kinds it slowed on every class measured: `--configs best` runs their best-known variant without it
+    slows: tuple[str, ...] = ()
 
     def wire(self) -> dict:
         formats = None if self.formats is None else list(self.formats)
-        return {**asdict(self), "env": dict(self.env), "formats": formats, "needs": list(self.needs)}
+        return {
+            **asdict(self), "env": dict(self.env), "formats": formats, "needs": list(self.needs),
+            "slows": list(self.slows),
+        }  # fmt: skip
 
 
 def table(variants: Sequence[Variant]) -> dict[str, Variant]:
@@ -95,4 +100,6 @@ def from_wire(d: Mapping) -> Variant:
 
 def setting_from_wire(d: Mapping) -> Setting:
     formats = None if d["formats"] is None else tuple(d["formats"])
-    return Setting(d["name"], dict(d["env"]), formats, d.get("best"), tuple(d.get("needs", ())))
+    return Setting(
+        d["name"], dict(d["env"]), formats, d.get("best"), tuple(d.get("needs", ())), tuple(d.get("slows", ()))
+    )

@@ -4,7 +4,7 @@ times. One pure function of each over the implementations' declared tables (pari
 * `default`: each framework out of the box only (no setting; its untuned variants).
 * `best`: each framework out of the box and its best-known configuration for each row kind, replica count and number
   format: the variant of lowest `best` rank, in the worker of the setting of lowest rank that acts on that format
-  (in the default worker where no setting does).
+  (in the default worker where no setting does, or where that setting declares it slows the row kind: `slows`).
 * `levers`: each tuned variant on its own, and each setting with the variants of the number formats it acts on,
   less the several-steps-per-dispatch variants (which change how steps reach the device, not the kernels) but for
   the best-known one under the setting `best` runs it with: every row `best` times is in it too.
@@ -67,6 +67,7 @@ def to_time(
     if configs == "all" or (setting is not None and setting.formats is None):
         return list(variants), set()
     best = best_known(variants)
+    kind = variants[0].kind if variants else None
     if configs == "levers":
         if setting is None:
             return list(variants), set()
@@ -77,8 +78,10 @@ def to_time(
         why |= {BY_DISPATCH for v in variants if v.dtype in setting.formats and v not in kept}
         return kept, why
     if setting is not None:
+        if kind in setting.slows:  # its best-known runs in the default worker instead
+            return [], set()
         return [v for v in variants if best.get(v.dtype) == v and v.dtype in setting.formats], set()
-    covered = {f for s in running if s.formats is not None for f in s.formats}
+    covered = {f for s in running if s.formats is not None and kind not in s.slows for f in s.formats}
     plain = out_of_the_box(variants)
     return [v for v in variants if v in plain or (best.get(v.dtype) == v and v.dtype not in covered)], set()
 
