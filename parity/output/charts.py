@@ -17,7 +17,7 @@ LABEL, TITLE = 100, 300
 LABELS = ("chart", LABEL)
 
 
-def _save(fig, path: Path, dpi: int) -> bool:
+def save_figure(fig, path: Path, dpi: int) -> bool:
     """Lay out, write beside `path` and rename into place (a crash leaves no half-written PNG); True."""
     import matplotlib.pyplot as plt
 
@@ -85,7 +85,7 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
         ax.grid(axis="x", alpha=0.3)
     if title:
         fig.suptitle(text(title, "chart", TITLE), fontsize=10)
-    return _save(fig, path, 110)
+    return save_figure(fig, path, 110)
 
 
 def history_chart(rows: list[dict], path: Path, title: str = "") -> bool:
@@ -125,7 +125,7 @@ def history_chart(rows: list[dict], path: Path, title: str = "") -> bool:
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     ax.set_title(text(title or "validation accuracy per epoch", "chart", TITLE), fontsize=10)
-    return _save(fig, path, 110)
+    return save_figure(fig, path, 110)
 
 
 def layers_chart(doc: dict, path: Path) -> bool:
@@ -156,7 +156,7 @@ def layers_chart(doc: dict, path: Path) -> bool:
         ax.set_xlabel("ms")
         ax.set_title(text(g.title, "chart", TITLE), fontsize=8, loc="left")
         ax.legend(fontsize=7)
-    return _save(fig, path, 100)
+    return save_figure(fig, path, 100)
 
 
 def _mark_bimodal(comps: list[dict], rows: list[dict]) -> None:
@@ -214,7 +214,7 @@ def ratio_chart(doc: dict, path: Path) -> bool:
         + " two modes; an arrow: beyond the range",
         fontsize=9,
     )
-    return _save(fig, path, 110)
+    return save_figure(fig, path, 110)
 
 
 REACH = (

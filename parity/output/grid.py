@@ -78,7 +78,7 @@ def chart(paths: list[Path], png: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    from parity.output.charts import _save, ratio_axis, ratio_point
+    from parity.output.charts import ratio_axis, ratio_point, save_figure
 
     fws = frameworks.ordered(r["framework"] for _, _, d in docs for r in d["rows"])
     ref, others = fws[0], fws[1:]
@@ -108,7 +108,7 @@ def chart(paths: list[Path], png: Path) -> bool:
         "pale: no difference measurable; black rim: a side's times in two modes; an arrow: beyond the range",
         fontsize=9,
     )
-    return _save(fig, png, 110)
+    return save_figure(fig, png, 110)
 
 
 def files_named(page: str) -> list[Path]:
