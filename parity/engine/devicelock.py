@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from parity.common.messages import HarnessError
@@ -37,17 +36,17 @@ def lock_state(lock: Path, devices: list[Path]) -> tuple[str, str]:
         )
     return "stale", (
         f"{lock} is left over from a process that has ended (no live process holds it or a TPU "
-        f"device); libtpu may refuse the TPU until it is removed: rm {lock}"
+        f"device); if libtpu refuses the TPU with no process holding it, remove it: rm {lock}"
     )
 
 
 def check_libtpu_lock() -> None:
-    """Before the first TPU owner starts: a live owner is an error, a stale lockfile one line of advice."""
+    """Before the first TPU owner starts: a live owner is an error. A lockfile no live process holds is said
+    nothing of: libtpu leaves it after every clean exit too, and the next process opened the TPU (TPU v5e,
+    JAX 0.10.2, every run of docs/results/tpu-v5e/); docs/tpu.md says what to do if libtpu ever refuses."""
     state, say = lock_state(LIBTPU_LOCKFILE, sorted(Path("/dev").glob("accel*")) + sorted(Path("/dev").glob("vfio/*")))
     if state == "held":
         raise HarnessError(say)
-    if state == "stale":
-        print(f"warning: {say}", file=sys.stderr, flush=True)
 
 
 # Where --exclusive's device locks live: a fixed path, never one an environment variable moves (TMPDIR differs
