@@ -10,6 +10,7 @@ import pytest
 from parity import compare, report
 from parity.api.cnn import CNN_PARAMS
 from parity.common import cpuinfo
+from parity.engine import peaks
 from parity.engine.assemble import cross_check
 from parity.engine.config import Config
 from parity.engine.repetitions import rule as repetition_rule
@@ -484,6 +485,25 @@ def test_bf16_rows_only_where_the_hardware_has_it(monkeypatch):
     with_rows = roofline.with_bf16_matmul_rows(run, mm)
     assert with_rows.measured_bf16 == {"tf": 7.2e14, "jax": None, "tf function+bf16 row": 7e14}
     assert roofline.with_bf16_matmul_rows(CPU, mm[1:]) is CPU
+    # the same variant at several replica counts: its fastest, whichever came last
+    x8 = Row(**_row(workload="matmul", variant="function+bf16", dtype="bfloat16", replicas=8, flops=1.4e14, min_s=1))
+    assert roofline.with_bf16_matmul_rows(CPU, [mm[0], x8]).measured_bf16 == {"tf function+bf16 row": 7e14}
+    # a framework whose bfloat16 matmul row the round verified is not asked for a matmul of its own; the others are
+    asked = []
+
+    class _Worker:
+        def __init__(self, framework):
+            self.framework, self.setting, self.env = framework, "default", {}
+
+        def ask(self, call):
+            asked.append(self.framework)
+            return {"flops": 3e11}
+
+    monkeypatch.setattr(roofline, "native_bf16", lambda *a: True)
+    cfg = Config(device="cpu")
+    workers = {"tf": _Worker("tf"), "jax": _Worker("jax")}
+    got = peaks.with_workers(cfg, dataclasses.replace(CPU, measured_bf16=None), workers, {}, mm)
+    assert asked == ["jax"] and got.measured_bf16 == {"jax": 3e11}
     # TF calls its CPU 'CPU': an 8-replica bfloat16 row is still judged against the one CPU, not 8 of them
     tf8 = Row(**_row(device_kind="CPU", variant="strategy+bf16", dtype="bfloat16", replicas=8, median_s=1.0))
     assert roofline.roofline(tf8, roofline.bf16_peak("cpu", "CPU", run), 8)["peak_flops"] == 7.2e14

@@ -37,18 +37,22 @@ def after_round(cfg: Config, peak: roofline.Peak | None) -> roofline.Peak | None
 
 
 def with_workers(
-    cfg: Config, peak: roofline.Peak | None, workers: dict[str, Worker], hello: dict
+    cfg: Config, peak: roofline.Peak | None, workers: dict[str, Worker], hello: dict, rows: list[Row]
 ) -> roofline.Peak | None:
-    """The peak once workers are up: an accelerator's, from the device kind they report; on a CPU with bfloat16
-    hardware, each framework's best bfloat16 matrix product (untimed, before any row), which the bfloat16 peak
-    takes where it beats the computed one."""
+    """The peak once a round's workers have timed their rows (every row is judged after the last round): an
+    accelerator's, from the device kind they report; on a CPU with bfloat16 hardware, each framework's best
+    bfloat16 matrix product (untimed), which the bfloat16 peak takes where it beats the computed one. A framework
+    whose verified bfloat16 matmul row is among `rows` is not asked: after_rows counts that row's fastest call."""
     if peak is None and not (cfg.device == "cpu" and cfg.cluster is not None):
         peak = roofline.device_peak(cfg.device, next(iter(hello.values()))["device_kind"], cfg.precision)
     if cfg.device != "cpu" or peak is None or not cfg.tuned:  # "+bf16" rows are tuned variants
         return peak
     done = peak.measured_bf16 = peak.measured_bf16 or {}
+    timed = {r.framework for r in roofline.bf16_ceiling_rows(rows)}
     for w in workers.values():
-        if w.setting == "default" and w.framework not in done and roofline.native_bf16(cfg.device, "cpu", w.env):
+        if w.framework in timed or w.framework in done or w.setting != "default":
+            continue
+        if roofline.native_bf16(cfg.device, "cpu", w.env):
             n = cfg.matmul_size()
             got = w.ask(Call("matmul", "bf16_peak", {"n": n}))
             done[w.framework] = got["flops"]

@@ -173,7 +173,6 @@ def _rows(rnd: Round, parity: bool = True) -> list[Row]:
         run.hello.setdefault(key, h)
     for wl, suite in run.suites.items():
         suite.warm(cfg, rnd.workers, run.ctxs[wl])
-    run.peak = peaks.with_workers(cfg, run.peak, rnd.workers, rnd.hello)
     rows = []
     for wl in cfg.workloads:
         for kind in WORKLOADS[wl].kinds:
@@ -183,6 +182,7 @@ def _rows(rnd: Round, parity: bool = True) -> list[Row]:
             first = not any(c["workload"] == wl for c in run.checks)
             args = (cfg.spec(wl), rnd.workers, rnd.hello, rnd.save_dir, run.ctxs[wl], first, log, rnd.replicas)
             run.suites[wl].parity_collect(cfg, *args, timed=rnd.timed)
+    run.peak = peaks.with_workers(cfg, run.peak, rnd.workers, rnd.hello, rows)
     return rows
 
 
