@@ -51,8 +51,13 @@ def _bounded_int(text: str) -> int:
 MAX_RESULTS_BYTES = 512 * 2**20  # a default run's results.json is about 1 MB; a merge of hundreds stays far below
 MAX_INT_DIGITS = 20  # byte counts and FLOP counts fit in 20 digits
 MAX_CALLS = 100_000  # timed calls a row holds at most: the bound of parity.run's --reps and --max-reps
-ROW_KINDS = tuple(k.name for w in WORKLOADS.values() for k in w.kinds)  # the rows a reader knows how to show
 MEDIAN_AGREES = 1e-6  # a row's median_s and the median of its times_s agree to this (relative): one computation
+
+
+def row_kinds() -> tuple[str, ...]:
+    """The rows a reader knows how to show: every row kind of the workloads' list as it is now (not as it was when
+    this module was imported: a workload registered later, a test's own, is read too)."""
+    return tuple(k.name for w in WORKLOADS.values() for k in w.kinds)
 
 
 def read_bounded(path: Path, limit: int = MAX_RESULTS_BYTES, what: str = "results file") -> bytes:
@@ -237,8 +242,9 @@ def _host_problem(host) -> str | None:
 
 def _domain_problem(r: dict, env: dict) -> str | None:
     """What puts a well-typed row outside what the readers handle, or None."""
-    if r["workload"] not in ROW_KINDS:
-        return f"workload {text(repr(r['workload']), limit=40)} is no row kind this tool knows ({', '.join(ROW_KINDS)})"
+    kinds = row_kinds()
+    if r["workload"] not in kinds:
+        return f"workload {text(repr(r['workload']), limit=40)} is no row kind this tool knows ({', '.join(kinds)})"
     if r["device"] != env["device"]:
         return f"device {text(repr(r['device']), limit=40)} in a file of device {env['device']!r}"
     for k in ("replicas", "processes"):
