@@ -58,4 +58,4 @@ LSTM_FULL = LstmSpec()
 # The CPU's default: a quarter of the width (1/16 of the gates' products) at the CPU CNN's batch and schedule, so
 # that a row ends in seconds on 2 cores; 5 timed epochs of 2 steps, as the CNN's (parity.judging.stats.MIN_CALLS).
 LSTM_CPU = LstmSpec(units=128, global_batch=256, steps_per_epoch=2, epochs=6)
-LSTM_QUICK = LstmSpec(units=32, global_batch=64, steps_per_epoch=3, epochs=2, train_size=2048, test_size=512)
+LSTM_QUICK = LstmSpec(units=32, global_batch=32, steps_per_epoch=2, epochs=2, train_size=2048, test_size=512)
