@@ -138,7 +138,8 @@ def _cnn(parallel: str, span: str) -> tuple[Variant, ...]:
 def _lstm() -> tuple[Variant, ...]:
     """The row LSTM's: nnx.RNN over lax.scan out of the box; '+unroll' the scan fully unrolled (28 steps of
     straight-line code), '+unroll4' four steps per iteration. Unrolled training loses on every CPU class measured
-    (the scan's 247 ms an epoch against 273 ms unrolled on zen4, docs/tuning.md): in `levers`, not the best-known.
+    (the scan's 247 ms an epoch against 273 ms unrolled on zen4,
+    docs/results/zen4/cpu-default-unrolled-lstm.json): in `levers`, not the best-known.
     Unrolled inference is the best-known: 0.86x (0.78-0.91) of the scan's on xeon-avx512
     (docs/results/xeon-avx512/cpu-levers.json), level on zen4 (0.99x)."""
     o, full = LstmOptions, True

@@ -113,7 +113,8 @@ VARIANTS: tuple[Variant, ...] = (
     *_cnn("data_parallel", MANY, True),
     Variant("predict", "cnn_infer", ONE, best=0, multiprocess=False),
     # The row LSTM: fit, its layers unrolled (Keras's LSTM(unroll=True): a lever, not the best-known: 2.49 s an epoch
-    # against fit's 240 ms on zen4, docs/tuning.md), mixed precision, DataParallel
+    # against fit's 240 ms on zen4,
+    # docs/results/zen4/cpu-default-unrolled-lstm.json), mixed precision, DataParallel
     Variant("fit", "lstm_train", ONE, best=1, multiprocess=False, options=LstmOptions()),
     Variant("fit+unroll", "lstm_train", ONE, tuned=True, multiprocess=False, options=LstmOptions(unroll=True)),
     Variant(

@@ -130,7 +130,8 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("predict", "cnn_infer", ONE, best=0),
     # The row LSTM: fit, its layers unrolled (Keras's LSTM(unroll=True)), mixed precision; over several devices fit
     # under MirroredStrategy (not in a multi-process run, as the CNN's) and the custom loop (what one uses).
-    # Unrolled loses on the CPU (fit 199 ms an epoch, unrolled 213 ms on zen4: docs/tuning.md), so it is a lever, not
+    # Unrolled loses on the CPU (fit 199 ms an epoch, unrolled 213 ms on zen4:
+    # docs/results/zen4/cpu-default-unrolled-lstm.json), so it is a lever, not
     # the best-known; under MirroredStrategy over 8 logical CPUs its graph took 119 s to build and its epochs were
     # slower still (1.88 s against 1.46 s), so that combination is not offered. XLA (jit_compile=True): fit's at
     # one device ('fit+xla'); over several the custom loop's, each replica's forward and backward pass under XLA and
