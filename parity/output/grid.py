@@ -104,7 +104,8 @@ def chart(paths: list[Path], png: Path) -> bool:
     )
     pairs = ", ".join(f"{frameworks.over(fw, ref)} {frameworks.color(fw).removeprefix('tab:')}" for fw in others)
     fig.suptitle(
-        f"Each framework's best over {frameworks.short(ref)}'s best, by CPU class, 95% intervals ({pairs})\n"
+        f"Each framework's best over {frameworks.short(ref)}'s best, by CPU class: {pairs}; each 95% interval in "
+        f"{frameworks.short(ref)}'s {frameworks.color(ref).removeprefix('tab:')}\n"
         "pale: no difference measurable; black rim: a side's times in two modes; an arrow: beyond the range",
         fontsize=9,
     )
