@@ -62,3 +62,11 @@ def test_tpu_page_quotes_its_files():
     assert not missing, f"docs/tpu.md does not say, as its files do: {missing}"
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"the article's convolution in {_ms(jit)} and {_ms(ops)}" in readme
+
+
+def test_tpu_pages_log_lines_are_the_shipped_logs():
+    page = (ROOT / "docs/tpu.md").read_text()
+    block = page.split("## What the first lines of a good run look like", 1)[1].split("```")[1]
+    log = (TPU / "cnn-stopped-log.txt").read_text().splitlines()
+    lines = [ln for ln in block.strip().splitlines() if ln != "..."]
+    assert len(lines) >= 5 and all(ln in log for ln in lines), [ln for ln in lines if ln not in log]
