@@ -93,7 +93,7 @@ def test_a_live_libtpu_lockfile_stops_the_run_and_a_stale_one_is_left_alone_unsa
         holder.kill()
         holder.wait()
     state, say = lock_state(lock, [])
-    assert state == "stale" and say.endswith(f"rm {lock}") and "\n" not in say
+    assert (state, say) == ("stale", "")
     devicelock.check_libtpu_lock()  # libtpu leaves it after a clean exit too: no warning on every TPU run
     assert capsys.readouterr().err == ""
     assert lock.exists()  # never removed

@@ -24,7 +24,8 @@ def holders(paths: list[Path]) -> dict[int, str]:
 
 
 def lock_state(lock: Path, devices: list[Path]) -> tuple[str, str]:
-    """('free' | 'held' | 'stale', one line saying what to do). Never removes anything."""
+    """('free' | 'held' | 'stale', and for 'held' the one line saying what to do). Never removes anything. A stale
+    lockfile (no live process holds it) is said nothing of: libtpu leaves one after every clean exit."""
     if not lock.exists():
         return "free", ""
     live = holders([lock, *devices])
@@ -34,16 +35,13 @@ def lock_state(lock: Path, devices: list[Path]) -> tuple[str, str]:
             f"the TPU is in use by process {pid} ({cmd[:80]}): wait for it to end or stop it; "
             f"{lock} is its lock and must not be removed while it runs"
         )
-    return "stale", (
-        f"{lock} is left over from a process that has ended (no live process holds it or a TPU "
-        f"device); if libtpu refuses the TPU with no process holding it, remove it: rm {lock}"
-    )
+    return "stale", ""
 
 
 def check_libtpu_lock() -> None:
-    """Before the first TPU owner starts: a live owner is an error. A lockfile no live process holds is said
-    nothing of: libtpu leaves it after every clean exit too, and the next process opened the TPU (TPU v5e,
-    JAX 0.10.2, every run of docs/results/tpu-v5e/); docs/tpu.md says what to do if libtpu ever refuses."""
+    """Before the first TPU owner starts: a live owner is an error. A left-over lockfile is not: the next process
+    opened the TPU after each one (TPU v5e, JAX 0.10.2, docs/results/tpu-v5e/); docs/tpu.md says what to do if
+    libtpu ever refuses."""
     state, say = lock_state(LIBTPU_LOCKFILE, sorted(Path("/dev").glob("accel*")) + sorted(Path("/dev").glob("vfio/*")))
     if state == "held":
         raise HarnessError(say)

@@ -136,9 +136,8 @@ def _workload_of(kind: str) -> str:
 def verdict(doc: dict, wl: str, n: int, dtype: str) -> str:
     """The parity verdict behind a group: its workload's parity checks at this replica count where the workload
     has checks (the CNN), else its rows against the float64 oracle."""
-    checks = [
-        c for c in doc.get("checks") or [] if c.get("workload") == _workload_of(wl) and c.get("replicas") in (n, None)
-    ]
+    workload = _workload_of(wl)
+    checks = [c for c in doc.get("checks") or [] if c.get("workload") == workload and c.get("replicas") in (n, None)]
     if checks:
         return _checks_verdict(checks)
     rows = [r for r in doc["rows"] if (r["workload"], r["replicas"], r.get("dtype") or "float32") == (wl, n, dtype)]
