@@ -52,20 +52,26 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
     x, y = jax.numpy.asarray(x, jax.numpy.float32), jax.numpy.asarray(y)
     to_logits, loss_of = logits_copy(model), logits_loss()
 
-    def loss_fn(params):
+    def loss_fn(params, frozen, x, y):
         logits, _ = to_logits.stateless_call(params, frozen, x, training=True)
         return loss_of(y, logits)
 
-    loss, grads = jax.value_and_grad(loss_fn)(trainable)
-    routing, h = [], x
+    # one compiled program, as the trainer's step is (op by op, the first call compiled each op: 9 s on the CNN)
+    loss, grads = jax.jit(jax.value_and_grad(loss_fn))(trainable, frozen, x, y)
     if not any(isinstance(layer, keras.layers.MaxPooling2D) for layer in model.layers):
-        return Gradients(float(loss), [np.asarray(g) for g in grads], routing)
-    with keras.StatelessScope(state_mapping=[]):  # what model(x, training=True) runs, keeping the pooling inputs
-        for layer in model.layers:
-            if isinstance(layer, keras.layers.MaxPooling2D):  # JAX's own max-pool gradient on the same activations
-                out, vjp = jax.vjp(layer, h)
-                routing.append(np.asarray(vjp(jax.numpy.ones_like(out))[0]))
-            h = layer(h, training=True)
+        return Gradients(float(loss), [np.asarray(g) for g in grads], [])
+
+    def routes(h):
+        routing = []
+        with keras.StatelessScope(state_mapping=[]):  # what model(x, training=True) runs, keeping the pooling inputs
+            for layer in model.layers:
+                if isinstance(layer, keras.layers.MaxPooling2D):  # JAX's own max-pool gradient on these activations
+                    out, vjp = jax.vjp(layer, h)
+                    routing.append(vjp(jax.numpy.ones_like(out))[0])
+                h = layer(h, training=True)
+        return routing
+
+    routing = [np.asarray(r) for r in jax.jit(routes)(x)]
     return Gradients(float(loss), [np.asarray(g) for g in grads], routing)
 
 

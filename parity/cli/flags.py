@@ -237,7 +237,13 @@ def _timing_flags(ap: argparse.ArgumentParser) -> None:
         help="at most this many timed calls per row, whatever the budget (default: the preset's: default 30, full 200, "
         "quick 50)",
     )
-    ap.add_argument("--warmup", type=whole(0, 1000), default=1, help="untimed calls after the first (default: 1)")
+    ap.add_argument(
+        "--warmup",
+        type=whole(0, 1000),
+        default=0,
+        help="more untimed calls of each operation before its timed ones (each turn of timed calls already follows one "
+        "of its own; default: 0)",
+    )
     ap.add_argument(
         "--timeout",
         type=seconds(allow_zero=False),

@@ -101,7 +101,7 @@ class Config:
     profile: bool = False  # one more call per row, after its timed ones, under the framework's profiler
     configs: str = "best"  # with tuned: 'best', 'levers' or 'all' (parity.engine.selection: which variants each times)
     extra_configs: dict = field(default_factory=dict)  # framework -> {name: env}: more configurations to try
-    warmup: int = 1
+    warmup: int = 0  # more untimed calls of an operation before its first turn (each turn begins with one)
     timeout_s: float = 1800.0
     progress: bool = True
     verbose: bool = False  # the per-row table, every check and the notes on stdout too (they are in results.md)
