@@ -6,8 +6,8 @@ checks. A check's verdict line ends the phase it closes; what is left is 'other'
 Given the run's results.json too, it also prints the run's floor: what the same run would take if the settling rule
 added no call to any row (parity.judging.settling), from the rows' own figures. Each row's first call (compilation,
 or first epoch) as measured; each row's least calls at its median (a training row: its schedule's epochs after the
-first; an operation: the run's --reps timed calls, with the warm-up call and the untimed call before each turn of
-repetitions.OP_CALLS_PER_TURN); the parity checks, the workers' start and the peaks as the log has them (no rule
+first; an operation: the run's --reps timed calls, with the run's --warmup calls and the untimed call before each
+turn of repetitions.OP_CALLS_PER_TURN); the parity checks, the workers' start and the peaks as the log has them (no rule
 shortens them). What no row, check or verdict of the run can do without, at this machine's speed.
 
     python -m parity.run --device cpu --out run 2> run-log.txt

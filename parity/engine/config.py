@@ -44,7 +44,7 @@ PRESETS = {
         Preset(
             "quick",
             "tiny shapes at 1 and 2 replicas, each framework out of the box, every check",
-            "2 min 1 s on zen4; 3 min 42 s on xeon-avx512 at batch 64 (docs/results/<class>/cpu-quick-log.txt)",
+            "1 min 59 s on zen4; 3 min 42 s on xeon-avx512 at batch 64 (docs/results/<class>/cpu-quick-log.txt)",
             "default", "quick", 2.0, 50, 3, 2048, (1, 2),
         ),
         Preset(
@@ -52,7 +52,7 @@ PRESETS = {
             "the article's full-size conv and matmul, the device's CNN and LSTM schedules, at one device (a GPU or "
             "TPU: one chip and all of them), each framework out of the box and at its best-known configuration, "
             "every row against float64, every timed variant's trajectory against one reference",
-            "8 min 38 s on zen4 (bfloat16 rows too); 7 min 10 s on xeon-avx512, no bfloat16 rows",
+            "7 min 50 s on zen4 (bfloat16 rows too); 7 min 10 s on xeon-avx512, no bfloat16 rows",
             "best", "device", 3.0, 30, 20, 4096, (1,), "timed",
         ),
         Preset(
