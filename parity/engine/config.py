@@ -65,7 +65,9 @@ PRESETS = {
         Preset(
             "levers",
             "the default, and each tuning on its own too: what checks that `best` names the fastest configuration",
-            "20 min 55 s on xeon-avx512, no bfloat16 rows (before it ran best's several-steps rows under a setting)",
+            "20 min 55 s on xeon-avx512, no bfloat16 rows (before it ran best's several-steps rows under a setting); "
+            "on zen4, with bfloat16 rows, killed for memory (23 GiB) at its last workload after 28 min "
+            "(docs/results/zen4/cpu-levers-killed-log.txt)",
             "levers", "device", 8.0, 200, 20, 4096, (1,),
         ),
         Preset(
