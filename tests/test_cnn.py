@@ -244,17 +244,15 @@ def test_several_steps_per_dispatch_are_the_same_steps(weights, mod, replicas, o
     scan once per dispatch length, and 4 steps are the same code as 10): a dispatch of 4 and one of 3. The same
     weights after them, and the same per-step loss (or, where the framework logs once per dispatch, the same
     mean over each dispatch). JAX unrolls its scan on a CPU; the rolled loop accelerators run is checked here
-    too, at this tiny size."""
-    size, k = 16, 4
+    too, at this tiny size (3 steps, 2 to a dispatch: a rolled loop's code is the same whatever its length)."""
+    size, k, steps = 16, 4, 7
     declared = [v for v in mod.catalog.VARIANTS if v.kind == "cnn_train" and v.name == several.removesuffix("+rolled")]
     assert declared and declared[0].options.steps_per_dispatch > 1
-    monkeypatch.setattr(
-        mod.catalog, "VARIANTS", tuple(_steps(v, several.removesuffix("+rolled"), k) for v in mod.catalog.VARIANTS)
-    )
-    if several.endswith("+rolled"):  # a rolled loop runs its convolutions slowly on a CPU: a smaller batch
-        several, size = several.removesuffix("+rolled"), 4
+    if several.endswith("+rolled"):  # a rolled loop runs its convolutions slowly on a CPU: a smaller batch, fewer steps
+        several, size, k, steps = several.removesuffix("+rolled"), 4, 2, 3
         monkeypatch.setattr(jax_impl.train.Trainer, "UNROLL_ON", ())
-    x, y = batch(7, size, seed=5)
+    monkeypatch.setattr(mod.catalog, "VARIANTS", tuple(_steps(v, several, k) for v in mod.catalog.VARIANTS))
+    x, y = batch(steps, size, seed=5)
     devices = (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:replicas]
     out = {}
     for v in (one, several):
@@ -263,11 +261,11 @@ def test_several_steps_per_dispatch_are_the_same_steps(weights, mod, replicas, o
         t = mod.make_trainer(model, devices, v)
         out[v] = (np.asarray(t.steps(x, y)), mod.get_weights(t.model()), t)
     (l1, w1, _), (lk, wk, tk) = out[one], out[several]
-    assert tk.steps_per_dispatch == k and lk.shape == (7, 2)
+    assert tk.steps_per_dispatch == k and lk.shape == (steps, 2)
     diff = np.sqrt(sum(np.sum((a.astype(np.float64) - b) ** 2) for a, b in zip(w1, wk, strict=True)))
     assert diff / np.sqrt(sum(np.sum(a.astype(np.float64) ** 2) for a in w1)) < 1e-4
     if tk.loss_every > 1:
-        l1 = np.concatenate([np.full((len(l1[s : s + k]), 2), l1[s : s + k].mean(0)) for s in (0, k)])
+        l1 = np.concatenate([np.full((len(l1[s : s + k]), 2), l1[s : s + k].mean(0)) for s in range(0, steps, k)])
     np.testing.assert_allclose(lk, l1, rtol=1e-3, atol=1e-5)
 
 
