@@ -158,6 +158,28 @@ def test_levers_runs_a_configuration_only_in_the_formats_it_acts_on(fakes, tmp_p
     assert ("--configs levers" in " ".join(res["notes"])) == (configs == "levers" and not expected)
 
 
+def test_every_configuration_runs_each_workload_on_workers_of_its_own(fakes, tmp_path, monkeypatch):
+    """Under levers (and all), where a dozen workers each keep their largest buffers, each workload gets fresh
+    workers (Config.rounds); under best, one set of workers runs every workload. The same rows either way."""
+    started = []
+
+    class Counted(LocalWorker):
+        def __init__(self, framework, *args, **kwargs):
+            super().__init__(framework, *args, **kwargs)
+            started.append(framework)
+
+    monkeypatch.setattr(workerproc, "Worker", Counted)
+    kinds = {}
+    for configs, sets in (("best", 1), ("levers", 2), ("all", 2)):
+        started.clear()
+        (tmp_path / configs).mkdir()
+        res = _run(tmp_path / configs, replicas=(1,), configs=configs)
+        assert sorted(started) == sorted([TF, JAX] * sets), configs
+        kinds[configs] = {(r["workload"], r["framework"], r["variant"]) for r in res["rows"]}
+        assert {w for w, _, _ in kinds[configs]} == {"conv", "matmul"} and all(r["verified"] for r in res["rows"])
+    assert kinds["best"] <= kinds["levers"] <= kinds["all"]
+
+
 @pytest.mark.parametrize("configs", ["levers", "all"])
 def test_levers_runs_a_configuration_without_the_dispatch_variants(fakes, tmp_path, configs):
     """A variant that tunes only the dispatch (JAX's '+scan') runs out of the box under levers, not again with each

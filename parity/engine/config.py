@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from parity.api.cluster import Cluster
 from parity.common.frameworks import KEYS
@@ -134,6 +134,17 @@ class Config:
         if self.replicas:
             return self.replicas
         return PRESETS["quick" if self.quick else self.preset].replica_counts(self.device)
+
+    def rounds(self) -> list[Config]:
+        """The run's workloads in the rounds that share one set of workers: all of them, but one workload a round
+        where every configuration runs (`--configs levers` or `all`: a dozen workers on a CPU). There each worker
+        keeps what its largest buffers took: on zen4 the conv alone held 20.7 GB over 12 workers (TensorFlow's
+        allocator 5.1 GB, the '+heap' settings' 3.7 and 4.8 GB), and the workloads after it came on top until the
+        kernel killed a worker at 23 GiB (docs/results/zen4/cpu-levers-killed-log.txt). Fresh workers per workload
+        start each from nothing."""
+        if self.tuned and self.configs in ("levers", "all") and len(self.workloads) > 1:
+            return [replace(self, workloads=(wl,)) for wl in self.workloads]
+        return [self]
 
     def matmul_size(self) -> int:
         """The side of the square matrix products that measure a CPU's peaks (the preset's)."""

@@ -45,7 +45,7 @@ class RunState:
 
 @dataclass
 class Round:
-    """One replica count's workers and where their files go."""
+    """One replica count's workers, for its cfg's workloads (Config.rounds), and where their files go."""
 
     cfg: Config
     run: RunState
@@ -77,15 +77,16 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         if r == 0 and last is not None and last.replicas == 1 and chips(cfg.device, last.hello) == 1:
             run.notes.append(f"one {cfg.device} chip: the x1 rows are every chip's (no second round)")
             continue
-        rnd = Round(cfg, run, r, save_dir)
-        (save_dir / "tmp").mkdir(exist_ok=True)
-        if cfg.exclusive:  # one owner at a time: nothing of the parent's beside a starting owner
-            _judge_parity(last)
-            _one_owner_at_a_time(rnd)
-        else:
-            _interleaved(rnd, last)
-        run.peak = peaks.after_round(cfg, run.peak)  # its workers gone, the next not yet started
-        last = rnd
+        for part in cfg.rounds():  # the workloads that share one set of workers (Config.rounds)
+            rnd = Round(part, run, r, save_dir)
+            (save_dir / "tmp").mkdir(exist_ok=True)
+            if cfg.exclusive:  # one owner at a time: nothing of the parent's beside a starting owner
+                _judge_parity(last)
+                _one_owner_at_a_time(rnd)
+            else:
+                _interleaved(rnd, last)
+            run.peak = peaks.after_round(cfg, run.peak)  # its workers gone, the next not yet started
+            last = rnd
     _judge_parity(last)
     _judge_all(cfg, run)
     return {
@@ -171,8 +172,8 @@ def _rows(rnd: Round, parity: bool = True) -> list[Row]:
     cfg, run = rnd.cfg, rnd.run
     for key, h in rnd.hello.items():
         run.hello.setdefault(key, h)
-    for wl, suite in run.suites.items():
-        suite.warm(cfg, rnd.workers, run.ctxs[wl])
+    for wl in (wl for wl in cfg.workloads if wl in run.suites):
+        run.suites[wl].warm(cfg, rnd.workers, run.ctxs[wl])
     rows = []
     for wl in cfg.workloads:
         for kind in WORKLOADS[wl].kinds:
@@ -324,6 +325,8 @@ def _judge_parity(rnd: Round | None) -> None:
     """A round's parity checks, into the run's (None: no round)."""
     run = rnd.run if rnd else None
     for wl, suite in run.suites.items() if run else ():
+        if wl not in rnd.cfg.workloads:
+            continue
         first = not any(c["workload"] == wl for c in run.checks)
         run.checks += [
             {**c, "workload": wl}
