@@ -19,8 +19,8 @@ for _name, _value in (("OMP_NUM_THREADS", "1"), ("OPENBLAS_NUM_THREADS", "1"), (
 if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
     os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_multi_thread_eigen=false".strip()
 # XLA:CPU's LLVM at -O0 for the test processes and every run they start: the suite compiles hundreds of small programs
-# and runs each a few steps, so LLVM's optimisation was a seventh of its time (zen4, whole suite: 7 min 53 s at XLA's
-# default level, 6 min 52 s at 0; docs/tests.md). No verdict depends on it: the HLO passes, the fusions and the
+# and runs each a few steps (zen4, JAX's tests alternated in one process: 82-86 s at XLA's default level, 68-80 s at
+# 0; docs/tests.md). No verdict depends on it: the HLO passes, the fusions and the
 # library kernels (Eigen, oneDNN, YNNPACK) are the same; only the fused loops' machine code is less optimised, with
 # IEEE semantics at every level (no fast-math), and every tolerance holds for any order of summation and any
 # contraction into FMAs. .ci/run runs the numerics tests again at XLA's default level. The caller's own level wins.
