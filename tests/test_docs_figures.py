@@ -245,7 +245,7 @@ def _medians(page: str) -> list[tuple[str, tuple]]:
     return out
 
 
-MEDIANS = _medians("gaps.md")
+MEDIANS = _medians("gaps.md") + _medians("tuning.md")
 
 
 def test_the_gaps_page_quotes_row_medians():

@@ -65,9 +65,8 @@ PRESETS = {
         Preset(
             "levers",
             "the default, and each tuning on its own too: what checks that `best` names the fastest configuration",
-            "20 min 55 s on xeon-avx512, no bfloat16 rows (before it ran best's several-steps rows under a setting); "
-            "on zen4, with bfloat16 rows, killed for memory (23 GiB) at its last workload after 28 min "
-            "(docs/results/zen4/cpu-levers-killed-log.txt)",
+            "30 min 31 s on zen4, bfloat16 rows too (docs/results/zen4/cpu-levers-log.txt); 20 min 55 s on "
+            "xeon-avx512, no bfloat16 rows (before it ran best's several-steps rows under a setting)",
             "levers", "device", 8.0, 200, 20, 4096, (1,),
         ),
         Preset(
@@ -138,10 +137,10 @@ class Config:
     def rounds(self) -> list[Config]:
         """The run's workloads in the rounds that share one set of workers: all of them, but one workload a round
         where every configuration runs (`--configs levers` or `all`: a dozen workers on a CPU). There each worker
-        keeps what its largest buffers took: on zen4 the conv alone held 20.7 GB over 12 workers (TensorFlow's
-        allocator 5.1 GB, the '+heap' settings' 3.7 and 4.8 GB), and the workloads after it came on top until the
-        kernel killed a worker at 23 GiB (docs/results/zen4/cpu-levers-killed-log.txt). Fresh workers per workload
-        start each from nothing."""
+        keeps what its largest buffers took (TensorFlow's allocator, the '+heap' settings' malloc): on zen4 the
+        machine's used memory peaked at 20.5 GB in the conv's round, 12.4 GB in the CNN's
+        (docs/results/zen4/cpu-levers-memory.txt); with one set of workers for every workload, the next workloads
+        came on top of the conv's until the kernel killed a worker at 23 GiB."""
         if self.tuned and self.configs in ("levers", "all") and len(self.workloads) > 1:
             return [replace(self, workloads=(wl,)) for wl in self.workloads]
         return [self]
