@@ -117,12 +117,13 @@ def _check_batches(cfg: Config) -> None:
 
 
 def _interleaved(rnd: Round, last: Round | None) -> None:
-    """Every framework's workers at once (each tuned configuration a worker of its own), calls interleaved; the
-    `last` round's parity checks while they start."""
+    """Every framework's workers at once (a tuned configuration's its own), calls interleaved; `last`'s parity too."""
     cfg, run = rnd.cfg, rnd.run
-    meanwhile = f"; the x{last.replicas or 'all'} round's parity checks meanwhile" if last else ""
+    judged = [wl for wl in last.cfg.workloads if wl in run.suites] if last else []  # those with parity checks
+    meanwhile = f"; the x{last.replicas or 'all'} {', '.join(judged)} parity checks meanwhile" if judged else ""
+    part = f" for {', '.join(cfg.workloads)}" if len(cfg.workloads) < len(run.ctxs) else ""  # Config.rounds
     fws = ", ".join(label(f) for f in cfg.frameworks)
-    log(cfg, f"starting {fws} workers on {cfg.device} x{rnd.replicas or 'all'}{meanwhile}")
+    log(cfg, f"starting {fws} workers{part} on {cfg.device} x{rnd.replicas or 'all'}{meanwhile}")
     rnd.workers, rnd.hello, skip = start_workers(cfg, rnd.replicas, rnd.save_dir / "tmp", lambda: _judge_parity(last))
     run.skipped.extend(s for s in skip if s not in run.skipped)
     if rnd.workers:
