@@ -23,7 +23,8 @@ if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
 # 0; docs/tests.md). No verdict depends on it: the HLO passes, the fusions and the
 # library kernels (Eigen, oneDNN, YNNPACK) are the same; only the fused loops' machine code is less optimised, with
 # IEEE semantics at every level (no fast-math), and every tolerance holds for any order of summation and any
-# contraction into FMAs. .ci/run runs the numerics tests again at XLA's default level. The caller's own level wins.
+# contraction into FMAs. .ci/run's capped pass runs the numerics tests again at XLA's default level (on a machine
+# with AVX-512, AVX-VNNI or AMX; an AVX2-only one has no capped pass, so no default-level run). The caller's level wins.
 if "xla_backend_optimization_level" not in os.environ["XLA_FLAGS"]:
     os.environ["XLA_FLAGS"] += " --xla_backend_optimization_level=0"
 # One JAX compilation cache for the session's test processes and every run they start, fresh each session: the same
