@@ -47,11 +47,11 @@ if "PYTEST_XDIST_WORKER" not in os.environ and "JAX_COMPILATION_CACHE_DIR" not i
 
 import pytest  # noqa: E402
 
-from parity.common.frameworks import JAX, TF  # noqa: E402
+from parity.common.frameworks import JAX, TF, TORCH  # noqa: E402
 
-IN_PROCESS = (TF, JAX)  # the frameworks whose implementations this process imports (frameworks_setup.IMPLS)
+IN_PROCESS = (TF, JAX, TORCH)  # the frameworks whose implementations this process imports (frameworks_setup.IMPLS)
 
-_FRAMEWORK_MODULES = ("jax", "tensorflow", "jax_impl", "tf_impl")
+_FRAMEWORK_MODULES = ("jax", "tensorflow", "torch", "jax_impl", "tf_impl", "torch_impl")
 
 
 def pytest_ignore_collect(collection_path, config):

@@ -121,7 +121,7 @@ UNITS_SAID, SEED_SAID = (
     r"units must be an integer from 1 to [\d,]+, got ",
     r"seed must be an integer from 0 to 4,294,966",
 )
-FOREIGN_SAID = r"not a model (jax_impl|keras_models) builds: '(someone_elses_model|Foreign)'"
+FOREIGN_SAID = r"not a model (jax_impl|keras_models|torch_impl) builds: '(someone_elses_model|Foreign)'"
 IMAGES_SAID = r"images of shape \(28, 28, 1\) expected after 1 leading axes"
 C64 = np.complex64
 CASES = {

@@ -10,6 +10,7 @@ import time
 import pytest
 from parity_cli import run_parity
 
+from parity.common import frameworks
 from parity.common.tolerances import tolerance
 from parity.judging.roofline import native_bf16
 
@@ -88,10 +89,12 @@ def test_results_json_schema(quick_conv):
     best = {s.name for s in settings_to_run("best", jax_impl.settings("cpu", native_bf16("cpu", "cpu")))}
     # Keras on JAX runs on the same runtime, with the same settings
     tuned = {f"{fw}+{c}" for fw in ("jax", "keras-jax") for c in best}
-    assert set(doc["env"]["frameworks"]) == {"tf", "jax", "keras-jax", *tuned}
+    assert set(doc["env"]["frameworks"]) == {"tf", "jax", "keras-jax", "torch", *tuned}
     rows = doc["rows"]
+    # PyTorch at one device only (no data-parallel variant: torch_impl.catalog)
     assert {(r["framework"], r["replicas"]) for r in rows} == {
-        (fw, n) for fw in ("tf", "jax", "keras-jax") for n in (1, 2)
+        *((fw, n) for fw in ("tf", "jax", "keras-jax") for n in (1, 2)),
+        ("torch", 1),
     }
     for r in rows:
         assert ROW_KEYS <= set(r)
@@ -128,7 +131,7 @@ def test_a_tiny_run_end_to_end(tmp_path):
     p = run(*args, "--quiet", "--out", str(tmp_path))
     assert p.returncode == 0, p.stderr[-2000:]
     doc = json.loads((tmp_path / "results.json").read_text())
-    assert {r["framework"] for r in doc["rows"]} == {"tf", "jax", "keras-jax"}
+    assert {r["framework"] for r in doc["rows"]} == set(frameworks.KEYS)
     assert all(r["verified"] and r["max_rel_err"] < r["tolerance"] and r["reps"] == 2 for r in doc["rows"])
     lines = p.stdout.splitlines()
     assert f"verdict: {len(doc['rows'])} of {len(doc['rows'])} rows verified against float64" in p.stdout
@@ -247,13 +250,15 @@ def test_cnn_quick_one_replica(quick_cnn):
         ("cnn_infer", "tf", "predict"),
         ("cnn_infer", "jax", "predict"),
         ("cnn_infer", "keras-jax", "predict"),
+        ("cnn_train", "torch", "eager"),
+        ("cnn_infer", "torch", "predict"),
     }
     for r in doc["rows"]:
         assert r["verified"] and r["data"] == "synthetic" and r["images_per_s"] > 0
     names = [c["check"] for c in doc["checks"]]
     assert "forward block1" in names and "gradients (every parameter)" in names
     # each trainer once, against the reference (TF's fit): Keras on JAX and Flax against the same trajectory
-    for pair in ("tf fit vs jax jit", "tf fit vs keras-jax fit"):
+    for pair in ("tf fit vs jax jit", "tf fit vs keras-jax fit", "tf fit vs torch eager"):
         assert any(n.startswith(f"trajectory loss ({pair}") for n in names), pair
     assert all(c["passed"] for c in doc["checks"] if not c["check"].startswith("test accuracy"))
     assert "SYNTHETIC" in p.stdout  # the table says which data it used
@@ -279,14 +284,17 @@ def test_one_owner_at_a_time_runs_every_row_and_reports_drift(quick_cnn):
     assert p.returncode == 0, p.stderr[-3000:]
     doc = json.loads((out / "results.json").read_text())
     assert doc["env"]["one_owner_at_a_time"] is True
-    assert {r["framework"] for r in doc["rows"]} == {"tf", "jax", "keras-jax"}
+    assert {r["framework"] for r in doc["rows"]} == set(frameworks.KEYS)
     assert all(r["verified"] for r in doc["rows"])
     starts = [ln for ln in p.stderr.splitlines() if "worker alone" in ln]
-    assert [("TensorFlow" in ln, "Keras" in ln) for ln in starts] == [(True, False), (False, False), (False, True)]
+    assert [next(f.label for f in frameworks.TABLE.values() if f" {f.label} " in ln) for ln in starts] == [
+        f.label for f in frameworks.TABLE.values()
+    ]
     assert "measuring the TensorFlow rows again, after the others (drift)" in p.stderr
     note = next(n for n in doc["env"]["notes"] if n.startswith("one owner of the device at a time"))
     assert (
-        "TensorFlow -> JAX -> Keras 3 (JAX), then TensorFlow again" in note and "between the first and the last" in note
+        "TensorFlow -> JAX -> Keras 3 (JAX) -> PyTorch, then TensorFlow again" in note
+        and "between the first and the last" in note
     )
     assert all(r["drift"] is not None for r in doc["rows"] if r["framework"] == "tf")
     names = {c["check"] for c in doc["checks"]}
@@ -327,7 +335,7 @@ def test_a_framework_that_is_not_installed_is_a_note_not_a_crash(tmp_path):
     assert p.returncode == 0, p.stderr[-2000:]
     assert "not run: tf: tf is not installed" in p.stdout
     doc = json.loads((tmp_path / "out" / "results.json").read_text())
-    assert {r["framework"] for r in doc["rows"]} == {"jax", "keras-jax"}  # Keras on JAX needs no TensorFlow
+    assert {r["framework"] for r in doc["rows"]} == {"jax", "keras-jax", "torch"}  # Keras on JAX needs no TensorFlow
     assert doc["env"]["skipped"][0]["framework"] == "tf"
 
 

@@ -1,5 +1,5 @@
 """Every label a run prints resolves in docs/glossary.md: each part of each variant name and setting name declared in
-the three catalogs (read from their source: importing them starts TensorFlow or JAX), and the terms the summary
+the catalogs (read from their source: importing them starts TensorFlow or JAX), and the terms the summary
 uses. A new lever without an entry fails here. No framework is imported."""
 
 import ast
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CATALOGS = ("jax_impl/catalog.py", "tf_impl/catalog.py", "keras_jax_impl/catalog.py")
+CATALOGS = ("jax_impl/catalog.py", "tf_impl/catalog.py", "keras_jax_impl/catalog.py", "torch_impl/catalog.py")
 GLOSSARY = (ROOT / "docs/glossary.md").read_text()
 ENTRIES = set(re.findall(r"\*\*`?([^*`]+)`?\*\*", GLOSSARY))
 TERMS = (

@@ -375,7 +375,7 @@ def test_keras_on_jax_is_divided_by_tf_and_by_flax():
 def test_a_framework_with_no_multi_process_part_is_left_out_of_all_and_refused_by_name():
     kj = frameworks.KERAS_JAX
     assert frameworks.chosen("all", multiprocess=False) == (frameworks.KEYS, [])
-    assert frameworks.chosen("all", multiprocess=True) == ((frameworks.TF, frameworks.JAX), [kj])
+    assert frameworks.chosen("all", multiprocess=True) == ((frameworks.TF, frameworks.JAX), [kj, frameworks.TORCH])
     assert frameworks.chosen(frameworks.JAX, multiprocess=True) == ((frameworks.JAX,), [])
     with pytest.raises(ValueError, match="takes no part in a multi-process run: run it without --coordinator"):
         frameworks.chosen(kj, multiprocess=True)

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-BLOCKED = ("tensorflow", "keras", "jax", "jaxlib", "flax", "optax", "tf_impl", "jax_impl")
+BLOCKED = ("tensorflow", "keras", "jax", "jaxlib", "flax", "optax", "torch", "tf_impl", "jax_impl", "torch_impl")
 ENGINE_TESTS = (
     "tests/test_engine.py",
     "tests/test_stats.py",

@@ -111,3 +111,18 @@ def test_keras_on_jax_with_jaxs_settings_is_said_under_the_answer(doc):
     assert not screen.same_runtime(d["rows"])  # a setting of its own: no common runtime to speak of
     d["rows"].append({**tuned, "variant": tuned["variant"] + "+ynn+thp", "config_env": dict(jax_env)})
     assert "the same runtime as JAX's" in screen.first_screen(d).splitlines()[-1 - len(screen.not_measured(d["env"]))]
+
+
+def test_four_frameworks_split_the_answer_into_times_then_ratios(doc):
+    """Four frameworks' times and three ratios with intervals are wider than the screen: two grids, each within it,
+    each naming every group once."""
+    four = copy.deepcopy(doc)
+    four["rows"] += [{**r, "framework": "torch"} for r in doc["rows"] if r["framework"] == "jax"]
+    lines = screen.first_screen(four).splitlines()
+    assert max(map(len, lines)) <= screen.WIDTH, max(lines, key=len)
+    heads = [ln.split() for ln in lines if ln.startswith("workload ")]
+    assert heads == [["workload", "format", "TF", "JAX", "Keras-JAX", "PyTorch"],
+                     ["workload", "format", "JAX/TF", "Keras-JAX/TF", "PyTorch/TF"]]  # fmt: skip
+    groups = {(r["workload"], f"x{r['replicas']}", screen.FORMATS[r.get("dtype") or "float32"]) for r in doc["rows"]}
+    named = [tuple(ln.split()[:3]) for ln in lines]
+    assert all(named.count(g) == 2 for g in groups), groups

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("parity", "jax_impl", "tf_impl", "keras_jax_impl", "keras_models")
-IMPLEMENTATIONS = ("jax_impl", "tf_impl", "keras_jax_impl", "keras_models")
+PACKAGES = ("parity", "jax_impl", "tf_impl", "keras_jax_impl", "keras_models", "torch_impl")
+IMPLEMENTATIONS = ("jax_impl", "tf_impl", "keras_jax_impl", "keras_models", "torch_impl")
 # what an implementation may import of another: Keras on JAX runs on JAX's runtime (its devices, op reading and
 # profiler are jax_impl's), and both Keras implementations build the model from the one Keras model code
 SHARED = {
@@ -157,7 +157,7 @@ def test_the_implementations_hold_the_same_modules():
     """Mirror images in files too: each framework's variants and settings, devices, model functions, trainer, profiler
     and op reading live in modules of the same names (a workload's module: the test below)."""
     same = {"catalog", "devices", "models", "train", "profile", "ops"}
-    for pkg in ("jax_impl", "tf_impl", "keras_jax_impl"):
+    for pkg in ("jax_impl", "tf_impl", "keras_jax_impl", "torch_impl"):
         assert same <= {p.stem for p in (ROOT / pkg).glob("*.py")}, pkg
 
 

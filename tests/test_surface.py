@@ -1,4 +1,5 @@
-"""The implementations' surface: both packages expose parity.api.FrameworkImpl, with the same arguments."""
+"""The implementations' surface: each in-process package exposes parity.api.FrameworkImpl, with the same arguments
+(Keras on JAX's: tests/test_keras_jax.py)."""
 
 import inspect
 import typing
@@ -7,6 +8,7 @@ import pytest
 
 import jax_impl
 import tf_impl
+import torch_impl
 from parity import api
 
 
@@ -14,7 +16,7 @@ def _params(f) -> list[tuple[str, object]]:
     return [(p.name, p.default) for p in inspect.signature(f).parameters.values()]
 
 
-@pytest.mark.parametrize("impl", [jax_impl, tf_impl], ids=["jax", "tf"])
+@pytest.mark.parametrize("impl", [jax_impl, tf_impl, torch_impl], ids=["jax", "tf", "torch"])
 def test_each_implementation_has_the_declared_surface(impl):
     assert sorted(impl.__all__) == sorted(api.SURFACE)
     for name in api.SURFACE:
@@ -27,11 +29,12 @@ def test_each_implementation_has_the_declared_surface(impl):
         assert _params(getattr(impl, name)) == _params(declared)[1:], f"{impl.__name__}.{name}"  # less self
 
 
-def test_the_two_implementations_mirror_each_other():
+def test_the_implementations_mirror_each_other():
     for name in api.SURFACE:
-        a, b = getattr(jax_impl, name), getattr(tf_impl, name)
-        if callable(a):
-            assert [p for p, _ in _params(a)] == [p for p, _ in _params(b)], name
+        for other in (tf_impl, torch_impl):
+            a, b = getattr(jax_impl, name), getattr(other, name)
+            if callable(a):
+                assert [p for p, _ in _params(a)] == [p for p, _ in _params(b)], f"{other.__name__}.{name}"
 
 
 @pytest.mark.parametrize(
@@ -108,7 +111,7 @@ def test_the_result_file_records_whether_freed_memory_goes_back_to_the_host(tmp_
     assert free_page_reporting(tmp_path / "absent") is None
 
 
-@pytest.mark.parametrize("module", ["jax_impl.catalog", "tf_impl.catalog"])
+@pytest.mark.parametrize("module", ["jax_impl.catalog", "tf_impl.catalog", "torch_impl.catalog"])
 def test_each_implementations_table_is_complete(module):
     """Every name once per row kind and replica count; every record of a row kind the workloads declare; each
     best-known rank unique within its row kind, replica count and number format; every setting's formats known."""

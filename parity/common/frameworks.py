@@ -31,7 +31,7 @@ class Framework:
 
 # The keys, for code about one framework in particular (TF's multi-worker cluster, JAX's platform names); code about
 # frameworks in general reads TABLE and KEYS
-TF, JAX, KERAS_JAX = "tf", "jax", "keras-jax"
+TF, JAX, KERAS_JAX, TORCH = "tf", "jax", "keras-jax", "torch"
 
 
 TABLE = {
@@ -60,9 +60,21 @@ TABLE = {
             versus=(JAX,),
             multiprocess=False,  # Keras's multi-process DataParallel (keras.distribution.initialize) is not wired
         ),
+        # PyTorch on its own kernels (eager, or Inductor by torch.compile), one device: its worker keeps the other
+        # runtimes out, as each framework's does
+        Framework(
+            TORCH,
+            "PyTorch",
+            "PyTorch",
+            "torch_impl",
+            ("torch",),
+            "tab:red",
+            keeps_out=("tensorflow", "jax"),
+            multiprocess=False,  # DistributedDataParallel over gloo is not wired into the launcher
+        ),
     )
 }
-KEYS = tuple(TABLE)  # ('tf', 'jax', 'keras-jax'): the order workers start and tables list them
+KEYS = tuple(TABLE)  # ('tf', 'jax', 'keras-jax', 'torch'): the order workers start and tables list them
 
 
 def load(key: str) -> ModuleType:

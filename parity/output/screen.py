@@ -146,7 +146,7 @@ def first_screen(doc: dict) -> str:
             f"Each framework's fastest verified configuration: median per call, per epoch where it trains; "
             f"x/{ref}: its time over {ref}'s,",
             "with a 95% interval (one that holds 1: no difference measurable here).",
-            grid(header, body),
+            *_fitted(header, body, len(fws)),
         ]
     else:
         out += ["", "no verified row: nothing to compare"]
@@ -162,6 +162,21 @@ def first_screen(doc: dict) -> str:
     out += same_runtime(doc["rows"])
     out += [text(n) for n in not_measured(env)]
     return "\n".join(out)
+
+
+def _fitted(header: tuple[str, ...], body: list[tuple[str, ...]], n: int) -> list[str]:
+    """best_lines' table in one grid where it fits WIDTH, else in two (the times, then the ratios: four frameworks'
+    times and three ratios with their intervals take about 150 columns)."""
+    whole = grid(header, body)
+    if max(map(len, whole.splitlines())) <= WIDTH:
+        return [whole]
+    keys = slice(0, 2)
+    times, ratios = slice(2, 2 + n), slice(2 + n, None)
+    return [
+        grid(header[keys] + header[times], [b[keys] + b[times] for b in body]),
+        "",
+        grid(header[keys] + header[ratios], [b[keys] + b[ratios] for b in body]),
+    ]
 
 
 def same_runtime(rows: list[dict]) -> list[str]:

@@ -1,0 +1,70 @@
+"""PyTorch's own parts (torch_impl): its devices and their refusals, TF's SAME padding written out, the profiler's
+scopes. What every implementation shares (the surface, the oracles, training) is tested through the `impl` fixture."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")  # noqa: F841  (the CPU extras install it: pyproject.toml)
+
+from parity.api import Cluster, DeviceUnavailable  # noqa: E402
+from torch_impl import conv, devices, profile  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    "size, kernel, stride, pads",
+    [(256, 5, 2, (1, 2)), (28, 3, 2, (0, 1)), (9, 3, 2, (1, 1)), (8, 1, 1, (0, 0)), (7, 3, 1, (1, 1))],
+)
+def test_same_padding_is_tfs(size, kernel, stride, pads):
+    """TF pads floor(total / 2) before and the rest after: (1, 2) at the article's 256, k 5, stride 2."""
+    assert conv.same_padding(size, kernel, stride) == pads
+    out = -(-size // stride)
+    assert (size + sum(pads) - kernel) // stride + 1 == out
+
+
+def test_the_conv_pads_after_where_tf_does():
+    """An odd total pads its extra row and column after: the output's first pixel sees the image's top-left corner
+    (no padding before), which a symmetric padding would shift."""
+    x = np.zeros((1, 4, 4, 1), np.float32)
+    x[0, 0, 0, 0] = 1.0
+    w = np.zeros((2, 2, 1, 1), np.float32)
+    w[0, 0, 0, 0] = 1.0  # picks each window's top-left pixel
+    out = conv.conv_op(x, w, 2, "SAME").numpy()
+    assert out.shape == (1, 2, 2, 1) and out[0, 0, 0, 0] == 1.0 and out.sum() == 1.0
+
+
+@pytest.mark.parametrize(
+    "device, cluster, says",
+    [
+        ("tpu", None, "torch_xla"),
+        ("npu", None, "no device of that kind"),
+        ("cpu", Cluster("127.0.0.1:1234", 2, 0), "multi-process"),
+    ],
+)
+def test_devices_it_cannot_use_are_refused_in_one_line(device, cluster, says):
+    with pytest.raises(DeviceUnavailable, match=says) as e:
+        devices.setup_devices(device, 0 if cluster else 1, cluster)
+    assert "\n" not in str(e.value)
+
+
+def test_threads_are_the_other_frameworks_count(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert devices.threads() == 3
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    assert devices.threads() == len(__import__("os").sched_getaffinity(0))
+
+
+def test_the_profile_names_each_op_by_its_layer_forward_and_backward(tmp_path):
+    """A forward op takes its record_function scope; its backward node takes the forward op's, through the sequence
+    number PyTorch records on both (aten::linear's inner addmm included)."""
+    from parity.judging.layers import classify
+
+    lin = torch.nn.Linear(8, 4)
+    with profile.trace(str(tmp_path)):
+        with torch.profiler.record_function("dense"):
+            y = lin(torch.randn(16, 8))
+        y.square().mean().backward()
+    ops = profile.trace_ops(str(tmp_path))
+    names = [name for name, *_ in ops]
+    assert "dense/aten::linear" in names and "dense/gradient/AddmmBackward0" in names, names
+    assert classify("dense/gradient/AddmmBackward0", ["dense"]) == ("dense", "backward")
+    assert all(s >= 0 and start >= 0 for _, s, start, _ in ops)

@@ -1,0 +1,47 @@
+"""PyTorch implementations of the article's workloads (mirror image of `jax_impl` and `tf_impl`), on one device: the
+model functions take either trained model, the CNN or the row LSTM (torch_impl.models). Each convention where
+PyTorch's defaults differ from Keras's is set explicitly where it is used, with its reason."""
+
+import sys
+
+# Triton (PyTorch's GPU kernel compiler, a dependency of PyPI's torch) segfaults as it loads into a process that has
+# loaded TensorFlow first (both bring their own LLVM; TF 2.21, triton 3.8, zen4): where TensorFlow is already there, it
+# is made unimportable, which torch treats as absent (its CPU code and Inductor's C++ path do not use it). The
+# harness's workers never mix the two; a test process or a user's script that imports tf_impl first does.
+if "tensorflow" in sys.modules and "triton" not in sys.modules:
+    sys.modules["triton"] = None
+
+from parity.api import SURFACE
+from torch_impl.catalog import SETTINGS, VARIANTS, settings, variants
+from torch_impl.cnn import build_cnn
+from torch_impl.conv import conv_op, prepare_conv
+from torch_impl.devices import (
+    block,
+    describe_devices,
+    device_kind,
+    list_devices,
+    memory_stats,
+    placement,
+    process_info,
+    reset_memory_peak,
+    set_precision,
+    setup_devices,
+    slowest,
+)
+from torch_impl.lstm import build_lstm
+from torch_impl.matmul import prepare_matmul
+from torch_impl.models import (
+    count_params,
+    forward_layers,
+    get_weights,
+    load_weights,
+    loss_and_grads,
+    mixed_precision,
+    prepare_inference,
+    save_weights,
+    set_weights,
+)
+from torch_impl.profile import trace, trace_ops
+from torch_impl.train import make_trainer
+
+__all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

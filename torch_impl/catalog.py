@@ -1,0 +1,117 @@
+"""PyTorch's variants, each declared once as a record (parity.api.variants): what the harness runs, and the options
+this implementation's builders read (never the names). One device only: data parallelism (DistributedDataParallel
+over gloo, one process per replica) is not wired into the harness's one-worker-per-framework model yet, so PyTorch
+offers no variant over several devices, and a run's rows over several have none of PyTorch's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from parity.api.variants import ONE, Setting, Variant, lookup, offered
+
+
+@dataclass(frozen=True)
+class OpOptions:
+    """How an operation (the conv, the matmul) runs: eagerly, op by op ('eager', PyTorch out of the box), or as one
+    program compiled by `torch.compile` (Inductor; its first calls are compile time, kept apart); the conv's tensors
+    in channels-last memory format (`channels_last`: NHWC strides, what oneDNN's convolutions prefer); bfloat16
+    operands (cast once, beforehand; bfloat16 out, as the other implementations' bfloat16 variants)."""
+
+    compile: bool = False
+    channels_last: bool = False
+    bfloat16: bool = False
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """How a trained model (the CNN, the row LSTM) trains: eagerly (PyTorch out of the box) or its step compiled by
+    `torch.compile`; the CNN's activations in channels-last memory format; mixed precision by autocast (bfloat16
+    compute on the CPU, float32 parameters and Adam state, float32 loss)."""
+
+    compile: bool = False
+    channels_last: bool = False
+    mixed: bool = False
+
+
+@dataclass(frozen=True)
+class InferOptions:
+    """How a model infers: eagerly under `torch.inference_mode` or compiled by `torch.compile`; channels-last (the
+    CNN)."""
+
+    compile: bool = False
+    channels_last: bool = False
+
+
+# The operations. The conv: PyTorch's NCHW out of the box ('eager'), channels-last strides ('eager+cl': what oneDNN's
+# convolution prefers, 1.0 s against 1.9 s a call on zen4 at the article's shape, one run of four calls each), compiled
+# ('compile': Inductor calls the same convolution, 1.8 s: a lever, not the best-known). The matmul: one aten call
+# whether compiled or not (Inductor's extern mm), so eager only, and its bfloat16 operands.
+VARIANTS: tuple[Variant, ...] = (
+    Variant("eager", "conv", ONE, options=OpOptions()),
+    Variant("eager+cl", "conv", ONE, tuned=True, best=0, options=OpOptions(channels_last=True)),
+    Variant("compile", "conv", ONE, tuned=True, options=OpOptions(compile=True)),
+    Variant(
+        "eager+cl+bf16",
+        "conv",
+        ONE,
+        "bfloat16",
+        tuned=True,
+        best=0,
+        float32="eager+cl",
+        options=OpOptions(channels_last=True, bfloat16=True),
+    ),
+    Variant("eager", "matmul", ONE, best=0, options=OpOptions()),
+    Variant(
+        "eager+bf16", "matmul", ONE, "bfloat16", tuned=True, best=0, float32="eager", options=OpOptions(bfloat16=True)
+    ),
+    # The trained models: eager out of the box. `compile` is a lever, not the best-known: on zen4 its first CNN step
+    # took 26-34 s to compile and its later steps about eager's time (Dynamo breaks the step at torch.autograd.grad),
+    # and Dynamo does not trace nn.LSTM, whose layers run eagerly between compiled pieces. Channels-last is the
+    # CNN's best-known by the conv's figure above, unmeasured on the training step itself.
+    Variant("eager", "cnn_train", ONE, best=1, options=TrainOptions()),
+    Variant("eager+cl", "cnn_train", ONE, tuned=True, best=0, options=TrainOptions(channels_last=True)),
+    Variant("compile", "cnn_train", ONE, tuned=True, options=TrainOptions(compile=True)),
+    Variant(
+        "eager+autocast",
+        "cnn_train",
+        ONE,
+        "bfloat16",
+        tuned=True,
+        best=0,
+        float32="eager",
+        options=TrainOptions(mixed=True),
+    ),
+    # inference: 'predict' as in every implementation (eagerly, under torch.inference_mode), compiled or not
+    Variant("predict", "cnn_infer", ONE, best=0, options=InferOptions()),
+    Variant("predict+compile", "cnn_infer", ONE, tuned=True, options=InferOptions(compile=True)),
+    Variant("eager", "lstm_train", ONE, best=0, options=TrainOptions()),
+    Variant("compile", "lstm_train", ONE, tuned=True, options=TrainOptions(compile=True)),
+    Variant(
+        "eager+autocast",
+        "lstm_train",
+        ONE,
+        "bfloat16",
+        tuned=True,
+        best=0,
+        float32="eager",
+        options=TrainOptions(mixed=True),
+    ),
+    Variant("predict", "lstm_infer", ONE, best=0, options=InferOptions()),
+    Variant("predict+compile", "lstm_infer", ONE, tuned=True, options=InferOptions(compile=True)),
+)
+SETTINGS: tuple[Setting, ...] = ()
+
+
+def variants(kind: str, replicas: int) -> tuple[Variant, ...]:
+    """The variants of row kind `kind` over `replicas` devices: none over several (see above)."""
+    return offered(VARIANTS, kind, replicas)
+
+
+def variant(kind: str, name: str, replicas: int) -> Variant:
+    """The record named `name` among those offered. Raises ValueError naming the variants there are."""
+    return lookup(variants(kind, replicas), kind, name, replicas, "PyTorch")
+
+
+def settings(device: str, native_bf16: bool = False) -> tuple[Setting, ...]:
+    """Process-wide settings worth a worker of their own on `device`: none for PyTorch."""
+    return SETTINGS

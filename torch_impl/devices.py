@@ -1,0 +1,119 @@
+"""Device set-up for PyTorch: the CPU (and a CUDA GPU, unverified here), threads, precision, memory."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import torch
+
+from parity.api import Cluster, DeviceUnavailable
+
+_KINDS = {"cpu": "cpu", "gpu": "cuda"}
+
+
+def threads() -> int:
+    """The compute threads PyTorch's CPU kernels use: the other frameworks' count (OMP_NUM_THREADS where it is set,
+    else every core this process may run on), set before the first op."""
+    given = os.environ.get("OMP_NUM_THREADS", "")
+    return int(given) if given.isdigit() and int(given) > 0 else len(os.sched_getaffinity(0))
+
+
+def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) -> list[torch.device]:
+    """`replicas` handles of the one device of kind `device` (0: one). PyTorch offers no variant over several devices
+    (torch_impl.catalog), so over several the handles are the same device and no row runs on them.
+
+    Raises:
+        DeviceUnavailable: a multi-process run (PyTorch takes no part in one), a TPU (torch_xla is not wired), or a
+            device kind this PyTorch build does not have.
+    """
+    if cluster is not None:
+        raise DeviceUnavailable("PyTorch takes no part in a multi-process run (no --coordinator for it)")
+    if device == "tpu":
+        raise DeviceUnavailable(
+            "--device tpu asked for, but torch_impl runs PyTorch on a CPU or a CUDA GPU only "
+            "(torch_xla's PJRT path is not wired)"
+        )
+    if device not in _KINDS:
+        raise DeviceUnavailable(f"--device {device} asked for, but PyTorch has no device of that kind here")
+    if device == "gpu" and not torch.cuda.is_available():
+        raise DeviceUnavailable(f"--device gpu asked for, but PyTorch found only: {describe_devices()}")
+    torch.set_num_threads(threads())
+    return [torch.device(_KINDS[device], 0 if device == "gpu" else None)] * max(replicas, 1)
+
+
+def set_precision(precision: str) -> None:
+    """'highest': float32 products in float32 (no TF32 on a GPU); 'default': PyTorch's own choice."""
+    torch.backends.cuda.matmul.allow_tf32 = precision == "default"
+    torch.backends.cudnn.allow_tf32 = precision == "default"
+    torch.set_float32_matmul_precision("highest" if precision == "highest" else "high")
+
+
+def process_info(devices) -> dict:
+    """One process: {'process_id', 'num_processes', 'local_replicas'}."""
+    return {"process_id": 0, "num_processes": 1, "local_replicas": len(devices)}
+
+
+def describe_devices() -> str:
+    """What PyTorch sees, e.g. 'cpu x1 (2 threads)' or 'cuda x1 (NVIDIA H200)'."""
+    if torch.cuda.is_available():
+        return f"cuda x{torch.cuda.device_count()} ({torch.cuda.get_device_name(0)})"
+    return f"cpu x1 ({threads()} threads)"
+
+
+def list_devices() -> list[str]:
+    """Every device PyTorch sees, one description each."""
+    gpus = [f"cuda:{i} {torch.cuda.get_device_name(i)}" for i in range(torch.cuda.device_count())]
+    return ["cpu:0 cpu", *gpus]
+
+
+def device_kind() -> str:
+    """'cpu', or the first GPU's name."""
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+
+
+def _leaves(out) -> list:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, dict):
+        return [t for v in out.values() for t in _leaves(v)]
+    if isinstance(out, (list, tuple)):
+        return [t for v in out for t in _leaves(v)]
+    return []
+
+
+def placement(out) -> list[str]:
+    """The devices holding the tensors of `out`, as 'cpu:0' or 'gpu:0'."""
+    return sorted({"cpu:0" if t.device.type == "cpu" else f"gpu:{t.device.index or 0}" for t in _leaves(out)})
+
+
+def block(out) -> None:
+    """Wait until `out` is computed: a CPU op has returned when it is done; a GPU's queue is waited for."""
+    if any(t.device.type == "cuda" for t in _leaves(out)):
+        torch.cuda.synchronize()
+
+
+def slowest(seconds: float) -> float:
+    """One process: its own `seconds`."""
+    return float(seconds)
+
+
+def memory_stats(devices) -> list[dict] | None:
+    """A GPU's bytes in use and peak (`torch.cuda.memory_allocated`, `max_memory_allocated`; unverified on the CI
+    machine); None on the CPU (parity reads the process's resident set instead)."""
+    if devices[0].type != "cuda":
+        return None
+    return [{"in_use": torch.cuda.memory_allocated(), "peak": torch.cuda.max_memory_allocated()}]
+
+
+def reset_memory_peak(devices) -> bool:
+    """A GPU's peak is reset (`torch.cuda.reset_peak_memory_stats`); the CPU keeps none: False."""
+    if devices[0].type != "cuda":
+        return False
+    torch.cuda.reset_peak_memory_stats()
+    return True
+
+
+def to_numpy(t: torch.Tensor) -> np.ndarray:
+    """A tensor's values as a float32 NumPy array (bfloat16 widened exactly)."""
+    return t.detach().to("cpu", torch.float32).numpy()

@@ -1,0 +1,58 @@
+"""One two-operand operation (the conv, the matmul) on one device: the placing, compiling and reading both share, so
+each operation's module holds only its op and its layouts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from parity.api import Prepared, check_divisible
+from parity.api.variants import Variant
+from torch_impl.devices import placement, to_numpy
+
+
+def counted_flops(fn: Callable, *args) -> tuple[float | None, str]:
+    """FLOPs of one call of `fn` by PyTorch's own counter (torch.utils.flop_counter: matmuls and convolutions)."""
+    try:
+        with FlopCounterMode(display=False) as counter:
+            fn(*args)
+    except Exception as e:  # best effort: the analytic count stays the primary figure
+        return None, f"torch.utils.flop_counter failed ({type(e).__name__})"
+    return float(counter.get_total_flops()) or None, "torch.utils.flop_counter"
+
+
+def compiled(fn: Callable, on: bool) -> Callable:
+    """`fn` compiled by torch.compile (Inductor, its default mode; the first calls compile), or `fn` itself."""
+    return torch.compile(fn, dynamic=False) if on else fn
+
+
+def prepare_op(
+    op: Callable, v: Variant, x: np.ndarray, w: np.ndarray, devices: Sequence[torch.device], layout: Callable
+) -> Prepared:
+    """`op(a, b)` on the one device, with the operands laid out beforehand by `layout(x, w, options)` (cast once to
+    bfloat16 where the variant says, as the other implementations' bfloat16 variants), eager or compiled as the
+    variant's options say (torch_impl.catalog.OpOptions). `op` returns the output in the operands' NumPy layout.
+
+    Raises:
+        ValueError: several devices (PyTorch offers no variant over several: torch_impl.catalog).
+    """
+    check_divisible(x.shape[0], len(devices))
+    o = v.options
+    dtype = torch.bfloat16 if o.bfloat16 else torch.float32
+    a, b = layout(*(torch.from_numpy(np.ascontiguousarray(m)).to(devices[0], dtype) for m in (x, w)), o)
+    f = compiled(op, o.compile)
+
+    def run():
+        with torch.inference_mode():
+            return f(a, b)
+
+    return Prepared(
+        run,
+        lambda out: tuple(out.shape),
+        lambda out, idx: to_numpy(out[list(idx)]),
+        placement,
+        lambda: counted_flops(op, a, b),
+    )
