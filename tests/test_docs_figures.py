@@ -74,7 +74,7 @@ WORKLOADS = {
     "LSTM training": "lstm_train",
     "LSTM inference": "lstm_infer",
 }
-FRAMEWORKS = {"JAX": "jax", "TF": "tf", "Keras-JAX": "keras-jax"}
+FRAMEWORKS = {"JAX": "jax", "TF": "tf", "Keras-JAX": "keras-jax", "PyTorch": "torch"}
 LABEL = re.compile(r"^(.+?) x(\d+)( bfloat16)?: (JAX|TF|Keras-JAX) `([^`]+)` / (?:`([^`]+)`|best out of the box)$")
 
 
@@ -156,7 +156,11 @@ def _quoted(page: str) -> list[tuple[str, tuple]]:
     return out
 
 
-QUOTES = [q for page in ("glossary.md", "tuning.md", "results.md", "keras-jax.md", "gaps.md") for q in _quoted(page)]
+QUOTES = [
+    q
+    for page in ("glossary.md", "tuning.md", "results.md", "keras-jax.md", "gaps.md", "pytorch.md")
+    for q in _quoted(page)
+]
 
 
 def test_the_pages_quote_comparisons():
@@ -233,7 +237,7 @@ def test_the_notebooks_quick_times_are_the_class_readmes():
 
 # --- a row's median, quoted as `JAX `jit+ynn+thp` 2.434 s` -------------------------------------------------------
 
-MEDIAN = re.compile(r"\b(TF|JAX|Keras-JAX) `([^` ]+)` (\d+(?:\.\d+)?) (s|ms)\b")
+MEDIAN = re.compile(r"\b(TF|JAX|Keras-JAX|PyTorch) `([^` ]+)` (\d+(?:\.\d+)?) (s|ms)\b")
 LAYER = re.compile(r"\b(TF|JAX|Keras-JAX) `(\w+) (forward|backward)` (\d+\.\d\d) ms\b")  # a per-layer wall time
 
 
@@ -245,7 +249,7 @@ def _medians(page: str) -> list[tuple[str, tuple]]:
     return out
 
 
-MEDIANS = _medians("gaps.md") + _medians("tuning.md")
+MEDIANS = _medians("gaps.md") + _medians("tuning.md") + _medians("pytorch.md")
 
 
 def test_the_gaps_page_quotes_row_medians():
