@@ -98,9 +98,11 @@ SLOW_FILES = (
     "test_keras_jax.py",
     "test_lstm_jax.py",
     "test_lstm_keras.py",
+    "test_lstm_torch.py",
     "test_multiprocess.py",
     "test_notebook.py",
     "test_owners.py",
+    "test_torch_conventions.py",
 )
 SLOW_TESTS = (  # by name, or with its parameters: the CNN's training, its notebook-size build, every input case
     "test_timing.py::test_a_diverging_training_run_names_the_step",

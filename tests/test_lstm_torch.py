@@ -1,0 +1,271 @@
+"""The row LSTM in PyTorch: Keras's weights and equations (test_lstm_jax's float64 reference), one bias, every
+training variant on the one device, mixed precision and inference; tiny widths."""
+
+import numpy as np
+import pytest
+import torch
+from frameworks_setup import JAX_DEVICES, TORCH_DEVICES
+from test_lstm_jax import BATCH, TOL, UNITS, images, random_weights, ref_loss, reference, rel
+
+import jax_impl
+import torch_impl
+from parity.api.lstm import GATES, LstmArchitecture
+from parity.api.variants import ONE
+from parity.workloads.lstm import oracle
+from parity.workloads.lstm.tolerances import lstm_block_tolerances, lstm_bounds, lstm_tolerances
+from parity.workloads.trained.checks import trajectory
+from torch_impl import lstm
+
+
+def model_with(weights, units=UNITS):
+    m = torch_impl.build_lstm(units)
+    torch_impl.set_weights(m, weights)
+    return m
+
+
+# ---- weights ----
+
+
+def test_weights_round_trip_in_keras_order(tmp_path):
+    w = random_weights()
+    m = model_with(w)
+    assert [a.shape for a in torch_impl.get_weights(m)] == [t.shape for t in LstmArchitecture(UNITS).weights]
+    assert all(np.array_equal(a, b) for a, b in zip(w, torch_impl.get_weights(m), strict=True))
+    torch_impl.save_weights(m, tmp_path / "w.npz")
+    other = torch_impl.build_lstm(UNITS, seed=5)
+    torch_impl.load_weights(other, tmp_path / "w.npz")
+    assert all(np.array_equal(a, b) for a, b in zip(w, torch_impl.get_weights(other), strict=True))
+
+
+def test_a_weight_list_for_another_width_is_refused():
+    m = torch_impl.build_lstm(UNITS)
+    with pytest.raises(ValueError, match="lstm1.kernel"):
+        torch_impl.set_weights(m, random_weights(UNITS + 2))
+    with pytest.raises(ValueError, match="expected 8 weight arrays"):
+        torch_impl.set_weights(m, random_weights()[:-1])
+
+
+def test_parameters_are_counted_as_keras_does_and_only_kerass_train():
+    m, n = torch_impl.build_lstm(UNITS), LstmArchitecture(UNITS).params()
+    assert torch_impl.count_params(m) == {"total": n, "trainable": n, "non_trainable": 0}
+    # torch's second bias (bias_hh, 4U a layer) is held out of training: what trains is Keras's weights
+    assert sum(p.numel() for p in m.parameters()) == n + 2 * 4 * UNITS
+    assert sum(p.numel() for p in m.parameters() if p.requires_grad) == n
+
+
+def test_kerass_initialisers():
+    m = torch_impl.build_lstm(UNITS, seed=3)
+    k1, r1, b1, k2, r2, b2, kd, bd = torch_impl.get_weights(m)
+    u, f = UNITS, GATES.index("f")
+    for b in (b1, b2):  # unit_forget_bias: the forget gate's quarter at 1, the rest 0
+        expected = np.zeros(4 * u, np.float32)
+        expected[f * u : (f + 1) * u] = 1.0
+        assert np.array_equal(b, expected)
+    for r in (r1, r2):  # orthogonal (U, 4U): orthonormal rows
+        np.testing.assert_allclose(r @ r.T, np.eye(u), atol=1e-5)
+    for k in (k1, k2, kd):  # glorot_uniform: within sqrt(6 / (fan_in + fan_out))
+        assert np.abs(k).max() <= np.sqrt(6 / sum(k.shape)) and np.abs(k).max() > 0.5 * np.sqrt(6 / sum(k.shape))
+    assert not bd.any()
+    for name in ("lstm1", "lstm2"):  # the second bias: zero and frozen
+        assert not getattr(m, name).bias_hh_l0.any() and not getattr(m, name).bias_hh_l0.requires_grad
+    assert not np.array_equal(k1, torch_impl.get_weights(torch_impl.build_lstm(UNITS, seed=4))[0])  # the seed draws
+
+
+# ---- the forward pass: Keras's equations, gate order, h passed on ----
+
+
+def test_forward_blocks_are_kerass_equations():
+    w, (x, _) = random_weights(), images()
+    got, ref = torch_impl.forward_layers(model_with(w), x), reference(w, x)
+    tols = lstm_block_tolerances(w, x, "cpu", "highest")  # each block's bound, derived on these inputs
+    assert list(got) == ["lstm1", "lstm2", "logits", "probs"]
+    for k, a in got.items():
+        assert a.shape == ref[k].shape and a.dtype == np.float32, k
+        assert rel(a, ref[k]) <= tols[k], (k, rel(a, ref[k]), tols[k])
+
+
+def test_swapped_gate_columns_change_the_output_far_beyond_the_tolerance():
+    # Keras's columns with the i and f blocks exchanged: what a model reading them in another gate order computes
+    w, (x, _) = random_weights(), images()
+    u, swapped = UNITS, []
+    for t, a in zip(LstmArchitecture(UNITS).weights, w, strict=True):
+        if t.layer.startswith("lstm"):
+            a = np.concatenate([a[..., u : 2 * u], a[..., :u], a[..., 2 * u :]], axis=-1)
+        swapped.append(a)
+    ref = reference(w, x)
+    got = torch_impl.forward_layers(model_with(swapped), x)
+    assert rel(got["lstm1"], ref["lstm1"]) > 1000 * TOL
+    assert rel(got["logits"], ref["logits"]) > 1000 * TOL
+
+
+def test_the_second_layer_receives_h_and_passes_on_its_last_h_not_c():
+    # torch.nn.LSTM returns (sequence of h, (h_n, c_n)): lstm2 reads lstm1's h sequence and puts out h_n
+    w, (x, _) = random_weights(), images()
+    got, ref, tr = torch_impl.forward_layers(model_with(w), x), reference(w, x), oracle.lstm_trace(w, x)
+    assert rel(got["lstm1"], ref["lstm1"]) < TOL and rel(got["lstm1"], ref["lstm1_c"]) > 1000 * TOL
+    assert rel(got["lstm2"], ref["lstm2"]) < TOL and rel(got["lstm2"], tr.lstm2.c[:, -1]) > 1000 * TOL
+
+
+def test_forward_matches_the_oracle_module():
+    w, (x, _) = random_weights(), images()
+    got, ref = torch_impl.forward_layers(model_with(w), x), oracle.lstm_forward(w, x)
+    tols = lstm_block_tolerances(w, x, "cpu", "highest")
+    assert all(rel(got[k], ref[k]) <= tols[k] for k in ref)
+
+
+# ---- gradients ----
+
+
+def test_gradients_match_finite_differences_of_the_float64_equations():
+    w, (x, y) = random_weights(), images()
+    m = model_with(w)
+    g = torch_impl.loss_and_grads(m, x, y)
+    assert g.routing == [] and len(g.grads) == 8
+    assert abs(g.loss - ref_loss(w, x, y)) < TOL * abs(g.loss)
+    rng, eps = np.random.default_rng(0), 1e-6
+    for i, (a, got) in enumerate(zip(w, g.grads, strict=True)):
+        assert got.shape == a.shape and got.dtype == np.float32
+        for j in rng.choice(a.size, 3, replace=False):  # three entries of each array, central differences
+            up, down = [np.asarray(v, np.float64) for v in w], [np.asarray(v, np.float64) for v in w]
+            up[i].flat[j] += eps
+            down[i].flat[j] -= eps
+            fd = (ref_loss(up, x, y) - ref_loss(down, x, y)) / (2 * eps)
+            assert abs(got.flat[j] - fd) < 1e-4 * np.abs(got).max(), (i, j, got.flat[j], fd)
+    assert all(np.array_equal(a, b) for a, b in zip(w, torch_impl.get_weights(m), strict=True))  # left unchanged
+
+
+def test_gradients_match_the_oracle_module():
+    w, (x, y) = random_weights(), images()
+    g = torch_impl.loss_and_grads(model_with(w), x, y)
+    loss, ref = oracle.lstm_loss_and_grads(w, x, y)
+    bounds = lstm_bounds(w, x, y, "cpu", "highest")  # derived on these inputs: the loss's and each gradient's
+    assert abs(g.loss - loss) <= bounds["loss"] * loss
+    for a, b, bound in zip(g.grads, ref, bounds["grads"], strict=True):
+        assert np.max(np.abs(a - b)) <= bound * np.max(np.abs(b))
+
+
+# ---- training: every variant, on the one device ----
+
+
+def _train(variant, w, steps=2, mod=torch_impl, devices=TORCH_DEVICES):
+    x, y = images(steps * BATCH, seed=4)
+    m = mod.build_lstm(UNITS)
+    mod.set_weights(m, w)
+    t = mod.make_trainer(m, devices[:1], variant)
+    out = np.asarray(t.steps(x.reshape(steps, BATCH, 28, 28, 1), y.reshape(steps, BATCH)))
+    return t, out
+
+
+def _trajectory(mod, variant, t, out):
+    """A trainer's trajectory as a worker saves it, for parity.workloads.trained.checks.trajectory."""
+    saved = {f"traj/{variant}/loss": out[:, 0]}
+    return saved | {f"traj/{variant}/w{i:03d}": a for i, a in enumerate(mod.get_weights(t.model()))}
+
+
+def _judged(a, b, va, vb, dtype="float32"):
+    """The harness's trajectory rows (loss, parameters) of `a` against `b`."""
+    tols, table = lstm_tolerances("cpu", "highest", dtype), LstmArchitecture(UNITS).weights
+    return trajectory(a, b, va, vb, tols, 1, ("a", "b"), None, table)
+
+
+def test_every_eager_variant_trains_and_evaluates_what_it_exports():
+    w, (x, y) = random_weights(), images(seed=9)
+    variants = torch_impl.variants("lstm_train", 1)
+    assert variants and all(v.span == ONE for v in variants) and torch_impl.variants("lstm_train", 2) == ()
+    assert any(v.options.compile for v in variants)  # the compiled one: test_the_compiled_step_is_the_eager_step
+    saved = {}
+    for v in (v for v in variants if not v.options.compile):
+        t, out = _train(v.name, w)
+        assert out.shape == (2, 2) and np.all(np.isfinite(out)), v.name
+        assert t.compute_dtype == v.dtype and t.batchnorm == "none", v.name
+        assert t.kernel_path == lstm.kernel_path(v.dtype == "bfloat16"), v.name
+        assert t.placement() == ["cpu:0"] and t.step_cost() == (None, lstm.UNCOUNTED)
+        assert all(p.dtype == torch.float32 for p in (*t.params, *t.state["m"], *t.state["v"])), v.name
+        saved[v.name] = _trajectory(torch_impl, v.name, t, out)
+        trained = torch_impl.get_weights(t.model())
+        assert not any(np.array_equal(a, b) for a, b in zip(w, trained, strict=True)), v.name
+        if v.dtype == "float32":  # what it evaluates is what it exports (torch's second bias still at 0)
+            loss, bound = ref_loss(trained, x, y), lstm_bounds(trained, x, y, "cpu", "highest")["loss"]
+            assert abs(t.evaluate(x, y)["loss"] - loss) <= bound * loss, v.name
+    for v in variants:  # mixed precision against its float32 counterpart, within bfloat16's bounds
+        if v.dtype == "bfloat16":
+            rows = _judged(saved[v.name], saved[v.float32], v.name, v.float32, "bfloat16")
+            assert all(r["passed"] for r in rows), rows
+
+
+def test_the_eager_steps_are_jaxs_steps():
+    """Two steps from the same weights on the same batches, judged as the harness judges them: PyTorch's eager steps
+    against Flax's jitted ones."""
+    w = random_weights()
+    a = _trajectory(torch_impl, "eager", *_train("eager", w))
+    b = _trajectory(jax_impl, "jit", *_train("jit", w, mod=jax_impl, devices=JAX_DEVICES))
+    rows = _judged(a, b, "eager", "jit")
+    assert len(rows) == 2 and all(r["passed"] for r in rows), rows
+
+
+def test_the_compiled_step_is_the_eager_step():
+    """The file's one compiled step (torch.compile: its first call compiles, tens of seconds): the eager step's loss
+    and weights, to float32 rounding."""
+    w = random_weights()
+    (te, oe), (tc, oc) = _train("eager", w, steps=1), _train("compile", w, steps=1)
+    assert tc.kernel_path == lstm.kernel_path(compiled=True) and tc.compute_dtype == "float32"
+    np.testing.assert_allclose(oc, oe, rtol=1e-5)
+    for a, b in zip(torch_impl.get_weights(tc.model()), torch_impl.get_weights(te.model()), strict=True):
+        assert rel(a, b) < TOL
+
+
+def test_a_cnn_trainer_has_no_recurrent_kernel():
+    t = torch_impl.make_trainer(torch_impl.build_cnn(0), TORCH_DEVICES, "eager")
+    assert t.kernel_path is None and t.batchnorm == "replica"
+
+
+def test_lstm_variants_are_their_own_row_kinds():
+    m, x = torch_impl.build_lstm(UNITS), images()[0]
+    with pytest.raises(ValueError, match="lstm_train"):
+        torch_impl.make_trainer(m, TORCH_DEVICES, "eager+cl")  # the CNN's
+    with pytest.raises(ValueError, match="lstm_train"):
+        torch_impl.make_trainer(m, TORCH_DEVICES * 2, "eager")  # none over several devices
+    with pytest.raises(ValueError, match="lstm_infer"):
+        torch_impl.prepare_inference(m, x, TORCH_DEVICES, "predict+nothing")
+    for v in torch_impl.VARIANTS:  # a bfloat16 variant's float32 counterpart: the same step in float32
+        if v.kind == "lstm_train" and v.dtype == "bfloat16":
+            f32 = torch_impl.catalog.variant(v.kind, v.float32, 1)
+            assert f32.options == type(v.options)(**{**vars(v.options), "mixed": False}), v.name
+
+
+# ---- mixed precision, inference, the kernel it runs ----
+
+
+def test_mixed_precision_computes_in_bfloat16_on_float32_parameters():
+    w, (x, _) = random_weights(), images()
+    m = torch_impl.mixed_precision(model_with(w))
+    assert m.mixed and all(
+        np.array_equal(a, b) and b.dtype == np.float32 for a, b in zip(w, torch_impl.get_weights(m), strict=True)
+    )
+    out, ref = torch_impl.forward_layers(m, x), reference(w, x)["probs"]
+    assert out["lstm1"].dtype.name == "bfloat16" and out["logits"].dtype == out["probs"].dtype == np.float32
+    assert rel(out["probs"], ref) < 0.05  # bfloat16's 8 bits through 56 steps
+    assert rel(out["probs"], ref) > 100 * rel(torch_impl.forward_layers(model_with(w), x)["probs"], ref)  # not float32
+
+
+@pytest.mark.parametrize("variant", ["predict", "predict+compile"])
+def test_inference_is_the_forward_pass(variant):
+    w, (x, _) = random_weights(), images()
+    m = model_with(w)
+    p = torch_impl.prepare_inference(m, x, TORCH_DEVICES, variant)
+    assert p.kernel_path == lstm.kernel_path(compiled=variant.endswith("+compile"))
+    out = p.run()
+    assert p.shape(out) == (BATCH, 10) and p.placement(out) == ["cpu:0"]
+    np.testing.assert_allclose(p.rows(out, range(BATCH)), torch_impl.forward_layers(m, x)["probs"], atol=1e-6)
+    assert p.cost() == (None, lstm.UNCOUNTED)
+
+
+def test_the_kernel_path_is_the_one_the_profiler_sees():
+    x = images()[0]
+    for mixed in (False, True):
+        m = model_with(random_weights())
+        with torch.profiler.profile() as prof:
+            torch_impl.forward_layers(torch_impl.mixed_precision(m) if mixed else m, x)
+        onednn = "aten::mkldnn_rnn_layer" in {e.key for e in prof.key_averages()}  # oneDNN's fused layer ran
+        assert lstm.kernel_path(mixed).startswith("oneDNN's" if onednn else "ATen's"), mixed
+    assert lstm.kernel_path(compiled=True) == lstm.kernel_path() + ", eager between compiled pieces"
