@@ -878,3 +878,27 @@ def test_a_forced_cpu_device_count_that_contradicts_the_replicas_is_refused(tmp_
     agrees = {"XLA_FLAGS": "--xla_force_host_platform_device_count=8"}
     check_environment("cpu", ("jax", "keras-jax"), (8,), agrees)  # no contradiction: nothing overridden
     check_environment("cpu", ("tf",), (1, 8), agrees)  # TensorFlow makes no CPU devices from it
+
+
+def test_a_framework_with_no_path_for_the_device_is_left_out_beside_others_and_refused_alone(tmp_path, capsys, fakes):
+    """PyTorch on a TPU (torch_impl.devices): beside other frameworks its rows are left out and the first screen
+    says why in one line; asked for alone, the run ends with that line as its error and writes nothing."""
+    from fakeimpl import FakeImpl, LocalWorker
+
+    from parity import api
+
+    class NoPath(FakeImpl):
+        def setup_devices(self, device, replicas, cluster=None):
+            raise api.DeviceNotOffered("no code path for this device here (fake)")
+
+    LocalWorker.FAKES["jax"] = {"default": NoPath()}  # the fixture's monkeypatch restores FAKES after the test
+    both = [a for a in fakes if a not in ("--framework", "tf")]
+    assert run.main([*both, "--framework", "all", "--out", str(tmp_path / "all")]) == 0
+    said = capsys.readouterr().out
+    doc = json.loads((tmp_path / "all" / "results.json").read_text())
+    assert "jax" not in {r["framework"] for r in doc["rows"]} and doc["rows"]
+    assert "not run: jax: no code path for this device here (fake)" in said
+    assert run.main([*both, "--framework", "jax", "--out", str(tmp_path / "alone")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "no code path for this device here (fake)" in err[0], err
+    assert not (tmp_path / "alone").exists() or not list((tmp_path / "alone").iterdir())

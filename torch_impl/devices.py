@@ -7,7 +7,7 @@ import os
 import numpy as np
 import torch
 
-from parity.api import Cluster, DeviceUnavailable
+from parity.api import Cluster, DeviceNotOffered, DeviceUnavailable
 
 _KINDS = {"cpu": "cpu", "gpu": "cuda"}
 
@@ -29,8 +29,8 @@ def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) ->
     """
     if cluster is not None:
         raise DeviceUnavailable("PyTorch takes no part in a multi-process run (no --coordinator for it)")
-    if device == "tpu":
-        raise DeviceUnavailable(
+    if device == "tpu":  # beside other frameworks: PyTorch's rows left out, said in one line (parity.api)
+        raise DeviceNotOffered(
             "--device tpu asked for, but torch_impl runs PyTorch on a CPU or a CUDA GPU only "
             "(torch_xla's PJRT path is not wired)"
         )

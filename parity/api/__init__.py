@@ -23,6 +23,11 @@ class DeviceUnavailable(RuntimeError):
     """The requested device is absent, or has fewer cores than replicas asked for."""
 
 
+class DeviceNotOffered(DeviceUnavailable):
+    """The implementation has no code path for this kind of device (PyTorch on a TPU): beside other frameworks its
+    rows are left out and the run says why in one line; asked for alone, it is the run's error."""
+
+
 def check_divisible(batch: int, replicas: int) -> int:
     """Per-replica batch; a batch that does not split evenly is an error, never padded or dropped."""
     if replicas < 1:

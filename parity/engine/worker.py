@@ -1,9 +1,9 @@
 """One framework on one device set, in its own process, driven by the parent over JSON lines.
 
 `python -m parity.engine.worker --framework jax --device cpu --replicas 8 --precision default`
-says hello ({"status": "ready" | "missing" | "unavailable", ...}) on its original stdout (the framework's own
-chatter goes to stderr), then answers each request of parity.common.protocol with the record it names, or with
-{"error", "traceback", "bug"}, until Quit or the end of stdin. A row kind or workload is one of
+says hello ({"status": "ready" | "missing" | "not offered" | "unavailable", ...}) on its original stdout (the
+framework's own chatter goes to stderr), then answers each request of parity.common.protocol with the record it
+names, or with {"error", "traceback", "bug"}, until Quit or the end of stdin. A row kind or workload is one of
 parity.workloads.WORKLOADS; this module knows no workload by name.
 """
 
@@ -16,7 +16,7 @@ import platform
 import sys
 import traceback
 
-from parity.api import DeviceUnavailable
+from parity.api import DeviceNotOffered, DeviceUnavailable
 from parity.api.cluster import Cluster
 from parity.api.variants import lookup
 from parity.common import frameworks, protocol
@@ -93,6 +93,9 @@ def serve(args, out) -> None:
     try:
         cluster = Cluster.from_json(args.cluster) if args.cluster else None
         devices = impl.setup_devices(args.device, 0 if cluster else args.replicas, cluster)
+    except DeviceNotOffered as e:
+        say({"status": "not offered", "error": str(e)})
+        return
     except DeviceUnavailable as e:
         say({"status": "unavailable", "error": str(e)})
         return

@@ -238,7 +238,8 @@ def start_workers(
 
 
 def await_workers(cfg: Config, workers: dict[str, Worker]) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:
-    """Each worker's first words: ready, missing (its framework is not installed) or unavailable (the device)."""
+    """Each worker's first words: ready, missing (its framework is not installed), not offered (no code path for the
+    device: left out beside other frameworks) or unavailable (the device)."""
     ready, hello, skipped, absent = {}, {}, [], []
     wait_s = min(300, cfg.timeout_s) + (cfg.cluster.timeout_s if cfg.cluster else 0)  # joining waits for every process
     try:
@@ -253,8 +254,8 @@ def await_workers(cfg: Config, workers: dict[str, Worker]) -> tuple[dict[str, Wo
             w.close()
             if msg["status"] == "missing" and w.python != sys.executable:  # an interpreter chosen for it
                 absent.append(f"{w.label}: {msg['error']} (--python {w.framework}={w.python})")
-            elif msg["status"] == "missing":
-                if w.setting == "default":
+            elif msg["status"] == "missing" or (msg["status"] == "not offered" and len(cfg.frameworks) > 1):
+                if w.setting == "default":  # not installed, or no code path for this device beside others that run
                     skipped.append({"framework": w.framework, "reason": msg["error"]})
             else:
                 absent.append(f"{w.label}: {msg['error']}")
