@@ -42,10 +42,17 @@ class InferOptions:
     channels_last: bool = False
 
 
-# The operations. The conv: PyTorch's NCHW out of the box ('eager'), channels-last strides ('eager+cl': what oneDNN's
-# convolution prefers, 1.0 s against 1.9 s a call on zen4 at the article's shape, one run of four calls each), compiled
-# ('compile': Inductor calls the same convolution, 1.8 s: a lever, not the best-known). The matmul: one aten call
-# whether compiled or not (Inductor's extern mm), so eager only, and its bfloat16 operands.
+# Every variant, in the order rows are listed. `best`: the best-known configuration's order of preference within a
+# row kind and number format (lower first), by `--preset levers` on zen4 for PyTorch alone
+# (docs/results/zen4/cpu-levers-pytorch.json, each figure a variant's median over eager's, its 95% interval):
+# - the conv: channels-last strides ('eager+cl', what oneDNN's convolution prefers) 0.56x (0.45-0.57); compiled
+#   ('compile': Inductor calls the same convolution) 0.96x, no difference; a lever;
+# - the matmul: one aten call whether compiled or not (Inductor's extern mm), so eager only, and bfloat16 operands;
+# - CNN training: compiled 0.89x (0.88-0.93) and channels-last 0.91x (0.88-0.95), no difference between the two; the
+#   compiled step's first epoch took 20 s (its compilation), so channels-last is the best-known;
+# - CNN inference: compiled 0.88x (0.87-0.88), a first call of 3.7 s: the best-known;
+# - LSTM training: compiled 0.85x (0.77-0.92), 5.3 s to compile (Dynamo does not trace nn.LSTM: the LSTM layers run
+#   eagerly between compiled pieces): the best-known; LSTM inference: compiled 1.03x, no difference: a lever.
 VARIANTS: tuple[Variant, ...] = (
     Variant("eager", "conv", ONE, options=OpOptions()),
     Variant("eager+cl", "conv", ONE, tuned=True, best=0, options=OpOptions(channels_last=True)),
@@ -64,10 +71,6 @@ VARIANTS: tuple[Variant, ...] = (
     Variant(
         "eager+bf16", "matmul", ONE, "bfloat16", tuned=True, best=0, float32="eager", options=OpOptions(bfloat16=True)
     ),
-    # The trained models: eager out of the box. `compile` is a lever, not the best-known: on zen4 its first CNN step
-    # took 26-34 s to compile and its later steps about eager's time (Dynamo breaks the step at torch.autograd.grad),
-    # and Dynamo does not trace nn.LSTM, whose layers run eagerly between compiled pieces. Channels-last is the
-    # CNN's best-known by the conv's figure above, unmeasured on the training step itself.
     Variant("eager", "cnn_train", ONE, best=1, options=TrainOptions()),
     Variant("eager+cl", "cnn_train", ONE, tuned=True, best=0, options=TrainOptions(channels_last=True)),
     Variant("compile", "cnn_train", ONE, tuned=True, options=TrainOptions(compile=True)),
@@ -82,10 +85,10 @@ VARIANTS: tuple[Variant, ...] = (
         options=TrainOptions(mixed=True),
     ),
     # inference: 'predict' as in every implementation (eagerly, under torch.inference_mode), compiled or not
-    Variant("predict", "cnn_infer", ONE, best=0, options=InferOptions()),
-    Variant("predict+compile", "cnn_infer", ONE, tuned=True, options=InferOptions(compile=True)),
-    Variant("eager", "lstm_train", ONE, best=0, options=TrainOptions()),
-    Variant("compile", "lstm_train", ONE, tuned=True, options=TrainOptions(compile=True)),
+    Variant("predict", "cnn_infer", ONE, best=1, options=InferOptions()),
+    Variant("predict+compile", "cnn_infer", ONE, tuned=True, best=0, options=InferOptions(compile=True)),
+    Variant("eager", "lstm_train", ONE, best=1, options=TrainOptions()),
+    Variant("compile", "lstm_train", ONE, tuned=True, best=0, options=TrainOptions(compile=True)),
     Variant(
         "eager+autocast",
         "lstm_train",
