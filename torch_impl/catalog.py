@@ -51,8 +51,10 @@ class InferOptions:
 # - CNN training: compiled 0.89x (0.88-0.93) and channels-last 0.91x (0.88-0.95), no difference between the two; the
 #   compiled step's first epoch took 20 s (its compilation), so channels-last is the best-known;
 # - CNN inference: compiled 0.88x (0.87-0.88), a first call of 3.7 s: the best-known;
-# - LSTM training: compiled 0.85x (0.77-0.92), 5.3 s to compile (Dynamo does not trace nn.LSTM: the LSTM layers run
-#   eagerly between compiled pieces): the best-known; LSTM inference: compiled 1.03x, no difference: a lever.
+# - LSTM training: compiled 0.85x (0.77-0.92) there, 1.17x (1.05-1.26) in the next default run
+#   (docs/results/zen4/cpu-default-pytorch.json): no steady gain (Dynamo does not trace nn.LSTM, whose layers run
+#   eagerly between compiled pieces), a lever; LSTM inference: compiled 1.03x, no difference: a lever. CNN inference's
+#   0.88x held in that default run too (0.87x, 0.80-0.89).
 VARIANTS: tuple[Variant, ...] = (
     Variant("eager", "conv", ONE, options=OpOptions()),
     Variant("eager+cl", "conv", ONE, tuned=True, best=0, options=OpOptions(channels_last=True)),
@@ -87,8 +89,8 @@ VARIANTS: tuple[Variant, ...] = (
     # inference: 'predict' as in every implementation (eagerly, under torch.inference_mode), compiled or not
     Variant("predict", "cnn_infer", ONE, best=1, options=InferOptions()),
     Variant("predict+compile", "cnn_infer", ONE, tuned=True, best=0, options=InferOptions(compile=True)),
-    Variant("eager", "lstm_train", ONE, best=1, options=TrainOptions()),
-    Variant("compile", "lstm_train", ONE, tuned=True, best=0, options=TrainOptions(compile=True)),
+    Variant("eager", "lstm_train", ONE, best=0, options=TrainOptions()),
+    Variant("compile", "lstm_train", ONE, tuned=True, options=TrainOptions(compile=True)),
     Variant(
         "eager+autocast",
         "lstm_train",
