@@ -3,6 +3,7 @@ framework the rows hold, in the frameworks' table order, the first of them the r
 read as they always did. No TensorFlow or JAX starts: a third framework is one more row of the table, served by
 the fake (tests/fakeimpl.py)."""
 
+import dataclasses
 import html
 import json
 import re
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakeimpl import FakeImpl, fake_engine
+from fakeimpl import FakeImpl, LocalWorker, fake_engine
 from test_oracle import _saved, random_cnn_weights
 
 from parity import compare
@@ -383,3 +384,26 @@ def test_a_framework_with_no_multi_process_part_is_left_out_of_all_and_refused_b
 
     args = cli.parser().parse_args(["--coordinator", "localhost:1", "--num-processes", "2", "--process-id", "1"])
     assert cli.config(args).frameworks == (frameworks.TF, frameworks.JAX)
+
+
+def test_a_framework_without_data_parallelism_starts_no_worker_over_several_devices(three, tmp_path, monkeypatch):
+    """PyTorch's case (frameworks.Framework.data_parallel): over 2 devices no worker of it starts, its rows are one
+    device's, and the run says why once; the others run both rounds."""
+    one = dataclasses.replace(KERAS, data_parallel=False)
+    monkeypatch.setitem(frameworks.TABLE, one.key, one)
+    fakes = {fw: {"default": FakeImpl(delay_s=DELAY[fw])} for fw in three}
+    fake_engine(monkeypatch, PEAK, fakes)
+    started = []
+    init = LocalWorker.__init__
+    monkeypatch.setattr(
+        LocalWorker, "__init__", lambda w, fw, dev, n, *a, **k: started.append((fw, n)) or init(w, fw, dev, n, *a, **k)
+    )
+    cfg = Config(frameworks=three, workloads=("conv",), replicas=(1, 2), quick=True, reps=3, max_reps=3, budget_s=0.0,
+                 warmup=0, progress=False)  # fmt: skip
+    res = run_suite(cfg, tmp_path)
+    assert sorted(started) == sorted([(fw, 1) for fw in three] + [("tf", 2), ("jax", 2)])
+    assert {(r["framework"], r["replicas"]) for r in res["rows"]} == {*((fw, 1) for fw in three), ("tf", 2), ("jax", 2)}
+    assert res["skipped"] == [
+        {"framework": "kjax", "reason": "over 2 devices: Keras (JAX) offers no data-parallel variant"}
+    ]
+    assert Config(frameworks=("kjax",), replicas=(2,)).rounds(2) == []

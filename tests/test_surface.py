@@ -137,3 +137,14 @@ def test_each_implementations_table_is_complete(module):
     assert len(ranks) == len(set(ranks)), "two variants share a best-known rank"
     for s in tables.SETTINGS:
         assert set(s.formats) <= {"float32", "bfloat16"} and set(s.needs) <= {"bf16", "thp", "no-thp"}, s
+
+
+@pytest.mark.parametrize("impl", [jax_impl, tf_impl, torch_impl], ids=["jax", "tf", "torch"])
+def test_a_framework_declared_without_data_parallelism_offers_no_variant_over_several_devices(impl):
+    """frameworks.Framework.data_parallel and the catalog say the same: the engine starts no worker of a framework
+    without it over several devices, so a data-parallel variant of its would never run."""
+    from parity.api.variants import MANY
+    from parity.common import frameworks
+
+    (record,) = [f for f in frameworks.TABLE.values() if f.module == impl.__name__]
+    assert record.data_parallel == any(v.span == MANY for v in impl.VARIANTS)

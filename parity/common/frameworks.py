@@ -27,6 +27,9 @@ class Framework:
     # Flax, the same runtime under other model code ('is hand-written Flax worth it?')
     versus: tuple[str, ...] = ()
     multiprocess: bool = True  # takes part in a multi-process run (--coordinator)
+    # offers variants over several devices: where not, a round over several starts no worker of it (its catalog
+    # declares none: tests/test_surface.py) and the run says so
+    data_parallel: bool = True
 
 
 # The keys, for code about one framework in particular (TF's multi-worker cluster, JAX's platform names); code about
@@ -71,6 +74,7 @@ TABLE = {
             "tab:red",
             keeps_out=("tensorflow", "jax"),
             multiprocess=False,  # DistributedDataParallel over gloo is not wired into the launcher
+            data_parallel=False,  # nor into a worker (torch_impl.catalog)
         ),
     )
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from parity.api.cluster import Cluster
+from parity.common import frameworks as known  # the table (Config.frameworks: the keys a run asked for)
 from parity.common.frameworks import KEYS
 from parity.workloads import WORKLOADS
 
@@ -134,16 +135,33 @@ class Config:
             return self.replicas
         return PRESETS["quick" if self.quick else self.preset].replica_counts(self.device)
 
-    def rounds(self) -> list[Config]:
-        """The run's workloads in the rounds that share one set of workers: all of them, but one workload a round
-        where every configuration runs (`--configs levers` or `all`: a dozen workers on a CPU). There each worker
-        keeps what its largest buffers took (TensorFlow's allocator, the '+heap' settings' malloc): on zen4 the
-        machine's used memory peaked at 20.5 GB in the conv's round, 12.4 GB in the CNN's
+    def rounds(self, replicas: int = 1) -> list[Config]:
+        """The run's workloads in the rounds over `replicas` devices that share one set of workers: all of them, but
+        one workload a round where every configuration runs (`--configs levers` or `all`: a dozen workers on a CPU).
+        There each worker keeps what its largest buffers took (TensorFlow's allocator, the '+heap' settings' malloc):
+        on zen4 the machine's used memory peaked at 20.5 GB in the conv's round, 12.4 GB in the CNN's
         (docs/results/zen4/cpu-levers-memory.txt); with one set of workers for every workload, the next workloads
-        came on top of the conv's until the kernel killed a worker at 23 GiB."""
-        if self.tuned and self.configs in ("levers", "all") and len(self.workloads) > 1:
-            return [replace(self, workloads=(wl,)) for wl in self.workloads]
-        return [self]
+        came on top of the conv's until the kernel killed a worker at 23 GiB. Over several devices, the frameworks
+        without data parallelism (left_out) are not in them; none if no framework is left."""
+        left = {s["framework"] for s in self.left_out(replicas)}
+        cfg = replace(self, frameworks=tuple(fw for fw in self.frameworks if fw not in left))
+        if not cfg.frameworks:
+            return []
+        if cfg.tuned and cfg.configs in ("levers", "all") and len(cfg.workloads) > 1:
+            return [replace(cfg, workloads=(wl,)) for wl in cfg.workloads]
+        return [cfg]
+
+    def left_out(self, replicas: int) -> list[dict]:
+        """The frameworks that offer no variant over `replicas` devices (0: every chip, which may be one, is not
+        several), each with why: the run's skipped notes."""
+        return [
+            {
+                "framework": fw,
+                "reason": f"over {replicas} devices: {known.label(fw)} offers no data-parallel variant",
+            }
+            for fw in self.frameworks
+            if replicas > 1 and fw in known.TABLE and not known.TABLE[fw].data_parallel
+        ]
 
     def matmul_size(self) -> int:
         """The side of the square matrix products that measure a CPU's peaks (the preset's)."""

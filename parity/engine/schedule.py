@@ -64,8 +64,7 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
     _check_batches(cfg)
     suites = {wl: WORKLOADS[wl].suite for wl in cfg.workloads if WORKLOADS[wl].suite is not None}
     run = RunState(suites, {wl: {} for wl in cfg.workloads})
-    if cfg.cluster is not None:
-        run.notes.append(cluster.run_note(cfg))
+    run.notes += [cluster.run_note(cfg)] if cfg.cluster is not None else []
     run.notes += compilation_cache_notes(cfg.frameworks)
     for wl, suite in suites.items():  # first: data that is absent or corrupt ends the run before anything is measured
         log(cfg, f"{wl}: reading its data (or making it)")
@@ -77,7 +76,8 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
         if r == 0 and last is not None and last.replicas == 1 and chips(cfg.device, last.hello) == 1:
             run.notes.append(f"one {cfg.device} chip: the x1 rows are every chip's (no second round)")
             continue
-        for part in cfg.rounds():  # the workloads that share one set of workers (Config.rounds)
+        run.skipped.extend(s for s in cfg.left_out(r) if s not in run.skipped)  # no data parallelism: no worker
+        for part in cfg.rounds(r):  # the workloads and frameworks that share one set of workers (Config.rounds)
             rnd = Round(part, run, r, save_dir)
             (save_dir / "tmp").mkdir(exist_ok=True)
             if cfg.exclusive:  # one owner at a time: nothing of the parent's beside a starting owner
