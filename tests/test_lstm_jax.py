@@ -1,17 +1,20 @@
-"""The row LSTM in Flax NNX: Keras's weights and equations (checked against NumPy written here, in float64), every
-training variant, mixed precision and inference; tiny widths."""
+"""The row LSTM in Flax NNX: Keras's weights and equations (checked against NumPy written here, in float64; these
+tests PyTorch's too, BOTH), every training variant, mixed precision and inference; tiny widths."""
 
 import numpy as np
 import pytest
 from frameworks_setup import JAX_DEVICES
 
 import jax_impl
+import torch_impl
 from parity.api.lstm import GATES, LstmArchitecture
 from parity.api.variants import MANY, ONE
 from parity.workloads.lstm import oracle
 from parity.workloads.lstm.tolerances import lstm_block_tolerances, lstm_bounds
 
 UNITS, BATCH = 6, 8
+# Keras's equations, which each hand-written implementation takes alike (PyTorch's own tests: test_lstm_torch.py)
+BOTH = pytest.mark.parametrize("mod", [jax_impl, torch_impl], ids=["jax", "torch"])
 # float32 rounding (about 6e-8 an operation, sqrt(36) terms a reduction) carried through 2 x 28 steps of a
 # recurrence whose Jacobian is near 1 at these weights: a few 1e-6 at most, relative to the block's max |value|
 TOL = 2e-5
@@ -69,32 +72,34 @@ def rel(got, ref):
     return float(np.max(np.abs(np.asarray(got, np.float64) - ref)) / np.max(np.abs(ref)))
 
 
-def model_with(weights, units=UNITS):
-    m = jax_impl.build_lstm(units)
-    jax_impl.set_weights(m, weights)
+def model_with(weights, units=UNITS, mod=jax_impl):
+    m = mod.build_lstm(units)
+    mod.set_weights(m, weights)
     return m
 
 
 # ---- weights ----
 
 
-def test_weights_round_trip_in_keras_order(tmp_path):
+@BOTH
+def test_weights_round_trip_in_keras_order(mod, tmp_path):
     w = random_weights()
-    m = model_with(w)
-    assert [a.shape for a in jax_impl.get_weights(m)] == [t.shape for t in LstmArchitecture(UNITS).weights]
-    assert all(np.array_equal(a, b) for a, b in zip(w, jax_impl.get_weights(m), strict=True))
-    jax_impl.save_weights(m, tmp_path / "w.npz")
-    other = jax_impl.build_lstm(UNITS, seed=5)
-    jax_impl.load_weights(other, tmp_path / "w.npz")
-    assert all(np.array_equal(a, b) for a, b in zip(w, jax_impl.get_weights(other), strict=True))
+    m = model_with(w, mod=mod)
+    assert [a.shape for a in mod.get_weights(m)] == [t.shape for t in LstmArchitecture(UNITS).weights]
+    assert all(np.array_equal(a, b) for a, b in zip(w, mod.get_weights(m), strict=True))
+    mod.save_weights(m, tmp_path / "w.npz")
+    other = mod.build_lstm(UNITS, seed=5)
+    mod.load_weights(other, tmp_path / "w.npz")
+    assert all(np.array_equal(a, b) for a, b in zip(w, mod.get_weights(other), strict=True))
 
 
-def test_a_weight_list_for_another_width_is_refused():
-    m = jax_impl.build_lstm(UNITS)
+@BOTH
+def test_a_weight_list_for_another_width_is_refused(mod):
+    m = mod.build_lstm(UNITS)
     with pytest.raises(ValueError, match="lstm1.kernel"):
-        jax_impl.set_weights(m, random_weights(UNITS + 2))
+        mod.set_weights(m, random_weights(UNITS + 2))
     with pytest.raises(ValueError, match="expected 8 weight arrays"):
-        jax_impl.set_weights(m, random_weights()[:-1])
+        mod.set_weights(m, random_weights()[:-1])
 
 
 def test_parameters_are_counted_as_keras_does():
@@ -102,8 +107,9 @@ def test_parameters_are_counted_as_keras_does():
     assert jax_impl.count_params(jax_impl.build_lstm(UNITS)) == {"total": n, "trainable": n, "non_trainable": 0}
 
 
-def test_kerass_initialisers():
-    k1, r1, b1, k2, r2, b2, kd, bd = jax_impl.get_weights(jax_impl.build_lstm(UNITS, seed=3))
+@BOTH
+def test_kerass_initialisers(mod):
+    k1, r1, b1, k2, r2, b2, kd, bd = mod.get_weights(mod.build_lstm(UNITS, seed=3))
     u, f = UNITS, GATES.index("f")
     for b in (b1, b2):  # unit_forget_bias: the forget gate's quarter at 1, the rest 0
         expected = np.zeros(4 * u, np.float32)
@@ -119,9 +125,10 @@ def test_kerass_initialisers():
 # ---- the forward pass: Keras's equations, gate order and carry order ----
 
 
-def test_forward_blocks_are_kerass_equations():
+@BOTH
+def test_forward_blocks_are_kerass_equations(mod):
     w, (x, _) = random_weights(), images()
-    got, ref = jax_impl.forward_layers(model_with(w), x), reference(w, x)
+    got, ref = mod.forward_layers(model_with(w, mod=mod), x), reference(w, x)
     tols = lstm_block_tolerances(w, x, "cpu", "highest")  # each block's bound, derived on these inputs
     assert list(got) == ["lstm1", "lstm2", "logits", "probs"]
     for k, a in got.items():
@@ -129,7 +136,8 @@ def test_forward_blocks_are_kerass_equations():
         assert rel(a, ref[k]) <= tols[k], (k, rel(a, ref[k]), tols[k])
 
 
-def test_swapped_gate_columns_change_the_output_far_beyond_the_tolerance():
+@BOTH
+def test_swapped_gate_columns_change_the_output_far_beyond_the_tolerance(mod):
     # the same weights with the i and f column blocks exchanged: a model that read Keras's columns in another gate
     # order would compute this
     w, (x, _) = random_weights(), images()
@@ -139,7 +147,7 @@ def test_swapped_gate_columns_change_the_output_far_beyond_the_tolerance():
             a = np.concatenate([a[..., u : 2 * u], a[..., :u], a[..., 2 * u :]], axis=-1)
         swapped.append(a)
     ref = reference(w, x)
-    got = jax_impl.forward_layers(model_with(swapped), x)
+    got = mod.forward_layers(model_with(swapped, mod=mod), x)
     assert rel(got["lstm1"], ref["lstm1"]) > 1000 * TOL
     assert rel(got["logits"], ref["logits"]) > 1000 * TOL
 
@@ -155,9 +163,10 @@ def test_the_second_layer_receives_h_not_c():
     assert rel(got["lstm2"], ref["lstm2"]) < TOL and rel(got["lstm2"], from_c) > 1000 * TOL
 
 
-def test_forward_matches_the_oracle_module():
+@BOTH
+def test_forward_matches_the_oracle_module(mod):
     w, (x, _) = random_weights(), images()
-    got, ref = jax_impl.forward_layers(model_with(w), x), oracle.lstm_forward(w, x)
+    got, ref = mod.forward_layers(model_with(w, mod=mod), x), oracle.lstm_forward(w, x)
     tols = lstm_block_tolerances(w, x, "cpu", "highest")
     assert all(rel(got[k], ref[k]) <= tols[k] for k in ref)
 
@@ -165,9 +174,10 @@ def test_forward_matches_the_oracle_module():
 # ---- gradients ----
 
 
-def test_gradients_match_finite_differences_of_the_float64_equations():
+@BOTH
+def test_gradients_match_finite_differences_of_the_float64_equations(mod):
     w, (x, y) = random_weights(), images()
-    g = jax_impl.loss_and_grads(model_with(w), x, y)
+    g = mod.loss_and_grads(model_with(w, mod=mod), x, y)
     assert g.routing == [] and len(g.grads) == 8
     assert abs(g.loss - ref_loss(w, x, y)) < TOL * abs(g.loss)
     rng, eps = np.random.default_rng(0), 1e-6
@@ -181,9 +191,12 @@ def test_gradients_match_finite_differences_of_the_float64_equations():
             assert abs(got.flat[j] - fd) < 1e-4 * np.abs(got).max(), (i, j, got.flat[j], fd)
 
 
-def test_gradients_match_the_oracle_module():
+@BOTH
+def test_gradients_match_the_oracle_module(mod):
     w, (x, y) = random_weights(), images()
-    g = jax_impl.loss_and_grads(model_with(w), x, y)
+    m = model_with(w, mod=mod)
+    g = mod.loss_and_grads(m, x, y)
+    assert all(np.array_equal(a, b) for a, b in zip(w, mod.get_weights(m), strict=True))  # the model left unchanged
     loss, ref = oracle.lstm_loss_and_grads(w, x, y)
     bounds = lstm_bounds(w, x, y, "cpu", "highest")  # derived on these inputs: the loss's and each gradient's
     assert abs(g.loss - loss) <= bounds["loss"] * loss

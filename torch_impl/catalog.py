@@ -42,6 +42,13 @@ class InferOptions:
     channels_last: bool = False
 
 
+def _autocast(kind: str) -> Variant:
+    """A trained model's mixed precision: its float32 counterpart the eager step."""
+    return Variant(
+        "eager+autocast", kind, ONE, "bfloat16", tuned=True, best=0, float32="eager", options=TrainOptions(mixed=True)
+    )
+
+
 # Every variant, in the order rows are listed. `best`: the best-known configuration's order of preference within a
 # row kind and number format (lower first), by `--preset levers` on zen4 for PyTorch alone
 # (docs/results/zen4/cpu-levers-pytorch.json, each figure a variant's median over eager's, its 95% interval):
@@ -76,31 +83,13 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("eager", "cnn_train", ONE, best=1, options=TrainOptions()),
     Variant("eager+cl", "cnn_train", ONE, tuned=True, best=0, options=TrainOptions(channels_last=True)),
     Variant("compile", "cnn_train", ONE, tuned=True, options=TrainOptions(compile=True)),
-    Variant(
-        "eager+autocast",
-        "cnn_train",
-        ONE,
-        "bfloat16",
-        tuned=True,
-        best=0,
-        float32="eager",
-        options=TrainOptions(mixed=True),
-    ),
+    _autocast("cnn_train"),
     # inference: 'predict' as in every implementation (eagerly, under torch.inference_mode), compiled or not
     Variant("predict", "cnn_infer", ONE, best=1, options=InferOptions()),
     Variant("predict+compile", "cnn_infer", ONE, tuned=True, best=0, options=InferOptions(compile=True)),
     Variant("eager", "lstm_train", ONE, best=0, options=TrainOptions()),
     Variant("compile", "lstm_train", ONE, tuned=True, options=TrainOptions(compile=True)),
-    Variant(
-        "eager+autocast",
-        "lstm_train",
-        ONE,
-        "bfloat16",
-        tuned=True,
-        best=0,
-        float32="eager",
-        options=TrainOptions(mixed=True),
-    ),
+    _autocast("lstm_train"),
     Variant("predict", "lstm_infer", ONE, best=0, options=InferOptions()),
     Variant("predict+compile", "lstm_infer", ONE, tuned=True, options=InferOptions(compile=True)),
 )
