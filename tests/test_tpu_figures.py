@@ -23,12 +23,46 @@ def _ms(row: dict) -> str:
     return f"{row['median_s'] * 1e3:.2f} ms"
 
 
-def _epochs(log: str, variant: str) -> tuple[str, str]:
-    """(the first epoch's call, the median later epoch) of a JAX training variant, as the stopped run logged them."""
-    start = log.index(f"first epoch (seed 0) JAX {variant} x1")
+def _epochs(log: str, variant: str, key: str = "jax", label: str = "JAX") -> tuple[str, str]:
+    """(the first epoch's call, the median later epoch) of a training variant, as the stopped run logged them."""
+    start = log.index(f"first epoch (seed 0) {label} {variant} x1")
     first = re.search(r"first call (\d+\.\d+) s", log[start:]).group(1)
-    later = re.findall(rf"epoch \d+: jax {re.escape(variant)} (\d+\.\d+)s", log)
+    later = re.findall(rf"epoch \d+: {key} {re.escape(variant)} (\d+\.\d+)s", log)
     return f"{float(first):.1f} s", f"{statistics.median(float(t) for t in later):.2f} s"
+
+
+def _ratio(doc: dict, kind: str) -> str:
+    """Keras-JAX/JAX's float32 ratio of row kind `kind`, with its interval, as the page writes it."""
+    (c,) = [
+        c
+        for c in doc["comparisons"]
+        if c["kind"] == "keras-jax_vs_jax" and (c["workload"], c["dtype"]) == (kind, "float32")
+    ]
+    return "{}x ({}-{})".format(*re.search(r"(\d+\.\d\d)x \(95% CI (\d+\.\d\d)-(\d+\.\d\d)", c["text"]).groups())
+
+
+def _s(row: dict) -> str:
+    return f"{row['median_s']:.3f} s"
+
+
+def _matmul_and_lstm() -> list[str]:
+    """What docs/tpu.md says of the matmul's and the LSTM's full-size runs, rendered from matmul.json and lstm.json."""
+    mm, lstm = _doc("matmul.json"), _doc("lstm.json")
+    jit, ops, bf16 = _row(mm, "jax", "jit"), _row(mm, "keras-jax", "ops"), _row(mm, "jax", "jit+bf16")
+    train = [r for r in lstm["rows"] if r["workload"] == "lstm_train"]
+    ljit, lfit, lbf16 = _row(lstm, "jax", "jit"), _row(lstm, "keras-jax", "fit"), _row(lstm, "jax", "jit+bf16")
+    judged = [c["passed"] for c in lstm["checks"]]
+    return [
+        f"JAX's `jit` {_ms(jit)} a call, {jit['gflops_per_s'] / 1e3:.1f} TFLOP/s, {jit['pct_peak']:.1f}% of the "
+        f"bfloat16 peak; Keras 3 on JAX's `ops` {_ms(ops)}, {_ratio(mm, 'matmul')}: no difference",
+        f"In bfloat16 (`jit+bf16`) {_ms(bf16)}: at the default precision",
+        f"{sum(r['verified'] for r in lstm['rows'])} of {len(lstm['rows'])} rows verified, {judged.count(True)} "
+        "checks passed",
+        f"JAX's `jit` trained an epoch in {_s(ljit)}, Keras 3 on JAX's `fit` in {_s(lfit)}: "
+        f"{_ratio(lstm, 'lstm_train')}",
+        f"`jit+bf16` {_s(lbf16)}",
+        f"here a step takes {ljit['median_s'] / 100 * 1e3:.0f} ms",
+    ] + ([] if all(r["verified"] for r in train) else ["every LSTM training row verified"])
 
 
 def test_tpu_page_quotes_its_files():
@@ -58,10 +92,14 @@ def test_tpu_page_quotes_its_files():
         f"`jit+pool+wgrad+masks` took {_epochs(log, 'jit+pool+wgrad+masks')[1]} an epoch",
         f"`jit+bf16+pool+bias+dgrad+wgrad+masks` {_epochs(log, 'jit+bf16+pool+bias+dgrad+wgrad+masks')[1]}",
     ]
-    missing = [s for s in said if s not in page]
+    keras = [_epochs(log, v, "keras-jax", "Keras 3 (JAX)")[1] for v in ("fit", "fit+spe")]
+    said.append(f"Keras 3 on JAX's `fit` in {keras[0]}, `fit+spe` (10 steps a dispatch) in {keras[1]}")
+    missing = [s for s in said + _matmul_and_lstm() if s not in page]
     assert not missing, f"docs/tpu.md does not say, as its files do: {missing}"
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"the article's convolution in {_ms(jit)} and {_ms(ops)}" in readme
+    judged = [c["passed"] for c in _doc("lstm.json")["checks"]]
+    assert f"the row LSTM at its full size with {judged.count(True)} of {len(judged)} checks passed" in readme
 
 
 def test_tpu_pages_log_lines_are_the_shipped_logs():
@@ -70,3 +108,13 @@ def test_tpu_pages_log_lines_are_the_shipped_logs():
     log = (TPU / "cnn-stopped-log.txt").read_text().splitlines()
     lines = [ln for ln in block.strip().splitlines() if ln != "..."]
     assert len(lines) >= 5 and all(ln in log for ln in lines), [ln for ln in lines if ln not in log]
+
+
+def test_workloads_tpu_row_is_the_shipped_log():
+    log = (TPU / "cnn-stopped-log.txt").read_text()
+    first, epoch = _epochs(log, "jit")
+    total = float(first[:-2]) + 9 * float(epoch[:-2])
+    fit = _epochs(log, "fit", "keras-jax", "Keras 3 (JAX)")[1]
+    row = f"`jit`: epoch 1 {first}, later epochs {epoch} ({float(epoch[:-2]) * 10:.0f} ms a step): about {total:.0f} s"
+    page = (ROOT / "docs/workloads.md").read_text()
+    assert row in page and f"Keras 3 on JAX's `fit` {fit} an epoch" in page
