@@ -101,13 +101,13 @@ def prepare(
 
 def to_keras(t: torch.Tensor) -> np.ndarray:
     """A weight (or its gradient) in Keras's layout: a conv kernel OIHW -> HWIO, a dense or LSTM kernel (out, in) ->
-    (in, out); vectors as they are."""
+    (in, out); vectors as they are. Always a copy: a vector's .numpy() would share the live parameter's memory."""
     t = t.detach()
     if t.dim() == 4:
         t = t.permute(2, 3, 1, 0)
     elif t.dim() == 2:
         t = t.T
-    return to_numpy(t.contiguous())
+    return to_numpy(t.contiguous().clone())
 
 
 def to_torch(a: np.ndarray) -> torch.Tensor:
