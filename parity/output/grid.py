@@ -17,12 +17,15 @@ from parity.judging import summary
 from parity.output.cells import md_table
 from parity.output.files import ResultsError, check_out_dir
 from parity.output.readme import class_files, marked, readme_main
+from parity.workloads import WORKLOADS
 
 COMMAND = "python -m parity.report --grid"
 BEGIN = "<!-- results grid: {command} {files} -->"
 END = "<!-- end of results grid -->"
 _BEGIN = re.compile(r"<!-- results grid: python -m parity\.report --grid (?P<files>[^>]*?) -->")
-ORDER = ("conv", "matmul", "cnn_train", "cnn_infer", "lstm_train", "lstm_infer")  # the article's first
+# the row kinds in the grid's order: the operations first (the article's conv, then the matmul), then each trained
+# workload's kinds in the list's order (the CNN, the LSTM, ...)
+ORDER = tuple(k.name for w in sorted(WORKLOADS.values(), key=lambda w: w.suite is not None) for k in w.kinds)
 SAME = "~"  # a ratio whose 95% interval holds 1: no difference measurable there
 
 
