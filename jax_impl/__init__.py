@@ -1,5 +1,5 @@
 """JAX / Flax NNX implementations of the article's workloads (mirror image of `tf_impl`): the model functions take
-either trained model, the CNN or the row LSTM (jax_impl.models)."""
+any trained model, the CNN, the row LSTM or the ViT (jax_impl.models)."""
 
 from jax_impl.catalog import SETTINGS, VARIANTS, settings, variants
 from jax_impl.cnn import build_cnn
@@ -32,6 +32,7 @@ from jax_impl.models import (
 )
 from jax_impl.profile import trace, trace_ops
 from jax_impl.train import make_trainer
+from jax_impl.vit import build_vit
 from parity.api import SURFACE
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

@@ -66,6 +66,18 @@ class LstmInferOptions:
 
 
 @dataclass(frozen=True)
+class VitOptions:
+    """How the ViT trains ('jit' or 'shard_map', no pmap variant; mixed precision as LstmOptions's) and, its
+    attention alone, infers: 'einsum' (written out, two einsums and a softmax over the keys) or 'fused'
+    (jax.nn.dot_product_attention). One training step per dispatch."""
+
+    parallel: str = "jit"
+    attention: str = "einsum"
+    mixed: bool = False
+    steps_per_dispatch: int = 1
+
+
+@dataclass(frozen=True)
 class InferOptions:
     """Inference's program: XLA compiler options for it alone (jax.jit's compiler_options)."""
 
@@ -164,6 +176,20 @@ def _lstm() -> tuple[Variant, ...]:
     )
 
 
+def _vit() -> tuple[Variant, ...]:
+    """The ViT's: out of the box its attention written out (VitOptions), ranked as the LSTM's; '+fused'
+    jax.nn.dot_product_attention, tuned and unranked until timed."""
+    o, train, fused = VitOptions, "vit_train", VitOptions(attention="fused")
+    return (
+        Variant("jit", train, ONE, best=1, options=o()),
+        Variant("jit+fused", train, ONE, tuned=True, options=fused),
+        Variant("jit+bf16", train, ONE, "bfloat16", tuned=True, best=0, float32="jit", options=o(mixed=True)),
+        Variant("shard_map", train, MANY, best=1, options=o("shard_map")),
+        Variant("predict", "vit_infer", ONE, best=1, options=o()),
+        Variant("predict+fused", "vit_infer", ONE, tuned=True, options=fused),
+    )
+
+
 # '+dots': XLA:CPU's YNNPACK list for the inference program alone, dots only. With 'reduce' in the list (as under
 # '+ynn'), YNNPACK fuses each max pooling with the next BatchNorm, convolution and bias add, so oneDNN ('+onednn')
 # gets none of those convolutions; training is faster with 'reduce' (docs/tuning.md). The option is set per
@@ -227,6 +253,7 @@ VARIANTS: tuple[Variant, ...] = (
         else ()
     ),
     *_lstm(),
+    *_vit(),
 )
 
 

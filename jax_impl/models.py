@@ -1,5 +1,6 @@
-"""The surface's model functions (parity.api.FrameworkImpl), each taking either model, the CNN or the row LSTM, as
-build_cnn or build_lstm returned it, and dispatching on its class to jax_impl.cnn's or jax_impl.lstm's own."""
+"""The surface's model functions (parity.api.FrameworkImpl), each taking any trained model, the CNN, the row LSTM or
+the ViT, as build_cnn, build_lstm or build_vit returned it, and dispatching on its class to its module's own
+(jax_impl.cnn, jax_impl.lstm, jax_impl.vit)."""
 
 from __future__ import annotations
 
@@ -7,59 +8,64 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from jax_impl import cnn, lstm
+from jax_impl import cnn, lstm, vit
 from jax_impl.cnn import CNN
 from jax_impl.lstm import LSTM
+from jax_impl.vit import VIT
 from parity.api import Gradients, Prepared
 from parity.api.inputs import check_examples, check_images
 from parity.api.weights import load_npz, save_npz
 
+Model = CNN | LSTM | VIT  # what the builders return
 
-def code_of(model: CNN | LSTM):
+
+def code_of(model: Model):
     """The module implementing `model`'s workload: it builds the model and declares its facts (TRAIN, INFER, train_with,
     compute_dtype). Raises ValueError for a model none of them built, never running it as another's."""
     if isinstance(model, CNN):
         return cnn
     if isinstance(model, LSTM):
         return lstm
+    if isinstance(model, VIT):
+        return vit
     raise ValueError(f"not a model jax_impl builds: {type(model).__name__!r}")
 
 
-def mixed_precision(model: CNN | LSTM) -> CNN | LSTM:
+def mixed_precision(model: Model) -> Model:
     """A bfloat16-compute copy of `model` (float32 parameters, the same values): what the '+bf16' variants train."""
     return code_of(model).mixed_precision(model)
 
 
-def get_weights(model: CNN | LSTM) -> list[np.ndarray]:
+def get_weights(model: Model) -> list[np.ndarray]:
     """All weights as NumPy arrays, in Keras's get_weights() order."""
     return code_of(model).get_weights(model)
 
 
-def set_weights(model: CNN | LSTM, weights: Sequence[np.ndarray]) -> None:
+def set_weights(model: Model, weights: Sequence[np.ndarray]) -> None:
     """Load weights in Keras's order. Raises ValueError naming the layer on a length/shape/dtype mismatch."""
     code_of(model).set_weights(model, weights)
 
 
-def count_params(model: CNN | LSTM) -> dict[str, int]:
+def count_params(model: Model) -> dict[str, int]:
     """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them."""
     return code_of(model).count_params(model)
 
 
-def forward_layers(model: CNN | LSTM, x: np.ndarray) -> dict[str, np.ndarray]:
+def forward_layers(model: Model, x: np.ndarray) -> dict[str, np.ndarray]:
     """Inference: every block's output as NumPy, by block name (the workload's architecture names them). Raises
     ValueError on images that are not (N, 28, 28, 1) real, finite numbers (parity.api.inputs)."""
     check_images(x)
     return code_of(model).forward_layers(model, x)
 
 
-def loss_and_grads(model: CNN | LSTM, x: np.ndarray, y: np.ndarray) -> Gradients:
+def loss_and_grads(model: Model, x: np.ndarray, y: np.ndarray) -> Gradients:
     """One batch's loss and gradients in Keras's trainable_weights order, and each max-pooling layer's routing.
     Raises ValueError on images or labels the model cannot take (parity.api.inputs.check_examples)."""
     check_examples(x, y, 1)
     return code_of(model).loss_and_grads(model, x, y)
 
 
-def prepare_inference(model: CNN | LSTM, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
+def prepare_inference(model: Model, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
     """Softmax probabilities of `images` on devices[0], inputs placed beforehand; variants of the model's
     '<workload>_infer' row kind. Raises ValueError for another, and on images that are not (N, 28, 28, 1) real,
     finite numbers (checked here, once: not in the timed call)."""
@@ -67,12 +73,12 @@ def prepare_inference(model: CNN | LSTM, images: np.ndarray, devices, variant: s
     return code_of(model).prepare_inference(model, images, devices, variant)
 
 
-def save_weights(model: CNN | LSTM, path) -> None:
+def save_weights(model: Model, path) -> None:
     """Save to .npz in Keras's get_weights() order: loadable by every framework."""
     save_npz(get_weights(model), path)
 
 
-def load_weights(model: CNN | LSTM, path) -> None:
+def load_weights(model: Model, path) -> None:
     """Load a .npz written by any framework's save_weights (bounded by this model's own weights, then checked like
     set_weights)."""
     set_weights(model, load_npz(path, get_weights(model)))

@@ -1,5 +1,5 @@
-"""Training the CNN and the row LSTM in JAX: Keras's Adam as an optax transformation, the jitted (pmap, shard_map)
-step, and the Trainer that make_trainer returns for either model (mirror image of tf_impl.train)."""
+"""Training any trained model in JAX: Keras's Adam as an optax transformation, the jitted (pmap,
+shard_map) step, and the Trainer that make_trainer returns for any of them (mirror image of tf_impl.train)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jax_impl.catalog import variant as variant_record
-from jax_impl.cnn import CNN, cross_entropy
+from jax_impl.cnn import cross_entropy
 from jax_impl.devices import local_device, lowered_flops, placement, put_global
-from jax_impl.lstm import LSTM, TIME_LOOP
-from jax_impl.models import code_of, mixed_precision
+from jax_impl.lstm import TIME_LOOP
+from jax_impl.models import Model, code_of, mixed_precision
 from parity.api.inputs import check_count, check_examples, check_training
 
 
@@ -86,17 +86,19 @@ def _infer_logits(model, x):
 
 
 class Trainer:
-    """Data-parallel training of a CNN or a row LSTM: a pure jitted step over split state (no graph walk per step)."""
+    """Data-parallel training of any trained model: a pure jitted step over split state (no graph walk per step)."""
 
     UNROLL_ON = ("cpu",)  # platforms where '+scan' unrolls its loop (see __init__)
 
-    batchnorm = "replica"  # BatchNorm's statistics over each replica's share of the batch (the LSTM: "none")
+    batchnorm = (
+        "replica"  # BatchNorm's statistics over each replica's share of the batch (a model without BatchNorm: "none")
+    )
     kernel_path = None  # the recurrent layers' loop (the LSTM's: jax_impl.lstm.kernel_path); the CNN has none
     time_loop = False  # whether the time steps run in a lax.scan loop (XLA's cost analysis cannot count them)
 
-    def __init__(self, model: CNN | LSTM, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
+    def __init__(self, model: Model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         n, code = len(devices), code_of(model)
-        o = variant_record(code.TRAIN, variant, n).options  # jax_impl.catalog.CnnOptions or LstmOptions
+        o = variant_record(code.TRAIN, variant, n).options  # jax_impl.catalog.CnnOptions, LstmOptions or VitOptions
         self.scan, self.steps_per_dispatch = o.steps_per_dispatch > 1, o.steps_per_dispatch
         self.loss_every = 1  # per-step figures are exact in every variant
         self.model_, self.parallel, self.n, self.i, self.devices = model, o.parallel, n, 0, devices
@@ -215,7 +217,7 @@ class Trainer:
         program, so a profile's op names map back to the layers' named scopes."""
         return self._step.lower(self.state, *self._batch, self.i).compile().as_text()
 
-    def model(self) -> CNN | LSTM:
+    def model(self) -> Model:
         """The trained model (the passed-in model, updated in place)."""
         params, stats, _ = self.state
         # this process's first copy (every replica holds the same after the step's pmean)
@@ -246,10 +248,10 @@ class Trainer:
 
 
 def make_trainer(
-    model: CNN | LSTM, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
+    model: Model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
 ) -> Trainer:
-    """A trainer for `model`, the CNN or the row LSTM, over `devices` ('jit' on one device; 'pmap' or 'shard_map'
-    over several; the variants of the model's row kind, 'cnn_train' or 'lstm_train').
+    """A trainer for `model`, any trained model, over `devices` ('jit' on one device; 'pmap' or
+    'shard_map' over several; the variants of the model's row kind, '<workload>_train').
 
     Raises:
         ValueError: unknown variant; a learning rate or Adam epsilon not finite and above 0, a seed out of its bounds

@@ -65,6 +65,7 @@ from keras_jax_impl.models import (  # noqa: E402
 )
 from keras_jax_impl.profile import trace, trace_ops  # noqa: E402
 from keras_jax_impl.train import make_trainer  # noqa: E402
+from keras_jax_impl.vit import build_vit  # noqa: E402
 from parity.api import SURFACE  # noqa: E402
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

@@ -28,10 +28,10 @@ class OpOptions:
 
 @dataclass(frozen=True)
 class CnnOptions:
-    """How the CNN trains: model.fit on one device, or under keras.distribution.DataParallel (`distributed`: one
-    SPMD program over the devices, the global batch split along them); fit's steps_per_execution (on JAX, Keras
-    still dispatches each step's jitted program: what it saves is the callbacks' and logs' round trips); mixed
-    precision (Keras's 'mixed_bfloat16' policy, float32 softmax)."""
+    """How the CNN (and the ViT) trains: model.fit on one device, or under keras.distribution.DataParallel
+    (`distributed`: one SPMD program over the devices, the global batch split along them); fit's steps_per_execution
+    (on JAX, Keras still dispatches each step's jitted program: what it saves is the callbacks' and logs' round trips);
+    mixed precision (Keras's 'mixed_bfloat16' policy, float32 softmax)."""
 
     distributed: bool = False
     steps_per_execution: int = 1
@@ -48,7 +48,7 @@ class LstmOptions(CnnOptions):
 
 @dataclass(frozen=True)
 class InferOptions:
-    """How a model infers: the LSTM's layers unrolled (`unroll`) or not."""
+    """How a model infers (the LSTM, the ViT): the LSTM's layers unrolled (`unroll`) or not."""
 
     unroll: bool = False
 
@@ -134,6 +134,11 @@ VARIANTS: tuple[Variant, ...] = (
     Variant(
         "predict+unroll", "lstm_infer", ONE, tuned=True, best=0, multiprocess=False, options=InferOptions(unroll=True)
     ),
+    # The ViT: fit, DataParallel, inference. No flash-attention variant: Keras's MultiHeadAttention(flash_attention=
+    # True) runs on JAX only on a TPU or with cuDNN on a GPU, and on a CPU raises ("cuDNN is not detected").
+    Variant("fit", "vit_train", ONE, best=0, multiprocess=False, options=CnnOptions()),
+    Variant("data_parallel", "vit_train", MANY, best=0, multiprocess=False, options=CnnOptions(distributed=True)),
+    Variant("predict", "vit_infer", ONE, best=0, multiprocess=False, options=InferOptions()),
 )
 # JAX's runtime settings, the same records: Keras-JAX/JAX then compares the two frameworks' code on one runtime.
 SETTINGS: tuple[Setting, ...] = JAX_SETTINGS

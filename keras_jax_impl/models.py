@@ -1,6 +1,6 @@
 """The surface's model functions in Keras 3 on the JAX backend (parity.api.FrameworkImpl): what needs JAX itself,
-gradients, inference and weight files, for every model keras_models builds (the CNN, the row LSTM), each found through
-its code (keras_models.models.code_of: a model no module there built is refused)."""
+gradients, inference and weight files, for every model keras_models builds (any trained model), each
+found through its code (keras_models.models.code_of: a model no module there built is refused)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ def _values(variables) -> list[jax.Array]:
 
 def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
     """Training-mode loss and gradients of one batch, grads in Keras's trainable_weights order, and how
-    each max-pooling layer routed its gradient in this pass (the LSTM has none: routing []).
+    each max-pooling layer routed its gradient in this pass (a model without any: routing []).
 
     Batch statistics as in training, dropout off (build the model with dropout=False); the model itself is not
     changed (Keras's stateless_call: the moving statistics it would update are returned, and dropped). The loss
@@ -80,8 +80,8 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
     stateless call, jitted, as Keras's own predict step runs it; for the LSTM, its kernel path too.
 
     Raises:
-        ValueError: a variant not among variants("cnn_infer", 1) (the LSTM's: "lstm_infer"), or images that are not
-            (N, 28, 28, 1) real, finite numbers.
+        ValueError: a variant not among variants("cnn_infer", 1) (another model's: its
+            '<workload>_infer'), or images that are not (N, 28, 28, 1) real, finite numbers.
     """
     check_images(images)  # once, here: not in the timed call
     code = code_of(model)

@@ -1,4 +1,4 @@
-"""Training the CNN and the row LSTM with Keras 3 on JAX: model.compile + model.fit, on one device or under
+"""Training any trained model with Keras 3 on JAX: model.compile + model.fit, on one device or under
 keras.distribution.DataParallel over several; the Trainer that make_trainer returns (mirror image of
 tf_impl.train, whose model code it shares)."""
 
@@ -29,8 +29,8 @@ def _copy(model, o: catalog.CnnOptions):
 
 class Trainer:
     """model.compile + model.fit, under DataParallel's scope where the variant is distributed (a copy of the model
-    is built there, its variables replicated over the mesh, each global batch split along it): the CNN's variants
-    ('cnn_train') or the row LSTM's ('lstm_train')."""
+    is built there, its variables replicated over the mesh, each global batch split along it): the variants of the
+    model's row kind ('<workload>_train')."""
 
     def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         code = code_of(model)
@@ -54,7 +54,7 @@ class Trainer:
             )
         self.compute_dtype = self.m.get_layer(code.FIRST).compute_dtype
         # DataParallel runs one SPMD program over the global batch: BatchNorm's statistics are the global batch's,
-        # where TF's MirroredStrategy and Flax's pmap/shard_map take each replica's own; the LSTM has no BatchNorm
+        # where TF's MirroredStrategy and Flax's pmap/shard_map take each replica's own (no BatchNorm: 'none')
         self.batchnorm = "none" if not code.BATCHNORM else "global" if self.distributed else "replica"
         self.kernel_path = kernel_path(self.m, devices[0])  # which loop its LSTM layers run (the CNN: None)
         self.logs = StepLogs()
@@ -126,12 +126,13 @@ class Trainer:
 def make_trainer(
     model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
 ) -> Trainer:
-    """A trainer for `model`, the CNN or the row LSTM, over `devices` ('fit' on one device; 'data_parallel' over
-    several).
+    """A trainer for `model`, any trained model, over `devices` ('fit' on one device;
+    'data_parallel' over several).
 
     Raises:
-        ValueError: unknown variant (of 'cnn_train', or 'lstm_train' for the LSTM); a learning rate or Adam epsilon
-            not finite and above 0, a seed out of its bounds (parity.api.inputs.check_training).
+        ValueError: unknown variant (of the model's row kind, '<workload>_train'); a
+            learning rate or Adam epsilon not finite and above 0, a seed out of its bounds
+            (parity.api.inputs.check_training).
     """
     seed = check_training(learning_rate, adam_epsilon, seed)
     return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)

@@ -9,12 +9,12 @@ from types import ModuleType
 
 import numpy as np
 
-from keras_models import cnn, lstm
+from keras_models import cnn, lstm, vit
 from keras_models.cnn import get_weights
 from parity.api.inputs import check_images
 from parity.api.weights import load_npz, save_npz
 
-CODES = {code.NAME: code for code in (cnn, lstm)}
+CODES = {code.NAME: code for code in (cnn, lstm, vit)}
 
 
 def code_of(model) -> ModuleType:
@@ -27,20 +27,21 @@ def code_of(model) -> ModuleType:
 
 
 def set_weights(model, weights) -> None:
-    """Load weights in Keras's order (the CNN's or the LSTM's table, by the model). Raises ValueError naming the layer
-    on a length/shape/dtype mismatch."""
+    """Load weights in Keras's order (the CNN's, the LSTM's or the ViT's table, by the model). Raises ValueError naming
+    the layer on a length/shape/dtype mismatch."""
     code_of(model).set_weights(model, weights)
 
 
 def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Inference: every block's output as NumPy, by block name (the CNN's blocks or the LSTM's). Raises ValueError on
-    images that are not (N, 28, 28, 1) real, finite numbers (parity.api.inputs)."""
+    """Inference: every block's output as NumPy, by block name (the CNN's, the LSTM's or the ViT's). Raises ValueError
+    on images that are not (N, 28, 28, 1) real, finite numbers (parity.api.inputs)."""
     check_images(x)
     return code_of(model).forward_layers(model, x)
 
 
 def mixed_precision(model):
-    """The model's copy under Keras's 'mixed_bfloat16' policy (the softmax float32; the LSTM's pixel scaling too)."""
+    """The model's copy under Keras's 'mixed_bfloat16' policy (the softmax float32; the LSTM's and the ViT's pixel
+    scaling too, and the ViT's logits)."""
     return code_of(model).mixed_precision(model)
 
 

@@ -103,6 +103,10 @@ SLOW_FILES = (
     "test_notebook.py",
     "test_owners.py",
     "test_torch_conventions.py",
+    "test_vit_jax.py",
+    "test_vit_keras.py",
+    "test_vit_keras_jax.py",
+    "test_vit_torch.py",
 )
 SLOW_TESTS = (  # by name, or with its parameters: the CNN's training, its notebook-size build, every input case
     "test_timing.py::test_a_diverging_training_run_names_the_step",

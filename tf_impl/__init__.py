@@ -45,5 +45,6 @@ from tf_impl.models import (  # noqa: E402
 )
 from tf_impl.profile import trace, trace_ops  # noqa: E402
 from tf_impl.train import make_trainer  # noqa: E402
+from tf_impl.vit import build_vit  # noqa: E402
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

@@ -24,7 +24,7 @@ class OpOptions:
 
 @dataclass(frozen=True)
 class CnnOptions:
-    """How the CNN trains: Keras's 'fit' (model.compile + model.fit) or the harness's custom 'loop' of
+    """How the CNN (and the ViT) trains: Keras's 'fit' (model.compile + model.fit) or the harness's custom 'loop' of
     strategy.run steps; under a strategy (`distributed`) or on one device; XLA forced (jit_compile=True) or Keras's
     'auto' (no XLA on a CPU); several steps per dispatch (fit's steps_per_execution, or that many strategy.run
     steps in one tf.function); mixed precision (Keras's 'mixed_bfloat16' policy, float32 softmax)."""
@@ -46,8 +46,8 @@ class LstmOptions(CnnOptions):
 
 @dataclass(frozen=True)
 class InferOptions:
-    """How a model infers: the LSTM's layers unrolled (`unroll`) or not; the call XLA-compiled (`xla`:
-    tf.function(jit_compile=True)) or run by TF's executor."""
+    """How a model infers (the LSTM, the ViT): the LSTM's layers unrolled (`unroll`) or not; the call XLA-compiled
+    (`xla`: tf.function(jit_compile=True)) or run by TF's executor."""
 
     unroll: bool = False
     xla: bool = False
@@ -154,6 +154,15 @@ VARIANTS: tuple[Variant, ...] = (
     # the inference call under XLA, as 'fit+xla' trains (TF's executor runs Keras's generic loop op by op): the
     # best-known, 0.51x (0.48-0.56) of predict on xeon-avx512 (docs/results/xeon-avx512/tf-lstm-inference-xla.json)
     Variant("predict+xla", "lstm_infer", ONE, tuned=True, best=0, options=InferOptions(xla=True)),
+    # The ViT: fit, fit under XLA (jit_compile=True: a lever, unranked until measured), and over several devices fit
+    # under MirroredStrategy (not in a multi-process run, as the CNN's); inference by TF's executor or under XLA. No
+    # flash-attention variant: Keras's MultiHeadAttention(flash_attention=True) raises on the TensorFlow backend, on
+    # a CPU as on every device ("Flash attention is not supported in tensorflow backend").
+    Variant("fit", "vit_train", ONE, best=0, options=CnnOptions()),
+    Variant("fit+xla", "vit_train", ONE, tuned=True, options=CnnOptions(xla=True)),
+    Variant("strategy", "vit_train", MANY, best=0, multiprocess=False, options=CnnOptions(distributed=True)),
+    Variant("predict", "vit_infer", ONE, best=0, options=InferOptions()),
+    Variant("predict+xla", "vit_infer", ONE, tuned=True, options=InferOptions(xla=True)),
 )
 SETTINGS: tuple[Setting, ...] = ()
 

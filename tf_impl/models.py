@@ -1,6 +1,6 @@
 """The surface's model functions in Keras 3 on the TensorFlow backend (parity.api.FrameworkImpl): what needs
-TensorFlow itself, gradients, inference and weight files, for every model keras_models builds (the CNN, the row
-LSTM), each found through its code (keras_models.models.code_of: a model no module there built is refused)."""
+TensorFlow itself, gradients, inference and weight files, for every model keras_models builds, each found through
+its code (keras_models.models.code_of: a model no module there built is refused)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ if keras.backend.backend() != "tensorflow":
 
 def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
     """Training-mode loss and gradients of one batch, grads in Keras's trainable_weights order, and how
-    each max-pooling layer routed its gradient in this pass (the LSTM has none: routing []).
+    each max-pooling layer routed its gradient in this pass (a model without any: routing []).
 
     Batch statistics as in training, dropout off (build the model with dropout=False); the model
     itself is not changed (the moving statistics the call updates are restored).
@@ -66,8 +66,8 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
     kernel path too.
 
     Raises:
-        ValueError: a variant not among variants("cnn_infer", 1) (the LSTM's: "lstm_infer"), or images that are not
-            (N, 28, 28, 1) real, finite numbers.
+        ValueError: a variant not among variants("cnn_infer", 1) (another model's: its
+            '<workload>_infer'), or images that are not (N, 28, 28, 1) real, finite numbers.
     """
     check_images(images)  # once, here: not in the timed call
     code = code_of(model)

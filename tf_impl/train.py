@@ -1,4 +1,4 @@
-"""Training the CNN and the row LSTM in TensorFlow: Keras's fit (with a strategy's scope), the harness's own
+"""Training any trained model in TensorFlow: Keras's fit (with a strategy's scope), the harness's own
 distributed loop, their in-memory input pipelines, and the Trainer that make_trainer returns (mirror image of
 jax_impl.train)."""
 
@@ -125,7 +125,7 @@ def _copy(model, o: catalog.CnnOptions):
 
 class Trainer:
     """model.compile + model.fit ('loop': a custom strategy.run loop) under the strategy's scope (a copy
-    of the model lives there): the CNN's variants ('cnn_train') or the row LSTM's ('lstm_train')."""
+    of the model lives there): the variants of the model's row kind ('<workload>_train')."""
 
     def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         n, code = len(devices), code_of(model)
@@ -151,7 +151,7 @@ class Trainer:
             if o.api == "loop":  # fit builds it on its first call; the loop's step must not create variables
                 self.m.optimizer.build(self.m.trainable_variables)
         self.compute_dtype = self.m.get_layer(code.FIRST).compute_dtype
-        # BatchNorm's statistics over each replica's share of the batch (the LSTM has no BatchNorm)
+        # BatchNorm's statistics over each replica's share of the batch (a model without BatchNorm has none)
         self.batchnorm = "replica" if code.BATCHNORM else "none"
         self.kernel_path = kernel_path(self.m, devices[0])  # which loop its LSTM layers run (the CNN: None)
         self.device = devices[0]
@@ -206,7 +206,7 @@ class Trainer:
             return None, "TF profiler: not counted (several steps in one loop)"
         if uncounted(self.kernel_path):
             return None, uncounted(self.kernel_path)
-        shape = (self.batch, *self.m.input_shape[1:])  # the images, (28, 28, 1) for both models
+        shape = (self.batch, *self.m.input_shape[1:])  # the images, (28, 28, 1) for every model
         spec = (tf.TensorSpec(shape, tf.float32), tf.TensorSpec((self.batch,), tf.int32))
         with tf.device(self.device):
             return graph_flops(tf.function(self.m.train_step), spec)
@@ -256,11 +256,13 @@ class Trainer:
 def make_trainer(
     model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
 ) -> Trainer:
-    """A trainer for `model`, the CNN or the row LSTM, over `devices` ('fit' on one device; 'strategy' over several).
+    """A trainer for `model`, any trained model, over `devices` ('fit' on one device; 'strategy'
+    over several).
 
     Raises:
-        ValueError: unknown variant (of 'cnn_train', or 'lstm_train' for the LSTM); a learning rate or Adam epsilon
-            not finite and above 0, a seed out of its bounds (parity.api.inputs.check_training).
+        ValueError: unknown variant (of the model's row kind, '<workload>_train'); a
+            learning rate or Adam epsilon not finite and above 0, a seed out of its bounds
+            (parity.api.inputs.check_training).
     """
     seed = check_training(learning_rate, adam_epsilon, seed)
     return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)

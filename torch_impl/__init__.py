@@ -1,5 +1,5 @@
 """PyTorch implementations of the article's workloads (mirror image of `jax_impl` and `tf_impl`), on one device: the
-model functions take either trained model, the CNN or the row LSTM (torch_impl.models). Each convention where
+model functions take any trained model, the CNN, the row LSTM or the ViT (torch_impl.models). Each convention where
 PyTorch's defaults differ from Keras's is set explicitly where it is used, with its reason."""
 
 import sys
@@ -43,5 +43,6 @@ from torch_impl.models import (
 )
 from torch_impl.profile import trace, trace_ops
 from torch_impl.train import make_trainer
+from torch_impl.vit import build_vit
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

@@ -24,22 +24,25 @@ class OpOptions:
 
 @dataclass(frozen=True)
 class TrainOptions:
-    """How a trained model (the CNN, the row LSTM) trains: eagerly (PyTorch out of the box) or its step compiled by
-    `torch.compile`; the CNN's activations in channels-last memory format; mixed precision by autocast (bfloat16
-    compute on the CPU, float32 parameters and Adam state, float32 loss)."""
+    """How a trained model (the CNN, the row LSTM, the ViT) trains: eagerly (PyTorch out of the box) or its step
+    compiled by `torch.compile`; the CNN's activations in channels-last memory format; the ViT's attention by the
+    fused `torch.nn.functional.scaled_dot_product_attention` (`sdpa`; else written out: matmul, softmax, matmul);
+    mixed precision by autocast (bfloat16 compute on the CPU, float32 parameters and Adam state, float32 loss)."""
 
     compile: bool = False
     channels_last: bool = False
     mixed: bool = False
+    sdpa: bool = False
 
 
 @dataclass(frozen=True)
 class InferOptions:
     """How a model infers: eagerly under `torch.inference_mode` or compiled by `torch.compile`; channels-last (the
-    CNN)."""
+    CNN); the fused attention (the ViT: `sdpa`, as TrainOptions')."""
 
     compile: bool = False
     channels_last: bool = False
+    sdpa: bool = False
 
 
 def _autocast(kind: str) -> Variant:
@@ -92,6 +95,15 @@ VARIANTS: tuple[Variant, ...] = (
     _autocast("lstm_train"),
     Variant("predict", "lstm_infer", ONE, best=0, options=InferOptions()),
     Variant("predict+compile", "lstm_infer", ONE, tuned=True, options=InferOptions(compile=True)),
+    # the ViT: attention written out out of the box; the fused attention and the compiled step are levers, unranked
+    # until measured
+    Variant("eager", "vit_train", ONE, best=0, options=TrainOptions()),
+    Variant("eager+sdpa", "vit_train", ONE, tuned=True, options=TrainOptions(sdpa=True)),
+    Variant("compile", "vit_train", ONE, tuned=True, options=TrainOptions(compile=True)),
+    _autocast("vit_train"),
+    Variant("predict", "vit_infer", ONE, best=0, options=InferOptions()),
+    Variant("predict+sdpa", "vit_infer", ONE, tuned=True, options=InferOptions(sdpa=True)),
+    Variant("predict+compile", "vit_infer", ONE, tuned=True, options=InferOptions(compile=True)),
 )
 SETTINGS: tuple[Setting, ...] = ()
 

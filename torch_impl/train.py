@@ -1,5 +1,5 @@
-"""Training the CNN and the row LSTM in PyTorch on one device: Keras's Adam written out, the step (eager, or under
-torch.compile), and the Trainer that make_trainer returns for either model (mirror image of jax_impl.train)."""
+"""Training any trained model in PyTorch on one device: Keras's Adam written out, the step (eager, or
+under torch.compile), and the Trainer that make_trainer returns for any of them (mirror image of jax_impl.train)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,9 @@ import torch
 
 from parity.api.inputs import check_count, check_examples, check_training
 from torch_impl.catalog import variant as variant_record
-from torch_impl.cnn import CNN
 from torch_impl.devices import placement
 from torch_impl.forward import accuracy, computing, cross_entropy, images, labels
-from torch_impl.lstm import LSTM
-from torch_impl.models import code_of
+from torch_impl.models import Model, code_of
 from torch_impl.ops import compiled, counted_flops
 
 
@@ -54,15 +52,16 @@ def _train_step(model, params, state, learning_rate, epsilon, mixed, x, y) -> to
 
 
 class Trainer:
-    """Training of a CNN or a row LSTM on one device, on a copy of the model passed in (written back to it by model(),
-    as Keras's trainer trains its own copy and jax_impl's its own buffers): each step eager (PyTorch out of the box)
-    or compiled by torch.compile (its first calls compile; Dynamo breaks the step's graph at torch.autograd.grad, so
-    the forward pass with its AOTAutograd backward is one compiled piece, Adam's update another)."""
+    """Training of any trained model on one device, on a copy of the model passed in (written
+    back to it by model(), as Keras's trainer trains its own copy and jax_impl's its own buffers): each step eager
+    (PyTorch out of the box) or compiled by torch.compile (its first calls compile; Dynamo breaks the step's graph at
+    torch.autograd.grad, so the forward pass with its AOTAutograd backward is one compiled piece, Adam's update
+    another)."""
 
     steps_per_dispatch = 1  # one step a call in every variant
     loss_every = 1  # per-step figures are exact in every variant
 
-    def __init__(self, model: CNN | LSTM, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
+    def __init__(self, model: Model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         code = code_of(model)
         o = variant_record(code.TRAIN, variant, len(devices)).options  # torch_impl.catalog.TrainOptions
         self.device, self.code, self.model_ = devices[0], code, model
@@ -111,7 +110,7 @@ class Trainer:
         """None: PyTorch's profiled op names are its own (aten::...), with no compiled program to map them back."""
         return None
 
-    def model(self) -> CNN | LSTM:
+    def model(self) -> Model:
         """The trained model (the passed-in model, its weights and moving statistics updated in place)."""
         with torch.no_grad():
             for (_, src), (_, dst) in zip(self.code.slots(self.compute), self.code.slots(self.model_), strict=True):
@@ -133,10 +132,10 @@ class Trainer:
 
 
 def make_trainer(
-    model: CNN | LSTM, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
+    model: Model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
 ) -> Trainer:
-    """A trainer for `model`, the CNN or the row LSTM, on devices[0] (the variants of the model's row kind,
-    'cnn_train' or 'lstm_train'; PyTorch offers none over several devices: torch_impl.catalog).
+    """A trainer for `model`, any model build_* returned, on devices[0] (the variants of the model's row kind,
+    '<workload>_train'; PyTorch offers none over several devices: torch_impl.catalog).
 
     Raises:
         ValueError: unknown variant; a learning rate or Adam epsilon not finite and above 0, a seed out of its bounds

@@ -170,14 +170,20 @@ class FrameworkImpl(Protocol):
 
     def prepare_matmul(self, variant: str, a: np.ndarray, b: np.ndarray, devices: Sequence[Device]) -> Prepared: ...
 
-    # the trained models: the CNN and the row LSTM. Every function below that takes a model takes either, as
-    # build_cnn or build_lstm returned it (the model knows which workload it is: make_trainer and prepare_inference
-    # look its variants up under that workload's row kinds, 'cnn_train' or 'lstm_train', 'cnn_infer' or 'lstm_infer')
+    # the trained models: the CNN, the row LSTM and the ViT. Every function below that takes a model takes any, as
+    # build_cnn, build_lstm or build_vit returned it (the model knows which workload it is: make_trainer and
+    # prepare_inference look its variants up under that workload's row kinds, 'cnn_train', 'lstm_train' or
+    # 'vit_train', 'cnn_infer', 'lstm_infer' or 'vit_infer')
     def build_cnn(self, seed: int = 0, dropout: bool = True) -> Any: ...
 
     def build_lstm(self, units: int, seed: int = 0) -> Any:
         """The row LSTM of parity.api.lstm at `units` per LSTM layer, with Keras's initialisers and gate order set
         explicitly (kernels glorot_uniform, recurrent kernels orthogonal, forget bias 1)."""
+
+    def build_vit(self, dim: int, depth: int, heads: int, mlp: int, seed: int = 0) -> Any:
+        """The ViT of parity.api.vit (VitArchitecture(dim, depth, heads, mlp)), with its conventions set explicitly
+        (LayerNorm epsilon LN_EPSILON, exact GELU, Keras's attention layout); its initial weights are the
+        framework's own (every check loads shared ones)."""
 
     def mixed_precision(self, model: Any) -> Any: ...
     def count_params(self, model: Any) -> dict[str, int]: ...

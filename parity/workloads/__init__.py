@@ -5,12 +5,14 @@ side and untimed calls. A new workload is one package here plus one module per i
 
 from __future__ import annotations
 
-from parity.workloads import cnn, conv, lstm, matmul
+from parity.workloads import cnn, conv, lstm, matmul, vit
 from parity.workloads.base import DEVICES, PRECISIONS, RowKind, Workload
 
 __all__ = ["DEVICES", "PRECISIONS", "WORKLOADS", "RowKind", "Workload", "row_kind", "trained"]
 
-WORKLOADS: dict[str, Workload] = {w.name: w for w in (conv.WORKLOAD, cnn.WORKLOAD, lstm.WORKLOAD, matmul.WORKLOAD)}
+WORKLOADS: dict[str, Workload] = {
+    w.name: w for w in (conv.WORKLOAD, cnn.WORKLOAD, lstm.WORKLOAD, vit.WORKLOAD, matmul.WORKLOAD)
+}
 
 
 def row_kind(name: str) -> tuple[Workload, RowKind]:

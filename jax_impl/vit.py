@@ -1,0 +1,266 @@
+"""The small vision transformer (parity.api.vit) as a Flax NNX module, layer for layer Keras's: its conventions set
+explicitly where Flax's defaults differ (LayerNorm's epsilon and variance, exact GELU, MultiHeadAttention's weight
+layout), Keras-order weight exchange, and two attention paths: written out, or jax.nn.dot_product_attention."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from jax_impl.catalog import variant as variant_record
+from jax_impl.cnn import cross_entropy, infer_blocks
+from jax_impl.devices import lowered_flops, placement
+from parity.api import Gradients, Prepared
+from parity.api.inputs import check_count, check_seed
+from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_weights
+
+TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds: the catalog's variants of each
+ATTENTION = ("einsum", "fused")  # the attention's paths: written out (out of the box), jax.nn.dot_product_attention
+
+
+@jax.custom_jvp
+def gelu(x: jax.Array) -> jax.Array:
+    """GELU's exact form, x * Phi(x) with erf (parity.api.vit.GELU): jax.nn.gelu's default is the tanh form."""
+    return jax.nn.gelu(x, approximate=False)
+
+
+@gelu.defjvp
+def _gelu_jvp(primals, tangents):
+    """Its derivative Phi(x) + x phi(x), written out: JAX 0.12's own (erf's and erfc's exp_neg_sq, a lax.polynomial
+    of constant coefficients) fails to trace under shard_map ('Primitive polynomial requires varying manual axes to
+    match'), so the data-parallel step could not differentiate jax.nn.gelu."""
+    (x,), (dx,) = primals, tangents
+    cdf = 0.5 * jax.lax.erfc(x * -math.sqrt(0.5))
+    return gelu(x), (cdf + x * jnp.exp(-0.5 * x * x) * (1.0 / math.sqrt(2.0 * math.pi))) * dx
+
+
+def layer_norm(dim: int, rngs: nnx.Rngs, dtype=None) -> nnx.LayerNorm:
+    """A LayerNorm over the last axis with the declared epsilon (Keras's default is 1e-3) and the variance as the mean
+    of squared deviations (Flax's fast E[x^2] - E[x]^2 cancels where a token's mean is large beside its spread);
+    statistics in float32 whatever the compute dtype (Flax's rule, Keras's too)."""
+    return nnx.LayerNorm(dim, epsilon=LN_EPSILON, use_fast_variance=False, dtype=dtype, rngs=rngs)
+
+
+class SelfAttention(nnx.Module):
+    """Keras MultiHeadAttention over one sequence (query, key and value all x), each weight an nnx.Param of Keras's
+    name and layout (parity.api.vit.ATTENTION_FIELDS): query, key and value kernels (D, H, hd) with (H, hd) biases,
+    the output kernel (H, hd, D) and its (D,) bias. No dropout, no mask."""
+
+    def __init__(self, dim: int, heads: int, rngs: nnx.Rngs):
+        hd = dim // heads
+        # Flax's dense initialiser (lecun_normal) over each kernel's fan-in: its input axes
+        into = nnx.initializers.lecun_normal(in_axis=0, out_axis=(1, 2))
+        for n in ("query", "key", "value"):
+            setattr(self, f"{n}_kernel", nnx.Param(into(rngs.params(), (dim, heads, hd))))
+            setattr(self, f"{n}_bias", nnx.Param(jnp.zeros((heads, hd))))
+        out = nnx.initializers.lecun_normal(in_axis=(0, 1), out_axis=2)
+        self.output_kernel = nnx.Param(out(rngs.params(), (heads, hd, dim)))
+        self.output_bias = nnx.Param(jnp.zeros((dim,)))
+
+    def __call__(self, x: jax.Array, fused: bool) -> jax.Array:
+        """(B, T, D) -> (B, T, D), in x's dtype. fused: jax.nn.dot_product_attention computes the scores, the softmax
+        and the weighted values ((B, T, heads, hd) in and out); else the einsums below, Keras's."""
+        w = lambda name: getattr(self, name).value.astype(x.dtype)  # noqa: E731
+        q, k, v = (jnp.einsum("btd,dhk->bthk", x, w(f"{n}_kernel")) + w(f"{n}_bias") for n in ("query", "key", "value"))
+        if fused:  # its default scale 1/sqrt(hd) on the scores, its softmax in float32, its implementation JAX's choice
+            heads = jax.nn.dot_product_attention(q, k, v)
+        else:
+            q = q * jnp.asarray(1.0 / math.sqrt(q.shape[-1]), x.dtype)  # Keras scales the queries, before the product
+            scores = jnp.einsum("bqhk,bthk->bhqt", q, k)
+            # the softmax over the keys in float32 whatever the compute dtype, as dot_product_attention's: the two
+            # paths compute the same (a no-op in float32)
+            p = jax.nn.softmax(scores.astype(jnp.float32), axis=-1).astype(x.dtype)
+            heads = jnp.einsum("bhqt,bthk->bqhk", p, v)
+        return jnp.einsum("bthk,hkd->btd", heads, w("output_kernel")) + w("output_bias")
+
+
+class Block(nnx.Module):
+    """One pre-norm encoder block: h = x + attn(ln1(x)); out = h + mlp2(gelu(mlp1(ln2(h))))."""
+
+    def __init__(self, arch: VitArchitecture, rngs: nnx.Rngs, dtype=None):
+        d, mixed = arch.dim, {"dtype": dtype, "param_dtype": jnp.float32}
+        self.ln1, self.attn = layer_norm(d, rngs, dtype), SelfAttention(d, arch.heads, rngs)
+        self.ln2 = layer_norm(d, rngs, dtype)
+        self.mlp1 = nnx.Linear(d, arch.mlp, **mixed, rngs=rngs)
+        self.mlp2 = nnx.Linear(arch.mlp, d, **mixed, rngs=rngs)
+
+    def __call__(self, x: jax.Array, fused: bool) -> jax.Array:
+        # sub-scopes under the block's (no layer's name: the profile counts them the block's)
+        with jax.named_scope("ln1"):
+            a = self.ln1(x)
+        with jax.named_scope("attn"):
+            h = x + self.attn(a, fused)
+        with jax.named_scope("ln2"):
+            a = self.ln2(h)
+        with jax.named_scope("mlp"):
+            return h + self.mlp2(gelu(self.mlp1(a)))
+
+
+class PositionEmbedding(nnx.Module):
+    """A learned (tokens, dim) array, `embeddings` (Keras's field), added to every image's tokens."""
+
+    def __init__(self, tokens: int, dim: int, rngs: nnx.Rngs):
+        init = nnx.initializers.normal(0.02)  # the original ViT code's
+        self.embeddings = nnx.Param(init(rngs.params(), (tokens, dim)))
+
+
+class VIT(nnx.Module):
+    """Layer for layer the Keras ViT, built from its declaration (parity.api.vit.VitArchitecture): each layer with
+    weights an attribute of its Keras name (patch_embed, pos_embed, block1.., norm, dense), a block's layers
+    attributes of their suffix ('block1_attn' is block1.attn)."""
+
+    def __init__(self, arch: VitArchitecture, rngs: nnx.Rngs, dtype=None):
+        """dtype: the layers' compute dtype (None: float32 throughout; jnp.bfloat16: mixed precision, Flax's way, the
+        parameters float32), but for the head, float32 always."""
+        self.arch, p, d = arch, arch.patch, arch.dim
+        # the patches: a p x p convolution of stride p over NHWC images, its kernel HWIO (p, p, 1, D) as Keras's
+        self.patch_embed = nnx.Conv(1, d, (p, p), p, padding="VALID", dtype=dtype, rngs=rngs)
+        self.pos_embed = PositionEmbedding(arch.tokens, d, rngs)
+        for name in arch.block_names:
+            setattr(self, name, Block(arch, rngs, dtype))
+        self.norm = layer_norm(d, rngs, dtype)
+        self.dense = nnx.Linear(d, arch.classes, dtype=jnp.float32, rngs=rngs)
+        self.dtype = dtype
+        self.attention = ATTENTION[0]  # static (part of the graph definition): the variants' options set it
+
+    def blocks(self, x: jax.Array, train: bool = False, key: jax.Array | None = None) -> dict[str, jax.Array]:
+        """Every block's output (VitArchitecture.blocks' values). train and key as the CNN's take them: no dropout
+        and no BatchNorm, one pass for both."""
+        arch, out, dt, fused = self.arch, {}, self.dtype or jnp.float32, self.attention == "fused"
+        scale, patch, pos, *blocks, norm, pool, dense, probs = arch.names
+        # Each layer in a named scope of Keras's layer name (its HLO ops carry it, as the CNN's)
+        with jax.named_scope(scale):  # in float32, then cast: a bfloat16 1/255 would put every pixel 0.4% high
+            h = (x.astype(jnp.float32) * np.float32(PIXEL_SCALE)).astype(dt)
+        with jax.named_scope(patch):
+            h = self.patch_embed(h)
+            h = h.reshape(h.shape[0], arch.tokens, arch.dim)  # the (7, 7, D) map's rows in order: row-major tokens
+        with jax.named_scope(pos):
+            out["embed"] = h = h + self.pos_embed.embeddings.value.astype(dt)
+        for name in blocks:
+            with jax.named_scope(name):
+                out[name] = h = getattr(self, name)(h, fused)
+        with jax.named_scope(norm):
+            h = self.norm(h)
+        with jax.named_scope(pool):
+            out["pool"] = h = h.mean(axis=1)
+        # The head, softmax and loss in float32 whatever the compute dtype: Keras's mixed-precision rule for a
+        # model's output, applied by hand. A no-op in float32.
+        with jax.named_scope(dense):
+            out["logits"] = self.dense(h.astype(jnp.float32))
+        with jax.named_scope(probs):
+            out["probs"] = jax.nn.softmax(out["logits"])
+        return out
+
+    def logits(self, x, train: bool = False, key=None) -> jax.Array:
+        return self.blocks(x, train, key)["logits"]
+
+    def __call__(self, x, train: bool = False, key=None) -> jax.Array:
+        """Softmax probabilities, as the Keras model outputs."""
+        return self.blocks(x, train, key)["probs"]
+
+
+def build_vit(dim: int, depth: int, heads: int, mlp: int, seed: int = 0) -> VIT:
+    """The ViT of VitArchitecture(dim, depth, heads, mlp), its initial weights Flax's own initialisers'. Raises
+    ValueError on a size that is not a whole number of 1 or more, a width the heads do not divide, or a seed out of
+    its bounds (parity.api.inputs.check_seed)."""
+    sizes = {n: check_count(n, v) for n, v in (("dim", dim), ("depth", depth), ("heads", heads), ("mlp", mlp))}
+    return VIT(VitArchitecture(**sizes), nnx.Rngs(params=check_seed(seed)))
+
+
+def mixed_precision(model: VIT) -> VIT:
+    """A bfloat16-compute copy of `model` (float32 parameters, the same values; the same attention path)."""
+    copy = VIT(model.arch, nnx.Rngs(params=0), dtype=jnp.bfloat16)
+    copy.attention = model.attention
+    nnx.update(copy, nnx.state(model))
+    return copy
+
+
+def train_with(model: VIT, o) -> tuple[str | None, str, bool]:
+    """Set a training variant's static options (catalog.VitOptions) on the model a trainer compiles; returns what the
+    trainer reports: no recurrent kernel, no BatchNorm statistics, no time loop."""
+    model.attention = o.attention
+    return None, "none", False
+
+
+def compute_dtype(model: VIT) -> str:
+    """What the model's layers compute in: 'float32' or 'bfloat16'."""
+    return jnp.dtype(model.dtype or jnp.float32).name
+
+
+_FIELD = {"gamma": "scale", "beta": "bias"}  # Keras's LayerNorm fields -> Flax's; every other field keeps its name
+
+
+def _slots(model: VIT):
+    """Each variable in the order Keras's Model.get_weights() lists them (parity.api.vit's table)."""
+    for w in model.arch.weights:
+        block, _, part = w.layer.partition("_")
+        layer = getattr(getattr(model, block), part) if block in model.arch.block_names else getattr(model, w.layer)
+        yield getattr(layer, _FIELD.get(w.field, w.field))
+
+
+def get_weights(model: VIT) -> list[np.ndarray]:
+    """All weights as NumPy arrays, in Keras's get_weights() order."""
+    return [np.asarray(v.value) for v in _slots(model)]
+
+
+def set_weights(model: VIT, weights: Sequence[np.ndarray]) -> None:
+    """Load weights in Keras's order. Raises ValueError naming the array on a length/shape/dtype mismatch (a list
+    for another size included) or a value that is not finite."""
+    check_vit_weights(weights, model.arch)
+    for v, w in zip(_slots(model), weights, strict=True):
+        v.value = jnp.asarray(w)
+
+
+def count_params(model: VIT) -> dict[str, int]:
+    """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them: every weight trains."""
+    n = sum(int(np.prod(p.shape)) for p in jax.tree.leaves(nnx.state(model, nnx.Param)))
+    return {"total": n, "trainable": n, "non_trainable": 0}
+
+
+def forward_layers(model: VIT, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Every block's output as NumPy, by block name (inference)."""
+    blocks = infer_blocks(model, jnp.asarray(x))
+    return {k: np.asarray(blocks[k]) for k in model.arch.blocks.values()}
+
+
+def loss_and_grads(model: VIT, x: np.ndarray, y: np.ndarray) -> Gradients:
+    """One batch's loss and gradients, grads in Keras's trainable_weights order (every array); no max pooling, so
+    no routing. The model is not changed."""
+    graphdef, params = nnx.split(model, nnx.Param)  # every variable of the ViT is a parameter
+    loss, g = _loss_and_grads(graphdef, params, jnp.asarray(x), jnp.asarray(y))
+    return Gradients(float(loss), [np.asarray(v.value) for v in _slots(nnx.merge(graphdef, g))], [])
+
+
+@partial(jax.jit, static_argnums=0)
+def _loss_and_grads(graphdef, params, x, y):
+    return jax.value_and_grad(lambda p: cross_entropy(nnx.merge(graphdef, p).logits(x, train=True), y))(params)
+
+
+def prepare_inference(model: VIT, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
+    """Softmax probabilities of `images` on devices[0], inputs placed beforehand; the variant's attention on a copy
+    (the model passed in keeps its own).
+
+    Raises:
+        ValueError: a variant not among variants("vit_infer", 1).
+    """
+    o = variant_record(INFER, variant, 1).options  # jax_impl.catalog.VitOptions
+    copy = nnx.merge(*nnx.split(model))
+    copy.attention = o.attention
+    graphdef, state = nnx.split(copy)
+    x = jax.device_put(jnp.asarray(images, jnp.float32), devices[0])
+    state = jax.device_put(state, devices[0])
+    f = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x))
+    return Prepared(
+        lambda: f(state, x),
+        lambda o: tuple(o.shape),
+        lambda o, idx: np.asarray(o)[list(idx)],
+        placement,
+        lambda: lowered_flops(f, state, x),
+        lambda: f.lower(state, x).compile().as_text(),  # its HLO: a profile's ops back to the named scopes
+    )
