@@ -114,7 +114,7 @@ def test_the_default_trains_for_its_trajectory_checks_the_variants_it_times():
         (("--budget", "0", "--max-reps", "1"), "--max-reps 1 is below --reps 5"),
         (
             ("--batch", "7", "--workload", "conv"),
-            "--batch sets the trained workloads' schedule (cnn, lstm): --workload conv",
+            "--batch sets the trained workloads' schedule (cnn, lstm, vit): --workload conv",
         ),
         (("--epochs", "3", "--workload", "matmul"), "--epochs sets the trained workloads' schedule"),
     ],
