@@ -118,3 +118,17 @@ def test_workloads_tpu_row_is_the_shipped_log():
     row = f"`jit`: epoch 1 {first}, later epochs {epoch} ({float(epoch[:-2]) * 10:.0f} ms a step): about {total:.0f} s"
     page = (ROOT / "docs/workloads.md").read_text()
     assert row in page and f"Keras 3 on JAX's `fit` {fit} an epoch" in page
+
+
+def test_tpu_page_quotes_the_vit_log():
+    from parity.workloads.vit.spec import VIT_FULL
+
+    log = (TPU / "vit-stopped-log.txt").read_text()
+    first, jit = _epochs(log, "jit")
+    bf16, fit = _epochs(log, "jit+bf16")[1], _epochs(log, "fit", "keras-jax", "Keras 3 (JAX)")[1]
+    flops = VIT_FULL.step_flops() * VIT_FULL.steps_per_epoch / float(jit[:-2])
+    said = (
+        f"JAX's `jit` trained an epoch in {jit} after a {first} first epoch, {flops / 1e12:.1f} TFLOP/s, "
+        f"{100 * flops / 197e12:.1f}% of the bfloat16 peak; `jit+bf16` in {bf16}; Keras 3 on JAX's `fit` in {fit}"
+    )
+    assert said in " ".join((ROOT / "docs/tpu.md").read_text().split())
