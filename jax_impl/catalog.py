@@ -178,7 +178,9 @@ def _lstm() -> tuple[Variant, ...]:
 
 def _vit() -> tuple[Variant, ...]:
     """The ViT's: out of the box its attention written out (VitOptions), ranked as the LSTM's; '+fused'
-    jax.nn.dot_product_attention, tuned and unranked until timed."""
+    jax.nn.dot_product_attention, a lever: jit+fused / jit 0.90x (0.85-0.99) alone but level under the runtime
+    settings (0.64x against 0.65x of jit), predict+fused / predict 1.13x (1.10-1.17) on zen4
+    (docs/results/zen4/cpu-levers-vit.json)."""
     o, train, fused = VitOptions, "vit_train", VitOptions(attention="fused")
     return (
         Variant("jit", train, ONE, best=1, options=o()),
@@ -296,8 +298,9 @@ HEAP = {"GLIBC_TUNABLES": f"{THP['GLIBC_TUNABLES']}:glibc.malloc.mmap_max=0:glib
 F32, BF16, BOTH = ("float32",), ("bfloat16",), ("float32", "bfloat16")
 # YNNPACK's list slowed the row LSTM's inference on every class that ran it: 1.29-1.47x of predict out of the box
 # under each class's best setting (docs/tuning.md's per-class table), 1.48x under 'ynn+thp' on xeon-avx512
-# (docs/results/xeon-avx512/cpu-levers.json). `best` runs its best-known variant without them.
-SLOWS = ("lstm_infer",)
+# (docs/results/xeon-avx512/cpu-levers.json); and the ViT's, predict+ynn+onednn+thp / predict 1.13x (1.08-1.27) on
+# zen4 (docs/results/zen4/cpu-levers-vit.json). `best` runs their best-known variants without them.
+SLOWS = ("lstm_infer", "vit_infer")
 # Every process-wide setting, in the order its workers start. `formats`, by mechanism: YNNPACK's fusions are float32
 # dots and reductions; oneDNN's rewriter takes bfloat16 convolutions and dots, and with YNNPACK's list float32
 # convolutions too; huge pages and the heap act on every buffer and run with the kernels' settings (huge pages

@@ -134,9 +134,21 @@ VARIANTS: tuple[Variant, ...] = (
     Variant(
         "predict+unroll", "lstm_infer", ONE, tuned=True, best=0, multiprocess=False, options=InferOptions(unroll=True)
     ),
-    # The ViT: fit, DataParallel, inference. No flash-attention variant: Keras's MultiHeadAttention(flash_attention=
-    # True) runs on JAX only on a TPU or with cuDNN on a GPU, and on a CPU raises ("cuDNN is not detected").
+    # The ViT: fit, mixed precision, DataParallel, inference. No flash-attention variant: Keras's
+    # MultiHeadAttention(flash_attention=True) runs on JAX only on a TPU or with cuDNN on a GPU, and on a CPU raises
+    # ("cuDNN is not detected").
     Variant("fit", "vit_train", ONE, best=0, multiprocess=False, options=CnnOptions()),
+    Variant(
+        "fit+bf16",
+        "vit_train",
+        ONE,
+        "bfloat16",
+        tuned=True,
+        best=0,
+        multiprocess=False,
+        float32="fit",
+        options=CnnOptions(mixed=True),
+    ),
     Variant("data_parallel", "vit_train", MANY, best=0, multiprocess=False, options=CnnOptions(distributed=True)),
     Variant("predict", "vit_infer", ONE, best=0, multiprocess=False, options=InferOptions()),
 )

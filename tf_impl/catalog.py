@@ -154,15 +154,20 @@ VARIANTS: tuple[Variant, ...] = (
     # the inference call under XLA, as 'fit+xla' trains (TF's executor runs Keras's generic loop op by op): the
     # best-known, 0.51x (0.48-0.56) of predict on xeon-avx512 (docs/results/xeon-avx512/tf-lstm-inference-xla.json)
     Variant("predict+xla", "lstm_infer", ONE, tuned=True, best=0, options=InferOptions(xla=True)),
-    # The ViT: fit, fit under XLA (jit_compile=True: a lever, unranked until measured), and over several devices fit
-    # under MirroredStrategy (not in a multi-process run, as the CNN's); inference by TF's executor or under XLA. No
-    # flash-attention variant: Keras's MultiHeadAttention(flash_attention=True) raises on the TensorFlow backend, on
-    # a CPU as on every device ("Flash attention is not supported in tensorflow backend").
+    # The ViT: fit, fit under XLA (jit_compile=True: a lever, unranked until measured), mixed precision, and over
+    # several devices fit under MirroredStrategy (not in a multi-process run, as the CNN's); inference by TF's executor
+    # or under XLA. No flash-attention variant: Keras's MultiHeadAttention(flash_attention=True) raises on the
+    # TensorFlow backend, on a CPU as on every device ("Flash attention is not supported in tensorflow backend").
     Variant("fit", "vit_train", ONE, best=0, options=CnnOptions()),
     Variant("fit+xla", "vit_train", ONE, tuned=True, options=CnnOptions(xla=True)),
+    Variant(
+        "fit+bf16", "vit_train", ONE, "bfloat16", tuned=True, best=0, float32="fit", options=CnnOptions(mixed=True)
+    ),
     Variant("strategy", "vit_train", MANY, best=0, multiprocess=False, options=CnnOptions(distributed=True)),
-    Variant("predict", "vit_infer", ONE, best=0, options=InferOptions()),
-    Variant("predict+xla", "vit_infer", ONE, tuned=True, options=InferOptions(xla=True)),
+    Variant("predict", "vit_infer", ONE, best=1, options=InferOptions()),
+    # best-known: predict+xla / predict 0.76x (0.75-0.81) on zen4 (docs/results/zen4/cpu-levers-vit.json); fit+xla /
+    # fit 0.98x (0.96-1.08) there, a lever
+    Variant("predict+xla", "vit_infer", ONE, tuned=True, best=0, options=InferOptions(xla=True)),
 )
 SETTINGS: tuple[Setting, ...] = ()
 
