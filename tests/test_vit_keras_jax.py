@@ -202,7 +202,7 @@ def test_keras_on_jax_builds_the_contracts_layers_and_takes_shared_weights(found
     sent, saved = load_npz(req["weights"], ARCH.weights), load_npz(req["save"], ARCH.weights)
     assert all(np.array_equal(a, b) for a, b in zip(saved, sent, strict=True))  # in, out, in Keras's order
     assert "weight 0 (patch_embed.kernel): shape (4, 4, 1, 10), expected (4, 4, 1, 8)" in got["wrong_width"]
-    assert got["variants"] == {"vit_trainx1": ["fit"], f"vit_trainx{REPLICAS}": ["data_parallel"],
+    assert got["variants"] == {"vit_trainx1": ["fit", "fit+bf16"], f"vit_trainx{REPLICAS}": ["data_parallel"],
                                "vit_inferx1": ["predict"], f"vit_inferx{REPLICAS}": []}  # fmt: skip
 
 
