@@ -7,8 +7,9 @@ import pytest
 
 from parity.api.lstm import GATES, LstmArchitecture, check_lstm_weights, units_of
 from parity.workloads import WORKLOADS, row_kind
-from parity.workloads.lstm import checks, oracle
+from parity.workloads.lstm import MODEL, oracle
 from parity.workloads.lstm.spec import LSTM_CPU, LSTM_FULL, LSTM_QUICK
+from parity.workloads.trained import model_checks
 
 U = 6
 
@@ -91,12 +92,12 @@ def _planted(weights, scale=1.001, layer=4, gate=1):
 def test_checks_pass_float32_rounded_oracle_and_fail_a_planted_gate_error():
     w, (x, y) = _weights(), _batch()
     good = _saved(w, x, y)
-    rows = checks.forward({"jax": good, "tf": good}, w, x, "cpu", "highest")
-    rows += checks.grads({"jax": good, "tf": good}, w, x, y, "cpu", "highest")
+    rows = model_checks.forward(MODEL, {"jax": good, "tf": good}, w, x, "cpu", "highest")
+    rows += model_checks.grads(MODEL, {"jax": good, "tf": good}, w, x, y, "cpu", "highest")
     assert all(r["passed"] for r in rows), [(r["check"], r["figures"], r["tolerance"]) for r in rows]
     bad = _saved(_planted(w), x, y)
-    rows = checks.forward({"jax": bad, "tf": good}, w, x, "cpu", "highest")
-    rows += checks.grads({"jax": bad, "tf": good}, w, x, y, "cpu", "highest")
+    rows = model_checks.forward(MODEL, {"jax": bad, "tf": good}, w, x, "cpu", "highest")
+    rows += model_checks.grads(MODEL, {"jax": bad, "tf": good}, w, x, y, "cpu", "highest")
     assert not all(r["passed"] for r in rows)
     assert all(r["figures"]["tf_vs_f64"] <= r["tolerance"] for r in rows)  # the failure is the planted side's
 
@@ -109,5 +110,5 @@ def test_checks_fail_a_swapped_gate_order():
     for k in (0, 1, 2, 3, 4, 5):  # every LSTM array: swap the f and c column blocks
         f, c = swapped[k][..., u : 2 * u].copy(), swapped[k][..., 2 * u : 3 * u].copy()
         swapped[k][..., u : 2 * u], swapped[k][..., 2 * u : 3 * u] = c, f
-    rows = checks.forward({"jax": _saved(swapped, x, y)}, w, x, "cpu", "highest")
+    rows = model_checks.forward(MODEL, {"jax": _saved(swapped, x, y)}, w, x, "cpu", "highest")
     assert not any(r["passed"] for r in rows)

@@ -1,15 +1,20 @@
 """The row LSTM workload, the article's next question (RNNs): Fashion-MNIST read one image row per time step, two
-stacked LSTM layers, trained as the CNN is. Its spec (spec.py), parent side (suite.py), checks against its float64
-oracle through time (checks.py, oracle.py, tolerances.py) and worker-side cases (cases.py). The implementations'
-modules: jax_impl/lstm.py, tf_impl/lstm.py, keras_jax_impl/lstm.py and keras_models/lstm.py."""
+stacked LSTM layers, trained as the CNN is. Its spec (spec.py), float64 oracle through time (oracle.py) and bounds
+(tolerances.py), and its TrainedModel (MODEL, below): the parent side, worker side and checks are every such model's
+(parity.workloads.trained.model_suite, model_cases, model_checks). The implementations' modules: jax_impl/lstm.py,
+tf_impl/lstm.py, keras_jax_impl/lstm.py, keras_models/lstm.py and torch_impl/lstm.py."""
 
 from __future__ import annotations
 
-from parity.api.lstm import LstmArchitecture
+from parity.api.lstm import LstmArchitecture, units_of
 from parity.common.tolerances import tolerance
-from parity.workloads.base import RowKind, Workload, judged_by_checks
-from parity.workloads.lstm import cases, suite
-from parity.workloads.lstm.spec import LSTM_CPU, LSTM_FULL, LSTM_QUICK
+from parity.workloads.base import Workload
+from parity.workloads.lstm import oracle
+from parity.workloads.lstm.spec import LSTM_CPU, LSTM_FULL, LSTM_QUICK, LstmSpec
+from parity.workloads.lstm.tolerances import lstm_block_tolerances, lstm_bounds, lstm_tolerances
+from parity.workloads.trained import model_cases
+from parity.workloads.trained.model import TrainedModel
+from parity.workloads.trained.model_suite import ModelSuite
 
 # The layers in order, as Keras names them (the JAX side's named scopes use the same names), and the loss: what
 # --profile's ops are attributed to.
@@ -18,21 +23,42 @@ LSTM_LAYERS = (*LstmArchitecture(1).names, "loss")
 
 def lstm_infer_tolerance(device: str, precision: str, dtype: str) -> float:
     """The device's agreement table: the inference case replaces it by the bound derived for its own weights and
-    images (parity.workloads.lstm.tolerances.lstm_forward_tolerance), which the row records."""
+    images (parity.workloads.lstm.tolerances.lstm_block_tolerances' "probs"), which the row records."""
     return tolerance(device, precision, dtype)
 
+
+def _tolerances(device: str, precision: str, dtype: str = "float32", spec: LstmSpec | None = None) -> dict:
+    return lstm_tolerances(device, precision, dtype)
+
+
+MODEL = TrainedModel(
+    name="lstm",
+    full=LSTM_FULL,
+    fields=lambda s: {"units": s.units},
+    warm={"units": 4},
+    build=lambda impl, f, seed: impl.build_lstm(f["units"], seed),
+    weights_tag=lambda s: f"u{s.units}",
+    reading=lambda s: f"each image read row by row (28 steps of 28 pixels), {s.units} units a layer",
+    size=lambda s: f"{s.units} units",
+    full_why="the Shakespeare notebook's width and batch",
+    forward=oracle.lstm_forward,
+    loss_and_grads=oracle.lstm_loss_and_grads,
+    block_tolerances=lstm_block_tolerances,
+    bounds=lstm_bounds,
+    tolerances=_tolerances,
+    architecture=lambda w: LstmArchitecture(units_of(w)),
+    grads_check="gradients through time (every parameter)",
+    notebook=True,  # the Shakespeare notebook's epochs estimated at its width
+)
 
 WORKLOAD = Workload(
     "lstm",
     LSTM_FULL,
     LSTM_CPU,
     LSTM_QUICK,
-    (
-        RowKind("lstm_train", cases.lstm_train_case, judged_by_checks, epochs=True, seeded=True),
-        RowKind("lstm_infer", cases.lstm_infer_case, lstm_infer_tolerance),
-    ),
+    model_cases.kinds(MODEL, lstm_infer_tolerance),
     options=("global_batch", "epochs", "steps_per_epoch"),
-    suite=suite,
+    suite=ModelSuite(MODEL),
     layers=LSTM_LAYERS,
-    calls={"warm": cases.lstm_warm, "init_weights": cases.lstm_init_weights, "parity": cases.lstm_parity},
+    calls=model_cases.calls(MODEL),
 )

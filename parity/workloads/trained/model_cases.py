@@ -1,33 +1,33 @@
-"""The ViT's worker side: its timed cases (a training epoch per call, inference) and its untimed calls (set-up,
-shared initial weights, parity arrays). What it shares with the CNN and the row LSTM is parity.workloads.trained's."""
+"""A trained model's worker side (the row LSTM's, the ViT's; parity.workloads.trained.model.TrainedModel): its timed
+cases (a training epoch per call, inference) and its untimed calls (set-up, shared initial weights, parity arrays).
+What it shares with the CNN is parity.workloads.trained's."""
 
 from __future__ import annotations
+
+from functools import partial
 
 import numpy as np
 
 from parity.api.variants import Variant
 from parity.api.weights import load_npz, save_npz
-from parity.workloads.base import RowKind, Timed, output_verifier
+from parity.workloads.base import RowKind, Timed, judged_by_checks, output_verifier
 from parity.workloads.ops import _saving
 from parity.workloads.trained import Epochs, dataset, parity_arrays
-from parity.workloads.vit import oracle
-from parity.workloads.vit.spec import VitSpec
-from parity.workloads.vit.tolerances import vit_block_tolerances
-
-WARM = {"dim": 8, "depth": 1, "heads": 2, "mlp": 16}  # the smallest ViT a framework's one-off set-up builds
+from parity.workloads.trained.model import TrainedModel
 
 
-def _model(impl, s: VitSpec, weights: str):
-    model = impl.build_vit(s.dim, s.depth, s.heads, s.mlp, s.seed)
+def _model(m: TrainedModel, impl, s, weights: str):
+    model = m.build(impl, m.fields(s), s.seed)
     impl.set_weights(model, load_npz(weights, s.architecture.weights))  # every framework starts from the same weights
     return model
 
 
-def vit_train_case(
+def train_case(
+    m: TrainedModel,
     impl,
     devices,
     kind: RowKind,
-    spec: VitSpec,
+    spec,
     variant: Variant,
     device: str,
     precision: str,
@@ -39,13 +39,13 @@ def vit_train_case(
     """One epoch per timed call (steps_per_epoch global batches in the CNN's batch order), as the CNN's."""
     s, ds = spec, dataset(data)
     trainer = impl.make_trainer(
-        _model(impl, s, weights), devices, variant.name, s.learning_rate, s.adam_epsilon, s.seed
+        _model(m, impl, s, weights), devices, variant.name, s.learning_rate, s.adam_epsilon, s.seed
     )
     epochs = Epochs(impl, devices, device, variant, s, ds, trainer, validate)
     k = s.steps_per_epoch
     info = {
         "flops": s.step_flops() * k,
-        "flops_formula": VitSpec.step_flops.__doc__,
+        "flops_formula": type(s).step_flops.__doc__,
         "min_bytes": s.step_min_bytes() * k,
         "images": k * s.global_batch,
         "data": ds.source,
@@ -56,11 +56,12 @@ def vit_train_case(
     return Timed(epochs.run, epochs.verify, info, epochs.finish)
 
 
-def vit_infer_case(
+def infer_case(
+    m: TrainedModel,
     impl,
     devices,
     kind: RowKind,
-    spec: VitSpec,
+    spec,
     variant: Variant,
     device: str,
     precision: str,
@@ -70,14 +71,14 @@ def vit_infer_case(
     **_,
 ):
     """Inference on one global batch of test images, checked against the float64 forward pass within the bound
-    derived for these weights and images (parity.workloads.vit.tolerances)."""
+    derived for these weights and images (the workload's block_tolerances)."""
     ds = dataset(data)
     x = ds.x_test[: spec.global_batch].astype(np.float32)
     idx = [0, len(x) - 1]
     w = load_npz(weights, spec.architecture.weights)
-    ref = oracle.forward(w, x[idx])["probs"]
-    tol = vit_block_tolerances(w, x[idx], device, precision)["probs"]  # the output's own bound
-    p = impl.prepare_inference(_model(impl, spec, weights), x, devices, variant.name)
+    ref = m.forward(w, x[idx])["probs"]
+    tol = m.block_tolerances(w, x[idx], device, precision)["probs"]  # the output's own bound
+    p = impl.prepare_inference(_model(m, impl, spec, weights), x, devices, variant.name)
     verify = output_verifier(
         p.shape, _saving(p.rows, save), p.placement, (len(x), 10), idx, ref, tol, device, len(devices)
     )
@@ -95,23 +96,35 @@ def vit_infer_case(
     return Timed(p.run, verify, info)
 
 
-# Untimed requests by name (parity.workloads.vit.WORKLOAD.calls): fn(impl, devices, request) -> answer.
+# Untimed requests by name (the workload's WORKLOAD.calls, from calls()): fn(impl, devices, request) -> answer.
 
 
-def vit_warm(impl, devices, req: dict) -> dict:
+def warm(m: TrainedModel, impl, devices, req: dict) -> dict:
     """A framework's first model build runs its one-off set-up: done before anything is timed."""
-    impl.build_vit(**{k: req.get(k, v) for k, v in WARM.items()})
+    m.build(impl, {**m.warm, **req}, 0)
     return {}
 
 
-def vit_init_weights(impl, devices, req: dict) -> dict:
+def init_weights(m: TrainedModel, impl, devices, req: dict) -> dict:
     """This framework's freshly initialised weights for a seed and size, to a .npz every framework starts from."""
-    model = impl.build_vit(req["dim"], req["depth"], req["heads"], req["mlp"], req["seed"])
-    save_npz(impl.get_weights(model), req["out"])
+    save_npz(impl.get_weights(m.build(impl, req, req["seed"])), req["out"])
     return {}
 
 
-def vit_parity(impl, devices, req: dict) -> dict:
+def parity(m: TrainedModel, impl, devices, req: dict) -> dict:
     """Forward blocks, one batch's loss and gradients, and a short trajectory per variant, to .npz."""
-    s = VitSpec(**req["spec"])
-    return parity_arrays(impl, devices, req, lambda w: _model(impl, s, w), "vit_train", s)
+    s = type(m.full)(**req["spec"])
+    return parity_arrays(impl, devices, req, lambda w: _model(m, impl, s, w), f"{m.name}_train", s)
+
+
+def kinds(m: TrainedModel, infer_tolerance) -> tuple[RowKind, RowKind]:
+    """The workload's row kinds: <name>_train (judged by its checks) and <name>_infer (infer_tolerance's table)."""
+    return (
+        RowKind(f"{m.name}_train", partial(train_case, m), judged_by_checks, epochs=True, seeded=True),
+        RowKind(f"{m.name}_infer", partial(infer_case, m), infer_tolerance),
+    )
+
+
+def calls(m: TrainedModel) -> dict:
+    """The workload's untimed calls by name."""
+    return {"warm": partial(warm, m), "init_weights": partial(init_weights, m), "parity": partial(parity, m)}

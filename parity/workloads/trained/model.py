@@ -1,0 +1,50 @@
+"""What a trained model workload without dropout or BatchNorm (the row LSTM, the ViT) declares for the shared
+parent side (model_suite.py), worker side (model_cases.py) and checks against float64 (model_checks.py): one
+frozen record, its package's WORKLOAD built from it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class TrainedModel:
+    """name: the workload's (its rows' prefix, its files' and checks'). full: its full-size spec (the accuracy check
+    judges from its schedule's length on, and the CPU's note names it). fields: a spec's size as the init-weights
+    request's fields; warm: the smallest such fields a framework's one-off set-up builds; build(impl, fields, seed):
+    the model from those fields via the implementation's surface. weights_tag: the size in the weights file's name.
+    reading: how an image is read and the size (the data's note); size: the size in the CPU note, full_why: why the
+    full size is what it is. notebook: a row at the full size gets the notebook's epoch estimates. forward,
+    loss_and_grads: the float64 oracle's; block_tolerances(w, x, device, precision), bounds(w, x, y, device,
+    precision): its derived bounds; tolerances(device, precision, dtype, spec): the trajectory and accuracy
+    thresholds; architecture: a weights list's architecture. absolute_grads: a gradient is judged as an absolute
+    error against bounds' 'grad_abs' (else relative to its float64 scale against bounds' 'grads'); grads_check:
+    that check's name."""
+
+    name: str
+    full: Any
+    fields: Callable[[Any], dict]
+    warm: dict
+    build: Callable[[Any, dict, int], Any]
+    weights_tag: Callable[[Any], str]
+    reading: Callable[[Any], str]
+    size: Callable[[Any], str]
+    full_why: str
+    forward: Callable[..., dict]
+    loss_and_grads: Callable[..., tuple]
+    block_tolerances: Callable[..., dict]
+    bounds: Callable[..., dict]
+    tolerances: Callable[..., dict]
+    architecture: Callable[[list], Any]
+    grads_check: str
+    absolute_grads: bool = False
+    notebook: bool = False
+
+    @property
+    def min_accuracy_steps(self) -> int:
+        """Test accuracy is judged after the full schedule (the CNN notebook's 10 epochs of 100 steps), the length
+        the accuracy band was set for; a shorter run's accuracies are reported, not judged (no moving statistics to
+        settle, but after a few dozen steps its accuracy still swings with the batch order)."""
+        return self.full.epochs * self.full.steps_per_epoch

@@ -1,0 +1,122 @@
+"""A trained model's checks against float64 (the row LSTM's, the ViT's; parity.workloads.trained.model): each block
+of the forward pass, one batch's loss and every parameter's gradient, each framework against the oracle within the
+bound derived for these very weights and inputs (the workload's tolerances.py), and every pair of frameworks within
+the sum of their bounds. Its trajectories and accuracy are judged as every trained model's
+(parity.workloads.trained.trajectories, checks)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from parity.common.float64 import errors
+from parity.common.frameworks import pairs, short
+from parity.workloads.trained.model import TrainedModel
+
+
+def _row(check: str, figures: dict[str, float], tol: float, judged: list[str], detail: str = "") -> dict:
+    """A check's row; judged: the figures that decide it (each framework against float64)."""
+    return {
+        "check": check,
+        "figures": figures,
+        "max_rel_err": max(figures[k] for k in judged),
+        "tolerance": tol,
+        "passed": all(figures[k] <= tol for k in judged),
+        "detail": detail,
+    }
+
+
+def forward(
+    m: TrainedModel, saved: dict[str, dict], weights: list[np.ndarray], x: np.ndarray, device: str, precision: str
+) -> list[dict]:
+    """Per block (the architecture's blocks, the logits, the probabilities): each framework against the float64
+    oracle, and every pair of frameworks, as max error relative to max |reference|. Each block's bound is derived
+    for these weights and images; a pair of frameworks is held to twice it (each within it of float64)."""
+    ref = m.forward(weights, x)
+    tols = m.block_tolerances(weights, x, device, precision)
+    fws, rows = sorted(saved), []
+    for block in m.architecture(weights).blocks.values():
+        tol = tols[block]
+        figs = {f"{fw}_vs_f64": errors(saved[fw][f"forward/{block}"], ref[block])["max_rel_err"] for fw in fws}
+        judged = list(figs)
+        for a, b in pairs(fws):
+            figs[f"{a}_vs_{b}"] = errors(saved[a][f"forward/{block}"], saved[b][f"forward/{block}"])["max_rel_err"]
+        apart = [f"{short(a)}-{short(b)}" for a, b in pairs(fws) if figs[f"{a}_vs_{b}"] > 2 * tol]
+        detail = f"frameworks apart beyond twice the bound: {', '.join(apart)}" if apart else ""
+        rows.append(_row(f"forward {block}", figs, tol, judged, detail))
+    return rows
+
+
+def _relative(names: list[str], g: list[dict], ref: list, bounds: list, fws: list[str]):
+    """A gradient's error over max |float64| of that parameter, held to the parameter's own derived bound (an
+    all-zero gradient: any error is infinitely off)."""
+
+    def rel(got, want, i):
+        err, scale = float(np.max(np.abs(np.asarray(got, np.float64) - want))), float(np.max(np.abs(ref[i])))
+        return err / scale if scale > 0 else (0.0 if err == 0 else float("inf"))
+
+    per = {}
+    for i, name in enumerate(names):
+        per[name] = {"bound": bounds[i], **{f"{fw}_vs_f64": rel(g[i][fw], ref[i], i) for fw in fws}}
+        per[name].update({f"{a}_vs_{b}": rel(g[i][a], g[i][b], i) for a, b in pairs(fws)})
+    figs = {f"{fw}_vs_f64": max(p[f"{fw}_vs_f64"] / p["bound"] for p in per.values()) for fw in fws}
+    for a, b in pairs(fws):
+        figs[f"{a}_vs_{b}"] = max(p[f"{a}_vs_{b}"] / (2 * p["bound"]) for p in per.values())
+    worst = {fw: max(per, key=lambda n, fw=fw: per[n][f"{fw}_vs_f64"] / per[n]["bound"]) for fw in fws}
+    return per, figs, worst
+
+
+def _absolute(names: list[str], g: list[dict], ref: list, absolute: list, fws: list[str]):
+    """A gradient's error over its derived bound as an absolute error, so a gradient zero in exact arithmetic and
+    rounding noise on every side is judged on the scale of its terms; per_parameter's figures are each relative to
+    the parameter's max |float64 gradient| (an all-zero gradient: absolute) beside its bound on that scale."""
+
+    def err(got, want) -> float:
+        return float(np.max(np.abs(np.asarray(got, np.float64) - np.asarray(want, np.float64))))
+
+    per, share = {}, {}
+    for i, name in enumerate(names):
+        scale = float(np.max(np.abs(ref[i])))
+        e = {f"{fw}_vs_f64": err(g[i][fw], ref[i]) for fw in fws}
+        e |= {f"{a}_vs_{b}": err(g[i][a], g[i][b]) for a, b in pairs(fws)}
+        share[name] = {k: v / (absolute[i] * (2 if "_vs_f64" not in k else 1)) for k, v in e.items()}
+        rel = scale if scale > 0 else 1.0
+        per[name] = {"bound": absolute[i] / rel, **{k: v / rel for k, v in e.items()}}
+    figs = {k: max(s[k] for s in share.values()) for k in next(iter(share.values()))}
+    worst = {fw: max(share, key=lambda n, fw=fw: share[n][f"{fw}_vs_f64"]) for fw in fws}
+    return per, figs, worst
+
+
+def grads(
+    m: TrainedModel,
+    saved: dict[str, dict],
+    weights: list[np.ndarray],
+    x: np.ndarray,
+    y: np.ndarray,
+    device: str,
+    precision: str,
+) -> list[dict]:
+    """One batch's loss, and every parameter's gradient, each framework against float64 (_relative or _absolute,
+    as the workload's absolute_grads says); the row's figures are the worst error as a fraction of its bound
+    (tolerance 1), per framework and per pair (a pair against the sum of both bounds); per_parameter holds every
+    figure."""
+    loss, ref = m.loss_and_grads(weights, x, y)
+    derived = m.bounds(weights, x, y, device, precision)  # one float64 trace for the loss's and every gradient's
+    names = [w.name for w in m.architecture(weights).weights]
+    fws = sorted(saved)
+    figs = {f"{fw}_vs_f64": abs(float(saved[fw]["loss"]) - loss) / abs(loss) for fw in fws}
+    judged = list(figs)
+    for a, b in pairs(fws):
+        figs[f"{a}_vs_{b}"] = abs(float(saved[a]["loss"]) - float(saved[b]["loss"])) / abs(loss)
+    rows = [_row("loss (one batch)", figs, derived["loss"], judged)]
+    g = [{fw: saved[fw][f"grad/{i:03d}"] for fw in fws} for i in range(len(names))]
+    if m.absolute_grads:
+        per, figs, worst = _absolute(names, g, ref, derived["grad_abs"], fws)
+    else:
+        per, figs, worst = _relative(names, g, ref, derived["grads"], fws)
+    detail = "error as a fraction of each parameter's derived bound; worst: " + ", ".join(
+        f"{short(fw)} {worst[fw]} {per[worst[fw]][f'{fw}_vs_f64']:.1e} (bound {per[worst[fw]]['bound']:.1e})"
+        for fw in fws
+    )
+    row = _row(m.grads_check, figs, 1.0, [f"{fw}_vs_f64" for fw in fws], detail)
+    row["per_parameter"] = per
+    return [*rows, row]
