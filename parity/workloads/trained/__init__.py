@@ -1,9 +1,11 @@
-"""What the trained workloads (the CNN, the row LSTM) share. This module, the worker side: the dataset each worker
+"""What the trained workloads (the CNN, the row LSTM, the ViT) share. Here, the worker side: the dataset each worker
 reads once, a training row's epochs (Epochs: one per timed call, its checks and figures), and the parity arrays a
 framework saves for the parent's checks (parity_arrays: forward blocks, one batch's loss and gradients, short
-dropout-free trajectories); each workload's cases.py builds its model and calls these. Beside it, the parent side:
+dropout-free trajectories); each workload's cases build its model and call these. Beside it, the parent side:
 the data (data.py, sources.py), a parity round's batches and requests (rounds.py), the trajectory pairing
-(trajectories.py) and the checks every trained model gets (checks.py: trajectory, accuracy)."""
+(trajectories.py) and the checks every trained model gets (checks.py: trajectory, accuracy). A model without
+dropout or BatchNorm (the row LSTM, the ViT) declares a TrainedModel (model.py) and takes its cases, suite and checks
+against float64 from model_cases.py, model_suite.py and model_checks.py."""
 
 from __future__ import annotations
 
