@@ -45,7 +45,8 @@ PRESETS = {
         Preset(
             "quick",
             "tiny shapes at 1 and 2 replicas, each framework out of the box, every check",
-            "1 min 59 s on zen4; 3 min 42 s on xeon-avx512 at batch 64 (docs/results/<class>/cpu-quick-log.txt)",
+            "2 min 52 s on zen4 with PyTorch and the ViT (1 min 59 s without either); 3 min 42 s on xeon-avx512 at "
+            "batch 64 (docs/results/<class>/cpu-quick-log.txt)",
             "default", "quick", 2.0, 50, 3, 2048, (1, 2),
         ),
         Preset(
