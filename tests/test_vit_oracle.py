@@ -307,3 +307,15 @@ def test_numerics_page_quotes_the_bfloat16_bounds():
     assert (
         f"**{cpu}** at the CPU default's {VIT_CPU.depth} blocks, **{full}** at the full size's {VIT_FULL.depth}" in page
     )
+
+
+def test_workloads_page_quotes_the_cpu_defaults_size():
+    """docs/workloads.md's figures for the CPU default's step are VIT_CPU's."""
+    from pathlib import Path
+
+    from parity.workloads.vit.spec import VIT_CPU
+
+    page = " ".join((Path(__file__).resolve().parent.parent / "docs/workloads.md").read_text().split())
+    rows = VIT_CPU.architecture.tokens * VIT_CPU.global_batch
+    said = f"({VIT_CPU.architecture.tokens} tokens x {VIT_CPU.global_batch} images = {rows:,} rows by"
+    assert said in page and f"{VIT_CPU.step_flops() / 1e9:.1f} GFLOP a step" in page
