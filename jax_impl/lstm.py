@@ -4,7 +4,6 @@ numerics set explicitly, and Keras-order weight exchange."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -12,8 +11,8 @@ import numpy as np
 from flax import nnx
 
 from jax_impl.catalog import variant as variant_record
-from jax_impl.cnn import cross_entropy, infer_blocks
-from jax_impl.devices import lowered_flops, placement
+from jax_impl.cnn import infer_blocks
+from jax_impl.forward import param_loss_and_grads, prepared_inference
 from parity.api import Gradients, Prepared
 from parity.api.inputs import check_seed, check_units
 from parity.api.lstm import GATES, PIXEL_SCALE, LstmArchitecture, check_lstm_weights
@@ -189,14 +188,7 @@ def forward_layers(model: LSTM, x: np.ndarray) -> dict[str, np.ndarray]:
 def loss_and_grads(model: LSTM, x: np.ndarray, y: np.ndarray) -> Gradients:
     """One batch's loss and gradients, grads in Keras's trainable_weights order (all 8 arrays); no max pooling,
     so no routing. The model is not changed."""
-    graphdef, params = nnx.split(model, nnx.Param)  # every variable of the LSTM is a parameter
-    loss, g = _loss_and_grads(graphdef, params, jnp.asarray(x), jnp.asarray(y))
-    return Gradients(float(loss), [np.asarray(v.value) for v in _slots(nnx.merge(graphdef, g))], [])
-
-
-@partial(jax.jit, static_argnums=0)
-def _loss_and_grads(graphdef, params, x, y):
-    return jax.value_and_grad(lambda p: cross_entropy(nnx.merge(graphdef, p).logits(x, train=True), y))(params)
+    return param_loss_and_grads(model, x, y, _slots)
 
 
 def prepare_inference(model: LSTM, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
@@ -207,18 +199,7 @@ def prepare_inference(model: LSTM, images: np.ndarray, devices, variant: str = "
         ValueError: a variant not among variants("lstm_infer", 1).
     """
     o = variant_record(INFER, variant, 1).options  # jax_impl.catalog.LstmInferOptions
-    copy = nnx.merge(*nnx.split(model))
-    copy.unroll = o.unroll
-    graphdef, state = nnx.split(copy)
-    x = jax.device_put(jnp.asarray(images, jnp.float32), devices[0])
-    state = jax.device_put(state, devices[0])
-    f = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x))
-    return Prepared(
-        lambda: f(state, x),
-        lambda o: tuple(o.shape),
-        lambda o, idx: np.asarray(o)[list(idx)],
-        placement,
-        (lambda: (None, TIME_LOOP)) if o.unroll is not True else lambda: lowered_flops(f, state, x),
-        lambda: f.lower(state, x).compile().as_text(),  # its HLO: a profile's ops back to the named scopes
-        kernel_path(o.unroll),
+    cost = (lambda: (None, TIME_LOOP)) if o.unroll is not True else None  # XLA counts a loop's body once
+    return prepared_inference(
+        model, images, devices, lambda m: setattr(m, "unroll", o.unroll), cost, kernel_path(o.unroll)
     )

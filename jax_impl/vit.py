@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -14,8 +13,8 @@ import numpy as np
 from flax import nnx
 
 from jax_impl.catalog import variant as variant_record
-from jax_impl.cnn import cross_entropy, infer_blocks
-from jax_impl.devices import lowered_flops, placement
+from jax_impl.cnn import infer_blocks
+from jax_impl.forward import param_loss_and_grads, prepared_inference
 from parity.api import Gradients, Prepared
 from parity.api.inputs import check_count, check_seed
 from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_weights
@@ -232,14 +231,7 @@ def forward_layers(model: VIT, x: np.ndarray) -> dict[str, np.ndarray]:
 def loss_and_grads(model: VIT, x: np.ndarray, y: np.ndarray) -> Gradients:
     """One batch's loss and gradients, grads in Keras's trainable_weights order (every array); no max pooling, so
     no routing. The model is not changed."""
-    graphdef, params = nnx.split(model, nnx.Param)  # every variable of the ViT is a parameter
-    loss, g = _loss_and_grads(graphdef, params, jnp.asarray(x), jnp.asarray(y))
-    return Gradients(float(loss), [np.asarray(v.value) for v in _slots(nnx.merge(graphdef, g))], [])
-
-
-@partial(jax.jit, static_argnums=0)
-def _loss_and_grads(graphdef, params, x, y):
-    return jax.value_and_grad(lambda p: cross_entropy(nnx.merge(graphdef, p).logits(x, train=True), y))(params)
+    return param_loss_and_grads(model, x, y, _slots)
 
 
 def prepare_inference(model: VIT, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
@@ -250,17 +242,4 @@ def prepare_inference(model: VIT, images: np.ndarray, devices, variant: str = "p
         ValueError: a variant not among variants("vit_infer", 1).
     """
     o = variant_record(INFER, variant, 1).options  # jax_impl.catalog.VitOptions
-    copy = nnx.merge(*nnx.split(model))
-    copy.attention = o.attention
-    graphdef, state = nnx.split(copy)
-    x = jax.device_put(jnp.asarray(images, jnp.float32), devices[0])
-    state = jax.device_put(state, devices[0])
-    f = jax.jit(lambda s, x: nnx.merge(graphdef, s)(x))
-    return Prepared(
-        lambda: f(state, x),
-        lambda o: tuple(o.shape),
-        lambda o, idx: np.asarray(o)[list(idx)],
-        placement,
-        lambda: lowered_flops(f, state, x),
-        lambda: f.lower(state, x).compile().as_text(),  # its HLO: a profile's ops back to the named scopes
-    )
+    return prepared_inference(model, images, devices, lambda m: setattr(m, "attention", o.attention), None)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from parity.api.cnn import Weight
+from parity.api.weights import check_table
 
 # The order of the four gates in the columns of a kernel, a recurrent kernel and the bias: Keras's (input, forget,
 # cell candidate, output). Flax's OptimizedLSTMCell splits i, f, g, o: the same order under another name.
@@ -93,17 +94,4 @@ def units_of(weights: Sequence[np.ndarray]) -> int:
 def check_lstm_weights(weights: Sequence[np.ndarray], units: int, dtype=np.float32) -> None:
     """Raise ValueError naming the layer when a weight list does not fit the LSTM of `units` (length, shape, dtype),
     or holds a value that is not finite."""
-    table = LstmArchitecture(units).weights
-    if isinstance(weights, np.ndarray | str | bytes) or not isinstance(weights, Sequence):
-        raise ValueError(f"expected a list of {len(table)} weight arrays, got {type(weights).__name__}")
-    if len(weights) != len(table):
-        raise ValueError(f"expected {len(table)} weight arrays (Keras get_weights() order), got {len(weights)}")
-    for i, (a, w) in enumerate(zip(weights, table, strict=True)):
-        a = np.asarray(a)
-        if tuple(a.shape) != w.shape:
-            raise ValueError(f"weight {i} ({w.name}): shape {tuple(a.shape)}, expected {w.shape}")
-        if a.dtype != dtype:
-            raise ValueError(f"weight {i} ({w.name}): dtype {a.dtype}, expected {np.dtype(dtype)}")
-        if not np.all(np.isfinite(a)):
-            bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
-            raise ValueError(f"weight {i} ({w.name}): {bad} value(s) not finite (NaN or infinity); refused")
+    check_table(weights, LstmArchitecture(units).weights, dtype)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from parity.api.cnn import Weight
+from parity.api.weights import check_table
 
 PIXEL_SCALE = 1.0 / 255.0  # the model's first op, as the LSTM's: uint8 pixels to [0, 1]
 LN_EPSILON = 1e-6  # LayerNorm's, on every side: the ViT paper's (and Flax's); Keras's default is 1e-3, PyTorch's 1e-5
@@ -156,17 +157,4 @@ def architecture_of(weights: Sequence[np.ndarray]) -> VitArchitecture:
 def check_vit_weights(weights: Sequence[np.ndarray], arch: VitArchitecture, dtype=np.float32) -> None:
     """Raise ValueError naming the array when a weight list does not fit `arch` (length, shape, dtype), or holds a
     value that is not finite."""
-    table = arch.weights
-    if isinstance(weights, np.ndarray | str | bytes) or not isinstance(weights, Sequence):
-        raise ValueError(f"expected a list of {len(table)} weight arrays, got {type(weights).__name__}")
-    if len(weights) != len(table):
-        raise ValueError(f"expected {len(table)} weight arrays (Keras get_weights() order), got {len(weights)}")
-    for i, (a, w) in enumerate(zip(weights, table, strict=True)):
-        a = np.asarray(a)
-        if tuple(a.shape) != w.shape:
-            raise ValueError(f"weight {i} ({w.name}): shape {tuple(a.shape)}, expected {w.shape}")
-        if a.dtype != dtype:
-            raise ValueError(f"weight {i} ({w.name}): dtype {a.dtype}, expected {np.dtype(dtype)}")
-        if not np.all(np.isfinite(a)):
-            bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
-            raise ValueError(f"weight {i} ({w.name}): {bad} value(s) not finite (NaN or infinity); refused")
+    check_table(weights, arch.weights, dtype)

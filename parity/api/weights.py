@@ -115,3 +115,21 @@ def _read_member(z, name: str, path, cap: int) -> np.ndarray:
     if len(body) != size:
         raise ValueError(f"{path}: {name}: {len(body)} bytes of data where the header says {size}")
     return np.frombuffer(body, dtype).reshape(shape, order="F" if fortran else "C").copy()
+
+
+def check_table(weights: Sequence[np.ndarray], table: Sequence, dtype=np.float32) -> None:
+    """Raise ValueError naming the array (its index and `Weight.name`) when a weight list does not fit `table`
+    (length, shape, dtype), or holds a value that is not finite: the one check of a trained model's weight list."""
+    if isinstance(weights, np.ndarray | str | bytes) or not isinstance(weights, Sequence):
+        raise ValueError(f"expected a list of {len(table)} weight arrays, got {type(weights).__name__}")
+    if len(weights) != len(table):
+        raise ValueError(f"expected {len(table)} weight arrays (Keras get_weights() order), got {len(weights)}")
+    for i, (a, w) in enumerate(zip(weights, table, strict=True)):
+        a = np.asarray(a)
+        if tuple(a.shape) != w.shape:
+            raise ValueError(f"weight {i} ({w.name}): shape {tuple(a.shape)}, expected {w.shape}")
+        if a.dtype != dtype:
+            raise ValueError(f"weight {i} ({w.name}): dtype {a.dtype}, expected {np.dtype(dtype)}")
+        if not np.all(np.isfinite(a)):
+            bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
+            raise ValueError(f"weight {i} ({w.name}): {bad} value(s) not finite (NaN or infinity); refused")
