@@ -44,6 +44,14 @@ if "PYTEST_XDIST_WORKER" not in os.environ and "JAX_COMPILATION_CACHE_DIR" not i
     os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(2**31))
     # every compilation of 0.2 s or more (JAX's default, 1 s, left out the LSTM's and the operations' programs)
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.2")
+# The same for Inductor (PyTorch's compiled variants), whose runs would otherwise each make a fresh cache
+# (torch_impl.ops.private_compile_cache): one for the session, fresh each session, removed with JAX's.
+_OWN_TORCH_CACHE: str | None = None
+if "PYTEST_XDIST_WORKER" not in os.environ and "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+    import tempfile
+
+    _OWN_TORCH_CACHE = tempfile.mkdtemp(prefix="parity-tests-inductor-cache-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = _OWN_TORCH_CACHE
 
 import pytest  # noqa: E402
 
@@ -175,8 +183,9 @@ def impl(request):
 
 
 def pytest_unconfigure(config):
-    """The controller removes the session's JAX compilation cache (above), when it made it."""
-    if _OWN_JAX_CACHE:
-        import shutil
+    """The controller removes the session's JAX and Inductor compilation caches (above), when it made them."""
+    import shutil
 
-        shutil.rmtree(_OWN_JAX_CACHE, ignore_errors=True)
+    for own in (_OWN_JAX_CACHE, _OWN_TORCH_CACHE):
+        if own:
+            shutil.rmtree(own, ignore_errors=True)

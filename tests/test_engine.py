@@ -651,3 +651,18 @@ def test_a_jax_compilation_cache_the_caller_set_is_said(fakes, tmp_path, monkeyp
 
     assert "JAX_COMPILATION_CACHE_DIR" in ENV_FLAGS
     assert compilation_cache_notes(("tf",)) == []  # TensorFlow alone reads no JAX cache
+
+
+def test_an_inductor_cache_the_caller_set_is_said(monkeypatch, tmp_path):
+    """PyTorch's compiled first calls may load from an Inductor cache the caller set: the notes say so, for a run
+    with PyTorch only."""
+    from parity.engine.environment import ENV_FLAGS, compilation_cache_notes
+
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    assert compilation_cache_notes(("torch", "jax")) == []
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    assert compilation_cache_notes(("tf", "jax")) == []
+    (note,) = compilation_cache_notes(("torch",))
+    assert note.startswith(f"TORCHINDUCTOR_CACHE_DIR is set ({tmp_path})") and "not a compilation" in note
+    assert "TORCHINDUCTOR_CACHE_DIR" in ENV_FLAGS

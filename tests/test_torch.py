@@ -1,13 +1,15 @@
 """PyTorch's own parts (torch_impl): its devices and their refusals, TF's SAME padding written out, the profiler's
 scopes. What every implementation shares (the surface, the oracles, training) is tested through the `impl` fixture."""
 
+import os
+
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")  # noqa: F841  (the CPU extras install it: pyproject.toml)
 
 from parity.api import Cluster, DeviceUnavailable  # noqa: E402
-from torch_impl import conv, devices, profile  # noqa: E402
+from torch_impl import conv, devices, ops, profile  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -68,3 +70,15 @@ def test_the_profile_names_each_op_by_its_layer_forward_and_backward(tmp_path):
     assert "dense/aten::linear" in names and "dense/gradient/AddmmBackward0" in names, names
     assert classify("dense/gradient/AddmmBackward0", ["dense"]) == ("dense", "backward")
     assert all(s >= 0 and start >= 0 for _, s, start, _ in ops)
+
+
+def test_a_compiled_first_call_compiles_in_a_cache_of_its_own(monkeypatch, tmp_path):
+    """Inductor keeps what it compiled under /tmp across processes: the worker's compiled variants use a fresh
+    folder of their own, so that a first call on a machine that ran the row before is a compilation, not a load;
+    a folder the caller set is kept (and the run says so: test_engine)."""
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    own = ops.private_compile_cache()
+    assert os.path.isdir(own) and os.path.basename(own).startswith("parity-inductor-") and not os.listdir(own)
+    assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == own == ops.private_compile_cache()  # once a process
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    assert ops.private_compile_cache() == str(tmp_path)

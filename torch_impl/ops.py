@@ -3,6 +3,10 @@ each operation's module holds only its op and its layouts."""
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -26,7 +30,22 @@ def counted_flops(fn: Callable, *args) -> tuple[float | None, str]:
 
 def compiled(fn: Callable, on: bool) -> Callable:
     """`fn` compiled by torch.compile (Inductor, its default mode; the first calls compile), or `fn` itself."""
+    if on:
+        private_compile_cache()
     return torch.compile(fn, dynamic=False) if on else fn
+
+
+def private_compile_cache() -> str:
+    """Inductor's cache directory for this process: a fresh one, removed at exit, unless the caller set
+    TORCHINDUCTOR_CACHE_DIR (the run's notes then say so: parity.engine.environment.compilation_cache_notes).
+    Inductor keeps its compiled graphs and kernels under /tmp by default, across processes and runs: on a machine
+    that ran a row before, its first call loads them (zen4: the ViT's compiled training step, 35-42 s cold, 3.9 s
+    from that cache), and a 'first call' would not be a compilation."""
+    if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+        where = tempfile.mkdtemp(prefix="parity-inductor-")
+        atexit.register(shutil.rmtree, where, True)
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = where
+    return os.environ["TORCHINDUCTOR_CACHE_DIR"]
 
 
 def prepare_op(

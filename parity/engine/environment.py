@@ -23,6 +23,7 @@ ENV_FLAGS = (
     "OMP_NUM_THREADS",
     "GLIBC_TUNABLES",
     "JAX_COMPILATION_CACHE_DIR",
+    "TORCHINDUCTOR_CACHE_DIR",
     "PARITY_LOCK_DIR",  # where --exclusive's device locks live, when not the fixed default (engine.devicelock)
 )
 THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
@@ -77,15 +78,23 @@ def git_commit() -> str | None:
 
 
 def compilation_cache_notes(frameworks) -> list[str]:
-    """A JAX compilation cache the caller set (JAX_COMPILATION_CACHE_DIR): JAX's first calls may load their
-    programs from it, and their times are then no compilation."""
+    """A compilation cache the caller set: JAX's (JAX_COMPILATION_CACHE_DIR) or Inductor's (TORCHINDUCTOR_CACHE_DIR,
+    which PyTorch's worker otherwise makes fresh: torch_impl.ops.private_compile_cache). First calls may then load
+    their programs from it, and their times are a loading time, not a compilation."""
+    notes = []
     where = os.environ.get("JAX_COMPILATION_CACHE_DIR")
-    if not where or not any(on_jax(f) for f in frameworks):
-        return []
-    return [
-        f"JAX_COMPILATION_CACHE_DIR is set ({where}): a JAX or Keras-on-JAX first call may load its program from "
-        "that cache, so its 'first call' time may be a loading time, not a compilation"
-    ]
+    if where and any(on_jax(f) for f in frameworks):
+        notes.append(
+            f"JAX_COMPILATION_CACHE_DIR is set ({where}): a JAX or Keras-on-JAX first call may load its program "
+            "from that cache, so its 'first call' time may be a loading time, not a compilation"
+        )
+    where = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    if where and "torch" in frameworks:
+        notes.append(
+            f"TORCHINDUCTOR_CACHE_DIR is set ({where}): a PyTorch compiled first call may load its graphs and "
+            "kernels from that cache, so its 'first call' time may be a loading time, not a compilation"
+        )
+    return notes
 
 
 def environment(cfg, hello: dict, skipped: list[dict], argv: list[str]) -> dict:
