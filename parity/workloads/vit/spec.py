@@ -58,10 +58,11 @@ class VitSpec:
 
 # The full size (GPU/TPU default): ViT-Tiny's width at 6 blocks, the CNN notebook's batch and schedule.
 VIT_FULL = VitSpec()
-# The CPU's default: width 64 in 4 heads of 16, 4 blocks, so that a step's products (49 tokens x 256 images = 12544
-# rows by 64 to 256 columns) keep 2 cores busy while a row ends in seconds: 16.8 GFLOP a step, about twice the
-# LSTM's; 5 timed epochs of 2 steps, as the CNN's (parity.judging.stats.MIN_CALLS).
-VIT_CPU = VitSpec(dim=64, depth=4, heads=4, mlp=256, global_batch=256, steps_per_epoch=2, epochs=6)
+# The CPU's default: width 64 in 4 heads of 16, 2 blocks, so that a step's products (49 tokens x 256 images = 12544
+# rows by 64 to 256 columns) keep 2 cores busy while a row ends in seconds: 8.4 GFLOP a step, about the LSTM's; 5
+# timed epochs of 2 steps, as the CNN's (parity.judging.stats.MIN_CALLS). Two blocks, not four: compiling (TF's
+# tracing, XLA, Inductor) grows with the blocks and took most of the ViT's share of the default run at four.
+VIT_CPU = VitSpec(dim=64, depth=2, heads=4, mlp=256, global_batch=256, steps_per_epoch=2, epochs=6)
 VIT_QUICK = VitSpec(
     dim=32, depth=2, heads=2, mlp=64, global_batch=32, steps_per_epoch=2, epochs=2, train_size=2048, test_size=512
 )
