@@ -236,7 +236,7 @@ def test_float32_lies_within_the_derived_bounds_and_a_planted_error_outside(seed
 
 
 def test_the_cpu_defaults_bounds_hold_float32_and_catch_a_planted_error():
-    """The CPU default's model (width 64, 4 blocks of 4 heads, MLP 256) on 8 images: the same two claims."""
+    """The CPU default's model (width 64, 2 blocks of 4 heads, MLP 256) on 8 images: the same two claims."""
     arch = VIT_CPU.architecture
     w, (x, y) = weights(arch, seed=2), batch(8, seed=2)
     ref, (blocks, bounds) = run(w, x, y), derived(w, x, y)
