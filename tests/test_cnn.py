@@ -610,7 +610,7 @@ def test_a_bad_weight_file_is_one_valueerror_naming_it(tmp_path, case):
 
 @functools.cache
 def _fresh(init: str):
-    """The harness's gradient batch (64 images of its synthetic data) and weights freshly initialised by either
+    """A gradient batch (64 images of the synthetic data) and weights freshly initialised by either
     framework: the harness's first worker initialises them, so a verdict must hold for both (JAX's init
     leaves bn1.gamma's gradient a sum of 50,176 terms that cancel 60,000-fold)."""
     mod = {"tf": tf_impl, "jax": jax_impl}[init]

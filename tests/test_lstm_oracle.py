@@ -1,7 +1,7 @@
 """The row LSTM's float64 oracle and its derived float32 bounds, in NumPy alone: the gradients against central
 differences, the forward pass against a per-sample loop, a float32 replica of the arithmetic (three summation orders)
 within the bounds, and a planted 1e-3 error in one gate's weights outside them, at tiny shapes and at the CPU
-default's (units 128, batch 64)."""
+default's units (128) at batch 64."""
 
 import numpy as np
 import pytest

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
+from parity.workloads.trained.rounds import PARITY_BATCH
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = (ROOT / "docs/numerics.md").read_text()
 TEXT = " ".join(PAGE.split())  # the page's line breaks fall anywhere in a sentence
@@ -198,8 +201,8 @@ def test_the_opening_paragraph_and_the_bfloat16_section_quote_the_five_files():
     """The CNN's gradients and forward blocks: the worst figure of either side; the LSTM: the largest share of a
     bound of any of its judged checks; the trajectories: the largest share of each tolerance, float32's and
     bfloat16's both in BatchNorm's moving statistics; the bfloat16 rows: zen4's worst."""
-    grads, fwd, loss = ("cnn", "gradients (every parameter)"), ("cnn", "forward "), ("cnn", "loss (one batch)")
-    (grad_tol,), (fwd_tol,), (loss_tol,) = _tolerances(grads), _tolerances(fwd), _tolerances(loss)
+    grads, fwd = ("cnn", "gradients (every parameter)"), ("cnn", "forward ")
+    (grad_tol,), (fwd_tol,) = _tolerances(grads), _tolerances(fwd)
     f32 = _share(("cnn", "trajectory ", False), ("lstm", "lstm trajectory ", False))
     bf16 = _share(("cnn", "trajectory ", True), ("lstm", "lstm trajectory ", True))
     assert "BN moving stats" in f32[1] and "BN moving stats" in bf16[1], (f32, bf16)
@@ -213,8 +216,8 @@ def test_the_opening_paragraph_and_the_bfloat16_section_quote_the_five_files():
         "moving statistics",
         f"Measured: {_e(rows)} (`docs/results/zen4/cpu-default.json`)",
         f"The worst figures, {shares[0]:.2g} of the loss tolerance and {shares[1]:.2g} of the statistics', are in",
-        f"{_e(grad_tol)} at 64 (the batch the harness checks)",
-        f"`cnn_loss_tolerance`, the forward path alone, {_e(loss_tol)} at 64",
+        f"{_e(cnn_grad_tolerance(PARITY_BATCH))} at {PARITY_BATCH} (the batch the harness checks",
+        f"`cnn_loss_tolerance`, the forward path alone, {_e(cnn_loss_tolerance(PARITY_BATCH))} at {PARITY_BATCH}.",
     ]
     assert not _missing(said)
 

@@ -12,6 +12,7 @@ from parity.workloads.cnn import checks
 from parity.workloads.cnn import oracle as cnn_oracle
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance
 from parity.workloads.conv import CONV_FULL, CONV_QUICK
+from parity.workloads.trained.rounds import PARITY_BATCH
 
 
 def loop_conv(x, w, stride, padding):
@@ -234,6 +235,6 @@ def test_one_framework_is_judged_alone(batch_with_a_tie):
 
 def test_gradient_tolerance_grows_with_the_reductions():
     assert cnn_grad_tolerance(4) < cnn_grad_tolerance(64) < cnn_grad_tolerance(1024)
-    assert 1e-4 < cnn_grad_tolerance(64) < 1e-3  # the batch the harness checks gradients on
-    assert cnn_loss_tolerance(64) < cnn_grad_tolerance(64)
+    assert 1e-4 < cnn_grad_tolerance(PARITY_BATCH) < 1e-3  # the batch the harness checks gradients on
+    assert cnn_loss_tolerance(PARITY_BATCH) < cnn_grad_tolerance(PARITY_BATCH)
     assert cnn_grad_tolerance(64, "tpu", "default") == 5e-2  # bfloat16 passes: the reduced table
