@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from parity.common.frameworks import on_jax
+from parity.common.frameworks import TORCH, on_jax
 from parity.common.host import this_host
 from parity.record.schema import SCHEMA_VERSION
 
@@ -89,7 +89,7 @@ def compilation_cache_notes(frameworks) -> list[str]:
             "from that cache, so its 'first call' time may be a loading time, not a compilation"
         )
     where = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    if where and "torch" in frameworks:
+    if where and TORCH in frameworks:
         notes.append(
             f"TORCHINDUCTOR_CACHE_DIR is set ({where}): a PyTorch compiled first call may load its graphs and "
             "kernels from that cache, so its 'first call' time may be a loading time, not a compilation"
