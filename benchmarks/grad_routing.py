@@ -6,8 +6,8 @@ max-pool routing and with float64's, the frameworks against each other, and the 
     python benchmarks/grad_routing.py --images dither      # + uniform 0..1 noise: no flat regions
     ONEDNN_MAX_CPU_ISA=AVX2 XLA_FLAGS=--xla_cpu_max_isa=AVX2 python benchmarks/grad_routing.py   # imitate AVX2
 
-One batch of 64 images, build_cnn(seed=0) weights, dropout off: the harness's gradient check, unrolled, at twice
-its batch (parity.workloads.trained.rounds.PARITY_BATCH).
+One batch of 64 images, build_cnn(seed=0) weights, dropout off: the harness's gradient check, unrolled
+(parity.workloads.trained.rounds.PARITY_BATCH).
 Prints a table and one JSON line. A numerics probe, not a speed measurement.
 """
 

@@ -112,9 +112,16 @@ VARIANTS: tuple[Variant, ...] = (
 # faults its output in anew in 4 KB pages: the article's conv writes 2.1 GB a call, and its PyTorch `eager+cl` call
 # took 0.95-1.04 s against 0.47 s with huge pages on zen4 (oneDNN's same brg_conv_fwd:avx512_core kernel that TF's
 # conv runs, 0.41 s there: TF's allocator keeps its buffers; docs/pytorch.md). It acts on every buffer: both formats.
+# `--configs levers` for PyTorch (docs/results/zen4/cpu-levers-pytorch-thp.json, zen4, the class measured): the conv
+# 0.35-0.52x of each variant without it, LSTM training 0.69-0.76x; slower for the ViT's training (`compile+thp` /
+# `compile` 1.23x, `eager+autocast+thp` / `eager+autocast` 1.39x), the LSTM's inference (1.08x) and the matmul
+# (1.11x): `best` runs those without it.
 SETTINGS: tuple[Setting, ...] = (
-    Setting("thp", {"THP_MEM_ALLOC_ENABLE": "1"}, ("float32", "bfloat16"), best=0, needs=("thp",)),
-)
+    Setting(
+        "thp", {"THP_MEM_ALLOC_ENABLE": "1"}, ("float32", "bfloat16"), best=0, needs=("thp",),
+        slows=("vit_train", "lstm_infer", "matmul"),
+    ),
+)  # fmt: skip
 THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 
