@@ -82,3 +82,19 @@ def test_a_compiled_first_call_compiles_in_a_cache_of_its_own(monkeypatch, tmp_p
     assert os.environ["TORCHINDUCTOR_CACHE_DIR"] == own == ops.private_compile_cache()  # once a process
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
     assert ops.private_compile_cache() == str(tmp_path)
+
+
+def test_huge_pages_are_offered_where_the_kernel_grants_them_on_request(tmp_path, monkeypatch):
+    """PyTorch's allocator asks for huge pages (THP_MEM_ALLOC_ENABLE) under the 'thp' setting: offered on a CPU whose
+    kernel grants them to the mappings that ask ('madvise'), never elsewhere, and not run where it slowed a row kind."""
+    from torch_impl import catalog
+
+    mode = tmp_path / "enabled"
+    for text, offered in (("always [madvise] never", True), ("[always] madvise never", False), ("x [never]", False)):
+        mode.write_text(text)
+        monkeypatch.setattr(catalog, "THP_MODE", mode)
+        assert catalog.huge_pages_on_request(mode) is offered
+        assert bool(catalog.settings("cpu")) is offered and catalog.settings("gpu") == ()
+    (thp,) = catalog.SETTINGS
+    assert thp.env == {"THP_MEM_ALLOC_ENABLE": "1"} and {"vit_train", "matmul"} <= set(thp.slows)
+    assert not catalog.huge_pages_on_request(tmp_path / "absent")

@@ -110,8 +110,9 @@ VARIANTS: tuple[Variant, ...] = (
 # Huge pages for PyTorch's own CPU allocator (c10's alloc_cpu: THP_MEM_ALLOC_ENABLE=1 aligns each allocation of 2 MB
 # or more to 2 MB and asks the kernel for huge pages there), process-wide, as JAX's 'thp'. Out of the box every call
 # faults its output in anew in 4 KB pages: the article's conv writes 2.1 GB a call, and its PyTorch `eager+cl` call
-# took 0.95-1.04 s against 0.47 s with huge pages on zen4 (oneDNN's same brg_conv_fwd:avx512_core kernel that TF's
-# conv runs, 0.41 s there: TF's allocator keeps its buffers; docs/pytorch.md). It acts on every buffer: both formats.
+# took 1.032 s against 482 ms with huge pages (below), running oneDNN's brg_conv_fwd:avx512_core kernel on the same
+# layouts as TF's conv (ONEDNN_VERBOSE=1), whose allocator keeps its buffers (docs/pytorch.md). It acts on every
+# buffer: both formats.
 # `--configs levers` for PyTorch (docs/results/zen4/cpu-levers-pytorch-thp.json, zen4, the class measured): the conv
 # 0.35-0.52x of each variant without it, LSTM training 0.69-0.76x; slower for the ViT's training (`compile+thp` /
 # `compile` 1.23x, `eager+autocast+thp` / `eager+autocast` 1.39x), the LSTM's inference (1.08x) and the matmul
@@ -138,7 +139,7 @@ def variant(kind: str, name: str, replicas: int) -> Variant:
 def settings(device: str, native_bf16: bool = False) -> tuple[Setting, ...]:
     """Process-wide settings worth a worker of their own on `device`: huge pages on a CPU whose kernel grants them to
     the allocations that ask ('madvise'; with 'always' every allocation has them already, with 'never' none can)."""
-    if device != "cpu" or not huge_pages_on_request():
+    if device != "cpu" or not huge_pages_on_request(THP_MODE):
         return ()
     return SETTINGS
 

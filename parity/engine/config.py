@@ -54,7 +54,7 @@ PRESETS = {
             "the article's full-size conv, the device's matmul, CNN, LSTM and ViT schedules, at one device (a GPU "
             "or TPU: one chip and all of them), each framework out of the box and at its best-known configuration, "
             "every row against float64, every timed variant's trajectory against one reference",
-            "9 min 40 s on zen4 with PyTorch and the ViT (bfloat16 rows too); 7 min 10 s on xeon-avx512, three "
+            "10 min 51 s on zen4 with PyTorch and the ViT (bfloat16 rows too); 7 min 10 s on xeon-avx512, three "
             "frameworks, no ViT, no bfloat16 rows",
             "best", "device", 3.0, 30, 20, 4096, (1,), "timed",
         ),
