@@ -89,6 +89,9 @@ def test_results_json_schema(quick_conv):
     best = {s.name for s in settings_to_run("best", jax_impl.settings("cpu", native_bf16("cpu", "cpu")))}
     # Keras on JAX runs on the same runtime, with the same settings
     tuned = {f"{fw}+{c}" for fw in ("jax", "keras-jax") for c in best}
+    import torch_impl  # huge pages for its allocator, where the kernel grants them on request
+
+    tuned |= {f"torch+{s.name}" for s in settings_to_run("best", torch_impl.settings("cpu"))}
     assert set(doc["env"]["frameworks"]) == {"tf", "jax", "keras-jax", "torch", *tuned}
     rows = doc["rows"]
     # PyTorch at one device only (no data-parallel variant: torch_impl.catalog)
