@@ -1,0 +1,150 @@
+"""The figures the docs quote from the default runs with PyTorch and the ViT (`docs/results/zen4/`'s two,
+`docs/results/xeon-amx/`'s one) are their files': the wall times (the last line of each log, `/usr/bin/time -f "%e
+s"`), the phases (benchmarks/run_phases.py on the logs), the counts, the rows that differed between `zen4`'s runs
+beyond their intervals, and the `xeon-amx` host's peaks and times against its class's earlier file. No framework is
+imported."""
+
+import importlib.util
+import json
+import statistics
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ZEN4, AMX = ROOT / "docs/results/zen4", ROOT / "docs/results/xeon-amx"
+FORMAT = " ".join((ROOT / "docs/results-format.md").read_text().split())
+README = " ".join((ROOT / "README.md").read_text().split())
+NOW, BEFORE = "cpu-default-vit", "cpu-default-vit-earlier"
+
+
+def _text(folder: Path) -> str:
+    return (folder / "README.md").read_text()
+
+
+def _phases(folder: Path, name: str) -> dict[str, int]:
+    spec = importlib.util.spec_from_file_location("run_phases", ROOT / "benchmarks/run_phases.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.phases((folder / f"{name}-log.txt").read_text().splitlines())
+
+
+def _mmss(s: float) -> str:
+    s = round(s)
+    return f"{s // 60}:{s % 60:02d}"
+
+
+def _wall(folder: Path, name: str) -> str:
+    """'9 min 40 s' from the log's last line, '580.15 s'."""
+    s = round(float((folder / f"{name}-log.txt").read_text().split()[-2]))
+    return f"{s // 60} min {s % 60} s"
+
+
+def _doc(folder: Path, name: str) -> dict:
+    return json.loads((folder / f"{name}.json").read_text())
+
+
+def _median_ms(name: str, workload: str, framework: str, variant: str) -> str:
+    (row,) = [
+        r
+        for r in _doc(ZEN4, name)["rows"]
+        if (r["workload"], r["framework"], r["variant"]) == (workload, framework, variant)
+    ]
+    return f"{row['median_s'] * 1000:.1f}"
+
+
+def test_the_default_runs_wall_times_and_counts_are_their_files():
+    for folder, name in ((ZEN4, NOW), (ZEN4, BEFORE), (AMX, NOW)):
+        doc = _doc(folder, name)
+        verified = sum(r["verified"] for r in doc["rows"])
+        passed = sum(c["passed"] is True for c in doc["checks"])
+        judged = sum(c["passed"] is not None for c in doc["checks"])
+        line = next(ln for ln in _text(folder).splitlines() if ln.startswith(f"| `{name}.{{json,md}}`"))
+        said = f"{verified} of {len(doc['rows'])} rows verified, {passed} checks passed, "
+        assert said + f"{len(doc['checks']) - judged} not judged" in line
+        assert line.endswith(f"at {doc['env']['git_commit']} | {_wall(folder, name)} |")
+    assert f"(`docs/results/zen4/{NOW}-log.txt`)" in FORMAT and f"with the ViT too {_wall(ZEN4, NOW)}" in FORMAT
+    both = f"({_wall(ZEN4, NOW)} on `zen4` and {_wall(AMX, NOW)} on `xeon-amx` with PyTorch and the ViT,"
+    assert both in README and f"| `xeon-amx`: Intel Xeon with AMX exposed | {_wall(AMX, NOW)} with PyTorch" in README
+
+
+def test_results_formats_phases_are_the_logs():
+    now = _phases(ZEN4, NOW)
+    vit = sum(now[p] for p in ("vit_train compiling, first epoch", "vit parity checks", "vit_train timed calls"))
+    vit += now["vit_infer compiling, first epoch"] + now.get("vit_infer timed calls", 0)
+    matmul = now["matmul compiling, first epoch"] + now["matmul timed calls"]
+    first = {w: _mmss(now[f"{w} compiling, first epoch"]) for w in ("cnn_train", "vit_train", "conv")}
+    said = [
+        f"the CNN's parity checks {_mmss(now['cnn parity checks'])}, timed epochs "
+        f"{_mmss(now['cnn_train timed calls'])} and first epochs {first['cnn_train']}; the conv's first calls (with "
+        f"its first round) {first['conv']} and timed calls {_mmss(now['conv timed calls'])}; the ViT's first epochs "
+        f"{first['vit_train']} and parity checks {_mmss(now['vit parity checks'])}",
+        f"(its phases 3:15 to {_mmss(vit)}:",
+        f"(1:04 to {_mmss(matmul)}:",
+    ]
+    assert [s for s in said if s not in FORMAT] == []
+
+
+def test_the_rows_that_moved_between_the_runs_are_the_files():
+    """The README's and the class README's figures for two rows, unchanged in code, that differed beyond their
+    intervals between `zen4`'s two runs."""
+    lstm = [_median_ms(n, "lstm_train", "jax", "jit+ynn+onednn+thp") for n in (BEFORE, NOW)]
+    xla = [_median_ms(n, "lstm_infer", "tf", "predict+xla") for n in (BEFORE, NOW)]
+    assert (
+        f"JAX's tuned LSTM epoch {lstm[0]} and {lstm[1]} ms, TF's LSTM inference under XLA {xla[0]} and {xla[1]}"
+        in README
+    )
+    assert f"JAX's tuned LSTM epoch {lstm[0]} ms here and {lstm[1]} ms there" in _text(ZEN4)
+
+
+def test_the_amx_hosts_phases_beside_zen4s_are_the_logs():
+    amx, zen4 = _phases(AMX, NOW), _phases(ZEN4, NOW)
+    text = " ".join(_text(AMX).split())
+    span = [sum(p.values()) for p in (amx, zen4)]
+    assert f"The run took {_mmss(span[0]).replace(':', ' min ')} s" in text
+    assert f"against {_mmss(span[1]).replace(':', ' min ')} s for the same default on `zen4`" in text
+    for phase in ("cnn_train compiling, first epoch", "cnn_train timed calls", "cnn parity checks"):
+        assert f"| {_mmss(amx[phase])} | {_mmss(zen4[phase])} |" in text, phase
+    for phase in ("vit_train compiling, first epoch", "conv timed calls", "vit parity checks"):
+        assert f"| {_mmss(amx[phase])} | {_mmss(zen4[phase])} |" in text, phase
+
+
+def test_the_amx_hosts_peaks_and_times_against_the_earlier_file_are_the_files():
+    new, old = _doc(AMX, NOW), _doc(AMX, "cpu-default")
+    text = " ".join(_text(AMX).split())
+    peak, before = new["env"]["peak"], old["env"]["peak"]
+    bf16 = sorted(peak["measured_bf16"].values())
+    said = [
+        f"= {peak['computed_flops'] / 1e9:.1f} GFLOP/s (NumPy's matmul measured {peak['measured_flops'] / 1e9:.1f}; "
+        f"the copy {peak['measured_bandwidth'] / 1e9:.1f} GB/s)",
+        f"reached {bf16[0] / 1e9:,.0f}-{bf16[-1] / 1e9:,.0f} GFLOP/s",
+        f"NumPy's matmul {before['measured_flops'] / 1e9:.1f} GFLOP/s, "
+        f"the copy {before['measured_bandwidth'] / 1e9:.1f}",
+        f"model {old['env']['host']['model']}, stepping {old['env']['host']['stepping']}",
+        f"model {new['env']['host']['model']}, stepping {new['env']['host']['stepping']}",
+    ]
+    key = ("workload", "framework", "variant", "replicas", "flops")
+    earlier = {tuple(r[k] for k in key): r["median_s"] for r in old["rows"]}
+    ratios = [r["median_s"] / earlier[k] for r in new["rows"] if (k := tuple(r[k] for k in key)) in earlier]
+    said.append(
+        f"the {len(ratios)} rows both files hold at the same size took from {min(ratios):.2f}x to "
+        f"{max(ratios):.2f}x (median {statistics.median(ratios):.2f}x) their time there"
+    )
+    assert [s for s in said if s not in text] == []
+
+
+def test_the_amx_runs_unsettled_comparisons_are_its_printout():
+    """'46 of its 96 comparisons did not settle ... (`zen4`'s run: 25)', from each run's first screen, and the
+    bfloat16 CNN comparison it names, from the file."""
+    unsettled = [
+        next(ln for ln in (f / f"{NOW}-stdout.txt").read_text().splitlines() if "not settled" in ln).split()
+        for f in (AMX, ZEN4)
+    ]
+    text = " ".join(_text(AMX).split())
+    assert f"{unsettled[0][0]} of its {unsettled[0][2]} comparisons did not settle" in text
+    assert f"(`zen4`'s run: {unsettled[1][0]})" in text
+    (cnn,) = [
+        c
+        for c in _doc(AMX, NOW)["comparisons"]
+        if (c["kind"], c["workload"], c["replicas"], c["dtype"]) == ("jax_vs_tf", "cnn_train", 1, "bfloat16")
+    ]
+    lo, hi = cnn["ci95"]
+    assert f"JAX/TF {cnn['ratio']:.2f}x ({lo:.2f}-{hi:.2f}), no difference measurable" in text and lo < 1 < hi
