@@ -11,7 +11,7 @@ import torch
 from torch import nn
 from torch.profiler import record_function as scope
 
-from parity.api import Gradients, Prepared
+from parity.api import DeviceUnavailable, Gradients, Prepared
 from parity.api.inputs import check_seed, check_units
 from parity.api.lstm import GATES, PIXEL_SCALE, LstmArchitecture, check_lstm_weights
 from torch_impl.catalog import variant as variant_record
@@ -23,15 +23,21 @@ UNCOUNTED = "torch.utils.flop_counter: not counted (oneDNN's fused LSTM layer is
 
 
 def kernel_path(mixed: bool = False, compiled: bool = False) -> str:
-    """Which kernel torch.nn.LSTM runs on the CPU: oneDNN's fused LSTM layer where ATen takes it (float32; bfloat16
-    where the CPU multiplies it natively), else ATen's own loop over the time steps. Compiled, the same: Dynamo
-    breaks the graph at an LSTM layer (torch._dynamo.config.allow_rnn is off; on, Inductor failed on oneDNN's
-    layer, torch 2.14), so the layers run eagerly between compiled pieces."""
+    """Which kernel torch.nn.LSTM runs on the CPU: oneDNN's fused LSTM layer where ATen takes it, else (float32 only)
+    ATen's own loop over the time steps. Compiled, the same: Dynamo breaks the graph at an LSTM layer
+    (torch._dynamo.config.allow_rnn is off; on, Inductor failed on oneDNN's layer, torch 2.14), so the layers run
+    eagerly between compiled pieces.
+
+    Raises:
+        DeviceUnavailable: bfloat16 (mixed) where oneDNN does not multiply it: autocast's LSTM goes to oneDNN's layer
+            alone, which refuses the primitive on an AVX2 CPU (AMD family 25 model 1, torch 2.14.1).
+    """
     onednn = torch.backends.mkldnn.is_available() and torch.backends.mkldnn.enabled
-    if onednn and (not mixed or torch.ops.mkldnn._is_mkldnn_bf16_supported()):
-        path = "oneDNN's LSTM (torch.nn.LSTM)"
-    else:
-        path = "ATen's LSTM loop (torch.nn.LSTM)"
+    if mixed and not (onednn and torch.ops.mkldnn._is_mkldnn_bf16_supported()):
+        raise DeviceUnavailable(
+            "a bfloat16 LSTM in PyTorch needs oneDNN's bfloat16 LSTM, which this CPU does not have (AVX-512 and up)"
+        )
+    path = "oneDNN's LSTM (torch.nn.LSTM)" if onednn else "ATen's LSTM loop (torch.nn.LSTM)"
     return f"{path}, eager between compiled pieces" if compiled else path
 
 
@@ -99,7 +105,9 @@ def build_lstm(units: int, seed: int = 0) -> LSTM:
 
 
 def mixed_precision(model: LSTM) -> LSTM:
-    """A bfloat16-compute copy of `model` (float32 parameters, the same values): autocast's way."""
+    """A bfloat16-compute copy of `model` (float32 parameters, the same values): autocast's way. Raises
+    DeviceUnavailable where the CPU has no bfloat16 LSTM (kernel_path)."""
+    kernel_path(mixed=True)
     out = copy.deepcopy(model)
     out.mixed = True
     return out
