@@ -111,6 +111,7 @@ SLOW_FILES = (
     "test_notebook.py",
     "test_owners.py",
     "test_torch_conventions.py",
+    "test_torch_ddp.py",
     "test_vit_jax.py",
     "test_vit_keras.py",
     "test_vit_keras_jax.py",

@@ -20,7 +20,7 @@ from parity.common.frameworks import JAX, TF, TORCH  # noqa: E402
 REPLICAS = 8
 JAX_DEVICES = jax_impl.setup_devices("cpu", REPLICAS)
 TF_DEVICES = tf_impl.setup_devices("cpu", REPLICAS)
-TORCH_DEVICES = torch_impl.setup_devices("cpu", 1)  # one device: PyTorch offers no variant over several
+TORCH_DEVICES = torch_impl.setup_devices("cpu", 1)  # one device (DDP over 2 processes: test_torch_ddp.py)
 # Correctness tests compare against float64: pin float32 (no TF32 / bf16 passes on any backend).
 jax_impl.set_precision("highest")
 tf_impl.set_precision("highest")

@@ -94,7 +94,7 @@ def test_results_json_schema(quick_conv):
     tuned |= {f"torch+{s.name}" for s in settings_to_run("best", torch_impl.settings("cpu"))}
     assert set(doc["env"]["frameworks"]) == {"tf", "jax", "keras-jax", "torch", *tuned}
     rows = doc["rows"]
-    # PyTorch at one device only (no data-parallel variant: torch_impl.catalog)
+    # PyTorch's conv at one device only (its data parallelism is the trained models': torch_impl.catalog)
     assert {(r["framework"], r["replicas"]) for r in rows} == {
         *((fw, n) for fw in ("tf", "jax", "keras-jax") for n in (1, 2)),
         ("torch", 1),

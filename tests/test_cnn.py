@@ -15,7 +15,6 @@ from frameworks_setup import JAX_DEVICES, TF_DEVICES
 import jax_impl
 import tf_impl
 from parity.api.cnn import CNN_PARAMS, CNN_WEIGHTS
-from parity.api.variants import MANY
 from parity.workloads.cnn import checks
 from parity.workloads.cnn import oracle as cnn_oracle
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
@@ -64,14 +63,16 @@ def test_parameter_counts(mod):
 def test_trainers_keep_one_contract(impl, replicas):
     # api.Trainer: the same methods and return types on both sides
     mod, devices = impl
-    if not mod.variants("cnn_train", replicas):  # no data-parallel variant declared (PyTorch's: torch_impl.catalog)
-        assert replicas > 1 and not any(v.span == MANY for v in mod.VARIANTS)
-        return
+    torch = mod.__name__ == "torch_impl"
+    if torch:  # one process a replica (DDP over gloo): the same device handle for each
+        devices = mod.setup_devices("cpu", replicas)
     t = mod.make_trainer(mod.build_cnn(0), devices[:replicas], mod.variants("cnn_train", replicas)[0].name)
     assert all(callable(getattr(t, m, None)) for m in ("steps", "step_cost", "model", "evaluate", "placement"))
     out = t.steps(*batch(2, 16))
     assert isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (2, 2)
-    assert t.placement() == [f"cpu:{i}" for i in range(replicas)]
+    # each replica's device (PyTorch's: each rank's, each a process on the CPU)
+    ranks = [f"cpu:0 (rank {i})" for i in range(replicas)] if torch and replicas > 1 else None
+    assert t.placement() == (ranks or [f"cpu:{i}" for i in range(replicas)])
     assert set(t.evaluate(DS.x_test[:32], DS.y_test[:32])) == {"loss", "accuracy"}
 
 

@@ -1,6 +1,7 @@
-"""PyTorch implementations of the article's workloads (mirror image of `jax_impl` and `tf_impl`), on one device: the
-model functions take any trained model, the CNN, the row LSTM or the ViT (torch_impl.models). Each convention where
-PyTorch's defaults differ from Keras's is set explicitly where it is used, with its reason."""
+"""PyTorch implementations of the article's workloads (mirror image of `jax_impl` and `tf_impl`), on one device (a
+trained model over several: torch_impl.ddp): the model functions take any trained model, the CNN, the row LSTM or the
+ViT (torch_impl.models). Each convention where PyTorch's defaults differ from Keras's is set explicitly where it is
+used, with its reason."""
 
 import sys
 

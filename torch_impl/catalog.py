@@ -1,14 +1,14 @@
 """PyTorch's variants, each declared once as a record (parity.api.variants): what the harness runs, and the options
-this implementation's builders read (never the names). One device only: data parallelism (DistributedDataParallel
-over gloo, one process per replica) is not wired into the harness's one-worker-per-framework model yet, so PyTorch
-offers no variant over several devices, and a run's rows over several have none of PyTorch's."""
+this implementation's builders read (never the names). Over several devices, the trained models only: DDP over
+gloo, one process per replica (torch_impl.ddp), out of the box and under autocast. The conv and the matmul have none
+there: DDP wraps a training step, and one op split over processes would time the processes' hand-offs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from parity.api.variants import ONE, Setting, Variant, lookup, offered
+from parity.api.variants import MANY, ONE, Setting, Variant, lookup, offered
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,18 @@ def _autocast(kind: str) -> Variant:
     )
 
 
+def _ddp(kind: str) -> tuple[Variant, ...]:
+    """A trained model over several devices: DDP over gloo out of the box (its eager step on each rank), and under
+    autocast; not in a multi-process run (DDP's processes are its own, not the launcher's)."""
+    return (
+        Variant("ddp", kind, MANY, best=0, multiprocess=False, options=TrainOptions()),
+        Variant(
+            "ddp+autocast", kind, MANY, "bfloat16", tuned=True, best=0, multiprocess=False, float32="ddp",
+            options=TrainOptions(mixed=True),
+        ),
+    )  # fmt: skip
+
+
 # Every variant, in the order rows are listed. `best`: the best-known configuration's order of preference within a
 # row kind and number format (lower first), by `--preset levers` on zen4 for PyTorch alone
 # (docs/results/zen4/cpu-levers-pytorch.json, each figure a variant's median over eager's, its 95% interval):
@@ -88,12 +100,14 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("eager+cl", "cnn_train", ONE, tuned=True, best=0, options=TrainOptions(channels_last=True)),
     Variant("compile", "cnn_train", ONE, tuned=True, options=TrainOptions(compile=True)),
     _autocast("cnn_train"),
+    *_ddp("cnn_train"),
     # inference: 'predict' as in every implementation (eagerly, under torch.inference_mode), compiled or not
     Variant("predict", "cnn_infer", ONE, best=1, options=InferOptions()),
     Variant("predict+compile", "cnn_infer", ONE, tuned=True, best=0, options=InferOptions(compile=True)),
     Variant("eager", "lstm_train", ONE, best=0, options=TrainOptions()),
     Variant("compile", "lstm_train", ONE, tuned=True, options=TrainOptions(compile=True)),
     _autocast("lstm_train"),
+    *_ddp("lstm_train"),
     Variant("predict", "lstm_infer", ONE, best=0, options=InferOptions()),
     Variant("predict+compile", "lstm_infer", ONE, tuned=True, options=InferOptions(compile=True)),
     # the ViT: attention written out out of the box. torch.compile is the best-known: compile / eager 0.81x
@@ -103,6 +117,7 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("eager+sdpa", "vit_train", ONE, tuned=True, options=TrainOptions(sdpa=True)),
     Variant("compile", "vit_train", ONE, tuned=True, best=0, options=TrainOptions(compile=True)),
     _autocast("vit_train"),
+    *_ddp("vit_train"),
     Variant("predict", "vit_infer", ONE, best=1, options=InferOptions()),
     Variant("predict+sdpa", "vit_infer", ONE, tuned=True, options=InferOptions(sdpa=True)),
     Variant("predict+compile", "vit_infer", ONE, tuned=True, best=0, options=InferOptions(compile=True)),
@@ -127,7 +142,7 @@ THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 
 def variants(kind: str, replicas: int) -> tuple[Variant, ...]:
-    """The variants of row kind `kind` over `replicas` devices: none over several (see above)."""
+    """The variants of row kind `kind` over `replicas` devices (over several: the trained models', above)."""
     return offered(VARIANTS, kind, replicas)
 
 

@@ -20,8 +20,8 @@ def threads() -> int:
 
 
 def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) -> list[torch.device]:
-    """`replicas` handles of the one device of kind `device` (0: one). PyTorch offers no variant over several devices
-    (torch_impl.catalog), so over several the handles are the same device and no row runs on them.
+    """`replicas` handles of the one device of kind `device` (0: one). Over several the handles are the same device:
+    a trainer over them runs one process a replica (DDP over gloo, torch_impl.ddp).
 
     Raises:
         DeviceUnavailable: a multi-process run (PyTorch takes no part in one), a TPU (torch_xla is not wired), or a

@@ -56,7 +56,7 @@ def prepare_op(
     variant's options say (torch_impl.catalog.OpOptions). `op` returns the output in the operands' NumPy layout.
 
     Raises:
-        ValueError: several devices (PyTorch offers no variant over several: torch_impl.catalog).
+        ValueError: several devices (an op has no variant over several: torch_impl.catalog).
     """
     check_divisible(x.shape[0], len(devices))
     o = v.options

@@ -1,43 +1,25 @@
-"""Training any trained model in PyTorch on one device: Keras's Adam written out, the step (eager, or
-under torch.compile), and the Trainer that make_trainer returns for any of them (mirror image of jax_impl.train)."""
+"""Training any trained model in PyTorch: the step (eager, or under torch.compile) and the Trainer on one device,
+the DistributedTrainer over several (DDP over gloo: torch_impl.ddp), and make_trainer, which returns one for any of
+them (mirror image of jax_impl.train)."""
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+import weakref
 from functools import partial
 
 import numpy as np
 import torch
 
+from parity.api import DeviceUnavailable, check_divisible
 from parity.api.inputs import check_count, check_examples, check_training
+from torch_impl import ddp
+from torch_impl.adam import adam_state, keras_adam
 from torch_impl.catalog import variant as variant_record
 from torch_impl.devices import placement
 from torch_impl.forward import accuracy, computing, cross_entropy, images, labels
 from torch_impl.models import Model, code_of
 from torch_impl.ops import compiled, counted_flops
-
-
-def adam_state(params: Sequence[torch.Tensor]) -> dict:
-    """Keras's Adam slots: each parameter's first and second moments at zero, and the step count."""
-    zeros = [[torch.zeros_like(p, memory_format=torch.preserve_format) for p in params] for _ in range(2)]
-    return {"m": zeros[0], "v": zeros[1], "t": torch.zeros((), dtype=torch.float32, device=params[0].device)}
-
-
-@torch.no_grad()
-def keras_adam(params, grads, state: dict, learning_rate: float, epsilon: float, b1: float = 0.9, b2: float = 0.999):
-    """Keras 3's Adam update rule, in place: epsilon added to sqrt(v) before the bias correction is applied to the
-    step (lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)). torch.optim.Adam adds it after (and at 1e-8),
-    so the two differ slightly at every step; this is Keras's rule (jax_impl.train.keras_adam's)."""
-    with torch.profiler.record_function("optimizer"):  # its ops under one scope, as jax_impl's and Keras's
-        t = state["t"].add_(1)  # a tensor: under torch.compile the step count is data, not a recompiled constant
-        alpha = learning_rate * torch.sqrt(1 - b2**t) / (1 - b1**t)
-        # each line over every parameter at once (torch.optim's foreach form: a few ops a step, not a few a tensor)
-        m, v = state["m"], state["v"]
-        torch._foreach_add_(m, torch._foreach_mul(torch._foreach_sub(grads, m), 1 - b1))  # m += (g - m) (1 - b1)
-        torch._foreach_add_(v, torch._foreach_mul(torch._foreach_sub(torch._foreach_mul(grads, grads), v), 1 - b2))
-        denominator = torch._foreach_add(torch._foreach_sqrt(v), epsilon)
-        torch._foreach_sub_(params, torch._foreach_div(torch._foreach_mul(m, alpha), denominator))
 
 
 def _train_step(model, params, state, learning_rate, epsilon, mixed, x, y) -> torch.Tensor:
@@ -131,15 +113,60 @@ class Trainer:
         return {"loss": loss / len(x), "accuracy": acc / len(x)}
 
 
+class DistributedTrainer(Trainer):
+    """Training over `len(devices)` replicas of the CPU by DDP over gloo, one process a replica, this one rank 0
+    (torch_impl.ddp): rank 0's copy is what model(), evaluate() and step_cost() read, as the one-device Trainer's."""
+
+    def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
+        code = code_of(model)
+        o = variant_record(code.TRAIN, variant, len(devices)).options  # torch_impl.catalog.TrainOptions
+        if devices[0].type != "cpu":
+            raise DeviceUnavailable("PyTorch's data parallelism is wired on a CPU only (DDP over gloo), not NCCL's")
+        self.device, self.code, self.model_, self.world = devices[0], code, model, len(devices)
+        self.mixed = o.mixed or model.mixed
+        self.compute_dtype = "bfloat16" if self.mixed else "float32"
+        self.batchnorm, self.uncounted = code.BATCHNORM, code.UNCOUNTED
+        self.kernel_path = code.kernel_path(self.mixed, False)
+        self.ranks = ddp.ranks(self.world)
+        self.key = next(self.ranks.keys)
+        shipped = copy.deepcopy(model)  # moved to shared memory as it is sent: never this process's own copy
+        self.ranks.send("build", self.key, shipped, o, learning_rate, adam_epsilon, seed)
+        with ddp.compute_threads(ddp.rank_threads(self.world)):
+            self.replica = ddp.Replica(copy.deepcopy(model), o, learning_rate, adam_epsilon, seed)
+        self.compute, self.params, self.state = self.replica.model, self.replica.params, self.replica.state
+        self._batch = None
+        weakref.finalize(self, self.ranks.send, "drop", self.key)
+
+    def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """Train on each global batch x[k], y[k] in turn, each rank on its share; returns (K, 2) float64 per-step
+        [loss, accuracy] of the global batches."""
+        check_examples(x, y, 2)
+        check_divisible(x.shape[1], self.world)
+        xs, ys = ddp.shared(np.asarray(x), torch.float32), ddp.shared(np.asarray(y), torch.int64)
+        self.ranks.send("steps", self.key, xs, ys)
+        if self._batch is None:  # one global batch, for step_cost's count on one device
+            self._batch = (images(x[0]), labels(y[0]))
+        with ddp.compute_threads(ddp.rank_threads(self.world)):
+            out = self.replica.steps(ddp.share(xs, 0, self.world), ddp.share(ys, 0, self.world))
+        return out.to(torch.float64).numpy()
+
+    def placement(self) -> list[str]:
+        """The devices holding each rank's parameters, asked of every rank: ['cpu:0 (rank 0)', 'cpu:0 (rank 1)']."""
+        self.ranks.send("placement", self.key)
+        return self.replica.placement()
+
+
 def make_trainer(
     model: Model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
 ) -> Trainer:
-    """A trainer for `model`, any model build_* returned, on devices[0] (the variants of the model's row kind,
-    '<workload>_train'; PyTorch offers none over several devices: torch_impl.catalog).
+    """A trainer for `model`, any model build_* returned, on devices[0], or over len(devices) replicas by DDP over
+    gloo (torch_impl.ddp) (the variants of the model's row kind, '<workload>_train', over that many devices).
 
     Raises:
         ValueError: unknown variant; a learning rate or Adam epsilon not finite and above 0, a seed out of its bounds
             (parity.api.inputs.check_training).
     """
     seed = check_training(learning_rate, adam_epsilon, seed)
-    return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)
+    if len(devices) == 1:
+        return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)
+    return DistributedTrainer(model, devices, variant, learning_rate, adam_epsilon, seed)

@@ -73,8 +73,7 @@ TABLE = {
             ("torch",),
             "tab:red",
             keeps_out=("tensorflow", "jax"),
-            multiprocess=False,  # DistributedDataParallel over gloo is not wired into the launcher
-            data_parallel=False,  # nor into a worker (torch_impl.catalog)
+            multiprocess=False,  # its data parallelism (DDP over gloo) starts its own processes, not the launcher's
         ),
     )
 }
