@@ -48,6 +48,35 @@ def test_devices_it_cannot_use_are_refused_in_one_line(device, cluster, says):
     assert "\n" not in str(e.value)
 
 
+class FakeXla:
+    """torch_xla's surface this implementation calls (no machine here has the package or a TPU): its chips, and
+    the launches it was asked for."""
+
+    def __init__(self, chips):
+        self.chips, self.syncs = chips, []
+
+    def devices(self):
+        return self.chips
+
+    def sync(self, wait=False):
+        self.syncs.append(wait)
+
+
+def test_the_tpu_path_takes_torch_xlas_first_chip_and_cuts_each_step(monkeypatch):
+    fake = FakeXla([torch.device("xla", 0), torch.device("xla", 1)])
+    monkeypatch.setitem(__import__("sys").modules, "torch_xla", fake)
+    assert devices.setup_devices("tpu", 1) == [torch.device("xla", 0)]
+    assert devices.describe_devices() == "xla x2 (torch_xla)" and devices.list_devices()[-1] == "xla:1 tpu"
+    devices.step_done(torch.device("cpu"))
+    devices.step_done(torch.device("xla", 0))  # a training step's graph launched, not waited for
+    assert fake.syncs == [False]
+    with pytest.raises(DeviceUnavailable, match="torch.compile's variants run on a CPU or GPU"):
+        ops.compiled(lambda a: a, True, torch.device("xla", 0))
+    monkeypatch.setitem(__import__("sys").modules, "torch_xla", FakeXla([]))
+    with pytest.raises(DeviceUnavailable, match="torch_xla found no TPU"):
+        devices.setup_devices("tpu", 1)
+
+
 def test_threads_are_the_other_frameworks_count(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "3")
     assert devices.threads() == 3

@@ -1,8 +1,11 @@
-"""Device set-up for PyTorch: the CPU (and a CUDA GPU, unverified here), threads, precision, memory."""
+"""Device set-up for PyTorch: the CPU, a CUDA GPU and a TPU through torch_xla's PJRT runtime (both unverified here:
+no GPU or TPU, and no torch_xla), threads, precision, synchronisation, memory."""
 
 from __future__ import annotations
 
+import importlib
 import os
+import sys
 
 import numpy as np
 import torch
@@ -19,21 +22,33 @@ def threads() -> int:
     return int(given) if given.isdigit() and int(given) > 0 else len(os.sched_getaffinity(0))
 
 
+def xla():
+    """torch_xla, PyTorch's TPU runtime (PJRT: `torch_xla.device()`, `torch_xla.sync(wait=True)`). Raises
+    DeviceNotOffered where it is not installed: beside other frameworks PyTorch's rows are left out, in one line."""
+    try:
+        return importlib.import_module("torch_xla")
+    except ImportError:
+        raise DeviceNotOffered(
+            "--device tpu asked for, but PyTorch reaches a TPU through torch_xla (PJRT), which is not installed here "
+            "(pip install 'torch_xla[tpu]'; this path is unverified: no machine of this project's had it)"
+        ) from None
+
+
 def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) -> list[torch.device]:
     """`replicas` handles of the one device of kind `device` (0: one). Over several the handles are the same device:
     a trainer over them runs one process a replica (DDP over gloo, torch_impl.ddp).
 
     Raises:
-        DeviceUnavailable: a multi-process run (PyTorch takes no part in one), a TPU (torch_xla is not wired), or a
-            device kind this PyTorch build does not have.
+        DeviceUnavailable: a multi-process run (PyTorch takes no part in one), a device kind this PyTorch build does
+            not have, a TPU where torch_xla finds none (DeviceNotOffered where torch_xla is not installed: xla()).
     """
     if cluster is not None:
         raise DeviceUnavailable("PyTorch takes no part in a multi-process run (no --coordinator for it)")
-    if device == "tpu":  # beside other frameworks: PyTorch's rows left out, said in one line (parity.api)
-        raise DeviceNotOffered(
-            "--device tpu asked for, but torch_impl runs PyTorch on a CPU or a CUDA GPU only "
-            "(torch_xla's PJRT path is not wired)"
-        )
+    if device == "tpu":  # one chip, eagerly: lazy tensors, each step's graph compiled by XLA (unverified)
+        chips = xla().devices()
+        if not chips:
+            raise DeviceUnavailable("--device tpu asked for, but torch_xla found no TPU (PJRT_DEVICE=TPU)")
+        return [chips[0]] * max(replicas, 1)
     if device not in _KINDS:
         raise DeviceUnavailable(f"--device {device} asked for, but PyTorch has no device of that kind here")
     if device == "gpu" and not torch.cuda.is_available():
@@ -55,7 +70,9 @@ def process_info(devices) -> dict:
 
 
 def describe_devices() -> str:
-    """What PyTorch sees, e.g. 'cpu x1 (2 threads)' or 'cuda x1 (NVIDIA H200)'."""
+    """What PyTorch sees, e.g. 'cpu x1 (2 threads)', 'cuda x1 (NVIDIA H200)' or 'xla x1 (torch_xla)'."""
+    if "torch_xla" in sys.modules:  # set up for a TPU (setup_devices)
+        return f"xla x{len(sys.modules['torch_xla'].devices())} (torch_xla)"
     if torch.cuda.is_available():
         return f"cuda x{torch.cuda.device_count()} ({torch.cuda.get_device_name(0)})"
     return f"cpu x1 ({threads()} threads)"
@@ -64,11 +81,14 @@ def describe_devices() -> str:
 def list_devices() -> list[str]:
     """Every device PyTorch sees, one description each."""
     gpus = [f"cuda:{i} {torch.cuda.get_device_name(i)}" for i in range(torch.cuda.device_count())]
-    return ["cpu:0 cpu", *gpus]
+    tpus = [f"{d} tpu" for d in sys.modules["torch_xla"].devices()] if "torch_xla" in sys.modules else []
+    return ["cpu:0 cpu", *gpus, *tpus]
 
 
 def device_kind() -> str:
-    """'cpu', or the first GPU's name."""
+    """'cpu', the first GPU's name, or 'tpu (torch_xla)' (no chip generation: no peak to read % of)."""
+    if "torch_xla" in sys.modules:
+        return "tpu (torch_xla)"
     return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
 
 
@@ -84,13 +104,27 @@ def _leaves(out) -> list:
 
 def placement(out) -> list[str]:
     """The devices holding the tensors of `out`, as 'cpu:0' or 'gpu:0'."""
-    return sorted({"cpu:0" if t.device.type == "cpu" else f"gpu:{t.device.index or 0}" for t in _leaves(out)})
+    kinds = {"cpu": "cpu", "cuda": "gpu", "xla": "tpu"}
+    return sorted(
+        {"cpu:0" if t.device.type == "cpu" else f"{kinds[t.device.type]}:{t.device.index or 0}" for t in _leaves(out)}
+    )
 
 
 def block(out) -> None:
-    """Wait until `out` is computed: a CPU op has returned when it is done; a GPU's queue is waited for."""
-    if any(t.device.type == "cuda" for t in _leaves(out)):
+    """Wait until `out` is computed: a CPU op has returned when it is done; a GPU's queue is waited for; on a TPU the
+    pending graph is launched and waited for (torch_xla.sync(wait=True))."""
+    kinds = {t.device.type for t in _leaves(out)}
+    if "cuda" in kinds:
         torch.cuda.synchronize()
+    if "xla" in kinds:
+        sys.modules["torch_xla"].sync(wait=True)
+
+
+def step_done(device: torch.device) -> None:
+    """The end of a training step: on a TPU the step's lazy graph is cut there and launched (torch_xla.sync()), so
+    that an epoch is one compiled step run K times, not one graph K steps long; elsewhere nothing."""
+    if device.type == "xla":
+        sys.modules["torch_xla"].sync()
 
 
 def slowest(seconds: float) -> float:

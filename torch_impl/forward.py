@@ -76,7 +76,7 @@ def prepare(
         with computing(mixed, devices[0]):
             return model.blocks(xt, train=False)["probs"]
 
-    f = compiled(probs, compile_)
+    f = compiled(probs, compile_, devices[0])
 
     def run():
         with torch.inference_mode():

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from parity.api import Prepared, check_divisible
+from parity.api import DeviceUnavailable, Prepared, check_divisible
 from parity.api.variants import Variant
 from torch_impl.devices import placement, to_numpy
 
@@ -28,8 +28,11 @@ def counted_flops(fn: Callable, *args) -> tuple[float | None, str]:
     return float(counter.get_total_flops()) or None, "torch.utils.flop_counter"
 
 
-def compiled(fn: Callable, on: bool) -> Callable:
-    """`fn` compiled by torch.compile (Inductor, its default mode; the first calls compile), or `fn` itself."""
+def compiled(fn: Callable, on: bool, device: torch.device | None = None) -> Callable:
+    """`fn` compiled by torch.compile (Inductor, its default mode; the first calls compile), or `fn` itself. Raises
+    DeviceUnavailable on a TPU: Inductor makes no XLA code (there the eager variants are XLA's graphs already)."""
+    if on and device is not None and device.type == "xla":
+        raise DeviceUnavailable("torch.compile's variants run on a CPU or GPU; on a TPU PyTorch's eager ones are XLA's")
     if on:
         private_compile_cache()
     return torch.compile(fn, dynamic=False) if on else fn
@@ -62,7 +65,7 @@ def prepare_op(
     o = v.options
     dtype = torch.bfloat16 if o.bfloat16 else torch.float32
     a, b = layout(*(torch.from_numpy(np.ascontiguousarray(m)).to(devices[0], dtype) for m in (x, w)), o)
-    f = compiled(op, o.compile)
+    f = compiled(op, o.compile, devices[0])
 
     def run():
         with torch.inference_mode():

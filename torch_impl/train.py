@@ -16,7 +16,7 @@ from parity.api.inputs import check_count, check_examples, check_training
 from torch_impl import ddp
 from torch_impl.adam import adam_state, keras_adam
 from torch_impl.catalog import variant as variant_record
-from torch_impl.devices import placement
+from torch_impl.devices import placement, step_done
 from torch_impl.forward import accuracy, computing, cross_entropy, images, labels
 from torch_impl.models import Model, code_of
 from torch_impl.ops import compiled, counted_flops
@@ -59,7 +59,7 @@ class Trainer:
         self.state = adam_state(self.params)
         args = (self.compute, self.params, self.state, learning_rate, adam_epsilon, self.mixed)
         self._eager = partial(_train_step, *args)
-        self._step = compiled(self._eager, o.compile)
+        self._step = compiled(self._eager, o.compile, self.device)
         self._batch = None
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -70,6 +70,7 @@ class Trainer:
         for xb, yb in zip(xs, ys, strict=True):
             self._batch = (xb, yb)
             out.append(self._step(xb, yb))
+            step_done(self.device)  # a TPU's lazy graph cut at each step
         return torch.stack(out).to("cpu", torch.float64).numpy()
 
     def placement(self) -> list[str]:
@@ -121,7 +122,9 @@ class DistributedTrainer(Trainer):
         code = code_of(model)
         o = variant_record(code.TRAIN, variant, len(devices)).options  # torch_impl.catalog.TrainOptions
         if devices[0].type != "cpu":
-            raise DeviceUnavailable("PyTorch's data parallelism is wired on a CPU only (DDP over gloo), not NCCL's")
+            raise DeviceUnavailable(
+                "PyTorch's data parallelism is wired on a CPU only (DDP over gloo): not over GPUs or TPUs"
+            )
         self.device, self.code, self.model_, self.world = devices[0], code, model, len(devices)
         self.mixed = o.mixed or model.mixed
         self.compute_dtype = "bfloat16" if self.mixed else "float32"
