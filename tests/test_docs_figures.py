@@ -299,3 +299,20 @@ def test_each_quoted_layer_time_is_a_profiled_rows_line(quote):
 
 def test_the_gaps_page_quotes_layer_times():
     assert len(LAYERS) >= 6
+
+
+def test_the_data_parallel_runs_counts_and_wall_time_are_its_files():
+    """zen3's CNN over 8 replicas (PyTorch by DDP): its counts in docs/pytorch.md and its class README, its wall time
+    (the log's last line, /usr/bin/time's) in the README."""
+    doc = _doc("docs/results/zen3/cpu-full-cnn-x8.json")
+    verified = sum(r["verified"] for r in doc["rows"])
+    passed = sum(c["passed"] is True for c in doc["checks"])
+    unjudged = sum(c["passed"] is None for c in doc["checks"])
+    assert verified == len(doc["rows"]) and not any(c["passed"] is False for c in doc["checks"])
+    said = f"{verified} rows verified, {passed} checks passed, {unjudged} not"
+    assert said in " ".join((DOCS / "pytorch.md").read_text().split())
+    readme = " ".join((DOCS / "results/zen3/README.md").read_text().split())
+    assert f"{verified} of {verified} rows verified against float64, {passed} checks passed, {unjudged} not" in readme
+    seconds = float((DOCS / "results/zen3/cpu-full-cnn-x8-log.txt").read_text().split()[-2])
+    assert f"| {int(seconds // 60)} min {round(seconds % 60)} s |" in readme
+    assert "torch" in {r["framework"] for r in doc["rows"] if r["replicas"] == 8}
