@@ -2,6 +2,11 @@
 batches. The CNN against JAX's shard_map trainer over 2 replicas (BatchNorm per replica, moving statistics averaged,
 in both); the row LSTM (no BatchNorm) against PyTorch's own one-device step on the global batch."""
 
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import numpy as np
 import pytest
 from frameworks_setup import JAX_DEVICES
@@ -16,6 +21,7 @@ from parity.workloads.cnn.tolerances import cnn_loss_tolerance
 from parity.workloads.lstm.tolerances import lstm_tolerances
 from parity.workloads.trained.checks import trajectory
 
+ROOT = Path(__file__).resolve().parent.parent
 REPLICAS = 2
 DDP = torch_impl.setup_devices("cpu", REPLICAS)  # rank 0 here, rank 1 a process it starts (once, for every test)
 
@@ -95,3 +101,34 @@ def test_a_batch_that_does_not_split_over_the_processes_is_refused(weights):
         t.steps(x[:, :15], y[:, :15])
     with pytest.raises(ValueError, match="unknown PyTorch cnn_train variant 'eager' for 2 replicas"):
         torch_impl.make_trainer(torch_impl.build_cnn(0), DDP, "eager")
+
+
+LEAVE = """
+import os, sys
+import torch_impl
+from torch_impl import ddp
+t = torch_impl.make_trainer(torch_impl.build_cnn(0, dropout=False), torch_impl.setup_devices("cpu", 2), "ddp")
+print(" ".join(str(p.pid) for p in ddp._RANKS[0].procs), flush=True)
+os._exit(0)  # as parity's worker leaves: no interpreter teardown, no atexit
+"""
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a process that has not ended (a zombie has ended)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_the_other_ranks_end_with_the_process_that_started_them(tmp_path):
+    """A worker leaves by os._exit (and may be killed): its ranks, blocked on their inboxes, end with it."""
+    said, log = tmp_path / "pids", tmp_path / "stderr"  # files, not pipes: a rank left behind would hold a pipe open
+    with said.open("w") as out, log.open("w") as err:
+        done = subprocess.run([sys.executable, "-c", LEAVE], stdout=out, stderr=err, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, log.read_text()[-2000:]
+    (pid,) = map(int, said.read_text().split())
+    deadline = time.monotonic() + 120  # a liveness bound, not a speed: an orphan would wait forever
+    while _running(pid) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _running(pid)

@@ -15,7 +15,9 @@ import atexit
 import copy
 import datetime
 import itertools
+import os
 import socket
+import threading
 from contextlib import contextmanager
 
 import numpy as np
@@ -114,8 +116,15 @@ def _join(rank: int, world: int, port: int) -> None:
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world, timeout=TIMEOUT)
 
 
+def _exit_with_parent() -> None:
+    mp.parent_process().join()  # returns once rank 0's process has ended
+    os._exit(1)
+
+
 def _serve(rank: int, world: int, port: int, inbox) -> None:
-    """A rank other than 0: its replicas built, stepped and dropped as rank 0 says, until it says stop."""
+    """A rank other than 0: its replicas built, stepped and dropped as rank 0 says, until it says stop, or until rank
+    0's process has ended without saying so (killed: this rank holds the inbox's write end too, so no EOF comes)."""
+    threading.Thread(target=_exit_with_parent, daemon=True).start()
     torch.set_num_threads(rank_threads(world))
     _join(rank, world, port)
     replicas: dict[int, Replica] = {}
