@@ -301,18 +301,35 @@ def test_the_gaps_page_quotes_layer_times():
     assert len(LAYERS) >= 6
 
 
-def test_the_data_parallel_runs_counts_and_wall_time_are_its_files():
-    """zen3's CNN over 8 replicas (PyTorch by DDP): its counts in docs/pytorch.md and its class README, its wall time
-    (the log's last line, /usr/bin/time's) in the README."""
-    doc = _doc("docs/results/zen3/cpu-full-cnn-x8.json")
+def _counts(doc: dict) -> tuple[int, int, int]:
+    """(rows verified, checks passed, checks not judged); asserts that every row verified and no check failed."""
     verified = sum(r["verified"] for r in doc["rows"])
-    passed = sum(c["passed"] is True for c in doc["checks"])
-    unjudged = sum(c["passed"] is None for c in doc["checks"])
     assert verified == len(doc["rows"]) and not any(c["passed"] is False for c in doc["checks"])
-    said = f"{verified} rows verified, {passed} checks passed, {unjudged} not"
-    assert said in " ".join((DOCS / "pytorch.md").read_text().split())
-    readme = " ".join((DOCS / "results/zen3/README.md").read_text().split())
-    assert f"{verified} of {verified} rows verified against float64, {passed} checks passed, {unjudged} not" in readme
-    seconds = float((DOCS / "results/zen3/cpu-full-cnn-x8-log.txt").read_text().split()[-2])
-    assert f"| {int(seconds // 60)} min {round(seconds % 60)} s |" in readme
-    assert "torch" in {r["framework"] for r in doc["rows"] if r["replicas"] == 8}
+    return verified, sum(c["passed"] is True for c in doc["checks"]), sum(c["passed"] is None for c in doc["checks"])
+
+
+def _wall(log: Path) -> str:
+    """'10 min 54 s' from a log's last line, /usr/bin/time's '654.41 s'."""
+    seconds = round(float(log.read_text().split()[-2]))
+    return f"{seconds // 60} min {seconds % 60} s"
+
+
+@pytest.mark.parametrize("name", ["cpu-default", "cpu-full-cnn-x8"])
+def test_zen3s_runs_counts_commits_and_wall_times_are_their_files(name):
+    """zen3's default run and its CNN over 8 replicas (PyTorch by DDP): the class README's line for each file and
+    its counts, and the 8-replica run's counts in docs/pytorch.md."""
+    doc = _doc(f"docs/results/zen3/{name}.json")
+    verified, passed, unjudged = _counts(doc)
+    text = (DOCS / "results/zen3/README.md").read_text()
+    line = next(ln for ln in text.splitlines() if ln.startswith(f"| `{name}.{{json,md}}`"))
+    assert f"at commit {doc['env']['git_commit']}" in line
+    assert line.endswith(f"| {_wall(DOCS / f'results/zen3/{name}-log.txt')} |")
+    said = f"{verified} of {verified} rows verified against float64, {passed} checks passed, {unjudged} not judged"
+    assert said in " ".join(text.split())
+    if name == "cpu-default":  # the README's table of run times
+        readme = (ROOT / "README.md").read_text()
+        assert f"AVX2 only | {_wall(DOCS / 'results/zen3/cpu-default-log.txt')} with PyTorch and the ViT |" in readme
+    if name == "cpu-full-cnn-x8":
+        assert "torch" in {r["framework"] for r in doc["rows"] if r["replicas"] == 8}
+        pytorch = " ".join((DOCS / "pytorch.md").read_text().split())
+        assert f"{verified} rows verified, {passed} checks passed, {unjudged} not judged" in pytorch
