@@ -161,9 +161,7 @@ class Ranks:
         ]
         for p in self.procs:
             p.start()
-        dist.init_process_group(
-            "gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=world, timeout=TIMEOUT
-        )
+        _join(0, world, port)
 
     def send(self, *message) -> None:
         """The same message to every other rank (tensors in it go by shared memory)."""

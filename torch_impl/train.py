@@ -44,16 +44,10 @@ class Trainer:
     loss_every = 1  # per-step figures are exact in every variant
 
     def __init__(self, model: Model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
-        code = code_of(model)
-        o = variant_record(code.TRAIN, variant, len(devices)).options  # torch_impl.catalog.TrainOptions
-        self.device, self.code, self.model_ = devices[0], code, model
+        o = self._describe(model, devices, variant)
         # what trains and evaluates: a copy on the device (the model passed in keeps working at its own weights)
         self.compute = copy.deepcopy(model).to(self.device)
-        self.mixed = o.mixed or model.mixed  # autocast to bfloat16; parameters and Adam's slots stay float32
-        self.compute_dtype = "bfloat16" if self.mixed else "float32"
-        self.batchnorm, self.uncounted = code.BATCHNORM, code.UNCOUNTED
-        self.kernel_path = code.kernel_path(self.mixed, o.compile)
-        code.train_with(self.compute, o)  # channels-last memory format where the variant says
+        self.code.train_with(self.compute, o)  # channels-last memory format where the variant says
         torch.manual_seed(seed)  # dropout masks: PyTorch's own RNG (never the same as JAX's or Keras's)
         self.params = [p for p in self.compute.parameters() if p.requires_grad]  # Keras's trainable weights
         self.state = adam_state(self.params)
@@ -61,6 +55,18 @@ class Trainer:
         self._eager = partial(_train_step, *args)
         self._step = compiled(self._eager, o.compile, self.device)
         self._batch = None
+
+    def _describe(self, model: Model, devices, variant: str):
+        """What every trainer records of its model and variant (device, code, compute dtype, BatchNorm's scope, the
+        recurrent kernel); returns the variant's options (torch_impl.catalog.TrainOptions)."""
+        self.code = code_of(model)
+        o = variant_record(self.code.TRAIN, variant, len(devices)).options
+        self.device, self.model_ = devices[0], model
+        self.mixed = o.mixed or model.mixed  # autocast to bfloat16; parameters and Adam's slots stay float32
+        self.compute_dtype = "bfloat16" if self.mixed else "float32"
+        self.batchnorm, self.uncounted = self.code.BATCHNORM, self.code.UNCOUNTED
+        self.kernel_path = self.code.kernel_path(self.mixed, o.compile)
+        return o
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn; returns (K, 2) float64 per-step [loss, accuracy]."""
@@ -119,17 +125,12 @@ class DistributedTrainer(Trainer):
     (torch_impl.ddp): rank 0's copy is what model(), evaluate() and step_cost() read, as the one-device Trainer's."""
 
     def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
-        code = code_of(model)
-        o = variant_record(code.TRAIN, variant, len(devices)).options  # torch_impl.catalog.TrainOptions
-        if devices[0].type != "cpu":
+        o = self._describe(model, devices, variant)
+        if self.device.type != "cpu":
             raise DeviceUnavailable(
                 "PyTorch's data parallelism is wired on a CPU only (DDP over gloo): not over GPUs or TPUs"
             )
-        self.device, self.code, self.model_, self.world = devices[0], code, model, len(devices)
-        self.mixed = o.mixed or model.mixed
-        self.compute_dtype = "bfloat16" if self.mixed else "float32"
-        self.batchnorm, self.uncounted = code.BATCHNORM, code.UNCOUNTED
-        self.kernel_path = code.kernel_path(self.mixed, False)
+        self.world = len(devices)
         self.ranks = ddp.ranks(self.world)
         self.key = next(self.ranks.keys)
         shipped = copy.deepcopy(model)  # moved to shared memory as it is sent: never this process's own copy
