@@ -221,19 +221,22 @@ def report_main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--grid",
         action="store_true",
-        help="print instead the README's compact grid (Markdown: workloads at one device down, machine classes "
-        "across, each framework's best and out-of-the-box ratio over TF's; one file per machine class)",
+        help="print instead the README's compact grid (Markdown: workloads at one device in float32 down, machine "
+        "classes across, each framework's best and out-of-the-box ratio over TF's; one file per machine class)",
     )
+    ap.add_argument("--bfloat16", action="store_true", help="with --grid: its bfloat16 rows (docs/results.md's)")
     args = ap.parse_args(argv)
-    return guarded(
-        "parity.report", lambda: _readme(args) if args.readme or args.grid else _report(args), "nothing written"
-    )
+    tables = args.readme or args.grid or args.bfloat16
+    return guarded("parity.report", lambda: _readme(args) if tables else _report(args), "nothing written")
 
 
 def _readme(args) -> int:
     from parity.output.grid import grid_main
     from parity.output.readme import readme_main
 
+    if args.bfloat16 and (not args.grid or args.ratios):
+        print("error: --bfloat16 goes with --grid alone (the chart, --ratios, is the float32 grid's)", file=sys.stderr)
+        return 2
     flag = "--grid" if args.grid else "--readme"
     if args.html or (args.ratios and not args.grid):
         print(f"error: {flag} takes only results files, not {'--html' if args.html else '--ratios'}", file=sys.stderr)

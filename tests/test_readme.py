@@ -1,6 +1,7 @@
-"""The README's grid and docs/results.md's table are the project's own tool's output for the results files they
-name: made again here from the shipped files, each must read the same, and the README's answer quotes only figures
-its grid holds. No TensorFlow or JAX starts."""
+"""The README's grid, docs/results.md's bfloat16 grid and its table are the project's own tool's output for the
+results files they name: made again here from the shipped files, each must read the same; the README's answer quotes
+only figures the two grids hold, and docs/results.md's summary only figures its table holds. No TensorFlow or JAX
+starts."""
 
 import json
 import re
@@ -20,33 +21,53 @@ SHIPPED = json.loads((ROOT / "docs/results/zen4/cpu-default.json").read_text())[
 
 @pytest.mark.parametrize(
     "page,made",
-    [(RESULTS, readme), (README, grid)],
-    ids=["docs/results.md's table", "README's grid"],
+    [(RESULTS, readme), (README, grid), (RESULTS, grid)],
+    ids=["docs/results.md's table", "README's grid", "docs/results.md's bfloat16 grid"],
 )
 def test_a_pages_generated_block_is_its_shipped_files_block(monkeypatch, page, made):
     text = page.read_text()
     files = made.files_named(text)
     assert files, f"{page.name}'s block names no results file"
     monkeypatch.chdir(ROOT)  # the blocks name the files relative to the repository's root
-    block = made.block(files) if made is readme else made.grid(files)
+    block = made.block(files) if made is readme else made.grid(files, grid.dtype_named(text))
     assert made.shown(text) == block, (
-        f"{page.name}'s block differs from its files': run `{made.COMMAND} "
-        + " ".join(p.as_posix() for p in files)
-        + "` and paste its output between the markers"
+        f"{page.name}'s block differs from its files': run the command on its first line "
+        "and paste its output between the markers"
     )
 
 
-def test_the_readme_answer_quotes_only_figures_its_grid_holds():
-    """Every ratio the answer's bullets give ('2.25x', '0.89x~') is a cell of the grid under them: a figure the
-    files hold, made again by the test above."""
+def test_the_readme_grid_is_float32_and_results_md_holds_its_bfloat16_twin_of_the_same_files():
+    text, twin = README.read_text(), RESULTS.read_text()
+    assert (grid.dtype_named(text), grid.dtype_named(twin)) == ("float32", "bfloat16")
+    assert grid.files_named(twin) == grid.files_named(text) == readme.files_named(twin)
+
+
+def _cells(page: str) -> set[str]:
+    lines = grid.shown(page).splitlines()[3:-1]
+    return {part.strip() for line in lines for cell in line.split("|") for part in cell.split("/")}
+
+
+def test_the_readme_answer_quotes_only_figures_its_grids_hold():
+    """Every ratio the answer's bullets give ('2.25x', '0.89x~') is a cell of the README's grid or, in bfloat16, of
+    docs/results.md's: a figure the files hold, made again by the test above."""
     text = README.read_text()
     answer = text[text.index("## The answer") : text.index(grid.END)]
     bullets = answer[: answer.index("<!-- results grid")]
-    lines = grid.shown(text).splitlines()[3:-1]
-    cells = {part.strip() for line in lines for cell in line.split("|") for part in cell.split("/")}
+    cells = _cells(text) | _cells(RESULTS.read_text())
     quoted = re.findall(r"\d+\.\d\dx~?", bullets)
     assert len(quoted) >= 6
     assert not [q for q in quoted if q not in cells]
+
+
+def test_the_results_summary_quotes_only_figures_its_table_holds():
+    """docs/results.md's 'What the CPU runs say': every ratio with its interval ('1.12x (1.03-1.37)', ', no
+    difference' where it holds 1) is a cell of the table it points to."""
+    text = RESULTS.read_text()
+    said = " ".join(text[text.index("## What the CPU runs say") : text.index("## bfloat16")].split())
+    table = readme.shown(text)
+    quoted = re.findall(r"\d+\.\d\dx \(\d+\.\d\d-\d+\.\d\d\)(?:, no difference)?", said)
+    assert len(quoted) >= 10
+    assert not [q for q in quoted if f"| {q} |" not in table]
 
 
 @pytest.mark.parametrize("page,named", [(RESULTS, readme.files_named), (README, grid.files_named)])
@@ -157,6 +178,27 @@ def test_the_grid_command_prints_the_grid_and_refuses_what_it_cannot_use(tmp_pat
     assert "loose.json: in no folder" in capsys.readouterr().err
     assert report.report_main(["--grid", "--readme", str(a)]) == 2
     assert "--grid takes only results files, not --readme and --grid at once" in capsys.readouterr().err
+
+
+def test_the_bfloat16_grid_holds_the_bfloat16_rows_alone(tmp_path, monkeypatch, capsys):
+    """--grid --bfloat16: the same grid over the bfloat16 rows, its command in its marker; --bfloat16 without --grid,
+    or beside --ratios (the float32 grid's chart): one line, exit 2, nothing printed."""
+    monkeypatch.chdir(tmp_path)
+    bf16 = {"dtype": "bfloat16", "variant": "op+bf16", "tuned": True}  # as every bfloat16 row: asked for
+    a = _write(Path("r/one/cpu-default.json"), [_row("tf", 0.2), _row("jax", 0.1), _row("tf", 0.1, **bf16),
+                                                 _row("jax", 0.3, **bf16)])  # fmt: skip
+    assert report.report_main(["--grid", "--bfloat16", str(a)]) == 0
+    out = capsys.readouterr().out
+    assert out == grid.grid([a], "bfloat16") + "\n" and grid.dtype_named(out) == "bfloat16"
+    assert out.startswith("<!-- results grid: python -m parity.report --grid --bfloat16 r/one/cpu-default.json -->")
+    assert "| one device, bfloat16 | one |" in out and "| conv, JAX/TF | 3.00x |" in out and "0.50x" not in out
+    assert grid.files_named(out) == [a]
+    assert "| conv, JAX/TF | 0.50x / 0.50x |" in grid.grid([a]) and grid.dtype_named(grid.grid([a])) == "float32"
+    for argv in (["--bfloat16", str(a)], ["--grid", "--bfloat16", str(a), "--ratios", "c.png"]):
+        assert report.report_main(argv) == 2
+        captured = capsys.readouterr()
+        assert captured.err == "error: --bfloat16 goes with --grid alone (the chart, --ratios, is the float32 grid's)\n"
+        assert captured.out == "" and not Path("c.png").exists()
 
 
 def test_the_grid_as_one_chart_across_classes(tmp_path, monkeypatch, capsys):

@@ -98,14 +98,6 @@ def test_tpu_page_quotes_its_files():
     assert not missing, f"docs/tpu.md does not say, as its files do: {missing}"
     readme = " ".join((ROOT / "README.md").read_text().split())
     assert f"the article's convolution in {_ms(jit)} and {_ms(ops)}" in readme
-    judged = [c["passed"] for c in _doc("lstm.json")["checks"]]
-    assert f"the row LSTM at its full size with {judged.count(True)} of {len(judged)} checks passed" in readme
-    vit = _doc("vit.json")
-    judged, epochs = [c["passed"] for c in vit["checks"]], {r["variant"]: r["median_s"] for r in vit["rows"]}
-    assert (
-        f"the ViT at its full size with {judged.count(True)} checks passed and {judged.count(None)} not judged (an "
-        f"epoch in {epochs['jit']:.2f} s and {epochs['fit']:.2f} s)" in readme
-    )
 
 
 def test_tpu_pages_log_lines_are_the_shipped_logs():

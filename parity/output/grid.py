@@ -1,9 +1,10 @@
-"""The README's compact answer, made from shipped results files: workloads at one device down, machine classes across;
-each cell a framework's best over the reference framework's best, and the same out of the box beside it. The long
-table (every replica count, every variant's label, the intervals) is parity.output.readme's, in docs/results.md.
+"""The README's compact answer, made from shipped results files: workloads at one device in float32 down, machine
+classes across; each cell a framework's best over the reference framework's best, and the same out of the box beside
+it. The same grid in bfloat16 (`--bfloat16`) is docs/results.md's, beside the long table (every replica count, every
+variant's label, the intervals: parity.output.readme's).
 
-A file's machine class is its folder's name, as for the long table. The README holds the grid between GRID_BEGIN and
-GRID_END; GRID_BEGIN names the files, so `tests/test_readme.py` can make it again and fail where the two differ."""
+A file's machine class is its folder's name, as for the long table. A page holds a grid between BEGIN and END; BEGIN
+names the command and its files, so `tests/test_readme.py` can make it again and fail where the two differ."""
 
 from __future__ import annotations
 
@@ -20,9 +21,11 @@ from parity.output.readme import class_files, marked, readme_main
 from parity.workloads import WORKLOADS
 
 COMMAND = "python -m parity.report --grid"
+BFLOAT16 = "--bfloat16"  # the flag that makes the bfloat16 grid
 BEGIN = "<!-- results grid: {command} {files} -->"
 END = "<!-- end of results grid -->"
-_BEGIN = re.compile(r"<!-- results grid: python -m parity\.report --grid (?P<files>[^>]*?) -->")
+_BEGIN = re.compile(r"<!-- results grid: python -m parity\.report --grid (?:--bfloat16 )?(?P<files>[^>]*?) -->")
+_FORMAT = re.compile(r"<!-- results grid: python -m parity\.report --grid --bfloat16 ")
 # the row kinds in the grid's order: the operations first (the article's conv, then the matmul), then each trained
 # workload's kinds in the list's order (the CNN, the LSTM, ...)
 ORDER = tuple(k.name for w in sorted(WORKLOADS.values(), key=lambda w: w.suite is not None) for k in w.kinds)
@@ -46,24 +49,24 @@ def cell(rows: list[dict], wl: str, dtype: str, fw: str, ref: str) -> str:
     return best if plain == "-" else f"{best} / {plain}"
 
 
-def grid(paths: list[Path]) -> str:
-    """The README's grid for `paths` (one file per machine class, relative to the repository's root), markers
-    included. Raises ResultsError as parity.output.readme.class_files."""
+def grid(paths: list[Path], dtype: str = "float32") -> str:
+    """The grid in `dtype` (float32: the README's; bfloat16: docs/results.md's) for `paths` (one file per machine
+    class, relative to the repository's root), markers included; a row where no class has a cell is left out.
+    Raises ResultsError as parity.output.readme.class_files."""
     docs = class_files(paths)
     fws = frameworks.ordered(r["framework"] for _, _, d in docs for r in d["rows"])
     ref, body = fws[0], []
     for wl in ORDER:
-        for dtype in ("float32", "bfloat16"):
-            for fw in fws[1:]:
-                cells = [cell(d["rows"], wl, dtype, fw, ref) for _, _, d in docs]
-                if any(c != "-" for c in cells):
-                    fmt = "" if dtype == "float32" else " bfloat16"
-                    body.append((f"{wl}{fmt}, {frameworks.over(fw, ref)}", *cells))
+        for fw in fws[1:]:
+            cells = [cell(d["rows"], wl, dtype, fw, ref) for _, _, d in docs]
+            if any(c != "-" for c in cells):
+                body.append((f"{wl}, {frameworks.over(fw, ref)}", *cells))
     body.append(("file, at commit", *(f"{p.stem} at {d['env'].get('git_commit', '?')}" for _, p, d in docs)))
+    command = COMMAND if dtype == "float32" else f"{COMMAND} {BFLOAT16}"
     return "\n".join(
         [
-            BEGIN.format(command=COMMAND, files=" ".join(text(p.as_posix(), "comment") for p in paths)),
-            md_table(("one device", *(c for c, _, _ in docs)), body),
+            BEGIN.format(command=command, files=" ".join(text(p.as_posix(), "comment") for p in paths)),
+            md_table((f"one device, {dtype}", *(c for c, _, _ in docs)), body),
             END,
         ]
     )
@@ -120,6 +123,11 @@ def files_named(page: str) -> list[Path]:
     return marked(page, _BEGIN, END, f"results grid ('{COMMAND} FILES')")[0]
 
 
+def dtype_named(page: str) -> str:
+    """The number format of a page's grid, read off its command: 'bfloat16' where it has --bfloat16."""
+    return "bfloat16" if _FORMAT.search(page) else "float32"
+
+
 def shown(page: str) -> str:
     """The grid a page holds, markers included. Raises ValueError where it holds none."""
     return marked(page, _BEGIN, END, f"results grid ('{COMMAND} FILES')")[1]
@@ -134,7 +142,7 @@ def grid_main(args) -> int:
         except (ResultsError, OSError) as e:
             print(text(f"error: {e}"), file=sys.stderr)
             return 2
-    status = readme_main(args, grid, "--grid")
+    status = readme_main(args, lambda paths: grid(paths, "bfloat16" if args.bfloat16 else "float32"), "--grid")
     if status or not args.ratios:
         return status
     try:
