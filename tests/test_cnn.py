@@ -129,6 +129,21 @@ def _prefixed(blocks):
     return {f"forward/{k}": v for k, v in blocks.items()}
 
 
+def test_every_inference_variant_is_the_forward_pass(impl, weights):
+    """Every CNN inference variant of each framework (PyTorch's channels-last and compiled ones among them) gives
+    the float64 forward pass's probabilities within the forward bound, from the same weights."""
+    from parity.common.float64 import errors
+
+    mod, devices = impl
+    model = mod.build_cnn(0, dropout=False)
+    mod.set_weights(model, weights)
+    x = DS.x_test[:16].astype(np.float32)
+    ref = cnn_oracle.cnn_forward(weights, x)["probs"]
+    for v in mod.variants("cnn_infer", 1):
+        p = mod.prepare_inference(model, x, devices[:1], v.name)
+        assert errors(p.rows(p.run(), range(len(x))), ref)["max_rel_err"] < TOL["forward"], v.name
+
+
 def test_inference_with_ynnpack_on_its_dots_only_is_the_same_forward_pass(weights):
     """'predict+dots' changes which library computes the convolutions, not what: its probabilities meet the float64
     oracle within the forward bound, as 'predict's do; its program leaves every convolution out of YNNPACK's
