@@ -26,6 +26,12 @@ from parity.workloads.cnn import CNN_LAYERS
         ("compile_loss/sparse_categorical_crossentropy/Mean", ("loss", "forward")),
         ("adam/AssignSubVariableOp_3", ("optimizer", "optimizer")),
         ("fashion_mnist_cnn_1/dense1_1/MatMul", ("dense1", "forward")),
+        # PyTorch: aten ops under record_function scopes of the layers' names; an op's own name that starts like a
+        # layer's ('aten::conv2d') names none
+        ("conv3/aten::conv2d", ("conv3", "forward")),
+        ("conv1/aten::conv2d", ("conv1", "forward")),
+        ("conv3/gradient/ConvolutionBackward0", ("conv3", "backward")),
+        ("pool2/aten::max_pool2d", ("pool2", "forward")),
     ],
 )
 def test_each_frameworks_op_names_map_onto_the_same_layers(scope, expected):

@@ -23,7 +23,9 @@ from functools import cache
 
 PASSES = ("forward", "backward", "optimizer", "other", "idle")
 
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z_]*\d*")
+# a name token: letters, then digits that end it ('conv1', 'bn1' of 'bn1_input'); not a word's start that only looks like
+# one ('conv2' of PyTorch's 'aten::conv2d')
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z_]*\d*(?![A-Za-z0-9])")
 _LOSS = re.compile(r"loss|crossentropy|softmax_cross_entropy", re.I)
 _OPTIMIZER = re.compile(r"(^|/)(optimizer|adam)(_\d+)?(/|$)", re.I)
 _BACKWARD = re.compile(r"transpose\(|gradient|backprop|grad(ients)?/", re.I)
