@@ -246,7 +246,7 @@ def test_the_notebooks_quick_times_are_the_class_readmes():
 # --- a row's median, quoted as `JAX `jit+ynn+thp` 2.434 s` -------------------------------------------------------
 
 MEDIAN = re.compile(r"\b(TF|JAX|Keras-JAX|PyTorch) `([^` ]+)` (\d+(?:\.\d+)?) (s|ms)\b")
-LAYER = re.compile(r"\b(TF|JAX|Keras-JAX) `(\w+) (forward|backward)` (\d+\.\d\d) ms\b")  # a per-layer wall time
+LAYER = re.compile(r"\b(TF|JAX|Keras-JAX|PyTorch) `(\w+) (forward|backward)` (\d+\.\d\d) ms\b")  # a per-layer wall time
 
 
 def _medians(page: str) -> list[tuple[str, tuple]]:
@@ -322,16 +322,24 @@ def _wall(log: Path) -> str:
     return f"{seconds // 60} min {seconds % 60} s"
 
 
-@pytest.mark.parametrize("name", ["cpu-default", "cpu-full-cnn-x8"])
-def test_zen3s_runs_counts_commits_and_wall_times_are_their_files(name):
-    """zen3's default run and its CNN over 8 replicas (PyTorch by DDP): the class README's line for each file and
-    its counts, and the 8-replica run's counts in docs/pytorch.md."""
-    doc = _doc(f"docs/results/zen3/{name}.json")
+@pytest.mark.parametrize(
+    "klass,name",
+    [
+        ("zen3", "cpu-default"),
+        ("zen3", "cpu-full-cnn-x8"),
+        ("xeon-amx", "cpu-levers-pytorch-cnn"),
+        ("xeon-amx", "cnn-pytorch-cl"),
+    ],
+)
+def test_a_class_runs_counts_commits_and_wall_times_are_their_files(klass, name):
+    """A class README's line for each of these files, its counts, commit and wall time; zen3's default run in the
+    README's table of run times, its CNN over 8 replicas (PyTorch by DDP) in docs/pytorch.md."""
+    doc = _doc(f"docs/results/{klass}/{name}.json")
     verified, passed, unjudged = _counts(doc)
-    text = (DOCS / "results/zen3/README.md").read_text()
+    text = (DOCS / f"results/{klass}/README.md").read_text()
     line = next(ln for ln in text.splitlines() if ln.startswith(f"| `{name}.{{json,md}}`"))
     assert f"at commit {doc['env']['git_commit']}" in line
-    assert line.endswith(f"| {_wall(DOCS / f'results/zen3/{name}-log.txt')} |")
+    assert line.endswith(f"| {_wall(DOCS / f'results/{klass}/{name}-log.txt')} |")
     said = f"{verified} of {verified} rows verified against float64, {passed} checks passed, {unjudged} not judged"
     assert said in " ".join(text.split())
     if name == "cpu-default":  # the README's table of run times

@@ -74,8 +74,8 @@ def _ddp(kind: str) -> tuple[Variant, ...]:
 # - CNN training: compiled 0.89x (0.88-0.93) and channels-last 0.91x (0.88-0.95), no difference between the two; the
 #   compiled step's first epoch took 20 s (its compilation), so channels-last is the best-known;
 # - CNN inference: compiled 0.88x (0.87-0.88), a first call of 3.7 s; then on xeon-amx
-#   (docs/results/xeon-amx/cpu-levers-pytorch-cnn.json, over 'predict') channels-last 0.77x (0.75-0.78), compiled
-#   0.97x (0.93-0.98), both 0.67x (0.65-0.68): 'predict+cl+compile' the best-known, the others in that order;
+#   (docs/results/xeon-amx/cpu-levers-pytorch-cnn.json, over 'predict') channels-last 0.75x (0.73-0.85), compiled
+#   0.88x (0.88-0.96), both 0.61x (0.59-0.61): 'predict+cl+compile' the best-known, the others in that order;
 # - LSTM training: compiled 0.85x (0.77-0.92) there, 1.17x (1.05-1.26) in the next default run
 #   (docs/results/zen4/cpu-default-pytorch.json): no steady gain (Dynamo does not trace nn.LSTM, whose layers run
 #   eagerly between compiled pieces), a lever; LSTM inference: compiled 1.03x, no difference: a lever. CNN inference's
@@ -103,8 +103,8 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("compile", "cnn_train", ONE, tuned=True, options=TrainOptions(compile=True)),
     _autocast("cnn_train"),
     *_ddp("cnn_train"),
-    # inference: 'predict' as in every implementation (eagerly, under torch.inference_mode), compiled or not, channels-last
-    # or not
+    # inference: 'predict' as in every implementation (eagerly, under torch.inference_mode), compiled or not,
+    # channels-last or not
     Variant("predict", "cnn_infer", ONE, best=3, options=InferOptions()),
     Variant("predict+compile", "cnn_infer", ONE, tuned=True, best=2, options=InferOptions(compile=True)),
     Variant("predict+cl", "cnn_infer", ONE, tuned=True, best=1, options=InferOptions(channels_last=True)),

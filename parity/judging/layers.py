@@ -23,8 +23,8 @@ from functools import cache
 
 PASSES = ("forward", "backward", "optimizer", "other", "idle")
 
-# a name token: letters, then digits that end it ('conv1', 'bn1' of 'bn1_input'); not a word's start that only looks like
-# one ('conv2' of PyTorch's 'aten::conv2d')
+# a name token: letters, then digits that end it ('conv1', 'bn1' of 'bn1_input'); not a word's start that only looks
+# like one ('conv2' of PyTorch's 'aten::conv2d')
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z_]*\d*(?![A-Za-z0-9])")
 _LOSS = re.compile(r"loss|crossentropy|softmax_cross_entropy", re.I)
 _OPTIMIZER = re.compile(r"(^|/)(optimizer|adam)(_\d+)?(/|$)", re.I)
