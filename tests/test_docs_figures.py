@@ -329,6 +329,7 @@ def _wall(log: Path) -> str:
         ("zen3", "cpu-full-cnn-x8"),
         ("xeon-amx", "cpu-levers-pytorch-cnn"),
         ("xeon-amx", "cnn-pytorch-cl"),
+        ("xeon-amx", "cpu-default-model167"),
     ],
 )
 def test_a_class_runs_counts_commits_and_wall_times_are_their_files(klass, name):
