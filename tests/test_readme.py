@@ -59,7 +59,6 @@ def test_the_readme_answer_quotes_only_figures_its_grids_hold():
     assert not [q for q in quoted if q not in cells]
 
 
-
 def test_the_readme_answers_on_one_screen():
     """The question, the set-up, at most six bullets, the grid and the chart before "Run it yourself", in about 60 lines
     as a reader sees them (the grid's two generated markers are HTML comments, not shown): 4 frameworks' 3 ratios over
@@ -71,6 +70,7 @@ def test_the_readme_answers_on_one_screen():
     assert len(shown) <= 65, len(shown)
     assert len(re.findall(r"^- \*\*", answer, flags=re.M)) <= 6
     assert "![" in "\n".join(shown)  # the chart across classes
+
 
 def test_the_results_summary_quotes_only_figures_its_table_holds():
     """docs/results.md's 'What the CPU runs say': every ratio with its interval ('1.12x (1.03-1.37)', ', no
