@@ -53,13 +53,14 @@ def _variant(row_label: str) -> str:
 
 
 def _blocks(text: str) -> list[str]:
-    """A page's paragraphs, each list item its own, each table row its own."""
+    """A page's paragraphs, each list item its own, each table row its own; a paragraph's lines joined by one space,
+    so that a figure the page wraps across two lines is read as one."""
     out = []
     for para in re.split(r"\n\s*\n", text):
         if para.lstrip().startswith("|"):
             out += para.splitlines()
         else:
-            out += re.split(r"\n(?=- )", para)
+            out += [" ".join(item.split()) for item in re.split(r"\n(?=- )", para)]
     return out
 
 
@@ -276,7 +277,7 @@ def test_each_quoted_median_is_a_row_of_a_file_its_paragraph_names(quote):
         f"{r['median_s'] * scale:.{decimals}f}"
         for f in files
         for r in _doc(f)["rows"]
-        if r["verified"] and r["framework"] == FRAMEWORKS[fw] and r["variant"] == variant
+        if r.get("verified") and r["framework"] == FRAMEWORKS[fw] and r["variant"] == variant
     ]
     assert figure in found, (figure, found)
 
@@ -307,6 +308,34 @@ def test_each_quoted_layer_time_is_a_profiled_rows_line(quote):
 
 def test_the_gaps_page_quotes_layer_times():
     assert len(LAYERS) >= 6
+
+
+# "PyTorch's `aten::lstm` 144.43 ms (forward, 4 ops)": one op name's time and count summed over a profiled call
+PASS = "forward|backward|optimizer|other"
+OP = re.compile(rf"\b(TF|JAX|Keras-JAX|PyTorch)'s `([^`]+)` (\d+\.\d\d) ms \(({PASS}), (\d+) ops?\)")
+SPLIT = re.compile(r"\b(TF|JAX|Keras-JAX|PyTorch): products (\d+\.\d) ms, the rest (\d+\.\d) ms")  # one row's two parts
+OPS = [
+    (f"gaps.md: {m[0]}", (tuple(sorted(set(FILE.findall(block)))), m.re.pattern, m.groups()))
+    for block in _blocks((DOCS / "gaps.md").read_text())
+    for m in [*OP.finditer(block), *SPLIT.finditer(block)]
+]
+
+
+@pytest.mark.parametrize("quote", [q for _, q in OPS], ids=[i for i, _ in OPS])
+def test_each_quoted_op_sum_is_a_profiled_rows_sum(quote):
+    """An op's or a row's summed time in an ops file its paragraph names (benchmarks/op_sums.py wrote it), as said."""
+    files, pattern, (fw, *said) = quote
+    rows = [r for f in files if f.endswith("-ops.json") for r in _doc(f)["rows"] if r["framework"] == FRAMEWORKS[fw]]
+    assert rows, "a quoted op sum names its ops file in its paragraph"
+    if pattern == OP.pattern:
+        found = [[o["op"], f"{o['seconds'] * 1e3:.2f}", o["pass"], str(o["count"])] for r in rows for o in r["ops"]]
+    else:
+        found = [[f"{r['products_s'] * 1e3:.1f}", f"{r['rest_s'] * 1e3:.1f}"] for r in rows]
+    assert said in found, said
+
+
+def test_the_gaps_page_quotes_op_sums():
+    assert len(OPS) >= 20
 
 
 def _counts(doc: dict) -> tuple[int, int, int]:
