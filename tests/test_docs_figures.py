@@ -184,7 +184,7 @@ def test_each_quoted_comparison_is_in_a_file_its_paragraph_names(quote):
     found = [
         (f, _said(c))
         for f in files
-        for c in _doc(f)["comparisons"]
+        for c in _doc(f).get("comparisons", ())  # an ops file (benchmarks/op_sums.py) has none
         if c["num"]["variant"] == num and c["den"]["variant"] == den
     ]
     assert found, f"no comparison {num} / {den} in {files}"
