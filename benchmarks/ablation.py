@@ -78,7 +78,7 @@ def _jax_case(ablation: str, variant: str, batch: int, steps: int):
         return strided(h, window[0])
 
     devices = jax_impl.setup_devices("cpu", 1)
-    model = jax_impl.build_cnn(0, dropout=ablation != "dropout")
+    model = jax_impl.adapter("cnn").build(0, dropout=ablation != "dropout")
     record = next(v for v in jax_impl.variants("cnn_train", 1) if v.name == variant)
     trains_as = variant
     if record.float32:  # a '+bf16' variant's trainer builds its bfloat16 copy afresh from the layers' classes, which
@@ -96,7 +96,7 @@ def _jax_case(ablation: str, variant: str, batch: int, steps: int):
     elif ablation == "pool":
         # JAX's own pooling is Flax's max_pool, looked up when traced; '+pool' calls cnn.pool_elementwise
         patch = _patched([(nnx, "max_pool", strided_window), (cnn, "pool_elementwise", strided)])
-    base = jax_impl.make_trainer(jax_impl.build_cnn(0), devices, variant)
+    base = jax_impl.make_trainer(jax_impl.adapter("cnn").build(0), devices, variant)
     x, y = _batches(batch, steps)
     base.steps(x, y)  # traced and compiled with the real layers
     with patch:  # the swapped function is read when B's step is traced, here
@@ -175,9 +175,9 @@ def _tf_case(ablation: str, variant: str, batch: int, steps: int):
         return layer
 
     devices = tf_impl.setup_devices("cpu", 1)
-    src = tf_impl.build_cnn(0, dropout=ablation != "dropout")
+    src = tf_impl.adapter("cnn").build(0, dropout=ablation != "dropout")
     model = keras.Sequential([keras.Input(src.input_shape[1:]), *map(swap, src.layers)], name=src.name)
-    base = tf_impl.make_trainer(tf_impl.build_cnn(0), devices, variant)
+    base = tf_impl.make_trainer(tf_impl.adapter("cnn").build(0), devices, variant)
     ablated = tf_impl.make_trainer(model, devices, variant)
     x, y = _batches(batch, steps)
     base.steps(x, y)

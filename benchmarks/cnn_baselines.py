@@ -63,7 +63,7 @@ def nnx_jit_loop(x, y, b):
     import optax
     from flax import nnx
 
-    model = jax_impl.build_cnn(0)
+    model = jax_impl.adapter("cnn").build(0)
     opt = nnx.Optimizer(model, optax.adam(1e-3), wrt=nnx.Param)
 
     @nnx.jit
@@ -88,7 +88,7 @@ def nnx_jit_loop(x, y, b):
 
 def ours(mod, variant, devices):
     def make(x, y, b):
-        t = mod.make_trainer(mod.build_cnn(0), devices[:1], variant)
+        t = mod.make_trainer(mod.adapter("cnn").build(0), devices[:1], variant)
         return lambda: t.steps(x, y)
 
     return make

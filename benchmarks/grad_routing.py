@@ -6,7 +6,7 @@ max-pool routing and with float64's, the frameworks against each other, and the 
     python benchmarks/grad_routing.py --images dither      # + uniform 0..1 noise: no flat regions
     ONEDNN_MAX_CPU_ISA=AVX2 XLA_FLAGS=--xla_cpu_max_isa=AVX2 python benchmarks/grad_routing.py   # imitate AVX2
 
-One batch of 64 images, build_cnn(seed=0) weights, dropout off: the harness's gradient check, unrolled
+One batch of 64 images, adapter('cnn').build(seed=0) weights, dropout off: the harness's gradient check, unrolled
 (parity.workloads.trained.rounds.PARITY_BATCH).
 Prints a table and one JSON line. A numerics probe, not a speed measurement.
 """
@@ -49,10 +49,10 @@ def main() -> None:
     args = ap.parse_args()
     jax.config.update("jax_default_matmul_precision", "highest")
     x, y = images(args.images, args.batch)
-    w = tf_impl.get_weights(tf_impl.build_cnn(0))
+    w = tf_impl.get_weights(tf_impl.adapter("cnn").build(0))
     got = {}
     for fw, mod in (("tf", tf_impl), ("jax", jax_impl)):
-        m = mod.build_cnn(0, dropout=False)
+        m = mod.adapter("cnn").build(0, dropout=False)
         mod.set_weights(m, w)
         got[fw] = mod.loss_and_grads(m, x, y)
     _, g64, f64 = cnn_oracle.cnn_loss_and_grads(w, x, y)

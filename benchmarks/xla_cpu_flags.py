@@ -49,18 +49,18 @@ def child() -> dict:
     x, w = CONV_FULL.inputs()
     xd, wd = jax.device_put(x), jax.device_put(w)
     t0 = time.perf_counter()
-    jax_impl.conv_op(xd, wd).block_until_ready()
+    jax_impl.adapter("conv").conv_op(xd, wd).block_until_ready()
     out["conv_first_s"] = time.perf_counter() - t0
     best = float("inf")
     for _ in range(3):
         t0 = time.perf_counter()
-        r = jax_impl.conv_op(xd, wd).block_until_ready()
+        r = jax_impl.adapter("conv").conv_op(xd, wd).block_until_ready()
         best = min(best, time.perf_counter() - t0)
     out["conv_s"], out["conv_gflops"] = best, CONV_FULL.flops() / best / 1e9
     out["conv_max_rel_err"] = errors(np.asarray(r[-1:]), conv2d(x[-1:], w, 2, "SAME"))["max_rel_err"]
     del r
     devs = jax_impl.setup_devices("cpu", 1)
-    tr = jax_impl.make_trainer(jax_impl.build_cnn(0), devs, "jit", 1e-3, 1e-7, 0)
+    tr = jax_impl.make_trainer(jax_impl.adapter("cnn").build(0), devs, "jit", 1e-3, 1e-7, 0)
     rng = np.random.default_rng(0)
     xb = rng.integers(0, 255, (3, 256, 28, 28, 1)).astype(np.float32)
     yb = rng.integers(0, 10, (3, 256)).astype(np.int32)
@@ -98,7 +98,7 @@ def _bf16_screen(x, w, xb, yb, devs) -> dict:
     out = {}
     ref = conv2d(x[-1:], w, 2, "SAME")
     for name, dtype, fn in (
-        ("conv_bf16", jnp.bfloat16, jax_impl.conv_op),
+        ("conv_bf16", jnp.bfloat16, jax_impl.adapter("conv").conv_op),
         ("conv_patches", jnp.float32, _patches_conv),
         ("conv_patches_bf16", jnp.bfloat16, _patches_conv),
     ):
@@ -113,7 +113,7 @@ def _bf16_screen(x, w, xb, yb, devs) -> dict:
         out[f"{name}_s"] = best
         out[f"{name}_max_rel_err"] = errors(np.asarray(r[-1:].astype(jnp.float32)), ref)["max_rel_err"]
         del r
-    tr = jax_impl.make_trainer(jax_impl.build_cnn(0), devs, "jit+bf16", 1e-3, 1e-7, 0)
+    tr = jax_impl.make_trainer(jax_impl.adapter("cnn").build(0), devs, "jit+bf16", 1e-3, 1e-7, 0)
     jax.block_until_ready(tr.steps(xb[:1], yb[:1]))
     best = float("inf")
     for _ in range(2):

@@ -2,8 +2,6 @@
 any trained model, the CNN, the row LSTM or the ViT (jax_impl.models)."""
 
 from jax_impl.catalog import SETTINGS, VARIANTS, settings, variants
-from jax_impl.cnn import build_cnn
-from jax_impl.conv import conv_op, prepare_conv
 from jax_impl.devices import (
     block,
     describe_devices,
@@ -17,9 +15,8 @@ from jax_impl.devices import (
     setup_devices,
     slowest,
 )
-from jax_impl.lstm import build_lstm
-from jax_impl.matmul import prepare_matmul
 from jax_impl.models import (
+    adapter,
     count_params,
     forward_layers,
     get_weights,
@@ -32,7 +29,6 @@ from jax_impl.models import (
 )
 from jax_impl.profile import trace, trace_ops
 from jax_impl.train import make_trainer
-from jax_impl.vit import build_vit
 from parity.api import SURFACE
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

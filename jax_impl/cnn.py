@@ -202,7 +202,10 @@ class CNN(nnx.Module):
         return self.blocks(x, train, key)["probs"]
 
 
-def build_cnn(seed: int = 0, dropout: bool = True) -> CNN:
+MODEL = CNN  # what `build` returns: the surface's model functions find this adapter by it
+
+
+def build(seed: int = 0, dropout: bool = True) -> CNN:
     """The CNN with Keras's initialisers; dropout=False keeps the layers at rate 0 (for parity). Raises ValueError on
     a seed other than an integer from 0 to parity.api.inputs.MAX_SEED."""
     return CNN(nnx.Rngs(params=check_seed(seed)), dropout=dropout)
@@ -219,6 +222,7 @@ def mixed_precision(model: CNN) -> CNN:
 
 # Keras's field names -> Flax NNX's (BatchNorm: scale, bias, mean, var)
 TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds: the catalog's variants of each
+WORKLOAD = "cnn"  # an adapter (parity.api.adapters): its workload
 
 
 def train_with(model: CNN, o) -> tuple[None, str, bool]:

@@ -32,7 +32,10 @@ def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> jax.Arra
     return _conv_jit(images, kernels, stride, padding)
 
 
-def prepare_conv(
+WORKLOAD = "conv"  # an adapter (parity.api.adapters): an operation's
+
+
+def prepare(
     variant: str,
     images: np.ndarray,
     kernels: np.ndarray,

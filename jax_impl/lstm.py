@@ -116,7 +116,10 @@ class LSTM(nnx.Module):
         return self.blocks(x, train, key)["probs"]
 
 
-def build_lstm(units: int, seed: int = 0) -> LSTM:
+MODEL = LSTM  # what `build` returns: the surface's model functions find this adapter by it
+
+
+def build(units: int, seed: int = 0) -> LSTM:
     """The row LSTM at `units` per LSTM layer, with Keras's initialisers and gate order. Raises ValueError on units
     or a seed out of their bounds (parity.api.inputs: check_units, check_seed)."""
     return LSTM(check_units(units), nnx.Rngs(params=check_seed(seed)))
@@ -132,6 +135,7 @@ def mixed_precision(model: LSTM) -> LSTM:
 
 # Keras's field of an LSTM layer -> the cell's Linear holding it, and that Linear's field
 TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds: the catalog's variants of each
+WORKLOAD = "lstm"  # an adapter (parity.api.adapters): its workload
 
 
 def train_with(model: LSTM, o) -> tuple[str, str, bool]:

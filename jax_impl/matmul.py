@@ -13,8 +13,10 @@ from jax_impl.ops import prepare_op
 from parity.api import Prepared
 from parity.api.inputs import check_matmul, check_operands
 
+WORKLOAD = "matmul"  # an adapter (parity.api.adapters): an operation's
 
-def prepare_matmul(variant: str, a: np.ndarray, b: np.ndarray, devices: Sequence[jax.Device]) -> Prepared:
+
+def prepare(variant: str, a: np.ndarray, b: np.ndarray, devices: Sequence[jax.Device]) -> Prepared:
     """Place the operands on `devices` (a's rows split across them, b on every one) and return the callable
     (the variant's options: jax_impl.catalog; ops.prepare_op).
 

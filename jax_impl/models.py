@@ -1,34 +1,32 @@
-"""The surface's model functions (parity.api.FrameworkImpl), each taking any trained model, the CNN, the row LSTM or
-the ViT, as build_cnn, build_lstm or build_vit returned it, and dispatching on its class to its module's own
-(jax_impl.cnn, jax_impl.lstm, jax_impl.vit)."""
+"""The surface's model functions (parity.api.FrameworkImpl), each taking any trained model as its adapter's `build`
+returned it (`adapter('cnn').build()`), and dispatching to that adapter's own (jax_impl.cnn, jax_impl.lstm,
+jax_impl.vit), found by listing: a new trained workload's module is found here without a line of this file."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
-from jax_impl import cnn, lstm, vit
-from jax_impl.cnn import CNN
-from jax_impl.lstm import LSTM
-from jax_impl.vit import VIT
-from parity.api import Gradients, Prepared
+from parity.api import Gradients, Prepared, adapters
 from parity.api.inputs import check_examples, check_images
 from parity.api.weights import load_npz, save_npz
 
-Model = CNN | LSTM | VIT  # what the builders return
+Model = Any  # what an adapter's `build` returns: an nnx.Module of its own class (its MODEL)
 
 
-def code_of(model: Model):
-    """The module implementing `model`'s workload: it builds the model and declares its facts (TRAIN, INFER, train_with,
+def code_of(model: Model) -> ModuleType:
+    """The adapter implementing `model`'s workload: it built the model and declares its facts (TRAIN, INFER, train_with,
     compute_dtype). Raises ValueError for a model none of them built, never running it as another's."""
-    if isinstance(model, CNN):
-        return cnn
-    if isinstance(model, LSTM):
-        return lstm
-    if isinstance(model, VIT):
-        return vit
-    raise ValueError(f"not a model jax_impl builds: {type(model).__name__!r}")
+    return adapters.of_model(__package__, model)
+
+
+def adapter(workload: str) -> ModuleType:
+    """This implementation's adapter for `workload`, its module of that name (parity.api.adapters), found by listing.
+    Raises ValueError for a workload it has none for."""
+    return adapters.find(__package__, workload)
 
 
 def mixed_precision(model: Model) -> Model:

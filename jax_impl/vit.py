@@ -20,6 +20,7 @@ from parity.api.inputs import check_count, check_seed
 from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_weights
 
 TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds: the catalog's variants of each
+WORKLOAD = "vit"  # an adapter (parity.api.adapters): its workload
 ATTENTION = ("einsum", "fused")  # the attention's paths: written out (out of the box), jax.nn.dot_product_attention
 
 
@@ -164,7 +165,10 @@ class VIT(nnx.Module):
         return self.blocks(x, train, key)["probs"]
 
 
-def build_vit(dim: int, depth: int, heads: int, mlp: int, seed: int = 0) -> VIT:
+MODEL = VIT  # what `build` returns: the surface's model functions find this adapter by it
+
+
+def build(dim: int, depth: int, heads: int, mlp: int, seed: int = 0) -> VIT:
     """The ViT of VitArchitecture(dim, depth, heads, mlp), its initial weights Flax's own initialisers'. Raises
     ValueError on a size that is not a whole number of 1 or more, a width the heads do not divide, or a seed out of
     its bounds (parity.api.inputs.check_seed)."""

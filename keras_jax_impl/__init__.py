@@ -35,8 +35,6 @@ if "tensorflow" in sys.modules and sys.modules["tensorflow"] is None:
     sys.meta_path.insert(0, _KeptOut("tensorflow"))
 
 from keras_jax_impl.catalog import SETTINGS, VARIANTS, settings, variants  # noqa: E402
-from keras_jax_impl.cnn import build_cnn  # noqa: E402
-from keras_jax_impl.conv import conv_op, prepare_conv  # noqa: E402
 from keras_jax_impl.devices import (  # noqa: E402
     block,
     describe_devices,
@@ -50,9 +48,8 @@ from keras_jax_impl.devices import (  # noqa: E402
     setup_devices,
     slowest,
 )
-from keras_jax_impl.lstm import build_lstm  # noqa: E402
-from keras_jax_impl.matmul import prepare_matmul  # noqa: E402
 from keras_jax_impl.models import (  # noqa: E402
+    adapter,
     count_params,
     forward_layers,
     get_weights,
@@ -65,7 +62,6 @@ from keras_jax_impl.models import (  # noqa: E402
 )
 from keras_jax_impl.profile import trace, trace_ops  # noqa: E402
 from keras_jax_impl.train import make_trainer  # noqa: E402
-from keras_jax_impl.vit import build_vit  # noqa: E402
 from parity.api import SURFACE  # noqa: E402
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

@@ -2,4 +2,4 @@
 (the code tf_impl runs too). The model functions (keras_jax_impl.models) and the trainer (keras_jax_impl.train)
 take it as they take every model."""
 
-from keras_models.cnn import build_cnn  # noqa: F401 (the shared model code, re-exported as this surface's)
+from keras_models.cnn import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import jax
 
-from keras_models.lstm import build_lstm  # noqa: F401 (the shared model code, re-exported as this surface's)
+from keras_models.lstm import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)
 from keras_models.models import code_of
 
 

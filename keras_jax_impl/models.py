@@ -4,6 +4,8 @@ found through its code (keras_models.models.code_of: a model no module there bui
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import jax
 import keras
 import numpy as np
@@ -27,7 +29,7 @@ from keras_models.models import (  # noqa: F401 (written once for both Keras imp
     save_weights,
     set_weights,
 )
-from parity.api import Gradients, Prepared
+from parity.api import Gradients, Prepared, adapters
 from parity.api.inputs import check_examples, check_images
 
 if keras.backend.backend() != "jax":
@@ -105,3 +107,9 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
         lambda: f.lower(trainable, frozen, x).compile().as_text(),
         kernel_path=path,
     )
+
+
+def adapter(workload: str) -> ModuleType:
+    """This implementation's adapter for `workload`, its module of that name (parity.api.adapters), found by listing.
+    Raises ValueError for a workload it has none for."""
+    return adapters.find(__package__, workload)

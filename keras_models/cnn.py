@@ -16,11 +16,12 @@ from parity.api.inputs import check_seed
 # What every model's code declares alike (keras_models.models.code_of finds it by the model's name, which copies keep):
 NAME = "fashion_mnist_cnn"
 TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds: each catalog's variants of them
+WORKLOAD, MODEL = "cnn", NAME  # its workload, and the name of what it builds (parity.api.adapters)
 FIRST = "conv1"  # the layer whose compute dtype a trainer reports
 BATCHNORM = True  # its BatchNorm statistics: each replica's share of the batch, or the global batch's
 
 
-def build_cnn(seed: int = 0, dropout: bool = True) -> keras.Sequential:
+def build(seed: int = 0, dropout: bool = True) -> keras.Sequential:
     """The notebook's Sequential model, built from its declaration (parity.api.cnn.CNN_ARCHITECTURE); dropout=False
     keeps the dropout layers at rate 0 (for parity checks). Raises ValueError on a seed other than an integer from 0
     to parity.api.inputs.MAX_SEED."""

@@ -18,19 +18,20 @@ from parity.api.lstm import PIXEL_SCALE, LstmArchitecture, check_lstm_weights
 # What every model's code declares alike (keras_models.models.code_of finds it by the model's name, which copies keep):
 NAME = "fashion_mnist_lstm"
 TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds: each catalog's variants of them
+WORKLOAD, MODEL = "lstm", NAME  # its workload, and the name of what it builds (parity.api.adapters)
 FIRST = "lstm1"  # the layer whose compute dtype a trainer reports
 BATCHNORM = False  # no BatchNorm: no statistics to take per replica or over the global batch
 # Keras's loop over the steps where it takes no cuDNN kernel and does not unroll, by backend (keras.src.backend's rnn)
 GENERIC_LOOP = {"tensorflow": "Keras's generic loop (tf.while_loop)", "jax": "Keras's generic loop (lax.scan)"}
 
 
-def build_lstm(units: int, seed: int = 0) -> keras.Sequential:
+def build(units: int, seed: int = 0) -> keras.Sequential:
     """The row LSTM of parity.api.lstm at `units` per LSTM layer, every numeric choice set explicitly. Raises
     ValueError on units or a seed out of their bounds (parity.api.inputs: check_units, check_seed)."""
     units, seed = check_units(units), check_seed(seed)
     arch = LstmArchitecture(units)
     rows, scale, lstm1, lstm2, dense, probs = arch.names
-    seeds = itertools.count(seed * 1000)  # each initialiser its own seed, in the model's order, as build_cnn's
+    seeds = itertools.count(seed * 1000)  # each initialiser its own seed, in the model's order, as the CNN's build
 
     def lstm(name: str, sequences: bool) -> keras.layers.LSTM:
         return keras.layers.LSTM(

@@ -9,21 +9,16 @@ from types import ModuleType
 
 import numpy as np
 
-from keras_models import cnn, lstm, vit
 from keras_models.cnn import get_weights
+from parity.api import adapters
 from parity.api.inputs import check_images
 from parity.api.weights import load_npz, save_npz
-
-CODES = {code.NAME: code for code in (cnn, lstm, vit)}
 
 
 def code_of(model) -> ModuleType:
     """The module that builds `model` and declares its facts (NAME, TRAIN, INFER, FIRST, BATCHNORM, variant_copy,
     mixed_precision, set_weights, forward_layers, kernel_path). Raises ValueError for a model none of them built."""
-    code = CODES.get(getattr(model, "name", None))
-    if code is None:
-        raise ValueError(f"not a model keras_models builds: {getattr(model, 'name', type(model).__name__)!r}")
-    return code
+    return adapters.of_model(__package__, model)  # found by listing: each module's MODEL is its models' name
 
 
 def set_weights(model, weights) -> None:

@@ -21,6 +21,7 @@ from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_w
 # What every model's code declares alike (keras_models.models.code_of finds it by the model's name, which copies keep):
 NAME = "fashion_mnist_vit"
 TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds: each catalog's variants of them
+WORKLOAD, MODEL = "vit", NAME  # its workload, and the name of what it builds (parity.api.adapters)
 FIRST = "patch_embed"  # the layer whose compute dtype a trainer reports (the pixels' scaling stays float32)
 BATCHNORM = False  # no BatchNorm: no statistics to take per replica or over the global batch
 
@@ -119,7 +120,7 @@ class EncoderBlock(keras.layers.Layer):
         return {**super().get_config(), "dim": self.dim, "heads": self.heads, "mlp": self.mlp, "seed": self.seed}
 
 
-def build_vit(dim: int, depth: int, heads: int, mlp: int, seed: int = 0) -> keras.Sequential:
+def build(dim: int, depth: int, heads: int, mlp: int, seed: int = 0) -> keras.Sequential:
     """The ViT of parity.api.vit (VitArchitecture(dim, depth, heads, mlp)), every numeric choice set explicitly;
     Keras's initialisers, each seeded from `seed`. Raises ValueError on sizes the architecture refuses or a seed out
     of its bounds (parity.api.inputs.check_seed)."""

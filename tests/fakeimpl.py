@@ -160,14 +160,21 @@ class FakeImpl:
 
         return traced()
 
-    # the conv and the matmul
-    def conv_op(self, images, kernels, stride=2, padding="SAME"):
+    # the workloads' adapters: the conv's and the matmul's; the trained models' build nothing (their variants are none)
+    def adapter(self, workload):
+        if workload == "conv":
+            return SimpleNamespace(WORKLOAD=workload, conv_op=self._conv_op, prepare=self._prepare_conv)
+        if workload == "matmul":
+            return SimpleNamespace(WORKLOAD=workload, prepare=self._prepare_matmul)
+        return SimpleNamespace(WORKLOAD=workload, build=self._no_cnn)
+
+    def _conv_op(self, images, kernels, stride=2, padding="SAME"):
         return oracle.conv2d(images, kernels, stride, padding).astype(np.float32)
 
-    def prepare_conv(self, variant, images, kernels, devices, stride=2, padding="SAME"):
-        return self._prepared(lambda: self.conv_op(images, kernels, stride, padding), devices)
+    def _prepare_conv(self, variant, images, kernels, devices, stride=2, padding="SAME"):
+        return self._prepared(lambda: self._conv_op(images, kernels, stride, padding), devices)
 
-    def prepare_matmul(self, variant, a, b, devices):
+    def _prepare_matmul(self, variant, a, b, devices):
         return self._prepared(lambda: (a.astype(np.float64) @ b).astype(np.float32), devices)
 
     def _prepared(self, compute, devices) -> api.Prepared:
@@ -209,7 +216,7 @@ class FakeImpl:
     def _no_cnn(self, *a, **k):
         raise NotImplementedError("the fake implements no CNN")
 
-    build_cnn = mixed_precision = count_params = get_weights = set_weights = save_weights = load_weights = _no_cnn
+    mixed_precision = count_params = get_weights = set_weights = save_weights = load_weights = _no_cnn
     forward_layers = loss_and_grads = make_trainer = prepare_inference = _no_cnn
 
 

@@ -46,9 +46,9 @@ def _images(shape, value=0.0, dtype=np.float32) -> np.ndarray:
 
 
 def _saved_loads_back(impl, devices, folder: Path, units: int) -> None:
-    m = impl.build_lstm(units, 1)
+    m = impl.adapter("lstm").build(units, 1)
     impl.save_weights(m, folder / f"lstm{units}.npz")
-    back = impl.build_lstm(units, 2)
+    back = impl.adapter("lstm").build(units, 2)
     impl.load_weights(back, folder / f"lstm{units}.npz")
     assert all(np.array_equal(a, b) for a, b in zip(impl.get_weights(back), impl.get_weights(m), strict=True))
 
@@ -56,7 +56,7 @@ def _saved_loads_back(impl, devices, folder: Path, units: int) -> None:
 def _zip_without_npy(impl, devices, folder: Path) -> None:
     with zipfile.ZipFile(folder / "bare.npz", "w") as z:
         z.writestr("w000", np.zeros(3, np.float32).tobytes())
-    impl.load_weights(impl.build_cnn(0), folder / "bare.npz")
+    impl.load_weights(impl.adapter("cnn").build(0), folder / "bare.npz")
 
 
 def _oversize_header(impl, devices, folder: Path) -> None:
@@ -66,13 +66,15 @@ def _oversize_header(impl, devices, folder: Path) -> None:
     np.lib.format.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False, "shape": (2**20, 2**20)})
     with zipfile.ZipFile(folder / "huge.npz", "w") as z:
         z.writestr("w000.npy", buf.getvalue() + b"\0" * 64)
-    impl.load_weights(impl.build_lstm(UNITS), folder / "huge.npz")
+    impl.load_weights(impl.adapter("lstm").build(UNITS), folder / "huge.npz")
 
 
 def _model_after_steps(impl, devices, folder: Path) -> None:
     """A trainer that has stepped leaves the model it was built from usable, at its own weights until model()."""
-    m = impl.build_lstm(UNITS)
-    before = impl.get_weights(impl.build_lstm(UNITS))  # its twin's: reading m's own first would cache them on the host
+    m = impl.adapter("lstm").build(UNITS)
+    before = impl.get_weights(
+        impl.adapter("lstm").build(UNITS)
+    )  # its twin's: reading m's own first would cache them on the host
     t = impl.make_trainer(m, devices[:1], _variant(impl, "lstm_train"))
     t.steps(X[None], Y[None])
     assert all(np.array_equal(a, b) for a, b in zip(impl.get_weights(m), before, strict=True))
@@ -90,11 +92,11 @@ def _same_model(impl, a, b) -> None:
 
 
 def _trainer(impl, devices, **numbers):
-    return impl.make_trainer(impl.build_lstm(UNITS), devices[:1], _variant(impl, "lstm_train"), **numbers)
+    return impl.make_trainer(impl.adapter("lstm").build(UNITS), devices[:1], _variant(impl, "lstm_train"), **numbers)
 
 
 def _infer(impl, devices, images) -> None:
-    impl.prepare_inference(impl.build_lstm(UNITS), images, devices[:1], _variant(impl, "lstm_infer"))
+    impl.prepare_inference(impl.adapter("lstm").build(UNITS), images, devices[:1], _variant(impl, "lstm_infer"))
 
 
 class Foreign:
@@ -104,11 +106,11 @@ class Foreign:
 
 
 def _conv(impl, devices, x, k) -> None:
-    impl.prepare_conv(_variant(impl, "conv"), x, k, devices[:1], stride=1)
+    impl.adapter("conv").prepare(_variant(impl, "conv"), x, k, devices[:1], stride=1)
 
 
 def _matmul(impl, devices, a, b) -> None:
-    impl.prepare_matmul(_variant(impl, "matmul"), a, b, devices[:1])
+    impl.adapter("matmul").prepare(_variant(impl, "matmul"), a, b, devices[:1])
 
 
 def _one(value, at=(0, 5, 7, 0)) -> np.ndarray:
@@ -130,24 +132,36 @@ CASES = {
     "save-load-lstm-1024": Case(lambda i, d, f: _saved_loads_back(i, d, f, 1024), None, slow=True),
     "zip-without-npy": Case(_zip_without_npy, r"not a parity weight file \(members \['w000'\]"),
     "oversize-header": Case(_oversize_header, r"header asks for 4398046511104 bytes, more than the model's weights"),
-    # build_lstm and build_cnn: a width within the machine's memory, a seed within Keras's
-    "units-10**7": Case(lambda i, d, f: i.build_lstm(10**7), UNITS_SAID + "10000000"),
-    "units-True": Case(lambda i, d, f: i.build_lstm(True), UNITS_SAID + "True"),
-    "units-0": Case(lambda i, d, f: i.build_lstm(0), UNITS_SAID + "0"),
-    "units-4.0": Case(lambda i, d, f: i.build_lstm(4.0), UNITS_SAID + "4.0"),
-    "units-numpy": Case(lambda i, d, f: _same_model(i, i.build_lstm(np.int64(UNITS)), i.build_lstm(UNITS)), None),
-    "seed-numpy": Case(lambda i, d, f: _same_model(i, i.build_lstm(UNITS, np.int32(3)), i.build_lstm(UNITS, 3)), None),
-    "seed-minus-1": Case(lambda i, d, f: i.build_lstm(UNITS, -1), SEED_SAID + ", got -1"),
-    "seed-2**32": Case(lambda i, d, f: i.build_lstm(UNITS, 2**32), SEED_SAID + ", got 4294967296"),
-    "seed-True": Case(lambda i, d, f: i.build_lstm(UNITS, True), SEED_SAID + ", got True"),
-    "cnn-seed-minus-1": Case(lambda i, d, f: i.build_cnn(-1), SEED_SAID + ", got -1"),
-    # loss_and_grads: labels that are classes, finite images
-    "grads-label-10": Case(lambda i, d, f: i.loss_and_grads(i.build_cnn(0, dropout=False), X, Y + 10), "0..9, got 10"),
-    "grads-label-minus-1": Case(lambda i, d, f: i.loss_and_grads(i.build_lstm(UNITS), X, Y - 1), "0..9, got -1"),
-    "grads-float-labels": Case(
-        lambda i, d, f: i.loss_and_grads(i.build_lstm(UNITS), X, Y.astype(np.float32)), "labels must be integers"
+    # the LSTM's and the CNN's build: a width within the machine's memory, a seed within Keras's
+    "units-10**7": Case(lambda i, d, f: i.adapter("lstm").build(10**7), UNITS_SAID + "10000000"),
+    "units-True": Case(lambda i, d, f: i.adapter("lstm").build(True), UNITS_SAID + "True"),
+    "units-0": Case(lambda i, d, f: i.adapter("lstm").build(0), UNITS_SAID + "0"),
+    "units-4.0": Case(lambda i, d, f: i.adapter("lstm").build(4.0), UNITS_SAID + "4.0"),
+    "units-numpy": Case(
+        lambda i, d, f: _same_model(i, i.adapter("lstm").build(np.int64(UNITS)), i.adapter("lstm").build(UNITS)), None
     ),
-    "grads-nan-image": Case(lambda i, d, f: i.loss_and_grads(i.build_lstm(UNITS), _one(np.nan), Y), "1 pixel"),
+    "seed-numpy": Case(
+        lambda i, d, f: _same_model(i, i.adapter("lstm").build(UNITS, np.int32(3)), i.adapter("lstm").build(UNITS, 3)),
+        None,
+    ),
+    "seed-minus-1": Case(lambda i, d, f: i.adapter("lstm").build(UNITS, -1), SEED_SAID + ", got -1"),
+    "seed-2**32": Case(lambda i, d, f: i.adapter("lstm").build(UNITS, 2**32), SEED_SAID + ", got 4294967296"),
+    "seed-True": Case(lambda i, d, f: i.adapter("lstm").build(UNITS, True), SEED_SAID + ", got True"),
+    "cnn-seed-minus-1": Case(lambda i, d, f: i.adapter("cnn").build(-1), SEED_SAID + ", got -1"),
+    # loss_and_grads: labels that are classes, finite images
+    "grads-label-10": Case(
+        lambda i, d, f: i.loss_and_grads(i.adapter("cnn").build(0, dropout=False), X, Y + 10), "0..9, got 10"
+    ),
+    "grads-label-minus-1": Case(
+        lambda i, d, f: i.loss_and_grads(i.adapter("lstm").build(UNITS), X, Y - 1), "0..9, got -1"
+    ),
+    "grads-float-labels": Case(
+        lambda i, d, f: i.loss_and_grads(i.adapter("lstm").build(UNITS), X, Y.astype(np.float32)),
+        "labels must be integers",
+    ),
+    "grads-nan-image": Case(
+        lambda i, d, f: i.loss_and_grads(i.adapter("lstm").build(UNITS), _one(np.nan), Y), "1 pixel"
+    ),
     # make_trainer: a finite learning rate and epsilon above 0; evaluate: a batch of 1 or more
     "lr-nan": Case(lambda i, d, f: _trainer(i, d, learning_rate=float("nan")), "learning_rate must be a finite"),
     "lr-inf": Case(lambda i, d, f: _trainer(i, d, learning_rate=float("inf")), "learning_rate must be a finite"),
@@ -168,7 +182,7 @@ CASES = {
     "infer-nan": Case(lambda i, d, f: _infer(i, d, _one(np.nan)), "1 pixel"),
     "infer-inf": Case(lambda i, d, f: _infer(i, d, _one(np.inf)), "1 pixel"),
     "infer-complex": Case(lambda i, d, f: _infer(i, d, X.astype(C64)), "images must hold real numbers"),
-    # prepare_conv and prepare_matmul: NumPy arrays of one real floating dtype, shapes that compute something
+    # the conv's and the matmul's prepare: NumPy arrays of one real floating dtype, shapes that compute something
     "conv-complex": Case(
         lambda i, d, f: _conv(i, d, _images((2, 8, 8, 3), 1, C64), _images((3, 3, 3, 4), 1, C64)),
         "conv: images must hold real floating-point numbers",

@@ -16,7 +16,7 @@ def _trained(found: dict, arrays: dict, weights: str, x: np.ndarray, y: np.ndarr
     """Two steps of every lstm_train variant from the same weights: losses, and what each trainer says it runs."""
     for n in (1, len(devices)):
         for v in kj.variants("lstm_train", n):
-            m = kj.build_lstm(found["units"], 0)
+            m = kj.adapter("lstm").build(found["units"], 0)
             kj.load_weights(m, weights)
             t = kj.make_trainer(m, devices[:n], v.name)
             arrays[f"train/{v.name}/loss"] = np.asarray(t.steps(x, y))[:, 0]
@@ -42,7 +42,7 @@ def main(request: str, out: str) -> None:
         f"{k}x{n}": [v.name for v in kj.variants(k, n)] for k in ("lstm_train", "lstm_infer") for n in (1, 8)
     }
     arrays = {}
-    model = kj.build_lstm(units, 0)
+    model = kj.adapter("lstm").build(units, 0)
     kj.load_weights(model, req["weights"])  # TF's file, loaded here
     arrays["w0"] = kj.get_weights(model)[0]
     for block, a in kj.forward_layers(model, x).items():
@@ -60,7 +60,7 @@ def main(request: str, out: str) -> None:
     found["mixed/dtypes"] = {layer.name: layer.compute_dtype for layer in mixed.layers}
     arrays["mixed/probs"] = kj.forward_layers(mixed, x)["probs"]
     try:
-        kj.set_weights(model, kj.get_weights(kj.build_lstm(units + 2, 0)))  # another width's list
+        kj.set_weights(model, kj.get_weights(kj.adapter("lstm").build(units + 2, 0)))  # another width's list
     except ValueError as e:
         found["wrong_width"] = str(e)
     with np.load(req["batches"]) as f:

@@ -1,13 +1,14 @@
 """The test MLP's one implementation (mlp_workload): FakeImpl (tests/fakeimpl.py) with the MLP's model functions,
 in NumPy float32, so that its numbers meet the float64 oracle within the derived bounds. As a framework's
-`<impl>/mlp.py` would: its variants of the MLP's row kinds, its builder (build_mlp) and the model functions the
-trained workloads' shared code calls (get_weights, set_weights, forward_layers, loss_and_grads, make_trainer,
-prepare_inference). A planted relative `error` scales its forward outputs and gradients."""
+`<impl>/mlp.py` would: its variants of the MLP's row kinds, its adapter (`adapter('mlp').build`) and the model
+functions the trained workloads' shared code calls (get_weights, set_weights, forward_layers, loss_and_grads,
+make_trainer, prepare_inference). A planted relative `error` scales its forward outputs and gradients."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 from fakeimpl import FakeImpl
@@ -110,7 +111,14 @@ class MlpFake(FakeImpl):
         else:
             time.sleep(self.delay_s)
 
-    def build_mlp(self, hidden: int, seed: int = 0) -> MlpModel:
+    def adapter(self, workload):
+        """The MLP's adapter, and the fake's own for the others."""
+        if workload == "mlp":
+            kinds = {"TRAIN": "mlp_train", "INFER": "mlp_infer"}
+            return SimpleNamespace(WORKLOAD="mlp", MODEL=MlpModel, build=self._build, **kinds)
+        return super().adapter(workload)
+
+    def _build(self, hidden: int, seed: int = 0) -> MlpModel:
         """Glorot-uniform kernels, zero biases (Keras's Dense defaults)."""
         rng = np.random.default_rng(seed)
         shapes = ((28 * 28, hidden), (hidden, 10))

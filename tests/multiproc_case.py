@@ -50,7 +50,7 @@ def case(
     v, result = variant, {}
     if workload == "timing":
         spec = WORKLOADS["conv"].quick
-        p = impl.prepare_conv(v, *spec.inputs(), devices, spec.stride, spec.padding)
+        p = impl.adapter("conv").prepare(v, *spec.inputs(), devices, spec.stride, spec.padding)
         me = impl.process_info(devices)["process_id"]
 
         def run():
@@ -66,14 +66,14 @@ def case(
     if workload == "conv":
         spec = WORKLOADS["conv"].quick
         images, kernels = spec.inputs()
-        p = impl.prepare_conv(v, images, kernels, devices, spec.stride, spec.padding)
+        p = impl.adapter("conv").prepare(v, images, kernels, devices, spec.stride, spec.padding)
         out = p.run()
         impl.block(out)
         result[f"{v}/out"] = p.rows(out, list(range(spec.batch)))
         result[f"{v}/shape"] = np.array(p.shape(out))
         return result
     x, y = cnn_batch()
-    model = impl.build_cnn(3, dropout=False)
+    model = impl.adapter("cnn").build(3, dropout=False)
     for i, w in enumerate(impl.get_weights(model)):
         result[f"{v}/w0_{i:03d}"] = w
     t = impl.make_trainer(model, devices, v, learning_rate, ADAM_EPSILON, 0)

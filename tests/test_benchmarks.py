@@ -175,7 +175,7 @@ def test_a_private_name_of_an_implementation_is_found(source):
     "source",
     [
         "from jax_impl.cnn import pool_elementwise",
-        "import jax_impl\njax_impl.build_cnn(0).__class__",
+        "import jax_impl\njax_impl.adapter('cnn').build(0).__class__",
         "import numpy as np\nnp._private",
         "from tensorflow.python.data.ops import multi_device_iterator_ops as m\nm._create_device_dataset",
     ],

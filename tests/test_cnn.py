@@ -36,7 +36,7 @@ def trained_weights():
 
 @functools.cache
 def _trained_weights():
-    model = tf_impl.build_cnn(seed=0, dropout=False)
+    model = tf_impl.adapter("cnn").build(seed=0, dropout=False)
     t = tf_impl.make_trainer(model, TF_DEVICES[:1], "fit")
     t.steps(*batch(3, 32))
     return tf_impl.get_weights(t.model())
@@ -48,7 +48,7 @@ def weights():
 
 
 def models(w, dropout=False):
-    tm, jm = tf_impl.build_cnn(0, dropout=dropout), jax_impl.build_cnn(0, dropout=dropout)
+    tm, jm = tf_impl.adapter("cnn").build(0, dropout=dropout), jax_impl.adapter("cnn").build(0, dropout=dropout)
     tf_impl.set_weights(tm, w)
     jax_impl.set_weights(jm, w)
     return tm, jm
@@ -56,7 +56,7 @@ def models(w, dropout=False):
 
 @pytest.mark.parametrize("mod", [tf_impl, jax_impl], ids=["tf", "jax"])
 def test_parameter_counts(mod):
-    assert mod.count_params(mod.build_cnn(seed=0)) == CNN_PARAMS
+    assert mod.count_params(mod.adapter("cnn").build(seed=0)) == CNN_PARAMS
 
 
 @pytest.mark.parametrize("replicas", [1, 2])  # 2 replicas run the code 8 run (TF's 8: 3x the time)
@@ -66,7 +66,7 @@ def test_trainers_keep_one_contract(impl, replicas):
     torch = mod.__name__ == "torch_impl"
     if torch:  # one process a replica (DDP over gloo): the same device handle for each
         devices = mod.setup_devices("cpu", replicas)
-    t = mod.make_trainer(mod.build_cnn(0), devices[:replicas], mod.variants("cnn_train", replicas)[0].name)
+    t = mod.make_trainer(mod.adapter("cnn").build(0), devices[:replicas], mod.variants("cnn_train", replicas)[0].name)
     assert all(callable(getattr(t, m, None)) for m in ("steps", "step_cost", "model", "evaluate", "placement"))
     out = t.steps(*batch(2, 16))
     assert isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (2, 2)
@@ -77,12 +77,12 @@ def test_trainers_keep_one_contract(impl, replicas):
 
 
 def test_weights_round_trip_bit_exact(tmp_path):
-    w0 = tf_impl.get_weights(tf_impl.build_cnn(seed=7))
+    w0 = tf_impl.get_weights(tf_impl.adapter("cnn").build(seed=7))
     assert len(w0) == 22
-    jm = jax_impl.build_cnn(seed=1)
+    jm = jax_impl.adapter("cnn").build(seed=1)
     jax_impl.set_weights(jm, w0)
     jax_impl.save_weights(jm, tmp_path / "w.npz")
-    tm = tf_impl.build_cnn(seed=2)
+    tm = tf_impl.adapter("cnn").build(seed=2)
     tf_impl.load_weights(tm, tmp_path / "w.npz")
     back = tf_impl.get_weights(tm)
     assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(w0, back, strict=True))
@@ -90,7 +90,7 @@ def test_weights_round_trip_bit_exact(tmp_path):
 
 @pytest.mark.parametrize("mod", [tf_impl, jax_impl], ids=["tf", "jax"])
 def test_bad_weights_name_the_layer(mod):
-    model = mod.build_cnn(0)
+    model = mod.adapter("cnn").build(0)
     w = mod.get_weights(model)
     with pytest.raises(ValueError, match="expected 22 weight arrays"):
         mod.set_weights(model, w[:-1])
@@ -107,7 +107,7 @@ def test_bad_weights_name_the_layer(mod):
 def test_corrupt_weight_file(tmp_path):
     (tmp_path / "w.npz").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="weight file"):
-        jax_impl.load_weights(jax_impl.build_cnn(0), tmp_path / "w.npz")
+        jax_impl.load_weights(jax_impl.adapter("cnn").build(0), tmp_path / "w.npz")
 
 
 def test_forward_layer_by_layer_matches_oracle(weights):
@@ -135,7 +135,7 @@ def test_every_inference_variant_is_the_forward_pass(impl, weights):
     from parity.common.float64 import errors
 
     mod, devices = impl
-    model = mod.build_cnn(0, dropout=False)
+    model = mod.adapter("cnn").build(0, dropout=False)
     mod.set_weights(model, weights)
     x = DS.x_test[:16].astype(np.float32)
     ref = cnn_oracle.cnn_forward(weights, x)["probs"]
@@ -276,7 +276,7 @@ def test_several_steps_per_dispatch_are_the_same_steps(weights, mod, replicas, o
     devices = (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:replicas]
     out = {}
     for v in (one, several):
-        model = mod.build_cnn(seed=0, dropout=False)
+        model = mod.adapter("cnn").build(seed=0, dropout=False)
         mod.set_weights(model, weights)
         t = mod.make_trainer(model, devices, v)
         out[v] = (np.asarray(t.steps(x, y)), mod.get_weights(t.model()), t)
@@ -320,7 +320,7 @@ def test_trajectory_check_catches_a_different_learning_rate(weights):
 @pytest.mark.parametrize("mod", [tf_impl, jax_impl], ids=["tf", "jax"])
 def test_unknown_variant(mod):
     with pytest.raises(ValueError, match="unknown"):
-        mod.make_trainer(mod.build_cnn(0), (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:1], "nope")
+        mod.make_trainer(mod.adapter("cnn").build(0), (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:1], "nope")
 
 
 def test_keras_backend_is_pinned():
@@ -375,7 +375,7 @@ BF16 = cnn_tolerances("cpu", "highest", "bfloat16")
 
 def _saved(mod, devices, variant, w, x, y, lr=1e-3):
     """A trajectory's arrays as cnn_parity saves them, and the trainer."""
-    model = mod.build_cnn(0, dropout=False)
+    model = mod.adapter("cnn").build(0, dropout=False)
     mod.set_weights(model, w)
     t = mod.make_trainer(model, devices, variant, learning_rate=lr)
     out = {f"traj/{variant}/loss": np.asarray(t.steps(x, y))[:, 0], f"traj/{variant}/loss_every": np.array(1)}
@@ -438,7 +438,7 @@ def test_the_flipped_input_gradient_keeps_the_trajectory(weights):
     x = jnp.asarray(rng.standard_normal((2, 7, 7, 3)), jnp.float32)
     k = jnp.asarray(rng.standard_normal((5, 5, 3, 4)), jnp.float32)
     g = jnp.asarray(rng.standard_normal((2, 7, 7, 4)), jnp.float32)
-    layer = jax_impl.build_cnn(0).conv1
+    layer = jax_impl.adapter("cnn").build(0).conv1
     layer.use_bias = False
     layer.kernel[...] = jnp.asarray(rng.standard_normal((5, 5, 1, 64)), jnp.float32)
     h = jnp.asarray(rng.standard_normal((2, 28, 28, 1)), jnp.float32)
@@ -475,7 +475,7 @@ def test_the_chunked_kernel_gradient_keeps_the_trajectory(weights):
     x = jnp.asarray(rng.standard_normal((5, 7, 7, 3)), jnp.float32)
     k = jnp.asarray(rng.standard_normal((5, 5, 3, 4)), jnp.float32)
     g = jnp.asarray(rng.standard_normal((5, 7, 7, 4)), jnp.float32)
-    layer = jax_impl.build_cnn(0).conv1
+    layer = jax_impl.adapter("cnn").build(0).conv1
     h = jnp.asarray(rng.standard_normal((2, 28, 28, 1)), jnp.float32)
     flax = np.asarray(layer(h))
     assert np.array_equal(np.asarray(conv_chunked_kernel_grad(h, layer.kernel[...], 1) + layer.bias[...]), flax)
@@ -491,7 +491,7 @@ def test_the_chunked_kernel_gradient_keeps_the_trajectory(weights):
     both = jax.vjp(lambda a, b: conv_rewritten_grads(a, b, True, 2), x, k)[1](g)
     assert np.array_equal(np.asarray(both[0]), np.asarray(jax.vjp(conv_flipped_grad, x, k)[1](g)[0]))
     assert np.array_equal(np.asarray(both[1]), np.asarray(dk))
-    t = jax_impl.make_trainer(jax_impl.build_cnn(0, dropout=False), JAX_DEVICES[:1], "jit+pool+wgrad")
+    t = jax_impl.make_trainer(jax_impl.adapter("cnn").build(0, dropout=False), JAX_DEVICES[:1], "jit+pool+wgrad")
     assert t.compute.kernel_grad_chunk == 16 and t.compute.elementwise_pool and not t.compute.float32_bias_grad
     rows, _ = _trajectory(weights, 1, "fit", "jit+pool+wgrad", size=24)
     assert len(rows) == 3 and all(r["passed"] for r in rows), rows
@@ -516,12 +516,12 @@ def test_the_straight_line_masks_are_jaxs():
         keep_mask(jax.random.key(0, impl="rbg"), 0.5, (4,))
     with jax.enable_x64(True), pytest.raises(ValueError, match="jax_enable_x64"):  # bernoulli's uniforms: 64 bits
         keep_mask(key, 0.5, (4,))
-    t = jax_impl.make_trainer(jax_impl.build_cnn(0), JAX_DEVICES[:1], "jit+bf16+pool+bias+dgrad+wgrad+masks")
+    t = jax_impl.make_trainer(jax_impl.adapter("cnn").build(0), JAX_DEVICES[:1], "jit+bf16+pool+bias+dgrad+wgrad+masks")
     assert t.compute.straight_line_masks and t.compute.kernel_grad_chunk == 32 and t.compute.flipped_input_grad
     x = jax.numpy.asarray(batch(1, 4, seed=3)[0][0])
 
     def dropped(straight_line):
-        model = jax_impl.build_cnn(0)
+        model = jax_impl.adapter("cnn").build(0)
         model.straight_line_masks = straight_line
         out = nnx.jit(lambda m, x, k: m.blocks(x, train=True, key=k))(model, x, key)
         return [np.asarray(out[f"block{i}"]) == 0 for i in (1, 2, 3)]  # after each conv block's dropout
@@ -630,12 +630,12 @@ def _fresh(init: str):
     framework: the harness's first worker initialises them, so a verdict must hold for both (JAX's init
     leaves bn1.gamma's gradient a sum of 50,176 terms that cancel 60,000-fold)."""
     mod = {"tf": tf_impl, "jax": jax_impl}[init]
-    w = mod.get_weights(mod.build_cnn(0))
+    w = mod.get_weights(mod.adapter("cnn").build(0))
     ds = data.synthetic(2048, 512)
     x, y = data.batches(ds, data.batch_offsets(1, 1, len(ds.x_train), 64), 64)
     saved = {}
     for fw, impl in (("tf", tf_impl), ("jax", jax_impl)):
-        m = impl.build_cnn(0, dropout=False)
+        m = impl.adapter("cnn").build(0, dropout=False)
         impl.set_weights(m, w)
         g = impl.loss_and_grads(m, x[0], y[0])
         saved[fw] = {

@@ -58,7 +58,7 @@ def test_moving_statistics_are_the_replica_mean(weights):
 
 @pytest.mark.parametrize("mod,variant", [(tf_impl, "fit"), (jax_impl, "jit")], ids=["tf", "jax"])
 def test_training_with_dropout_learns(mod, variant):
-    model = mod.build_cnn(seed=0, dropout=True)
+    model = mod.adapter("cnn").build(seed=0, dropout=True)
     t = mod.make_trainer(model, (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:1], variant)
     x, y = batch(12, 32, seed=2)
     out = np.asarray(t.steps(x, y))  # per step [loss, accuracy] on the training batch
@@ -81,7 +81,7 @@ def test_mixed_precision_trains_in_bfloat16_and_keeps_the_trajectory(replicas, t
     initial weights, as the harness's parity check starts. Under an ISA cap below bfloat16 (imitating a CPU without
     it) oneDNN refuses TF's bfloat16 convolutions, so JAX's (XLA emulates them) are checked alone."""
     capped = isa_capped_below_bf16(os.environ)
-    weights = tf_impl.get_weights(tf_impl.build_cnn(seed=0))
+    weights = tf_impl.get_weights(tf_impl.adapter("cnn").build(seed=0))
     x, y = batch(3, 16, seed=11)
     s = {}
     for fw, mod, devs, v in (("tf", tf_impl, TF_DEVICES, tv), ("jax", jax_impl, JAX_DEVICES, jv)):
@@ -141,6 +141,6 @@ def test_tf_training_input_is_not_autotuned(monkeypatch, variant, replicas):
 
     monkeypatch.setattr(tf_impl.models.keras.Model, "fit", fit_spy)
     monkeypatch.setattr(tf.distribute.MirroredStrategy, "distribute_datasets_from_function", distribute_spy)
-    t = tf_impl.make_trainer(tf_impl.build_cnn(0), TF_DEVICES[:replicas], variant)
+    t = tf_impl.make_trainer(tf_impl.adapter("cnn").build(0), TF_DEVICES[:replicas], variant)
     t.steps(*batch(2, 16))
     assert seen == [False]

@@ -29,7 +29,7 @@ def rel_err(got, ref):
 def test_conv_op_matches_oracle(impl, spec):
     mod, _ = impl
     x, w = spec.inputs()
-    out = mod.conv_op(x, w, stride=spec.stride, padding=spec.padding)
+    out = mod.adapter("conv").conv_op(x, w, stride=spec.stride, padding=spec.padding)
     assert tuple(out.shape) == spec.output_shape
     assert rel_err(out, oracle.conv2d(x, w, spec.stride, spec.padding)) < TOL
 
@@ -48,7 +48,7 @@ def test_every_variant_matches_oracle(impl, replicas):
         variant = v.name
         if v.dtype == "bfloat16" and isa_capped_below_bf16(os.environ):
             continue  # oneDNN refuses a bfloat16 conv under such a cap; the harness never runs one there
-        p = mod.prepare_conv(variant, x, w, devices[:replicas], spec.stride, spec.padding)
+        p = mod.adapter("conv").prepare(variant, x, w, devices[:replicas], spec.stride, spec.padding)
         out = p.run()
         mod.block(out)
         assert p.shape(out) == spec.output_shape, variant
@@ -68,7 +68,7 @@ def test_compiler_flop_count_agrees_with_the_formula(impl, replicas):
     spec = ConvSpec(batch=8, height=32, width=32, cin=3, cout=8, kh=5, kw=5, stride=2)
     x, w = spec.inputs()
     for variant in (v.name for v in mod.variants("conv", replicas)):
-        flops, source = mod.prepare_conv(variant, x, w, devices[:replicas], spec.stride, spec.padding).cost()
+        flops, source = mod.adapter("conv").prepare(variant, x, w, devices[:replicas], spec.stride, spec.padding).cost()
         assert flops is not None, (variant, source)
         closest = min(abs(flops / spec.flops() - 1), abs(flops / spec.flops_unpadded() - 1))
         assert closest < 0.01, (variant, source, flops, spec.flops(), spec.flops_unpadded())
@@ -80,8 +80,8 @@ def test_frameworks_agree():
 
     spec = SHAPES[2]
     x, w = spec.inputs()
-    a = np.asarray(jax_impl.conv_op(x, w, spec.stride, spec.padding))
-    b = tf_impl.conv_op(x, w, spec.stride, spec.padding).numpy()
+    a = np.asarray(jax_impl.adapter("conv").conv_op(x, w, spec.stride, spec.padding))
+    b = tf_impl.adapter("conv").conv_op(x, w, spec.stride, spec.padding).numpy()
     assert rel_err(a, b.astype(np.float64)) < TOL
 
 
@@ -92,14 +92,14 @@ def test_non_dividing_batch_raises(impl):
     many = mod.variants("conv", 8)
     with pytest.raises(ValueError, match="does not divide by 8 replicas" if many else r"for 8 replicas; have \(\)"):
         name, devs = (many[0].name, devices) if many else (mod.variants("conv", 1)[0].name, devices[:1] * 8)
-        mod.prepare_conv(name, x, w, devs, 2, "SAME")
+        mod.adapter("conv").prepare(name, x, w, devs, 2, "SAME")
 
 
 def test_unknown_variant_raises(impl):
     mod, devices = impl
     x, w = SHAPES[0].inputs()
     with pytest.raises(ValueError, match="unknown"):
-        mod.prepare_conv("nope", x, w, devices[:1])
+        mod.adapter("conv").prepare("nope", x, w, devices[:1])
 
 
 def test_mirror_images_expose_the_same_names():

@@ -72,14 +72,14 @@ def test_weights_that_are_not_a_list_are_a_valueerror():
 def test_each_implementation_refuses_them_at_its_entry_points(impl):
     module, devices = impl
     trainer = module.make_trainer(
-        module.build_cnn(0, dropout=False), devices[:1], module.variants("cnn_train", 1)[0].name
+        module.adapter("cnn").build(0, dropout=False), devices[:1], module.variants("cnn_train", 1)[0].name
     )
     with pytest.raises(ValueError, match="labels must lie in 0..9"):
         trainer.steps(X, Y + 10)
     with pytest.raises(ValueError, match="no images"):
         trainer.evaluate(X[0, :0], Y[0, :0])
     with pytest.raises(ValueError, match="stride must be"):
-        module.prepare_conv(
+        module.adapter("conv").prepare(
             module.variants("conv", 1)[0].name,
             np.zeros((2, 8, 8, 3), np.float32),
             np.zeros((3, 3, 3, 4), np.float32),
@@ -87,9 +87,11 @@ def test_each_implementation_refuses_them_at_its_entry_points(impl):
             stride=0,
         )
     with pytest.raises(ValueError, match="padding must be one of"):
-        module.conv_op(np.zeros((2, 8, 8, 3), np.float32), np.zeros((3, 3, 3, 4), np.float32), 1, "BOGUS")
+        module.adapter("conv").conv_op(
+            np.zeros((2, 8, 8, 3), np.float32), np.zeros((3, 3, 3, 4), np.float32), 1, "BOGUS"
+        )
     with pytest.raises(ValueError, match="expected a list of"):
-        module.set_weights(module.build_cnn(0), None)
+        module.set_weights(module.adapter("cnn").build(0), None)
 
 
 def test_units_and_seeds_have_one_rule():

@@ -316,7 +316,7 @@ def test_each_frameworks_trace_gives_its_ops_with_start_and_thread(impl, tmp_pat
     rng = np.random.default_rng(0)
     images, kernels = rng.normal(size=(8, 32, 32, 3)), rng.normal(size=(3, 3, 3, 16))
     variant = mod.variants("conv", 1)[0].name
-    p = mod.prepare_conv(variant, images.astype(np.float32), kernels.astype(np.float32), devices[:1])
+    p = mod.adapter("conv").prepare(variant, images.astype(np.float32), kernels.astype(np.float32), devices[:1])
     mod.block(p.run())
     with mod.trace(str(tmp_path)):
         t0 = time.perf_counter()

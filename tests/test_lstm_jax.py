@@ -73,7 +73,7 @@ def rel(got, ref):
 
 
 def model_with(weights, units=UNITS, mod=jax_impl):
-    m = mod.build_lstm(units)
+    m = mod.adapter("lstm").build(units)
     mod.set_weights(m, weights)
     return m
 
@@ -88,14 +88,14 @@ def test_weights_round_trip_in_keras_order(mod, tmp_path):
     assert [a.shape for a in mod.get_weights(m)] == [t.shape for t in LstmArchitecture(UNITS).weights]
     assert all(np.array_equal(a, b) for a, b in zip(w, mod.get_weights(m), strict=True))
     mod.save_weights(m, tmp_path / "w.npz")
-    other = mod.build_lstm(UNITS, seed=5)
+    other = mod.adapter("lstm").build(UNITS, seed=5)
     mod.load_weights(other, tmp_path / "w.npz")
     assert all(np.array_equal(a, b) for a, b in zip(w, mod.get_weights(other), strict=True))
 
 
 @BOTH
 def test_a_weight_list_for_another_width_is_refused(mod):
-    m = mod.build_lstm(UNITS)
+    m = mod.adapter("lstm").build(UNITS)
     with pytest.raises(ValueError, match="lstm1.kernel"):
         mod.set_weights(m, random_weights(UNITS + 2))
     with pytest.raises(ValueError, match="expected 8 weight arrays"):
@@ -104,12 +104,16 @@ def test_a_weight_list_for_another_width_is_refused(mod):
 
 def test_parameters_are_counted_as_keras_does():
     n = LstmArchitecture(UNITS).params()
-    assert jax_impl.count_params(jax_impl.build_lstm(UNITS)) == {"total": n, "trainable": n, "non_trainable": 0}
+    assert jax_impl.count_params(jax_impl.adapter("lstm").build(UNITS)) == {
+        "total": n,
+        "trainable": n,
+        "non_trainable": 0,
+    }
 
 
 @BOTH
 def test_kerass_initialisers(mod):
-    k1, r1, b1, k2, r2, b2, kd, bd = mod.get_weights(mod.build_lstm(UNITS, seed=3))
+    k1, r1, b1, k2, r2, b2, kd, bd = mod.get_weights(mod.adapter("lstm").build(UNITS, seed=3))
     u, f = UNITS, GATES.index("f")
     for b in (b1, b2):  # unit_forget_bias: the forget gate's quarter at 1, the rest 0
         expected = np.zeros(4 * u, np.float32)
@@ -256,15 +260,15 @@ def test_the_step_carries_keras_layer_names_and_counts_flops_only_when_unrolled(
 
 
 def test_a_cnn_trainer_has_no_recurrent_kernel():
-    t = jax_impl.make_trainer(jax_impl.build_cnn(0), JAX_DEVICES[:1], "jit")
+    t = jax_impl.make_trainer(jax_impl.adapter("cnn").build(0), JAX_DEVICES[:1], "jit")
     assert t.kernel_path is None and t.batchnorm == "replica"
 
 
 def test_lstm_variants_are_their_own_row_kinds():
     with pytest.raises(ValueError, match="lstm_train"):
-        jax_impl.make_trainer(jax_impl.build_lstm(UNITS), JAX_DEVICES, "pmap")
+        jax_impl.make_trainer(jax_impl.adapter("lstm").build(UNITS), JAX_DEVICES, "pmap")
     with pytest.raises(ValueError, match="lstm_infer"):
-        jax_impl.prepare_inference(jax_impl.build_lstm(UNITS), images()[0], JAX_DEVICES, "predict+dots")
+        jax_impl.prepare_inference(jax_impl.adapter("lstm").build(UNITS), images()[0], JAX_DEVICES, "predict+dots")
     for v in jax_impl.VARIANTS:  # a bfloat16 variant's float32 counterpart: the same program in float32
         if v.kind == "lstm_train" and v.dtype == "bfloat16":
             f32 = jax_impl.catalog.variant(v.kind, v.float32, 1 if v.span == ONE else 2)

@@ -85,7 +85,7 @@ def data():
 
 @pytest.fixture(scope="module")
 def model():
-    return tf_impl.build_lstm(UNITS, 3)
+    return tf_impl.adapter("lstm").build(UNITS, 3)
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +95,7 @@ def trained(model, data):
     out = {}
     for n in (1, REPLICAS):
         for v in tf_impl.variants("lstm_train", n):
-            m = tf_impl.build_lstm(UNITS)
+            m = tf_impl.adapter("lstm").build(UNITS)
             tf_impl.set_weights(m, tf_impl.get_weights(model))
             t = tf_impl.make_trainer(m, TF_DEVICES[:n], v.name)
             out[v.name] = (t.steps(bx, by)[:, 0], t)
@@ -106,19 +106,21 @@ def test_weights_are_keras_order_and_round_trip(model, tmp_path):
     table = LstmArchitecture(UNITS).weights
     assert [w.shape for w in tf_impl.get_weights(model)] == [w.shape for w in table]
     assert [(v.path.split("/")[1], v.name) for v in model.weights] == [(w.layer, w.field) for w in table]
-    other = tf_impl.get_weights(tf_impl.build_lstm(UNITS, 5))
+    other = tf_impl.get_weights(tf_impl.adapter("lstm").build(UNITS, 5))
     tf_impl.set_weights(model, other)
     tf_impl.save_weights(model, tmp_path / "w.npz")
-    back = tf_impl.build_lstm(UNITS)
+    back = tf_impl.adapter("lstm").build(UNITS)
     tf_impl.load_weights(back, tmp_path / "w.npz")
     assert all(np.array_equal(a, b) for a, b in zip(tf_impl.get_weights(back), other, strict=True))
     n = LstmArchitecture(UNITS).params()
     assert tf_impl.count_params(model) == {"total": n, "trainable": n, "non_trainable": 0}
     with pytest.raises(ValueError, match=r"weight 0 \(lstm1.kernel\): shape \(28, 32\), expected \(28, 24\)"):
-        tf_impl.set_weights(model, tf_impl.get_weights(tf_impl.build_lstm(UNITS + 2)))  # another width's list
+        tf_impl.set_weights(
+            model, tf_impl.get_weights(tf_impl.adapter("lstm").build(UNITS + 2))
+        )  # another width's list
     with pytest.raises(ValueError, match="expected 8 weight arrays"):
-        tf_impl.set_weights(model, tf_impl.get_weights(tf_impl.build_cnn(0)))  # the CNN's
-    tf_impl.set_weights(model, tf_impl.get_weights(tf_impl.build_lstm(UNITS, 3)))
+        tf_impl.set_weights(model, tf_impl.get_weights(tf_impl.adapter("cnn").build(0)))  # the CNN's
+    tf_impl.set_weights(model, tf_impl.get_weights(tf_impl.adapter("lstm").build(UNITS, 3)))
 
 
 def test_the_initialisers_are_keras_own_set_explicitly(model):
@@ -130,7 +132,7 @@ def test_the_initialisers_are_keras_own_set_explicitly(model):
         assert np.array_equal(b, np.r_[np.zeros(u), np.ones(u), np.zeros(2 * u)])
         np.testing.assert_allclose(r @ r.T, np.eye(u), atol=1e-5)
         assert np.max(np.abs(k)) <= np.sqrt(6 / (k.shape[0] + k.shape[1]))
-    again, other = tf_impl.build_lstm(UNITS, 3), tf_impl.build_lstm(UNITS, 4)
+    again, other = tf_impl.adapter("lstm").build(UNITS, 3), tf_impl.adapter("lstm").build(UNITS, 4)
     assert all(np.array_equal(a, b) for a, b in zip(tf_impl.get_weights(again), w, strict=True))
     assert not np.array_equal(tf_impl.get_weights(other)[0], w[0])
     cell = model.get_layer("lstm1").cell
@@ -257,10 +259,10 @@ def test_the_kernel_path_is_keras_own_decision(model, monkeypatch):
 
 
 def test_the_cnn_trainer_runs_no_recurrent_kernel():
-    t = tf_impl.make_trainer(tf_impl.build_cnn(0), TF_DEVICES[:1], "fit")
+    t = tf_impl.make_trainer(tf_impl.adapter("cnn").build(0), TF_DEVICES[:1], "fit")
     assert t.kernel_path is None and t.batchnorm == "replica"
     with pytest.raises(ValueError, match="unknown TF lstm_train variant 'fit\\+spe'"):
-        tf_impl.make_trainer(tf_impl.build_lstm(UNITS), TF_DEVICES[:1], "fit+spe")
+        tf_impl.make_trainer(tf_impl.adapter("lstm").build(UNITS), TF_DEVICES[:1], "fit+spe")
 
 
 # Keras on JAX, in its own process

@@ -23,7 +23,7 @@ BF16_LSTM = torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn
 
 
 def model_with(weights, units=UNITS):
-    m = torch_impl.build_lstm(units)
+    m = torch_impl.adapter("lstm").build(units)
     torch_impl.set_weights(m, weights)
     return m
 
@@ -32,7 +32,7 @@ def model_with(weights, units=UNITS):
 
 
 def test_parameters_are_counted_as_keras_does_and_only_kerass_train():
-    m, n = torch_impl.build_lstm(UNITS), LstmArchitecture(UNITS).params()
+    m, n = torch_impl.adapter("lstm").build(UNITS), LstmArchitecture(UNITS).params()
     assert torch_impl.count_params(m) == {"total": n, "trainable": n, "non_trainable": 0}
     # torch's second bias (bias_hh, 4U a layer) is held out of training: what trains is Keras's weights
     assert sum(p.numel() for p in m.parameters()) == n + 2 * 4 * UNITS
@@ -41,11 +41,11 @@ def test_parameters_are_counted_as_keras_does_and_only_kerass_train():
 
 def test_the_second_bias_is_zero_frozen_and_the_seed_draws():
     """Keras's initialisers themselves: test_lstm_jax.py's BOTH."""
-    m = torch_impl.build_lstm(UNITS, seed=3)
+    m = torch_impl.adapter("lstm").build(UNITS, seed=3)
     for name in ("lstm1", "lstm2"):  # torch's second bias: zero and frozen (Keras has one)
         assert not getattr(m, name).bias_hh_l0.any() and not getattr(m, name).bias_hh_l0.requires_grad
     first = torch_impl.get_weights(m)[0]
-    assert not np.array_equal(first, torch_impl.get_weights(torch_impl.build_lstm(UNITS, seed=4))[0])
+    assert not np.array_equal(first, torch_impl.get_weights(torch_impl.adapter("lstm").build(UNITS, seed=4))[0])
 
 
 # ---- the forward pass: Keras's equations, gate order, h passed on ----
@@ -64,7 +64,7 @@ def test_the_second_layer_receives_h_and_passes_on_its_last_h_not_c():
 
 def _train(variant, w, steps=2, mod=torch_impl, devices=TORCH_DEVICES):
     x, y = images(steps * BATCH, seed=4)
-    m = mod.build_lstm(UNITS)
+    m = mod.adapter("lstm").build(UNITS)
     mod.set_weights(m, w)
     t = mod.make_trainer(m, devices[:1], variant)
     out = np.asarray(t.steps(x.reshape(steps, BATCH, 28, 28, 1), y.reshape(steps, BATCH)))
@@ -137,12 +137,12 @@ def test_the_compiled_step_is_the_eager_step():
 
 
 def test_a_cnn_trainer_has_no_recurrent_kernel():
-    t = torch_impl.make_trainer(torch_impl.build_cnn(0), TORCH_DEVICES, "eager")
+    t = torch_impl.make_trainer(torch_impl.adapter("cnn").build(0), TORCH_DEVICES, "eager")
     assert t.kernel_path is None and t.batchnorm == "replica"
 
 
 def test_lstm_variants_are_their_own_row_kinds():
-    m, x = torch_impl.build_lstm(UNITS), images()[0]
+    m, x = torch_impl.adapter("lstm").build(UNITS), images()[0]
     with pytest.raises(ValueError, match="lstm_train"):
         torch_impl.make_trainer(m, TORCH_DEVICES, "eager+cl")  # the CNN's
     with pytest.raises(ValueError, match="lstm_train"):

@@ -16,7 +16,7 @@ SPEC = MatmulSpec(m=16, k=24, n=8)
 
 def _run(mod, devices, variant, spec=SPEC):
     a, b = spec.inputs()
-    p = mod.prepare_matmul(variant, a, b, devices)
+    p = mod.adapter("matmul").prepare(variant, a, b, devices)
     out = p.run()
     mod.block(out)
     return p, out
@@ -58,9 +58,9 @@ def test_rows_that_do_not_divide_raise(impl):
     many = mod.variants("matmul", 8)  # none where an implementation has no data parallelism (PyTorch's)
     with pytest.raises(ValueError, match="does not divide by 8 replicas" if many else r"for 8 replicas; have \(\)"):
         name, devs = (many[0].name, devices) if many else (mod.variants("matmul", 1)[0].name, devices[:1] * 8)
-        mod.prepare_matmul(name, a, b, devs)
+        mod.adapter("matmul").prepare(name, a, b, devs)
     with pytest.raises(ValueError, match="unknown"):
-        mod.prepare_matmul("nope", a, b, devices[:1])
+        mod.adapter("matmul").prepare("nope", a, b, devices[:1])
 
 
 def test_every_registered_row_kind_has_both_implementations(impl):
@@ -95,10 +95,13 @@ def test_a_wrong_bf16_matmul_sets_no_peak():
             return (Variant("jit", kind, ONE), Variant("jit+bf16", kind, ONE, "bfloat16"))
 
         @staticmethod
-        def prepare_matmul(variant, a, b, devices):
-            return type(
-                "P", (), {"run": staticmethod(lambda: a @ b * 1.1), "rows": staticmethod(lambda out, idx: out[idx])}
-            )
+        def adapter(workload):
+            def prepare(variant, a, b, devices):
+                return type(
+                    "P", (), {"run": staticmethod(lambda: a @ b * 1.1), "rows": staticmethod(lambda out, idx: out[idx])}
+                )
+
+            return type("A", (), {"prepare": staticmethod(prepare)})
 
         @staticmethod
         def block(out):

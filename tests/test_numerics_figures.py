@@ -267,8 +267,8 @@ def test_the_grad_routing_examples_and_the_avx2_cap_are_their_files():
     conv = {r["variant"]: r["median_s"] * 1e3 for r in _doc("numerics/onednn-avx2-conv.json")["rows"]}
     avx2, own = conv["function+avx2"], conv["function"]
     said = [
-        f"(batch {syn['batch']}, `build_cnn(0)`'s weights, the harness's {syn['images']} images): one of pool{i}'s "
-        f"{p['windows']:,} windows is a near-tie that TF routes differently from JAX and float64.",
+        f"(batch {syn['batch']}, `adapter('cnn').build(0)`'s weights, the harness's {syn['images']} images): one of "
+        f"pool{i}'s {p['windows']:,} windows is a near-tie that TF routes differently from JAX and float64.",
         f"TF and JAX then differ by {_e(apart)} at `{param}`, over the {_e(*_tolerances(('cnn', 'gradients')))} "
         f"bound, while with its own routing TF agrees with float64 to {_most(syn, 'tf_vs_f64_own')} and JAX to "
         f"{_most(syn, 'jax_vs_f64_own')} (`docs/results/numerics/grad-routing-avx512-synthetic.json`)",

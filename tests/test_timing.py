@@ -33,7 +33,7 @@ def verifier(placement=lambda o: ["cpu:0"], replicas=1):
 
 
 def real():
-    return jax_impl.conv_op(X, W)
+    return jax_impl.adapter("conv").conv_op(X, W)
 
 
 def test_a_real_computation_is_verified_with_statistics():
@@ -89,7 +89,7 @@ def test_a_diverging_training_run_names_the_step(tmp_path):
     from parity.workloads.trained import data
 
     data.synthetic(256, 32).save(tmp_path / "d.npz")
-    save_npz(jax_impl.get_weights(jax_impl.build_cnn(0)), tmp_path / "w.npz")
+    save_npz(jax_impl.get_weights(jax_impl.adapter("cnn").build(0)), tmp_path / "w.npz")
     spec = dataclasses.replace(CNN_QUICK, learning_rate=1e30, global_batch=16)  # Adam steps of ~1e30
     timed = cnn_train_case(
         jax_impl,

@@ -37,7 +37,7 @@ def _set(target, name, value):
 
 
 def _architecture(**changes):
-    """An undo: the CNN built with other BatchNorm numbers (build_cnn reads torch_impl.cnn.CNN_ARCHITECTURE)."""
+    """An undo: the CNN built with other BatchNorm numbers (its build reads torch_impl.cnn.CNN_ARCHITECTURE)."""
     return _set(cnn, "CNN_ARCHITECTURE", dataclasses.replace(CNN_ARCHITECTURE, **changes))
 
 
@@ -63,7 +63,7 @@ def _poured(dims, back=False):
 def _cnn_case():
     """Keras's initial weights (torch_impl's, seed 0), a batch, the float64 oracle's training-mode pass on it, and its
     inference pass with each BatchNorm's moving statistics set to the batch's own (the weights it ran)."""
-    w = torch_impl.get_weights(torch_impl.build_cnn(0, dropout=False))
+    w = torch_impl.get_weights(torch_impl.adapter("cnn").build(0, dropout=False))
     x, y = images(BATCH, seed=2)
     f64 = cnn_oracle.cnn_loss_and_grads(w, x, y)
     stats = _moving(w, [(s["mean"], s["variance"]) for s in f64[2]["batch_stats"]])
@@ -80,7 +80,7 @@ def _moving(w, stats):
 
 
 def _cnn(w):
-    torch_impl.set_weights(m := torch_impl.build_cnn(0, dropout=False), w)
+    torch_impl.set_weights(m := torch_impl.adapter("cnn").build(0, dropout=False), w)
     return m
 
 
@@ -133,7 +133,7 @@ def _conv_figure():
 
 
 def _lstm(w):
-    torch_impl.set_weights(m := torch_impl.build_lstm(UNITS), w)
+    torch_impl.set_weights(m := torch_impl.adapter("lstm").build(UNITS), w)
     return m
 
 
@@ -242,13 +242,17 @@ def _off_kerass_initialisers(model) -> list[str]:
 
 def test_weights_start_as_kerass_initialisers_draw_them(monkeypatch):
     wide = 64  # an LSTM wide enough that torch's range, 1/sqrt(U), and glorot's differ beyond q
-    assert _off_kerass_initialisers(torch_impl.build_cnn(0)) == [] == _off_kerass_initialisers(lstm.build_lstm(wide))
+    assert (
+        _off_kerass_initialisers(torch_impl.adapter("cnn").build(0))
+        == []
+        == _off_kerass_initialisers(lstm.build(wide))
+    )
     monkeypatch.setattr(cnn, "_glorot", lambda layer, g: layer)  # torch's own initialisers, its own second bias
     monkeypatch.setattr(lstm, "_init_lstm", lambda layer, forget_bias, g: layer)
     cnn_layers = [w.name for w in CNN_WEIGHTS if w.field in ("kernel", "bias")]
-    assert _off_kerass_initialisers(torch_impl.build_cnn(0)) == cnn_layers
+    assert _off_kerass_initialisers(torch_impl.adapter("cnn").build(0)) == cnn_layers
     lstm_layers = [f"lstm{k}.{f}" for k in (1, 2) for f in ("kernel", "recurrent_kernel", "bias")]
-    assert _off_kerass_initialisers(lstm.build_lstm(wide)) == lstm_layers
+    assert _off_kerass_initialisers(lstm.build(wide)) == lstm_layers
 
 
 # ---- Adam and the loss: written out, so computed beside PyTorch's own ----

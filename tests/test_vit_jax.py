@@ -41,7 +41,7 @@ def random_weights(arch=ARCH, seed=1, **scaled):
 
 
 def model_with(weights, attention="einsum", arch=ARCH):
-    m = jax_impl.build_vit(arch.dim, arch.depth, arch.heads, arch.mlp)
+    m = jax_impl.adapter("vit").build(arch.dim, arch.depth, arch.heads, arch.mlp)
     jax_impl.set_weights(m, weights)
     m.attention = attention
     return m
@@ -72,7 +72,7 @@ def test_weights_round_trip_in_keras_order(tmp_path):
     assert [a.shape for a in jax_impl.get_weights(m)] == [t.shape for t in ARCH.weights]
     assert all(np.array_equal(a, b) for a, b in zip(w, jax_impl.get_weights(m), strict=True))
     jax_impl.save_weights(m, tmp_path / "w.npz")
-    other = jax_impl.build_vit(ARCH.dim, ARCH.depth, ARCH.heads, ARCH.mlp, seed=5)
+    other = jax_impl.adapter("vit").build(ARCH.dim, ARCH.depth, ARCH.heads, ARCH.mlp, seed=5)
     jax_impl.load_weights(other, tmp_path / "w.npz")
     assert all(np.array_equal(a, b) for a, b in zip(w, jax_impl.get_weights(other), strict=True))
     n = ARCH.params()
@@ -93,12 +93,12 @@ def test_a_weight_list_for_another_size_is_refused():
 )
 def test_sizes_out_of_their_bounds_are_refused(sizes, match):
     with pytest.raises(ValueError, match=match):
-        jax_impl.build_vit(*sizes)
+        jax_impl.adapter("vit").build(*sizes)
 
 
 def test_a_seed_out_of_its_bounds_is_refused():
     with pytest.raises(ValueError, match="seed"):
-        jax_impl.build_vit(8, 1, 2, 16, seed=-1)
+        jax_impl.adapter("vit").build(8, 1, 2, 16, seed=-1)
 
 
 # ---- the forward pass and the gradients against float64, both attention paths ----

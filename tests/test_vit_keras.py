@@ -39,7 +39,7 @@ BF16 = native_bf16("cpu", "")
 
 
 def build(weights=None, seed: int = 0):
-    m = tf_impl.build_vit(*SIZES, seed=seed)
+    m = tf_impl.adapter("vit").build(*SIZES, seed=seed)
     if weights is not None:
         tf_impl.set_weights(m, weights)
     return m
@@ -76,11 +76,11 @@ def test_its_layers_and_weights_are_the_contracts(model, tmp_path):
     assert all(np.array_equal(a, b) for a, b in zip(tf_impl.get_weights(back), other, strict=True))
     n = ARCH.params()
     assert tf_impl.count_params(m) == {"total": n, "trainable": n, "non_trainable": 0}
-    wider = tf_impl.get_weights(tf_impl.build_vit(ARCH.dim + 2, ARCH.depth, ARCH.heads, ARCH.mlp))
+    wider = tf_impl.get_weights(tf_impl.adapter("vit").build(ARCH.dim + 2, ARCH.depth, ARCH.heads, ARCH.mlp))
     with pytest.raises(ValueError, match=r"weight 0 \(patch_embed.kernel\): shape \(4, 4, 1, 10\), expected"):
         tf_impl.set_weights(m, wider)
     with pytest.raises(ValueError, match=f"expected {len(ARCH.weights)} weight arrays"):
-        tf_impl.set_weights(m, tf_impl.get_weights(tf_impl.build_cnn(0)))
+        tf_impl.set_weights(m, tf_impl.get_weights(tf_impl.adapter("cnn").build(0)))
     bad = [a.copy() for a in other]
     bad[2][0, 0] = np.nan
     with pytest.raises(ValueError, match=r"weight 2 \(pos_embed.embeddings\): 1 value\(s\) not finite"):

@@ -104,7 +104,7 @@ def _train(kj, found: dict, arrays: dict, req: dict, devices) -> None:
         bx, by = f["x"], f["y"]
     for n in (1, len(devices)):
         for v in kj.variants("vit_train", n):
-            m = kj.build_vit(arch.dim, arch.depth, arch.heads, arch.mlp)
+            m = kj.adapter("vit").build(arch.dim, arch.depth, arch.heads, arch.mlp)
             kj.load_weights(m, req["weights"])
             t = kj.make_trainer(m, devices[:n], v.name)
             arrays[f"train/{v.name}/loss"] = np.asarray(t.steps(bx, by))[:, 0]
@@ -129,9 +129,10 @@ def probe(request: str, out: str) -> None:
     kj.set_precision("highest")
     arch = VitArchitecture(**req["arch"])
     found = {"backend": keras.backend.backend(), "devices": len(devices), "surface": sorted(kj.__all__)}
+    found["adapter"] = kj.adapter("vit").__name__
     found["variants"] = {f"{k}x{n}": [v.name for v in kj.variants(k, n)] for k in ("vit_train", "vit_infer")
                          for n in (1, REPLICAS)}  # fmt: skip
-    model = kj.build_vit(arch.dim, arch.depth, arch.heads, arch.mlp, seed=5)
+    model = kj.adapter("vit").build(arch.dim, arch.depth, arch.heads, arch.mlp, seed=5)
     kj.load_weights(model, req["weights"])  # the test process's file, loaded here
     found["names"], found["paths"] = [la.name for la in model.layers], [v.path for v in model.weights]
     x, y = np.load(req["x"]), np.load(req["y"])
@@ -147,7 +148,7 @@ def probe(request: str, out: str) -> None:
     found["mixed/dtypes"] = {layer.name: layer.compute_dtype for layer in mixed.layers}
     arrays["mixed/probs"] = kj.forward_layers(mixed, x)["probs"]
     try:
-        kj.set_weights(model, kj.get_weights(kj.build_vit(arch.dim + 2, arch.depth, arch.heads, arch.mlp)))
+        kj.set_weights(model, kj.get_weights(kj.adapter("vit").build(arch.dim + 2, arch.depth, arch.heads, arch.mlp)))
     except ValueError as e:
         found["wrong_width"] = str(e)
     kj.save_weights(model, req["save"])
@@ -196,7 +197,7 @@ def found(data, tmp_path_factory):
 
 def test_keras_on_jax_builds_the_contracts_layers_and_takes_shared_weights(found):
     got, arrays, req = found
-    assert got["backend"] == "jax" and got["devices"] == REPLICAS and "build_vit" in got["surface"]
+    assert got["backend"] == "jax" and got["devices"] == REPLICAS and got["adapter"] == "keras_jax_impl.vit"
     assert got["names"] == list(ARCH.names)
     assert all(p.endswith(keras_path(w)) for p, w in zip(got["paths"], ARCH.weights, strict=True))
     sent, saved = load_npz(req["weights"], ARCH.weights), load_npz(req["save"], ARCH.weights)

@@ -41,7 +41,7 @@ def random_weights(arch=ARCH, seed=1):
 
 
 def model_with(weights, fused=False):
-    m = torch_impl.build_vit(*SIZES)
+    m = torch_impl.adapter("vit").build(*SIZES)
     torch_impl.set_weights(m, weights)
     m.fused = fused  # what the '+sdpa' variants set (vit.train_with)
     return m
@@ -60,7 +60,7 @@ def test_weights_round_trip_in_keras_order(tmp_path):
     assert [a.shape for a in torch_impl.get_weights(m)] == [t.shape for t in ARCH.weights]
     assert all(np.array_equal(a, b) for a, b in zip(w, torch_impl.get_weights(m), strict=True))
     torch_impl.save_weights(m, tmp_path / "w.npz")
-    other = torch_impl.build_vit(*SIZES, seed=5)
+    other = torch_impl.adapter("vit").build(*SIZES, seed=5)
     torch_impl.load_weights(other, tmp_path / "w.npz")
     assert all(np.array_equal(a, b) for a, b in zip(w, torch_impl.get_weights(other), strict=True))
 
@@ -76,7 +76,7 @@ def test_weights_taken_are_a_copy_training_leaves_alone():
 
 
 def test_weights_for_other_sizes_are_refused():
-    m = torch_impl.build_vit(*SIZES)
+    m = torch_impl.adapter("vit").build(*SIZES)
     with pytest.raises(ValueError, match="block1_attn.query_kernel"):  # 4 heads of 2, not 2 of 4
         torch_impl.set_weights(m, random_weights(VitArchitecture(8, 1, 4, 16)))
     with pytest.raises(ValueError, match="expected 23 weight arrays"):
@@ -84,7 +84,7 @@ def test_weights_for_other_sizes_are_refused():
 
 
 def test_parameters_are_counted_as_keras_does_and_every_one_trains():
-    m, n = torch_impl.build_vit(*SIZES), ARCH.params()
+    m, n = torch_impl.adapter("vit").build(*SIZES), ARCH.params()
     assert torch_impl.count_params(m) == {"total": n, "trainable": n, "non_trainable": 0}
     assert sum(p.numel() for p in m.parameters() if p.requires_grad) == sum(p.numel() for p in m.parameters()) == n
 
@@ -93,7 +93,7 @@ def test_weights_start_as_kerass_initialisers_draw_them():
     """Kernels glorot_uniform: within L = sqrt(6 / (fan_in + fan_out)) and reaching L/2 (the attention's as a dense
     layer D -> D); biases and betas zero, gammas one; the position embedding normal(0, 0.02) (its sample sd within
     six of its own sd, 0.02 / sqrt(2n)); another seed, other numbers."""
-    m = torch_impl.build_vit(*SIZES, seed=3)
+    m = torch_impl.adapter("vit").build(*SIZES, seed=3)
     for w, a in zip(ARCH.weights, torch_impl.get_weights(m), strict=True):
         if w.field.endswith("kernel"):
             fans = ARCH.dim * 2 if w.layer.endswith("_attn") else np.prod(a.shape[:-2]) * sum(a.shape[-2:])
@@ -102,7 +102,9 @@ def test_weights_start_as_kerass_initialisers_draw_them():
             assert abs(a.std() - vit.POS_STD) < 6 * vit.POS_STD / np.sqrt(2 * a.size), w.name
         else:
             assert np.array_equal(a, np.full_like(a, w.field == "gamma")), w.name
-    assert not np.array_equal(torch_impl.get_weights(m)[0], torch_impl.get_weights(torch_impl.build_vit(*SIZES))[0])
+    assert not np.array_equal(
+        torch_impl.get_weights(m)[0], torch_impl.get_weights(torch_impl.adapter("vit").build(*SIZES))[0]
+    )
 
 
 # ---- the forward pass: every block, both attention paths ----
@@ -209,7 +211,7 @@ def test_each_convention_keeps_its_figure_within_bounds_where_a_default_does_not
 
 
 def test_every_layernorm_and_gelu_is_set_explicitly():
-    m = torch_impl.build_vit(*SIZES)
+    m = torch_impl.adapter("vit").build(*SIZES)
     norms = [n for n in m.modules() if isinstance(n, torch.nn.LayerNorm)]
     assert len(norms) == 2 * ARCH.depth + 1 and all(n.eps == LN_EPSILON for n in norms)
     assert [g.approximate for g in m.modules() if isinstance(g, torch.nn.GELU)] == ["none"]
@@ -298,7 +300,7 @@ def test_the_compiled_step_is_the_eager_step():
 
 
 def test_vit_variants_are_their_own_row_kinds():
-    m, x = torch_impl.build_vit(*SIZES), images()[0]
+    m, x = torch_impl.adapter("vit").build(*SIZES), images()[0]
     with pytest.raises(ValueError, match="vit_train"):
         torch_impl.make_trainer(m, TORCH_DEVICES, "eager+cl")  # the CNN's
     with pytest.raises(ValueError, match="vit_train"):

@@ -232,9 +232,9 @@ def test_both_implementations_build_the_declared_cnn(impl, monkeypatch, arch):
     the declaration's shapes, whatever it declares."""
     module = impl[0]
     # where the model is built from the declaration: tf_impl's is the shared Keras model code, keras_models.cnn
-    monkeypatch.setattr(sys.modules[module.build_cnn.__module__], "CNN_ARCHITECTURE", arch)
+    monkeypatch.setattr(sys.modules[module.adapter("cnn").build.__module__], "CNN_ARCHITECTURE", arch)
     monkeypatch.setattr(inputs, "CNN_ARCHITECTURE", arch)  # and where images and labels are checked against it
-    model = module.build_cnn(0, dropout=False)
+    model = module.adapter("cnn").build(0, dropout=False)
     assert [tuple(w.shape) for w in module.get_weights(model)] == [w.shape for w in arch.weights]
     sizes = {w.name: int(np.prod(w.shape)) for w in arch.weights}
     assert module.count_params(model)["total"] == sum(sizes.values())

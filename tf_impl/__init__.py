@@ -15,8 +15,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: i
 
 from parity.api import SURFACE  # noqa: E402
 from tf_impl.catalog import SETTINGS, VARIANTS, settings, variants  # noqa: E402
-from tf_impl.cnn import build_cnn  # noqa: E402
-from tf_impl.conv import conv_op, prepare_conv
 from tf_impl.devices import (
     block,
     describe_devices,
@@ -30,9 +28,8 @@ from tf_impl.devices import (
     setup_devices,
     slowest,
 )
-from tf_impl.lstm import build_lstm  # noqa: E402
-from tf_impl.matmul import prepare_matmul  # noqa: E402
 from tf_impl.models import (  # noqa: E402
+    adapter,
     count_params,
     forward_layers,
     get_weights,
@@ -45,6 +42,5 @@ from tf_impl.models import (  # noqa: E402
 )
 from tf_impl.profile import trace, trace_ops  # noqa: E402
 from tf_impl.train import make_trainer  # noqa: E402
-from tf_impl.vit import build_vit  # noqa: E402
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

@@ -2,4 +2,4 @@
 (the code keras_jax_impl runs too). The model functions (tf_impl.models) and the trainer (tf_impl.train)
 take it as they take every model."""
 
-from keras_models.cnn import build_cnn  # noqa: F401 (the shared model code, re-exported as this surface's)
+from keras_models.cnn import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)

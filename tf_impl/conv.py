@@ -24,7 +24,10 @@ def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> tf.Tenso
     return _conv_fn(tf.convert_to_tensor(images), tf.convert_to_tensor(kernels), stride, padding)
 
 
-def prepare_conv(
+WORKLOAD = "conv"  # an adapter (parity.api.adapters): an operation's
+
+
+def prepare(
     variant: str, images: np.ndarray, kernels: np.ndarray, devices: list[str], stride: int = 2, padding: str = "SAME"
 ) -> Prepared:
     """Place the inputs on `devices` (batch split across them) and return the callable (the variant's options:

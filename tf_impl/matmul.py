@@ -10,8 +10,10 @@ from parity.api.inputs import check_matmul, check_operands
 from tf_impl.catalog import variant as variant_record
 from tf_impl.ops import prepare_op
 
+WORKLOAD = "matmul"  # an adapter (parity.api.adapters): an operation's
 
-def prepare_matmul(variant: str, a: np.ndarray, b: np.ndarray, devices: list[str]) -> Prepared:
+
+def prepare(variant: str, a: np.ndarray, b: np.ndarray, devices: list[str]) -> Prepared:
     """Place the operands on `devices` (a's rows split across them, b on every replica) and return the callable
     (the variant's options: tf_impl.catalog; ops.prepare_op).
 

@@ -4,6 +4,8 @@ its code (keras_models.models.code_of: a model no module there built is refused)
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -22,7 +24,7 @@ from keras_models.models import (  # noqa: E402, F401 (written once for both Ker
     save_weights,
     set_weights,
 )
-from parity.api import Gradients, Prepared  # noqa: E402
+from parity.api import Gradients, Prepared, adapters  # noqa: E402
 from parity.api.inputs import check_examples, check_images  # noqa: E402
 from tf_impl import lstm as tf_lstm  # noqa: E402
 from tf_impl.catalog import variant as variant_record  # noqa: E402
@@ -92,3 +94,9 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
         lambda: (None, tf_lstm.uncounted(path)) if tf_lstm.uncounted(path) else graph_flops(f, x),
         kernel_path=path,
     )
+
+
+def adapter(workload: str) -> ModuleType:
+    """This implementation's adapter for `workload`, its module of that name (parity.api.adapters), found by listing.
+    Raises ValueError for a workload it has none for."""
+    return adapters.find(__package__, workload)

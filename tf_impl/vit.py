@@ -5,4 +5,4 @@ path is None (tf_impl.lstm.kernel_path asks the code)."""
 
 from __future__ import annotations
 
-from keras_models.vit import build_vit  # noqa: F401 (the shared model code, re-exported as this surface's)
+from keras_models.vit import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)

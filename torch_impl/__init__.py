@@ -14,8 +14,6 @@ if "tensorflow" in sys.modules and "triton" not in sys.modules:
 
 from parity.api import SURFACE
 from torch_impl.catalog import SETTINGS, VARIANTS, settings, variants
-from torch_impl.cnn import build_cnn
-from torch_impl.conv import conv_op, prepare_conv
 from torch_impl.devices import (
     block,
     describe_devices,
@@ -29,9 +27,8 @@ from torch_impl.devices import (
     setup_devices,
     slowest,
 )
-from torch_impl.lstm import build_lstm
-from torch_impl.matmul import prepare_matmul
 from torch_impl.models import (
+    adapter,
     count_params,
     forward_layers,
     get_weights,
@@ -44,6 +41,5 @@ from torch_impl.models import (
 )
 from torch_impl.profile import trace, trace_ops
 from torch_impl.train import make_trainer
-from torch_impl.vit import build_vit
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

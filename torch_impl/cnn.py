@@ -29,6 +29,7 @@ from torch_impl.forward import (
 )
 
 TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds: the catalog's variants of each
+WORKLOAD = "cnn"  # an adapter (parity.api.adapters): its workload
 UNCOUNTED = None  # torch.utils.flop_counter counts every conv and matmul of it
 BATCHNORM = "replica"  # BatchNorm's statistics over the (one) replica's batch, as jax_impl and tf_impl at one device
 
@@ -142,7 +143,10 @@ class CNN(nn.Module):
         return self.blocks(x, train)["logits"]
 
 
-def build_cnn(seed: int = 0, dropout: bool = True) -> CNN:
+MODEL = CNN  # what `build` returns: the surface's model functions find this adapter by it
+
+
+def build(seed: int = 0, dropout: bool = True) -> CNN:
     """The CNN with Keras's initialisers; dropout=False keeps the layers at rate 0 (for parity). Raises ValueError on
     a seed other than an integer from 0 to parity.api.inputs.MAX_SEED."""
     return CNN(CNN_ARCHITECTURE, check_seed(seed), dropout)

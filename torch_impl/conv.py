@@ -44,7 +44,10 @@ def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> torch.Te
         return conv_nchw(x, w, stride, padding).permute(0, 2, 3, 1)
 
 
-def prepare_conv(
+WORKLOAD = "conv"  # an adapter (parity.api.adapters): an operation's
+
+
+def prepare(
     variant: str,
     images: np.ndarray,
     kernels: np.ndarray,

@@ -18,6 +18,7 @@ from torch_impl.catalog import variant as variant_record
 from torch_impl.forward import computing, cross_entropy, images, infer_blocks, labels, prepare, to_keras, to_torch
 
 TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds: the catalog's variants of each
+WORKLOAD = "lstm"  # an adapter (parity.api.adapters): its workload
 BATCHNORM = "none"  # no BatchNorm
 UNCOUNTED = "torch.utils.flop_counter: not counted (oneDNN's fused LSTM layer is no matmul it counts)"
 
@@ -98,7 +99,10 @@ class LSTM(nn.Module):
         return self.blocks(x, train)["logits"]
 
 
-def build_lstm(units: int, seed: int = 0) -> LSTM:
+MODEL = LSTM  # what `build` returns: the surface's model functions find this adapter by it
+
+
+def build(units: int, seed: int = 0) -> LSTM:
     """The row LSTM at `units` per LSTM layer, with Keras's initialisers and gate order. Raises ValueError on units
     or a seed out of their bounds (parity.api.inputs: check_units, check_seed)."""
     return LSTM(check_units(units), check_seed(seed))

@@ -12,8 +12,10 @@ from parity.api.inputs import check_matmul, check_operands
 from torch_impl.catalog import variant as variant_record
 from torch_impl.ops import prepare_op
 
+WORKLOAD = "matmul"  # an adapter (parity.api.adapters): an operation's
 
-def prepare_matmul(variant: str, a: np.ndarray, b: np.ndarray, devices: Sequence[torch.device]) -> Prepared:
+
+def prepare(variant: str, a: np.ndarray, b: np.ndarray, devices: Sequence[torch.device]) -> Prepared:
     """Place the operands on the device and return the callable (the variant's options: torch_impl.catalog).
 
     Raises:

@@ -1,34 +1,32 @@
-"""The surface's model functions (parity.api.FrameworkImpl), each taking any model, the CNN, the row LSTM or the ViT,
-as build_cnn, build_lstm or build_vit returned it, and dispatching on its class to torch_impl.cnn's, torch_impl.lstm's
-or torch_impl.vit's own (mirror image of jax_impl.models)."""
+"""The surface's model functions (parity.api.FrameworkImpl), each taking any model as its adapter's `build` returned
+it (`adapter('cnn').build()`), and dispatching to that adapter's own (torch_impl.cnn, torch_impl.lstm, torch_impl.vit),
+found by listing (mirror image of jax_impl.models)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
-from parity.api import Gradients, Prepared
+from parity.api import Gradients, Prepared, adapters
 from parity.api.inputs import check_examples, check_images
 from parity.api.weights import load_npz, save_npz
-from torch_impl import cnn, lstm, vit
-from torch_impl.cnn import CNN
-from torch_impl.lstm import LSTM
-from torch_impl.vit import ViT
 
-Model = CNN | LSTM | ViT  # what build_cnn, build_lstm and build_vit return
+Model = Any  # what an adapter's `build` returns: an nn.Module of its own class (its MODEL)
 
 
-def code_of(model: Model):
-    """The module implementing `model`'s workload: it builds the model and declares its facts (TRAIN, INFER,
+def code_of(model: Model) -> ModuleType:
+    """The adapter implementing `model`'s workload: it built the model and declares its facts (TRAIN, INFER,
     BATCHNORM, train_with). Raises ValueError for a model none of them built, never running it as another's."""
-    if isinstance(model, CNN):
-        return cnn
-    if isinstance(model, LSTM):
-        return lstm
-    if isinstance(model, ViT):
-        return vit
-    raise ValueError(f"not a model torch_impl builds: {type(model).__name__!r}")
+    return adapters.of_model(__package__, model)
+
+
+def adapter(workload: str) -> ModuleType:
+    """This implementation's adapter for `workload`, its module of that name (parity.api.adapters), found by listing.
+    Raises ValueError for a workload it has none for."""
+    return adapters.find(__package__, workload)
 
 
 def mixed_precision(model: Model) -> Model:

@@ -163,7 +163,7 @@ class DistributedTrainer(Trainer):
 def make_trainer(
     model: Model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
 ) -> Trainer:
-    """A trainer for `model`, any model build_* returned, on devices[0], or over len(devices) replicas by DDP over
+    """A trainer for `model`, any model an adapter built, on devices[0], or over len(devices) replicas by DDP over
     gloo (torch_impl.ddp) (the variants of the model's row kind, '<workload>_train', over that many devices).
 
     Raises:

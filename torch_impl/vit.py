@@ -24,6 +24,7 @@ from torch_impl.devices import to_numpy
 from torch_impl.forward import computing, cross_entropy, images, infer_blocks, labels, prepare, to_keras, to_torch
 
 TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds: the catalog's variants of each
+WORKLOAD = "vit"  # an adapter (parity.api.adapters): its workload
 BATCHNORM = "none"  # no BatchNorm (LayerNorm's statistics are each token's own)
 UNCOUNTED = None  # torch.utils.flop_counter counts every product of it (the CPU's fused attention: _count_attention)
 POS_STD = 0.02  # the position embedding's initial normal spread: the ViT paper's
@@ -182,7 +183,10 @@ class ViT(nn.Module):
         return self.blocks(x, train)["logits"]
 
 
-def build_vit(dim: int, depth: int, heads: int, mlp: int, seed: int = 0) -> ViT:
+MODEL = ViT  # what `build` returns: the surface's model functions find this adapter by it
+
+
+def build(dim: int, depth: int, heads: int, mlp: int, seed: int = 0) -> ViT:
     """The ViT of parity.api.vit at these sizes: LayerNorm's epsilon 1e-6, exact GELU, Keras's attention layout.
     Initial weights its own (every check loads shared ones): kernels glorot_uniform (an attention kernel's fans a
     dense layer D -> D's; Keras's reads a (D, H, hd) kernel's as D·H and D·hd), biases zeros, LayerNorms ones and

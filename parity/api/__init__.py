@@ -1,5 +1,6 @@
-"""The contract between the harness and the two implementations: the types they exchange and the surface each
-exposes (FrameworkImpl). The CNN's declared architecture is parity.api.cnn, the weight files parity.api.weights."""
+"""The contract between the harness and the implementations: the types they exchange and the surface each exposes
+(FrameworkImpl), with one adapter per workload (parity.api.adapters). The CNN's declared architecture is
+parity.api.cnn, the weight files parity.api.weights."""
 
 from __future__ import annotations
 
@@ -155,36 +156,17 @@ class FrameworkImpl(Protocol):
         seconds; the thread it ran on), one per executed op (empty where the trace holds none). program: the traced
         program's text (Prepared.program, Trainer.program_text), where the trace names ops without their scopes."""
 
-    # the conv and the matmul
-    def conv_op(self, images: Any, kernels: Any, stride: int = 2, padding: str = "SAME") -> Any: ...
+    # the workloads: one adapter each, `<package>.<workload>` (parity.api.adapters), found by listing
+    def adapter(self, workload: str) -> Any:
+        """The implementation's adapter for `workload`: an operation's prepares its one call (`prepare`; the conv's
+        also `conv_op`, one call in the framework's own arrays); a trained model's builds it (`build`: the CNN's
+        `build(seed, dropout)`, the row LSTM's `build(units, seed)` with Keras's initialisers and gate order set
+        explicitly, the ViT's `build(dim, depth, heads, mlp, seed)` with LayerNorm epsilon LN_EPSILON, exact GELU
+        and Keras's attention layout). Raises ValueError for a workload it has no adapter for."""
 
-    def prepare_conv(
-        self,
-        variant: str,
-        images: np.ndarray,
-        kernels: np.ndarray,
-        devices: Sequence[Device],
-        stride: int = 2,
-        padding: str = "SAME",
-    ) -> Prepared: ...
-
-    def prepare_matmul(self, variant: str, a: np.ndarray, b: np.ndarray, devices: Sequence[Device]) -> Prepared: ...
-
-    # the trained models: the CNN, the row LSTM and the ViT. Every function below that takes a model takes any, as
-    # build_cnn, build_lstm or build_vit returned it (the model knows which workload it is: make_trainer and
-    # prepare_inference look its variants up under that workload's row kinds, 'cnn_train', 'lstm_train' or
-    # 'vit_train', 'cnn_infer', 'lstm_infer' or 'vit_infer')
-    def build_cnn(self, seed: int = 0, dropout: bool = True) -> Any: ...
-
-    def build_lstm(self, units: int, seed: int = 0) -> Any:
-        """The row LSTM of parity.api.lstm at `units` per LSTM layer, with Keras's initialisers and gate order set
-        explicitly (kernels glorot_uniform, recurrent kernels orthogonal, forget bias 1)."""
-
-    def build_vit(self, dim: int, depth: int, heads: int, mlp: int, seed: int = 0) -> Any:
-        """The ViT of parity.api.vit (VitArchitecture(dim, depth, heads, mlp)), with its conventions set explicitly
-        (LayerNorm epsilon LN_EPSILON, exact GELU, Keras's attention layout); its initial weights are the
-        framework's own (every check loads shared ones)."""
-
+    # the trained models. Every function below takes any model as its adapter's `build` returned it, and finds that
+    # adapter again (its MODEL): make_trainer and prepare_inference look its variants up under its row kinds (TRAIN,
+    # INFER: 'cnn_train', 'lstm_infer', ...)
     def mixed_precision(self, model: Any) -> Any: ...
     def count_params(self, model: Any) -> dict[str, int]: ...
     def get_weights(self, model: Any) -> list[np.ndarray]: ...

@@ -19,7 +19,7 @@ class ConvBlock:
     filters: int
     kernel: int
     pool: int
-    dropout: float  # the rate in training; build_cnn(dropout=False) keeps the layer at 0
+    dropout: float  # the rate in training; adapter('cnn').build(dropout=False) keeps the layer at 0
 
     @property
     def size_out(self) -> int:
@@ -33,7 +33,7 @@ class DenseBlock:
     names: tuple[str, str, str]  # Keras's layer names: the dense layer, its ELU, the dropout
     units_in: int
     units: int
-    dropout: float  # the rate in training; build_cnn(dropout=False) keeps the layer at 0
+    dropout: float  # the rate in training; adapter('cnn').build(dropout=False) keeps the layer at 0
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,11 @@
 """Inputs checked where they enter an implementation, the same for every framework: one ValueError that names the
 problem, before any framework sees them (a framework's own error would come later, as its own type, or never).
 
-Each entry point of the surface calls these once, where it prepares or builds (never inside a timed call): build_cnn
-and build_lstm (check_seed, check_units), make_trainer (check_training), a trainer's steps and evaluate, forward_layers
-and loss_and_grads (check_examples, check_images, check_count), prepare_inference (check_images), prepare_conv and
-prepare_matmul (check_operands with check_conv or check_matmul). Numbers are only checked, never converted: an
-accepted input computes what it computed before."""
+Each entry point of the surface calls these once, where it prepares or builds (never inside a timed call): a
+trained model's adapter's `build` (check_seed, check_units), make_trainer (check_training), a trainer's steps and
+evaluate, forward_layers and loss_and_grads (check_examples, check_images, check_count), prepare_inference
+(check_images), an operation's adapter's `prepare` (check_operands with check_conv or check_matmul). Numbers are
+only checked, never converted: an accepted input computes what it computed before."""
 
 from __future__ import annotations
 

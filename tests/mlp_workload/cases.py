@@ -16,7 +16,7 @@ from parity.workloads.trained import Epochs, dataset, parity_arrays
 
 
 def _model(impl, s: MlpSpec, weights: str):
-    model = impl.build_mlp(s.hidden, s.seed)
+    model = impl.adapter("mlp").build(s.hidden, s.seed)
     impl.set_weights(model, load_npz(weights, s.weights))  # every framework starts from the same weights
     return model
 
@@ -77,13 +77,13 @@ def mlp_infer_case(
 
 def mlp_warm(impl, devices, req: dict) -> dict:
     """A framework's first model build runs its one-off set-up: done before anything is timed."""
-    impl.build_mlp(req.get("hidden", 4))
+    impl.adapter("mlp").build(req.get("hidden", 4))
     return {}
 
 
 def mlp_init_weights(impl, devices, req: dict) -> dict:
     """This framework's freshly initialised weights for a seed and width, to a .npz every framework starts from."""
-    save_npz(impl.get_weights(impl.build_mlp(req["hidden"], req["seed"])), req["out"])
+    save_npz(impl.get_weights(impl.adapter("mlp").build(req["hidden"], req["seed"])), req["out"])
     return {}
 
 

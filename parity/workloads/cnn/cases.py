@@ -17,7 +17,7 @@ from parity.workloads.trained import dataset as _dataset
 
 
 def _cnn_model(impl, s: CnnSpec, weights: str, dropout: bool = True):
-    model = impl.build_cnn(s.seed, dropout=dropout)
+    model = impl.adapter("cnn").build(s.seed, dropout=dropout)
     impl.set_weights(model, load_npz(weights, CNN_WEIGHTS))  # both frameworks start from the same weights
     return model
 
@@ -98,13 +98,13 @@ def cnn_infer_case(
 
 def cnn_warm(impl, devices, req: dict) -> dict:
     """A framework's first model build runs its one-off set-up (seconds): done before anything is timed."""
-    impl.build_cnn(0)
+    impl.adapter("cnn").build(0)
     return {}
 
 
 def cnn_init_weights(impl, devices, req: dict) -> dict:
     """This framework's freshly initialised weights for a seed, to a .npz both frameworks then start from."""
-    save_npz(impl.get_weights(impl.build_cnn(req["seed"])), req["out"])
+    save_npz(impl.get_weights(impl.adapter("cnn").build(req["seed"])), req["out"])
     return {}
 
 

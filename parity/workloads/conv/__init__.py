@@ -1,5 +1,5 @@
 """The article's single large convolution: its spec (full size and --quick), FLOP and byte formulas, oracle and
-tolerance. The implementations' modules: jax_impl/conv.py, tf_impl/conv.py (prepare_conv)."""
+tolerance. The implementations' modules: jax_impl/conv.py, tf_impl/conv.py (the adapter's `prepare`)."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ class ConvSpec:
         return conv2d(images[idx], kernels, self.stride, self.padding)
 
     def op_args(self) -> dict:
-        """The implementations' prepare_conv arguments after the inputs and devices."""
+        """The adapters' `prepare` arguments after the inputs and devices."""
         return {"stride": self.stride, "padding": self.padding}
 
     def to_dict(self) -> dict:
@@ -95,7 +95,7 @@ CONV_QUICK = ConvSpec(batch=16, height=64, width=64, cout=32)
 
 
 def _prepare(impl):
-    return impl.prepare_conv
+    return impl.adapter("conv").prepare
 
 
 WORKLOAD = Workload("conv", CONV_FULL, CONV_FULL, CONV_QUICK, (RowKind("conv", op_case, tolerance, prepare=_prepare),))

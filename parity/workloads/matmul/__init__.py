@@ -1,6 +1,6 @@
 """A large matrix product, each framework's ceiling on the machine: its spec, formulas, oracle and tolerance, and the
 measurement of a CPU's bfloat16 peak that the engine asks a worker for. The implementations' modules:
-jax_impl/matmul.py, tf_impl/matmul.py (prepare_matmul)."""
+jax_impl/matmul.py, tf_impl/matmul.py (the adapter's `prepare`)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def matmul_tolerance(device: str, precision: str, dtype: str) -> float:
 
 
 def _prepare(impl):
-    return impl.prepare_matmul
+    return impl.adapter("matmul").prepare
 
 
 def bf16_matmul_peak(impl, devices, req: dict) -> dict:
@@ -92,7 +92,7 @@ def bf16_matmul_peak(impl, devices, req: dict) -> dict:
         return {"flops": None}
     spec = MatmulSpec(m=req["n"], k=req["n"], n=req["n"])
     inputs, idx, ref = op_inputs(spec)
-    p = impl.prepare_matmul(variants[0], *inputs, devices[:1], **spec.op_args())
+    p = impl.adapter("matmul").prepare(variants[0], *inputs, devices[:1], **spec.op_args())
     best = float("inf")
     for _ in range(req.get("reps", 3) + 1):  # the first call compiles
         t0 = time.perf_counter()
