@@ -243,9 +243,7 @@ def _off_kerass_initialisers(model) -> list[str]:
 def test_weights_start_as_kerass_initialisers_draw_them(monkeypatch):
     wide = 64  # an LSTM wide enough that torch's range, 1/sqrt(U), and glorot's differ beyond q
     assert (
-        _off_kerass_initialisers(torch_impl.adapter("cnn").build(0))
-        == []
-        == _off_kerass_initialisers(lstm.build(wide))
+        _off_kerass_initialisers(torch_impl.adapter("cnn").build(0)) == [] == _off_kerass_initialisers(lstm.build(wide))
     )
     monkeypatch.setattr(cnn, "_glorot", lambda layer, g: layer)  # torch's own initialisers, its own second bias
     monkeypatch.setattr(lstm, "_init_lstm", lambda layer, forget_bias, g: layer)
