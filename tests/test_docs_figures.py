@@ -359,6 +359,8 @@ def _wall(log: Path) -> str:
         ("xeon-amx", "cpu-levers-pytorch-cnn"),
         ("xeon-amx", "cnn-pytorch-cl"),
         ("xeon-amx", "cpu-default-model167"),
+        ("xeon-amx", "cpu-levers-vit"),
+        ("xeon-amx", "cpu-levers-lstm"),
     ],
 )
 def test_a_class_runs_counts_commits_and_wall_times_are_their_files(klass, name):

@@ -154,12 +154,14 @@ VARIANTS: tuple[Variant, ...] = (
     # the inference call under XLA, as 'fit+xla' trains (TF's executor runs Keras's generic loop op by op): the
     # best-known, 0.51x (0.48-0.56) of predict on xeon-avx512 (docs/results/xeon-avx512/tf-lstm-inference-xla.json)
     Variant("predict+xla", "lstm_infer", ONE, tuned=True, best=0, options=InferOptions(xla=True)),
-    # The ViT: fit, fit under XLA (jit_compile=True: a lever, unranked until measured), mixed precision, and over
-    # several devices fit under MirroredStrategy (not in a multi-process run, as the CNN's); inference by TF's executor
-    # or under XLA. No flash-attention variant: Keras's MultiHeadAttention(flash_attention=True) raises on the
-    # TensorFlow backend, on a CPU as on every device ("Flash attention is not supported in tensorflow backend").
-    Variant("fit", "vit_train", ONE, best=0, options=CnnOptions()),
-    Variant("fit+xla", "vit_train", ONE, tuned=True, options=CnnOptions(xla=True)),
+    # The ViT: fit, fit under XLA (jit_compile=True), mixed precision, and over several devices fit under
+    # MirroredStrategy (not in a multi-process run, as the CNN's); inference by TF's executor or under XLA. No
+    # flash-attention variant: Keras's MultiHeadAttention(flash_attention=True) raises on the TensorFlow backend, on a
+    # CPU as on every device ("Flash attention is not supported in tensorflow backend"). Training's best-known is
+    # fit+xla: fit+xla / fit 0.87x (0.77-0.91) on xeon-amx (docs/results/xeon-amx/cpu-levers-vit.json), 0.98x
+    # (0.96-1.08) on zen4, no difference there (docs/results/zen4/cpu-levers-vit.json)
+    Variant("fit", "vit_train", ONE, best=1, options=CnnOptions()),
+    Variant("fit+xla", "vit_train", ONE, tuned=True, best=0, options=CnnOptions(xla=True)),
     Variant(
         "fit+bf16", "vit_train", ONE, "bfloat16", tuned=True, best=0, float32="fit", options=CnnOptions(mixed=True)
     ),
