@@ -5,6 +5,7 @@ end-to-end tests (test_cli, test_owners, test_multiprocess)."""
 
 import dataclasses
 import json
+import os
 
 import pytest
 from fakeimpl import FakeImpl, LocalWorker, fake_engine
@@ -377,8 +378,9 @@ def test_profile_traces_one_more_call_per_row_outside_the_timed_ones(fakes, tmp_
     monkeypatch.setattr(files, "chart", lambda *a, **k: False)
     argv = ["--quick", "--workload", "conv", "--replicas", "1", "--configs", "default", "--out", str(out), "--quiet"]
     argv += ["--framework", JAX]  # one of the fakes
-    workers = []
+    workers, traced, trace = [], [], FakeImpl.trace
     monkeypatch.setattr(workerproc, "Worker", lambda *a, **k: workers.append(LocalWorker(*a, **k)) or workers[-1])
+    monkeypatch.setattr(FakeImpl, "trace", lambda self, d: traced.append(d) or trace(self, d))
     assert run.main([*argv, "--profile"]) == 0
     cmds = [m.cmd for m in workers[0].asked]
     assert cmds.index("profile") > max(i for i, c in enumerate(cmds) if c in ("rep", "result"))  # after its result
@@ -391,6 +393,8 @@ def test_profile_traces_one_more_call_per_row_outside_the_timed_ones(fakes, tmp_
         assert r["profile_call_s"] == pytest.approx(r["median_s"]) and r["profile_call_s"] > 0
         assert r["layers"] == [{"layer": "conv", "pass": "forward", "seconds": 0.05, "share": 1.0}]  # its one op
         assert r["profile_coverage"] == pytest.approx(0.05 / r["profile_call_s"])
+    # each row traced twice, the first call thrown away with its folder (a profiler's first traced call pays more)
+    assert len(traced) == 2 * len(rows) and not any(os.path.exists(d) for d in traced[::2])
     assert run.main(argv) == 0  # without --profile: no trace folder, the rows say none, the old traces gone
     assert all(r["profile_dir"] is None for r in json.loads((out / "results.json").read_text())["rows"])
     assert not (out / "profiles").exists()
