@@ -190,7 +190,7 @@ RESULT_FIGURES = ("flops", "flops_unpadded", "flops_formula", "min_bytes", "comp
 def _profile(impl, devices, args, timers: dict, req: protocol.Profile) -> protocol.Profiled:
     """One more call, after the row's result, under the framework's profiler. A traced call before it is thrown
     away: the first call a profiler traces pays a start-up of its own (TF's float32 `fit` of the row LSTM ran 3.2-3.8x
-    its median so, its traced ops holding a third of it; traced again, 0.8x: docs/layers.md)."""
+    its median so, its traced ops holding a third of it; after a call thrown away, 1.13x: docs/layers.md)."""
     timer = timers.pop(req.id)[0]
     if timer.m.invalid is not None:
         return protocol.Profiled(False)
