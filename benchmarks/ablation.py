@@ -13,7 +13,8 @@ left as they are: the benchmark swaps modules or layers of the model it hands th
     conv1 / conv2 / conv3  the convolution replaced by x[..., :1] * w + b (the same output shape; its ELU kept)
     bn       every BatchNorm replaced by the identity
     pool     every max pooling replaced by a strided slice (the same output shape); JAX: `flax.nnx.max_pool` and
-             `jax_impl.cnn.pool_elementwise` swapped while B's step is traced (run with --check to see it took)
+             `pool_elementwise` as `jax_impl.cnn` calls it, swapped while B's step is traced (run with --check to see it
+             took)
 
     python benchmarks/ablation.py --framework jax tf --out docs/results/layers/CLASS-ablation.json
     python benchmarks/ablation.py --framework jax --variant jit+pool --setting ynn+onednn+thp

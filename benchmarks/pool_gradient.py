@@ -1,5 +1,5 @@
 """Max pooling's gradient alone, in JAX: JAX's own (Flax's `nnx.max_pool`, differentiated into select_and_scatter,
-which XLA:CPU expands into a variadic reduce-window and a scatter) against `jax_impl.cnn.pool_elementwise` (the
+which XLA:CPU expands into a variadic reduce-window and a scatter) against `jax_impl.conv_grads.pool_elementwise` (the
 '+pool' variants), at the CNN's three pooling shapes for a batch of 256: median of 10 jitted calls each, and whether
 the two gradients are the same array.
 
@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jax_impl.cnn import pool_elementwise
+from jax_impl.conv_grads import pool_elementwise
 
 
 def own(h: jax.Array, size: int = 2) -> jax.Array:

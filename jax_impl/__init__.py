@@ -1,7 +1,7 @@
 """JAX / Flax NNX implementations of the article's workloads (mirror image of `tf_impl`): the model functions take
 any trained model, the CNN, the row LSTM or the ViT (jax_impl.models)."""
 
-from jax_impl.catalog import SETTINGS, VARIANTS, settings, variants
+from jax_impl.catalog import SETTINGS, settings, table, variants
 from jax_impl.devices import (
     block,
     describe_devices,
@@ -30,5 +30,7 @@ from jax_impl.models import (
 from jax_impl.profile import trace, trace_ops
 from jax_impl.train import make_trainer
 from parity.api import SURFACE
+
+VARIANTS = table()  # every variant, as its adapters declare them (all importable by now)
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

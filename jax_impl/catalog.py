@@ -1,5 +1,5 @@
-"""JAX's variants and process-wide settings, each declared once as a record (parity.api.variants): what the harness
-runs, and the options this implementation's builders read (never the names)."""
+"""JAX's process-wide settings, each declared once as a record (parity.api.variants), the options its builders read
+(never the variants' names), and the lookup of the variants its adapters declare (jax_impl.cnn's VARIANTS, ...)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import jax
 
-from parity.api.cnn import STEPS_PER_DISPATCH
+from parity.api.adapters import variants_of
 from parity.api.variants import MANY, ONE, Setting, Variant, lookup, offered
 
 
@@ -24,17 +24,17 @@ class OpOptions:
 
 @dataclass(frozen=True)
 class CnnOptions:
-    """How the CNN trains: 'jit', 'pmap' or 'shard_map'; several steps in one dispatch (lax.scan over stacked
-    batches); mixed precision (bfloat16 compute, float32 parameters and Adam state); max pooling's gradient
-    'elementwise' (jax_impl.cnn.pool_elementwise, the same gradient without XLA:CPU's reduce-window and scatter) or
-    'reduce_window' (JAX's own); each convolution's bias gradient 'jax' (JAX's own: in bfloat16 compute a bfloat16
-    sum, which XLA:CPU emits as a loop reduce-window) or 'float32' (jax_impl.cnn.bias_add: a float32 sum); each
+    """How the CNN trains: 'jit', 'pmap' or 'shard_map'; several steps in one dispatch (lax.scan over stacked batches);
+    mixed precision (bfloat16 compute, float32 parameters and Adam state); max pooling's gradient 'elementwise'
+    (jax_impl.conv_grads.pool_elementwise, the same gradient without XLA:CPU's reduce-window and scatter) or
+    'reduce_window' (JAX's own); each convolution's bias gradient 'jax' (JAX's own: in bfloat16 compute a bfloat16 sum,
+    which XLA:CPU emits as a loop reduce-window) or 'float32' (jax_impl.conv_grads.bias_add: a float32 sum); each
     convolution's input gradient 'jax' (JAX's own: in bfloat16 compute XLA:CPU computes it on float32 operands) or
-    'flipped' (jax_impl.conv_grads.conv_flipped_grad: a forward convolution with the flipped kernel, in bfloat16;
-    with bias='float32'); each convolution's kernel gradient JAX's own over the whole batch (wgrad 0) or summed over
-    chunks of `wgrad` images (jax_impl.conv_grads.conv_chunked_kernel_grad); dropout's masks 'jax'
-    (jax.random.bernoulli: on CPU threefry as a rolled loop) or 'straight-line' (jax_impl.masks.keep_mask: the same
-    masks, threefry as straight-line code)."""
+    'flipped' (jax_impl.conv_grads.conv_flipped_grad: a forward convolution with the flipped kernel, in bfloat16; with
+    bias='float32'); each convolution's kernel gradient JAX's own over the whole batch (wgrad 0) or summed over chunks
+    of `wgrad` images (jax_impl.conv_grads.conv_chunked_kernel_grad); dropout's masks 'jax' (jax.random.bernoulli: on
+    CPU threefry as a rolled loop) or 'straight-line' (jax_impl.masks.keep_mask: the same masks, threefry as
+    straight-line code)."""
 
     parallel: str = "jit"
     steps_per_dispatch: int = 1
@@ -88,185 +88,35 @@ def release(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in v.split(".")[:2] if p.isdigit())
 
 
-def _op(kind: str) -> tuple[Variant, ...]:
+def op_variants(kind: str, pmap: bool = False) -> tuple[Variant, ...]:
+    """An operation's (the conv's, the matmul's): jit, in bfloat16, pmap (`pmap`), shard_map; their only lever is
+    the setting."""
     return (
         Variant("jit", kind, ONE, best=0, options=OpOptions()),
         Variant("jit+bf16", kind, ONE, "bfloat16", tuned=True, best=0, float32="jit", options=OpOptions(bfloat16=True)),
-        *((Variant("pmap", kind, MANY, options=OpOptions("pmap")),) if kind == "conv" else ()),
+        *((Variant("pmap", kind, MANY, options=OpOptions("pmap")),) if pmap else ()),
         Variant("shard_map", kind, MANY, best=0, options=OpOptions("shard_map")),
     )
 
 
-def _cnn(parallel: str, span: str) -> tuple[Variant, ...]:
-    p = parallel
-    scan = CnnOptions(p, steps_per_dispatch=STEPS_PER_DISPATCH)
-    return (
-        Variant(p, "cnn_train", span, best=3, options=CnnOptions(p)),
-        Variant(f"{p}+scan", "cnn_train", span, tuned=True, dispatch=True, options=scan),
-        Variant(
-            f"{p}+bf16",
-            "cnn_train",
-            span,
-            "bfloat16",
-            tuned=True,
-            best=5,
-            float32=p,
-            options=CnnOptions(p, mixed=True),
-        ),
-        Variant(f"{p}+pool", "cnn_train", span, tuned=True, best=2, options=CnnOptions(p, pool="elementwise")),
-        Variant(
-            f"{p}+bf16+pool",
-            "cnn_train",
-            span,
-            "bfloat16",
-            tuned=True,
-            best=4,
-            float32=f"{p}+pool",
-            options=CnnOptions(p, mixed=True, pool="elementwise"),
-        ),
-        Variant(  # the bias gradients summed in float32: a bfloat16 step 14-15% faster on xeon-amx (docs/tuning.md)
-            f"{p}+bf16+pool+bias",
-            "cnn_train",
-            span,
-            "bfloat16",
-            tuned=True,
-            best=3,
-            float32=f"{p}+pool",
-            options=CnnOptions(p, mixed=True, pool="elementwise", bias="float32"),
-        ),
-        Variant(  # and the input gradients as bfloat16 forward convolutions (docs/tuning.md)
-            f"{p}+bf16+pool+bias+dgrad",
-            "cnn_train",
-            span,
-            "bfloat16",
-            tuned=True,
-            best=2,
-            float32=f"{p}+pool",
-            options=CnnOptions(p, mixed=True, pool="elementwise", bias="float32", dgrad="flipped"),
-        ),
-    )
-
-
-def _lstm() -> tuple[Variant, ...]:
-    """The row LSTM's: nnx.RNN over lax.scan out of the box; '+unroll' the scan fully unrolled (28 steps of
-    straight-line code), '+unroll4' four steps per iteration. Unrolled training loses on every CPU class measured
-    (the scan's 247 ms an epoch against 273 ms unrolled on zen4,
-    docs/results/zen4/cpu-default-unrolled-lstm.json): in `levers`, not the best-known.
-    Unrolled inference is the best-known: 0.86x (0.78-0.91) of the scan's on xeon-avx512
-    (docs/results/xeon-avx512/cpu-levers.json), level on zen4 (0.99x)."""
-    o, full = LstmOptions, True
-    return (
-        Variant("jit", "lstm_train", ONE, best=1, options=o()),
-        Variant("jit+unroll", "lstm_train", ONE, tuned=True, options=o(unroll=full)),
-        Variant("jit+unroll4", "lstm_train", ONE, tuned=True, options=o(unroll=4)),
-        Variant("jit+bf16", "lstm_train", ONE, "bfloat16", tuned=True, best=0, float32="jit", options=o(mixed=True)),
-        Variant(
-            "jit+bf16+unroll",
-            "lstm_train",
-            ONE,
-            "bfloat16",
-            tuned=True,
-            float32="jit+unroll",
-            options=o(unroll=full, mixed=True),
-        ),
-        Variant("shard_map", "lstm_train", MANY, best=1, options=o("shard_map")),
-        Variant("shard_map+unroll", "lstm_train", MANY, tuned=True, options=o("shard_map", unroll=full)),
-        Variant("predict", "lstm_infer", ONE, best=1, options=LstmInferOptions()),
-        Variant("predict+unroll", "lstm_infer", ONE, tuned=True, best=0, options=LstmInferOptions(unroll=full)),
-    )
-
-
-def _vit() -> tuple[Variant, ...]:
-    """The ViT's: out of the box its attention written out (VitOptions), ranked as the LSTM's; '+fused'
-    jax.nn.dot_product_attention, a lever: jit+fused / jit 0.90x (0.85-0.99) alone but level under the runtime
-    settings (0.64x against 0.65x of jit), predict+fused / predict 1.13x (1.10-1.17) on zen4
-    (docs/results/zen4/cpu-levers-vit.json)."""
-    o, train, fused = VitOptions, "vit_train", VitOptions(attention="fused")
-    return (
-        Variant("jit", train, ONE, best=1, options=o()),
-        Variant("jit+fused", train, ONE, tuned=True, options=fused),
-        Variant("jit+bf16", train, ONE, "bfloat16", tuned=True, best=0, float32="jit", options=o(mixed=True)),
-        Variant("shard_map", train, MANY, best=1, options=o("shard_map")),
-        Variant("predict", "vit_infer", ONE, best=1, options=o()),
-        Variant("predict+fused", "vit_infer", ONE, tuned=True, options=fused),
-    )
-
-
-# '+dots': XLA:CPU's YNNPACK list for the inference program alone, dots only. With 'reduce' in the list (as under
-# '+ynn'), YNNPACK fuses each max pooling with the next BatchNorm, convolution and bias add, so oneDNN ('+onednn')
-# gets none of those convolutions; training is faster with 'reduce' (docs/tuning.md). The option is set per
-# program, as the list's proto enum number: xla.proto's LIBRARY_FUSION_TYPE_DOT = 1 (its names are refused as
-# values). Other backends have no YNNPACK and ignore it. Offered from JAX 0.12, whose XLA has the option.
-DOTS = InferOptions({"xla_cpu_experimental_ynn_fusion_type": 1})
-
-# Every variant, in the order rows are listed. `best`: the best-known configuration's order of preference within a
-# row kind, replica count and number format (lower first): the CNN with the elementwise pooling gradient ('+pool',
-# faster with every setting, measured on a Zen 5); in bfloat16 with '+bias+dgrad' too; at one device with '+wgrad'
-# and '+masks' too (those three measured on xeon-amx only); its inference with YNNPACK on the dots alone; the LSTM's
-# rolled time loop in training, unrolled in inference (docs/tuning.md); the operations as they are (their only lever
-# is the setting). `--preset levers` times every lever on its own to check the order elsewhere: on zen5 and
-# xeon-avx512 (docs/results/<class>/cpu-levers.json; xeon-avx512's: one device, float32), where the order named the
-# fastest row but for the LSTM's inference, unrolled since.
-VARIANTS: tuple[Variant, ...] = (
-    *_op("conv"),
-    *_op("matmul"),
-    *_cnn("jit", ONE),
-    # '+pool' with each kernel gradient summed over chunks of 16 images: a float32 step 22-24% faster on xeon-amx under
-    # 'ynn+onednn+thp', level under 'ynn+thp' (docs/tuning.md); over 8 replicas (32 images each) level: not offered
-    Variant("jit+pool+wgrad", "cnn_train", ONE, tuned=True, best=1, options=CnnOptions(pool="elementwise", wgrad=16)),
-    # and in bfloat16 with '+bias+dgrad', over chunks of 32 images (docs/tuning.md)
-    Variant(
-        "jit+bf16+pool+bias+dgrad+wgrad",
-        "cnn_train",
-        ONE,
-        "bfloat16",
-        tuned=True,
-        best=1,
-        float32="jit+pool+wgrad",
-        options=CnnOptions(mixed=True, pool="elementwise", bias="float32", dgrad="flipped", wgrad=32),
-    ),
-    # each with dropout's masks as straight-line code, the same masks (docs/tuning.md)
-    Variant(
-        "jit+pool+wgrad+masks",
-        "cnn_train",
-        ONE,
-        tuned=True,
-        best=0,
-        options=CnnOptions(pool="elementwise", wgrad=16, masks="straight-line"),
-    ),
-    Variant(
-        "jit+bf16+pool+bias+dgrad+wgrad+masks",
-        "cnn_train",
-        ONE,
-        "bfloat16",
-        tuned=True,
-        best=0,
-        float32="jit+pool+wgrad+masks",
-        options=CnnOptions(
-            mixed=True, pool="elementwise", bias="float32", dgrad="flipped", wgrad=32, masks="straight-line"
-        ),
-    ),
-    Variant("pmap", "cnn_train", MANY, options=CnnOptions("pmap")),
-    *_cnn("shard_map", MANY),
-    Variant("predict", "cnn_infer", ONE, best=1, options=InferOptions()),
-    *(
-        (Variant("predict+dots", "cnn_infer", ONE, tuned=True, best=0, options=DOTS),)
-        if release(jax.__version__) >= (0, 12)
-        else ()
-    ),
-    *_lstm(),
-    *_vit(),
-)
+# Every variant is declared by its workload's adapter (jax_impl.cnn's VARIANTS, ...), in the order rows are listed.
+# `best`: the best-known configuration's order of preference within a row kind, replica count and number format
+# (lower first); each adapter says why its order is what it is. `--preset levers` times every lever on its own to
+# check the order elsewhere: on zen5 and xeon-avx512 (docs/results/<class>/cpu-levers.json; xeon-avx512's: one
+# device, float32), where the order named the fastest row but for the LSTM's inference, unrolled since.
+def table() -> tuple[Variant, ...]:
+    """Every variant JAX offers: its adapters' (parity.api.adapters.variants_of)."""
+    return variants_of(__package__)
 
 
 def variants(kind: str, replicas: int) -> tuple[Variant, ...]:
     """The variants of row kind `kind` over `replicas` devices."""
-    return offered(VARIANTS, kind, replicas)
+    return offered(table(), kind, replicas)
 
 
 def variant(kind: str, name: str, replicas: int) -> Variant:
     """The record named `name`. Raises ValueError naming the variants there are."""
-    return lookup(VARIANTS, kind, name, replicas, "JAX")
+    return lookup(table(), kind, name, replicas, "JAX")
 
 
 # YNNPACK: XLA:CPU's newer kernel library. The list below replaces XLA's default one (no '+'/'-' modifiers): YNNPACK

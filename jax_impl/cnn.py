@@ -11,76 +11,15 @@ import numpy as np
 import optax
 from flax import nnx
 
+from jax_impl.catalog import CnnOptions, InferOptions, release
 from jax_impl.catalog import variant as variant_record
-from jax_impl.conv_grads import conv_rewritten_grads
+from jax_impl.conv_grads import bias_add, conv_rewritten_grads, max_pool, pool_elementwise
 from jax_impl.devices import lowered_flops, placement
 from jax_impl.masks import keep_mask
 from parity.api import Gradients, Prepared
-from parity.api.cnn import CNN_ARCHITECTURE, check_weights
+from parity.api.cnn import CNN_ARCHITECTURE, STEPS_PER_DISPATCH, check_weights
 from parity.api.inputs import check_seed
-
-
-def _pool(h: jax.Array, size: int = 2) -> jax.Array:
-    """Max pooling of `size` x `size` windows, stride `size`, VALID (the default: Keras's MaxPooling2D's)."""
-    return nnx.max_pool(h, (size, size), strides=(size, size), padding="VALID")
-
-
-@partial(jax.custom_vjp, nondiff_argnums=(1,))
-def pool_elementwise(h: jax.Array, size: int = 2) -> jax.Array:
-    """Max pooling (_pool's) whose gradient is elementwise: each window's cotangent goes to its first maximum in
-    row-major order, the routing of JAX's own gradient (select_and_scatter with >=) and of TF's MaxPoolGrad, so the
-    gradient is the same array. XLA:CPU expands JAX's own into a variadic reduce-window that recomputes every
-    window's argmax with index iotas (four for 2x2 windows), then a scatter: 43% of a CPU training step
-    (docs/tuning.md). Used by the '+pool' variants."""
-    return _pool(h, size)
-
-
-def _pool_fwd(h, size):
-    y = _pool(h, size)
-    return y, (h, y)
-
-
-def _pool_bwd(size, res, g):
-    h, y = res
-    n, rows, cols, c = h.shape
-    r, k = rows // size, cols // size
-    hit = h[:, : size * r, : size * k, :].reshape(n, r, size, k, size, c) == y[:, :, None, :, None, :]
-    taken, zero, grid = jnp.zeros_like(y, dtype=bool), jnp.zeros_like(g), []
-    for i in range(size):  # row-major: the first maximum wins a tie
-        row = []
-        for j in range(size):
-            first = hit[:, :, i, :, j] & ~taken
-            taken = taken | first
-            row.append(jnp.where(first, g, zero))
-        grid.append(jnp.stack(row, axis=3))
-    grad = jnp.stack(grid, axis=2).reshape(n, size * r, size * k, c)
-    # VALID pooling leaves an odd last row or column out (7 -> 3): its gradient is zero
-    return (jnp.pad(grad, ((0, 0), (0, rows - size * r), (0, cols - size * k), (0, 0))),)
-
-
-pool_elementwise.defvjp(_pool_fwd, _pool_bwd)
-
-
-@jax.custom_vjp
-def bias_add(h: jax.Array, bias: jax.Array) -> jax.Array:
-    """h + bias in h's dtype, as Flax's Conv adds its float32 bias (promoted to the compute dtype), with the bias's
-    gradient summed in float32 over every position. JAX's own gradient in bfloat16 compute is a bfloat16 sum, which
-    XLA:CPU emits as a loop reduce-window (41-42 ms a step for conv1's and conv2's on xeon-amx,
-    docs/results/layers/README.md); a float32 sum goes to YNNPACK. The input's gradient is the cotangent, as JAX's. Used
-    by the '+bias' variants."""
-    return h + bias.astype(h.dtype)
-
-
-def _bias_fwd(h, bias):
-    return bias_add(h, bias), bias
-
-
-def _bias_bwd(bias, g):
-    summed = jnp.sum(g.reshape(-1, g.shape[-1]).astype(jnp.float32), axis=0)
-    return g, summed.astype(bias.dtype)
-
-
-bias_add.defvjp(_bias_fwd, _bias_bwd)
+from parity.api.variants import MANY, ONE, Variant
 
 
 class CNN(nnx.Module):
@@ -172,7 +111,7 @@ class CNN(nnx.Module):
                 h = jax.nn.elu(self._conv_layer(getattr(self, conv), h))
             out[f"{pool}_input"] = h
             with jax.named_scope(pool):
-                h = pool_elementwise(h, b.pool) if self.elementwise_pool else _pool(h, b.pool)
+                h = pool_elementwise(h, b.pool) if self.elementwise_pool else max_pool(h, b.pool)
             with jax.named_scope(dropout):
                 h = drop(h, i)
             out[ends[dropout]] = h
@@ -221,8 +160,63 @@ def mixed_precision(model: CNN) -> CNN:
 
 
 # Keras's field names -> Flax NNX's (BatchNorm: scale, bias, mean, var)
-TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds: the catalog's variants of each
+TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds, each with its variants below
 WORKLOAD = "cnn"  # an adapter (parity.api.adapters): its workload
+
+
+def _bf16(name: str, span: str, best: int, float32: str, options: CnnOptions) -> Variant:
+    """A mixed-precision training variant, judged beside its float32 counterpart `float32`."""
+    return Variant(name, TRAIN, span, "bfloat16", tuned=True, best=best, float32=float32, options=options)
+
+
+def _variants(p: str, span: str) -> tuple[Variant, ...]:
+    """Each parallel form's (jit, shard_map): several steps a dispatch, mixed precision, the elementwise pooling
+    gradient, in bfloat16 the float32 bias gradients (a step 14-15% faster on xeon-amx) and with them the flipped
+    input gradients (docs/tuning.md)."""
+    o, pool, bias = partial(CnnOptions, p), {"pool": "elementwise"}, {"bias": "float32"}
+    return (
+        Variant(p, TRAIN, span, best=3, options=o()),
+        Variant(f"{p}+scan", TRAIN, span, tuned=True, dispatch=True, options=o(steps_per_dispatch=STEPS_PER_DISPATCH)),
+        _bf16(f"{p}+bf16", span, 5, p, o(mixed=True)),
+        Variant(f"{p}+pool", TRAIN, span, tuned=True, best=2, options=o(**pool)),
+        _bf16(f"{p}+bf16+pool", span, 4, f"{p}+pool", o(mixed=True, **pool)),
+        _bf16(f"{p}+bf16+pool+bias", span, 3, f"{p}+pool", o(mixed=True, **pool, **bias)),
+        _bf16(f"{p}+bf16+pool+bias+dgrad", span, 2, f"{p}+pool", o(mixed=True, **pool, **bias, dgrad="flipped")),
+    )
+
+
+# '+dots': XLA:CPU's YNNPACK list for the inference program alone, dots only. With 'reduce' in the list (as under
+# '+ynn'), YNNPACK fuses each max pooling with the next BatchNorm, convolution and bias add, so oneDNN ('+onednn')
+# gets none of those convolutions; training is faster with 'reduce' (docs/tuning.md). The option is set per
+# program, as the list's proto enum number: xla.proto's LIBRARY_FUSION_TYPE_DOT = 1 (its names are refused as
+# values). Other backends have no YNNPACK and ignore it. Offered from JAX 0.12, whose XLA has the option.
+DOTS = InferOptions({"xla_cpu_experimental_ynn_fusion_type": 1})
+# one device's float32 and bfloat16 tuned steps (jit+pool, jit+bf16+pool+bias+dgrad) with the chunked kernel gradient
+WGRAD, WGRAD_BF16 = {"pool": "elementwise", "wgrad": 16}, {"mixed": True, "pool": "elementwise", "bias": "float32"}
+WGRAD_BF16 |= {"dgrad": "flipped", "wgrad": 32}
+MASKS = {"masks": "straight-line"}
+# `best` (catalog.table): the elementwise pooling gradient ('+pool', faster with every setting, measured on a Zen
+# 5); in bfloat16 with '+bias+dgrad' too; at one device with '+wgrad' and '+masks' too (those three measured on
+# xeon-amx only); its inference with YNNPACK on the dots alone.
+VARIANTS: tuple[Variant, ...] = (
+    *_variants("jit", ONE),
+    # '+pool' with each kernel gradient summed over chunks of 16 images: a float32 step 22-24% faster on xeon-amx under
+    # 'ynn+onednn+thp', level under 'ynn+thp' (docs/tuning.md); over 8 replicas (32 images each) level: not offered
+    Variant("jit+pool+wgrad", TRAIN, ONE, tuned=True, best=1, options=CnnOptions(**WGRAD)),
+    # and in bfloat16 with '+bias+dgrad', over chunks of 32 images (docs/tuning.md)
+    _bf16("jit+bf16+pool+bias+dgrad+wgrad", ONE, 1, "jit+pool+wgrad", CnnOptions(**WGRAD_BF16)),
+    # each with dropout's masks as straight-line code, the same masks (docs/tuning.md)
+    Variant("jit+pool+wgrad+masks", TRAIN, ONE, tuned=True, best=0, options=CnnOptions(**WGRAD, **MASKS)),
+    _bf16("jit+bf16+pool+bias+dgrad+wgrad+masks", ONE, 0, "jit+pool+wgrad+masks", CnnOptions(**WGRAD_BF16, **MASKS)),
+    Variant("pmap", TRAIN, MANY, options=CnnOptions("pmap")),
+    *_variants("shard_map", MANY),
+    Variant("predict", INFER, ONE, best=1, options=InferOptions()),
+    *(
+        (Variant("predict+dots", INFER, ONE, tuned=True, best=0, options=DOTS),)
+        if release(jax.__version__) >= (0, 12)
+        else ()
+    ),
+)
 
 
 def train_with(model: CNN, o) -> tuple[None, str, bool]:
@@ -321,7 +315,7 @@ def _loss_and_grads(graphdef, params, stats, x, y):
 @partial(jax.jit, static_argnums=1)
 def _routing(a: jax.Array, size: int) -> jax.Array:
     """Max pooling's own gradient at `a` for a cotangent of ones: where each window's gradient goes."""
-    out, vjp = jax.vjp(partial(_pool, size=size), a)
+    out, vjp = jax.vjp(partial(max_pool, size=size), a)
     return vjp(jnp.ones_like(out))[0]
 
 

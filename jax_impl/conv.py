@@ -10,6 +10,7 @@ import numpy as np
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from jax_impl.catalog import op_variants
 from jax_impl.catalog import variant as variant_record
 from jax_impl.devices import lowered_flops, placement, put_global
 from jax_impl.ops import prepare_op, rows
@@ -33,6 +34,7 @@ def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> jax.Arra
 
 
 WORKLOAD = "conv"  # an adapter (parity.api.adapters): an operation's
+VARIANTS = op_variants(WORKLOAD, pmap=True)
 
 
 def prepare(

@@ -1,6 +1,7 @@
-"""The CNN's convolution, and the two forms of its gradients that the tuned variants use in place of JAX's own: the
-input's gradient as a forward convolution ('+dgrad'), the kernel's summed over chunks of the batch ('+wgrad').
-Both are the same gradients, summed in another order (docs/results/layers/README.md)."""
+"""The CNN's layers whose gradients the tuned variants compute in place of JAX's own, each the same gradient: max
+pooling's routed elementwise ('+pool'), the bias's summed in float32 ('+bias'), the convolution's input gradient as a
+forward convolution ('+dgrad') and its kernel's summed over chunks of the batch ('+wgrad'), those two summed in
+another order (docs/results/layers/README.md)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+from flax import nnx
 
 
 def conv(x: jax.Array, kernel: jax.Array) -> jax.Array:
@@ -68,3 +70,66 @@ def conv_flipped_grad(x: jax.Array, kernel: jax.Array) -> jax.Array:
 def conv_chunked_kernel_grad(x: jax.Array, kernel: jax.Array, chunk: int) -> jax.Array:
     """conv with JAX's own input gradient and the kernel's summed over chunks of `chunk` images ('+wgrad')."""
     return conv_rewritten_grads(x, kernel, False, chunk)
+
+
+def max_pool(h: jax.Array, size: int = 2) -> jax.Array:
+    """Max pooling of `size` x `size` windows, stride `size`, VALID (the default: Keras's MaxPooling2D's)."""
+    return nnx.max_pool(h, (size, size), strides=(size, size), padding="VALID")
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def pool_elementwise(h: jax.Array, size: int = 2) -> jax.Array:
+    """Max pooling (max_pool's) whose gradient is elementwise: each window's cotangent goes to its first maximum in
+    row-major order, the routing of JAX's own gradient (select_and_scatter with >=) and of TF's MaxPoolGrad, so the
+    gradient is the same array. XLA:CPU expands JAX's own into a variadic reduce-window that recomputes every
+    window's argmax with index iotas (four for 2x2 windows), then a scatter: 43% of a CPU training step
+    (docs/tuning.md). Used by the '+pool' variants."""
+    return max_pool(h, size)
+
+
+def _pool_fwd(h, size):
+    y = max_pool(h, size)
+    return y, (h, y)
+
+
+def _pool_bwd(size, res, g):
+    h, y = res
+    n, rows, cols, c = h.shape
+    r, k = rows // size, cols // size
+    hit = h[:, : size * r, : size * k, :].reshape(n, r, size, k, size, c) == y[:, :, None, :, None, :]
+    taken, zero, grid = jnp.zeros_like(y, dtype=bool), jnp.zeros_like(g), []
+    for i in range(size):  # row-major: the first maximum wins a tie
+        row = []
+        for j in range(size):
+            first = hit[:, :, i, :, j] & ~taken
+            taken = taken | first
+            row.append(jnp.where(first, g, zero))
+        grid.append(jnp.stack(row, axis=3))
+    grad = jnp.stack(grid, axis=2).reshape(n, size * r, size * k, c)
+    # VALID pooling leaves an odd last row or column out (7 -> 3): its gradient is zero
+    return (jnp.pad(grad, ((0, 0), (0, rows - size * r), (0, cols - size * k), (0, 0))),)
+
+
+pool_elementwise.defvjp(_pool_fwd, _pool_bwd)
+
+
+@jax.custom_vjp
+def bias_add(h: jax.Array, bias: jax.Array) -> jax.Array:
+    """h + bias in h's dtype, as Flax's Conv adds its float32 bias (promoted to the compute dtype), with the bias's
+    gradient summed in float32 over every position. JAX's own gradient in bfloat16 compute is a bfloat16 sum, which
+    XLA:CPU emits as a loop reduce-window (41-42 ms a step for conv1's and conv2's on xeon-amx,
+    docs/results/layers/README.md); a float32 sum goes to YNNPACK. The input's gradient is the cotangent, as JAX's. Used
+    by the '+bias' variants."""
+    return h + bias.astype(h.dtype)
+
+
+def _bias_fwd(h, bias):
+    return bias_add(h, bias), bias
+
+
+def _bias_bwd(bias, g):
+    summed = jnp.sum(g.reshape(-1, g.shape[-1]).astype(jnp.float32), axis=0)
+    return g, summed.astype(bias.dtype)
+
+
+bias_add.defvjp(_bias_fwd, _bias_bwd)

@@ -10,12 +10,14 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from jax_impl.catalog import LstmInferOptions, LstmOptions
 from jax_impl.catalog import variant as variant_record
 from jax_impl.cnn import infer_blocks
 from jax_impl.forward import param_loss_and_grads, prepared_inference
 from parity.api import Gradients, Prepared
 from parity.api.inputs import check_seed, check_units
 from parity.api.lstm import GATES, PIXEL_SCALE, LstmArchitecture, check_lstm_weights
+from parity.api.variants import MANY, ONE, Variant
 
 
 def unit_forget_bias(forget_bias: float):
@@ -134,8 +136,32 @@ def mixed_precision(model: LSTM) -> LSTM:
 
 
 # Keras's field of an LSTM layer -> the cell's Linear holding it, and that Linear's field
-TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds: the catalog's variants of each
+TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds, each with its variants below
 WORKLOAD = "lstm"  # an adapter (parity.api.adapters): its workload
+# nnx.RNN over lax.scan out of the box; '+unroll' the scan fully unrolled (28 steps of straight-line code), '+unroll4'
+# four steps per iteration. Unrolled training loses on every CPU class measured (the scan's 247 ms an epoch against
+# 273 ms unrolled on zen4, docs/results/zen4/cpu-default-unrolled-lstm.json): in `levers`, not the best-known.
+# Unrolled inference is the best-known: 0.86x (0.78-0.91) of the scan's on xeon-avx512
+# (docs/results/xeon-avx512/cpu-levers.json), level on zen4 (0.99x).
+VARIANTS: tuple[Variant, ...] = (
+    Variant("jit", TRAIN, ONE, best=1, options=LstmOptions()),
+    Variant("jit+unroll", TRAIN, ONE, tuned=True, options=LstmOptions(unroll=True)),
+    Variant("jit+unroll4", TRAIN, ONE, tuned=True, options=LstmOptions(unroll=4)),
+    Variant("jit+bf16", TRAIN, ONE, "bfloat16", tuned=True, best=0, float32="jit", options=LstmOptions(mixed=True)),
+    Variant(
+        "jit+bf16+unroll",
+        TRAIN,
+        ONE,
+        "bfloat16",
+        tuned=True,
+        float32="jit+unroll",
+        options=LstmOptions(unroll=True, mixed=True),
+    ),
+    Variant("shard_map", TRAIN, MANY, best=1, options=LstmOptions("shard_map")),
+    Variant("shard_map+unroll", TRAIN, MANY, tuned=True, options=LstmOptions("shard_map", unroll=True)),
+    Variant("predict", INFER, ONE, best=1, options=LstmInferOptions()),
+    Variant("predict+unroll", INFER, ONE, tuned=True, best=0, options=LstmInferOptions(unroll=True)),
+)
 
 
 def train_with(model: LSTM, o) -> tuple[str, str, bool]:

@@ -12,15 +12,28 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from jax_impl.catalog import VitOptions
 from jax_impl.catalog import variant as variant_record
 from jax_impl.cnn import infer_blocks
 from jax_impl.forward import param_loss_and_grads, prepared_inference
 from parity.api import Gradients, Prepared
 from parity.api.inputs import check_count, check_seed
+from parity.api.variants import MANY, ONE, Variant
 from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_weights
 
-TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds: the catalog's variants of each
+TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds, each with its variants below
 WORKLOAD = "vit"  # an adapter (parity.api.adapters): its workload
+# Out of the box its attention written out (VitOptions), ranked as the LSTM's; '+fused' jax.nn.dot_product_attention,
+# a lever: jit+fused / jit 0.90x (0.85-0.99) alone but level under the runtime settings (0.64x against 0.65x of
+# jit), predict+fused / predict 1.13x (1.10-1.17) on zen4 (docs/results/zen4/cpu-levers-vit.json).
+VARIANTS: tuple[Variant, ...] = (
+    Variant("jit", TRAIN, ONE, best=1, options=VitOptions()),
+    Variant("jit+fused", TRAIN, ONE, tuned=True, options=VitOptions(attention="fused")),
+    Variant("jit+bf16", TRAIN, ONE, "bfloat16", tuned=True, best=0, float32="jit", options=VitOptions(mixed=True)),
+    Variant("shard_map", TRAIN, MANY, best=1, options=VitOptions("shard_map")),
+    Variant("predict", INFER, ONE, best=1, options=VitOptions()),
+    Variant("predict+fused", INFER, ONE, tuned=True, options=VitOptions(attention="fused")),
+)
 ATTENTION = ("einsum", "fused")  # the attention's paths: written out (out of the box), jax.nn.dot_product_attention
 
 

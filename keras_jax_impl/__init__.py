@@ -34,7 +34,7 @@ if "tensorflow" in sys.modules and sys.modules["tensorflow"] is None:
     del sys.modules["tensorflow"]
     sys.meta_path.insert(0, _KeptOut("tensorflow"))
 
-from keras_jax_impl.catalog import SETTINGS, VARIANTS, settings, variants  # noqa: E402
+from keras_jax_impl.catalog import SETTINGS, settings, table, variants  # noqa: E402
 from keras_jax_impl.devices import (  # noqa: E402
     block,
     describe_devices,
@@ -63,5 +63,7 @@ from keras_jax_impl.models import (  # noqa: E402
 from keras_jax_impl.profile import trace, trace_ops  # noqa: E402
 from keras_jax_impl.train import make_trainer  # noqa: E402
 from parity.api import SURFACE  # noqa: E402
+
+VARIANTS = table()  # every variant, as its adapters declare them (all importable by now)
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

@@ -1,8 +1,8 @@
-"""Keras 3 on JAX: its variants, each declared once as a record (parity.api.variants), and the options this
-implementation's builders read (never the names). What a Keras user reaches for: steps_per_execution, the
-'mixed_bfloat16' policy, keras.distribution.DataParallel; jit_compile is left as Keras sets it ('auto': XLA on the
-JAX backend, always). Its process-wide settings are jax_impl's, ranked alike: the same runtime (XLA's flags, huge
-pages), which a Keras user sets as a JAX user does."""
+"""Keras 3 on JAX: the options its builders read (never the variants' names), and the lookup of the variants its
+adapters declare (keras_jax_impl.cnn's VARIANTS, ...), each a record (parity.api.variants). What a Keras user reaches
+for: steps_per_execution, the 'mixed_bfloat16' policy, keras.distribution.DataParallel; jit_compile is left as Keras
+sets it ('auto': XLA on the JAX backend, always). Its process-wide settings are jax_impl's, ranked alike: the same
+runtime (XLA's flags, huge pages), which a Keras user sets as a JAX user does."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import jax
 
 from jax_impl.catalog import SETTINGS as JAX_SETTINGS
 from jax_impl.catalog import settings as jax_settings
-from parity.api.cnn import STEPS_PER_DISPATCH
+from parity.api.adapters import variants_of
 from parity.api.variants import MANY, ONE, Setting, Variant, lookup, offered
 
 
@@ -53,112 +53,38 @@ class InferOptions:
     unroll: bool = False
 
 
-def _op(kind: str) -> tuple[Variant, ...]:
+def declare(*fields, **named) -> Variant:
+    """A variant record (parity.api.variants.Variant's fields), not offered in a multi-process run: Keras's
+    DataParallel over several processes (keras.distribution.initialize) is not wired here; said by the run when
+    asked."""
+    return Variant(*fields, multiprocess=False, **named)
+
+
+def op_variants(kind: str) -> tuple[Variant, ...]:
+    """An operation's (the conv's, the matmul's): keras.ops, in bfloat16, on inputs laid out by DataParallel."""
     return (
-        Variant("ops", kind, ONE, best=0, multiprocess=False, options=OpOptions()),
-        Variant(
-            "ops+bf16",
-            kind,
-            ONE,
-            "bfloat16",
-            tuned=True,
-            best=0,
-            multiprocess=False,
-            float32="ops",
-            options=OpOptions(bfloat16=True),
-        ),
-        Variant("data_parallel", kind, MANY, best=0, multiprocess=False, options=OpOptions("data_parallel")),
+        declare("ops", kind, ONE, best=0, options=OpOptions()),
+        declare("ops+bf16", kind, ONE, "bfloat16", tuned=True, best=0, float32="ops", options=OpOptions(bfloat16=True)),
+        declare("data_parallel", kind, MANY, best=0, options=OpOptions("data_parallel")),
     )
 
 
-SPE = STEPS_PER_DISPATCH
+# Every variant is declared by its workload's adapter (keras_jax_impl.cnn's VARIANTS, ...), in the order rows are
+# listed. `best`: several steps an execution where it helps, mixed precision where the hardware has bfloat16, the
+# LSTM's inference unrolled. Measured by `--preset levers` on xeon-avx512 at one device in float32
+# (docs/results/xeon-avx512/cpu-levers.json); the rest from default runs (docs/tuning.md).
+def table() -> tuple[Variant, ...]:
+    """Every variant Keras on JAX declares: its adapters' (parity.api.adapters.variants_of)."""
+    return variants_of(__package__)
 
 
-def _cnn(name: str, span: str, distributed: bool) -> tuple[Variant, ...]:
-    return (
-        Variant(name, "cnn_train", span, best=1, multiprocess=False, options=CnnOptions(distributed)),
-        Variant(
-            f"{name}+spe",
-            "cnn_train",
-            span,
-            tuned=True,
-            dispatch=True,
-            best=0,
-            multiprocess=False,
-            options=CnnOptions(distributed, SPE),
-        ),
-        Variant(
-            f"{name}+bf16",
-            "cnn_train",
-            span,
-            "bfloat16",
-            tuned=True,
-            best=0,
-            multiprocess=False,
-            float32=name,
-            options=CnnOptions(distributed, mixed=True),
-        ),
-    )
-
-
-# Every variant, in the order rows are listed. `best`: several steps an execution where it helps, mixed precision
-# where the hardware has bfloat16, the LSTM's inference unrolled. Measured by `--preset levers` on xeon-avx512 at one
-# device in float32 (docs/results/xeon-avx512/cpu-levers.json); the rest from default runs (docs/tuning.md). Not
-# offered in a multi-process run: Keras's DataParallel over several processes (keras.distribution.initialize) is not
-# wired here; said by the run when asked.
-VARIANTS: tuple[Variant, ...] = (
-    *_op("conv"),
-    *_op("matmul"),
-    *_cnn("fit", ONE, False),
-    *_cnn("data_parallel", MANY, True),
-    Variant("predict", "cnn_infer", ONE, best=0, multiprocess=False),
-    # The row LSTM: fit, its layers unrolled (Keras's LSTM(unroll=True): a lever, not the best-known: 2.49 s an epoch
-    # against fit's 240 ms on zen4,
-    # docs/results/zen4/cpu-default-unrolled-lstm.json), mixed precision, DataParallel
-    Variant("fit", "lstm_train", ONE, best=1, multiprocess=False, options=LstmOptions()),
-    Variant("fit+unroll", "lstm_train", ONE, tuned=True, multiprocess=False, options=LstmOptions(unroll=True)),
-    Variant(
-        "fit+bf16",
-        "lstm_train",
-        ONE,
-        "bfloat16",
-        tuned=True,
-        best=0,
-        multiprocess=False,
-        float32="fit",
-        options=LstmOptions(mixed=True),
-    ),
-    Variant("data_parallel", "lstm_train", MANY, best=0, multiprocess=False, options=LstmOptions(distributed=True)),
-    Variant("predict", "lstm_infer", ONE, best=1, multiprocess=False, options=InferOptions()),
-    # unrolled inference: 0.87x (0.77-0.94) of predict on xeon-avx512 (docs/results/xeon-avx512/cpu-levers.json)
-    Variant(
-        "predict+unroll", "lstm_infer", ONE, tuned=True, best=0, multiprocess=False, options=InferOptions(unroll=True)
-    ),
-    # The ViT: fit, mixed precision, DataParallel, inference. No flash-attention variant: Keras's
-    # MultiHeadAttention(flash_attention=True) runs on JAX only on a TPU or with cuDNN on a GPU, and on a CPU raises
-    # ("cuDNN is not detected").
-    Variant("fit", "vit_train", ONE, best=0, multiprocess=False, options=CnnOptions()),
-    Variant(
-        "fit+bf16",
-        "vit_train",
-        ONE,
-        "bfloat16",
-        tuned=True,
-        best=0,
-        multiprocess=False,
-        float32="fit",
-        options=CnnOptions(mixed=True),
-    ),
-    Variant("data_parallel", "vit_train", MANY, best=0, multiprocess=False, options=CnnOptions(distributed=True)),
-    Variant("predict", "vit_infer", ONE, best=0, multiprocess=False, options=InferOptions()),
-)
 # JAX's runtime settings, the same records: Keras-JAX/JAX then compares the two frameworks' code on one runtime.
 SETTINGS: tuple[Setting, ...] = JAX_SETTINGS
 
 
 def variants(kind: str, replicas: int) -> tuple[Variant, ...]:
     """The variants of row kind `kind` over `replicas` devices (in a multi-process run: none)."""
-    return offered(VARIANTS, kind, replicas, multiprocess=jax.distributed.is_initialized())
+    return offered(table(), kind, replicas, multiprocess=jax.distributed.is_initialized())
 
 
 def variant(kind: str, name: str, replicas: int) -> Variant:

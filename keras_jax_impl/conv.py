@@ -9,6 +9,7 @@ import jax
 import keras
 import numpy as np
 
+from keras_jax_impl.catalog import op_variants
 from keras_jax_impl.catalog import variant as variant_record
 from keras_jax_impl.ops import prepare_op
 from parity.api import Prepared
@@ -27,6 +28,7 @@ def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> jax.Arra
 
 
 WORKLOAD = "conv"  # an adapter (parity.api.adapters): an operation's
+VARIANTS = op_variants(WORKLOAD)
 
 
 def prepare(

@@ -9,12 +9,14 @@ import jax
 import keras
 import numpy as np
 
+from keras_jax_impl.catalog import op_variants
 from keras_jax_impl.catalog import variant as variant_record
 from keras_jax_impl.ops import prepare_op
 from parity.api import Prepared
 from parity.api.inputs import check_matmul, check_operands
 
 WORKLOAD = "matmul"  # an adapter (parity.api.adapters): an operation's
+VARIANTS = op_variants(WORKLOAD)
 
 
 def prepare(variant: str, a: np.ndarray, b: np.ndarray, devices: Sequence[jax.Device]) -> Prepared:

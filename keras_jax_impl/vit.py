@@ -5,4 +5,16 @@ kernel path is None (keras_jax_impl.lstm.kernel_path asks the code)."""
 
 from __future__ import annotations
 
+from keras_jax_impl.catalog import CnnOptions, InferOptions, declare
 from keras_models.vit import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)
+from parity.api.variants import MANY, ONE, Variant
+
+# fit, mixed precision, DataParallel, inference. No flash-attention variant: Keras's
+# MultiHeadAttention(flash_attention=True) runs on JAX only on a TPU or with cuDNN on a GPU, and on a CPU raises
+# ("cuDNN is not detected").
+VARIANTS: tuple[Variant, ...] = (
+    declare("fit", TRAIN, ONE, best=0, options=CnnOptions()),
+    declare("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, best=0, float32="fit", options=CnnOptions(mixed=True)),
+    declare("data_parallel", TRAIN, MANY, best=0, options=CnnOptions(distributed=True)),
+    declare("predict", INFER, ONE, best=0, options=InferOptions()),
+)

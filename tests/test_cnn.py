@@ -266,12 +266,13 @@ def test_several_steps_per_dispatch_are_the_same_steps(weights, mod, replicas, o
     mean over each dispatch). JAX unrolls its scan on a CPU; the rolled loop accelerators run is checked here
     too, at this tiny size (3 steps, 2 to a dispatch: a rolled loop's code is the same whatever its length)."""
     size, k, steps = 16, 4, 7
-    declared = [v for v in mod.catalog.VARIANTS if v.kind == "cnn_train" and v.name == several.removesuffix("+rolled")]
+    cnn = mod.adapter("cnn")  # the adapter declares the CNN's variants
+    declared = [v for v in cnn.VARIANTS if v.kind == "cnn_train" and v.name == several.removesuffix("+rolled")]
     assert declared and declared[0].options.steps_per_dispatch > 1
     if several.endswith("+rolled"):  # a rolled loop runs its convolutions slowly on a CPU: a smaller batch, fewer steps
         several, size, k, steps = several.removesuffix("+rolled"), 4, 2, 3
         monkeypatch.setattr(jax_impl.train.Trainer, "UNROLL_ON", ())
-    monkeypatch.setattr(mod.catalog, "VARIANTS", tuple(_steps(v, several, k) for v in mod.catalog.VARIANTS))
+    monkeypatch.setattr(cnn, "VARIANTS", tuple(_steps(v, several, k) for v in cnn.VARIANTS))
     x, y = batch(steps, size, seed=5)
     devices = (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:replicas]
     out = {}
@@ -301,10 +302,10 @@ def test_the_elementwise_pool_gradient_is_jaxs_own_under_ties(shape, dtype):
     rng = np.random.default_rng(3)
     h = jnp.asarray(rng.integers(0, 3, shape), dtype=dtype)
     g = jnp.asarray(rng.standard_normal((shape[0], shape[1] // 2, shape[2] // 2, shape[3])), dtype=dtype)
-    own = jax.vjp(jax_impl.cnn._pool, h)[1](g)[0]
-    elementwise = jax.vjp(jax_impl.cnn.pool_elementwise, h)[1](g)[0]
+    own = jax.vjp(jax_impl.conv_grads.max_pool, h)[1](g)[0]
+    elementwise = jax.vjp(jax_impl.conv_grads.pool_elementwise, h)[1](g)[0]
     assert elementwise.dtype == own.dtype and np.array_equal(np.asarray(elementwise), np.asarray(own))
-    assert np.array_equal(jax_impl.cnn.pool_elementwise(h), jax_impl.cnn._pool(h))
+    assert np.array_equal(jax_impl.conv_grads.pool_elementwise(h), jax_impl.conv_grads.max_pool(h))
 
 
 def test_the_elementwise_pool_variant_keeps_the_trajectory(weights):
@@ -404,13 +405,13 @@ def test_the_elementwise_pool_in_mixed_precision_keeps_the_trajectory(weights):
 
 
 def test_the_float32_bias_gradient_keeps_the_trajectory(weights):
-    """'+bias': each conv's bias added by cnn.bias_add, whose bias gradient is the cotangent's float32 sum (JAX's
+    """'+bias': each conv's bias added by conv_grads.bias_add, whose bias gradient is the cotangent's float32 sum (JAX's
     own is a bfloat16 one): the same forward pass, the same training within bfloat16's tolerances."""
     import jax.numpy as jnp
 
     g = jnp.asarray(np.random.default_rng(3).standard_normal((4, 5, 5, 8)), jnp.bfloat16)
     h, b = jnp.zeros_like(g), jnp.arange(8, dtype=jnp.float32) / 8
-    out, vjp = jax.vjp(jax_impl.cnn.bias_add, h, b)
+    out, vjp = jax.vjp(jax_impl.conv_grads.bias_add, h, b)
     dh, db = vjp(g)
     assert out.dtype == jnp.bfloat16 and np.array_equal(np.asarray(out[0, 0, 0], np.float32), np.asarray(b, np.float32))
     assert dh is not None and np.array_equal(np.asarray(dh), np.asarray(g)) and db.dtype == jnp.float32

@@ -1,6 +1,7 @@
-"""Every label a run prints resolves in docs/glossary.md: each part of each variant name and setting name declared in
-the catalogs (read from their source: importing them starts TensorFlow or JAX), and the terms the summary
-uses. A new lever without an entry fails here. No framework is imported."""
+"""Every label a run prints resolves in docs/glossary.md: each part of each variant name and setting name an
+implementation declares (its adapters' variants, its catalog's settings: read from their source, since importing them
+starts TensorFlow or JAX), and the terms the summary uses. A new lever without an entry fails here. No framework is
+imported."""
 
 import ast
 import re
@@ -9,7 +10,10 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CATALOGS = ("jax_impl/catalog.py", "tf_impl/catalog.py", "keras_jax_impl/catalog.py", "torch_impl/catalog.py")
+IMPLEMENTATIONS = ("jax_impl", "tf_impl", "keras_jax_impl", "torch_impl")
+# the calls that declare a record, its name first: parity.api.variants' own, and the implementations' shorthands for
+# it (keras_jax_impl.catalog.declare; jax_impl.cnn._bf16)
+RECORDS = {"Variant": ("Variant", "declare", "_bf16"), "Setting": ("Setting",)}
 GLOSSARY = (ROOT / "docs/glossary.md").read_text()
 ENTRIES = set(re.findall(r"\*\*`?([^*`]+)`?\*\*", GLOSSARY))
 TERMS = (
@@ -40,14 +44,16 @@ def _name_parts(arg: ast.expr) -> list[str]:
 
 
 def _declared(record: str) -> dict[str, set[str]]:
-    """Each label part declared by `record(...)` calls ('Variant', 'Setting') in each catalog, by catalog."""
+    """Each label part declared by calls making a `record` ('Variant', 'Setting') in each implementation's modules, by
+    implementation."""
     out = {}
-    for path in CATALOGS:
+    for impl in IMPLEMENTATIONS:
         parts = set()
-        for node in ast.walk(ast.parse((ROOT / path).read_text())):
-            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == record and node.args:
-                parts.update(_name_parts(node.args[0]))
-        out[path] = parts
+        for path in sorted((ROOT / impl).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Call) and getattr(node.func, "id", None) in RECORDS[record] and node.args:
+                    parts.update(_name_parts(node.args[0]))
+        out[impl] = parts
     return out
 
 
@@ -55,17 +61,18 @@ VARIANT_PARTS = _declared("Variant")
 SETTING_PARTS = _declared("Setting")
 
 
-def test_the_catalogs_are_read():
-    assert {"jit", "pool", "wgrad", "masks"} <= VARIANT_PARTS["jax_impl/catalog.py"]
-    assert {"function", "fit", "spe", "loop", "xla"} <= VARIANT_PARTS["tf_impl/catalog.py"]
-    assert {"ops", "data_parallel", "fit", "spe"} <= VARIANT_PARTS["keras_jax_impl/catalog.py"]
-    assert {"ynn", "onednn", "thp", "heap"} <= SETTING_PARTS["jax_impl/catalog.py"]
+def test_the_declarations_are_read():
+    assert {"jit", "pool", "wgrad", "masks", "dgrad", "dots", "unroll4", "fused"} <= VARIANT_PARTS["jax_impl"]
+    assert {"function", "fit", "spe", "loop", "xla", "unroll"} <= VARIANT_PARTS["tf_impl"]
+    assert {"ops", "data_parallel", "fit", "spe", "bf16"} <= VARIANT_PARTS["keras_jax_impl"]
+    assert {"eager", "cl", "compile", "autocast", "ddp", "sdpa"} <= VARIANT_PARTS["torch_impl"]
+    assert {"ynn", "onednn", "thp", "heap"} <= SETTING_PARTS["jax_impl"]
 
 
-@pytest.mark.parametrize("catalog", CATALOGS)
-def test_every_variant_and_setting_part_has_an_entry(catalog):
-    missing = (VARIANT_PARTS[catalog] | SETTING_PARTS[catalog]) - ENTRIES
-    assert not missing, f"{catalog} declares labels docs/glossary.md does not explain: {sorted(missing)}"
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_every_variant_and_setting_part_has_an_entry(impl):
+    missing = (VARIANT_PARTS[impl] | SETTING_PARTS[impl]) - ENTRIES
+    assert not missing, f"{impl} declares labels docs/glossary.md does not explain: {sorted(missing)}"
 
 
 @pytest.mark.parametrize("term", TERMS)

@@ -111,7 +111,7 @@ def test_the_result_file_records_whether_freed_memory_goes_back_to_the_host(tmp_
     assert free_page_reporting(tmp_path / "absent") is None
 
 
-@pytest.mark.parametrize("module", ["jax_impl.catalog", "tf_impl.catalog", "torch_impl.catalog"])
+@pytest.mark.parametrize("module", ["jax_impl", "tf_impl", "torch_impl"])
 def test_each_implementations_table_is_complete(module):
     """Every name once per row kind and replica count; every record of a row kind the workloads declare; each
     best-known rank unique within its row kind, replica count and number format; every setting's formats known."""
@@ -120,7 +120,7 @@ def test_each_implementations_table_is_complete(module):
     from parity.api.variants import MANY, ONE
     from parity.workloads import WORKLOADS
 
-    tables = importlib.import_module(module)
+    tables = importlib.import_module(module)  # its VARIANTS, gathered from its adapters, and its SETTINGS
     kinds = {k.name for w in WORKLOADS.values() for k in w.kinds}
     for v in tables.VARIANTS:
         assert v.kind in kinds and v.span in (ONE, MANY) and v.dtype in ("float32", "bfloat16"), v

@@ -14,7 +14,7 @@ os.environ["KERAS_BACKEND"] = "tensorflow"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: its C++ log noise
 
 from parity.api import SURFACE  # noqa: E402
-from tf_impl.catalog import SETTINGS, VARIANTS, settings, variants  # noqa: E402
+from tf_impl.catalog import SETTINGS, settings, table, variants  # noqa: E402
 from tf_impl.devices import (
     block,
     describe_devices,
@@ -42,5 +42,7 @@ from tf_impl.models import (  # noqa: E402
 )
 from tf_impl.profile import trace, trace_ops  # noqa: E402
 from tf_impl.train import make_trainer  # noqa: E402
+
+VARIANTS = table()  # every variant, as its adapters declare them (all importable by now)
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

@@ -7,6 +7,7 @@ import tensorflow as tf
 
 from parity.api import Prepared
 from parity.api.inputs import check_conv, check_operands
+from tf_impl.catalog import op_variants
 from tf_impl.catalog import variant as variant_record
 from tf_impl.ops import prepare_op
 
@@ -25,6 +26,7 @@ def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> tf.Tenso
 
 
 WORKLOAD = "conv"  # an adapter (parity.api.adapters): an operation's
+VARIANTS = op_variants(WORKLOAD)
 
 
 def prepare(

@@ -9,6 +9,34 @@ import tensorflow as tf
 
 from keras_models.lstm import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)
 from keras_models.models import code_of
+from parity.api.variants import MANY, ONE, Variant
+from tf_impl.catalog import InferOptions, LstmOptions
+
+# fit, its layers unrolled (Keras's LSTM(unroll=True)), mixed precision; over several devices fit under
+# MirroredStrategy (not in a multi-process run, as the CNN's) and the custom loop (what one uses). Unrolled loses on
+# the CPU (fit 199 ms an epoch, unrolled 213 ms on zen4: docs/results/zen4/cpu-default-unrolled-lstm.json), so it is
+# a lever, not the best-known; under MirroredStrategy over 8 logical CPUs its graph took 119 s to build and its epochs
+# were slower still (1.88 s against 1.46 s), so that combination is not offered. XLA (jit_compile=True): fit's at one
+# device ('fit+xla'); over several the custom loop's, each replica's forward and backward pass under XLA and the
+# all-reduce and Adam outside ('loop+xla'), since fit's jit_compile under MirroredStrategy fails on logical CPUs (XLA
+# reads one replica's variables from another's device). 'fit+xla' is the best-known at one device: 0.88x (0.75-0.95)
+# of fit on xeon-avx512 (docs/tuning.md); 'loop+xla' a lever.
+VARIANTS: tuple[Variant, ...] = (
+    Variant("fit", TRAIN, ONE, best=1, options=LstmOptions()),
+    Variant("fit+unroll", TRAIN, ONE, tuned=True, options=LstmOptions(unroll=True)),
+    Variant("fit+xla", TRAIN, ONE, tuned=True, best=0, options=LstmOptions(xla=True)),
+    Variant("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, best=0, float32="fit", options=LstmOptions(mixed=True)),
+    Variant("strategy", TRAIN, MANY, best=1, multiprocess=False, options=LstmOptions(distributed=True)),
+    Variant("loop+xla", TRAIN, MANY, tuned=True, multiprocess=False, options=LstmOptions("loop", True, True)),
+    # not in a multi-process run: under MultiWorkerMirroredStrategy the custom loop's LSTM killed the worker with a
+    # SIGSEGV at its first epoch (2 processes x 1 CPU, TF 2.21, zen4; docs/multihost.md)
+    Variant("loop", TRAIN, MANY, tuned=True, multiprocess=False, options=LstmOptions("loop", True)),
+    Variant("predict", INFER, ONE, best=1, options=InferOptions()),
+    Variant("predict+unroll", INFER, ONE, tuned=True, options=InferOptions(unroll=True)),
+    # the inference call under XLA, as 'fit+xla' trains (TF's executor runs Keras's generic loop op by op): the
+    # best-known, 0.51x (0.48-0.56) of predict on xeon-avx512 (docs/results/xeon-avx512/tf-lstm-inference-xla.json)
+    Variant("predict+xla", INFER, ONE, tuned=True, best=0, options=InferOptions(xla=True)),
+)
 
 
 def kernel_path(model, device: str) -> str:

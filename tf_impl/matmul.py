@@ -7,10 +7,12 @@ import tensorflow as tf
 
 from parity.api import Prepared
 from parity.api.inputs import check_matmul, check_operands
+from tf_impl.catalog import op_variants
 from tf_impl.catalog import variant as variant_record
 from tf_impl.ops import prepare_op
 
 WORKLOAD = "matmul"  # an adapter (parity.api.adapters): an operation's
+VARIANTS = op_variants(WORKLOAD)
 
 
 def prepare(variant: str, a: np.ndarray, b: np.ndarray, devices: list[str]) -> Prepared:

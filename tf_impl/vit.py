@@ -6,3 +6,21 @@ path is None (tf_impl.lstm.kernel_path asks the code)."""
 from __future__ import annotations
 
 from keras_models.vit import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)
+from parity.api.variants import MANY, ONE, Variant
+from tf_impl.catalog import CnnOptions, InferOptions
+
+# fit, fit under XLA (jit_compile=True), mixed precision, and over several devices fit under MirroredStrategy (not in
+# a multi-process run, as the CNN's); inference by TF's executor or under XLA. No flash-attention variant: Keras's
+# MultiHeadAttention(flash_attention=True) raises on the TensorFlow backend, on a CPU as on every device ("Flash
+# attention is not supported in tensorflow backend"). Training's best-known is fit+xla: fit+xla / fit 0.87x
+# (0.77-0.91) on xeon-amx (docs/results/xeon-amx/cpu-levers-vit.json), 0.98x (0.96-1.08) on zen4, no difference there
+# (docs/results/zen4/cpu-levers-vit.json)
+VARIANTS: tuple[Variant, ...] = (
+    Variant("fit", TRAIN, ONE, best=1, options=CnnOptions()),
+    Variant("fit+xla", TRAIN, ONE, tuned=True, best=0, options=CnnOptions(xla=True)),
+    Variant("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, best=0, float32="fit", options=CnnOptions(mixed=True)),
+    Variant("strategy", TRAIN, MANY, best=0, multiprocess=False, options=CnnOptions(distributed=True)),
+    Variant("predict", INFER, ONE, best=1, options=InferOptions()),
+    # best-known: predict+xla / predict 0.76x (0.75-0.81) on zen4 (docs/results/zen4/cpu-levers-vit.json)
+    Variant("predict+xla", INFER, ONE, tuned=True, best=0, options=InferOptions(xla=True)),
+)

@@ -13,7 +13,7 @@ if "tensorflow" in sys.modules and "triton" not in sys.modules:
     sys.modules["triton"] = None
 
 from parity.api import SURFACE
-from torch_impl.catalog import SETTINGS, VARIANTS, settings, variants
+from torch_impl.catalog import SETTINGS, settings, table, variants
 from torch_impl.devices import (
     block,
     describe_devices,
@@ -41,5 +41,7 @@ from torch_impl.models import (
 )
 from torch_impl.profile import trace, trace_ops
 from torch_impl.train import make_trainer
+
+VARIANTS = table()  # every variant, as its adapters declare them (all importable by now)
 
 __all__ = list(SURFACE)  # the surface is written once, as parity.api.FrameworkImpl

@@ -1,13 +1,15 @@
-"""PyTorch's variants, each declared once as a record (parity.api.variants): what the harness runs, and the options
-this implementation's builders read (never the names). Over several devices, the trained models only: DDP over
-gloo, one process per replica (torch_impl.ddp), out of the box and under autocast. The conv and the matmul have none
-there: DDP wraps a training step, and one op split over processes would time the processes' hand-offs."""
+"""PyTorch's options, those its builders read (never the variants' names), and the lookup of the variants its adapters
+declare (torch_impl.cnn's VARIANTS, ...), each a record (parity.api.variants). Over several devices, the trained models
+only: DDP over gloo, one process per replica (torch_impl.ddp), out of the box and under autocast. The conv and the
+matmul have none there: DDP wraps a training step, and one op split over processes would time the processes'
+hand-offs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
+from parity.api.adapters import variants_of
 from parity.api.variants import MANY, ONE, Setting, Variant, lookup, offered
 
 
@@ -46,14 +48,14 @@ class InferOptions:
     sdpa: bool = False
 
 
-def _autocast(kind: str) -> Variant:
+def autocast_variant(kind: str) -> Variant:
     """A trained model's mixed precision: its float32 counterpart the eager step."""
     return Variant(
         "eager+autocast", kind, ONE, "bfloat16", tuned=True, best=0, float32="eager", options=TrainOptions(mixed=True)
     )
 
 
-def _ddp(kind: str) -> tuple[Variant, ...]:
+def ddp_variants(kind: str) -> tuple[Variant, ...]:
     """A trained model over several devices: DDP over gloo out of the box (its eager step on each rank), and under
     autocast; not in a multi-process run (DDP's processes are its own, not the launcher's)."""
     return (
@@ -65,75 +67,15 @@ def _ddp(kind: str) -> tuple[Variant, ...]:
     )  # fmt: skip
 
 
-# Every variant, in the order rows are listed. `best`: the best-known configuration's order of preference within a
-# row kind and number format (lower first), by `--preset levers` on zen4 for PyTorch alone
-# (docs/results/zen4/cpu-levers-pytorch.json, each figure a variant's median over eager's, its 95% interval):
-# - the conv: channels-last strides ('eager+cl', what oneDNN's convolution prefers) 0.56x (0.45-0.57); compiled
-#   ('compile': Inductor calls the same convolution) 0.96x, no difference; a lever;
-# - the matmul: one aten call whether compiled or not (Inductor's extern mm), so eager only, and bfloat16 operands;
-# - CNN training: compiled 0.89x (0.88-0.93) and channels-last 0.91x (0.88-0.95), no difference between the two; the
-#   compiled step's first epoch took 20 s (its compilation), so channels-last is the best-known;
-# - CNN inference: compiled 0.88x (0.87-0.88), a first call of 3.7 s; then on xeon-amx
-#   (docs/results/xeon-amx/cpu-levers-pytorch-cnn.json, over 'predict') channels-last 0.75x (0.73-0.85), compiled
-#   0.88x (0.88-0.96), both 0.61x (0.59-0.61): 'predict+cl+compile' the best-known, the others in that order;
-# - LSTM training: compiled 0.85x (0.77-0.92) there, 1.17x (1.05-1.26) in the next default run
-#   (docs/results/zen4/cpu-default-pytorch.json): no steady gain (Dynamo does not trace nn.LSTM, whose layers run
-#   eagerly between compiled pieces), a lever; LSTM inference: compiled 1.03x, no difference: a lever. CNN inference's
-#   0.88x held in that default run too (0.87x, 0.80-0.89).
-VARIANTS: tuple[Variant, ...] = (
-    Variant("eager", "conv", ONE, options=OpOptions()),
-    Variant("eager+cl", "conv", ONE, tuned=True, best=0, options=OpOptions(channels_last=True)),
-    Variant("compile", "conv", ONE, tuned=True, options=OpOptions(compile=True)),
-    Variant(
-        "eager+cl+bf16",
-        "conv",
-        ONE,
-        "bfloat16",
-        tuned=True,
-        best=0,
-        float32="eager+cl",
-        options=OpOptions(channels_last=True, bfloat16=True),
-    ),
-    Variant("eager", "matmul", ONE, best=0, options=OpOptions()),
-    Variant(
-        "eager+bf16", "matmul", ONE, "bfloat16", tuned=True, best=0, float32="eager", options=OpOptions(bfloat16=True)
-    ),
-    Variant("eager", "cnn_train", ONE, best=1, options=TrainOptions()),
-    Variant("eager+cl", "cnn_train", ONE, tuned=True, best=0, options=TrainOptions(channels_last=True)),
-    Variant("compile", "cnn_train", ONE, tuned=True, options=TrainOptions(compile=True)),
-    _autocast("cnn_train"),
-    *_ddp("cnn_train"),
-    # inference: 'predict' as in every implementation (eagerly, under torch.inference_mode), compiled or not,
-    # channels-last or not
-    Variant("predict", "cnn_infer", ONE, best=3, options=InferOptions()),
-    Variant("predict+compile", "cnn_infer", ONE, tuned=True, best=2, options=InferOptions(compile=True)),
-    Variant("predict+cl", "cnn_infer", ONE, tuned=True, best=1, options=InferOptions(channels_last=True)),
-    Variant(
-        "predict+cl+compile",
-        "cnn_infer",
-        ONE,
-        tuned=True,
-        best=0,
-        options=InferOptions(compile=True, channels_last=True),
-    ),
-    Variant("eager", "lstm_train", ONE, best=0, options=TrainOptions()),
-    Variant("compile", "lstm_train", ONE, tuned=True, options=TrainOptions(compile=True)),
-    _autocast("lstm_train"),
-    *_ddp("lstm_train"),
-    Variant("predict", "lstm_infer", ONE, best=0, options=InferOptions()),
-    Variant("predict+compile", "lstm_infer", ONE, tuned=True, options=InferOptions(compile=True)),
-    # the ViT: attention written out out of the box. torch.compile is the best-known: compile / eager 0.81x
-    # (0.79-0.86), predict+compile / predict 0.78x (0.75-0.84) on zen4 (docs/results/zen4/cpu-levers-vit.json), its
-    # first epoch 42 s of compiling; the fused attention (sdpa) made no difference there, a lever
-    Variant("eager", "vit_train", ONE, best=1, options=TrainOptions()),
-    Variant("eager+sdpa", "vit_train", ONE, tuned=True, options=TrainOptions(sdpa=True)),
-    Variant("compile", "vit_train", ONE, tuned=True, best=0, options=TrainOptions(compile=True)),
-    _autocast("vit_train"),
-    *_ddp("vit_train"),
-    Variant("predict", "vit_infer", ONE, best=1, options=InferOptions()),
-    Variant("predict+sdpa", "vit_infer", ONE, tuned=True, options=InferOptions(sdpa=True)),
-    Variant("predict+compile", "vit_infer", ONE, tuned=True, best=0, options=InferOptions(compile=True)),
-)
+# Every variant is declared by its workload's adapter (torch_impl.cnn's VARIANTS, ...), in the order rows are listed.
+# `best`: the best-known configuration's order of preference within a row kind and number format (lower first), by
+# `--preset levers` on zen4 for PyTorch alone (docs/results/zen4/cpu-levers-pytorch.json, each figure a variant's
+# median over eager's, its 95% interval); each adapter gives its figures.
+def table() -> tuple[Variant, ...]:
+    """Every variant PyTorch declares: its adapters' (parity.api.adapters.variants_of)."""
+    return variants_of(__package__)
+
+
 # Huge pages for PyTorch's own CPU allocator (c10's alloc_cpu: THP_MEM_ALLOC_ENABLE=1 aligns each allocation of 2 MB
 # or more to 2 MB and asks the kernel for huge pages there), process-wide, as JAX's 'thp'. Out of the box every call
 # faults its output in anew in 4 KB pages: the article's conv writes 2.1 GB a call, and its PyTorch `eager+cl` call
@@ -155,7 +97,7 @@ THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 def variants(kind: str, replicas: int) -> tuple[Variant, ...]:
     """The variants of row kind `kind` over `replicas` devices (over several: the trained models', above)."""
-    return offered(VARIANTS, kind, replicas)
+    return offered(table(), kind, replicas)
 
 
 def variant(kind: str, name: str, replicas: int) -> Variant:

@@ -15,6 +15,8 @@ from torch.profiler import record_function as scope
 from parity.api import Gradients, Prepared
 from parity.api.cnn import CNN_ARCHITECTURE, Architecture, check_weights
 from parity.api.inputs import check_seed
+from parity.api.variants import ONE, Variant
+from torch_impl.catalog import InferOptions, TrainOptions, autocast_variant, ddp_variants
 from torch_impl.catalog import variant as variant_record
 from torch_impl.conv import same_padding
 from torch_impl.forward import (
@@ -28,8 +30,28 @@ from torch_impl.forward import (
     to_torch,
 )
 
-TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds: the catalog's variants of each
+TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds, each with its variants below
 WORKLOAD = "cnn"  # an adapter (parity.api.adapters): its workload
+# `best` (catalog.table), on zen4: training compiled 0.89x (0.88-0.93) of eager and channels-last 0.91x (0.88-0.95),
+# no difference between the two; the compiled step's first epoch took 20 s (its compilation), so channels-last is the
+# best-known. Inference ('predict' as in every implementation: eagerly, under torch.inference_mode): compiled 0.88x
+# (0.87-0.88), a first call of 3.7 s, 0.87x (0.80-0.89) in the next default run
+# (docs/results/zen4/cpu-default-pytorch.json); then on xeon-amx
+# (docs/results/xeon-amx/cpu-levers-pytorch-cnn.json, over 'predict') channels-last 0.75x (0.73-0.85), compiled
+# 0.88x (0.88-0.96), both 0.61x (0.59-0.61): 'predict+cl+compile' the best-known, the others in that order.
+VARIANTS: tuple[Variant, ...] = (
+    Variant("eager", TRAIN, ONE, best=1, options=TrainOptions()),
+    Variant("eager+cl", TRAIN, ONE, tuned=True, best=0, options=TrainOptions(channels_last=True)),
+    Variant("compile", TRAIN, ONE, tuned=True, options=TrainOptions(compile=True)),
+    autocast_variant(TRAIN),
+    *ddp_variants(TRAIN),
+    Variant("predict", INFER, ONE, best=3, options=InferOptions()),
+    Variant("predict+compile", INFER, ONE, tuned=True, best=2, options=InferOptions(compile=True)),
+    Variant("predict+cl", INFER, ONE, tuned=True, best=1, options=InferOptions(channels_last=True)),
+    Variant(
+        "predict+cl+compile", INFER, ONE, tuned=True, best=0, options=InferOptions(compile=True, channels_last=True)
+    ),
+)
 UNCOUNTED = None  # torch.utils.flop_counter counts every conv and matmul of it
 BATCHNORM = "replica"  # BatchNorm's statistics over the (one) replica's batch, as jax_impl and tf_impl at one device
 

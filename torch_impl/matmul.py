@@ -9,10 +9,19 @@ import torch
 
 from parity.api import Prepared
 from parity.api.inputs import check_matmul, check_operands
+from parity.api.variants import ONE, Variant
+from torch_impl.catalog import OpOptions
 from torch_impl.catalog import variant as variant_record
 from torch_impl.ops import prepare_op
 
 WORKLOAD = "matmul"  # an adapter (parity.api.adapters): an operation's
+# one aten call whether compiled or not (Inductor's extern mm), so eager only, and bfloat16 operands
+VARIANTS: tuple[Variant, ...] = (
+    Variant("eager", WORKLOAD, ONE, best=0, options=OpOptions()),
+    Variant(
+        "eager+bf16", WORKLOAD, ONE, "bfloat16", tuned=True, best=0, float32="eager", options=OpOptions(bfloat16=True)
+    ),
+)
 
 
 def prepare(variant: str, a: np.ndarray, b: np.ndarray, devices: Sequence[torch.device]) -> Prepared:

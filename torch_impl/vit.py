@@ -18,13 +18,28 @@ from torch.profiler import record_function as scope
 
 from parity.api import Gradients, Prepared
 from parity.api.inputs import check_seed
+from parity.api.variants import ONE, Variant
 from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_weights
+from torch_impl.catalog import InferOptions, TrainOptions, autocast_variant, ddp_variants
 from torch_impl.catalog import variant as variant_record
 from torch_impl.devices import to_numpy
 from torch_impl.forward import computing, cross_entropy, images, infer_blocks, labels, prepare, to_keras, to_torch
 
-TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds: the catalog's variants of each
+TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds, each with its variants below
 WORKLOAD = "vit"  # an adapter (parity.api.adapters): its workload
+# attention written out out of the box. torch.compile is the best-known: compile / eager 0.81x (0.79-0.86),
+# predict+compile / predict 0.78x (0.75-0.84) on zen4 (docs/results/zen4/cpu-levers-vit.json), its first epoch 42 s
+# of compiling; the fused attention (sdpa) made no difference there, a lever
+VARIANTS: tuple[Variant, ...] = (
+    Variant("eager", TRAIN, ONE, best=1, options=TrainOptions()),
+    Variant("eager+sdpa", TRAIN, ONE, tuned=True, options=TrainOptions(sdpa=True)),
+    Variant("compile", TRAIN, ONE, tuned=True, best=0, options=TrainOptions(compile=True)),
+    autocast_variant(TRAIN),
+    *ddp_variants(TRAIN),
+    Variant("predict", INFER, ONE, best=1, options=InferOptions()),
+    Variant("predict+sdpa", INFER, ONE, tuned=True, options=InferOptions(sdpa=True)),
+    Variant("predict+compile", INFER, ONE, tuned=True, best=0, options=InferOptions(compile=True)),
+)
 BATCHNORM = "none"  # no BatchNorm (LayerNorm's statistics are each token's own)
 UNCOUNTED = None  # torch.utils.flop_counter counts every product of it (the CPU's fused attention: _count_attention)
 POS_STD = 0.02  # the position embedding's initial normal spread: the ViT paper's

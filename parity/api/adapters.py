@@ -1,8 +1,10 @@
 """An implementation's adapters: one module per workload, `<package>.<workload>` (`jax_impl.cnn`, `tf_impl.conv`),
 found by listing the package, never by a table that names them. A module is an adapter when it declares
-`WORKLOAD = '<its own name>'`; it then implements the protocol below for its kind of workload. A new workload adds
-its module to each implementation and nothing else there: `adapter('<name>')` finds it, and the model functions of
-the surface (parity.api.FrameworkImpl) find a model's module through `MODEL`, also by listing."""
+`WORKLOAD = '<its own name>'`; it then implements the protocol below for its kind of workload. A new workload adds its
+module to each implementation and nothing else there: `adapter('<name>')` finds it, and the model functions of the
+surface (parity.api.FrameworkImpl) find a model's module through `MODEL`, also by listing. Each adapter declares its
+workload's variants (`VARIANTS`, parity.api.variants records): an implementation's variants are its adapters', gathered
+by `variants_of`."""
 
 from __future__ import annotations
 
@@ -13,12 +15,14 @@ from types import ModuleType
 from typing import Any, Protocol
 
 from parity.api import Prepared
+from parity.api.variants import Variant
 
 
 class OpAdapter(Protocol):
     """An operation's (the conv's, the matmul's): one call prepared on the devices, its inputs placed beforehand."""
 
     WORKLOAD: str
+    VARIANTS: tuple[Variant, ...]  # its row kind's variants (named as the workload)
 
     def prepare(self, variant: str, *operands_then_devices: Any, **op_args: Any) -> Prepared:
         """The call of `variant` (a variant of the row kind named as the workload), on the operands in the order the
@@ -34,6 +38,7 @@ class TrainedAdapter(Protocol):
     TRAIN: str  # its row kinds, under which its trainer and inference look their variants up
     INFER: str
     MODEL: Any
+    VARIANTS: tuple[Variant, ...]  # the variants of both row kinds
 
     def build(self, *sizes: int, seed: int = 0, **options: Any) -> Any:
         """A new model of the workload at the architecture's sizes (none for the CNN), initialised from `seed`."""
@@ -55,6 +60,12 @@ def find(package: str, workload: str) -> ModuleType:
     if workload not in listed(package):
         raise ValueError(f"{package} has no adapter for workload {workload!r}; it has: {', '.join(listed(package))}")
     return importlib.import_module(f"{package}.{workload}")
+
+
+def variants_of(package: str) -> tuple[Variant, ...]:
+    """Every variant `package` declares: its adapters' `VARIANTS`, each adapter's in its own order, the adapters in
+    their modules' order (read at each call, so that a test may replace one adapter's table)."""
+    return tuple(v for name in listed(package) for v in find(package, name).VARIANTS)
 
 
 def of_model(package: str, model: Any) -> ModuleType:
