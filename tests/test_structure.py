@@ -156,9 +156,34 @@ def test_the_layers_import_only_downwards():
 def test_the_implementations_hold_the_same_modules():
     """Mirror images in files too: each framework's variants and settings, devices, model functions, trainer, profiler
     and op reading live in modules of the same names (a workload's module: the test below)."""
+    import ast
+
     same = {"catalog", "devices", "models", "train", "profile", "ops"}
     for pkg in ("jax_impl", "tf_impl", "keras_jax_impl", "torch_impl"):
         assert same <= {p.stem for p in (ROOT / pkg).glob("*.py")}, pkg
+        # the same lookups with the same meaning: every variant, those offered here, the one offered by name; settings
+        tree = ast.parse((ROOT / pkg / "catalog.py").read_text())
+        defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+        assert {"table", "variants", "variant", "settings"} <= defined, pkg
+
+
+def test_every_adapter_declares_its_variants():
+    """A workload's variants belong to its adapter: each implementation's <workload>.py assigns VARIANTS (read
+    without importing the frameworks; what they hold: tests/test_surface.py)."""
+    import ast
+
+    from parity.common import frameworks
+    from parity.workloads import WORKLOADS
+
+    for name in WORKLOADS:
+        for fw in frameworks.TABLE.values():
+            tree = ast.parse((ROOT / fw.module / f"{name}.py").read_text())
+            targets = [t for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign)) for t in _targets(n)]
+            assert "VARIANTS" in targets, f"{fw.module}/{name}.py declares no VARIANTS"
+
+
+def _targets(node) -> list[str]:
+    return [t.id for t in (node.targets if isinstance(node, ast.Assign) else [node.target]) if isinstance(t, ast.Name)]
 
 
 def test_reading_a_results_file_loads_nothing_of_the_engine():

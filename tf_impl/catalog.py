@@ -96,11 +96,6 @@ def variant(kind: str, name: str, replicas: int) -> Variant:
     return lookup(variants(kind, replicas), kind, name, replicas, "TF")
 
 
-def declared(kind: str, name: str, replicas: int) -> Variant:
-    """The record named `name` in the table, offered here or not. Raises ValueError naming the variants there are."""
-    return lookup(table(), kind, name, replicas, "TF")
-
-
 def settings(device: str, native_bf16: bool = False) -> tuple[Setting, ...]:
     """Process-wide settings worth a worker of their own on `device`: none for TensorFlow, bfloat16 or not."""
     return SETTINGS
