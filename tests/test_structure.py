@@ -222,6 +222,17 @@ def test_every_workload_is_one_package_plus_one_module_per_implementation():
         assert all(callable(f) for f in w.calls.values()), name
 
 
+def test_the_workloads_are_found_by_listing():
+    """Every package under parity/workloads/ that declares a Workload record is one of WORKLOADS, no other, in the
+    order of the records' ranks (the order a run takes them)."""
+    from parity.workloads import WORKLOADS
+
+    packages = (ROOT / "parity" / "workloads").glob("*/__init__.py")
+    assert sorted(WORKLOADS) == sorted(p.parent.name for p in packages if "WORKLOAD = Workload(" in p.read_text())
+    ranks = [w.rank for w in WORKLOADS.values()]
+    assert ranks == sorted(ranks) and len(set(ranks)) == len(ranks)
+
+
 def _declared_workload(tree: ast.Module) -> str | None:
     """The value a module assigns to WORKLOAD at its top level (alone, or first of a tuple), or imports by that name
     from the shared Keras model code (whose module is named as the workload)."""

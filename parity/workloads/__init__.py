@@ -1,18 +1,31 @@
-"""The workloads, found from one list: each is a package under parity/workloads/ whose WORKLOAD record declares its
-specs, row kinds (with the case a worker builds for each), formulas, tolerances and, for a trained one, its parent
-side and untimed calls. A new workload is one package here plus one module per implementation (docs/architecture.md).
+"""The workloads, found by listing: each is a package under parity/workloads/ whose WORKLOAD record (named as the
+package) declares its specs, row kinds (with the case a worker builds for each), formulas, tolerances, its rank among
+the others and, for a trained one, its parent side and untimed calls. A new workload is one package here plus one
+module per implementation (docs/architecture.md); nothing here names it.
 """
 
 from __future__ import annotations
 
-from parity.workloads import cnn, conv, lstm, matmul, vit
+import importlib
+import pkgutil
+
 from parity.workloads.base import DEVICES, PRECISIONS, RowKind, Workload
 
 __all__ = ["DEVICES", "PRECISIONS", "WORKLOADS", "RowKind", "Workload", "row_kind", "trained"]
 
-WORKLOADS: dict[str, Workload] = {
-    w.name: w for w in (conv.WORKLOAD, cnn.WORKLOAD, lstm.WORKLOAD, vit.WORKLOAD, matmul.WORKLOAD)
-}
+
+def _listed() -> dict[str, Workload]:
+    """Every package here whose WORKLOAD is a Workload record of its own name (not `trained`, the machinery the trained
+    ones share), by rank."""
+    found = []
+    for info in pkgutil.iter_modules(__path__):
+        record = getattr(importlib.import_module(f"{__name__}.{info.name}"), "WORKLOAD", None) if info.ispkg else None
+        if isinstance(record, Workload) and record.name == info.name:
+            found.append(record)
+    return {w.name: w for w in sorted(found, key=lambda w: (w.rank, w.name))}
+
+
+WORKLOADS: dict[str, Workload] = _listed()
 
 
 def row_kind(name: str) -> tuple[Workload, RowKind]:

@@ -137,7 +137,7 @@ class Workload:
     """A workload: its specs (full size, the CPU's default, --quick), its row kinds, the spec fields the command line
     may override (--batch, --epochs, --steps-per-epoch), a trained workload's parent side (`suite`: data, shared
     initial weights, parity checks) and the untimed calls that side asks a worker for by name (`calls`: name ->
-    fn(impl, devices, request) -> answer)."""
+    fn(impl, devices, request) -> answer), and its place among the others (`rank`)."""
 
     name: str
     full: Any
@@ -148,6 +148,7 @@ class Workload:
     suite: Suite | None = None
     layers: tuple[str, ...] = ()  # a model's layer names in order, for --profile's per-layer table (none: one op)
     calls: Mapping[str, Callable[[Any, Any, dict], dict]] = field(default_factory=dict)
+    rank: int = 0  # where a run takes it, and its rows are listed, among the workloads (lower first; ties by name)
 
     def spec(self, quick: bool, device: str, overrides: dict | None = None):
         """This run's spec: --quick, else the device's default schedule, then the command line's overrides."""

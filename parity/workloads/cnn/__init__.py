@@ -39,4 +39,5 @@ WORKLOAD = Workload(
     suite=suite,
     layers=CNN_LAYERS,
     calls={"warm": cases.cnn_warm, "init_weights": cases.cnn_init_weights, "parity": cases.cnn_parity},
+    rank=1,
 )

@@ -98,4 +98,6 @@ def _prepare(impl):
     return impl.adapter("conv").prepare
 
 
-WORKLOAD = Workload("conv", CONV_FULL, CONV_FULL, CONV_QUICK, (RowKind("conv", op_case, tolerance, prepare=_prepare),))
+WORKLOAD = Workload(
+    "conv", CONV_FULL, CONV_FULL, CONV_QUICK, (RowKind("conv", op_case, tolerance, prepare=_prepare),), rank=0
+)

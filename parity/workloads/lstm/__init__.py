@@ -61,4 +61,5 @@ WORKLOAD = Workload(
     suite=ModelSuite(MODEL),
     layers=LSTM_LAYERS,
     calls=model_cases.calls(MODEL),
+    rank=2,
 )

@@ -112,4 +112,5 @@ WORKLOAD = Workload(
     MATMUL_QUICK,
     (RowKind("matmul", op_case, matmul_tolerance, prepare=_prepare, ceiling=True),),
     calls={"bf16_peak": bf16_matmul_peak},
+    rank=4,
 )

@@ -72,4 +72,5 @@ WORKLOAD = Workload(
     suite=ModelSuite(MODEL),
     layers=VIT_LAYERS,
     calls=model_cases.calls(MODEL),
+    rank=3,
 )
