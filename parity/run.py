@@ -24,16 +24,10 @@ from parity.judging import summary
 from parity.output import files, screen, tables
 from parity.record.schema import PROFILES
 from parity.workloads import WORKLOADS
-from parity.workloads.cnn.spec import CNN_FULL
-
-NOTEBOOK_SCHEDULE = {
-    "global_batch": CNN_FULL.global_batch,
-    "epochs": CNN_FULL.epochs,
-    "steps_per_epoch": CNN_FULL.steps_per_epoch,
-}  # --schedule notebook
 
 
-def config(args, argv: list[str] = ()) -> Config:
+def _cluster(args):
+    """This process's part of a multi-process run (None: the only process), refusing the flags for one process."""
     cluster = from_settings(
         args.coordinator, args.num_processes, args.process_id, args.local_devices, args.join_timeout
     )
@@ -44,6 +38,11 @@ def config(args, argv: list[str] = ()) -> Config:
         )
     if cluster is not None and args.list_devices:
         raise HarnessError("--list-devices looks at this machine only: run it without --coordinator")
+    return cluster
+
+
+def config(args, argv: list[str] = ()) -> Config:
+    cluster = _cluster(args)
     chosen = _frameworks(args, cluster)
     check_data_dir(args.data, args.data_dir)  # a named directory that is not there is an error, not a fallback
     given = _schedule_flags(args)  # refused where they contradict each other or the workloads would ignore them
@@ -70,7 +69,8 @@ def config(args, argv: list[str] = ()) -> Config:
         verbose=args.verbose,
         data=args.data,
         data_dir=args.data_dir,
-        overrides={**(NOTEBOOK_SCHEDULE if preset.specs == "notebook" else {}), **given},
+        overrides=given,
+        notebook=preset.specs == "notebook",
         validate=args.validate,
         profile=args.profile,
         seeds=args.seeds,

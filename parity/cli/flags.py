@@ -151,6 +151,16 @@ def _trained_flags(ap: argparse.ArgumentParser) -> None:
     _schedule_flags(ap)
 
 
+def _takers(option: str) -> str:
+    """The workloads whose record takes a spec field from the command line (Workload.options)."""
+    return ", ".join(name for name, w in WORKLOADS.items() if option in w.options)
+
+
+def _seeded() -> str:
+    """The workloads with a row kind run once per --seeds (RowKind.seeded)."""
+    return ", ".join(name for name, w in WORKLOADS.items() if any(k.seeded for k in w.kinds))
+
+
 def _schedule_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--schedule",
@@ -174,25 +184,25 @@ def _schedule_flags(ap: argparse.ArgumentParser) -> None:
         "--batch",
         type=whole(1, 60000, "Fashion-MNIST's training set"),
         dest="global_batch",
-        help="the trained workloads' global batch (the CNN's and the row LSTM's), split across replicas (notebook: "
+        help=f"the trained workloads' global batch ({_takers('global_batch')}), split across replicas (notebook: "
         "1024; CPU default: 256)",
     )
     ap.add_argument(
         "--epochs",
         type=at_least(2, 10000),
-        help="the trained workloads' epochs (the CNN's and the row LSTM's), 2 or more: the first (compilation "
+        help=f"the trained workloads' epochs ({_takers('epochs')}), 2 or more: the first (compilation "
         "included) is kept apart, the others are timed (notebook: 10; CPU default: shortened)",
     )
     ap.add_argument(
         "--steps-per-epoch",
         type=whole(1, 10000, "an epoch's batches are drawn ahead, in memory"),
-        help="the trained workloads' steps per epoch (the CNN's and the row LSTM's; notebook: 100)",
+        help=f"the trained workloads' steps per epoch ({_takers('steps_per_epoch')}; notebook: 100)",
     )
     ap.add_argument(
         "--seeds",
         type=whole(1, 100),
         default=1,
-        help="training runs per trained variant (the CNN's and the LSTM's), each with its own initial weights, "
+        help=f"training runs per trained variant ({_seeded()}), each with its own initial weights, "
         "dropout and batch order; the accuracy check compares the frameworks' mean (default: 1)",
     )
     ap.add_argument(

@@ -114,6 +114,7 @@ class Config:
     data_dir: str | None = None
     validate: str = "auto"  # a trained workload's evaluation: 'epoch', 'end', 'none', or 'auto' (its suite decides)
     overrides: dict = field(default_factory=dict)  # spec fields from the command line (global_batch, epochs, ...)
+    notebook: bool = False  # each trained workload on the notebook's schedule, as it declares it (Workload.notebook)
     parity_steps: int = 20
     parity_variants: str = "catalog"  # the preset's: 'timed' or 'catalog' (Preset.parity)
     seeds: int = 1  # CNN training runs per variant (init, dropout and batch order seeded differently)
@@ -123,8 +124,8 @@ class Config:
     pythons: dict = field(default_factory=dict)  # framework -> the interpreter its workers run in (default: this one)
 
     def spec(self, wl: str):
-        """The workload's spec for this run: --quick, the device's default schedule, then overrides."""
-        return WORKLOADS[wl].spec(self.quick, self.device, self.overrides)
+        """The workload's spec for this run: --quick, the device's default schedule, the notebook's, then overrides."""
+        return WORKLOADS[wl].spec(self.quick, self.device, self.overrides, self.notebook)
 
     def replica_counts(self) -> tuple[int, ...]:
         """What was asked, else the preset's (Preset.replica_counts: the CPU default one device; `full` 1 and 8

@@ -137,7 +137,8 @@ class Workload:
     """A workload: its specs (full size, the CPU's default, --quick), its row kinds, the spec fields the command line
     may override (--batch, --epochs, --steps-per-epoch), a trained workload's parent side (`suite`: data, shared
     initial weights, parity checks) and the untimed calls that side asks a worker for by name (`calls`: name ->
-    fn(impl, devices, request) -> answer), and its place among the others (`rank`)."""
+    fn(impl, devices, request) -> answer), the schedule `--schedule notebook` gives it (`notebook`), and its place among
+    the others (`rank`)."""
 
     name: str
     full: Any
@@ -148,12 +149,21 @@ class Workload:
     suite: Suite | None = None
     layers: tuple[str, ...] = ()  # a model's layer names in order, for --profile's per-layer table (none: one op)
     calls: Mapping[str, Callable[[Any, Any, dict], dict]] = field(default_factory=dict)
+    notebook: Mapping[str, int] = field(default_factory=dict)  # the spec fields `--schedule notebook` sets (none: none)
     rank: int = 0  # where a run takes it, and its rows are listed, among the workloads (lower first; ties by name)
 
-    def spec(self, quick: bool, device: str, overrides: dict | None = None):
-        """This run's spec: --quick, else the device's default schedule, then the command line's overrides."""
+    def spec(self, quick: bool, device: str, overrides: dict | None = None, notebook: bool = False):
+        """This run's spec: --quick, else the device's default schedule; then, under `notebook`, the notebook's
+        schedule as the workload declares it; then the command line's overrides."""
         base = self.quick if quick else (self.cpu if device == "cpu" else self.full)
-        return replace(base, **{k: v for k, v in (overrides or {}).items() if k in self.options})
+        fields = {**(self.notebook if notebook else {}), **(overrides or {})}
+        return replace(base, **{k: v for k, v in fields.items() if k in self.options})
+
+
+def notebook_schedule(spec) -> dict[str, int]:
+    """A trained workload's `notebook` fields: the tensorflow/tpu notebook's schedule, as `spec` (its full size) has
+    it: 10 epochs of 100 steps at a global batch of 1024."""
+    return {"global_batch": spec.global_batch, "epochs": spec.epochs, "steps_per_epoch": spec.steps_per_epoch}
 
 
 def judged_by_checks(device: str, precision: str, dtype: str) -> None:
