@@ -92,15 +92,15 @@ def op_variants(kind: str, pmap: bool = False) -> tuple[Variant, ...]:
     """An operation's (the conv's, the matmul's): jit, in bfloat16, pmap (`pmap`), shard_map; their only lever is
     the setting."""
     return (
-        Variant("jit", kind, ONE, best=0, options=OpOptions()),
-        Variant("jit+bf16", kind, ONE, "bfloat16", tuned=True, best=0, float32="jit", options=OpOptions(bfloat16=True)),
+        Variant("jit", kind, ONE, rank=0, options=OpOptions()),
+        Variant("jit+bf16", kind, ONE, "bfloat16", tuned=True, rank=0, float32="jit", options=OpOptions(bfloat16=True)),
         *((Variant("pmap", kind, MANY, options=OpOptions("pmap")),) if pmap else ()),
-        Variant("shard_map", kind, MANY, best=0, options=OpOptions("shard_map")),
+        Variant("shard_map", kind, MANY, rank=0, options=OpOptions("shard_map")),
     )
 
 
 # Every variant is declared by its workload's adapter (jax_impl.cnn's VARIANTS, ...), in the order rows are listed.
-# `best`: the best-known configuration's order of preference within a row kind, replica count and number format
+# `rank`: the best-known configuration's order of preference within a row kind, replica count and number format
 # (lower first); each adapter says why its order is what it is. `--preset levers` times every lever on its own to
 # check the order elsewhere: on zen5 and xeon-avx512 (docs/results/<class>/cpu-levers.json; xeon-avx512's: one
 # device, float32), where the order named the fastest row but for the LSTM's inference, unrolled since.
@@ -154,19 +154,19 @@ SLOWS = ("lstm_infer", "vit_infer")
 # Every process-wide setting, in the order its workers start. `formats`, by mechanism: YNNPACK's fusions are float32
 # dots and reductions; oneDNN's rewriter takes bfloat16 convolutions and dots, and with YNNPACK's list float32
 # convolutions too; huge pages and the heap act on every buffer and run with the kernels' settings (huge pages
-# alone only under `--configs all`, as every combination). `best`: for each number format, `--configs best` runs
+# alone only under `--configs all`, as every combination). `rank`: for each number format, `--configs best` runs
 # the first offered that acts on it. `needs`: 'bf16' (bfloat16 hardware, and jaxlib 0.11+), 'thp' (huge pages on
 # request), 'no-thp' (none: the setting without them). Ranked on zen5's `--preset levers` run; on xeon-avx512's
 # 'ynn+thp' was the fastest for the conv, the CNN and the matmul, and slowed the row LSTM (a run's summary then reads
 # its rows without a setting: docs/tuning.md).
 SETTINGS: tuple[Setting, ...] = (
-    Setting("ynn", YNN, F32, best=4, needs=("no-thp",), slows=SLOWS),
-    Setting("onednn", ONEDNN, BF16, best=5, needs=("bf16", "no-thp")),
-    Setting("ynn+onednn", YNN_ONEDNN, BOTH, best=3, needs=("bf16", "no-thp"), slows=SLOWS),
+    Setting("ynn", YNN, F32, rank=4, needs=("no-thp",), slows=SLOWS),
+    Setting("onednn", ONEDNN, BF16, rank=5, needs=("bf16", "no-thp")),
+    Setting("ynn+onednn", YNN_ONEDNN, BOTH, rank=3, needs=("bf16", "no-thp"), slows=SLOWS),
     Setting("thp", THP, (), needs=("thp",)),
-    Setting("ynn+thp", {**YNN, **THP}, F32, best=1, needs=("thp",), slows=SLOWS),
-    Setting("onednn+thp", {**ONEDNN, **THP}, BF16, best=2, needs=("bf16", "thp")),
-    Setting("ynn+onednn+thp", {**YNN_ONEDNN, **THP}, BOTH, best=0, needs=("bf16", "thp"), slows=SLOWS),
+    Setting("ynn+thp", {**YNN, **THP}, F32, rank=1, needs=("thp",), slows=SLOWS),
+    Setting("onednn+thp", {**ONEDNN, **THP}, BF16, rank=2, needs=("bf16", "thp")),
+    Setting("ynn+onednn+thp", {**YNN_ONEDNN, **THP}, BOTH, rank=0, needs=("bf16", "thp"), slows=SLOWS),
     Setting("ynn+onednn+thp+heap", {**YNN_ONEDNN, **HEAP}, BOTH, needs=("bf16", "thp"), slows=SLOWS),
 )
 

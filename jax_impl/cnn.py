@@ -164,9 +164,9 @@ TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds, each with its variants
 WORKLOAD = "cnn"  # an adapter (parity.api.adapters): its workload
 
 
-def _bf16(name: str, span: str, best: int, float32: str, options: CnnOptions) -> Variant:
+def _bf16(name: str, span: str, rank: int, float32: str, options: CnnOptions) -> Variant:
     """A mixed-precision training variant, judged beside its float32 counterpart `float32`."""
-    return Variant(name, TRAIN, span, "bfloat16", tuned=True, best=best, float32=float32, options=options)
+    return Variant(name, TRAIN, span, "bfloat16", tuned=True, rank=rank, float32=float32, options=options)
 
 
 def _variants(p: str, span: str) -> tuple[Variant, ...]:
@@ -175,10 +175,10 @@ def _variants(p: str, span: str) -> tuple[Variant, ...]:
     input gradients (docs/tuning.md)."""
     o, pool, bias = partial(CnnOptions, p), {"pool": "elementwise"}, {"bias": "float32"}
     return (
-        Variant(p, TRAIN, span, best=3, options=o()),
+        Variant(p, TRAIN, span, rank=3, options=o()),
         Variant(f"{p}+scan", TRAIN, span, tuned=True, dispatch=True, options=o(steps_per_dispatch=STEPS_PER_DISPATCH)),
         _bf16(f"{p}+bf16", span, 5, p, o(mixed=True)),
-        Variant(f"{p}+pool", TRAIN, span, tuned=True, best=2, options=o(**pool)),
+        Variant(f"{p}+pool", TRAIN, span, tuned=True, rank=2, options=o(**pool)),
         _bf16(f"{p}+bf16+pool", span, 4, f"{p}+pool", o(mixed=True, **pool)),
         _bf16(f"{p}+bf16+pool+bias", span, 3, f"{p}+pool", o(mixed=True, **pool, **bias)),
         _bf16(f"{p}+bf16+pool+bias+dgrad", span, 2, f"{p}+pool", o(mixed=True, **pool, **bias, dgrad="flipped")),
@@ -195,24 +195,24 @@ DOTS = InferOptions({"xla_cpu_experimental_ynn_fusion_type": 1})
 WGRAD, WGRAD_BF16 = {"pool": "elementwise", "wgrad": 16}, {"mixed": True, "pool": "elementwise", "bias": "float32"}
 WGRAD_BF16 |= {"dgrad": "flipped", "wgrad": 32}
 MASKS = {"masks": "straight-line"}
-# `best` (catalog.table): the elementwise pooling gradient ('+pool', faster with every setting, measured on a Zen
+# `rank` (catalog.table): the elementwise pooling gradient ('+pool', faster with every setting, measured on a Zen
 # 5); in bfloat16 with '+bias+dgrad' too; at one device with '+wgrad' and '+masks' too (those three measured on
 # xeon-amx only); its inference with YNNPACK on the dots alone.
 VARIANTS: tuple[Variant, ...] = (
     *_variants("jit", ONE),
     # '+pool' with each kernel gradient summed over chunks of 16 images: a float32 step 22-24% faster on xeon-amx under
     # 'ynn+onednn+thp', level under 'ynn+thp' (docs/tuning.md); over 8 replicas (32 images each) level: not offered
-    Variant("jit+pool+wgrad", TRAIN, ONE, tuned=True, best=1, options=CnnOptions(**WGRAD)),
+    Variant("jit+pool+wgrad", TRAIN, ONE, tuned=True, rank=1, options=CnnOptions(**WGRAD)),
     # and in bfloat16 with '+bias+dgrad', over chunks of 32 images (docs/tuning.md)
     _bf16("jit+bf16+pool+bias+dgrad+wgrad", ONE, 1, "jit+pool+wgrad", CnnOptions(**WGRAD_BF16)),
     # each with dropout's masks as straight-line code, the same masks (docs/tuning.md)
-    Variant("jit+pool+wgrad+masks", TRAIN, ONE, tuned=True, best=0, options=CnnOptions(**WGRAD, **MASKS)),
+    Variant("jit+pool+wgrad+masks", TRAIN, ONE, tuned=True, rank=0, options=CnnOptions(**WGRAD, **MASKS)),
     _bf16("jit+bf16+pool+bias+dgrad+wgrad+masks", ONE, 0, "jit+pool+wgrad+masks", CnnOptions(**WGRAD_BF16, **MASKS)),
     Variant("pmap", TRAIN, MANY, options=CnnOptions("pmap")),
     *_variants("shard_map", MANY),
-    Variant("predict", INFER, ONE, best=1, options=InferOptions()),
+    Variant("predict", INFER, ONE, rank=1, options=InferOptions()),
     *(
-        (Variant("predict+dots", INFER, ONE, tuned=True, best=0, options=DOTS),)
+        (Variant("predict+dots", INFER, ONE, tuned=True, rank=0, options=DOTS),)
         if release(jax.__version__) >= (0, 12)
         else ()
     ),

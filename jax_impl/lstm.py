@@ -144,10 +144,10 @@ WORKLOAD = "lstm"  # an adapter (parity.api.adapters): its workload
 # Unrolled inference is the best-known: 0.86x (0.78-0.91) of the scan's on xeon-avx512
 # (docs/results/xeon-avx512/cpu-levers.json), level on zen4 (0.99x).
 VARIANTS: tuple[Variant, ...] = (
-    Variant("jit", TRAIN, ONE, best=1, options=LstmOptions()),
+    Variant("jit", TRAIN, ONE, rank=1, options=LstmOptions()),
     Variant("jit+unroll", TRAIN, ONE, tuned=True, options=LstmOptions(unroll=True)),
     Variant("jit+unroll4", TRAIN, ONE, tuned=True, options=LstmOptions(unroll=4)),
-    Variant("jit+bf16", TRAIN, ONE, "bfloat16", tuned=True, best=0, float32="jit", options=LstmOptions(mixed=True)),
+    Variant("jit+bf16", TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="jit", options=LstmOptions(mixed=True)),
     Variant(
         "jit+bf16+unroll",
         TRAIN,
@@ -157,10 +157,10 @@ VARIANTS: tuple[Variant, ...] = (
         float32="jit+unroll",
         options=LstmOptions(unroll=True, mixed=True),
     ),
-    Variant("shard_map", TRAIN, MANY, best=1, options=LstmOptions("shard_map")),
+    Variant("shard_map", TRAIN, MANY, rank=1, options=LstmOptions("shard_map")),
     Variant("shard_map+unroll", TRAIN, MANY, tuned=True, options=LstmOptions("shard_map", unroll=True)),
-    Variant("predict", INFER, ONE, best=1, options=LstmInferOptions()),
-    Variant("predict+unroll", INFER, ONE, tuned=True, best=0, options=LstmInferOptions(unroll=True)),
+    Variant("predict", INFER, ONE, rank=1, options=LstmInferOptions()),
+    Variant("predict+unroll", INFER, ONE, tuned=True, rank=0, options=LstmInferOptions(unroll=True)),
 )
 
 

@@ -27,11 +27,11 @@ WORKLOAD = "vit"  # an adapter (parity.api.adapters): its workload
 # a lever: jit+fused / jit 0.90x (0.85-0.99) alone but level under the runtime settings (0.64x against 0.65x of
 # jit), predict+fused / predict 1.13x (1.10-1.17) on zen4 (docs/results/zen4/cpu-levers-vit.json).
 VARIANTS: tuple[Variant, ...] = (
-    Variant("jit", TRAIN, ONE, best=1, options=VitOptions()),
+    Variant("jit", TRAIN, ONE, rank=1, options=VitOptions()),
     Variant("jit+fused", TRAIN, ONE, tuned=True, options=VitOptions(attention="fused")),
-    Variant("jit+bf16", TRAIN, ONE, "bfloat16", tuned=True, best=0, float32="jit", options=VitOptions(mixed=True)),
-    Variant("shard_map", TRAIN, MANY, best=1, options=VitOptions("shard_map")),
-    Variant("predict", INFER, ONE, best=1, options=VitOptions()),
+    Variant("jit+bf16", TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="jit", options=VitOptions(mixed=True)),
+    Variant("shard_map", TRAIN, MANY, rank=1, options=VitOptions("shard_map")),
+    Variant("predict", INFER, ONE, rank=1, options=VitOptions()),
     Variant("predict+fused", INFER, ONE, tuned=True, options=VitOptions(attention="fused")),
 )
 ATTENTION = ("einsum", "fused")  # the attention's paths: written out (out of the box), jax.nn.dot_product_attention

@@ -63,14 +63,14 @@ def declare(*fields, **named) -> Variant:
 def op_variants(kind: str) -> tuple[Variant, ...]:
     """An operation's (the conv's, the matmul's): keras.ops, in bfloat16, on inputs laid out by DataParallel."""
     return (
-        declare("ops", kind, ONE, best=0, options=OpOptions()),
-        declare("ops+bf16", kind, ONE, "bfloat16", tuned=True, best=0, float32="ops", options=OpOptions(bfloat16=True)),
-        declare("data_parallel", kind, MANY, best=0, options=OpOptions("data_parallel")),
+        declare("ops", kind, ONE, rank=0, options=OpOptions()),
+        declare("ops+bf16", kind, ONE, "bfloat16", tuned=True, rank=0, float32="ops", options=OpOptions(bfloat16=True)),
+        declare("data_parallel", kind, MANY, rank=0, options=OpOptions("data_parallel")),
     )
 
 
 # Every variant is declared by its workload's adapter (keras_jax_impl.cnn's VARIANTS, ...), in the order rows are
-# listed. `best`: several steps an execution where it helps, mixed precision where the hardware has bfloat16, the
+# listed. `rank`: several steps an execution where it helps, mixed precision where the hardware has bfloat16, the
 # LSTM's inference unrolled. Measured by `--preset levers` on xeon-avx512 at one device in float32
 # (docs/results/xeon-avx512/cpu-levers.json); the rest from default runs (docs/tuning.md).
 def table() -> tuple[Variant, ...]:

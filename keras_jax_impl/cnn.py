@@ -12,15 +12,15 @@ def _variants(name: str, span: str, distributed: bool) -> tuple[Variant, ...]:
     """fit (or DataParallel's), with several steps an execution (the best-known), in bfloat16."""
     o = CnnOptions
     return (
-        declare(name, TRAIN, span, best=1, options=o(distributed)),
-        declare(f"{name}+spe", TRAIN, span, tuned=True, dispatch=True, best=0, options=o(distributed, SPE)),
+        declare(name, TRAIN, span, rank=1, options=o(distributed)),
+        declare(f"{name}+spe", TRAIN, span, tuned=True, dispatch=True, rank=0, options=o(distributed, SPE)),
         declare(
             f"{name}+bf16",
             TRAIN,
             span,
             "bfloat16",
             tuned=True,
-            best=0,
+            rank=0,
             float32=name,
             options=o(distributed, mixed=True),
         ),
@@ -30,5 +30,5 @@ def _variants(name: str, span: str, distributed: bool) -> tuple[Variant, ...]:
 VARIANTS: tuple[Variant, ...] = (
     *_variants("fit", ONE, False),
     *_variants("data_parallel", MANY, True),
-    declare("predict", INFER, ONE, best=0),
+    declare("predict", INFER, ONE, rank=0),
 )

@@ -16,12 +16,12 @@ from parity.api.variants import MANY, ONE, Variant
 # 240 ms on zen4, docs/results/zen4/cpu-default-unrolled-lstm.json), mixed precision, DataParallel; inference
 # unrolled, the best-known: 0.87x (0.77-0.94) of predict on xeon-avx512 (docs/results/xeon-avx512/cpu-levers.json)
 VARIANTS: tuple[Variant, ...] = (
-    declare("fit", TRAIN, ONE, best=1, options=LstmOptions()),
+    declare("fit", TRAIN, ONE, rank=1, options=LstmOptions()),
     declare("fit+unroll", TRAIN, ONE, tuned=True, options=LstmOptions(unroll=True)),
-    declare("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, best=0, float32="fit", options=LstmOptions(mixed=True)),
-    declare("data_parallel", TRAIN, MANY, best=0, options=LstmOptions(distributed=True)),
-    declare("predict", INFER, ONE, best=1, options=InferOptions()),
-    declare("predict+unroll", INFER, ONE, tuned=True, best=0, options=InferOptions(unroll=True)),
+    declare("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="fit", options=LstmOptions(mixed=True)),
+    declare("data_parallel", TRAIN, MANY, rank=0, options=LstmOptions(distributed=True)),
+    declare("predict", INFER, ONE, rank=1, options=InferOptions()),
+    declare("predict+unroll", INFER, ONE, tuned=True, rank=0, options=InferOptions(unroll=True)),
 )
 
 

@@ -13,8 +13,8 @@ from parity.api.variants import MANY, ONE, Variant
 # MultiHeadAttention(flash_attention=True) runs on JAX only on a TPU or with cuDNN on a GPU, and on a CPU raises
 # ("cuDNN is not detected").
 VARIANTS: tuple[Variant, ...] = (
-    declare("fit", TRAIN, ONE, best=0, options=CnnOptions()),
-    declare("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, best=0, float32="fit", options=CnnOptions(mixed=True)),
-    declare("data_parallel", TRAIN, MANY, best=0, options=CnnOptions(distributed=True)),
-    declare("predict", INFER, ONE, best=0, options=InferOptions()),
+    declare("fit", TRAIN, ONE, rank=0, options=CnnOptions()),
+    declare("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="fit", options=CnnOptions(mixed=True)),
+    declare("data_parallel", TRAIN, MANY, rank=0, options=CnnOptions(distributed=True)),
+    declare("predict", INFER, ONE, rank=0, options=InferOptions()),
 )

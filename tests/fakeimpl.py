@@ -86,7 +86,7 @@ class FakeImpl:
                 "bfloat16" if name in self.bf16_names else "float32",
                 tuned=name in self.tuned_names,
                 dispatch=name in self.dispatch_names,
-                best=self.best_names.index(name) if name in self.best_names else None,
+                rank=self.best_names.index(name) if name in self.best_names else None,
             )
             for kind in ("conv", "matmul")
             for name in ("op", "op+tuned", *self.bf16_names, "sharded")

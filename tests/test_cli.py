@@ -66,7 +66,7 @@ def test_quick_run_prints_a_verified_table(quick_conv):
     # float32's setting: the best-ranked one offered here ('ynn+onednn+thp' with bfloat16 hardware and huge pages on
     # request, 'ynn' with neither)
     offered = jax_impl.settings("cpu", native_bf16("cpu", "cpu"))
-    ynn = min((s for s in offered if s.best is not None and "float32" in s.formats), key=lambda s: s.best).name
+    ynn = min((s for s in offered if s.rank is not None and "float32" in s.formats), key=lambda s: s.rank).name
     for variant in ("jit", "pmap", "shard_map", "function", "strategy", "ops", "data_parallel", f"jit+{ynn}"):
         assert f" {variant} " in p.stdout
     # --configs best: beside each framework out of the box, its best-known configuration only (`best` ranks)

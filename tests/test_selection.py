@@ -17,18 +17,18 @@ from parity.api.variants import (
 from parity.engine import selection
 
 # A table in the shape of JAX's CNN: out of the box, a dispatch-only lever, a kernel lever (best-known), bfloat16.
-PLAIN = Variant("jit", "cnn_train", ONE, best=1)
+PLAIN = Variant("jit", "cnn_train", ONE, rank=1)
 SCAN = Variant("jit+scan", "cnn_train", ONE, tuned=True, dispatch=True)
-POOL = Variant("jit+pool", "cnn_train", ONE, tuned=True, best=0)
-BF16 = Variant("jit+bf16", "cnn_train", ONE, "bfloat16", tuned=True, best=1)
-BF16_POOL = Variant("jit+bf16+pool", "cnn_train", ONE, "bfloat16", tuned=True, best=0)
-SHARDED = Variant("shard_map", "cnn_train", MANY, best=0)
+POOL = Variant("jit+pool", "cnn_train", ONE, tuned=True, rank=0)
+BF16 = Variant("jit+bf16", "cnn_train", ONE, "bfloat16", tuned=True, rank=1)
+BF16_POOL = Variant("jit+bf16+pool", "cnn_train", ONE, "bfloat16", tuned=True, rank=0)
+SHARDED = Variant("shard_map", "cnn_train", MANY, rank=0)
 TABLE = (PLAIN, SCAN, POOL, BF16, BF16_POOL, SHARDED)
 ONE_DEVICE = offered(TABLE, "cnn_train", 1)
 
-YNN = Setting("ynn", {"XLA_FLAGS": "--y"}, ("float32",), best=1)
-ONEDNN = Setting("onednn", {"XLA_FLAGS": "--o"}, ("bfloat16",), best=2)
-BOTH = Setting("both", {"XLA_FLAGS": "--y --o"}, ("float32", "bfloat16"), best=0)
+YNN = Setting("ynn", {"XLA_FLAGS": "--y"}, ("float32",), rank=1)
+ONEDNN = Setting("onednn", {"XLA_FLAGS": "--o"}, ("bfloat16",), rank=2)
+BOTH = Setting("both", {"XLA_FLAGS": "--y --o"}, ("float32", "bfloat16"), rank=0)
 ALONE = Setting("thp", {"GLIBC_TUNABLES": "h=1"}, ())  # acts on no format alone
 HEAP = Setting("heap", {"GLIBC_TUNABLES": "m=0"}, ("float32",))  # unranked: levers only
 MINE = Setting("mine", {"XLA_FLAGS": "--mine"}, None)  # from the command line: declares no formats
@@ -125,8 +125,8 @@ def test_records_cross_the_wire_without_the_implementations_options():
 def test_levers_times_every_row_best_times():
     """`levers` is `best` and each lever on its own: a best-known several-steps-per-dispatch variant runs under the
     setting `best` gives it (Keras-JAX's CNN: 'fit+spe+ynn+thp'), and no other."""
-    spe = Variant("fit+spe", "cnn_train", ONE, tuned=True, dispatch=True, best=0)
-    fit = Variant("fit", "cnn_train", ONE, best=1)
+    spe = Variant("fit+spe", "cnn_train", ONE, tuned=True, dispatch=True, rank=0)
+    fit = Variant("fit", "cnn_train", ONE, rank=1)
     running = (YNN, BOTH, HEAP)  # BOTH leads float32 by rank; YNN and HEAP do not
     for s in running:
         chosen, why = selection.to_time("levers", (fit, spe), s, running)
@@ -142,9 +142,9 @@ def test_best_runs_a_row_kind_a_setting_slows_without_it():
     """A setting that declares it slows a row kind (JAX's YNNPACK list and the row LSTM's inference): `best` runs that
     kind's best-known variant in the default worker, none in the setting's; other kinds keep the setting; `levers`
     still times the kind under it (to check the claim elsewhere)."""
-    plain = Variant("predict", "lstm_infer", ONE, best=1)
-    unrolled = Variant("predict+unroll", "lstm_infer", ONE, tuned=True, best=0)
-    ynn = Setting("ynn", {"XLA_FLAGS": "--y"}, ("float32",), best=0, slows=("lstm_infer",))
+    plain = Variant("predict", "lstm_infer", ONE, rank=1)
+    unrolled = Variant("predict+unroll", "lstm_infer", ONE, tuned=True, rank=0)
+    ynn = Setting("ynn", {"XLA_FLAGS": "--y"}, ("float32",), rank=0, slows=("lstm_infer",))
     assert names(selection.to_time("best", (plain, unrolled), ynn, (ynn,))[0]) == []
     assert names(selection.to_time("best", (plain, unrolled), None, (ynn,))[0]) == ["predict", "predict+unroll"]
     assert names(selection.to_time("best", ONE_DEVICE, ynn, (ynn,))[0]) == ["jit+pool"]  # the CNN keeps it

@@ -72,7 +72,7 @@ def test_settings_with_huge_pages_keep_each_lever_named(monkeypatch):
     assert heap["XLA_FLAGS"] == configs["ynn+onednn+thp"].env["XLA_FLAGS"]
     tunables = heap["GLIBC_TUNABLES"].split(":")  # huge pages, and the freed memory kept in the heap
     assert tunables[0] == catalog.THP["GLIBC_TUNABLES"] and "glibc.malloc.mmap_max=0" in tunables
-    assert configs["thp"].formats == () and configs["ynn+onednn+thp+heap"].best is None  # `all`, `levers` only
+    assert configs["thp"].formats == () and configs["ynn+onednn+thp+heap"].rank is None  # `all`, `levers` only
     monkeypatch.setattr(catalog, "huge_pages_on_request", lambda: False)
     assert set(offered(native_bf16=True)) == {"ynn", "onednn", "ynn+onednn"}
     assert set(offered(native_bf16=False)) == {"ynn"}
@@ -133,7 +133,7 @@ def test_each_implementations_table_is_complete(module):
         groups[key].add(v.name)
     for v in (v for v in tables.VARIANTS if v.dtype == "bfloat16" and v.kind == "cnn_train"):  # judged beside it
         assert v.float32 in groups[(v.kind, v.span)], f"{v.name}: no float32 counterpart declared"
-    ranks = [(v.kind, v.span, v.dtype, v.best) for v in tables.VARIANTS if v.best is not None]
+    ranks = [(v.kind, v.span, v.dtype, v.rank) for v in tables.VARIANTS if v.rank is not None]
     assert len(ranks) == len(set(ranks)), "two variants share a best-known rank"
     for s in tables.SETTINGS:
         assert set(s.formats) <= {"float32", "bfloat16"} and set(s.needs) <= {"bf16", "thp", "no-thp"}, s

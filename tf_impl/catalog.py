@@ -56,7 +56,7 @@ class InferOptions:
 def op_variants(kind: str) -> tuple[Variant, ...]:
     """An operation's (the conv's, the matmul's): a tf.function, under XLA, in bfloat16, under the strategy."""
     return (
-        Variant("function", kind, ONE, best=0, options=OpOptions()),
+        Variant("function", kind, ONE, rank=0, options=OpOptions()),
         Variant("function+xla", kind, ONE, tuned=True, options=OpOptions(xla=True)),
         Variant(
             "function+bf16",
@@ -64,16 +64,16 @@ def op_variants(kind: str) -> tuple[Variant, ...]:
             ONE,
             "bfloat16",
             tuned=True,
-            best=0,
+            rank=0,
             float32="function",
             options=OpOptions(bfloat16=True),
         ),
-        Variant("strategy", kind, MANY, best=0, options=OpOptions("strategy")),
+        Variant("strategy", kind, MANY, rank=0, options=OpOptions("strategy")),
     )
 
 
 # Every variant is declared by its workload's adapter (tf_impl.cnn's VARIANTS, ...), in the order rows are listed.
-# `best`: the best-known configuration's order of preference within a row kind, replica count and number format
+# `rank`: the best-known configuration's order of preference within a row kind, replica count and number format
 # (lower first); each adapter says why its order is what it is. Measured by `--preset levers` on zen5 and
 # xeon-avx512 (docs/results/<class>/cpu-levers.json; bfloat16 on zen5 only). `multiprocess`: Keras 3's fit fails
 # under MultiWorkerMirroredStrategy (tensorflow#72388: it reduces scalar logs over axis 0), so a multi-process run

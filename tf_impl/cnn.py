@@ -7,15 +7,15 @@ from parity.api.cnn import STEPS_PER_DISPATCH as SPE
 from parity.api.variants import MANY, ONE, Variant
 from tf_impl.catalog import CnnOptions
 
-# `best`: several steps a dispatch (Keras's steps_per_execution; at 8 replicas the custom loop, which stalls less
+# `rank`: several steps a dispatch (Keras's steps_per_execution; at 8 replicas the custom loop, which stalls less
 # than fit), mixed precision, not '+xla' (slower in every Zen 4 and Zen 5 run recorded: docs/tuning.md, "Which rows a
 # run times"). `multiprocess=False`: fit, which fails under MultiWorkerMirroredStrategy (tf_impl.catalog).
 VARIANTS: tuple[Variant, ...] = (
     Variant("fit", TRAIN, ONE, options=CnnOptions()),
     Variant("fit+xla", TRAIN, ONE, tuned=True, options=CnnOptions(xla=True)),
-    Variant("fit+spe", TRAIN, ONE, tuned=True, dispatch=True, best=0, options=CnnOptions(steps_per_dispatch=SPE)),
-    Variant("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, best=0, float32="fit", options=CnnOptions(mixed=True)),
-    Variant("strategy", TRAIN, MANY, best=1, multiprocess=False, options=CnnOptions(distributed=True)),
+    Variant("fit+spe", TRAIN, ONE, tuned=True, dispatch=True, rank=0, options=CnnOptions(steps_per_dispatch=SPE)),
+    Variant("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="fit", options=CnnOptions(mixed=True)),
+    Variant("strategy", TRAIN, MANY, rank=1, multiprocess=False, options=CnnOptions(distributed=True)),
     Variant("loop", TRAIN, MANY, tuned=True, options=CnnOptions("loop", True)),
     Variant(
         "strategy+spe",
@@ -26,14 +26,14 @@ VARIANTS: tuple[Variant, ...] = (
         multiprocess=False,
         options=CnnOptions(distributed=True, steps_per_dispatch=SPE),
     ),
-    Variant("loop+spe", TRAIN, MANY, tuned=True, dispatch=True, best=0, options=CnnOptions("loop", True, False, SPE)),
+    Variant("loop+spe", TRAIN, MANY, tuned=True, dispatch=True, rank=0, options=CnnOptions("loop", True, False, SPE)),
     Variant(
         "strategy+bf16",
         TRAIN,
         MANY,
         "bfloat16",
         tuned=True,
-        best=1,
+        rank=1,
         multiprocess=False,
         float32="strategy",
         options=CnnOptions(distributed=True, mixed=True),
@@ -48,9 +48,9 @@ VARIANTS: tuple[Variant, ...] = (
         "bfloat16",
         tuned=True,
         dispatch=True,
-        best=0,
+        rank=0,
         float32="loop+spe",
         options=CnnOptions("loop", True, False, SPE, mixed=True),
     ),
-    Variant("predict", INFER, ONE, best=0),
+    Variant("predict", INFER, ONE, rank=0),
 )

@@ -22,20 +22,20 @@ from tf_impl.catalog import InferOptions, LstmOptions
 # reads one replica's variables from another's device). 'fit+xla' is the best-known at one device: 0.88x (0.75-0.95)
 # of fit on xeon-avx512 (docs/tuning.md); 'loop+xla' a lever.
 VARIANTS: tuple[Variant, ...] = (
-    Variant("fit", TRAIN, ONE, best=1, options=LstmOptions()),
+    Variant("fit", TRAIN, ONE, rank=1, options=LstmOptions()),
     Variant("fit+unroll", TRAIN, ONE, tuned=True, options=LstmOptions(unroll=True)),
-    Variant("fit+xla", TRAIN, ONE, tuned=True, best=0, options=LstmOptions(xla=True)),
-    Variant("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, best=0, float32="fit", options=LstmOptions(mixed=True)),
-    Variant("strategy", TRAIN, MANY, best=1, multiprocess=False, options=LstmOptions(distributed=True)),
+    Variant("fit+xla", TRAIN, ONE, tuned=True, rank=0, options=LstmOptions(xla=True)),
+    Variant("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="fit", options=LstmOptions(mixed=True)),
+    Variant("strategy", TRAIN, MANY, rank=1, multiprocess=False, options=LstmOptions(distributed=True)),
     Variant("loop+xla", TRAIN, MANY, tuned=True, multiprocess=False, options=LstmOptions("loop", True, True)),
     # not in a multi-process run: under MultiWorkerMirroredStrategy the custom loop's LSTM killed the worker with a
     # SIGSEGV at its first epoch (2 processes x 1 CPU, TF 2.21, zen4; docs/multihost.md)
     Variant("loop", TRAIN, MANY, tuned=True, multiprocess=False, options=LstmOptions("loop", True)),
-    Variant("predict", INFER, ONE, best=1, options=InferOptions()),
+    Variant("predict", INFER, ONE, rank=1, options=InferOptions()),
     Variant("predict+unroll", INFER, ONE, tuned=True, options=InferOptions(unroll=True)),
     # the inference call under XLA, as 'fit+xla' trains (TF's executor runs Keras's generic loop op by op): the
     # best-known, 0.51x (0.48-0.56) of predict on xeon-avx512 (docs/results/xeon-avx512/tf-lstm-inference-xla.json)
-    Variant("predict+xla", INFER, ONE, tuned=True, best=0, options=InferOptions(xla=True)),
+    Variant("predict+xla", INFER, ONE, tuned=True, rank=0, options=InferOptions(xla=True)),
 )
 
 

@@ -16,11 +16,11 @@ from tf_impl.catalog import CnnOptions, InferOptions
 # (0.77-0.91) on xeon-amx (docs/results/xeon-amx/cpu-levers-vit.json), 0.98x (0.96-1.08) on zen4, no difference there
 # (docs/results/zen4/cpu-levers-vit.json)
 VARIANTS: tuple[Variant, ...] = (
-    Variant("fit", TRAIN, ONE, best=1, options=CnnOptions()),
-    Variant("fit+xla", TRAIN, ONE, tuned=True, best=0, options=CnnOptions(xla=True)),
-    Variant("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, best=0, float32="fit", options=CnnOptions(mixed=True)),
-    Variant("strategy", TRAIN, MANY, best=0, multiprocess=False, options=CnnOptions(distributed=True)),
-    Variant("predict", INFER, ONE, best=1, options=InferOptions()),
+    Variant("fit", TRAIN, ONE, rank=1, options=CnnOptions()),
+    Variant("fit+xla", TRAIN, ONE, tuned=True, rank=0, options=CnnOptions(xla=True)),
+    Variant("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="fit", options=CnnOptions(mixed=True)),
+    Variant("strategy", TRAIN, MANY, rank=0, multiprocess=False, options=CnnOptions(distributed=True)),
+    Variant("predict", INFER, ONE, rank=1, options=InferOptions()),
     # best-known: predict+xla / predict 0.76x (0.75-0.81) on zen4 (docs/results/zen4/cpu-levers-vit.json)
-    Variant("predict+xla", INFER, ONE, tuned=True, best=0, options=InferOptions(xla=True)),
+    Variant("predict+xla", INFER, ONE, tuned=True, rank=0, options=InferOptions(xla=True)),
 )

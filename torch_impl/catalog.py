@@ -51,7 +51,7 @@ class InferOptions:
 def autocast_variant(kind: str) -> Variant:
     """A trained model's mixed precision: its float32 counterpart the eager step."""
     return Variant(
-        "eager+autocast", kind, ONE, "bfloat16", tuned=True, best=0, float32="eager", options=TrainOptions(mixed=True)
+        "eager+autocast", kind, ONE, "bfloat16", tuned=True, rank=0, float32="eager", options=TrainOptions(mixed=True)
     )
 
 
@@ -59,16 +59,16 @@ def ddp_variants(kind: str) -> tuple[Variant, ...]:
     """A trained model over several devices: DDP over gloo out of the box (its eager step on each rank), and under
     autocast; not in a multi-process run (DDP's processes are its own, not the launcher's)."""
     return (
-        Variant("ddp", kind, MANY, best=0, multiprocess=False, options=TrainOptions()),
+        Variant("ddp", kind, MANY, rank=0, multiprocess=False, options=TrainOptions()),
         Variant(
-            "ddp+autocast", kind, MANY, "bfloat16", tuned=True, best=0, multiprocess=False, float32="ddp",
+            "ddp+autocast", kind, MANY, "bfloat16", tuned=True, rank=0, multiprocess=False, float32="ddp",
             options=TrainOptions(mixed=True),
         ),
     )  # fmt: skip
 
 
 # Every variant is declared by its workload's adapter (torch_impl.cnn's VARIANTS, ...), in the order rows are listed.
-# `best`: the best-known configuration's order of preference within a row kind and number format (lower first), by
+# `rank`: the best-known configuration's order of preference within a row kind and number format (lower first), by
 # `--preset levers` on zen4 for PyTorch alone (docs/results/zen4/cpu-levers-pytorch.json, each figure a variant's
 # median over eager's, its 95% interval); each adapter gives its figures.
 def table() -> tuple[Variant, ...]:
@@ -88,7 +88,7 @@ def table() -> tuple[Variant, ...]:
 # (1.11x): `best` runs those without it.
 SETTINGS: tuple[Setting, ...] = (
     Setting(
-        "thp", {"THP_MEM_ALLOC_ENABLE": "1"}, ("float32", "bfloat16"), best=0, needs=("thp",),
+        "thp", {"THP_MEM_ALLOC_ENABLE": "1"}, ("float32", "bfloat16"), rank=0, needs=("thp",),
         slows=("vit_train", "lstm_infer", "matmul"),
     ),
 )  # fmt: skip

@@ -32,7 +32,7 @@ from torch_impl.forward import (
 
 TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds, each with its variants below
 WORKLOAD = "cnn"  # an adapter (parity.api.adapters): its workload
-# `best` (catalog.table), on zen4: training compiled 0.89x (0.88-0.93) of eager and channels-last 0.91x (0.88-0.95),
+# `rank` (catalog.table), on zen4: training compiled 0.89x (0.88-0.93) of eager and channels-last 0.91x (0.88-0.95),
 # no difference between the two; the compiled step's first epoch took 20 s (its compilation), so channels-last is the
 # best-known. Inference ('predict' as in every implementation: eagerly, under torch.inference_mode): compiled 0.88x
 # (0.87-0.88), a first call of 3.7 s, 0.87x (0.80-0.89) in the next default run
@@ -40,16 +40,16 @@ WORKLOAD = "cnn"  # an adapter (parity.api.adapters): its workload
 # (docs/results/xeon-amx/cpu-levers-pytorch-cnn.json, over 'predict') channels-last 0.75x (0.73-0.85), compiled
 # 0.88x (0.88-0.96), both 0.61x (0.59-0.61): 'predict+cl+compile' the best-known, the others in that order.
 VARIANTS: tuple[Variant, ...] = (
-    Variant("eager", TRAIN, ONE, best=1, options=TrainOptions()),
-    Variant("eager+cl", TRAIN, ONE, tuned=True, best=0, options=TrainOptions(channels_last=True)),
+    Variant("eager", TRAIN, ONE, rank=1, options=TrainOptions()),
+    Variant("eager+cl", TRAIN, ONE, tuned=True, rank=0, options=TrainOptions(channels_last=True)),
     Variant("compile", TRAIN, ONE, tuned=True, options=TrainOptions(compile=True)),
     autocast_variant(TRAIN),
     *ddp_variants(TRAIN),
-    Variant("predict", INFER, ONE, best=3, options=InferOptions()),
-    Variant("predict+compile", INFER, ONE, tuned=True, best=2, options=InferOptions(compile=True)),
-    Variant("predict+cl", INFER, ONE, tuned=True, best=1, options=InferOptions(channels_last=True)),
+    Variant("predict", INFER, ONE, rank=3, options=InferOptions()),
+    Variant("predict+compile", INFER, ONE, tuned=True, rank=2, options=InferOptions(compile=True)),
+    Variant("predict+cl", INFER, ONE, tuned=True, rank=1, options=InferOptions(channels_last=True)),
     Variant(
-        "predict+cl+compile", INFER, ONE, tuned=True, best=0, options=InferOptions(compile=True, channels_last=True)
+        "predict+cl+compile", INFER, ONE, tuned=True, rank=0, options=InferOptions(compile=True, channels_last=True)
     ),
 )
 UNCOUNTED = None  # torch.utils.flop_counter counts every conv and matmul of it

@@ -47,11 +47,11 @@ def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> torch.Te
 
 
 WORKLOAD = "conv"  # an adapter (parity.api.adapters): an operation's
-# `best` (catalog.table): channels-last strides ('eager+cl', what oneDNN's convolution prefers) 0.56x (0.45-0.57) of
+# `rank` (catalog.table): channels-last strides ('eager+cl', what oneDNN's convolution prefers) 0.56x (0.45-0.57) of
 # eager on zen4; compiled ('compile': Inductor calls the same convolution) 0.96x, no difference; a lever
 VARIANTS: tuple[Variant, ...] = (
     Variant("eager", WORKLOAD, ONE, options=OpOptions()),
-    Variant("eager+cl", WORKLOAD, ONE, tuned=True, best=0, options=OpOptions(channels_last=True)),
+    Variant("eager+cl", WORKLOAD, ONE, tuned=True, rank=0, options=OpOptions(channels_last=True)),
     Variant("compile", WORKLOAD, ONE, tuned=True, options=OpOptions(compile=True)),
     Variant(
         "eager+cl+bf16",
@@ -59,7 +59,7 @@ VARIANTS: tuple[Variant, ...] = (
         ONE,
         "bfloat16",
         tuned=True,
-        best=0,
+        rank=0,
         float32="eager+cl",
         options=OpOptions(channels_last=True, bfloat16=True),
     ),

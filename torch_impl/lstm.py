@@ -21,15 +21,15 @@ from torch_impl.forward import computing, cross_entropy, images, infer_blocks, l
 
 TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds, each with its variants below
 WORKLOAD = "lstm"  # an adapter (parity.api.adapters): its workload
-# `best` (catalog.table): training compiled 0.85x (0.77-0.92) of eager on zen4, 1.17x (1.05-1.26) in the next default
+# `rank` (catalog.table): training compiled 0.85x (0.77-0.92) of eager on zen4, 1.17x (1.05-1.26) in the next default
 # run (docs/results/zen4/cpu-default-pytorch.json): no steady gain (Dynamo does not trace nn.LSTM, whose layers run
 # eagerly between compiled pieces), a lever; inference compiled 1.03x, no difference: a lever.
 VARIANTS: tuple[Variant, ...] = (
-    Variant("eager", TRAIN, ONE, best=0, options=TrainOptions()),
+    Variant("eager", TRAIN, ONE, rank=0, options=TrainOptions()),
     Variant("compile", TRAIN, ONE, tuned=True, options=TrainOptions(compile=True)),
     autocast_variant(TRAIN),
     *ddp_variants(TRAIN),
-    Variant("predict", INFER, ONE, best=0, options=InferOptions()),
+    Variant("predict", INFER, ONE, rank=0, options=InferOptions()),
     Variant("predict+compile", INFER, ONE, tuned=True, options=InferOptions(compile=True)),
 )
 BATCHNORM = "none"  # no BatchNorm

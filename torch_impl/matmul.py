@@ -17,9 +17,9 @@ from torch_impl.ops import prepare_op
 WORKLOAD = "matmul"  # an adapter (parity.api.adapters): an operation's
 # one aten call whether compiled or not (Inductor's extern mm), so eager only, and bfloat16 operands
 VARIANTS: tuple[Variant, ...] = (
-    Variant("eager", WORKLOAD, ONE, best=0, options=OpOptions()),
+    Variant("eager", WORKLOAD, ONE, rank=0, options=OpOptions()),
     Variant(
-        "eager+bf16", WORKLOAD, ONE, "bfloat16", tuned=True, best=0, float32="eager", options=OpOptions(bfloat16=True)
+        "eager+bf16", WORKLOAD, ONE, "bfloat16", tuned=True, rank=0, float32="eager", options=OpOptions(bfloat16=True)
     ),
 )
 

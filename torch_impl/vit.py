@@ -31,14 +31,14 @@ WORKLOAD = "vit"  # an adapter (parity.api.adapters): its workload
 # predict+compile / predict 0.78x (0.75-0.84) on zen4 (docs/results/zen4/cpu-levers-vit.json), its first epoch 42 s
 # of compiling; the fused attention (sdpa) made no difference there, a lever
 VARIANTS: tuple[Variant, ...] = (
-    Variant("eager", TRAIN, ONE, best=1, options=TrainOptions()),
+    Variant("eager", TRAIN, ONE, rank=1, options=TrainOptions()),
     Variant("eager+sdpa", TRAIN, ONE, tuned=True, options=TrainOptions(sdpa=True)),
-    Variant("compile", TRAIN, ONE, tuned=True, best=0, options=TrainOptions(compile=True)),
+    Variant("compile", TRAIN, ONE, tuned=True, rank=0, options=TrainOptions(compile=True)),
     autocast_variant(TRAIN),
     *ddp_variants(TRAIN),
-    Variant("predict", INFER, ONE, best=1, options=InferOptions()),
+    Variant("predict", INFER, ONE, rank=1, options=InferOptions()),
     Variant("predict+sdpa", INFER, ONE, tuned=True, options=InferOptions(sdpa=True)),
-    Variant("predict+compile", INFER, ONE, tuned=True, best=0, options=InferOptions(compile=True)),
+    Variant("predict+compile", INFER, ONE, tuned=True, rank=0, options=InferOptions(compile=True)),
 )
 BATCHNORM = "none"  # no BatchNorm (LayerNorm's statistics are each token's own)
 UNCOUNTED = None  # torch.utils.flop_counter counts every product of it (the CPU's fused attention: _count_attention)

@@ -25,7 +25,9 @@ class Variant:
     dtype: str = "float32"  # the number format it computes in: 'float32', or 'bfloat16' (inputs, or mixed precision)
     tuned: bool = False  # not the framework out of the box
     dispatch: bool = False  # tunes only how steps reach the device (several per dispatch), not the kernels
-    best: int | None = None  # rank in the best-known configuration's order of preference (lower first); None: not in it
+    rank: int | None = (
+        None  # its place in the best-known configuration's order of preference (lower first); None: not in it
+    )
     multiprocess: bool = True  # offered in a multi-process run
     float32: str | None = None  # a bfloat16 variant's float32 counterpart (the same program in float32), judged with
     options: Any = None  # the implementation's own record of how to build it (opaque to parity; not sent on the wire)
@@ -49,7 +51,7 @@ class Setting:
     # alone (huge pages alone: only `--configs all` runs it); None: not declared (a setting from the command line:
     # every variant runs under it)
     formats: tuple[str, ...] | None = ()
-    best: int | None = None  # rank in the best-known configuration's order of preference; None: `levers` only
+    rank: int | None = None  # its place in the best-known configuration's order of preference; None: `levers` only
     # what the machine must offer for it to make a difference, checked by the implementation ('cpu', 'bf16': bfloat16
     # hardware, 'thp': huge pages on request, 'no-thp': none, so that the setting stands without them)
     needs: tuple[str, ...] = ()
@@ -101,5 +103,5 @@ def from_wire(d: Mapping) -> Variant:
 def setting_from_wire(d: Mapping) -> Setting:
     formats = None if d["formats"] is None else tuple(d["formats"])
     return Setting(
-        d["name"], dict(d["env"]), formats, d.get("best"), tuple(d.get("needs", ())), tuple(d.get("slows", ()))
+        d["name"], dict(d["env"]), formats, d.get("rank"), tuple(d.get("needs", ())), tuple(d.get("slows", ()))
     )

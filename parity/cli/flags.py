@@ -95,7 +95,7 @@ def _run_flags(ap: argparse.ArgumentParser) -> None:
         help="which variants are timed. 'default': each framework out of the box only (and only its parity "
         "checks); the others run every variant's parity checks. 'best': also each framework's best-known "
         "configuration for each workload, replica count and number format (its implementation's variant of lowest "
-        "`best` rank, with the process-wide setting of lowest rank for that format: JAX on a CPU with bfloat16 "
+        "`rank`, with the process-wide setting of lowest rank for that format: JAX on a CPU with bfloat16 "
         "hardware '+ynn+onednn' for both formats, with '+thp' where the kernel grants huge pages on request; "
         "parity.engine.selection); "
         "'levers': each tuned variant (+xla, +bf16, +scan, +pool, ...) and each process-wide setting on its own, "

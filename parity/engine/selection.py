@@ -3,7 +3,7 @@ times. One pure function of each over the implementations' declared tables (pari
 
 * `default`: each framework out of the box only (no setting; its untuned variants).
 * `best`: each framework out of the box and its best-known configuration for each row kind, replica count and number
-  format: the variant of lowest `best` rank, in the worker of the setting of lowest rank that acts on that format
+  format: the variant of lowest `rank`, in the worker of the setting of lowest rank that acts on that format
   (in the default worker where no setting does, or where that setting declares it slows the row kind: `slows`).
 * `levers`: each tuned variant on its own, and each setting with the variants of the number formats it acts on,
   less the several-steps-per-dispatch variants (which change how steps reach the device, not the kernels) but for
@@ -24,7 +24,7 @@ BY_FORMAT, BY_DISPATCH = "format", "dispatch"
 
 
 def _rank(x: Variant | Setting) -> int:
-    return x.best if x.best is not None else 1 << 30
+    return x.rank if x.rank is not None else 1 << 30
 
 
 def settings_to_run(configs: str, offered: Sequence[Setting], extra: Sequence[Setting] = ()) -> list[Setting]:
@@ -39,7 +39,7 @@ def settings_to_run(configs: str, offered: Sequence[Setting], extra: Sequence[Se
     acting = [s for s in offered if s.formats is None or s.formats]
     if configs == "best":
         first: dict[str, Setting] = {}
-        for s in sorted((s for s in acting if s.formats is not None and s.best is not None), key=_rank):
+        for s in sorted((s for s in acting if s.formats is not None and s.rank is not None), key=_rank):
             for f in s.formats:
                 first.setdefault(f, s)
         # a format that no ranked setting acts on keeps every setting of its own
@@ -49,9 +49,9 @@ def settings_to_run(configs: str, offered: Sequence[Setting], extra: Sequence[Se
 
 def best_known(variants: Sequence[Variant]) -> dict[str, Variant]:
     """Number format -> the variant of the best-known configuration among `variants` (one row kind's, at one
-    replica count): the one of lowest `best` rank; a format none of whose variants is ranked has none."""
+    replica count): the one of lowest `rank`; a format none of whose variants is ranked has none."""
     best: dict[str, Variant] = {}
-    for v in sorted((v for v in variants if v.best is not None), key=_rank):
+    for v in sorted((v for v in variants if v.rank is not None), key=_rank):
         best.setdefault(v.dtype, v)
     return best
 
@@ -87,11 +87,11 @@ def to_time(
 
 
 def _leads(setting: Setting, v: Variant, best: dict[str, Variant], running: Sequence[Setting]) -> bool:
-    """Whether `best` runs variant `v` under `setting`: `v` is its format's best-known (`best`), and `setting` the
-    first by rank of the `running` settings that act on that format."""
+    """Whether `best` runs variant `v` under `setting`: `v` is its format's best-known (lowest `rank`), and `setting`
+    the first by rank of the `running` settings that act on that format."""
     if best.get(v.dtype) is not v:
         return False
-    ranked = [s for s in running if s.formats is not None and v.dtype in s.formats and s.best is not None]
+    ranked = [s for s in running if s.formats is not None and v.dtype in s.formats and s.rank is not None]
     return bool(ranked) and min(ranked, key=_rank) is setting
 
 
@@ -115,7 +115,7 @@ def notes(configs: str, settings: Sequence[Setting], why: set[str]) -> list[str]
     if configs == "best":
         out.append(
             "--configs best: each framework out of the box and its best-known configuration for each workload, "
-            "replica count and number format (its implementation's variant of lowest `best` rank, with the "
+            "replica count and number format (its implementation's variant of lowest `rank`, with the "
             "process-wide setting of lowest rank for that format where it names one); every parity check still "
             "runs each variant; --configs levers times each tuning on its own, --configs all every combination"
         )

@@ -25,7 +25,9 @@ def groups(rows: list[dict]) -> list[tuple[str, int, str]]:
     return list(dict.fromkeys((r["workload"], r["replicas"], r.get("dtype") or "float32") for r in _ok(rows)))
 
 
-def best(rows: list[dict], wl: str, n: int, dtype: str, fw: str, tuned: bool | None = None) -> dict | None:
+def fastest(rows: list[dict], wl: str, n: int, dtype: str, fw: str, tuned: bool | None = None) -> dict | None:
+    """`fw`'s fastest verified row in one group (of its out-of-the-box rows, or tuned ones, where `tuned` says):
+    the framework at its best."""
     mine = [
         r
         for r in _ok(rows)
@@ -40,10 +42,10 @@ def frameworks_in(rows: list[dict]) -> list[str]:
     return frameworks.ordered(r["framework"] for r in rows)
 
 
-def bests(rows: list[dict], wl: str, n: int, dtype: str) -> dict[str, dict]:
-    """Each framework's best row in one group, in the table's order (those with none left out): the first is the
+def fastest_rows(rows: list[dict], wl: str, n: int, dtype: str) -> dict[str, dict]:
+    """Each framework's fastest row in one group, in the table's order (those with none left out): the first is the
     group's reference."""
-    found = {fw: best(rows, wl, n, dtype, fw) for fw in frameworks_in(rows)}
+    found = {fw: fastest(rows, wl, n, dtype, fw) for fw in frameworks_in(rows)}
     return {fw: r for fw, r in found.items() if r}
 
 
@@ -86,11 +88,11 @@ def pairs(rows: list[dict]) -> list[tuple[str, str, int, str, dict, dict, str]]:
     what the tuning buys)."""
     out = []
     for wl, n, dtype in groups(rows):
-        b = bests(rows, wl, n, dtype)
+        b = fastest_rows(rows, wl, n, dtype)
         out += [(f"{a}_vs_{d}", wl, n, dtype, b[a], b[d], frameworks.over(a, d)) for a, d in frameworks.ratios(b)]
     for r in _ok(rows):
         if is_tuned(r):
-            base = best(rows, r["workload"], r["replicas"], "float32", r["framework"], tuned=False)
+            base = fastest(rows, r["workload"], r["replicas"], "float32", r["framework"], tuned=False)
             if base:
                 what = f"{r['variant']}/{base['variant']}"
                 out.append(

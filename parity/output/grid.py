@@ -42,10 +42,10 @@ def _ratio(num: dict | None, den: dict | None) -> str:
 def cell(rows: list[dict], wl: str, dtype: str, fw: str, ref: str) -> str:
     """'1.18x / 2.80x': `fw`'s best over `ref`'s best at one device, then each out of the box ('-' where a side has
     no verified row); SAME marks a ratio whose interval holds 1."""
-    best = _ratio(summary.best(rows, wl, 1, dtype, fw), summary.best(rows, wl, 1, dtype, ref))
+    best = _ratio(summary.fastest(rows, wl, 1, dtype, fw), summary.fastest(rows, wl, 1, dtype, ref))
     if best == "-":
         return "-"
-    plain = _ratio(summary.best(rows, wl, 1, dtype, fw, False), summary.best(rows, wl, 1, dtype, ref, False))
+    plain = _ratio(summary.fastest(rows, wl, 1, dtype, fw, False), summary.fastest(rows, wl, 1, dtype, ref, False))
     return best if plain == "-" else f"{best} / {plain}"
 
 
@@ -93,7 +93,7 @@ def chart(paths: list[Path], png: Path) -> bool:
     for ax, wl in zip(axes, ORDER, strict=True):
         for y, (_, _, d) in enumerate(docs):
             for k, fw in enumerate(others):
-                num, den = (summary.best(d["rows"], wl, 1, "float32", f) for f in (fw, ref))
+                num, den = (summary.fastest(d["rows"], wl, 1, "float32", f) for f in (fw, ref))
                 if num and den:
                     bimodal = bool(num.get("modes") or den.get("modes"))
                     off = (k - (len(others) - 1) / 2) * 0.25

@@ -180,10 +180,10 @@ def best_notes(rows: list[dict]) -> list[str]:
     for wl, n, dtype in summary.groups(rows):
         parts = []
         for fw in dict.fromkeys(r["framework"] for r in rows):
-            b = summary.best(rows, wl, n, dtype, fw)
+            b = summary.fastest(rows, wl, n, dtype, fw)
             if b is None:
                 continue
-            o = summary.best(rows, wl, n, "float32", fw, tuned=False)
+            o = summary.fastest(rows, wl, n, "float32", fw, tuned=False)
             said = f"{fw} best {b['variant']} {time_cell(b['median_s'])}"
             if o is None or o is b:
                 parts.append(said + (" (out of the box)" if o is b else ""))

@@ -43,7 +43,7 @@ def _lines(cls: str, doc: dict, fws: list[str]) -> list[tuple[str, ...]]:
     not the first column's."""
     out = []
     for wl, n, dtype in summary.groups(doc["rows"]):
-        b = summary.bests(doc["rows"], wl, n, dtype)
+        b = summary.fastest_rows(doc["rows"], wl, n, dtype)
         ref = next(iter(b))
         said = "" if ref == fws[0] else f", over {frameworks.short(ref)}"
         cells = [f"{b[fw]['variant']} {time_cell(b[fw]['median_s'])}" if fw in b else "-" for fw in fws]

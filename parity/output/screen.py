@@ -67,7 +67,7 @@ def best_lines(doc: dict) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     header = ("workload", "format", *(short(fw) for fw in fws), *(over(fw, fws[0]) for fw in fws[1:]))
     body = []
     for wl, n, dtype in summary.groups(rows):
-        b = summary.bests(rows, wl, n, dtype)
+        b = summary.fastest_rows(rows, wl, n, dtype)
         ref = next(iter(b))
         cells = [f"{short_label(b[fw]['variant'])} {compact_time(b[fw]['median_s'])}" if fw in b else "-" for fw in fws]
         said = "" if ref == fws[0] else f" /{short(ref)}"  # no row of the first framework here: over the next's
@@ -82,7 +82,7 @@ def holding_one(doc: dict) -> list[tuple[bool, ...]]:
     fws = summary.frameworks_in(rows)
     out = []
     for wl, n, dtype in summary.groups(rows):
-        b = summary.bests(rows, wl, n, dtype)
+        b = summary.fastest_rows(rows, wl, n, dtype)
         ref = next(iter(b))
         qs = [summary.ratio(b[fw], b[ref]) if fw in b and fw != ref else None for fw in fws[1:]]
         out.append(tuple(q is not None and q.low is not None and q.low <= 1 <= q.high for q in qs))

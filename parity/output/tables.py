@@ -95,11 +95,11 @@ def _ratio_cell(num: dict, den: dict) -> str:
 
 def summary_body(doc: dict) -> list[tuple[str, ...]]:
     """One line per workload x replicas x format, in summary_columns order: the answer before the full table. A
-    ratio divides by the group's reference (summary.bests): the first column's framework, or where that has no
+    ratio divides by the group's reference (summary.fastest_rows): the first column's framework, or where that has no
     row in the group, the next that has one, named in the cell."""
     fws, body = summary.frameworks_in(doc["rows"]), []
     for wl, n, dtype in summary.groups(doc["rows"]):
-        b = summary.bests(doc["rows"], wl, n, dtype)
+        b = summary.fastest_rows(doc["rows"], wl, n, dtype)
         ref = next(iter(b))
         cells = [f"{b[fw]['variant']} {time_cell(b[fw]['median_s'])}" if fw in b else "-" for fw in fws]
         said = "" if ref == fws[0] else f", over {short(ref)}"
@@ -161,7 +161,7 @@ def layer_groups(doc: dict) -> list[LayerGroup]:
     says so."""
     out = []
     for wl, n, dtype in summary.groups(doc["rows"]):
-        b = {fw: r for fw, r in summary.bests(doc["rows"], wl, n, dtype).items() if r.get("layers")}
+        b = {fw: r for fw, r in summary.fastest_rows(doc["rows"], wl, n, dtype).items() if r.get("layers")}
         if len(b) < 2:
             continue
         fws, names = list(b), row_kind(wl)[0].layers
