@@ -47,37 +47,6 @@ class CnnOptions:
 
 
 @dataclass(frozen=True)
-class LstmOptions:
-    """How the row LSTM trains: 'jit' or 'shard_map' (no pmap variant); mixed precision (bfloat16 compute, float32
-    parameters and Adam state); lax.scan's unroll over the 28 time steps (1: a rolled loop, as nnx.RNN out of the box;
-    k: k steps per loop iteration; True: every step as straight-line code). One training step per dispatch."""
-
-    parallel: str = "jit"
-    unroll: int | bool = 1
-    mixed: bool = False
-    steps_per_dispatch: int = 1
-
-
-@dataclass(frozen=True)
-class LstmInferOptions:
-    """The row LSTM's inference program: lax.scan's unroll over the time steps, as LstmOptions's."""
-
-    unroll: int | bool = 1
-
-
-@dataclass(frozen=True)
-class VitOptions:
-    """How the ViT trains ('jit' or 'shard_map', no pmap variant; mixed precision as LstmOptions's) and, its
-    attention alone, infers: 'einsum' (written out, two einsums and a softmax over the keys) or 'fused'
-    (jax.nn.dot_product_attention). One training step per dispatch."""
-
-    parallel: str = "jit"
-    attention: str = "einsum"
-    mixed: bool = False
-    steps_per_dispatch: int = 1
-
-
-@dataclass(frozen=True)
 class InferOptions:
     """Inference's program: XLA compiler options for it alone (jax.jit's compiler_options)."""
 

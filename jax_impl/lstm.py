@@ -4,13 +4,13 @@ numerics set explicitly, and Keras-order weight exchange."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jax_impl.catalog import LstmInferOptions, LstmOptions
 from jax_impl.catalog import variant as variant_record
 from jax_impl.cnn import infer_blocks
 from jax_impl.forward import param_loss_and_grads, prepared_inference
@@ -136,6 +136,27 @@ def mixed_precision(model: LSTM) -> LSTM:
 
 
 # Keras's field of an LSTM layer -> the cell's Linear holding it, and that Linear's field
+
+
+@dataclass(frozen=True)
+class LstmOptions:
+    """How the row LSTM trains: 'jit' or 'shard_map' (no pmap variant); mixed precision (bfloat16 compute, float32
+    parameters and Adam state); lax.scan's unroll over the 28 time steps (1: a rolled loop, as nnx.RNN out of the box;
+    k: k steps per loop iteration; True: every step as straight-line code). One training step per dispatch."""
+
+    parallel: str = "jit"
+    unroll: int | bool = 1
+    mixed: bool = False
+    steps_per_dispatch: int = 1
+
+
+@dataclass(frozen=True)
+class LstmInferOptions:
+    """The row LSTM's inference program: lax.scan's unroll over the time steps, as LstmOptions's."""
+
+    unroll: int | bool = 1
+
+
 TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds, each with its variants below
 WORKLOAD = "lstm"  # an adapter (parity.api.adapters): its workload
 # nnx.RNN over lax.scan out of the box; '+unroll' the scan fully unrolled (28 steps of straight-line code), '+unroll4'
@@ -165,7 +186,7 @@ VARIANTS: tuple[Variant, ...] = (
 
 
 def train_with(model: LSTM, o) -> tuple[str, str, bool]:
-    """Set a training variant's static options (catalog.LstmOptions) on the model a trainer compiles; returns what the
+    """Set a training variant's static options (LstmOptions) on the model a trainer compiles; returns what the
     trainer reports: its recurrent kernel, no BatchNorm statistics, whether its time steps run in a lax.scan loop."""
     model.unroll = o.unroll
     return kernel_path(o.unroll), "none", o.unroll is not True
@@ -228,7 +249,7 @@ def prepare_inference(model: LSTM, images: np.ndarray, devices, variant: str = "
     Raises:
         ValueError: a variant not among variants("lstm_infer", 1).
     """
-    o = variant_record(INFER, variant, 1).options  # jax_impl.catalog.LstmInferOptions
+    o = variant_record(INFER, variant, 1).options  # LstmInferOptions
     cost = (lambda: (None, TIME_LOOP)) if o.unroll is not True else None  # XLA counts a loop's body once
     return prepared_inference(
         model, images, devices, lambda m: setattr(m, "unroll", o.unroll), cost, kernel_path(o.unroll)

@@ -98,7 +98,9 @@ class Trainer:
 
     def __init__(self, model: Model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         n, code = len(devices), code_of(model)
-        o = variant_record(code.TRAIN, variant, n).options  # jax_impl.catalog.CnnOptions, LstmOptions or VitOptions
+        o = variant_record(
+            code.TRAIN, variant, n
+        ).options  # the adapter's options record: catalog.CnnOptions, lstm.LstmOptions, ...
         self.scan, self.steps_per_dispatch = o.steps_per_dispatch > 1, o.steps_per_dispatch
         self.loss_every = 1  # per-step figures are exact in every variant
         self.model_, self.parallel, self.n, self.i, self.devices = model, o.parallel, n, 0, devices

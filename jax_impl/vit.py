@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jax_impl.catalog import VitOptions
 from jax_impl.catalog import variant as variant_record
 from jax_impl.cnn import infer_blocks
 from jax_impl.forward import param_loss_and_grads, prepared_inference
@@ -20,6 +20,19 @@ from parity.api import Gradients, Prepared
 from parity.api.inputs import check_count, check_seed
 from parity.api.variants import MANY, ONE, Variant
 from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_weights
+
+
+@dataclass(frozen=True)
+class VitOptions:
+    """How the ViT trains ('jit' or 'shard_map', no pmap variant; mixed precision as jax_impl.lstm.LstmOptions's) and,
+    its attention alone, infers: 'einsum' (written out, two einsums and a softmax over the keys) or 'fused'
+    (jax.nn.dot_product_attention). One training step per dispatch."""
+
+    parallel: str = "jit"
+    attention: str = "einsum"
+    mixed: bool = False
+    steps_per_dispatch: int = 1
+
 
 TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds, each with its variants below
 WORKLOAD = "vit"  # an adapter (parity.api.adapters): its workload
@@ -198,7 +211,7 @@ def mixed_precision(model: VIT) -> VIT:
 
 
 def train_with(model: VIT, o) -> tuple[str | None, str, bool]:
-    """Set a training variant's static options (catalog.VitOptions) on the model a trainer compiles; returns what the
+    """Set a training variant's static options (VitOptions) on the model a trainer compiles; returns what the
     trainer reports: no recurrent kernel, no BatchNorm statistics, no time loop."""
     model.attention = o.attention
     return None, "none", False
@@ -258,5 +271,5 @@ def prepare_inference(model: VIT, images: np.ndarray, devices, variant: str = "p
     Raises:
         ValueError: a variant not among variants("vit_infer", 1).
     """
-    o = variant_record(INFER, variant, 1).options  # jax_impl.catalog.VitOptions
+    o = variant_record(INFER, variant, 1).options  # VitOptions
     return prepared_inference(model, images, devices, lambda m: setattr(m, "attention", o.attention), None)

@@ -39,14 +39,6 @@ class CnnOptions:
 
 
 @dataclass(frozen=True)
-class LstmOptions(CnnOptions):
-    """How the row LSTM trains: as CnnOptions, and Keras's LSTM(unroll=True) on its LSTM layers (`unroll`: a Python
-    loop over the 28 steps, where Keras otherwise runs lax.scan)."""
-
-    unroll: bool = False
-
-
-@dataclass(frozen=True)
 class InferOptions:
     """How a model infers (the LSTM, the ViT): the LSTM's layers unrolled (`unroll`) or not."""
 

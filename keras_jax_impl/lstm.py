@@ -5,12 +5,23 @@ every model alike, through its code (keras_models.models.code_of)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import jax
 
-from keras_jax_impl.catalog import InferOptions, LstmOptions, declare
+from keras_jax_impl.catalog import CnnOptions, InferOptions, declare
 from keras_models.lstm import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)
 from keras_models.models import code_of
 from parity.api.variants import MANY, ONE, Variant
+
+
+@dataclass(frozen=True)
+class LstmOptions(CnnOptions):
+    """How the row LSTM trains: as CnnOptions, and Keras's LSTM(unroll=True) on its LSTM layers (`unroll`: a Python
+    loop over the 28 steps, where Keras otherwise runs lax.scan)."""
+
+    unroll: bool = False
+
 
 # fit, its layers unrolled (Keras's LSTM(unroll=True): a lever, not the best-known: 2.49 s an epoch against fit's
 # 240 ms on zen4, docs/results/zen4/cpu-default-unrolled-lstm.json), mixed precision, DataParallel; inference

@@ -34,7 +34,7 @@ class Trainer:
 
     def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         code = code_of(model)
-        # keras_jax_impl.catalog.CnnOptions (the LSTM's: LstmOptions)
+        # keras_jax_impl.catalog.CnnOptions (the LSTM's: keras_jax_impl.lstm.LstmOptions)
         o = catalog.variant(code.TRAIN, variant, len(devices)).options
         self.spe, self.distributed = o.steps_per_execution, o.distributed
         # fit under steps_per_execution logs once per execution (its per-step loss is that execution's mean), but on

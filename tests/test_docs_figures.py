@@ -360,6 +360,7 @@ def _wall(log: Path) -> str:
         ("xeon-amx", "cnn-pytorch-cl"),
         ("xeon-amx", "cpu-default-model167"),
         ("xeon-amx", "cpu-default-adapters"),
+        ("xeon-amx", "cpu-default-variants"),
         ("xeon-amx", "cpu-levers-vit"),
         ("xeon-amx", "cpu-levers-lstm"),
     ],

@@ -5,12 +5,23 @@ through its code (keras_models.models.code_of)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import tensorflow as tf
 
 from keras_models.lstm import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)
 from keras_models.models import code_of
 from parity.api.variants import MANY, ONE, Variant
-from tf_impl.catalog import InferOptions, LstmOptions
+from tf_impl.catalog import CnnOptions, InferOptions
+
+
+@dataclass(frozen=True)
+class LstmOptions(CnnOptions):
+    """How the row LSTM trains: as CnnOptions, and Keras's LSTM(unroll=True) on its LSTM layers (`unroll`: a Python
+    loop over the 28 steps, where Keras otherwise runs tf.while_loop, or cuDNN's kernel on a GPU)."""
+
+    unroll: bool = False
+
 
 # fit, its layers unrolled (Keras's LSTM(unroll=True)), mixed precision; over several devices fit under
 # MirroredStrategy (not in a multi-process run, as the CNN's) and the custom loop (what one uses). Unrolled loses on

@@ -129,7 +129,9 @@ class Trainer:
 
     def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
         n, code = len(devices), code_of(model)
-        o = catalog.variant(code.TRAIN, variant, n).options  # tf_impl.catalog.CnnOptions (the LSTM's: LstmOptions)
+        o = catalog.variant(
+            code.TRAIN, variant, n
+        ).options  # tf_impl.catalog.CnnOptions (the LSTM's: tf_impl.lstm.LstmOptions)
         if multiworker() is not None and o.api == "fit":
             raise ValueError("Keras 3's fit fails under MultiWorkerMirroredStrategy (tensorflow#72388): use 'loop'")
         self.spe = o.steps_per_dispatch
