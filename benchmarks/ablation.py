@@ -267,7 +267,7 @@ def compare(profile: Path, witnesses: list[Path]) -> str:
                     r
                     for r in rows
                     if r["framework"] == c["framework"]
-                    and r["workload"] == "cnn_train"
+                    and r["kind"] == "cnn_train"
                     and r["replicas"] == 1
                     and r["variant"] == name  # names the number format too ('+bf16')
                     and r.get("layers")

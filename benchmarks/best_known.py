@@ -31,7 +31,7 @@ def best_rows(impl, rows: list[dict]) -> list[dict]:
     """The rows of one workload, replica count and framework (every format) that --configs best times."""
     split = {r["variant"]: _split(impl, r["variant"]) for r in rows}
     names = {v for v, _ in split.values()}
-    records = [v for v in impl.VARIANTS if v.kind == rows[0]["workload"] and v.name in names]
+    records = [v for v in impl.VARIANTS if v.kind == rows[0]["kind"] and v.name in names]
     settings = {s.name: s for s in impl.SETTINGS}
     started = selection.settings_to_run("best", [settings[s] for _, s in split.values() if s in settings])
     kept = []
@@ -55,7 +55,7 @@ def report(framework: str, paths: list[str]) -> None:
         groups: dict[tuple, list[dict]] = {}
         for r in doc["rows"]:
             if r["framework"] == framework and r.get("median_s"):
-                groups.setdefault((r["workload"], r["replicas"]), []).append(r)
+                groups.setdefault((r["kind"], r["replicas"]), []).append(r)
         print(f"{path} ({framework})")
         for (wl, n), rows in groups.items():
             kept = best_rows(impl, rows)

@@ -89,7 +89,7 @@ def harness_rows(path: str) -> dict[str, dict]:
     return {
         r["framework"]: r
         for r in doc["rows"]
-        if r["workload"] == "conv" and r["replicas"] == 1 and r["variant"] in ("jit", "function") and r["verified"]
+        if r["kind"] == "conv" and r["replicas"] == 1 and r["variant"] in ("jit", "function") and r["verified"]
     }
 
 

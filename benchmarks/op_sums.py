@@ -80,7 +80,7 @@ def main() -> int:
         done = subprocess.run(cmd, capture_output=True, text=True, check=True)
         rows += json.loads(done.stdout.strip().splitlines()[-1])
     for row in rows:
-        head = f"{row['framework']} {row['workload']} {row['variant']} ({row['dtype']}):"
+        head = f"{row['framework']} {row['kind']} {row['variant']} ({row['dtype']}):"
         print(f"{head} products {row['products_s'] * 1e3:.1f} ms, the rest {row['rest_s'] * 1e3:.1f} ms")
         for o in row["ops"][: args.top]:
             print(f"  {o['seconds'] * 1e3:9.2f} ms {o['count']:6d}  {o['op']} ({o['pass']})")

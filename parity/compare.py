@@ -171,7 +171,7 @@ def _named(items: list[str]) -> str:
 
 
 def row_name(r: dict) -> str:
-    return f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}"
+    return f"{r['kind']} {r['framework']} {r['variant']} x{r['replicas']}"
 
 
 def missing_rows(old: dict, new: dict) -> str | None:
@@ -197,7 +197,7 @@ def _print(lines: list[dict], unmatched: int, args, across: bool) -> None:
     """The comparison table, the rows left unmatched, and the verdict lines."""
     body = [
         (
-            ln["row"]["workload"],
+            ln["row"]["kind"],
             ln["row"]["framework"],
             ln["row"]["variant"],
             str(ln["row"]["replicas"]),

@@ -57,7 +57,7 @@ def machine_lines(docs: list[tuple[str, dict]]) -> list[str]:
 
 def _time_metric(r: dict) -> float | None:
     """What the cross-device table compares: time per call, or 5 notebook epochs for training."""
-    if trained(r["workload"]):
+    if trained(r["kind"]):
         return r.get("est_5_notebook_epochs_s")
     return r.get("median_s")
 
@@ -81,7 +81,7 @@ def merged_rows(docs: list[tuple[str, dict]], article: bool = True) -> list[dict
         for a in ARTICLE_ROWS:
             out.append(
                 {
-                    "workload": a["workload"],
+                    "kind": a["kind"],
                     "framework": "tf (2018)",
                     "variant": "article",
                     "device": a["device"],
@@ -120,8 +120,8 @@ def add_speedups(rows: list[dict], baseline: dict | None) -> dict[str, dict]:
     """Speedup of every row over its workload's baseline row (the first match; default: the first
     verified measured row of that workload). Returns {workload: baseline row}."""
     bases = {}
-    for wl in dict.fromkeys(r["workload"] for r in rows):
-        cands = [r for r in rows if r["workload"] == wl and r["verified"] and r.get("time")]
+    for wl in dict.fromkeys(r["kind"] for r in rows):
+        cands = [r for r in rows if r["kind"] == wl and r["verified"] and r.get("time")]
         if baseline:
             cands = [r for r in cands if all(r.get(k) == v for k, v in baseline.items())]
         else:
@@ -129,7 +129,7 @@ def add_speedups(rows: list[dict], baseline: dict | None) -> dict[str, dict]:
         if cands:
             bases[wl] = cands[0]
     for r in rows:
-        b = bases.get(r["workload"])
+        b = bases.get(r["kind"])
         r["speedup"] = b["time"] / r["time"] if b and r["verified"] and r.get("time") else None
     return bases
 
@@ -139,11 +139,11 @@ def cross_table(rows: list[dict]) -> str:
     for r in rows:
         t = r.get("time")
         shown = "-" if t is None else (f"{r['approx']} " if r.get("approx") else "") + time_cell(t)
-        if trained(r["workload"]) and t is not None and not r["reference"]:
+        if trained(r["kind"]) and t is not None and not r["reference"]:
             shown += " (est.)"
         body.append(
             (
-                r["workload"],
+                r["kind"],
                 r["source"],
                 r["framework"],
                 r["variant"],
@@ -263,7 +263,7 @@ def _report(args) -> int:
     rows = merged_rows(docs, article=not args.no_article)
     if args.workload is not None:
         kinds = {k.name for k in WORKLOADS[args.workload].kinds} if args.workload in WORKLOADS else {args.workload}
-        rows = [r for r in rows if r["workload"] in kinds]
+        rows = [r for r in rows if r["kind"] in kinds]
         if not rows:
             print(f"error: no rows of workload {args.workload!r} in the files", file=sys.stderr)
             return 2
@@ -275,9 +275,9 @@ def _report(args) -> int:
     for wl, b in bases.items():
         what = b["source"] if b["reference"] else f"{b['source']} {b['framework']} {b['variant']} x{b['replicas']}"
         print(text(f"  * {wl} baseline: {what}"))
-    for wl in dict.fromkeys(r["workload"] for r in rows):
+    for wl in dict.fromkeys(r["kind"] for r in rows):
         if wl not in bases:
-            verified = any(r["workload"] == wl and r.get("verified") for r in rows)
+            verified = any(r["kind"] == wl and r.get("verified") for r in rows)
             why = f"no verified row matches --baseline {args.baseline}" if baseline else "no verified row"
             if verified and not baseline:  # a training row's time to compare: 5 notebook epochs, at its size
                 why = "no verified row at the notebook's size (a training row is compared on 5 notebook epochs)"

@@ -219,7 +219,7 @@ def _run(argv: list[str] | None, extra_configs: dict | None, temporary: list[Pat
             return code
     for r in res["rows"]:  # on stderr, --quiet or not: an exit of 1 never goes unexplained (a full TMPDIR, ...)
         if not r["verified"]:
-            who = f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}"
+            who = f"{r['kind']} {r['framework']} {r['variant']} x{r['replicas']}"
             print(text(f"invalid: {who}: {r['invalid_reason']}"), file=sys.stderr)
     return 0 if ok else 1
 

@@ -245,7 +245,7 @@ def test_cnn_quick_one_replica(quick_cnn):
     p, out, args = quick_cnn
     assert p.returncode == 0, p.stderr[-3000:]
     doc = json.loads((out / "results.json").read_text())
-    kinds = {(r["workload"], r["framework"], r["variant"]) for r in doc["rows"]}
+    kinds = {(r["kind"], r["framework"], r["variant"]) for r in doc["rows"]}
     assert kinds == {
         ("cnn_train", "tf", "fit"),
         ("cnn_train", "jax", "jit"),
@@ -271,7 +271,7 @@ def test_cnn_quick_one_replica(quick_cnn):
     assert p.stderr.index("SYNTHETIC DATA") < p.stderr.index("first epoch")
     # per-epoch validation: every training row's history, in the JSON, the Markdown and a chart of its own
     for r in doc["rows"]:
-        if r["workload"] == "cnn_train":
+        if r["kind"] == "cnn_train":
             assert [h["epoch"] for h in r["history"]] == [1, 2]
             assert r["test_accuracy"] == r["history"][-1]["val_accuracy"]
     assert "| training row | epoch 1 | epoch 2 |" in (out / "results.md").read_text()

@@ -15,7 +15,7 @@ def _row(framework: str, variant: str, times) -> dict:
     t = [float(x) for x in times]
     q1, med, q3 = (float(v) for v in np.percentile(t, [25, 50, 75]))
     return {
-        "workload": "conv",
+        "kind": "conv",
         "framework": framework,
         "variant": variant,
         "device": "cpu",

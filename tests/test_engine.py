@@ -57,7 +57,7 @@ def _run(tmp_path, **kw) -> dict:
 
 def test_every_framework_variant_and_replica_count_makes_a_verified_row(fakes, tmp_path):
     res = _run(tmp_path, replicas=(1, 8))
-    got = {(r["workload"], r["framework"], r["variant"], r["replicas"]) for r in res["rows"]}
+    got = {(r["kind"], r["framework"], r["variant"], r["replicas"]) for r in res["rows"]}
     assert got == {
         (w, fw, v, n)
         for w in ("conv", "matmul")
@@ -176,7 +176,7 @@ def test_every_configuration_runs_each_workload_on_workers_of_its_own(fakes, tmp
         (tmp_path / configs).mkdir()
         res = _run(tmp_path / configs, replicas=(1,), configs=configs)
         assert sorted(started) == sorted([TF, JAX] * sets), configs
-        kinds[configs] = {(r["workload"], r["framework"], r["variant"]) for r in res["rows"]}
+        kinds[configs] = {(r["kind"], r["framework"], r["variant"]) for r in res["rows"]}
         assert {w for w, _, _ in kinds[configs]} == {"conv", "matmul"} and all(r["verified"] for r in res["rows"])
     assert kinds["best"] <= kinds["levers"] <= kinds["all"]
 
@@ -310,12 +310,12 @@ def test_rows_keep_their_raw_times_and_rounds(fakes, tmp_path):
     from parity.judging import summary
 
     comps = summary.comparisons(rows)
-    head = next(c for c in comps if c["kind"] == "jax_vs_tf")
-    assert head["workload"] == "conv" and head["replicas"] == 1 and head["dtype"] == "float32"
+    head = next(c for c in comps if c["pair"] == "jax_vs_tf")
+    assert head["kind"] == "conv" and head["replicas"] == 1 and head["dtype"] == "float32"
     assert head["num"]["framework"] == "jax" and head["den"]["framework"] == "tf" and head["paired_rounds"] == 3
     assert head["ci95"] is None  # 3 calls: too few for a 95% interval, and said so
     assert "too few" in head["text"] and summary.verdict(doc, "conv", 1, "float32").startswith("PASS (")
-    tuned = [c for c in comps if c["kind"] == "tuned_vs_default"]
+    tuned = [c for c in comps if c["pair"] == "tuned_vs_default"]
     assert {(c["num"]["framework"], c["num"]["variant"], c["den"]["variant"]) for c in tuned} == {
         ("tf", "op+tuned", "op"),
         ("jax", "op+tuned", "op"),

@@ -17,7 +17,7 @@ from parity.record.schema import SCHEMA_VERSION
 
 ENV = {"schema_version": SCHEMA_VERSION, "device": "cpu", "host_cpu": "test", "precision": "default", "frameworks": {}}
 ROW = {
-    "workload": "conv",
+    "kind": "conv",
     "framework": "tf",
     "variant": "function",
     "device": "cpu",
@@ -148,7 +148,7 @@ CASES = [
     ("port -1", {}, (LAUNCH, "--processes", "2", "--port", "-1"), 2, r"--port: must be >= 1"),
     ("port 70000", {}, (LAUNCH, "--processes", "2", "--port", "70000"), 2, r"--port: must be at most 65535"),
     # results files: what the readers cannot handle is refused where the file is read
-    ("an unknown row kind", {"a.json": row(workload="bogus")}, (REP, "{d}/a.json"), 2, r"workload 'bogus' is no row"),
+    ("an unknown row kind", {"a.json": row(kind="bogus")}, (REP, "{d}/a.json"), 2, r"kind 'bogus' is no row"),
     (
         "a median that is not its times' median",
         {"a.json": row(median_s=0.19075, times_s=[0.00191] * 5, reps=5)},

@@ -84,7 +84,7 @@ def test_every_row_is_a_line_of_a_sortable_table(shipped):
     assert len(lines) == len(shipped["rows"]) == 32
     for line, r in zip(lines, shipped["rows"], strict=True):
         cells = _cells(line)
-        assert cells[:3] == [r["workload"], r["framework"], r["variant"]] and cells[-1] == "yes"
+        assert cells[:3] == [r["kind"], r["framework"], r["variant"]] and cells[-1] == "yes"
     assert f'data-v="{float(shipped["rows"][0]["median_s"])!r}"' in lines[0]  # sorted on the figure, not its text
 
 
@@ -148,7 +148,7 @@ def test_html_is_a_medium_of_the_one_escaping():
 
 def test_every_run_writes_the_page_with_its_charts(tmp_path, shipped):
     pytest.importorskip("matplotlib")
-    doc = {"env": shipped["env"], "rows": [r for r in shipped["rows"] if r["workload"] == "matmul"], "checks": []}
+    doc = {"env": shipped["env"], "rows": [r for r in shipped["rows"] if r["kind"] == "matmul"], "checks": []}
     made = files.write_all(doc, tmp_path)
     assert made[-1].name == "results.html"
     out = (tmp_path / "results.html").read_text()

@@ -217,7 +217,7 @@ def _group(seconds: dict[str, dict[tuple[str, str], tuple[float, float | None]]]
         rows.append(
             {
                 "framework": fw,
-                "workload": "cnn_train",
+                "kind": "cnn_train",
                 "variant": "fit",
                 "replicas": 1,
                 "dtype": "float32",

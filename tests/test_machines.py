@@ -132,7 +132,7 @@ def test_one_machine_with_other_libraries_is_the_same_class():
 def _row(variant: str, scale: float, rng) -> dict:
     t = [float(x) for x in scale * np.exp(rng.normal(0, 0.02, 8))]
     return {
-        "workload": "conv",
+        "kind": "conv",
         "framework": "jax",
         "variant": variant,
         "device": "cpu",

@@ -228,7 +228,7 @@ def test_a_heap_that_keeps_freed_memory_makes_every_figure_a_lower_bound(tmp_pat
     assert got["peak_memory_bytes"] == 100 * 2**20 and got["peak_memory_source"] == worker.KEPT + kept.source
     assert got["peak_memory_at_least"]  # a field, not read off the words
     rows = [
-        {"workload": "conv", "framework": "jax", "variant": v, "replicas": 1, "peak_memory_bytes": 1, **src}
+        {"kind": "conv", "framework": "jax", "variant": v, "replicas": 1, "peak_memory_bytes": 1, **src}
         for v, src in (("a", got), ("b", {"peak_memory_source": worker.AT_LEAST + "x"}), ("c", got))
     ]
     low = [n for n in notes.memory_note(rows) if n.startswith(">=")]

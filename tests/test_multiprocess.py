@@ -197,7 +197,7 @@ def test_run_two_processes_end_to_end(tmp_path):
         ("tf", "loop"),
     }
     assert all(r["verified"] and r["processes"] == 2 and r["replicas"] == 2 for r in rows)
-    assert all(r["xfw_max_rel_err"] is not None for r in rows if r["workload"] == "conv")
+    assert all(r["xfw_max_rel_err"] is not None for r in rows if r["kind"] == "conv")
     traj = [c for c in doc["checks"] if c["check"].startswith("trajectory")]
     assert traj and all(c["passed"] for c in traj)
     assert doc["env"]["cluster"]["num_processes"] == 2

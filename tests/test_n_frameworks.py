@@ -47,7 +47,7 @@ def three(monkeypatch):
 
 def _row(fw: str, median_s: float, wl: str = "conv", variant: str = "op", **kw) -> dict:
     """A verified row of five equal calls, in rounds 0-4."""
-    row = {"workload": wl, "framework": fw, "variant": variant, "replicas": 1, "dtype": "float32", "tuned": False}
+    row = {"kind": wl, "framework": fw, "variant": variant, "replicas": 1, "dtype": "float32", "tuned": False}
     row.update(verified=True, median_s=median_s, times_s=[median_s] * 5, rounds=list(range(5)), reps=5)
     return {**row, **kw}
 
@@ -65,11 +65,21 @@ def test_two_frameworks_read_as_they_always_did():
     (line,) = tables.summary_body(doc)
     assert line[3:6] == ("op 100.00 ms", "op+tuned 100.00 ms", "1.00x (1.00-1.00) no difference")
     comps = summary.comparisons(doc["rows"])
-    assert [(c["kind"], c["text"][:11]) for c in comps] == [
+    assert [(c["pair"], c["text"][:11]) for c in comps] == [
         ("jax_vs_tf", "JAX/TF 1.00"),
         ("tuned_vs_default", "op+tuned/op"),
     ]
     assert summary.interval_note(doc).startswith("JAX/TF (95% CI): the best JAX row's median over the best TF row's")
+
+
+def test_an_older_file_reads_with_todays_names():
+    """A row's kind was its 'workload' in older files, a comparison's pair its 'kind': read, they have today's names."""
+    path = RESULTS / "zen5/cnn-profile.json"
+    raw, doc = json.loads(path.read_text()), load_results(path)
+    assert [r["workload"] for r in raw["rows"]] == [r["kind"] for r in doc["rows"]]
+    assert not any("workload" in r for r in doc["rows"])
+    pairs = [(c["pair"], c["kind"]) for c in doc["comparisons"]]
+    assert pairs == [(c["kind"], c["workload"]) for c in raw["comparisons"]] and pairs
 
 
 @pytest.mark.parametrize("name", ["zen5/cnn-profile", "zen5/conv-profile"])
@@ -78,8 +88,9 @@ def test_an_old_results_file_reads_as_it_was_written(name):
     path = RESULTS / f"{name}.json"
     doc = load_results(path)
     written = json.loads(path.read_text())["comparisons"]
-    assert [(c["kind"], c["text"]) for c in summary.comparisons(doc["rows"])] == [
-        (c["kind"], c["text"]) for c in written
+    assert [(c["pair"], c["text"]) for c in summary.comparisons(doc["rows"])] == [
+        (c["kind"], c["text"])
+        for c in written  # the file's own names: a comparison's pair was its 'kind'
     ]
     md = (RESULTS / f"{name}.md").read_text().splitlines()
     made = [ln for ln in tables.markdown(doc).splitlines() if ln.startswith("|") or "(95% CI)" in ln]
@@ -106,7 +117,7 @@ def test_a_third_framework_gets_its_own_best_and_ratio_columns(three):
     (line,) = tables.summary_body(doc)
     assert line[3:8] == ("op 100.00 ms", "op 200.00 ms", "op 150.00 ms", "2.00x (2.00-2.00)", "1.50x (1.50-1.50)")
     comps = summary.comparisons(rows)
-    assert [(c["kind"], c["num"]["framework"], c["den"]["framework"]) for c in comps] == [
+    assert [(c["pair"], c["num"]["framework"], c["den"]["framework"]) for c in comps] == [
         ("jax_vs_tf", "jax", "tf"),
         ("kjax_vs_tf", "kjax", "tf"),
     ]
@@ -128,7 +139,7 @@ def test_a_group_without_the_reference_divides_by_the_next_framework_and_says_so
     conv, matmul = tables.summary_body(doc)
     assert conv[6:8] == ("2.00x (2.00-2.00)", "1.00x (1.00-1.00) no difference")
     assert matmul[3:8] == ("-", "op 200.00 ms", "op 100.00 ms", "-", "0.50x (0.50-0.50), over JAX")
-    kinds = [(c["workload"], c["kind"]) for c in summary.comparisons(rows)]
+    kinds = [(c["kind"], c["pair"]) for c in summary.comparisons(rows)]
     assert kinds == [("conv", "jax_vs_tf"), ("conv", "kjax_vs_tf"), ("matmul", "kjax_vs_jax")]
 
 
@@ -331,7 +342,7 @@ def test_a_third_framework_runs_end_to_end_into_the_summary(three, tmp_path, mon
         exclusive=exclusive,
     )
     res = run_suite(cfg, tmp_path)
-    got = {(r["workload"], r["framework"], r["variant"]) for r in res["rows"]}
+    got = {(r["kind"], r["framework"], r["variant"]) for r in res["rows"]}
     assert got == {(wl, fw, v) for wl in ("conv", "matmul") for fw in three for v in ("op", "op+tuned")}
     assert all(r["verified"] and r["xfw_max_rel_err"] == 0.0 for r in res["rows"])
     doc = {"env": {}, "rows": res["rows"], "checks": res["checks"]}
@@ -340,8 +351,8 @@ def test_a_third_framework_runs_end_to_end_into_the_summary(three, tmp_path, mon
     assert [line[:3] for line in body] == [("conv", "1", "float32"), ("matmul", "1", "float32")]
     for line in body:
         assert line[5].endswith("150.00 ms") and line[6].startswith("1.20x") and line[7].startswith("1.50x")
-    comps = [c for c in summary.comparisons(res["rows"]) if c["kind"] != "tuned_vs_default"]
-    assert [(c["workload"], c["kind"], round(c["ratio"], 6)) for c in comps] == [
+    comps = [c for c in summary.comparisons(res["rows"]) if c["pair"] != "tuned_vs_default"]
+    assert [(c["kind"], c["pair"], round(c["ratio"], 6)) for c in comps] == [
         ("conv", "jax_vs_tf", 1.2),
         ("conv", "kjax_vs_tf", 1.5),
         ("matmul", "jax_vs_tf", 1.2),
@@ -364,7 +375,7 @@ def test_keras_on_jax_is_divided_by_tf_and_by_flax():
     assert cols[-4:] == ("JAX/TF (95% CI)", "Keras-JAX/TF (95% CI)", "Keras-JAX/JAX (95% CI)", "parity")
     (line,) = tables.summary_body(doc)
     assert [c.split(" (")[0] for c in line[-4:-1]] == ["2.00x", "3.00x", "1.50x"]
-    kinds = [(c["kind"], c["text"].split(" (")[0]) for c in summary.comparisons(doc["rows"])]
+    kinds = [(c["pair"], c["text"].split(" (")[0]) for c in summary.comparisons(doc["rows"])]
     assert kinds == [
         ("jax_vs_tf", "JAX/TF 2.00x"),
         (f"{kj}_vs_tf", "Keras-JAX/TF 3.00x"),

@@ -61,14 +61,14 @@ def test_a_new_trained_workload_runs_end_to_end_and_its_checks_pass(mlp, tmp_pat
     expected = {("mlp_train", "loop", 1), ("mlp_train", "sharded", 2), ("mlp_infer", "predict", 1)}
     expected |= {("mlp_infer", "sharded", 2)}
     parallel = [fw for fw in frameworks.KEYS if frameworks.TABLE[fw].data_parallel]  # the others: no worker at 2
-    assert {(r["workload"], r["framework"], r["variant"], r["replicas"]) for r in rows} == {
+    assert {(r["kind"], r["framework"], r["variant"], r["replicas"]) for r in rows} == {
         (k, fw, v, n) for fw in frameworks.KEYS for k, v, n in expected if n == 1 or fw in parallel
     }
     assert all(r["verified"] for r in rows), [r["invalid_reason"] for r in rows]
-    for r in (r for r in rows if r["workload"] == "mlp_train"):
+    for r in (r for r in rows if r["kind"] == "mlp_train"):
         assert r["reps"] == MLP_QUICK.epochs - 1 and r["spec"] == MLP_QUICK.to_dict() and r["data"] == "synthetic"
         assert len(r["history"]) == MLP_QUICK.epochs and r["test_accuracy"] is not None
-    for r in (r for r in rows if r["workload"] == "mlp_infer"):
+    for r in (r for r in rows if r["kind"] == "mlp_infer"):
         assert 0 < r["max_rel_err"] <= r["tolerance"] and r["xfw_max_rel_err"] == 0.0  # the same fakes' numbers
     assert all(c["workload"] == "mlp" and c["passed"] is True for c in checks), [c for c in checks if not c["passed"]]
     # forward blocks, loss and gradients once; per replica count, each trainer's trajectory against the reference
@@ -97,7 +97,7 @@ def test_a_fake_that_computes_wrongly_is_caught(mlp, tmp_path):
         reps=2, budget_s=0.0, max_reps=2, warmup=0,
     )  # fmt: skip
     res = run_suite(cfg, tmp_path)
-    infer = {r["framework"]: r for r in res["rows"] if r["workload"] == "mlp_infer"}
+    infer = {r["framework"]: r for r in res["rows"] if r["kind"] == "mlp_infer"}
     assert infer[TF]["verified"] and not infer[JAX]["verified"]
     assert "vs the float64 oracle exceeds" in infer[JAX]["invalid_reason"]
     failed = {c["check"] for c in res["checks"] if c["passed"] is False}

@@ -58,8 +58,8 @@ def test_a_second_simultaneous_owner_is_refused(tmp_path):
 
 def test_drift_note_names_rows_that_moved():
     first = [
-        Row(workload="conv", framework="tf", variant="function", replicas=1, verified=True, median_s=1.0),
-        Row(workload="cnn_train", framework="tf", variant="fit", replicas=1, seed=0, verified=True, median_s=2.0),
+        Row(kind="conv", framework="tf", variant="function", replicas=1, verified=True, median_s=1.0),
+        Row(kind="cnn_train", framework="tf", variant="fit", replicas=1, seed=0, verified=True, median_s=2.0),
     ]
     again = [dataclasses.replace(first[0], median_s=1.02), dataclasses.replace(first[1], median_s=2.5)]
     note = drift_note(["TensorFlow", "JAX"], first, again)

@@ -12,11 +12,12 @@ import pytest
 from parity import report
 from parity.common import frameworks
 from parity.output import grid, readme
+from parity.output.loading import current_names
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 RESULTS = ROOT / "docs" / "results.md"
-SHIPPED = json.loads((ROOT / "docs/results/zen4/cpu-default.json").read_text())["rows"][0]
+SHIPPED = current_names(json.loads((ROOT / "docs/results/zen4/cpu-default.json").read_text()))["rows"][0]
 
 
 @pytest.mark.parametrize(
@@ -92,7 +93,7 @@ def test_every_file_a_page_names_is_one_machine_class_folder_under_docs_results(
 
 def _row(fw: str, median_s: float, wl: str = "conv", variant: str = "op", **kw) -> dict:
     """A verified row of five equal calls in rounds 0-4, its other fields a shipped file's first row's."""
-    row = {**SHIPPED, "workload": wl, "framework": fw, "variant": variant, "replicas": 1, "dtype": "float32"}
+    row = {**SHIPPED, "kind": wl, "framework": fw, "variant": variant, "replicas": 1, "dtype": "float32"}
     row.update(tuned=False, verified=True, median_s=median_s, times_s=[median_s] * 5, rounds=list(range(5)), reps=5)
     return {**row, **kw}
 

@@ -128,7 +128,7 @@ def test_accelerator_peaks_are_precision_aware(device, kind, precision, fmt, pea
 
 def _row(**kw):
     base = {
-        "workload": "conv",
+        "kind": "conv",
         "framework": "tf",
         "variant": "function",
         "device": "cpu",
@@ -238,7 +238,7 @@ def test_csv_and_chart(tmp_path):
     rows = [
         _row(),
         _row(framework="jax", variant="jit", median_s=2.0),
-        _row(workload="cnn_train", variant="fit", images_per_s=128.0, median_s=10.0),
+        _row(kind="cnn_train", variant="fit", images_per_s=128.0, median_s=10.0),
     ]
     doc = _full_doc(rows)
     paths = files.write_all(doc, tmp_path)
@@ -246,7 +246,7 @@ def test_csv_and_chart(tmp_path):
     made = ["results.json", "results.csv", "results.md", "results.png", *ratios, "results.html"]  # the page last
     assert [p.name for p in paths] == made
     csv_lines = (tmp_path / "results.csv").read_text().splitlines()
-    assert csv_lines[0].startswith("workload,framework,variant") and len(csv_lines) == 4
+    assert csv_lines[0].startswith("kind,framework,variant") and len(csv_lines) == 4
     png = (tmp_path / "results.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 1000
 
@@ -268,8 +268,8 @@ def test_the_summary_ratios_chart(tmp_path, capsys):
         _timed("jax", "jit", 1.5),
         _timed("tf", "function+bf16", 0.6, dtype="bfloat16", tuned=True),
         _timed("jax", "jit+bf16", 0.5, dtype="bfloat16", tuned=True),
-        _timed("tf", "fit", 2.0, workload="cnn_train", images_per_s=128.0),
-        {**_row(framework="jax", variant="jit", workload="cnn_train", median_s=1.0)},  # no raw times: no interval
+        _timed("tf", "fit", 2.0, kind="cnn_train", images_per_s=128.0),
+        {**_row(framework="jax", variant="jit", kind="cnn_train", median_s=1.0)},  # no raw times: no interval
     ]
     f = _write(tmp_path, "d.json", _full_doc(rows))
     assert report.report_main([str(f), "--no-article", "--ratios", str(tmp_path / "ratios.png")]) == 0
@@ -301,7 +301,7 @@ def test_report_merges_machines_with_speedups_and_article_rows(tmp_path, capsys)
     assert ref and all(r["median_s"] is None for r in ref)  # never mixed up with measured rows
     tpu = next(r for r in ref if r["time"] == 1.22e-3)
     assert not tpu["verified"] and tpu["speedup"] is None
-    k80 = next(r for r in ref if r["workload"] == "conv" and r["device_kind"] == "Tesla K80")
+    k80 = next(r for r in ref if r["kind"] == "conv" and r["device_kind"] == "Tesla K80")
     assert k80["speedup"] == pytest.approx(2.0 / 0.28)
 
 
@@ -315,8 +315,8 @@ def test_report_workload_names_are_parity_runs(tmp_path, capsys):
     # --workload cnn means what it means to parity.run: every kind of row the CNN has
     rows = [
         _row(),
-        _row(workload="cnn_train", variant="fit", median_s=3.0),
-        _row(workload="cnn_infer", variant="predict", median_s=0.5),
+        _row(kind="cnn_train", variant="fit", median_s=3.0),
+        _row(kind="cnn_infer", variant="predict", median_s=0.5),
     ]
     doc = _write(tmp_path, "d.json", _doc(rows))
     assert report.report_main([str(doc), "--workload", "cnn", "--no-article"]) == 0
@@ -364,7 +364,7 @@ def test_compare_fails_a_row_that_became_invalid(tmp_path, capsys):
 
 def test_compare_bad_input(tmp_path, capsys):
     old = _write(tmp_path, "old.json", _doc([_row()]))
-    other = _write(tmp_path, "other.json", _doc([_row(workload="cnn_infer")]))
+    other = _write(tmp_path, "other.json", _doc([_row(kind="cnn_infer")]))
     assert compare.main([str(old), str(other)]) == 2
     assert "no row" in capsys.readouterr().err
     with pytest.raises(SystemExit) as e:
@@ -424,8 +424,8 @@ def test_unpadded_flops_match_xla_cost_analysis_convention():
 
 
 def test_compare_never_matches_different_cnn_schedules(tmp_path, capsys):
-    three = _row(workload="cnn_train", variant="fit", spec={"global_batch": 256, "steps_per_epoch": 3})
-    five = _row(workload="cnn_train", variant="fit", spec={"global_batch": 256, "steps_per_epoch": 5}, median_s=2.0)
+    three = _row(kind="cnn_train", variant="fit", spec={"global_batch": 256, "steps_per_epoch": 3})
+    five = _row(kind="cnn_train", variant="fit", spec={"global_batch": 256, "steps_per_epoch": 5}, median_s=2.0)
     old, new = _write(tmp_path, "old.json", _doc([three])), _write(tmp_path, "new.json", _doc([five]))
     assert compare.main([str(old), str(new)]) == 2  # nothing comparable, not a 100% regression
     assert "no row" in capsys.readouterr().err
@@ -468,10 +468,10 @@ def test_bf16_rows_only_where_the_hardware_has_it(monkeypatch):
     assert slow.flops == 6e14 and slow.limit() >= CPU.measured_flops
     # the run's own verified bfloat16 matmul rows count as measurements (their fastest call); unverified ones do not
     mm = [
-        Row(**_row(workload="matmul", variant="function+bf16", dtype="bfloat16", flops=1.4e14, min_s=0.2)),
+        Row(**_row(kind="matmul", variant="function+bf16", dtype="bfloat16", flops=1.4e14, min_s=0.2)),
         Row(
             **_row(
-                workload="matmul",
+                kind="matmul",
                 framework="jax",
                 variant="jit+bf16",
                 dtype="bfloat16",
@@ -480,13 +480,13 @@ def test_bf16_rows_only_where_the_hardware_has_it(monkeypatch):
                 verified=False,
             )
         ),
-        Row(**_row(workload="conv", dtype="bfloat16", flops=1.4e14, min_s=0.1)),
+        Row(**_row(kind="conv", dtype="bfloat16", flops=1.4e14, min_s=0.1)),
     ]
     with_rows = roofline.with_bf16_matmul_rows(run, mm)
     assert with_rows.measured_bf16 == {"tf": 7.2e14, "jax": None, "tf function+bf16 row": 7e14}
     assert roofline.with_bf16_matmul_rows(CPU, mm[1:]) is CPU
     # the same variant at several replica counts: its fastest, whichever came last
-    x8 = Row(**_row(workload="matmul", variant="function+bf16", dtype="bfloat16", replicas=8, flops=1.4e14, min_s=1))
+    x8 = Row(**_row(kind="matmul", variant="function+bf16", dtype="bfloat16", replicas=8, flops=1.4e14, min_s=1))
     assert roofline.with_bf16_matmul_rows(CPU, [mm[0], x8]).measured_bf16 == {"tf function+bf16 row": 7e14}
     # a framework whose bfloat16 matmul row the round verified is not asked for a matmul of its own; the others are
     asked = []

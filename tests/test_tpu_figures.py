@@ -6,12 +6,14 @@ import re
 import statistics
 from pathlib import Path
 
+from parity.output.loading import current_names
+
 ROOT = Path(__file__).resolve().parent.parent
 TPU = ROOT / "docs/results/tpu-v5e"
 
 
 def _doc(name: str) -> dict:
-    return json.loads((TPU / name).read_text())
+    return current_names(json.loads((TPU / name).read_text()))  # older files: today's names
 
 
 def _row(doc: dict, framework: str, variant: str) -> dict:
@@ -36,7 +38,7 @@ def _ratio(doc: dict, kind: str) -> str:
     (c,) = [
         c
         for c in doc["comparisons"]
-        if c["kind"] == "keras-jax_vs_jax" and (c["workload"], c["dtype"]) == (kind, "float32")
+        if c["pair"] == "keras-jax_vs_jax" and (c["kind"], c["dtype"]) == (kind, "float32")
     ]
     return "{}x ({}-{})".format(*re.search(r"(\d+\.\d\d)x \(95% CI (\d+\.\d\d)-(\d+\.\d\d)", c["text"]).groups())
 
@@ -49,7 +51,7 @@ def _matmul_and_lstm() -> list[str]:
     """What docs/tpu.md says of the matmul's and the LSTM's full-size runs, rendered from matmul.json and lstm.json."""
     mm, lstm = _doc("matmul.json"), _doc("lstm.json")
     jit, ops, bf16 = _row(mm, "jax", "jit"), _row(mm, "keras-jax", "ops"), _row(mm, "jax", "jit+bf16")
-    train = [r for r in lstm["rows"] if r["workload"] == "lstm_train"]
+    train = [r for r in lstm["rows"] if r["kind"] == "lstm_train"]
     ljit, lfit, lbf16 = _row(lstm, "jax", "jit"), _row(lstm, "keras-jax", "fit"), _row(lstm, "jax", "jit+bf16")
     judged = [c["passed"] for c in lstm["checks"]]
     return [

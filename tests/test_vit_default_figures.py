@@ -9,6 +9,8 @@ import json
 import statistics
 from pathlib import Path
 
+from parity.output.loading import current_names
+
 ROOT = Path(__file__).resolve().parents[1]
 ZEN4, AMX = ROOT / "docs/results/zen4", ROOT / "docs/results/xeon-amx"
 FORMAT = " ".join((ROOT / "docs/results-format.md").read_text().split())
@@ -39,14 +41,14 @@ def _wall(folder: Path, name: str) -> str:
 
 
 def _doc(folder: Path, name: str) -> dict:
-    return json.loads((folder / f"{name}.json").read_text())
+    return current_names(json.loads((folder / f"{name}.json").read_text()))  # older files: today's names
 
 
 def _median_ms(name: str, workload: str, framework: str, variant: str) -> str:
     (row,) = [
         r
         for r in _doc(ZEN4, name)["rows"]
-        if (r["workload"], r["framework"], r["variant"]) == (workload, framework, variant)
+        if (r["kind"], r["framework"], r["variant"]) == (workload, framework, variant)
     ]
     return f"{row['median_s'] * 1000:.1f}"
 
@@ -122,7 +124,7 @@ def test_the_amx_hosts_peaks_and_times_against_the_earlier_file_are_the_files():
         f"model {old['env']['host']['model']}, stepping {old['env']['host']['stepping']}",
         f"model {new['env']['host']['model']}, stepping {new['env']['host']['stepping']}",
     ]
-    key = ("workload", "framework", "variant", "replicas", "flops")
+    key = ("kind", "framework", "variant", "replicas", "flops")
     earlier = {tuple(r[k] for k in key): r["median_s"] for r in old["rows"]}
     ratios = [r["median_s"] / earlier[k] for r in new["rows"] if (k := tuple(r[k] for k in key)) in earlier]
     said.append(
@@ -145,7 +147,7 @@ def test_the_amx_runs_unsettled_comparisons_are_its_printout():
     (cnn,) = [
         c
         for c in _doc(AMX, NOW)["comparisons"]
-        if (c["kind"], c["workload"], c["replicas"], c["dtype"]) == ("jax_vs_tf", "cnn_train", 1, "bfloat16")
+        if (c["pair"], c["kind"], c["replicas"], c["dtype"]) == ("jax_vs_tf", "cnn_train", 1, "bfloat16")
     ]
     lo, hi = cnn["ci95"]
     assert f"JAX/TF {cnn['ratio']:.2f}x ({lo:.2f}-{hi:.2f}), no difference measurable" in text and lo < 1 < hi

@@ -81,7 +81,7 @@ def make_row(
     the schedule adds, its rounds and --profile's figures). The one place a result becomes a Row."""
     med = res.median_s
     return Row(
-        workload=kind.name,
+        kind=kind.name,
         framework=worker.framework,
         variant=c.shown,
         config_env=worker.setting_env,
@@ -138,7 +138,7 @@ def cross_check(rows: list[Row], error=saved_error) -> None:
             error(row.saved, other.saved)
             for other in rows
             if other.framework != row.framework
-            and other.workload == row.workload
+            and other.kind == row.kind
             and other.dtype == row.dtype
             and row.verified
             and other.verified

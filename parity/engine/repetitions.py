@@ -37,7 +37,7 @@ def wanting(rule: settling.Rule, todo: list[Case], workers: dict, times: dict, r
     like = [
         {
             "key": c.key,
-            "workload": "",
+            "kind": "",
             "replicas": c.replicas,
             "dtype": c.dtype,
             "framework": workers[c.worker].framework,

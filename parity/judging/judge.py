@@ -46,7 +46,7 @@ def drift_note(order: list[str], first: list[Row], again: list[Row]) -> str:
         a = later.get(r.key())
         if r.verified and a and a.verified:
             r.drift = a.median_s / r.median_s - 1
-            moved.append((r.drift, f"{r.workload} {r.framework} {r.variant} x{r.replicas}"))
+            moved.append((r.drift, f"{r.kind} {r.framework} {r.variant} x{r.replicas}"))
     text = f"one owner of the device at a time: {' -> '.join(order)}, then {order[0]} again; its rows' medians moved "
     if not moved:
         return text + "(no verified row to compare)"

@@ -144,7 +144,7 @@ def bf16_peak(device: str, device_kind: str, run_peak: Peak) -> Peak:
 
 def bf16_ceiling_rows(rows: list[Row]) -> list[Row]:
     """The verified bfloat16 rows of a ceiling kind (the matmul) with a fastest call: bfloat16 peak measurements."""
-    return [r for r in rows if row_kind(r.workload)[1].ceiling and r.dtype == "bfloat16" and r.verified and r.min_s]
+    return [r for r in rows if row_kind(r.kind)[1].ceiling and r.dtype == "bfloat16" and r.verified and r.min_s]
 
 
 def with_bf16_matmul_rows(peak: Peak, rows: list[Row]) -> Peak:

@@ -22,7 +22,7 @@ def _ok(rows: list[dict]) -> list[dict]:
 
 def groups(rows: list[dict]) -> list[tuple[str, int, str]]:
     """(row kind, replicas, number format) of the verified rows, in the order they first appear."""
-    return list(dict.fromkeys((r["workload"], r["replicas"], r.get("dtype") or "float32") for r in _ok(rows)))
+    return list(dict.fromkeys((r["kind"], r["replicas"], r.get("dtype") or "float32") for r in _ok(rows)))
 
 
 def fastest(rows: list[dict], wl: str, n: int, dtype: str, fw: str, tuned: bool | None = None) -> dict | None:
@@ -31,7 +31,7 @@ def fastest(rows: list[dict], wl: str, n: int, dtype: str, fw: str, tuned: bool 
     mine = [
         r
         for r in _ok(rows)
-        if (r["workload"], r["replicas"], r.get("dtype") or "float32", r["framework"]) == (wl, n, dtype, fw)
+        if (r["kind"], r["replicas"], r.get("dtype") or "float32", r["framework"]) == (wl, n, dtype, fw)
         and (tuned is None or is_tuned(r) == tuned)
     ]
     return min(mine, key=lambda r: r["median_s"]) if mine else None
@@ -62,11 +62,11 @@ def _side(r: dict) -> dict:
     return {"framework": r["framework"], "variant": r["variant"], "median_s": r["median_s"]}
 
 
-def _entry(kind: str, wl: str, n: int, dtype: str, num: dict, den: dict, what: str) -> dict:
+def _entry(pair: str, kind: str, n: int, dtype: str, num: dict, den: dict, what: str) -> dict:
     q = ratio(num, den)
     return {
+        "pair": pair,
         "kind": kind,
-        "workload": wl,
         "replicas": n,
         "dtype": dtype,
         "num": _side(num),
@@ -80,9 +80,9 @@ def _entry(kind: str, wl: str, n: int, dtype: str, num: dict, den: dict, what: s
 
 
 def pairs(rows: list[dict]) -> list[tuple[str, str, int, str, dict, dict, str]]:
-    """The comparisons `rows` make, as (kind, workload, replicas, dtype, num row, den row, what): per workload x
+    """The comparisons `rows` make, as (pair, row kind, replicas, dtype, num row, den row, what): per row kind x
     replicas x format, each framework's best row over the reference's, the first framework of the table with a row
-    there (kind '<framework>_vs_<reference>': 'jax_vs_tf', what 'JAX/TF'), and over each framework it declares
+    there (pair '<framework>_vs_<reference>': 'jax_vs_tf', what 'JAX/TF'), and over each framework it declares
     `versus` ('keras-jax_vs_jax'); and each tuned row over its framework's best out-of-the-box row at the same
     workload and replicas ('tuned_vs_default', the out-of-the-box row in float32 when the tuned one is bfloat16:
     what the tuning buys)."""
@@ -92,12 +92,10 @@ def pairs(rows: list[dict]) -> list[tuple[str, str, int, str, dict, dict, str]]:
         out += [(f"{a}_vs_{d}", wl, n, dtype, b[a], b[d], frameworks.over(a, d)) for a, d in frameworks.ratios(b)]
     for r in _ok(rows):
         if is_tuned(r):
-            base = fastest(rows, r["workload"], r["replicas"], "float32", r["framework"], tuned=False)
+            base = fastest(rows, r["kind"], r["replicas"], "float32", r["framework"], tuned=False)
             if base:
                 what = f"{r['variant']}/{base['variant']}"
-                out.append(
-                    ("tuned_vs_default", r["workload"], r["replicas"], r.get("dtype") or "float32", r, base, what)
-                )
+                out.append(("tuned_vs_default", r["kind"], r["replicas"], r.get("dtype") or "float32", r, base, what))
     return out
 
 
@@ -142,7 +140,7 @@ def verdict(doc: dict, wl: str, n: int, dtype: str) -> str:
     checks = [c for c in doc.get("checks") or [] if c.get("workload") == workload and c.get("replicas") in (n, None)]
     if checks:
         return _checks_verdict(checks)
-    rows = [r for r in doc["rows"] if (r["workload"], r["replicas"], r.get("dtype") or "float32") == (wl, n, dtype)]
+    rows = [r for r in doc["rows"] if (r["kind"], r["replicas"], r.get("dtype") or "float32") == (wl, n, dtype)]
     return _oracle_verdict(rows)
 
 
@@ -176,13 +174,13 @@ def unsettled_note(doc: dict) -> str:
     spans more than WIDTH of the ratio, and the verified rows whose median's interval does; '' where all settled
     (or the file keeps no raw times)."""
     comps = [
-        f"{c['workload']} x{c['replicas']} {c['dtype']} {c['text'].split(' (')[0]} "
+        f"{c['kind']} x{c['replicas']} {c['dtype']} {c['text'].split(' (')[0]} "
         f"({c['ci95'][0]:.2f}-{c['ci95'][1]:.2f}, {c['calls'][0]} and {c['calls'][1]} calls)"
         for c in doc.get("comparisons") or comparisons(doc["rows"])
         if c.get("ci95") and (w := settling.width(*c["ci95"], c["ratio"])) is not None and w > settling.WIDTH
     ]
     rows = [
-        f"{r['workload']} {frameworks.short(r['framework'])} {r['variant']} x{r['replicas']} (+-{w / 2:.0%}, "
+        f"{r['kind']} {frameworks.short(r['framework'])} {r['variant']} x{r['replicas']} (+-{w / 2:.0%}, "
         f"{len(r['times_s'])} calls)"
         for r in _ok(doc["rows"])
         if r.get("times_s")

@@ -55,7 +55,7 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
         return False
     # a row with no work to divide by its time (no FLOPs, no images) has no throughput to draw
     ok = [r for r in rows if r["verified"] and r.get("median_s") and (r.get("images_per_s") or r.get("flops"))]
-    workloads = list(dict.fromkeys(r["workload"] for r in ok))
+    workloads = list(dict.fromkeys(r["kind"] for r in ok))
     if not workloads:
         return False
     size = (9, 1.2 + 0.45 * len(ok) + 0.6 * len(workloads))
@@ -63,7 +63,7 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
     fig, axes = plt.subplots(len(workloads), 1, figsize=size, squeeze=False, layout="constrained")
     colors = {k: frameworks.color(k) for k in frameworks.KEYS}
     for ax, wl in zip(axes[:, 0], workloads, strict=True):
-        rs = [r for r in ok if r["workload"] == wl]
+        rs = [r for r in ok if r["kind"] == wl]
         vals = [_throughput(r) for r in rs]
         labels = [
             text(f"{r['framework']} {r['variant']} x{r['replicas']} ({r.get('device_kind') or r['device']})", *LABELS)
@@ -161,9 +161,9 @@ def layers_chart(doc: dict, path: Path) -> bool:
 
 def _mark_bimodal(comps: list[dict], rows: list[dict]) -> None:
     """Each comparison's 'bimodal': a side's row has two modes (parity.judging.stats.modes)."""
-    by = {(r["workload"], r["replicas"], r["framework"], r["variant"]): r for r in rows}
+    by = {(r["kind"], r["replicas"], r["framework"], r["variant"]): r for r in rows}
     for c in comps:
-        sides = [by.get((c["workload"], c["replicas"], s["framework"], s["variant"])) for s in (c["num"], c["den"])]
+        sides = [by.get((c["kind"], c["replicas"], s["framework"], s["variant"])) for s in (c["num"], c["den"])]
         c["bimodal"] = any(r and r.get("modes") for r in sides)
 
 
@@ -172,7 +172,7 @@ def ratio_chart(doc: dict, path: Path) -> bool:
     frameworks' ratio of best times (parity.judging.summary.comparisons) as a point with its 95% interval, on a log
     scale around a line at 1; the machine in the title. False (nothing written) without matplotlib or without two
     frameworks to divide."""
-    comps = [c for c in summary.comparisons(doc["rows"]) if c["kind"] != "tuned_vs_default"]
+    comps = [c for c in summary.comparisons(doc["rows"]) if c["pair"] != "tuned_vs_default"]
     if not comps:
         return False
     _mark_bimodal(comps, doc["rows"])
@@ -183,8 +183,8 @@ def ratio_chart(doc: dict, path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    workloads = list(dict.fromkeys(c["workload"] for c in comps))
-    panels = [sorted((c for c in comps if c["workload"] == wl), key=_ratio_order) for wl in workloads]
+    workloads = list(dict.fromkeys(c["kind"] for c in comps))
+    panels = [sorted((c for c in comps if c["kind"] == wl), key=_ratio_order) for wl in workloads]
     size = (9, 1.6 + sum(0.3 * len(p) + 0.55 for p in panels))
     fig, axes = plt.subplots(
         len(panels),

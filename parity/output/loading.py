@@ -106,6 +106,7 @@ def load_results(path: Path) -> dict:
         )
     if not isinstance(doc, dict) or not isinstance(doc.get("env"), dict) or not isinstance(doc.get("rows"), list):
         raise ResultsError(f"{path}: not a parity.run results file (no 'env' and 'rows')")
+    current_names(doc)
     why = _env_problem(doc["env"])
     if why:
         raise ResultsError(f"{path}: env: {why}")
@@ -122,6 +123,19 @@ def load_results(path: Path) -> dict:
                 f"{path}: row {i} measures what row {first} measures (the same {', '.join(rows.KEY)}): "
                 f"a results file holds each row once"
             )
+    return doc
+
+
+def current_names(doc: dict) -> dict:
+    """`doc`, a results file's contents, with today's names (in place): an older file's row 'workload' (it held the
+    row kind) is its 'kind'; a comparison's 'kind' (which pair) its 'pair' and its 'workload' its 'kind'. A check's
+    'workload' is a workload's name, then as now."""
+    for r in doc.get("rows") or ():
+        if isinstance(r, dict) and "workload" in r and "kind" not in r:
+            r["kind"] = r.pop("workload")
+    for c in doc.get("comparisons") or ():
+        if isinstance(c, dict) and "workload" in c and "pair" not in c:
+            c["pair"], c["kind"] = c.pop("kind", None), c.pop("workload")
     return doc
 
 
@@ -243,8 +257,8 @@ def _host_problem(host) -> str | None:
 def _domain_problem(r: dict, env: dict) -> str | None:
     """What puts a well-typed row outside what the readers handle, or None."""
     kinds = row_kinds()
-    if r["workload"] not in kinds:
-        return f"workload {text(repr(r['workload']), limit=40)} is no row kind this tool knows ({', '.join(kinds)})"
+    if r["kind"] not in kinds:
+        return f"kind {text(repr(r['kind']), limit=40)} is no row kind this tool knows ({', '.join(kinds)})"
     if r["device"] != env["device"]:
         return f"device {text(repr(r['device']), limit=40)} in a file of device {env['device']!r}"
     for k in ("replicas", "processes"):

@@ -28,7 +28,7 @@ def roofline_notes(doc: dict) -> list[str]:
     seen: dict[tuple, list[dict]] = {}
     for r in doc["rows"]:
         if r.get("compiler_flops") is not None:
-            seen.setdefault((r["workload"], r.get("compiler_flops_source")), []).append(r)
+            seen.setdefault((r["kind"], r.get("compiler_flops_source")), []).append(r)
     for (wl, src), rs in seen.items():
         r = rs[0]
         c, f, u = r["compiler_flops"], r["flops"], r.get("flops_unpadded") or r["flops"]
@@ -46,13 +46,13 @@ def roofline_notes(doc: dict) -> list[str]:
             f"{src} {c / 1e9:.4g} G ({c / f:.3f}x, {c / u:.3f}x){flag}"
         )
     above = [
-        f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {r['above_peak']}"
+        f"{r['kind']} {r['framework']} {r['variant']} x{r['replicas']}: {r['above_peak']}"
         for r in doc["rows"]
         if r.get("above_peak")
     ]
     if above:
         notes.append("above the peak, no % shown: " + "; ".join(above))
-    noisy = [f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}" for r in doc["rows"] if r.get("noisy")]
+    noisy = [f"{r['kind']} {r['framework']} {r['variant']} x{r['replicas']}" for r in doc["rows"] if r.get("noisy")]
     if noisy:
         notes.append(
             f"! spread (IQR) above 10% of the median, the figure is not to be trusted to better than "
@@ -62,7 +62,7 @@ def roofline_notes(doc: dict) -> list[str]:
 
 
 def _name(r: dict) -> str:
-    return f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}"
+    return f"{r['kind']} {r['framework']} {r['variant']} x{r['replicas']}"
 
 
 def at_least(r: dict) -> bool:
@@ -90,7 +90,7 @@ def memory_note(rows: list[dict]) -> list[str]:
         named = ", ".join(_name(r) for r in low if r["peak_memory_source"].startswith(why + "): "))
         notes.append(f">= peak mem: a lower bound, {why}): {named}")
     bugs = [
-        f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {r['peak_memory_source']}"
+        f"{r['kind']} {r['framework']} {r['variant']} x{r['replicas']}: {r['peak_memory_source']}"
         for r in rows
         if (r.get("peak_memory_source") or "").startswith("MEASUREMENT BUG")
     ]
@@ -100,7 +100,7 @@ def memory_note(rows: list[dict]) -> list[str]:
 def modes_note(rows: list[dict]) -> list[str]:
     """Rows whose times fell into two groups: both modes, since one median between them describes neither."""
     two = [
-        f"{r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {time_cell(m['low_s'])} "
+        f"{r['kind']} {r['framework']} {r['variant']} x{r['replicas']}: {time_cell(m['low_s'])} "
         f"({m['low_n']} calls) and {time_cell(m['high_s'])} ({m['high_n']} calls)"
         for r in rows
         if (m := r.get("modes"))
@@ -131,7 +131,7 @@ def notebook_notes(rows: list[dict]) -> list[str]:
     step time plus its first-epoch overhead, beside that notebook's own figure."""
     out = []
     for kind, what in NOTEBOOKS.items():
-        five = [r for r in rows if r["workload"] == kind and r.get("est_5_notebook_epochs_s") is not None]
+        five = [r for r in rows if r["kind"] == kind and r.get("est_5_notebook_epochs_s") is not None]
         if five:
             said = ", ".join(
                 f"{r['framework']} {r['variant']} x{r['replicas']} {r['est_5_notebook_epochs_s']:.0f} s" for r in five
@@ -147,7 +147,7 @@ def kernel_note(rows: list[dict]) -> list[str]:
     paths: dict[str, list[str]] = {}
     for r in rows:
         if r.get("kernel_path"):
-            paths.setdefault(r["kernel_path"], []).append(f"{r['workload']} {r['framework']} {r['variant']}")
+            paths.setdefault(r["kernel_path"], []).append(f"{r['kind']} {r['framework']} {r['variant']}")
     if not paths:
         return []
     said = "; ".join(f"{p}: {', '.join(dict.fromkeys(names))}" for p, names in paths.items())

@@ -213,7 +213,7 @@ def _row_cells(r: dict) -> list[str]:
         return _cell(shown if ok else "-", v if ok else None, numeric=True)
 
     return [
-        _cell(r["workload"]),
+        _cell(r["kind"]),
         _cell(r["framework"]),
         _label(r["variant"]),
         _cell(replicas_cell(r), r["replicas"], numeric=True),

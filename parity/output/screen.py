@@ -105,7 +105,7 @@ def verdict(doc: dict) -> str:
 def failures(doc: dict) -> list[str]:
     """Every invalid row and every failed check, in full."""
     out = [
-        f"INVALID: {r['workload']} {r['framework']} {r['variant']} x{r['replicas']}: {r['invalid_reason']}"
+        f"INVALID: {r['kind']} {r['framework']} {r['variant']} x{r['replicas']}: {r['invalid_reason']}"
         for r in doc["rows"]
         if not r["verified"]
     ]

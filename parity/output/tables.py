@@ -62,7 +62,7 @@ def table(rows: list[dict]) -> str:
     """The speed table; an invalid row shows its reason instead of figures."""
     body = [
         (
-            r["workload"],
+            r["kind"],
             r["framework"],
             r["variant"],
             r["device"],
@@ -239,7 +239,7 @@ def footnotes(doc: dict) -> str:
         "err vs f64: max |out - oracle| / max |oracle| on the first and last batch rows (float64 NumPy oracle); "
         f"err vs other: the same against {other}",
     ]
-    for kind in dict.fromkeys(r["workload"] for r in doc["rows"] if trained(r["workload"])):
+    for kind in dict.fromkeys(r["kind"] for r in doc["rows"] if trained(r["kind"])):
         notes.append(
             f"{kind}: median/IQR per epoch after the first; first call = the first epoch (includes "
             "compilation); img/s = images per second of a steady-state epoch; err columns: see checks"
@@ -304,7 +304,7 @@ def markdown(doc: dict) -> str:
     env = doc["env"]
     rows = [
         (
-            r["workload"],
+            r["kind"],
             r["framework"],
             r["variant"],
             replicas_cell(r),

@@ -40,7 +40,8 @@ class Row:
     row's call is an epoch (`time_unit`). Fields a workload does not measure stay None."""
 
     # what was measured
-    workload: str = _f("", required=True, key=True, csv=True, column="workload")  # the row kind: conv, cnn_train..
+    # its row kind (conv, cnn_train, ...: a workload's, parity.workloads' RowKind.name); 'workload' in older files
+    kind: str = _f("", required=True, key=True, csv=True, column="workload")
     framework: str = _f("", required=True, key=True, csv=True, column="framework")  # 'tf' or 'jax'
     variant: str = _f("", required=True, key=True, csv=True, column="variant")  # with a tuned configuration: 'jit+ynn'
     config_env: dict = _f(factory=dict)  # the worker's setting's environment (XLA_FLAGS, ...): its name in files

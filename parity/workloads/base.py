@@ -114,7 +114,7 @@ class Suite(Protocol):
 class RowKind:
     """One kind of timed row: what a worker builds and times, and how the parent reads the result.
 
-    name: the rows' 'workload' field (the implementations' variants of it: their variants(name, replicas)). case:
+    name: the rows' 'kind' field (the implementations' variants of it: their variants(name, replicas)). case:
     what a worker builds and times for a row, (impl, devices, kind, spec, variant, device, precision, save, **extra)
     -> Timed. prepare: for an operation, the implementation's function that places its inputs. tolerance:
     (device, precision, dtype) -> the oracle tolerance of the row's output, None when the workload's

@@ -123,7 +123,7 @@ def parity_judge(cfg, spec, save_dir: Path, state: MlpState, first: bool, log, k
 def summary(cfg, rows: list[dict], state: MlpState) -> tuple[list[dict], list[str]]:
     """After every replica count: the accuracy check over the MLP's training rows, and the notes gathered."""
     band = mlp_tolerances(cfg.device, cfg.precision)["accuracy_band"]
-    trained = [r for r in rows if r["workload"] == "mlp_train" and r["verified"]]
+    trained = [r for r in rows if r["kind"] == "mlp_train" and r["verified"]]
     out = accuracy(trained, band, MIN_ACCURACY_STEPS) if trained else []
     for r in out:
         r["check"] = f"mlp {r['check']}"

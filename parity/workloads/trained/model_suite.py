@@ -178,7 +178,7 @@ class ModelSuite:
     def summary(self, cfg, rows: list[dict], state: ModelState) -> tuple[list[dict], list[str]]:
         """After every replica count: the accuracy check over the workload's training rows, and the notes gathered."""
         band = self.m.tolerances(cfg.device, cfg.precision)["accuracy_band"]
-        trained = [r for r in rows if r["workload"] == f"{self.m.name}_train" and r["verified"]]
+        trained = [r for r in rows if r["kind"] == f"{self.m.name}_train" and r["verified"]]
         out = accuracy(trained, band, self.m.min_accuracy_steps) if trained else []
         for r in out:
             r["check"] = f"{self.m.name} {r['check']}"
