@@ -26,7 +26,7 @@ def main() -> int:
     # oneDNN capped at AVX2 has no bfloat16 convolution: the harness leaves the capped worker's bf16 rows out
     return run.main(
         ["--device", "cpu", "--framework", "tf", "--configs", "all", *rest],
-        extra_configs={"tf": {"avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2"}}},
+        extra_settings={"tf": {"avx2": {"ONEDNN_MAX_CPU_ISA": "AVX2"}}},
     )
 
 

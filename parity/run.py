@@ -156,31 +156,31 @@ def list_devices(cfg: Config) -> None:
             print(f"  {d}")
 
 
-def main(argv: list[str] | None = None, extra_configs: dict | None = None) -> int:
-    """The command line; `extra_configs` ({framework: {name: env}}) adds configurations to try (benchmarks/)."""
+def main(argv: list[str] | None = None, extra_settings: dict | None = None) -> int:
+    """The command line; `extra_settings` ({framework: {name: env}}) adds process-wide settings to try (benchmarks/)."""
     # SIGINT as Ctrl-C whatever was inherited: a run started with it ignored (a background job of a
     # non-interactive shell) would not stop when parity.launch or a user asks
     with signals.handled():
-        return _main(argv, extra_configs)
+        return _main(argv, extra_settings)
 
 
-def _main(argv: list[str] | None, extra_configs: dict | None) -> int:
+def _main(argv: list[str] | None, extra_settings: dict | None) -> int:
     temporary: list[Path] = []  # the run's working folder: removed at the end, whatever happened
     with contextlib.ExitStack() as held:  # the lock on --out, released at the end, whatever happened
         try:
-            return _run(argv, extra_configs, temporary, held)
+            return _run(argv, extra_settings, temporary, held)
         finally:
             for t in temporary:
                 shutil.rmtree(t, ignore_errors=True)
 
 
-def _run(argv: list[str] | None, extra_configs: dict | None, temporary: list[Path], held: contextlib.ExitStack) -> int:
+def _run(argv: list[str] | None, extra_settings: dict | None, temporary: list[Path], held: contextlib.ExitStack) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
     who = ""  # in a multi-process run, which process an error comes from
     try:
         cfg = config(args, argv)
-        cfg.extra_configs = extra_configs or {}
+        cfg.extra_settings = extra_settings or {}
         if not args.list_devices and not (cfg.cluster is not None and cfg.cluster.process_id):
             files.check_out_dir(args.out)  # before any work: hours of training must not end in a path error
             held.enter_context(files.out_lock(args.out))  # and no other run writing there meanwhile

@@ -15,7 +15,7 @@ from parity.common.tolerances import tolerance
 from parity.judging.roofline import native_bf16
 
 ROW_KEYS = {
-    "workload",
+    "kind",
     "framework",
     "variant",
     "device",

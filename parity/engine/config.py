@@ -19,7 +19,7 @@ class Preset:
     about: str  # one line, for --help: what it times and judges
     took: str  # one line, for --help: how long it took, on which CPU class (docs/results/<class>/)
     configs: str  # which variants are timed (parity.engine.selection)
-    specs: str  # 'quick': every workload's --quick spec; 'device': the device's default; 'notebook': the CNN's notebook
+    specs: str  # 'quick': every workload's --quick spec; 'device': the device's default; 'notebook': the notebook's
     budget_s: float  # an unsettled row's calls are added until their times add up to this (parity.judging.settling)
     max_reps: int  # at most this many calls a row
     parity_steps: int  # steps of the dropout-free trajectory check
@@ -74,8 +74,8 @@ PRESETS = {
         ),
         Preset(
             "notebook",
-            "the tensorflow/tpu notebook's CNN schedule on any device: 10 epochs x 100 steps at global batch 1024, "
-            "validated after every epoch",
+            "the tensorflow/tpu notebook's schedule on any device, for each trained workload as it declares it: 10 "
+            "epochs x 100 steps at global batch 1024, validated after every epoch",
             "hours on a 2-core CPU",
             "best", "notebook", 8.0, 200, 20, 4096, (1, 8),
         ),
@@ -105,7 +105,7 @@ class Config:
     tuned: bool = True  # also run each implementation's tuned configurations, as rows of their own
     profile: bool = False  # one more call per row, after its timed ones, under the framework's profiler
     configs: str = "best"  # with tuned: 'best', 'levers' or 'all' (parity.engine.selection: which variants each times)
-    extra_configs: dict = field(default_factory=dict)  # framework -> {name: env}: more configurations to try
+    extra_settings: dict = field(default_factory=dict)  # framework -> {name: env}: more settings, each a worker
     warmup: int = 0  # more untimed calls of an operation before its first turn (each turn begins with one)
     timeout_s: float = 1800.0
     progress: bool = True

@@ -191,7 +191,7 @@ def tuned_configs(cfg: Config, fw: str, hello: dict) -> dict[str, dict]:
     """The settings a framework's workers run with besides its default, in order (parity.engine.selection): those
     its implementation names in its hello, then the command line's. name -> environment."""
     offered = [setting_from_wire(d) for d in hello.get("settings", ())]
-    extra = [Setting(k, env, None) for k, env in cfg.extra_configs.get(fw, {}).items()]
+    extra = [Setting(k, env, None) for k, env in cfg.extra_settings.get(fw, {}).items()]
     return {s.name: dict(s.env) for s in selection.settings_to_run(cfg.configs, offered, extra)}
 
 
