@@ -363,6 +363,7 @@ def _wall(log: Path) -> str:
         ("xeon-amx", "cpu-default-model167"),
         ("xeon-amx", "cpu-default-adapters"),
         ("xeon-amx", "cpu-default-variants"),
+        ("xeon-amx", "cpu-default-names"),
         ("xeon-amx", "cpu-levers-vit"),
         ("xeon-amx", "cpu-levers-lstm"),
     ],
