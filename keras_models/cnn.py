@@ -15,7 +15,7 @@ from parity.api.inputs import check_seed
 
 # What every model's code declares alike (keras_models.models.code_of finds it by the model's name, which copies keep):
 NAME = "fashion_mnist_cnn"
-TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds: each catalog's variants of them
+TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds: each Keras adapter declares its variants of them
 WORKLOAD, MODEL = "cnn", NAME  # its workload, and the name of what it builds (parity.api.adapters)
 FIRST = "conv1"  # the layer whose compute dtype a trainer reports
 BATCHNORM = True  # its BatchNorm statistics: each replica's share of the batch, or the global batch's

@@ -17,7 +17,7 @@ from parity.api.lstm import PIXEL_SCALE, LstmArchitecture, check_lstm_weights
 
 # What every model's code declares alike (keras_models.models.code_of finds it by the model's name, which copies keep):
 NAME = "fashion_mnist_lstm"
-TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds: each catalog's variants of them
+TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds: each Keras adapter declares its variants of them
 WORKLOAD, MODEL = "lstm", NAME  # its workload, and the name of what it builds (parity.api.adapters)
 FIRST = "lstm1"  # the layer whose compute dtype a trainer reports
 BATCHNORM = False  # no BatchNorm: no statistics to take per replica or over the global batch

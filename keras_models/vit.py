@@ -20,7 +20,7 @@ from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_w
 
 # What every model's code declares alike (keras_models.models.code_of finds it by the model's name, which copies keep):
 NAME = "fashion_mnist_vit"
-TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds: each catalog's variants of them
+TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds: each Keras adapter declares its variants of them
 WORKLOAD, MODEL = "vit", NAME  # its workload, and the name of what it builds (parity.api.adapters)
 FIRST = "patch_embed"  # the layer whose compute dtype a trainer reports (the pixels' scaling stays float32)
 BATCHNORM = False  # no BatchNorm: no statistics to take per replica or over the global batch
