@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from functools import partial
 
 import jax
@@ -159,7 +160,6 @@ def mixed_precision(model: CNN) -> CNN:
     return copy
 
 
-# Keras's field names -> Flax NNX's (BatchNorm: scale, bias, mean, var)
 TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds, each with its variants below
 WORKLOAD = "cnn"  # an adapter (parity.api.adapters): its workload
 
@@ -192,9 +192,8 @@ def _variants(p: str, span: str) -> tuple[Variant, ...]:
 # values). Other backends have no YNNPACK and ignore it. Offered from JAX 0.12, whose XLA has the option.
 DOTS = InferOptions({"xla_cpu_experimental_ynn_fusion_type": 1})
 # one device's float32 and bfloat16 tuned steps (jit+pool, jit+bf16+pool+bias+dgrad) with the chunked kernel gradient
-WGRAD, WGRAD_BF16 = {"pool": "elementwise", "wgrad": 16}, {"mixed": True, "pool": "elementwise", "bias": "float32"}
-WGRAD_BF16 |= {"dgrad": "flipped", "wgrad": 32}
-MASKS = {"masks": "straight-line"}
+WGRAD = CnnOptions(pool="elementwise", wgrad=16)
+WGRAD_BF16 = CnnOptions(mixed=True, pool="elementwise", bias="float32", dgrad="flipped", wgrad=32)
 # `rank` (catalog.table): the elementwise pooling gradient ('+pool', faster with every setting, measured on a Zen
 # 5); in bfloat16 with '+bias+dgrad' too; at one device with '+wgrad' and '+masks' too (those three measured on
 # xeon-amx only); its inference with YNNPACK on the dots alone.
@@ -202,12 +201,18 @@ VARIANTS: tuple[Variant, ...] = (
     *_variants("jit", ONE),
     # '+pool' with each kernel gradient summed over chunks of 16 images: a float32 step 22-24% faster on xeon-amx under
     # 'ynn+onednn+thp', level under 'ynn+thp' (docs/tuning.md); over 8 replicas (32 images each) level: not offered
-    Variant("jit+pool+wgrad", TRAIN, ONE, tuned=True, rank=1, options=CnnOptions(**WGRAD)),
+    Variant("jit+pool+wgrad", TRAIN, ONE, tuned=True, rank=1, options=WGRAD),
     # and in bfloat16 with '+bias+dgrad', over chunks of 32 images (docs/tuning.md)
-    _bf16("jit+bf16+pool+bias+dgrad+wgrad", ONE, 1, "jit+pool+wgrad", CnnOptions(**WGRAD_BF16)),
+    _bf16("jit+bf16+pool+bias+dgrad+wgrad", ONE, 1, "jit+pool+wgrad", WGRAD_BF16),
     # each with dropout's masks as straight-line code, the same masks (docs/tuning.md)
-    Variant("jit+pool+wgrad+masks", TRAIN, ONE, tuned=True, rank=0, options=CnnOptions(**WGRAD, **MASKS)),
-    _bf16("jit+bf16+pool+bias+dgrad+wgrad+masks", ONE, 0, "jit+pool+wgrad+masks", CnnOptions(**WGRAD_BF16, **MASKS)),
+    Variant("jit+pool+wgrad+masks", TRAIN, ONE, tuned=True, rank=0, options=replace(WGRAD, masks="straight-line")),
+    _bf16(
+        "jit+bf16+pool+bias+dgrad+wgrad+masks",
+        ONE,
+        0,
+        "jit+pool+wgrad+masks",
+        replace(WGRAD_BF16, masks="straight-line"),
+    ),
     Variant("pmap", TRAIN, MANY, options=CnnOptions("pmap")),
     *_variants("shard_map", MANY),
     Variant("predict", INFER, ONE, rank=1, options=InferOptions()),
@@ -238,6 +243,7 @@ def compute_dtype(model: CNN) -> str:
     return jnp.dtype(model.conv1.dtype or jnp.float32).name
 
 
+# Keras's field names -> Flax NNX's (BatchNorm: scale, bias, mean, var)
 _FIELDS = {"gamma": "scale", "beta": "bias", "moving_mean": "mean", "moving_variance": "var"}
 
 
