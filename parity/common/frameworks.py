@@ -21,7 +21,9 @@ class Framework:
     distributions: tuple[str, ...]
     color: str  # in charts: matplotlib's name
     # modules its worker never loads: TF's lite converter imports JAX wherever JAX is installed (another
-    # framework's runtime in TF's process, and 0.5-0.6 s of each TF worker's start-up)
+    # framework's runtime in TF's process, and 0.5-0.6 s of each TF worker's start-up); Keras imports matplotlib's
+    # pyplot for one plotting helper (keras.src.visualization), which no worker calls: 0.4 s of each Keras worker's
+    # start on xeon-amx, and its memory in the process whose peak the rows report
     keeps_out: tuple[str, ...] = ()
     # frameworks the summary also divides this one by, besides the reference (the table's first): Keras on JAX by
     # Flax, the same runtime under other model code ('is hand-written Flax worth it?')
@@ -47,7 +49,7 @@ TABLE = {
             "tf_impl",
             ("tensorflow", "tensorflow-cpu", "keras"),
             "tab:orange",
-            keeps_out=("jax",),
+            keeps_out=("jax", "matplotlib"),
         ),
         Framework(JAX, "JAX", "JAX", "jax_impl", ("jax", "jaxlib", "flax", "optax"), "tab:blue"),
         # Keras 3 on JAX: the same Keras model code as TF's, on JAX's runtime. Keras's backend is fixed once a process,
@@ -59,7 +61,7 @@ TABLE = {
             "keras_jax_impl",
             ("keras", "jax", "jaxlib"),
             "tab:green",
-            keeps_out=("tensorflow",),
+            keeps_out=("tensorflow", "matplotlib"),
             versus=(JAX,),
             multiprocess=False,  # Keras's multi-process DataParallel (keras.distribution.initialize) is not wired
         ),

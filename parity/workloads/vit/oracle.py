@@ -6,21 +6,28 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
 from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, architecture_of
 
-try:  # SciPy's erf where a framework brought SciPy (NumPy is the only dependency); math.erf's elsewhere
-    from scipy.special import erf as _erf
-except ImportError:  # pragma: no cover - every framework extra installs SciPy
-    _erf = np.frompyfunc(math.erf, 1, 1)
+
+@cache
+def _erf():
+    """SciPy's erf where a framework brought SciPy (NumPy is the only dependency), math.erf's elsewhere: imported at
+    the first call, not with the workloads (scipy.special took 0.15 s of every worker's start)."""
+    try:
+        from scipy.special import erf
+    except ImportError:  # pragma: no cover - every framework extra installs SciPy
+        return np.frompyfunc(math.erf, 1, 1)
+    return erf
 
 
 def erf(z: np.ndarray) -> np.ndarray:
     """The error function elementwise, computed in float64 (either source within an ulp or two), in z's dtype."""
     z = np.asarray(z)
-    return np.asarray(_erf(z.astype(np.float64)), z.dtype)
+    return np.asarray(_erf()(z.astype(np.float64)), z.dtype)
 
 
 def gelu(z: np.ndarray) -> np.ndarray:
