@@ -212,12 +212,13 @@ def test_a_bug_in_a_variant_is_still_a_bug(monkeypatch):
 
 
 def test_a_worker_loads_no_module_its_framework_keeps_out_and_exits_at_once(tmp_path):
-    """TF's worker never imports JAX (TF's lite converter would, wherever JAX is installed), and a single-process
-    worker leaves on 'quit' without the interpreter's teardown. A stand-in implementation reports what its own
-    `import jax` did; JAX is installed here, so only the keep-out can stop it."""
+    """TF's worker never imports JAX (TF's lite converter would, wherever JAX is installed) nor matplotlib (Keras's
+    pyplot import), and a single-process worker leaves on 'quit' without the interpreter's teardown. A stand-in
+    implementation reports what its own imports of both did; both are installed here, so only the keep-out can stop
+    them."""
     (tmp_path / "probe_impl.py").write_text(
-        "try:\n    import jax  # noqa: F401\nexcept ImportError:\n    raise ImportError('jax kept out') from None\n"
-        "raise ImportError('jax loaded')\n"
+        "kept = []\nfor name in ('jax', 'matplotlib.pyplot'):\n    try:\n        __import__(name)\n"
+        "    except ImportError:\n        kept.append(name)\nraise ImportError('kept out: ' + ' '.join(kept))\n"
     )
     code = (
         "import dataclasses, sys\n"
@@ -230,4 +231,4 @@ def test_a_worker_loads_no_module_its_framework_keeps_out_and_exits_at_once(tmp_
     p = subprocess.run([sys.executable, "-c", code], input="", capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0, p.stderr
     hello = json.loads(p.stdout.splitlines()[0])
-    assert hello["status"] == "missing" and hello["error"].endswith("(jax kept out)"), hello
+    assert hello["status"] == "missing" and hello["error"].endswith("(kept out: jax matplotlib.pyplot)"), hello
