@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
 from functools import cache
 from types import ModuleType
 from typing import Any, Protocol
@@ -44,15 +45,21 @@ class TrainedAdapter(Protocol):
         """A new model of the workload at the architecture's sizes (none for the CNN), initialised from `seed`."""
 
 
+def declaring(package: str, declares: Callable[[str, ModuleType], bool]) -> list[ModuleType]:
+    """The modules of `package` (each imported), in their order, for which `declares(its name, it)` holds: how
+    adapters here and the workloads' packages (parity.workloads) are found by listing."""
+    modules = (
+        importlib.import_module(f"{package}.{info.name}")
+        for info in pkgutil.iter_modules(importlib.import_module(package).__path__)
+    )
+    return [m for m in modules if declares(m.__name__.rsplit(".", 1)[1], m)]
+
+
 @cache
 def listed(package: str) -> tuple[str, ...]:
     """The workloads `package` has an adapter for, in its modules' order."""
-    found = []
-    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        module = importlib.import_module(f"{package}.{info.name}")
-        if getattr(module, "WORKLOAD", None) == info.name:
-            found.append(info.name)
-    return tuple(found)
+    found = declaring(package, lambda name, module: getattr(module, "WORKLOAD", None) == name)
+    return tuple(m.WORKLOAD for m in found)
 
 
 def find(package: str, workload: str) -> ModuleType:

@@ -6,9 +6,7 @@ module per implementation (docs/architecture.md); nothing here names it.
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
+from parity.api.adapters import declaring
 from parity.workloads.base import DEVICES, PRECISIONS, RowKind, Workload
 
 __all__ = ["DEVICES", "PRECISIONS", "WORKLOADS", "RowKind", "Workload", "row_kind", "trained"]
@@ -17,11 +15,12 @@ __all__ = ["DEVICES", "PRECISIONS", "WORKLOADS", "RowKind", "Workload", "row_kin
 def _listed() -> dict[str, Workload]:
     """Every package here whose WORKLOAD is a Workload record of its own name (not `trained`, the machinery the trained
     ones share), by rank."""
-    found = []
-    for info in pkgutil.iter_modules(__path__):
-        record = getattr(importlib.import_module(f"{__name__}.{info.name}"), "WORKLOAD", None) if info.ispkg else None
-        if isinstance(record, Workload) and record.name == info.name:
-            found.append(record)
+
+    def declares(name: str, module) -> bool:
+        record = getattr(module, "WORKLOAD", None)
+        return isinstance(record, Workload) and record.name == name
+
+    found = [m.WORKLOAD for m in declaring(__name__, declares)]
     return {w.name: w for w in sorted(found, key=lambda w: (w.rank, w.name))}
 
 
