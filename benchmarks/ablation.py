@@ -84,7 +84,7 @@ def _jax_case(ablation: str, variant: str, batch: int, steps: int):
     trains_as = variant
     if record.float32:  # a '+bf16' variant's trainer builds its bfloat16 copy afresh from the layers' classes, which
         # would drop a swapped module: the swap goes on that copy, which the float32 counterpart trains as it is
-        model, trains_as = jax_impl.mixed_precision(model), record.float32
+        model, trains_as = jax_impl.adapter("cnn").mixed_precision(model), record.float32
     patch, swapped = contextlib.nullcontext(), []
     if ablation.startswith("conv"):
         b = next(b for b in arch.convs if b.names[1] == ablation)
@@ -97,11 +97,11 @@ def _jax_case(ablation: str, variant: str, batch: int, steps: int):
     elif ablation == "pool":
         # JAX's own pooling is Flax's max_pool, looked up when traced; '+pool' calls cnn.pool_elementwise
         patch = _patched([(nnx, "max_pool", strided_window), (cnn, "pool_elementwise", strided)])
-    base = jax_impl.make_trainer(jax_impl.adapter("cnn").build(0), devices, variant)
+    base = jax_impl.adapter("cnn").make_trainer(jax_impl.adapter("cnn").build(0), devices, variant)
     x, y = _batches(batch, steps)
     base.steps(x, y)  # traced and compiled with the real layers
     with patch:  # the swapped function is read when B's step is traced, here
-        ablated = jax_impl.make_trainer(model, devices, trains_as)
+        ablated = jax_impl.adapter("cnn").make_trainer(model, devices, trains_as)
         ablated.steps(x, y)
     trained = ablated.model()  # the model B trains (a '+bf16' variant's: the bfloat16 copy made above)
     if ablated.compute_dtype != base.compute_dtype or any(
@@ -178,8 +178,8 @@ def _tf_case(ablation: str, variant: str, batch: int, steps: int):
     devices = tf_impl.setup_devices("cpu", 1)
     src = tf_impl.adapter("cnn").build(0, dropout=ablation != "dropout")
     model = keras.Sequential([keras.Input(src.input_shape[1:]), *map(swap, src.layers)], name=src.name)
-    base = tf_impl.make_trainer(tf_impl.adapter("cnn").build(0), devices, variant)
-    ablated = tf_impl.make_trainer(model, devices, variant)
+    base = tf_impl.adapter("cnn").make_trainer(tf_impl.adapter("cnn").build(0), devices, variant)
+    ablated = tf_impl.adapter("cnn").make_trainer(model, devices, variant)
     x, y = _batches(batch, steps)
     base.steps(x, y)
     ablated.steps(x, y)

@@ -4,9 +4,9 @@
 
 Four single-device contenders, same architecture, same synthetic batches, float32 on the CPU:
   keras-default   plain Keras Sequential (library defaults), model.fit on NumPy arrays
-  tf_impl         tf_impl.make_trainer(..., "fit")
+  tf_impl         tf_impl.adapter("cnn").make_trainer(..., "fit")
   nnx-jit-loop    a plain Flax NNX loop: nnx.Optimizer + @nnx.jit train step
-  jax_impl        jax_impl.make_trainer(..., "jit") (pure jitted step over split state)
+  jax_impl        jax_impl.adapter("cnn").make_trainer(..., "jit") (pure jitted step over split state)
 Each timed call runs `--steps` training steps, synchronised and checked (finite loss); the first
 call (compilation) is reported apart. TensorFlow and JAX only (not Keras on JAX), both in this one process (CPU only).
 """
@@ -88,7 +88,7 @@ def nnx_jit_loop(x, y, b):
 
 def ours(mod, variant, devices):
     def make(x, y, b):
-        t = mod.make_trainer(mod.adapter("cnn").build(0), devices[:1], variant)
+        t = mod.adapter("cnn").make_trainer(mod.adapter("cnn").build(0), devices[:1], variant)
         return lambda: t.steps(x, y)
 
     return make

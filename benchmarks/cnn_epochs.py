@@ -34,7 +34,7 @@ def main() -> None:
     ds = data.synthetic(4096, 64, seed=3)
     out = []
     for v in args.variants:
-        trainer = impl.make_trainer(impl.adapter("cnn").build(0), devices, v)
+        trainer = impl.adapter("cnn").make_trainer(impl.adapter("cnn").build(0), devices, v)
         times = []
         for e in range(args.epochs):
             x, y = data.batches(ds, data.batch_offsets(e, args.steps, len(ds.x_train), args.batch), args.batch)

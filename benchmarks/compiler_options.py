@@ -54,7 +54,7 @@ def child(name: str, variant: str) -> dict:
     nan_max = float(jax.jit(lambda v: v.max())(jnp.asarray([1.0, np.nan, 3.0], jnp.float32)))
     out["max_over_nan"] = "nan" if np.isnan(nan_max) else nan_max
     devs = jax_impl.setup_devices("cpu", 1)
-    tr = jax_impl.make_trainer(jax_impl.adapter("cnn").build(0), devs, variant, 1e-3, 1e-7, 0)
+    tr = jax_impl.adapter("cnn").make_trainer(jax_impl.adapter("cnn").build(0), devs, variant, 1e-3, 1e-7, 0)
     rng = np.random.default_rng(0)
     xb = rng.integers(0, 255, (1, 1024, 28, 28, 1)).astype(np.float32)
     yb = rng.integers(0, 10, (1, 1024)).astype(np.int32)

@@ -49,12 +49,12 @@ def main() -> None:
     args = ap.parse_args()
     jax.config.update("jax_default_matmul_precision", "highest")
     x, y = images(args.images, args.batch)
-    w = tf_impl.get_weights(tf_impl.adapter("cnn").build(0))
+    w = tf_impl.adapter("cnn").get_weights(tf_impl.adapter("cnn").build(0))
     got = {}
     for fw, mod in (("tf", tf_impl), ("jax", jax_impl)):
         m = mod.adapter("cnn").build(0, dropout=False)
-        mod.set_weights(m, w)
-        got[fw] = mod.loss_and_grads(m, x, y)
+        mod.adapter("cnn").set_weights(m, w)
+        got[fw] = mod.adapter("cnn").loss_and_grads(m, x, y)
     _, g64, f64 = cnn_oracle.cnn_loss_and_grads(w, x, y)
     own = {fw: cnn_oracle.cnn_loss_and_grads(w, x, y, g.routing)[1] for fw, g in got.items()}
     pools = [

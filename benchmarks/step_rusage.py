@@ -39,7 +39,7 @@ def main() -> int:
     rng = np.random.default_rng(0)
     x = rng.uniform(0, 255, (1, args.batch, 28, 28, 1)).astype(np.float32)
     y = rng.integers(0, 10, (1, args.batch)).astype(np.int32)
-    trainer = impl.make_trainer(impl.adapter("cnn").build(0), impl.setup_devices("cpu", 1), args.variant)
+    trainer = impl.adapter("cnn").make_trainer(impl.adapter("cnn").build(0), impl.setup_devices("cpu", 1), args.variant)
     for _ in range(2):  # compiling, then the first run of the compiled step
         trainer.steps(x, y)
     raw = []

@@ -52,7 +52,9 @@ def main() -> int:
     rng = np.random.default_rng(0)
     x = rng.random((2, a.batch, 28, 28, 1), np.float32)
     y = rng.integers(0, 10, (2, a.batch)).astype(np.int32)
-    t = impl.make_trainer(impl.adapter("cnn").build(0), devices, "strategy", s.learning_rate, s.adam_epsilon, s.seed)
+    t = impl.adapter("cnn").make_trainer(
+        impl.adapter("cnn").build(0), devices, "strategy", s.learning_rate, s.adam_epsilon, s.seed
+    )
     for e in range(a.epochs):
         c0, t0 = time.process_time(), time.perf_counter()
         np.asarray(t.steps(x, y))

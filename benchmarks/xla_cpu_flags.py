@@ -60,7 +60,7 @@ def child() -> dict:
     out["conv_max_rel_err"] = errors(np.asarray(r[-1:]), conv2d(x[-1:], w, 2, "SAME"))["max_rel_err"]
     del r
     devs = jax_impl.setup_devices("cpu", 1)
-    tr = jax_impl.make_trainer(jax_impl.adapter("cnn").build(0), devs, "jit", 1e-3, 1e-7, 0)
+    tr = jax_impl.adapter("cnn").make_trainer(jax_impl.adapter("cnn").build(0), devs, "jit", 1e-3, 1e-7, 0)
     rng = np.random.default_rng(0)
     xb = rng.integers(0, 255, (3, 256, 28, 28, 1)).astype(np.float32)
     yb = rng.integers(0, 10, (3, 256)).astype(np.int32)
@@ -113,7 +113,7 @@ def _bf16_screen(x, w, xb, yb, devs) -> dict:
         out[f"{name}_s"] = best
         out[f"{name}_max_rel_err"] = errors(np.asarray(r[-1:].astype(jnp.float32)), ref)["max_rel_err"]
         del r
-    tr = jax_impl.make_trainer(jax_impl.adapter("cnn").build(0), devs, "jit+bf16", 1e-3, 1e-7, 0)
+    tr = jax_impl.adapter("cnn").make_trainer(jax_impl.adapter("cnn").build(0), devs, "jit+bf16", 1e-3, 1e-7, 0)
     jax.block_until_ready(tr.steps(xb[:1], yb[:1]))
     best = float("inf")
     for _ in range(2):

@@ -53,7 +53,7 @@ def child() -> dict:
     devices = jax_impl.setup_devices("cpu", 1)
     out = {}
     for variant in ("jit", "jit+pool"):
-        t = jax_impl.make_trainer(jax_impl.adapter("cnn").build(0), devices, variant)
+        t = jax_impl.adapter("cnn").make_trainer(jax_impl.adapter("cnn").build(0), devices, variant)
         x = rng.standard_normal((2, 256, 28, 28, 1)).astype(np.float32)
         y = rng.integers(0, 10, (2, 256)).astype(np.int32)
         t.steps(x, y)

@@ -1,5 +1,5 @@
-"""JAX / Flax NNX implementations of the article's workloads (mirror image of `tf_impl`): the model functions take
-any trained model, the CNN, the row LSTM or the ViT (jax_impl.models)."""
+"""JAX / Flax NNX implementations of the article's workloads (mirror image of `tf_impl`): one adapter per workload
+(jax_impl.models.adapter), a trained model's holding its model functions and the one trainer (jax_impl.train)."""
 
 from jax_impl.catalog import SETTINGS, settings, table, variants
 from jax_impl.devices import (
@@ -15,20 +15,8 @@ from jax_impl.devices import (
     setup_devices,
     slowest,
 )
-from jax_impl.models import (
-    adapter,
-    count_params,
-    forward_layers,
-    get_weights,
-    load_weights,
-    loss_and_grads,
-    mixed_precision,
-    prepare_inference,
-    save_weights,
-    set_weights,
-)
+from jax_impl.models import adapter
 from jax_impl.profile import trace, trace_ops
-from jax_impl.train import make_trainer
 from parity.api import SURFACE
 
 VARIANTS = table()  # every variant, as its adapters declare them (all importable by now)

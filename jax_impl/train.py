@@ -17,8 +17,10 @@ from jax_impl.catalog import variant as variant_record
 from jax_impl.cnn import cross_entropy
 from jax_impl.devices import local_device, lowered_flops, placement, put_global
 from jax_impl.lstm import TIME_LOOP
-from jax_impl.models import Model, code_of, mixed_precision
-from parity.api.inputs import check_count, check_examples, check_training
+from parity.api.adapters import Trained
+from parity.api.inputs import check_count, check_examples
+
+Model = nnx.Module  # what a trained adapter's `build` returns
 
 
 def keras_adam(learning_rate: float, epsilon: float, b1: float = 0.9, b2: float = 0.999):
@@ -96,8 +98,17 @@ class Trainer:
     kernel_path = None  # the recurrent layers' loop (the LSTM's: jax_impl.lstm.kernel_path); the CNN has none
     time_loop = False  # whether the time steps run in a lax.scan loop (XLA's cost analysis cannot count them)
 
-    def __init__(self, model: Model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
-        n, code = len(devices), code_of(model)
+    def __init__(
+        self,
+        adapter: Trained,
+        model: Model,
+        devices,
+        variant: str,
+        learning_rate: float,
+        adam_epsilon: float,
+        seed: int,
+    ):
+        n, code = len(devices), adapter.code
         o = variant_record(
             code.TRAIN, variant, n
         ).options  # the adapter's options record: catalog.CnnOptions, lstm.LstmOptions, ...
@@ -106,7 +117,7 @@ class Trainer:
         self.model_, self.parallel, self.n, self.i, self.devices = model, o.parallel, n, 0, devices
         # what trains and evaluates: the model itself, or its bfloat16-compute copy (Keras's evaluate runs the
         # mixed model too); model() writes the trained weights back to the model passed in, in both cases
-        self.compute = mixed_precision(model) if o.mixed else model
+        self.compute = adapter.mixed_precision(model) if o.mixed else model
         # static: part of the graph definition split below; the time steps in a lax.scan loop or not
         self.kernel_path, self.batchnorm, self.time_loop = code.train_with(self.compute, o)
         self.compute_dtype = code.compute_dtype(self.compute)
@@ -250,14 +261,9 @@ class Trainer:
 
 
 def make_trainer(
-    model: Model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
+    adapter: Trained, model: Model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int
 ) -> Trainer:
-    """A trainer for `model`, any trained model, over `devices` ('jit' on one device; 'pmap' or
-    'shard_map' over several; the variants of the model's row kind, '<workload>_train').
-
-    Raises:
-        ValueError: unknown variant; a learning rate or Adam epsilon not finite and above 0, a seed out of its bounds
-            (parity.api.inputs.check_training).
-    """
-    seed = check_training(learning_rate, adam_epsilon, seed)
-    return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)
+    """The one trainer, for a model of any trained adapter over `devices` ('jit' on one device; 'pmap' or 'shard_map'
+    over several; the variants of its row kind, '<workload>_train'; the adapter has checked the rest). Raises
+    ValueError for an unknown variant."""
+    return Trainer(adapter, model, devices, variant, learning_rate, adam_epsilon, seed)

@@ -48,20 +48,8 @@ from keras_jax_impl.devices import (  # noqa: E402
     setup_devices,
     slowest,
 )
-from keras_jax_impl.models import (  # noqa: E402
-    adapter,
-    count_params,
-    forward_layers,
-    get_weights,
-    load_weights,
-    loss_and_grads,
-    mixed_precision,
-    prepare_inference,
-    save_weights,
-    set_weights,
-)
+from keras_jax_impl.models import adapter  # noqa: E402
 from keras_jax_impl.profile import trace, trace_ops  # noqa: E402
-from keras_jax_impl.train import make_trainer  # noqa: E402
 from parity.api import SURFACE  # noqa: E402
 
 VARIANTS = table()  # every variant, as its adapters declare them (all importable by now)

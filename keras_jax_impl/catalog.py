@@ -27,11 +27,12 @@ class OpOptions:
 
 
 @dataclass(frozen=True)
-class CnnOptions:
-    """How the CNN (and the ViT) trains: model.fit on one device, or under keras.distribution.DataParallel
-    (`distributed`: one SPMD program over the devices, the global batch split along them); fit's steps_per_execution
-    (on JAX, Keras still dispatches each step's jitted program: what it saves is the callbacks' and logs' round trips);
-    mixed precision (Keras's 'mixed_bfloat16' policy, float32 softmax)."""
+class TrainOptions:
+    """How a trained model (the CNN, the ViT; the row LSTM's keras_jax_impl.lstm.LstmOptions adds to it) trains:
+    model.fit on one device, or under keras.distribution.DataParallel (`distributed`: one SPMD program over the
+    devices, the global batch split along them); fit's steps_per_execution (on JAX, Keras still dispatches each
+    step's jitted program: what it saves is the callbacks' and logs' round trips); mixed precision (Keras's
+    'mixed_bfloat16' policy, float32 softmax)."""
 
     distributed: bool = False
     steps_per_execution: int = 1

@@ -1,23 +1,23 @@
 """The row LSTM in Keras 3 on the JAX backend: the model is keras_models.lstm's (the code tf_impl runs on
 TensorFlow); here what needs JAX itself: which kernel a model's recurrent layers run on a device, and whether XLA's
 cost analysis can count it. The model functions (keras_jax_impl.models) and the Trainer (keras_jax_impl.train) take
-every model alike, through its code (keras_models.models.code_of)."""
+every model alike, through its adapter (keras_models.models.KerasTrained)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 
 import jax
 
-from keras_jax_impl.catalog import CnnOptions, InferOptions, declare
+from keras_jax_impl.catalog import InferOptions, TrainOptions, declare
 from keras_models.lstm import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)
-from keras_models.models import code_of
 from parity.api.variants import MANY, ONE, Variant
 
 
 @dataclass(frozen=True)
-class LstmOptions(CnnOptions):
-    """How the row LSTM trains: as CnnOptions, and Keras's LSTM(unroll=True) on its LSTM layers (`unroll`: a Python
+class LstmOptions(TrainOptions):
+    """How the row LSTM trains: as TrainOptions, and Keras's LSTM(unroll=True) on its LSTM layers (`unroll`: a Python
     loop over the 28 steps, where Keras otherwise runs lax.scan)."""
 
     unroll: bool = False
@@ -36,12 +36,13 @@ VARIANTS: tuple[Variant, ...] = (
 )
 
 
-def kernel_path(model, device: jax.Device) -> str:
+def kernel_path(code: ModuleType, model, device: jax.Device) -> str:
     """Which kernel the model's LSTM layers run on `device` (keras_models.lstm.kernel_path): "Keras's generic loop
     (lax.scan)" or 'unrolled'; on a GPU, Keras 3.15's JAX backend takes cuDNN's too (jax.experimental.rnn) where its
-    conditions hold: 'cuDNN' (unverified here); None for a model without recurrent layers (the CNN)."""
+    conditions hold: 'cuDNN' (unverified here); None for a model without recurrent layers (the CNN). `code`: the
+    model's Keras code (keras_models.<workload>)."""
     with jax.default_device(device):
-        return code_of(model).kernel_path(model)
+        return code.kernel_path(model)
 
 
 def uncounted(path: str | None) -> str | None:

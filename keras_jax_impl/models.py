@@ -1,10 +1,11 @@
-"""The surface's model functions in Keras 3 on the JAX backend (parity.api.FrameworkImpl): what needs JAX itself,
-gradients, inference and weight files, for every model keras_models builds (any trained model), each
-found through its code (keras_models.models.code_of: a model no module there built is refused)."""
+"""The adapters of Keras 3 on the JAX backend (parity.api.adapters): an operation's module as it is, a trained model's
+bound to the Keras model code (keras_models.models.KerasTrained), to the one trainer (keras_jax_impl.train) and to
+what needs JAX itself, written here once for every model keras_models builds: gradients and inference."""
 
 from __future__ import annotations
 
-from types import ModuleType
+import sys
+from typing import Any
 
 import jax
 import keras
@@ -14,23 +15,9 @@ from jax_impl.ops import rows
 from keras_jax_impl import lstm as kj_lstm
 from keras_jax_impl.catalog import variant as variant_record
 from keras_jax_impl.devices import lowered_flops, placement
-from keras_models.cnn import (  # noqa: F401 (the shared model code, re-exported as this surface's)
-    check_no_dropout,
-    count_params,
-    get_weights,
-    logits_copy,
-    logits_loss,
-)
-from keras_models.models import (  # noqa: F401 (written once for both Keras implementations)
-    code_of,
-    forward_layers,
-    load_weights,
-    mixed_precision,
-    save_weights,
-    set_weights,
-)
+from keras_models.cnn import check_no_dropout, logits_copy, logits_loss
+from keras_models.models import KerasTrained
 from parity.api import Gradients, Prepared, adapters
-from parity.api.inputs import check_examples, check_images
 
 if keras.backend.backend() != "jax":
     raise ImportError(f"keras_jax_impl needs Keras's JAX backend, got {keras.backend.backend()!r}")
@@ -49,7 +36,6 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
     from the logits, as the trainer's (keras_models.cnn.logits_loss).
     """
     check_no_dropout(model)
-    check_examples(x, y, 1)  # images and labels the model can take (parity.api.inputs)
     trainable, frozen = _values(model.trainable_variables), _values(model.non_trainable_variables)
     x, y = jax.numpy.asarray(x, jax.numpy.float32), jax.numpy.asarray(y)
     to_logits, loss_of = logits_copy(model), logits_loss()
@@ -77,20 +63,15 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
     return Gradients(float(loss), [np.asarray(g) for g in grads], routing)
 
 
-def prepare_inference(model, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
+def prepare_inference(adapter: KerasTrained, model, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
     """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand: the model's
-    stateless call, jitted, as Keras's own predict step runs it; for the LSTM, its kernel path too.
-
-    Raises:
-        ValueError: a variant not among variants("cnn_infer", 1) (another model's: its
-            '<workload>_infer'), or images that are not (N, 28, 28, 1) real, finite numbers.
-    """
-    check_images(images)  # once, here: not in the timed call
-    code = code_of(model)
+    stateless call, jitted, as Keras's own predict step runs it; for the LSTM, its kernel path too. Raises ValueError
+    for a variant not of the adapter's INFER ('<workload>_infer')."""
+    code = adapter.model_code
     copy = code.variant_copy(model, variant_record(code.INFER, variant, 1).options)
     if copy is not model:  # the variant's own copy ('+unroll'): the model's weights on it
         copy.set_weights(model.get_weights())
-    model, path = copy, kj_lstm.kernel_path(copy, devices[0])
+    model, path = copy, kj_lstm.kernel_path(code, copy, devices[0])
     x = jax.device_put(np.asarray(images, np.float32), devices[0])
     trainable, frozen = (
         [jax.device_put(v, devices[0]) for v in _values(vs)]
@@ -109,7 +90,14 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
     )
 
 
-def adapter(workload: str) -> ModuleType:
-    """This implementation's adapter for `workload`, its module of that name (parity.api.adapters), found by listing.
-    Raises ValueError for a workload it has none for."""
-    return adapters.find(__package__, workload)
+def _trained(code) -> KerasTrained:
+    from keras_jax_impl.train import make_trainer  # the trainer imports this module's neighbours: at first use
+
+    return KerasTrained(code, make_trainer, sys.modules[__name__])
+
+
+def adapter(workload: str) -> Any:
+    """This implementation's adapter for `workload`, its module of that name (parity.api.adapters), found by listing;
+    a trained model's with its model functions and trainer (keras_models.models.KerasTrained). Raises ValueError for a
+    workload it has none for."""
+    return adapters.bound(__package__, workload, _trained)

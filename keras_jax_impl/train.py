@@ -14,15 +14,14 @@ from keras_jax_impl import catalog
 from keras_jax_impl.devices import distribution
 from keras_jax_impl.lstm import kernel_path, uncounted
 from keras_models.cnn import StepLogs, logits_copy, logits_loss
-from keras_models.models import code_of
-from parity.api.inputs import check_count, check_examples, check_training
+from keras_models.models import KerasTrained
+from parity.api.inputs import check_count, check_examples
 
 
-def _copy(model, o: catalog.CnnOptions):
+def _copy(code, model, o: catalog.TrainOptions):
     """The copy of `model` a trainer trains (its weights not set): unrolled (the LSTM's '+unroll'), under the
     mixed-precision policy ('+bf16'), its softmax replaced by the logits (the loss from the logits, as TF's Keras and
-    Flax compute it: keras_models.cnn.cross_entropy says why)."""
-    code = code_of(model)
+    Flax compute it: keras_models.cnn.cross_entropy says why). `code`: the model's Keras code (keras_models.<name>)."""
     model = code.variant_copy(model, o)
     return logits_copy(code.mixed_precision(model) if o.mixed else model)
 
@@ -32,9 +31,11 @@ class Trainer:
     is built there, its variables replicated over the mesh, each global batch split along it): the variants of the
     model's row kind ('<workload>_train')."""
 
-    def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
-        code = code_of(model)
-        # keras_jax_impl.catalog.CnnOptions (the LSTM's: keras_jax_impl.lstm.LstmOptions)
+    def __init__(
+        self, adapter: KerasTrained, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int
+    ):
+        code = adapter.model_code
+        # keras_jax_impl.catalog.TrainOptions (the LSTM's: keras_jax_impl.lstm.LstmOptions)
         o = catalog.variant(code.TRAIN, variant, len(devices)).options
         self.spe, self.distributed = o.steps_per_execution, o.distributed
         # fit under steps_per_execution logs once per execution (its per-step loss is that execution's mean), but on
@@ -43,7 +44,7 @@ class Trainer:
         self.src, self.devices = model, devices
         keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as TF's or Flax's)
         with self._scope(), jax.default_device(devices[0]):
-            self.m = _copy(model, o)
+            self.m = _copy(code, model, o)
             self.m.set_weights(model.get_weights())
             self.m.compile(
                 optimizer=keras.optimizers.Adam(learning_rate, epsilon=adam_epsilon),  # epsilon set on every side
@@ -56,7 +57,7 @@ class Trainer:
         # DataParallel runs one SPMD program over the global batch: BatchNorm's statistics are the global batch's,
         # where TF's MirroredStrategy and Flax's pmap/shard_map take each replica's own (no BatchNorm: 'none')
         self.batchnorm = "none" if not code.BATCHNORM else "global" if self.distributed else "replica"
-        self.kernel_path = kernel_path(self.m, devices[0])  # which loop its LSTM layers run (the CNN: None)
+        self.kernel_path = kernel_path(code, self.m, devices[0])  # which loop its LSTM layers run (the CNN: None)
         self.logs = StepLogs()
         self.batch: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -124,15 +125,9 @@ class Trainer:
 
 
 def make_trainer(
-    model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
+    adapter: KerasTrained, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int
 ) -> Trainer:
-    """A trainer for `model`, any trained model, over `devices` ('fit' on one device;
-    'data_parallel' over several).
-
-    Raises:
-        ValueError: unknown variant (of the model's row kind, '<workload>_train'); a
-            learning rate or Adam epsilon not finite and above 0, a seed out of its bounds
-            (parity.api.inputs.check_training).
-    """
-    seed = check_training(learning_rate, adam_epsilon, seed)
-    return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)
+    """The one trainer, for a model of any trained adapter, over `devices` ('fit' on one device; 'data_parallel' over
+    several; the variants of its row kind, '<workload>_train'; the adapter has checked the rest). Raises ValueError
+    for an unknown variant."""
+    return Trainer(adapter, model, devices, variant, learning_rate, adam_epsilon, seed)

@@ -1,11 +1,11 @@
 """The small ViT in Keras 3 on the JAX backend: the model is keras_models.vit's (the code tf_impl runs on TensorFlow).
 It holds no recurrent layer, so nothing here needs JAX itself: the model functions (keras_jax_impl.models) and the
-Trainer (keras_jax_impl.train) take it as every model, through its code (keras_models.models.code_of), and its
+Trainer (keras_jax_impl.train) take it as every model, through its adapter (keras_models.models.KerasTrained), and its
 kernel path is None (keras_jax_impl.lstm.kernel_path asks the code)."""
 
 from __future__ import annotations
 
-from keras_jax_impl.catalog import CnnOptions, InferOptions, declare
+from keras_jax_impl.catalog import InferOptions, TrainOptions, declare
 from keras_models.vit import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)
 from parity.api.variants import MANY, ONE, Variant
 
@@ -13,8 +13,8 @@ from parity.api.variants import MANY, ONE, Variant
 # MultiHeadAttention(flash_attention=True) runs on JAX only on a TPU or with cuDNN on a GPU, and on a CPU raises
 # ("cuDNN is not detected").
 VARIANTS: tuple[Variant, ...] = (
-    declare("fit", TRAIN, ONE, rank=0, options=CnnOptions()),
-    declare("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="fit", options=CnnOptions(mixed=True)),
-    declare("data_parallel", TRAIN, MANY, rank=0, options=CnnOptions(distributed=True)),
+    declare("fit", TRAIN, ONE, rank=0, options=TrainOptions()),
+    declare("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="fit", options=TrainOptions(mixed=True)),
+    declare("data_parallel", TRAIN, MANY, rank=0, options=TrainOptions(distributed=True)),
     declare("predict", INFER, ONE, rank=0, options=InferOptions()),
 )

@@ -13,7 +13,8 @@ import numpy as np
 from parity.api.cnn import CNN_ARCHITECTURE, check_weights
 from parity.api.inputs import check_seed
 
-# What every model's code declares alike (keras_models.models.code_of finds it by the model's name, which copies keep):
+# What every model's code declares alike (its adapter, keras_models.models.KerasTrained, knows a model by its name,
+# which copies keep):
 NAME = "fashion_mnist_cnn"
 TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds: each Keras adapter declares its variants of them
 WORKLOAD, MODEL = "cnn", NAME  # its workload, and the name of what it builds (parity.api.adapters)

@@ -12,10 +12,12 @@ import numpy as np
 from keras.src import backend as keras_backend  # the function Keras's LSTM tries first (kernel_path)
 
 from keras_models import cnn
+from keras_models.cnn import count_params, get_weights  # noqa: F401 (every Keras model's, as this model's)
 from parity.api.inputs import check_seed, check_units
 from parity.api.lstm import PIXEL_SCALE, LstmArchitecture, check_lstm_weights
 
-# What every model's code declares alike (keras_models.models.code_of finds it by the model's name, which copies keep):
+# What every model's code declares alike (its adapter, keras_models.models.KerasTrained, knows a model by its name,
+# which copies keep):
 NAME = "fashion_mnist_lstm"
 TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds: each Keras adapter declares its variants of them
 WORKLOAD, MODEL = "lstm", NAME  # its workload, and the name of what it builds (parity.api.adapters)

@@ -15,10 +15,12 @@ import keras
 import numpy as np
 
 from keras_models import cnn
+from keras_models.cnn import count_params, get_weights  # noqa: F401 (every Keras model's, as this model's)
 from parity.api.inputs import check_seed
 from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_weights
 
-# What every model's code declares alike (keras_models.models.code_of finds it by the model's name, which copies keep):
+# What every model's code declares alike (its adapter, keras_models.models.KerasTrained, knows a model by its name,
+# which copies keep):
 NAME = "fashion_mnist_vit"
 TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds: each Keras adapter declares its variants of them
 WORKLOAD, MODEL = "vit", NAME  # its workload, and the name of what it builds (parity.api.adapters)

@@ -216,9 +216,6 @@ class FakeImpl:
     def _no_cnn(self, *a, **k):
         raise NotImplementedError("the fake implements no CNN")
 
-    mixed_precision = count_params = get_weights = set_weights = save_weights = load_weights = _no_cnn
-    forward_layers = loss_and_grads = make_trainer = prepare_inference = _no_cnn
-
 
 class LocalWorker:
     """workerproc.Worker's interface, answered in this process by parity.engine.worker on FAKES[framework][setting]."""

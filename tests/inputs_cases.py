@@ -47,16 +47,19 @@ def _images(shape, value=0.0, dtype=np.float32) -> np.ndarray:
 
 def _saved_loads_back(impl, devices, folder: Path, units: int) -> None:
     m = impl.adapter("lstm").build(units, 1)
-    impl.save_weights(m, folder / f"lstm{units}.npz")
+    impl.adapter("lstm").save_weights(m, folder / f"lstm{units}.npz")
     back = impl.adapter("lstm").build(units, 2)
-    impl.load_weights(back, folder / f"lstm{units}.npz")
-    assert all(np.array_equal(a, b) for a, b in zip(impl.get_weights(back), impl.get_weights(m), strict=True))
+    impl.adapter("lstm").load_weights(back, folder / f"lstm{units}.npz")
+    assert all(
+        np.array_equal(a, b)
+        for a, b in zip(impl.adapter("lstm").get_weights(back), impl.adapter("lstm").get_weights(m), strict=True)
+    )
 
 
 def _zip_without_npy(impl, devices, folder: Path) -> None:
     with zipfile.ZipFile(folder / "bare.npz", "w") as z:
         z.writestr("w000", np.zeros(3, np.float32).tobytes())
-    impl.load_weights(impl.adapter("cnn").build(0), folder / "bare.npz")
+    impl.adapter("cnn").load_weights(impl.adapter("cnn").build(0), folder / "bare.npz")
 
 
 def _oversize_header(impl, devices, folder: Path) -> None:
@@ -66,37 +69,44 @@ def _oversize_header(impl, devices, folder: Path) -> None:
     np.lib.format.write_array_header_1_0(buf, {"descr": "<f4", "fortran_order": False, "shape": (2**20, 2**20)})
     with zipfile.ZipFile(folder / "huge.npz", "w") as z:
         z.writestr("w000.npy", buf.getvalue() + b"\0" * 64)
-    impl.load_weights(impl.adapter("lstm").build(UNITS), folder / "huge.npz")
+    impl.adapter("lstm").load_weights(impl.adapter("lstm").build(UNITS), folder / "huge.npz")
 
 
 def _model_after_steps(impl, devices, folder: Path) -> None:
     """A trainer that has stepped leaves the model it was built from usable, at its own weights until model()."""
     m = impl.adapter("lstm").build(UNITS)
-    before = impl.get_weights(
+    before = impl.adapter("lstm").get_weights(
         impl.adapter("lstm").build(UNITS)
     )  # its twin's: reading m's own first would cache them on the host
-    t = impl.make_trainer(m, devices[:1], _variant(impl, "lstm_train"))
+    t = impl.adapter("lstm").make_trainer(m, devices[:1], _variant(impl, "lstm_train"))
     t.steps(X[None], Y[None])
-    assert all(np.array_equal(a, b) for a, b in zip(impl.get_weights(m), before, strict=True))
-    impl.save_weights(m, folder / "after.npz")
-    impl.prepare_inference(m, X, devices[:1], _variant(impl, "lstm_infer")).run()
+    assert all(np.array_equal(a, b) for a, b in zip(impl.adapter("lstm").get_weights(m), before, strict=True))
+    impl.adapter("lstm").save_weights(m, folder / "after.npz")
+    impl.adapter("lstm").prepare_inference(m, X, devices[:1], _variant(impl, "lstm_infer")).run()
     t.model()  # the trained weights, given back to m
     t.steps(X[None], Y[None])  # and a step more, which m does not see until model()
-    once, twice = impl.get_weights(m), impl.get_weights(t.model())
+    once, twice = impl.adapter("lstm").get_weights(m), impl.adapter("lstm").get_weights(t.model())
     assert not all(np.array_equal(a, b) for a, b in zip(once, before, strict=True))
     assert not all(np.array_equal(a, b) for a, b in zip(once, twice, strict=True))
 
 
 def _same_model(impl, a, b) -> None:
-    assert all(np.array_equal(p, q) for p, q in zip(impl.get_weights(a), impl.get_weights(b), strict=True))
+    assert all(
+        np.array_equal(p, q)
+        for p, q in zip(impl.adapter("lstm").get_weights(a), impl.adapter("lstm").get_weights(b), strict=True)
+    )
 
 
 def _trainer(impl, devices, **numbers):
-    return impl.make_trainer(impl.adapter("lstm").build(UNITS), devices[:1], _variant(impl, "lstm_train"), **numbers)
+    return impl.adapter("lstm").make_trainer(
+        impl.adapter("lstm").build(UNITS), devices[:1], _variant(impl, "lstm_train"), **numbers
+    )
 
 
 def _infer(impl, devices, images) -> None:
-    impl.prepare_inference(impl.adapter("lstm").build(UNITS), images, devices[:1], _variant(impl, "lstm_infer"))
+    impl.adapter("lstm").prepare_inference(
+        impl.adapter("lstm").build(UNITS), images, devices[:1], _variant(impl, "lstm_infer")
+    )
 
 
 class Foreign:
@@ -123,7 +133,7 @@ UNITS_SAID, SEED_SAID = (
     r"units must be an integer from 1 to [\d,]+, got ",
     r"seed must be an integer from 0 to 4,294,966",
 )
-FOREIGN_SAID = r"not a model (jax_impl|keras_models|torch_impl) builds: '(someone_elses_model|Foreign)'"
+FOREIGN_SAID = r"not a model (jax_impl|keras_jax_impl|tf_impl|torch_impl)\.lstm builds: '(someone_elses_model|Foreign)'"
 IMAGES_SAID = r"images of shape \(28, 28, 1\) expected after 1 leading axes"
 C64 = np.complex64
 CASES = {
@@ -150,17 +160,18 @@ CASES = {
     "cnn-seed-minus-1": Case(lambda i, d, f: i.adapter("cnn").build(-1), SEED_SAID + ", got -1"),
     # loss_and_grads: labels that are classes, finite images
     "grads-label-10": Case(
-        lambda i, d, f: i.loss_and_grads(i.adapter("cnn").build(0, dropout=False), X, Y + 10), "0..9, got 10"
+        lambda i, d, f: i.adapter("cnn").loss_and_grads(i.adapter("cnn").build(0, dropout=False), X, Y + 10),
+        "0..9, got 10",
     ),
     "grads-label-minus-1": Case(
-        lambda i, d, f: i.loss_and_grads(i.adapter("lstm").build(UNITS), X, Y - 1), "0..9, got -1"
+        lambda i, d, f: i.adapter("lstm").loss_and_grads(i.adapter("lstm").build(UNITS), X, Y - 1), "0..9, got -1"
     ),
     "grads-float-labels": Case(
-        lambda i, d, f: i.loss_and_grads(i.adapter("lstm").build(UNITS), X, Y.astype(np.float32)),
+        lambda i, d, f: i.adapter("lstm").loss_and_grads(i.adapter("lstm").build(UNITS), X, Y.astype(np.float32)),
         "labels must be integers",
     ),
     "grads-nan-image": Case(
-        lambda i, d, f: i.loss_and_grads(i.adapter("lstm").build(UNITS), _one(np.nan), Y), "1 pixel"
+        lambda i, d, f: i.adapter("lstm").loss_and_grads(i.adapter("lstm").build(UNITS), _one(np.nan), Y), "1 pixel"
     ),
     # make_trainer: a finite learning rate and epsilon above 0; evaluate: a batch of 1 or more
     "lr-nan": Case(lambda i, d, f: _trainer(i, d, learning_rate=float("nan")), "learning_rate must be a finite"),
@@ -172,10 +183,14 @@ CASES = {
     # a trainer leaves its model usable
     "model-after-steps": Case(_model_after_steps, None, slow=True),
     # the LSTM's prepare_inference: N images of 28 x 28 x 1, real and finite
-    "foreign-set-weights": Case(lambda i, d, f: i.set_weights(Foreign(), []), FOREIGN_SAID),
-    "foreign-forward": Case(lambda i, d, f: i.forward_layers(Foreign(), X), FOREIGN_SAID),
-    "foreign-infer": Case(lambda i, d, f: i.prepare_inference(Foreign(), X, d[:1], "predict"), FOREIGN_SAID),
-    "foreign-trainer": Case(lambda i, d, f: i.make_trainer(Foreign(), d[:1], _variant(i, "cnn_train")), FOREIGN_SAID),
+    "foreign-set-weights": Case(lambda i, d, f: i.adapter("lstm").set_weights(Foreign(), []), FOREIGN_SAID),
+    "foreign-forward": Case(lambda i, d, f: i.adapter("lstm").forward_layers(Foreign(), X), FOREIGN_SAID),
+    "foreign-infer": Case(
+        lambda i, d, f: i.adapter("lstm").prepare_inference(Foreign(), X, d[:1], "predict"), FOREIGN_SAID
+    ),
+    "foreign-trainer": Case(
+        lambda i, d, f: i.adapter("lstm").make_trainer(Foreign(), d[:1], _variant(i, "lstm_train")), FOREIGN_SAID
+    ),
     "infer-0-images": Case(lambda i, d, f: _infer(i, d, X[:0]), "no images"),
     "infer-8x27x28": Case(lambda i, d, f: _infer(i, d, _images((8, 27, 28))), IMAGES_SAID + r", got \(8, 27, 28\)"),
     "infer-8x784": Case(lambda i, d, f: _infer(i, d, _images((8, 784))), IMAGES_SAID + r", got \(8, 784\)"),

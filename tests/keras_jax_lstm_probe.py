@@ -17,8 +17,8 @@ def _trained(found: dict, arrays: dict, weights: str, x: np.ndarray, y: np.ndarr
     for n in (1, len(devices)):
         for v in kj.variants("lstm_train", n):
             m = kj.adapter("lstm").build(found["units"], 0)
-            kj.load_weights(m, weights)
-            t = kj.make_trainer(m, devices[:n], v.name)
+            kj.adapter("lstm").load_weights(m, weights)
+            t = kj.adapter("lstm").make_trainer(m, devices[:n], v.name)
             arrays[f"train/{v.name}/loss"] = np.asarray(t.steps(x, y))[:, 0]
             found[v.name] = {
                 "kernel_path": t.kernel_path,
@@ -26,7 +26,9 @@ def _trained(found: dict, arrays: dict, weights: str, x: np.ndarray, y: np.ndarr
                 "batchnorm": t.batchnorm,
                 "placement": t.placement(),
             }
-            arrays[f"train/{v.name}/w0"] = kj.get_weights(t.model())[0]  # against the file's: it trained
+            arrays[f"train/{v.name}/w0"] = kj.adapter("lstm").get_weights(t.model())[
+                0
+            ]  # against the file's: it trained
             if v.name == "fit":  # the layers' scopes in the compiled step's op metadata, which --profile reads
                 text = t.program_text()
                 found["fit"]["scopes"] = [s for s in ("lstm1", "lstm2", "dense") if re.search(rf"[(/]{s}[)/]", text)]
@@ -43,24 +45,26 @@ def main(request: str, out: str) -> None:
     }
     arrays = {}
     model = kj.adapter("lstm").build(units, 0)
-    kj.load_weights(model, req["weights"])  # TF's file, loaded here
-    arrays["w0"] = kj.get_weights(model)[0]
-    for block, a in kj.forward_layers(model, x).items():
+    kj.adapter("lstm").load_weights(model, req["weights"])  # TF's file, loaded here
+    arrays["w0"] = kj.adapter("lstm").get_weights(model)[0]
+    for block, a in kj.adapter("lstm").forward_layers(model, x).items():
         arrays[f"forward/{block}"] = a
-    g = kj.loss_and_grads(model, x, np.load(req["y"]))
+    g = kj.adapter("lstm").loss_and_grads(model, x, np.load(req["y"]))
     found["loss"], found["routing"] = g.loss, len(g.routing)
     for i, a in enumerate(g.grads):
         arrays[f"grad/{i}"] = a
     for v in ("predict", "predict+unroll"):
-        p = kj.prepare_inference(model, x, devices[:1], v)
+        p = kj.adapter("lstm").prepare_inference(model, x, devices[:1], v)
         arrays[f"infer/{v}"] = np.asarray(p.run())
         found[f"infer/{v}"] = {"kernel_path": p.kernel_path, "cost": list(p.cost())}
-    mixed = kj.mixed_precision(model)
-    kj.set_weights(mixed, kj.get_weights(model))
+    mixed = kj.adapter("lstm").mixed_precision(model)
+    kj.adapter("lstm").set_weights(mixed, kj.adapter("lstm").get_weights(model))
     found["mixed/dtypes"] = {layer.name: layer.compute_dtype for layer in mixed.layers}
-    arrays["mixed/probs"] = kj.forward_layers(mixed, x)["probs"]
+    arrays["mixed/probs"] = kj.adapter("lstm").forward_layers(mixed, x)["probs"]
     try:
-        kj.set_weights(model, kj.get_weights(kj.adapter("lstm").build(units + 2, 0)))  # another width's list
+        kj.adapter("lstm").set_weights(
+            model, kj.adapter("lstm").get_weights(kj.adapter("lstm").build(units + 2, 0))
+        )  # another width's list
     except ValueError as e:
         found["wrong_width"] = str(e)
     with np.load(req["batches"]) as f:

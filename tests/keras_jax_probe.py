@@ -47,35 +47,35 @@ def main(request: str, out: str) -> None:
     arrays = {}
     for fw, path in req["weights"].items():  # another implementation's file, loaded and forward-passed here
         model = kj.adapter("cnn").build(0, dropout=False)
-        kj.load_weights(model, path)
-        arrays[f"{fw}/probs"] = kj.forward_layers(model, np.load(req["x"]))["probs"]
+        kj.adapter("cnn").load_weights(model, path)
+        arrays[f"{fw}/probs"] = kj.adapter("cnn").forward_layers(model, np.load(req["x"]))["probs"]
     model = kj.adapter("cnn").build(req["seed"])
-    kj.save_weights(model, req["save"])
+    kj.adapter("cnn").save_weights(model, req["save"])
     with np.load(req["batches"]) as f:
         x, y = f["x"], f["y"]
     for name, devs in (("fit", devices[:1]), ("data_parallel", devices), ("fit+bf16", devices[:1])):
         m = kj.adapter("cnn").build(0, dropout=False)
-        kj.load_weights(m, req["weights"]["tf"])
-        t = kj.make_trainer(m, devs, name)
+        kj.adapter("cnn").load_weights(m, req["weights"]["tf"])
+        t = kj.adapter("cnn").make_trainer(m, devs, name)
         arrays[f"traj/{name}/loss"] = np.asarray(t.steps(x, y))[:, 0]
         found[f"{name}/placement"] = t.placement()
         found[f"{name}/compute_dtype"] = t.compute_dtype
         found[f"{name}/batchnorm"] = t.batchnorm
-        for i, w in enumerate(kj.get_weights(t.model())):
+        for i, w in enumerate(kj.adapter("cnn").get_weights(t.model())):
             arrays[f"traj/{name}/w{i:03d}"] = w
     try:
-        kj.make_trainer(kj.adapter("cnn").build(0), devices[:1], "data_parallel")
+        kj.adapter("cnn").make_trainer(kj.adapter("cnn").build(0), devices[:1], "data_parallel")
     except ValueError as e:
         found["wrong_replicas"] = str(e)
     refused = []  # inputs checked where they enter (parity.api.inputs), as in the other implementations
-    t = kj.make_trainer(kj.adapter("cnn").build(0, dropout=False), devices[:1], "fit")
+    t = kj.adapter("cnn").make_trainer(kj.adapter("cnn").build(0, dropout=False), devices[:1], "fit")
     for call in (
         lambda: t.steps(x, y + 10),
         lambda: t.evaluate(x[0, :0], y[0, :0]),
         lambda: kj.adapter("conv").prepare(
             "ops", np.zeros((2, 8, 8, 3), np.float32), np.zeros((3, 3, 2, 4), np.float32), devices[:1]
         ),
-        lambda: kj.set_weights(kj.adapter("cnn").build(0), None),
+        lambda: kj.adapter("cnn").set_weights(kj.adapter("cnn").build(0), None),
     ):
         try:
             call()

@@ -1,8 +1,9 @@
 """The test MLP's one implementation (mlp_workload): FakeImpl (tests/fakeimpl.py) with the MLP's model functions,
 in NumPy float32, so that its numbers meet the float64 oracle within the derived bounds. As a framework's
-`<impl>/mlp.py` would: its variants of the MLP's row kinds, its adapter (`adapter('mlp').build`) and the model
-functions the trained workloads' shared code calls (get_weights, set_weights, forward_layers, loss_and_grads,
-make_trainer, prepare_inference). A planted relative `error` scales its forward outputs and gradients."""
+`<impl>/mlp.py` would: its variants of the MLP's row kinds, and its adapter (`adapter('mlp')`, a
+parity.api.adapters.Trained) with the model functions the trained workloads' shared code calls (build, get_weights,
+set_weights, forward_layers, loss_and_grads, make_trainer, prepare_inference). A planted relative `error` scales its
+forward outputs and gradients."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import numpy as np
 from fakeimpl import FakeImpl
 
 from parity import api
+from parity.api import adapters
 from parity.api.variants import MANY, ONE
 
 F32 = np.float32
@@ -113,10 +115,22 @@ class MlpFake(FakeImpl):
 
     def adapter(self, workload):
         """The MLP's adapter, and the fake's own for the others."""
-        if workload == "mlp":
-            kinds = {"TRAIN": "mlp_train", "INFER": "mlp_infer"}
-            return SimpleNamespace(WORKLOAD="mlp", MODEL=MlpModel, build=self._build, **kinds)
-        return super().adapter(workload)
+        if workload != "mlp":
+            return super().adapter(workload)
+        functions = ("get_weights", "set_weights", "forward_layers", "loss_and_grads", "prepare_inference")
+        code = SimpleNamespace(
+            __name__="mlp_fake.mlp",
+            WORKLOAD="mlp",
+            TRAIN="mlp_train",
+            INFER="mlp_infer",
+            MODEL=MlpModel,
+            VARIANTS=tuple(v for v in self.VARIANTS if v.kind.startswith("mlp_")),
+            build=self._build,
+            **{name: getattr(self, name) for name in functions},
+        )
+        return adapters.Trained(
+            code, lambda _, model, devices, variant, lr, eps, seed: self.trainer(model, devices, lr, eps)
+        )
 
     def _build(self, hidden: int, seed: int = 0) -> MlpModel:
         """Glorot-uniform kernels, zero biases (Keras's Dense defaults)."""
@@ -139,7 +153,7 @@ class MlpFake(FakeImpl):
         loss, grads, _ = loss_grads32(model.weights, x, y)
         return api.Gradients(float(loss), self.planted(grads), [])
 
-    def make_trainer(self, model, devices, variant: str, learning_rate=1e-3, adam_epsilon=1e-7, seed=0) -> MlpTrainer:
+    def trainer(self, model, devices, learning_rate: float, adam_epsilon: float) -> MlpTrainer:
         return MlpTrainer(self, model, devices, learning_rate, adam_epsilon)
 
     def prepare_inference(self, model: MlpModel, images, devices, variant: str = "predict") -> api.Prepared:

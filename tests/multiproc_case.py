@@ -74,11 +74,11 @@ def case(
         return result
     x, y = cnn_batch()
     model = impl.adapter("cnn").build(3, dropout=False)
-    for i, w in enumerate(impl.get_weights(model)):
+    for i, w in enumerate(impl.adapter("cnn").get_weights(model)):
         result[f"{v}/w0_{i:03d}"] = w
-    t = impl.make_trainer(model, devices, v, learning_rate, ADAM_EPSILON, 0)
+    t = impl.adapter("cnn").make_trainer(model, devices, v, learning_rate, ADAM_EPSILON, 0)
     result[f"{v}/loss"] = np.asarray(t.steps(x[:, rows], y[:, rows]))[:, 0]
-    for i, w in enumerate(impl.get_weights(t.model())):
+    for i, w in enumerate(impl.adapter("cnn").get_weights(t.model())):
         result[f"{v}/w{i:03d}"] = w
     return result
 

@@ -1,6 +1,7 @@
 """An implementation's adapters are found by listing its package (parity.api.adapters): a module that declares
-WORKLOAD as its own name is one, any other module is not, and a model finds its adapter by MODEL. Shown on a package
-of the test's own (no framework), and on jax_impl: its adapters are the workloads' list, nothing else."""
+WORKLOAD as its own name is one, any other module is not, and a trained model's adapter takes only the models its
+build made (MODEL). Shown on a package of the test's own (no framework), and on jax_impl: its adapters are the
+workloads' list, nothing else."""
 
 from __future__ import annotations
 
@@ -31,10 +32,18 @@ def package(tmp_path, monkeypatch):
 
             def build(width, seed=0):
                 return Net()
+
+            def get_weights(model):
+                return [width_of(model)]
+
+            def width_of(model):
+                return 4
             """
         )
     )
-    (root / "named.py").write_text('WORKLOAD, MODEL = "named", "a_keras_name"\n')
+    (root / "named.py").write_text(
+        'WORKLOAD, TRAIN, INFER, MODEL = "named", "named_train", "named_infer", "a_keras_name"\n'
+    )
     (root / "dot.py").write_text('WORKLOAD = "dot"\n\ndef prepare(variant, a, b, devices):\n    return None\n')
     (root / "helpers.py").write_text('WORKLOAD = "not its name"\n')
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -51,15 +60,37 @@ def test_a_module_that_declares_its_own_name_is_an_adapter_and_no_other_is(packa
         adapters.find(package, "helpers")
 
 
-def test_a_model_finds_the_adapter_that_built_it_by_its_type_or_its_name(package):
-    net = adapters.find(package, "mlp").build(4)
-    assert adapters.of_model(package, net).WORKLOAD == "mlp"
-    keras_like = type("Model", (), {"name": "a_keras_name"})()
-    assert adapters.of_model(package, keras_like).WORKLOAD == "named"
-    with pytest.raises(ValueError, match="not a model adapted builds: 'object'"):
-        adapters.of_model(package, object())
-    with pytest.raises(ValueError, match="not a model adapted builds: 'other_name'"):
-        adapters.of_model(package, type("Model", (), {"name": "other_name"})())
+def test_a_trained_adapter_takes_only_the_models_its_build_made(package):
+    """An operation's module is its adapter as it is; a trained model's is bound to the framework's trainer, and its
+    model functions refuse a model of another workload (by its type, or a Keras model's name) before running it."""
+
+    def trained(code):
+        return adapters.Trained(code, lambda adapter, model, *rest: ("trainer of", adapter.WORKLOAD, *rest))
+
+    assert adapters.bound(package, "dot", trained).__name__ == "adapted.dot"
+    mlp, named = adapters.bound(package, "mlp", trained), adapters.bound(package, "named", trained)
+    net = mlp.build(4)
+    assert mlp.get_weights(net) == [4]
+    assert mlp.make_trainer(net, ["cpu:0"], "loop", 1e-3, 1e-7, 5) == (
+        "trainer of",
+        "mlp",
+        ["cpu:0"],
+        "loop",
+        1e-3,
+        1e-7,
+        5,
+    )
+    assert named.owned(keras_like := type("Model", (), {"name": "a_keras_name"})()) is keras_like
+    with pytest.raises(ValueError, match="not a model adapted.mlp builds: 'object'"):
+        mlp.get_weights(object())
+    with pytest.raises(ValueError, match="not a model adapted.mlp builds: 'a_keras_name'"):
+        mlp.make_trainer(keras_like, ["cpu:0"], "loop")
+    with pytest.raises(ValueError, match="not a model adapted.named builds: 'other_name'"):
+        named.owned(type("Model", (), {"name": "other_name"})())
+    with pytest.raises(
+        ValueError, match="learning_rate must be a finite number"
+    ):  # the trainer's numbers are checked before the framework's
+        mlp.make_trainer(net, ["cpu:0"], "loop", float("nan"))
 
 
 def test_jax_impls_adapters_are_the_workloads():
@@ -72,5 +103,5 @@ def test_jax_impls_adapters_are_the_workloads():
     assert jax_impl.adapter("conv").WORKLOAD == "conv"
     with pytest.raises(ValueError, match="jax_impl has no adapter for workload 'gru'"):
         jax_impl.adapter("gru")
-    with pytest.raises(ValueError, match="not a model jax_impl builds: 'object'"):
-        jax_impl.get_weights(object())
+    with pytest.raises(ValueError, match="not a model jax_impl.cnn builds: 'object'"):
+        jax_impl.adapter("cnn").get_weights(object())

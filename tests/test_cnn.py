@@ -37,9 +37,9 @@ def trained_weights():
 @functools.cache
 def _trained_weights():
     model = tf_impl.adapter("cnn").build(seed=0, dropout=False)
-    t = tf_impl.make_trainer(model, TF_DEVICES[:1], "fit")
+    t = tf_impl.adapter("cnn").make_trainer(model, TF_DEVICES[:1], "fit")
     t.steps(*batch(3, 32))
-    return tf_impl.get_weights(t.model())
+    return tf_impl.adapter("cnn").get_weights(t.model())
 
 
 @pytest.fixture(scope="module")
@@ -49,14 +49,14 @@ def weights():
 
 def models(w, dropout=False):
     tm, jm = tf_impl.adapter("cnn").build(0, dropout=dropout), jax_impl.adapter("cnn").build(0, dropout=dropout)
-    tf_impl.set_weights(tm, w)
-    jax_impl.set_weights(jm, w)
+    tf_impl.adapter("cnn").set_weights(tm, w)
+    jax_impl.adapter("cnn").set_weights(jm, w)
     return tm, jm
 
 
 @pytest.mark.parametrize("mod", [tf_impl, jax_impl], ids=["tf", "jax"])
 def test_parameter_counts(mod):
-    assert mod.count_params(mod.adapter("cnn").build(seed=0)) == CNN_PARAMS
+    assert mod.adapter("cnn").count_params(mod.adapter("cnn").build(seed=0)) == CNN_PARAMS
 
 
 @pytest.mark.parametrize("replicas", [1, 2])  # 2 replicas run the code 8 run (TF's 8: 3x the time)
@@ -66,7 +66,9 @@ def test_trainers_keep_one_contract(impl, replicas):
     torch = mod.__name__ == "torch_impl"
     if torch:  # one process a replica (DDP over gloo): the same device handle for each
         devices = mod.setup_devices("cpu", replicas)
-    t = mod.make_trainer(mod.adapter("cnn").build(0), devices[:replicas], mod.variants("cnn_train", replicas)[0].name)
+    t = mod.adapter("cnn").make_trainer(
+        mod.adapter("cnn").build(0), devices[:replicas], mod.variants("cnn_train", replicas)[0].name
+    )
     assert all(callable(getattr(t, m, None)) for m in ("steps", "step_cost", "model", "evaluate", "placement"))
     out = t.steps(*batch(2, 16))
     assert isinstance(out, np.ndarray) and out.dtype == np.float64 and out.shape == (2, 2)
@@ -77,37 +79,37 @@ def test_trainers_keep_one_contract(impl, replicas):
 
 
 def test_weights_round_trip_bit_exact(tmp_path):
-    w0 = tf_impl.get_weights(tf_impl.adapter("cnn").build(seed=7))
+    w0 = tf_impl.adapter("cnn").get_weights(tf_impl.adapter("cnn").build(seed=7))
     assert len(w0) == 22
     jm = jax_impl.adapter("cnn").build(seed=1)
-    jax_impl.set_weights(jm, w0)
-    jax_impl.save_weights(jm, tmp_path / "w.npz")
+    jax_impl.adapter("cnn").set_weights(jm, w0)
+    jax_impl.adapter("cnn").save_weights(jm, tmp_path / "w.npz")
     tm = tf_impl.adapter("cnn").build(seed=2)
-    tf_impl.load_weights(tm, tmp_path / "w.npz")
-    back = tf_impl.get_weights(tm)
+    tf_impl.adapter("cnn").load_weights(tm, tmp_path / "w.npz")
+    back = tf_impl.adapter("cnn").get_weights(tm)
     assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(w0, back, strict=True))
 
 
 @pytest.mark.parametrize("mod", [tf_impl, jax_impl], ids=["tf", "jax"])
 def test_bad_weights_name_the_layer(mod):
     model = mod.adapter("cnn").build(0)
-    w = mod.get_weights(model)
+    w = mod.adapter("cnn").get_weights(model)
     with pytest.raises(ValueError, match="expected 22 weight arrays"):
-        mod.set_weights(model, w[:-1])
+        mod.adapter("cnn").set_weights(model, w[:-1])
     bad = list(w)
     bad[10] = bad[10][..., :3]
     with pytest.raises(ValueError, match=r"layer conv2\): shape \(5, 5, 64, 3\)"):
-        mod.set_weights(model, bad)
+        mod.adapter("cnn").set_weights(model, bad)
     bad = list(w)
     bad[2] = bad[2].astype(np.float64)
     with pytest.raises(ValueError, match=r"layer bn1\): dtype float64"):
-        mod.set_weights(model, bad)
+        mod.adapter("cnn").set_weights(model, bad)
 
 
 def test_corrupt_weight_file(tmp_path):
     (tmp_path / "w.npz").write_bytes(b"not a zip")
     with pytest.raises(ValueError, match="weight file"):
-        jax_impl.load_weights(jax_impl.adapter("cnn").build(0), tmp_path / "w.npz")
+        jax_impl.adapter("cnn").load_weights(jax_impl.adapter("cnn").build(0), tmp_path / "w.npz")
 
 
 def test_forward_layer_by_layer_matches_oracle(weights):
@@ -115,7 +117,10 @@ def test_forward_layer_by_layer_matches_oracle(weights):
     x = DS.x_test[:6].astype(np.float32)
     ref = cnn_oracle.cnn_forward(weights, x)
     rows = checks.forward(
-        {"tf": _prefixed(tf_impl.forward_layers(tm, x)), "jax": _prefixed(jax_impl.forward_layers(jm, x))},
+        {
+            "tf": _prefixed(tf_impl.adapter("cnn").forward_layers(tm, x)),
+            "jax": _prefixed(jax_impl.adapter("cnn").forward_layers(jm, x)),
+        },
         ref,
         TOL["forward"],
     )
@@ -136,11 +141,11 @@ def test_every_inference_variant_is_the_forward_pass(impl, weights):
 
     mod, devices = impl
     model = mod.adapter("cnn").build(0, dropout=False)
-    mod.set_weights(model, weights)
+    mod.adapter("cnn").set_weights(model, weights)
     x = DS.x_test[:16].astype(np.float32)
     ref = cnn_oracle.cnn_forward(weights, x)["probs"]
     for v in mod.variants("cnn_infer", 1):
-        p = mod.prepare_inference(model, x, devices[:1], v.name)
+        p = mod.adapter("cnn").prepare_inference(model, x, devices[:1], v.name)
         assert errors(p.rows(p.run(), range(len(x))), ref)["max_rel_err"] < TOL["forward"], v.name
 
 
@@ -157,7 +162,7 @@ def test_inference_with_ynnpack_on_its_dots_only_is_the_same_forward_pass(weight
     x = DS.x_test[:16].astype(np.float32)
     ref = cnn_oracle.cnn_forward(weights, x)["probs"]
     for v in (v.name for v in jax_impl.variants("cnn_infer", 1)):
-        p = jax_impl.prepare_inference(jm, x, JAX_DEVICES[:1], v)
+        p = jax_impl.adapter("cnn").prepare_inference(jm, x, JAX_DEVICES[:1], v)
         assert errors(np.asarray(p.run()), ref)["max_rel_err"] < TOL["forward"], v
     # a YNNPACK fusion's computation holding a convolution: named in the fusion's calls=
     text = p.program()  # predict+dots's, the last variant
@@ -166,7 +171,7 @@ def test_inference_with_ynnpack_on_its_dots_only_is_the_same_forward_pass(weight
     assert v == "predict+dots" and not any(" convolution(" in b for b in bodies)
     for mod, m, d in ((jax_impl, jm, JAX_DEVICES), (tf_impl, tm, TF_DEVICES)):
         with pytest.raises(ValueError, match="predict\\+nothing"):
-            mod.prepare_inference(m, x, d[:1], "predict+nothing")
+            mod.adapter("cnn").prepare_inference(m, x, d[:1], "predict+nothing")
 
 
 def test_loss_and_gradients_agree_with_float64(weights):
@@ -175,7 +180,7 @@ def test_loss_and_gradients_agree_with_float64(weights):
     saved = {}
     _, _, f64 = cnn_oracle.cnn_loss_and_grads(weights, x[0], y[0])
     for fw, mod, m in (("tf", tf_impl, tm), ("jax", jax_impl, jm)):
-        g = mod.loss_and_grads(m, x[0], y[0])
+        g = mod.adapter("cnn").loss_and_grads(m, x[0], y[0])
         assert len(g.grads) == len(checks.GRAD_NAMES) == 16 and len(g.routing) == 3
         for r, a in zip(g.routing, f64["pool_inputs"], strict=True):
             win, vals = cnn_oracle._windows(r), cnn_oracle._windows(a)
@@ -192,8 +197,8 @@ def test_loss_and_gradients_agree_with_float64(weights):
     assert [r["check"] for r in rows] == ["loss (one batch)", "gradients (every parameter)"]
     for r in rows:
         assert r["passed"], r
-    assert np.array_equal(tf_impl.get_weights(tm), weights) or all(
-        np.array_equal(a, b) for a, b in zip(tf_impl.get_weights(tm), weights, strict=True)
+    assert np.array_equal(tf_impl.adapter("cnn").get_weights(tm), weights) or all(
+        np.array_equal(a, b) for a, b in zip(tf_impl.adapter("cnn").get_weights(tm), weights, strict=True)
     )  # the model is left unchanged
 
 
@@ -202,21 +207,21 @@ def test_gradients_refuse_dropout(weights):
     x, y = batch(1, 4)
     for mod, m in ((tf_impl, tm), (jax_impl, jm)):
         with pytest.raises(ValueError, match="dropout=False"):
-            mod.loss_and_grads(m, x[0], y[0])
+            mod.adapter("cnn").loss_and_grads(m, x[0], y[0])
 
 
 def _trajectory(w, replicas, tf_variant, jax_variant, steps=3, size=16, jax_lr=1e-3):
     x, y = batch(steps, size, seed=11)
     tm, jm = models(w)
-    tt = tf_impl.make_trainer(tm, TF_DEVICES[:replicas], tf_variant)
-    jt = jax_impl.make_trainer(jm, JAX_DEVICES[:replicas], jax_variant, learning_rate=jax_lr)
+    tt = tf_impl.adapter("cnn").make_trainer(tm, TF_DEVICES[:replicas], tf_variant)
+    jt = jax_impl.adapter("cnn").make_trainer(jm, JAX_DEVICES[:replicas], jax_variant, learning_rate=jax_lr)
     saved = {
         "tf": {f"traj/{tf_variant}/loss": tt.steps(x, y)[:, 0]},
         "jax": {f"traj/{jax_variant}/loss": np.asarray(jt.steps(x, y))[:, 0]},
     }
     for fw, mod, t in (("tf", tf_impl, tt), ("jax", jax_impl, jt)):
         v = tf_variant if fw == "tf" else jax_variant
-        for i, a in enumerate(mod.get_weights(t.model())):
+        for i, a in enumerate(mod.adapter("cnn").get_weights(t.model())):
             saved[fw][f"traj/{v}/w{i:03d}"] = a
         saved[fw][f"traj/{v}/loss_every"] = np.array(t.loss_every)
     return checks.trajectory(saved["tf"], saved["jax"], tf_variant, jax_variant, TOL, replicas), saved
@@ -272,15 +277,15 @@ def test_several_steps_per_dispatch_are_the_same_steps(weights, mod, replicas, o
     if several.endswith("+rolled"):  # a rolled loop runs its convolutions slowly on a CPU: a smaller batch, fewer steps
         several, size, k, steps = several.removesuffix("+rolled"), 4, 2, 3
         monkeypatch.setattr(jax_impl.train.Trainer, "UNROLL_ON", ())
-    monkeypatch.setattr(cnn, "VARIANTS", tuple(_steps(v, several, k) for v in cnn.VARIANTS))
+    monkeypatch.setattr(cnn.code, "VARIANTS", tuple(_steps(v, several, k) for v in cnn.VARIANTS))
     x, y = batch(steps, size, seed=5)
     devices = (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:replicas]
     out = {}
     for v in (one, several):
         model = mod.adapter("cnn").build(seed=0, dropout=False)
-        mod.set_weights(model, weights)
-        t = mod.make_trainer(model, devices, v)
-        out[v] = (np.asarray(t.steps(x, y)), mod.get_weights(t.model()), t)
+        mod.adapter("cnn").set_weights(model, weights)
+        t = mod.adapter("cnn").make_trainer(model, devices, v)
+        out[v] = (np.asarray(t.steps(x, y)), mod.adapter("cnn").get_weights(t.model()), t)
     (l1, w1, _), (lk, wk, tk) = out[one], out[several]
     assert tk.steps_per_dispatch == k and lk.shape == (steps, 2)
     diff = np.sqrt(sum(np.sum((a.astype(np.float64) - b) ** 2) for a, b in zip(w1, wk, strict=True)))
@@ -321,7 +326,9 @@ def test_trajectory_check_catches_a_different_learning_rate(weights):
 @pytest.mark.parametrize("mod", [tf_impl, jax_impl], ids=["tf", "jax"])
 def test_unknown_variant(mod):
     with pytest.raises(ValueError, match="unknown"):
-        mod.make_trainer(mod.adapter("cnn").build(0), (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:1], "nope")
+        mod.adapter("cnn").make_trainer(
+            mod.adapter("cnn").build(0), (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:1], "nope"
+        )
 
 
 def test_keras_backend_is_pinned():
@@ -377,10 +384,10 @@ BF16 = cnn_tolerances("cpu", "highest", "bfloat16")
 def _saved(mod, devices, variant, w, x, y, lr=1e-3):
     """A trajectory's arrays as cnn_parity saves them, and the trainer."""
     model = mod.adapter("cnn").build(0, dropout=False)
-    mod.set_weights(model, w)
-    t = mod.make_trainer(model, devices, variant, learning_rate=lr)
+    mod.adapter("cnn").set_weights(model, w)
+    t = mod.adapter("cnn").make_trainer(model, devices, variant, learning_rate=lr)
     out = {f"traj/{variant}/loss": np.asarray(t.steps(x, y))[:, 0], f"traj/{variant}/loss_every": np.array(1)}
-    out.update({f"traj/{variant}/w{i:03d}": a for i, a in enumerate(mod.get_weights(t.model()))})
+    out.update({f"traj/{variant}/w{i:03d}": a for i, a in enumerate(mod.adapter("cnn").get_weights(t.model()))})
     return out, t
 
 
@@ -492,7 +499,9 @@ def test_the_chunked_kernel_gradient_keeps_the_trajectory(weights):
     both = jax.vjp(lambda a, b: conv_rewritten_grads(a, b, True, 2), x, k)[1](g)
     assert np.array_equal(np.asarray(both[0]), np.asarray(jax.vjp(conv_flipped_grad, x, k)[1](g)[0]))
     assert np.array_equal(np.asarray(both[1]), np.asarray(dk))
-    t = jax_impl.make_trainer(jax_impl.adapter("cnn").build(0, dropout=False), JAX_DEVICES[:1], "jit+pool+wgrad")
+    t = jax_impl.adapter("cnn").make_trainer(
+        jax_impl.adapter("cnn").build(0, dropout=False), JAX_DEVICES[:1], "jit+pool+wgrad"
+    )
     assert t.compute.kernel_grad_chunk == 16 and t.compute.elementwise_pool and not t.compute.float32_bias_grad
     rows, _ = _trajectory(weights, 1, "fit", "jit+pool+wgrad", size=24)
     assert len(rows) == 3 and all(r["passed"] for r in rows), rows
@@ -517,7 +526,9 @@ def test_the_straight_line_masks_are_jaxs():
         keep_mask(jax.random.key(0, impl="rbg"), 0.5, (4,))
     with jax.enable_x64(True), pytest.raises(ValueError, match="jax_enable_x64"):  # bernoulli's uniforms: 64 bits
         keep_mask(key, 0.5, (4,))
-    t = jax_impl.make_trainer(jax_impl.adapter("cnn").build(0), JAX_DEVICES[:1], "jit+bf16+pool+bias+dgrad+wgrad+masks")
+    t = jax_impl.adapter("cnn").make_trainer(
+        jax_impl.adapter("cnn").build(0), JAX_DEVICES[:1], "jit+bf16+pool+bias+dgrad+wgrad+masks"
+    )
     assert t.compute.straight_line_masks and t.compute.kernel_grad_chunk == 32 and t.compute.flipped_input_grad
     x = jax.numpy.asarray(batch(1, 4, seed=3)[0][0])
 
@@ -631,14 +642,14 @@ def _fresh(init: str):
     framework: the harness's first worker initialises them, so a verdict must hold for both (JAX's init
     leaves bn1.gamma's gradient a sum of 50,176 terms that cancel 60,000-fold)."""
     mod = {"tf": tf_impl, "jax": jax_impl}[init]
-    w = mod.get_weights(mod.adapter("cnn").build(0))
+    w = mod.adapter("cnn").get_weights(mod.adapter("cnn").build(0))
     ds = data.synthetic(2048, 512)
     x, y = data.batches(ds, data.batch_offsets(1, 1, len(ds.x_train), 64), 64)
     saved = {}
     for fw, impl in (("tf", tf_impl), ("jax", jax_impl)):
         m = impl.adapter("cnn").build(0, dropout=False)
-        impl.set_weights(m, w)
-        g = impl.loss_and_grads(m, x[0], y[0])
+        impl.adapter("cnn").set_weights(m, w)
+        g = impl.adapter("cnn").loss_and_grads(m, x[0], y[0])
         saved[fw] = {
             "loss": g.loss,
             **{f"grad/{i:03d}": a for i, a in enumerate(g.grads)},

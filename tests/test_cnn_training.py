@@ -33,7 +33,7 @@ def test_eight_replica_trajectories(weights):
         assert len(rows) == 3 and all(r["passed"] for r in rows), (tv, jv, rows)
     # per-replica batch statistics (2 images each) differ from global ones: the 1-replica loss must
     # not equal the 8-replica runs' first-step loss unless BN really was per replica
-    l1 = tf_impl.loss_and_grads(models(weights)[0], x[0], y[0])[0]
+    l1 = tf_impl.adapter("cnn").loss_and_grads(models(weights)[0], x[0], y[0])[0]
     for tv in ("strategy", "loop"):
         l8 = saved["tf", tv][f"traj/{tv}/loss"][0]
         assert abs(l8 - l1) / l1 > 2 * cnn_loss_tolerance(16), tv  # more than two float32 runs of one loss differ
@@ -42,13 +42,13 @@ def test_eight_replica_trajectories(weights):
 def test_moving_statistics_are_the_replica_mean(weights):
     n = 2  # replicas: MirroredStrategy's per-replica copies and their mean are the same code on 8 devices
     tm, _ = models(weights)
-    t = tf_impl.make_trainer(tm, TF_DEVICES[:n], "strategy")
+    t = tf_impl.adapter("cnn").make_trainer(tm, TF_DEVICES[:n], "strategy")
     x, y = batch(1, 16)
     t.steps(x, y)
     copies = [c.numpy() for c in t.m.get_layer("bn1").moving_mean.value.values]
     assert len(copies) == n and not np.array_equal(copies[0], copies[1])  # copies that differ: a mean to take
     expected = np.mean(copies, axis=0)  # each copy saw its own replica's 8 images
-    out = tf_impl.get_weights(t.model())
+    out = tf_impl.adapter("cnn").get_weights(t.model())
     # two means of the same n positive copies, each within n - 1 additions' and a division's rounding
     np.testing.assert_allclose(out[2], expected, rtol=2 * n * F32_UNIT_ROUNDOFF)
     for layer in ("bn1", "bn2", "bn3"):  # and every replica now holds the same values
@@ -59,7 +59,7 @@ def test_moving_statistics_are_the_replica_mean(weights):
 @pytest.mark.parametrize("mod,variant", [(tf_impl, "fit"), (jax_impl, "jit")], ids=["tf", "jax"])
 def test_training_with_dropout_learns(mod, variant):
     model = mod.adapter("cnn").build(seed=0, dropout=True)
-    t = mod.make_trainer(model, (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:1], variant)
+    t = mod.adapter("cnn").make_trainer(model, (TF_DEVICES if mod is tf_impl else JAX_DEVICES)[:1], variant)
     x, y = batch(12, 32, seed=2)
     out = np.asarray(t.steps(x, y))  # per step [loss, accuracy] on the training batch
     assert out.shape == (12, 2) and np.all(np.isfinite(out))
@@ -81,14 +81,16 @@ def test_mixed_precision_trains_in_bfloat16_and_keeps_the_trajectory(replicas, t
     initial weights, as the harness's parity check starts. Under an ISA cap below bfloat16 (imitating a CPU without
     it) oneDNN refuses TF's bfloat16 convolutions, so JAX's (XLA emulates them) are checked alone."""
     capped = isa_capped_below_bf16(os.environ)
-    weights = tf_impl.get_weights(tf_impl.adapter("cnn").build(seed=0))
+    weights = tf_impl.adapter("cnn").get_weights(tf_impl.adapter("cnn").build(seed=0))
     x, y = batch(3, 16, seed=11)
     s = {}
     for fw, mod, devs, v in (("tf", tf_impl, TF_DEVICES, tv), ("jax", jax_impl, JAX_DEVICES, jv)):
         for variant in (v, v + "+bf16") if not (capped and mod is tf_impl) else (v,):
             s[fw, variant], t = _saved(mod, devs[:replicas], variant, weights, x, y)
             assert t.compute_dtype == ("bfloat16" if variant.endswith("+bf16") else "float32")
-            assert all(a.dtype == np.float32 for a in mod.get_weights(t.model())), variant  # float32 parameters
+            assert all(a.dtype == np.float32 for a in mod.adapter("cnn").get_weights(t.model())), (
+                variant
+            )  # float32 parameters
             if variant.endswith("+bf16") and mod is jax_impl:  # Adam's moments float32 too
                 assert {a.dtype for a in jax.tree.leaves(t.state[2])} <= {np.dtype("float32"), np.dtype("int32")}
             if variant.endswith("+bf16") and mod is tf_impl:
@@ -141,6 +143,6 @@ def test_tf_training_input_is_not_autotuned(monkeypatch, variant, replicas):
 
     monkeypatch.setattr(tf_impl.models.keras.Model, "fit", fit_spy)
     monkeypatch.setattr(tf.distribute.MirroredStrategy, "distribute_datasets_from_function", distribute_spy)
-    t = tf_impl.make_trainer(tf_impl.adapter("cnn").build(0), TF_DEVICES[:replicas], variant)
+    t = tf_impl.adapter("cnn").make_trainer(tf_impl.adapter("cnn").build(0), TF_DEVICES[:replicas], variant)
     t.steps(*batch(2, 16))
     assert seen == [False]

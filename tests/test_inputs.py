@@ -71,7 +71,7 @@ def test_weights_that_are_not_a_list_are_a_valueerror():
 
 def test_each_implementation_refuses_them_at_its_entry_points(impl):
     module, devices = impl
-    trainer = module.make_trainer(
+    trainer = module.adapter("cnn").make_trainer(
         module.adapter("cnn").build(0, dropout=False), devices[:1], module.variants("cnn_train", 1)[0].name
     )
     with pytest.raises(ValueError, match="labels must lie in 0..9"):
@@ -91,7 +91,7 @@ def test_each_implementation_refuses_them_at_its_entry_points(impl):
             np.zeros((2, 8, 8, 3), np.float32), np.zeros((3, 3, 3, 4), np.float32), 1, "BOGUS"
         )
     with pytest.raises(ValueError, match="expected a list of"):
-        module.set_weights(module.adapter("cnn").build(0), None)
+        module.adapter("cnn").set_weights(module.adapter("cnn").build(0), None)
 
 
 def test_units_and_seeds_have_one_rule():

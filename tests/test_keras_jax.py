@@ -31,7 +31,7 @@ def probe(tmp_path_factory):
     for fw in (TF, JAX):
         impl, _ = IMPLS[fw]
         weights[fw] = str(d / f"w-{fw}.npz")
-        impl.save_weights(impl.adapter("cnn").build(1), weights[fw])
+        impl.adapter("cnn").save_weights(impl.adapter("cnn").build(1), weights[fw])
     rng = np.random.default_rng(0)
     np.save(d / "x.npy", (rng.random((4, 28, 28, 1)) * 255).astype(np.float32))
     np.savez(
@@ -74,13 +74,13 @@ def test_weights_load_across_all_three_implementations(probe):
     for fw in (TF, JAX):
         impl, _ = IMPLS[fw]
         model = impl.adapter("cnn").build(0, dropout=False)
-        impl.load_weights(model, req["weights"][fw])
-        ref = impl.forward_layers(model, x)["probs"]
+        impl.adapter("cnn").load_weights(model, req["weights"][fw])
+        ref = impl.adapter("cnn").forward_layers(model, x)["probs"]
         assert np.max(np.abs(arrays[f"{fw}/probs"] - ref)) / np.max(np.abs(ref)) < tol, fw
         mine = impl.adapter("cnn").build(0)
-        impl.load_weights(mine, req["save"])
+        impl.adapter("cnn").load_weights(mine, req["save"])
         kept = load_npz(req["save"], CNN_WEIGHTS)
-        assert all(np.array_equal(a, b) for a, b in zip(impl.get_weights(mine), kept, strict=True)), fw
+        assert all(np.array_equal(a, b) for a, b in zip(impl.adapter("cnn").get_weights(mine), kept, strict=True)), fw
 
 
 def test_data_parallel_trains_as_one_device_on_the_global_batch(probe):

@@ -74,7 +74,7 @@ def rel(got, ref):
 
 def model_with(weights, units=UNITS, mod=jax_impl):
     m = mod.adapter("lstm").build(units)
-    mod.set_weights(m, weights)
+    mod.adapter("lstm").set_weights(m, weights)
     return m
 
 
@@ -85,26 +85,26 @@ def model_with(weights, units=UNITS, mod=jax_impl):
 def test_weights_round_trip_in_keras_order(mod, tmp_path):
     w = random_weights()
     m = model_with(w, mod=mod)
-    assert [a.shape for a in mod.get_weights(m)] == [t.shape for t in LstmArchitecture(UNITS).weights]
-    assert all(np.array_equal(a, b) for a, b in zip(w, mod.get_weights(m), strict=True))
-    mod.save_weights(m, tmp_path / "w.npz")
+    assert [a.shape for a in mod.adapter("lstm").get_weights(m)] == [t.shape for t in LstmArchitecture(UNITS).weights]
+    assert all(np.array_equal(a, b) for a, b in zip(w, mod.adapter("lstm").get_weights(m), strict=True))
+    mod.adapter("lstm").save_weights(m, tmp_path / "w.npz")
     other = mod.adapter("lstm").build(UNITS, seed=5)
-    mod.load_weights(other, tmp_path / "w.npz")
-    assert all(np.array_equal(a, b) for a, b in zip(w, mod.get_weights(other), strict=True))
+    mod.adapter("lstm").load_weights(other, tmp_path / "w.npz")
+    assert all(np.array_equal(a, b) for a, b in zip(w, mod.adapter("lstm").get_weights(other), strict=True))
 
 
 @BOTH
 def test_a_weight_list_for_another_width_is_refused(mod):
     m = mod.adapter("lstm").build(UNITS)
     with pytest.raises(ValueError, match="lstm1.kernel"):
-        mod.set_weights(m, random_weights(UNITS + 2))
+        mod.adapter("lstm").set_weights(m, random_weights(UNITS + 2))
     with pytest.raises(ValueError, match="expected 8 weight arrays"):
-        mod.set_weights(m, random_weights()[:-1])
+        mod.adapter("lstm").set_weights(m, random_weights()[:-1])
 
 
 def test_parameters_are_counted_as_keras_does():
     n = LstmArchitecture(UNITS).params()
-    assert jax_impl.count_params(jax_impl.adapter("lstm").build(UNITS)) == {
+    assert jax_impl.adapter("lstm").count_params(jax_impl.adapter("lstm").build(UNITS)) == {
         "total": n,
         "trainable": n,
         "non_trainable": 0,
@@ -113,7 +113,7 @@ def test_parameters_are_counted_as_keras_does():
 
 @BOTH
 def test_kerass_initialisers(mod):
-    k1, r1, b1, k2, r2, b2, kd, bd = mod.get_weights(mod.adapter("lstm").build(UNITS, seed=3))
+    k1, r1, b1, k2, r2, b2, kd, bd = mod.adapter("lstm").get_weights(mod.adapter("lstm").build(UNITS, seed=3))
     u, f = UNITS, GATES.index("f")
     for b in (b1, b2):  # unit_forget_bias: the forget gate's quarter at 1, the rest 0
         expected = np.zeros(4 * u, np.float32)
@@ -132,7 +132,7 @@ def test_kerass_initialisers(mod):
 @BOTH
 def test_forward_blocks_are_kerass_equations(mod):
     w, (x, _) = random_weights(), images()
-    got, ref = mod.forward_layers(model_with(w, mod=mod), x), reference(w, x)
+    got, ref = mod.adapter("lstm").forward_layers(model_with(w, mod=mod), x), reference(w, x)
     tols = lstm_block_tolerances(w, x, "cpu", "highest")  # each block's bound, derived on these inputs
     assert list(got) == ["lstm1", "lstm2", "logits", "probs"]
     for k, a in got.items():
@@ -151,7 +151,7 @@ def test_swapped_gate_columns_change_the_output_far_beyond_the_tolerance(mod):
             a = np.concatenate([a[..., u : 2 * u], a[..., :u], a[..., 2 * u :]], axis=-1)
         swapped.append(a)
     ref = reference(w, x)
-    got = mod.forward_layers(model_with(swapped, mod=mod), x)
+    got = mod.adapter("lstm").forward_layers(model_with(swapped, mod=mod), x)
     assert rel(got["lstm1"], ref["lstm1"]) > 1000 * TOL
     assert rel(got["logits"], ref["logits"]) > 1000 * TOL
 
@@ -159,7 +159,7 @@ def test_swapped_gate_columns_change_the_output_far_beyond_the_tolerance(mod):
 def test_the_second_layer_receives_h_not_c():
     # Flax carries (c, h), Keras returns [h, c]: lstm1's sequence is every step's h, and lstm2 takes that sequence
     w, (x, _) = random_weights(), images()
-    got, ref = jax_impl.forward_layers(model_with(w), x), reference(w, x)
+    got, ref = jax_impl.adapter("lstm").forward_layers(model_with(w), x), reference(w, x)
     assert rel(got["lstm1"], ref["lstm1"]) < TOL
     assert rel(got["lstm1"], ref["lstm1_c"]) > 1000 * TOL
     k2, r2, b2 = (np.asarray(a, np.float64) for a in w[3:6])
@@ -170,7 +170,7 @@ def test_the_second_layer_receives_h_not_c():
 @BOTH
 def test_forward_matches_the_oracle_module(mod):
     w, (x, _) = random_weights(), images()
-    got, ref = mod.forward_layers(model_with(w, mod=mod), x), oracle.lstm_forward(w, x)
+    got, ref = mod.adapter("lstm").forward_layers(model_with(w, mod=mod), x), oracle.lstm_forward(w, x)
     tols = lstm_block_tolerances(w, x, "cpu", "highest")
     assert all(rel(got[k], ref[k]) <= tols[k] for k in ref)
 
@@ -181,7 +181,7 @@ def test_forward_matches_the_oracle_module(mod):
 @BOTH
 def test_gradients_match_finite_differences_of_the_float64_equations(mod):
     w, (x, y) = random_weights(), images()
-    g = mod.loss_and_grads(model_with(w, mod=mod), x, y)
+    g = mod.adapter("lstm").loss_and_grads(model_with(w, mod=mod), x, y)
     assert g.routing == [] and len(g.grads) == 8
     assert abs(g.loss - ref_loss(w, x, y)) < TOL * abs(g.loss)
     rng, eps = np.random.default_rng(0), 1e-6
@@ -199,8 +199,10 @@ def test_gradients_match_finite_differences_of_the_float64_equations(mod):
 def test_gradients_match_the_oracle_module(mod):
     w, (x, y) = random_weights(), images()
     m = model_with(w, mod=mod)
-    g = mod.loss_and_grads(m, x, y)
-    assert all(np.array_equal(a, b) for a, b in zip(w, mod.get_weights(m), strict=True))  # the model left unchanged
+    g = mod.adapter("lstm").loss_and_grads(m, x, y)
+    assert all(
+        np.array_equal(a, b) for a, b in zip(w, mod.adapter("lstm").get_weights(m), strict=True)
+    )  # the model left unchanged
     loss, ref = oracle.lstm_loss_and_grads(w, x, y)
     bounds = lstm_bounds(w, x, y, "cpu", "highest")  # derived on these inputs: the loss's and each gradient's
     assert abs(g.loss - loss) <= bounds["loss"] * loss
@@ -213,7 +215,7 @@ def test_gradients_match_the_oracle_module(mod):
 
 def _train(variant, devices, w, steps=2):
     x, y = images(2 * BATCH, seed=4)
-    t = jax_impl.make_trainer(model_with(w), devices, variant)
+    t = jax_impl.adapter("lstm").make_trainer(model_with(w), devices, variant)
     out = t.steps(x.reshape(steps, BATCH, 28, 28, 1), y.reshape(steps, BATCH))
     return t, out
 
@@ -229,7 +231,7 @@ def test_every_variant_trains_and_unrolling_keeps_the_losses(replicas):
         assert t.compute_dtype == v.dtype and t.batchnorm == "none", v.name
         assert t.kernel_path == jax_impl.lstm.kernel_path(v.options.unroll), v.name
         assert t.placement() == [f"cpu:{i}" for i in range(replicas)]
-        trained = jax_impl.get_weights(t.model())
+        trained = jax_impl.adapter("lstm").get_weights(t.model())
         assert not all(np.array_equal(a, b) for a, b in zip(w, trained, strict=True)), v.name
         losses[v.name] = out[:, 0]
     for v in variants:  # unrolled: the same steps as its scanned counterpart, to float32 rounding
@@ -260,15 +262,17 @@ def test_the_step_carries_keras_layer_names_and_counts_flops_only_when_unrolled(
 
 
 def test_a_cnn_trainer_has_no_recurrent_kernel():
-    t = jax_impl.make_trainer(jax_impl.adapter("cnn").build(0), JAX_DEVICES[:1], "jit")
+    t = jax_impl.adapter("cnn").make_trainer(jax_impl.adapter("cnn").build(0), JAX_DEVICES[:1], "jit")
     assert t.kernel_path is None and t.batchnorm == "replica"
 
 
 def test_lstm_variants_are_their_own_row_kinds():
     with pytest.raises(ValueError, match="lstm_train"):
-        jax_impl.make_trainer(jax_impl.adapter("lstm").build(UNITS), JAX_DEVICES, "pmap")
+        jax_impl.adapter("lstm").make_trainer(jax_impl.adapter("lstm").build(UNITS), JAX_DEVICES, "pmap")
     with pytest.raises(ValueError, match="lstm_infer"):
-        jax_impl.prepare_inference(jax_impl.adapter("lstm").build(UNITS), images()[0], JAX_DEVICES, "predict+dots")
+        jax_impl.adapter("lstm").prepare_inference(
+            jax_impl.adapter("lstm").build(UNITS), images()[0], JAX_DEVICES, "predict+dots"
+        )
     for v in jax_impl.VARIANTS:  # a bfloat16 variant's float32 counterpart: the same program in float32
         if v.kind == "lstm_train" and v.dtype == "bfloat16":
             f32 = jax_impl.catalog.variant(v.kind, v.float32, 1 if v.span == ONE else 2)
@@ -280,9 +284,12 @@ def test_lstm_variants_are_their_own_row_kinds():
 
 def test_mixed_precision_computes_in_bfloat16_on_float32_parameters():
     w, (x, _) = random_weights(), images()
-    m = jax_impl.mixed_precision(model_with(w))
-    assert all(np.array_equal(a, b) and b.dtype == np.float32 for a, b in zip(w, jax_impl.get_weights(m), strict=True))
-    out = jax_impl.forward_layers(m, x)
+    m = jax_impl.adapter("lstm").mixed_precision(model_with(w))
+    assert all(
+        np.array_equal(a, b) and b.dtype == np.float32
+        for a, b in zip(w, jax_impl.adapter("lstm").get_weights(m), strict=True)
+    )
+    out = jax_impl.adapter("lstm").forward_layers(m, x)
     assert out["lstm1"].dtype.name == "bfloat16" and out["logits"].dtype == np.float32
     assert rel(out["probs"], reference(w, x)["probs"]) < 0.05  # bfloat16's 8 bits through 56 steps
 
@@ -291,11 +298,13 @@ def test_mixed_precision_computes_in_bfloat16_on_float32_parameters():
 def test_inference_is_the_forward_pass(variant, path):
     w, (x, _) = random_weights(), images()
     m = model_with(w)
-    p = jax_impl.prepare_inference(m, x, JAX_DEVICES, variant)
+    p = jax_impl.adapter("lstm").prepare_inference(m, x, JAX_DEVICES, variant)
     assert p.kernel_path == path and m.unroll == 1  # the variant's unroll on a copy
     out = p.run()
     assert p.shape(out) == (BATCH, 10) and p.placement(out) == ["cpu:0"]
-    np.testing.assert_allclose(p.rows(out, range(BATCH)), jax_impl.forward_layers(m, x)["probs"], atol=1e-6)
+    np.testing.assert_allclose(
+        p.rows(out, range(BATCH)), jax_impl.adapter("lstm").forward_layers(m, x)["probs"], atol=1e-6
+    )
     assert (p.cost()[0] is None) == (path != "unrolled")
 
 

@@ -96,56 +96,60 @@ def trained(model, data):
     for n in (1, REPLICAS):
         for v in tf_impl.variants("lstm_train", n):
             m = tf_impl.adapter("lstm").build(UNITS)
-            tf_impl.set_weights(m, tf_impl.get_weights(model))
-            t = tf_impl.make_trainer(m, TF_DEVICES[:n], v.name)
+            tf_impl.adapter("lstm").set_weights(m, tf_impl.adapter("lstm").get_weights(model))
+            t = tf_impl.adapter("lstm").make_trainer(m, TF_DEVICES[:n], v.name)
             out[v.name] = (t.steps(bx, by)[:, 0], t)
     return out
 
 
 def test_weights_are_keras_order_and_round_trip(model, tmp_path):
     table = LstmArchitecture(UNITS).weights
-    assert [w.shape for w in tf_impl.get_weights(model)] == [w.shape for w in table]
+    assert [w.shape for w in tf_impl.adapter("lstm").get_weights(model)] == [w.shape for w in table]
     assert [(v.path.split("/")[1], v.name) for v in model.weights] == [(w.layer, w.field) for w in table]
-    other = tf_impl.get_weights(tf_impl.adapter("lstm").build(UNITS, 5))
-    tf_impl.set_weights(model, other)
-    tf_impl.save_weights(model, tmp_path / "w.npz")
+    other = tf_impl.adapter("lstm").get_weights(tf_impl.adapter("lstm").build(UNITS, 5))
+    tf_impl.adapter("lstm").set_weights(model, other)
+    tf_impl.adapter("lstm").save_weights(model, tmp_path / "w.npz")
     back = tf_impl.adapter("lstm").build(UNITS)
-    tf_impl.load_weights(back, tmp_path / "w.npz")
-    assert all(np.array_equal(a, b) for a, b in zip(tf_impl.get_weights(back), other, strict=True))
+    tf_impl.adapter("lstm").load_weights(back, tmp_path / "w.npz")
+    assert all(np.array_equal(a, b) for a, b in zip(tf_impl.adapter("lstm").get_weights(back), other, strict=True))
     n = LstmArchitecture(UNITS).params()
-    assert tf_impl.count_params(model) == {"total": n, "trainable": n, "non_trainable": 0}
+    assert tf_impl.adapter("lstm").count_params(model) == {"total": n, "trainable": n, "non_trainable": 0}
     with pytest.raises(ValueError, match=r"weight 0 \(lstm1.kernel\): shape \(28, 32\), expected \(28, 24\)"):
-        tf_impl.set_weights(
-            model, tf_impl.get_weights(tf_impl.adapter("lstm").build(UNITS + 2))
+        tf_impl.adapter("lstm").set_weights(
+            model, tf_impl.adapter("lstm").get_weights(tf_impl.adapter("lstm").build(UNITS + 2))
         )  # another width's list
     with pytest.raises(ValueError, match="expected 8 weight arrays"):
-        tf_impl.set_weights(model, tf_impl.get_weights(tf_impl.adapter("cnn").build(0)))  # the CNN's
-    tf_impl.set_weights(model, tf_impl.get_weights(tf_impl.adapter("lstm").build(UNITS, 3)))
+        tf_impl.adapter("lstm").set_weights(
+            model, tf_impl.adapter("cnn").get_weights(tf_impl.adapter("cnn").build(0))
+        )  # the CNN's
+    tf_impl.adapter("lstm").set_weights(
+        model, tf_impl.adapter("lstm").get_weights(tf_impl.adapter("lstm").build(UNITS, 3))
+    )
 
 
 def test_the_initialisers_are_keras_own_set_explicitly(model):
     """Forget bias 1 and the others 0 (unit_forget_bias), orthogonal recurrent kernels (rows orthonormal), Glorot
     uniform kernels within their limit, one seed for the whole model."""
-    w = tf_impl.get_weights(model)
+    w = tf_impl.adapter("lstm").get_weights(model)
     u = UNITS
     for k, r, b in (w[0:3], w[3:6]):
         assert np.array_equal(b, np.r_[np.zeros(u), np.ones(u), np.zeros(2 * u)])
         np.testing.assert_allclose(r @ r.T, np.eye(u), atol=1e-5)
         assert np.max(np.abs(k)) <= np.sqrt(6 / (k.shape[0] + k.shape[1]))
     again, other = tf_impl.adapter("lstm").build(UNITS, 3), tf_impl.adapter("lstm").build(UNITS, 4)
-    assert all(np.array_equal(a, b) for a, b in zip(tf_impl.get_weights(again), w, strict=True))
-    assert not np.array_equal(tf_impl.get_weights(other)[0], w[0])
+    assert all(np.array_equal(a, b) for a, b in zip(tf_impl.adapter("lstm").get_weights(again), w, strict=True))
+    assert not np.array_equal(tf_impl.adapter("lstm").get_weights(other)[0], w[0])
     cell = model.get_layer("lstm1").cell
     assert (cell.activation, cell.recurrent_activation) == (keras.activations.tanh, keras.activations.sigmoid)
 
 
 def test_every_block_follows_keras_equations_in_float64(model, data):
     x, y, _, _ = data
-    w = tf_impl.get_weights(model)
-    got = tf_impl.forward_layers(model, x)
+    w = tf_impl.adapter("lstm").get_weights(model)
+    got = tf_impl.adapter("lstm").forward_layers(model, x)
     assert worst(got, keras_equations(w, x)) < TOL
     assert worst(got, oracle.lstm_forward(w, x)) < lstm_forward_tolerance(w, x, "cpu", "highest")
-    g = tf_impl.loss_and_grads(model, x, y)
+    g = tf_impl.adapter("lstm").loss_and_grads(model, x, y)
     loss, grads = oracle.lstm_loss_and_grads(w, x, y)
     assert g.routing == [] and [a.shape for a in g.grads] == [a.shape for a in w]
     assert abs(g.loss - loss) / loss < lstm_loss_tolerance(w, x, y, "cpu", "highest")
@@ -156,7 +160,7 @@ def test_every_block_follows_keras_equations_in_float64(model, data):
 def test_a_swapped_gate_or_carry_order_fails_the_check(model, data):
     """The check above passes only for Keras's order: i and f exchanged, or h and c, miss by far more than TOL."""
     x = data[0]
-    w, got = tf_impl.get_weights(model), tf_impl.forward_layers(model, x)
+    w, got = tf_impl.adapter("lstm").get_weights(model), tf_impl.adapter("lstm").forward_layers(model, x)
     assert worst(got, keras_equations(gates_swapped(w), x)) > 100 * TOL
     assert worst(got, keras_equations(w, x, carry_swapped=True)) > 100 * TOL
 
@@ -164,10 +168,10 @@ def test_a_swapped_gate_or_carry_order_fails_the_check(model, data):
 def test_every_training_variant_trains_with_finite_losses(trained, model):
     names = {v.name for n in (1, 8) for v in tf_impl.variants("lstm_train", n)}
     assert names == {"fit", "fit+unroll", "fit+xla", "fit+bf16", "strategy", "loop", "loop+xla"} == set(trained)
-    start = tf_impl.get_weights(model)[0]
+    start = tf_impl.adapter("lstm").get_weights(model)[0]
     for name, (losses, t) in trained.items():
         assert losses.shape == (STEPS,) and np.all(np.isfinite(losses)), name
-        assert not np.array_equal(tf_impl.get_weights(t.model())[0], start), name
+        assert not np.array_equal(tf_impl.adapter("lstm").get_weights(t.model())[0], start), name
         assert t.batchnorm == "none", name
         assert t.kernel_path == ("unrolled" if "unroll" in name else GENERIC_TF), name
     assert trained["strategy"][1].placement() == [f"cpu:{i}" for i in range(REPLICAS)]
@@ -193,7 +197,7 @@ def test_unrolled_and_looped_give_the_same_first_step_loss(trained, model, data)
     first = trained["fit"][0][0]
     for name in ("fit+unroll", "strategy", "loop"):
         assert abs(trained[name][0][0] - first) <= 1e-6 * first, name
-    w, (_, _, bx, by) = tf_impl.get_weights(model), data
+    w, (_, _, bx, by) = tf_impl.adapter("lstm").get_weights(model), data
     one = lstm_loss_tolerance(w, bx[0], by[0], "cpu", "highest")
     share = BATCH // REPLICAS
     shares = [slice(r * share, (r + 1) * share) for r in range(REPLICAS)]
@@ -206,12 +210,15 @@ def test_mixed_precision_computes_in_bfloat16(trained, model, data):
     """The LSTM, dense layers in bfloat16, the pixel scaling and softmax in float32: its probabilities off the
     float32 model's by bfloat16's rounding, not float32's."""
     assert trained["fit+bf16"][1].compute_dtype == "bfloat16" and trained["fit"][1].compute_dtype == "float32"
-    mixed = tf_impl.mixed_precision(model)
-    tf_impl.set_weights(mixed, tf_impl.get_weights(model))
+    mixed = tf_impl.adapter("lstm").mixed_precision(model)
+    tf_impl.adapter("lstm").set_weights(mixed, tf_impl.adapter("lstm").get_weights(model))
     assert {layer.name: layer.compute_dtype for layer in mixed.layers} == MIXED
     assert all(v.dtype == "float32" for v in mixed.weights)
     x = data[0]
-    err = errors(tf_impl.forward_layers(mixed, x)["probs"], tf_impl.forward_layers(model, x)["probs"])["max_rel_err"]
+    err = errors(
+        tf_impl.adapter("lstm").forward_layers(mixed, x)["probs"],
+        tf_impl.adapter("lstm").forward_layers(model, x)["probs"],
+    )["max_rel_err"]
     assert 100 * TOL < err < 20 * BF16_UNIT_ROUNDOFF
 
 
@@ -221,19 +228,19 @@ def test_mixed_precision_computes_in_bfloat16(trained, model, data):
 )
 def test_inference_gives_forward_layers_probabilities(model, data, variant, path, executor):
     x = data[0]
-    w = tf_impl.get_weights(model)
-    p = tf_impl.prepare_inference(model, x, TF_DEVICES[:1], variant)
+    w = tf_impl.adapter("lstm").get_weights(model)
+    p = tf_impl.adapter("lstm").prepare_inference(model, x, TF_DEVICES[:1], variant)
     probs = p.run().numpy()
     # every variant against float64, within the bound derived for these weights and images, whatever its kernels
     bound = lstm_forward_tolerance(w, x, "cpu", "highest")
     assert errors(probs, oracle.lstm_forward(w, x)["probs"])["max_rel_err"] < bound
     if executor:  # the executor's kernels, as forward_layers runs them: the same numbers to TOL
-        assert errors(probs, tf_impl.forward_layers(model, x)["probs"])["max_rel_err"] < TOL
+        assert errors(probs, tf_impl.adapter("lstm").forward_layers(model, x)["probs"])["max_rel_err"] < TOL
     assert p.kernel_path == path
     flops, counter = p.cost()  # TF's profiler counts a tf.while_loop's body once: no count rather than 1/28 of one
     assert (flops is None) == (path == GENERIC_TF) and counter.startswith("TF profiler"), counter
     with pytest.raises(ValueError, match="unknown TF lstm_infer variant 'jit'"):
-        tf_impl.prepare_inference(model, x, TF_DEVICES[:1], "jit")
+        tf_impl.adapter("lstm").prepare_inference(model, x, TF_DEVICES[:1], "jit")
 
 
 def test_the_kernel_path_is_keras_own_decision(model, monkeypatch):
@@ -248,21 +255,21 @@ def test_the_kernel_path_is_keras_own_decision(model, monkeypatch):
 
     monkeypatch.setattr(rnn, "_is_gpu_available", lambda: True)
     monkeypatch.setattr(rnn, "_cudnn_lstm", lambda *a, **k: None)
-    assert tf_impl.lstm.kernel_path(model, TF_DEVICES[0]) == "cuDNN"
-    assert tf_impl.lstm.kernel_path(lstm.unrolled(model), TF_DEVICES[0]) == "unrolled"
+    assert tf_impl.lstm.kernel_path(lstm, model, TF_DEVICES[0]) == "cuDNN"
+    assert tf_impl.lstm.kernel_path(lstm, lstm.unrolled(model), TF_DEVICES[0]) == "unrolled"
 
     def fails(*a, **k):
         raise tf.errors.NotFoundError(None, None, "no CudnnRNNV3 kernel here")
 
     monkeypatch.setattr(rnn, "_cudnn_lstm", fails)
-    assert tf_impl.lstm.kernel_path(model, TF_DEVICES[0]) == GENERIC_TF
+    assert tf_impl.lstm.kernel_path(lstm, model, TF_DEVICES[0]) == GENERIC_TF
 
 
 def test_the_cnn_trainer_runs_no_recurrent_kernel():
-    t = tf_impl.make_trainer(tf_impl.adapter("cnn").build(0), TF_DEVICES[:1], "fit")
+    t = tf_impl.adapter("cnn").make_trainer(tf_impl.adapter("cnn").build(0), TF_DEVICES[:1], "fit")
     assert t.kernel_path is None and t.batchnorm == "replica"
     with pytest.raises(ValueError, match="unknown TF lstm_train variant 'fit\\+spe'"):
-        tf_impl.make_trainer(tf_impl.adapter("lstm").build(UNITS), TF_DEVICES[:1], "fit+spe")
+        tf_impl.adapter("lstm").make_trainer(tf_impl.adapter("lstm").build(UNITS), TF_DEVICES[:1], "fit+spe")
 
 
 # Keras on JAX, in its own process
@@ -273,7 +280,7 @@ def probe(model, data, trained, tmp_path_factory):
     """The probe's findings and arrays, from TF's weights and the batches above."""
     d = tmp_path_factory.mktemp("kj-lstm")
     x, y, bx, by = data
-    tf_impl.save_weights(model, d / "w.npz")
+    tf_impl.adapter("lstm").save_weights(model, d / "w.npz")
     np.save(d / "x.npy", x), np.save(d / "y.npy", y), np.savez(d / "batches.npz", x=bx, y=by)
     req = {"units": UNITS, "weights": str(d / "w.npz"), "x": str(d / "x.npy"), "y": str(d / "y.npy")}
     req.update(batches=str(d / "batches.npz"), arrays=str(d / "arrays.npz"))
@@ -292,11 +299,11 @@ def test_keras_on_jax_takes_tf_weights_and_gives_the_same_blocks(probe, model, d
     found, arrays = probe
     x, y, _, _ = data
     assert found["backend"] == "jax" and found["devices"] == 8
-    assert np.array_equal(arrays["w0"], tf_impl.get_weights(model)[0])
+    assert np.array_equal(arrays["w0"], tf_impl.adapter("lstm").get_weights(model)[0])
     got = {k.split("/")[1]: v for k, v in arrays.items() if k.startswith("forward/")}
-    assert worst(got, keras_equations(tf_impl.get_weights(model), x)) < TOL
-    assert worst(got, tf_impl.forward_layers(model, x)) < 2 * TOL  # each within TOL of float64
-    w = tf_impl.get_weights(model)
+    assert worst(got, keras_equations(tf_impl.adapter("lstm").get_weights(model), x)) < TOL
+    assert worst(got, tf_impl.adapter("lstm").forward_layers(model, x)) < 2 * TOL  # each within TOL of float64
+    w = tf_impl.adapter("lstm").get_weights(model)
     loss, grads = oracle.lstm_loss_and_grads(w, x, y)
     assert found["routing"] == 0 and abs(found["loss"] - loss) / loss < lstm_loss_tolerance(w, x, y, "cpu", "highest")
     tols = lstm_grad_tolerances(w, x, y, "cpu", "highest")

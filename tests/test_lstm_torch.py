@@ -24,7 +24,7 @@ BF16_LSTM = torch.backends.mkldnn.is_available() and torch.ops.mkldnn._is_mkldnn
 
 def model_with(weights, units=UNITS):
     m = torch_impl.adapter("lstm").build(units)
-    torch_impl.set_weights(m, weights)
+    torch_impl.adapter("lstm").set_weights(m, weights)
     return m
 
 
@@ -33,7 +33,7 @@ def model_with(weights, units=UNITS):
 
 def test_parameters_are_counted_as_keras_does_and_only_kerass_train():
     m, n = torch_impl.adapter("lstm").build(UNITS), LstmArchitecture(UNITS).params()
-    assert torch_impl.count_params(m) == {"total": n, "trainable": n, "non_trainable": 0}
+    assert torch_impl.adapter("lstm").count_params(m) == {"total": n, "trainable": n, "non_trainable": 0}
     # torch's second bias (bias_hh, 4U a layer) is held out of training: what trains is Keras's weights
     assert sum(p.numel() for p in m.parameters()) == n + 2 * 4 * UNITS
     assert sum(p.numel() for p in m.parameters() if p.requires_grad) == n
@@ -44,8 +44,10 @@ def test_the_second_bias_is_zero_frozen_and_the_seed_draws():
     m = torch_impl.adapter("lstm").build(UNITS, seed=3)
     for name in ("lstm1", "lstm2"):  # torch's second bias: zero and frozen (Keras has one)
         assert not getattr(m, name).bias_hh_l0.any() and not getattr(m, name).bias_hh_l0.requires_grad
-    first = torch_impl.get_weights(m)[0]
-    assert not np.array_equal(first, torch_impl.get_weights(torch_impl.adapter("lstm").build(UNITS, seed=4))[0])
+    first = torch_impl.adapter("lstm").get_weights(m)[0]
+    assert not np.array_equal(
+        first, torch_impl.adapter("lstm").get_weights(torch_impl.adapter("lstm").build(UNITS, seed=4))[0]
+    )
 
 
 # ---- the forward pass: Keras's equations, gate order, h passed on ----
@@ -54,7 +56,7 @@ def test_the_second_bias_is_zero_frozen_and_the_seed_draws():
 def test_the_second_layer_receives_h_and_passes_on_its_last_h_not_c():
     # torch.nn.LSTM returns (sequence of h, (h_n, c_n)): lstm2 reads lstm1's h sequence and puts out h_n
     w, (x, _) = random_weights(), images()
-    got, ref, tr = torch_impl.forward_layers(model_with(w), x), reference(w, x), oracle.lstm_trace(w, x)
+    got, ref, tr = torch_impl.adapter("lstm").forward_layers(model_with(w), x), reference(w, x), oracle.lstm_trace(w, x)
     assert rel(got["lstm1"], ref["lstm1"]) < TOL and rel(got["lstm1"], ref["lstm1_c"]) > 1000 * TOL
     assert rel(got["lstm2"], ref["lstm2"]) < TOL and rel(got["lstm2"], tr.lstm2.c[:, -1]) > 1000 * TOL
 
@@ -65,8 +67,8 @@ def test_the_second_layer_receives_h_and_passes_on_its_last_h_not_c():
 def _train(variant, w, steps=2, mod=torch_impl, devices=TORCH_DEVICES):
     x, y = images(steps * BATCH, seed=4)
     m = mod.adapter("lstm").build(UNITS)
-    mod.set_weights(m, w)
-    t = mod.make_trainer(m, devices[:1], variant)
+    mod.adapter("lstm").set_weights(m, w)
+    t = mod.adapter("lstm").make_trainer(m, devices[:1], variant)
     out = np.asarray(t.steps(x.reshape(steps, BATCH, 28, 28, 1), y.reshape(steps, BATCH)))
     return t, out
 
@@ -74,7 +76,7 @@ def _train(variant, w, steps=2, mod=torch_impl, devices=TORCH_DEVICES):
 def _trajectory(mod, variant, t, out):
     """A trainer's trajectory as a worker saves it, for parity.workloads.trained.checks.trajectory."""
     saved = {f"traj/{variant}/loss": out[:, 0]}
-    return saved | {f"traj/{variant}/w{i:03d}": a for i, a in enumerate(mod.get_weights(t.model()))}
+    return saved | {f"traj/{variant}/w{i:03d}": a for i, a in enumerate(mod.adapter("lstm").get_weights(t.model()))}
 
 
 def _judged(a, b, va, vb, dtype="float32"):
@@ -101,7 +103,7 @@ def test_every_eager_variant_trains_and_evaluates_what_it_exports():
         assert t.placement() == ["cpu:0"] and t.step_cost() == (None, lstm.UNCOUNTED)
         assert all(p.dtype == torch.float32 for p in (*t.params, *t.state["m"], *t.state["v"])), v.name
         saved[v.name] = _trajectory(torch_impl, v.name, t, out)
-        trained = torch_impl.get_weights(t.model())
+        trained = torch_impl.adapter("lstm").get_weights(t.model())
         assert not any(np.array_equal(a, b) for a, b in zip(w, trained, strict=True)), v.name
         if v.dtype == "float32":  # what it evaluates is what it exports (torch's second bias still at 0)
             loss, bound = ref_loss(trained, x, y), lstm_bounds(trained, x, y, "cpu", "highest")["loss"]
@@ -132,23 +134,27 @@ def test_the_compiled_step_is_the_eager_step():
     x, y = images(BATCH, seed=4)
     bound = lstm_bounds(w, x, y, "cpu", "highest")["loss"] * abs(oe[0, 0])
     assert abs(oc[0, 0] - oe[0, 0]) <= 2 * bound and oc[0, 1] == oe[0, 1]
-    for a, b in zip(torch_impl.get_weights(tc.model()), torch_impl.get_weights(te.model()), strict=True):
+    for a, b in zip(
+        torch_impl.adapter("lstm").get_weights(tc.model()),
+        torch_impl.adapter("lstm").get_weights(te.model()),
+        strict=True,
+    ):
         assert rel(a, b) < TOL
 
 
 def test_a_cnn_trainer_has_no_recurrent_kernel():
-    t = torch_impl.make_trainer(torch_impl.adapter("cnn").build(0), TORCH_DEVICES, "eager")
+    t = torch_impl.adapter("cnn").make_trainer(torch_impl.adapter("cnn").build(0), TORCH_DEVICES, "eager")
     assert t.kernel_path is None and t.batchnorm == "replica"
 
 
 def test_lstm_variants_are_their_own_row_kinds():
     m, x = torch_impl.adapter("lstm").build(UNITS), images()[0]
     with pytest.raises(ValueError, match="lstm_train"):
-        torch_impl.make_trainer(m, TORCH_DEVICES, "eager+cl")  # the CNN's
+        torch_impl.adapter("lstm").make_trainer(m, TORCH_DEVICES, "eager+cl")  # the CNN's
     with pytest.raises(ValueError, match="lstm_train"):
-        torch_impl.make_trainer(m, TORCH_DEVICES * 2, "eager")  # one device's, over several
+        torch_impl.adapter("lstm").make_trainer(m, TORCH_DEVICES * 2, "eager")  # one device's, over several
     with pytest.raises(ValueError, match="lstm_infer"):
-        torch_impl.prepare_inference(m, x, TORCH_DEVICES, "predict+nothing")
+        torch_impl.adapter("lstm").prepare_inference(m, x, TORCH_DEVICES, "predict+nothing")
     for v in torch_impl.VARIANTS:  # a bfloat16 variant's float32 counterpart: the same step in float32
         if v.kind == "lstm_train" and v.dtype == "bfloat16":
             f32 = torch_impl.catalog.variant(v.kind, v.float32, 1 if v.span == ONE else 2)
@@ -162,29 +168,32 @@ def test_mixed_precision_computes_in_bfloat16_on_float32_parameters():
     w, (x, _) = random_weights(), images()
     if not BF16_LSTM:  # this CPU has no bfloat16 LSTM: the copy is refused, in one line
         with pytest.raises(DeviceUnavailable, match="bfloat16 LSTM"):
-            torch_impl.mixed_precision(model_with(w))
+            torch_impl.adapter("lstm").mixed_precision(model_with(w))
         return
-    m = torch_impl.mixed_precision(model_with(w))
+    m = torch_impl.adapter("lstm").mixed_precision(model_with(w))
     assert m.mixed and all(
-        np.array_equal(a, b) and b.dtype == np.float32 for a, b in zip(w, torch_impl.get_weights(m), strict=True)
+        np.array_equal(a, b) and b.dtype == np.float32
+        for a, b in zip(w, torch_impl.adapter("lstm").get_weights(m), strict=True)
     )
-    out, ref = torch_impl.forward_layers(m, x), reference(w, x)["probs"]
+    out, ref = torch_impl.adapter("lstm").forward_layers(m, x), reference(w, x)["probs"]
     assert out["lstm1"].dtype.name == "bfloat16" and out["logits"].dtype == out["probs"].dtype == np.float32
     assert rel(out["probs"], ref) < 0.05  # bfloat16's 8 bits through 56 steps
-    assert rel(out["probs"], ref) > 100 * rel(torch_impl.forward_layers(model_with(w), x)["probs"], ref)  # not float32
+    assert rel(out["probs"], ref) > 100 * rel(
+        torch_impl.adapter("lstm").forward_layers(model_with(w), x)["probs"], ref
+    )  # not float32
 
 
 @pytest.mark.parametrize("variant", ["predict", "predict+compile"])
 def test_inference_is_the_forward_pass(variant):
     w, (x, _) = random_weights(), images()
     m = model_with(w)
-    p = torch_impl.prepare_inference(m, x, TORCH_DEVICES, variant)
+    p = torch_impl.adapter("lstm").prepare_inference(m, x, TORCH_DEVICES, variant)
     assert p.kernel_path == lstm.kernel_path(compiled=variant.endswith("+compile"))
     out = p.run()
     assert p.shape(out) == (BATCH, 10) and p.placement(out) == ["cpu:0"]
     # each within the probabilities' derived bound of float64 (lstm_block_tolerances): the two within twice it
     bound = lstm_block_tolerances(w, x, "cpu", "highest")["probs"]
-    assert rel(p.rows(out, range(BATCH)), torch_impl.forward_layers(m, x)["probs"]) <= 2 * bound
+    assert rel(p.rows(out, range(BATCH)), torch_impl.adapter("lstm").forward_layers(m, x)["probs"]) <= 2 * bound
     assert p.cost() == (None, lstm.UNCOUNTED)
 
 
@@ -193,7 +202,7 @@ def test_the_kernel_path_is_the_one_the_profiler_sees():
     for mixed in (False, True) if BF16_LSTM else (False,):  # none in bfloat16 on a CPU without (above)
         m = model_with(random_weights())
         with torch.profiler.profile() as prof:
-            torch_impl.forward_layers(torch_impl.mixed_precision(m) if mixed else m, x)
+            torch_impl.adapter("lstm").forward_layers(torch_impl.adapter("lstm").mixed_precision(m) if mixed else m, x)
         onednn = "aten::mkldnn_rnn_layer" in {e.key for e in prof.key_averages()}  # oneDNN's fused layer ran
         assert lstm.kernel_path(mixed).startswith("oneDNN's" if onednn else "ATen's"), mixed
     assert lstm.kernel_path(compiled=True) == lstm.kernel_path() + ", eager between compiled pieces"

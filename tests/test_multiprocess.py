@@ -135,7 +135,10 @@ def jax_cnn_ref():
     ref = {}
     for v in ("pmap", "shard_map"):
         ref.update(case(jax_impl, JAX_DEVICES, "cnn", v))
-    w0 = [ref[f"pmap/w0_{i:03d}"] for i in range(len(jax_impl.get_weights(jax_impl.adapter("cnn").build(3))))]
+    w0 = [
+        ref[f"pmap/w0_{i:03d}"]
+        for i in range(len(jax_impl.adapter("cnn").get_weights(jax_impl.adapter("cnn").build(3))))
+    ]
     return ref, first_step_bounds(w0, len(JAX_DEVICES))
 
 

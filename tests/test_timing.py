@@ -89,7 +89,8 @@ def test_a_diverging_training_run_names_the_step(tmp_path):
     from parity.workloads.trained import data
 
     data.synthetic(256, 32).save(tmp_path / "d.npz")
-    save_npz(jax_impl.get_weights(jax_impl.adapter("cnn").build(0)), tmp_path / "w.npz")
+    cnn = jax_impl.adapter("cnn")
+    save_npz(cnn.get_weights(cnn.build(0)), tmp_path / "w.npz")
     spec = dataclasses.replace(CNN_QUICK, learning_rate=1e30, global_batch=16)  # Adam steps of ~1e30
     timed = cnn_train_case(
         jax_impl,
@@ -126,6 +127,9 @@ class _FakeImpl:
 
     def __init__(self, clock):
         self.clock, self.evaluations = clock, 0
+
+    def adapter(self, workload):
+        return self  # the CNN's adapter: its trainer
 
     def make_trainer(self, model, devices, variant, lr, eps, seed):
         impl = self

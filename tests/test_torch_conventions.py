@@ -63,7 +63,7 @@ def _poured(dims, back=False):
 def _cnn_case():
     """Keras's initial weights (torch_impl's, seed 0), a batch, the float64 oracle's training-mode pass on it, and its
     inference pass with each BatchNorm's moving statistics set to the batch's own (the weights it ran)."""
-    w = torch_impl.get_weights(torch_impl.adapter("cnn").build(0, dropout=False))
+    w = torch_impl.adapter("cnn").get_weights(torch_impl.adapter("cnn").build(0, dropout=False))
     x, y = images(BATCH, seed=2)
     f64 = cnn_oracle.cnn_loss_and_grads(w, x, y)
     stats = _moving(w, [(s["mean"], s["variance"]) for s in f64[2]["batch_stats"]])
@@ -80,14 +80,14 @@ def _moving(w, stats):
 
 
 def _cnn(w):
-    torch_impl.set_weights(m := torch_impl.adapter("cnn").build(0, dropout=False), w)
+    torch_impl.adapter("cnn").set_weights(m := torch_impl.adapter("cnn").build(0, dropout=False), w)
     return m
 
 
 def _cnn_forward_figure():
     """Inference, every block against float64: the worst block's error over the CNN's forward tolerance."""
     _, x, _, _, w, ref = _cnn_case()
-    got = torch_impl.forward_layers(_cnn(w), x)
+    got = torch_impl.adapter("cnn").forward_layers(_cnn(w), x)
     tol = cnn_tolerances("cpu", "highest")["forward"]
     return max(errors(got[b], ref[b])["max_rel_err"] for b in checks.BLOCKS), tol
 
@@ -96,7 +96,7 @@ def _cnn_grads_figure():
     """Training-mode loss and gradients judged by the harness's own check (checks.grads, each against float64 under
     torch's max-pool routing): the worse row's error over its tolerance."""
     w, x, y, *_ = _cnn_case()
-    g = torch_impl.loss_and_grads(_cnn(w), x, y)
+    g = torch_impl.adapter("cnn").loss_and_grads(_cnn(w), x, y)
     saved = {"loss": g.loss} | {f"grad/{i:03d}": a for i, a in enumerate(g.grads)}
     saved |= {f"routing/{i}": a for i, a in enumerate(g.routing)}
     rows = checks.grads({"torch": saved}, w, x, y, cnn_grad_tolerance(BATCH), cnn_loss_tolerance(BATCH))
@@ -109,9 +109,12 @@ def _moving_figure():
     (the batch statistics lie on it)."""
     w, x, y, f64, *_ = _cnn_case()
     zero = [(np.zeros_like(s["mean"]), np.zeros_like(s["variance"])) for s in f64[2]["batch_stats"]]
-    t = torch_impl.make_trainer(_cnn(_moving(w, zero)), TORCH_DEVICES, "eager")
+    t = torch_impl.adapter("cnn").make_trainer(_cnn(_moving(w, zero)), TORCH_DEVICES, "eager")
     t.steps(x[None], y[None])
-    got, rate = dict(zip(NAMES, torch_impl.get_weights(t.model()), strict=True)), 1 - CNN_ARCHITECTURE.bn_momentum
+    got, rate = (
+        dict(zip(NAMES, torch_impl.adapter("cnn").get_weights(t.model()), strict=True)),
+        1 - CNN_ARCHITECTURE.bn_momentum,
+    )
     stats = [(f"bn{k}.moving_{f}", s[f]) for k, s in enumerate(f64[2]["batch_stats"], 1) for f in ("mean", "variance")]
     return max(errors(got[name], rate * ref)["max_rel_err"] for name, ref in stats), cnn_loss_tolerance(BATCH)
 
@@ -133,14 +136,14 @@ def _conv_figure():
 
 
 def _lstm(w):
-    torch_impl.set_weights(m := torch_impl.adapter("lstm").build(UNITS), w)
+    torch_impl.adapter("lstm").set_weights(m := torch_impl.adapter("lstm").build(UNITS), w)
     return m
 
 
 def _lstm_forward_figure():
     """Every block against float64: the worst block's error over its bound derived on these inputs."""
     w, (x, _) = random_weights(), images()
-    got, ref = torch_impl.forward_layers(_lstm(w), x), lstm_oracle.lstm_forward(w, x)
+    got, ref = torch_impl.adapter("lstm").forward_layers(_lstm(w), x), lstm_oracle.lstm_forward(w, x)
     tols = lstm_block_tolerances(w, x, "cpu", "highest")
     return max(errors(got[k], ref[k])["max_rel_err"] / tols[k] for k in ref), 1.0
 
@@ -159,9 +162,9 @@ def _one_bias_figure():
     """One eager training step, then the trainer's own evaluation of the batch against float64 on the weights it
     exports (Keras's one bias a layer): the loss's error over its float32 bound."""
     w, (x, y) = random_weights(), images()
-    t = torch_impl.make_trainer(_lstm(w), TORCH_DEVICES, "eager")
+    t = torch_impl.adapter("lstm").make_trainer(_lstm(w), TORCH_DEVICES, "eager")
     t.steps(x[None], y[None])
-    trained = torch_impl.get_weights(t.model())
+    trained = torch_impl.adapter("lstm").get_weights(t.model())
     loss = lstm_oracle.lstm_loss_and_grads(trained, x, y)[0]
     return abs(t.evaluate(x, y)["loss"] - loss) / loss, lstm_bounds(trained, x, y, "cpu", "highest")["loss"]
 
@@ -216,12 +219,14 @@ def test_each_convention_keeps_its_figure_within_tolerance_where_pytorchs_defaul
 # ---- initialisers ----
 
 
-def _off_kerass_initialisers(model) -> list[str]:
-    """The weights (Keras's names) not drawn as Keras draws them: a kernel glorot_uniform within its limit
+def _off_kerass_initialisers(workload: str, *sizes: int) -> list[str]:
+    """The weights (Keras's names) of a new model of `workload` at `sizes` not drawn as Keras draws them: a kernel
+    glorot_uniform within its limit
     L = sqrt(6 / (fan_in + fan_out)) and reaching q L, q = 1e-9^(1/n) (the largest of n uniform draws stays below
     q L with probability 1e-9); a recurrent kernel with orthonormal rows; a bias zero but the LSTM forget gate's 1."""
-    off = []
-    for w, a in zip(model.arch.weights, torch_impl.get_weights(model), strict=True):
+    off, adapter = [], torch_impl.adapter(workload)
+    model = adapter.build(*sizes)
+    for w, a in zip(model.arch.weights, adapter.get_weights(model), strict=True):
         if w.field == "kernel":
             fans = np.prod(a.shape[:-2], dtype=int) * sum(a.shape[-2:])
             limit, peak = np.sqrt(6 / fans), np.abs(a).max()
@@ -242,15 +247,13 @@ def _off_kerass_initialisers(model) -> list[str]:
 
 def test_weights_start_as_kerass_initialisers_draw_them(monkeypatch):
     wide = 64  # an LSTM wide enough that torch's range, 1/sqrt(U), and glorot's differ beyond q
-    assert (
-        _off_kerass_initialisers(torch_impl.adapter("cnn").build(0)) == [] == _off_kerass_initialisers(lstm.build(wide))
-    )
+    assert _off_kerass_initialisers("cnn", 0) == [] == _off_kerass_initialisers("lstm", wide)
     monkeypatch.setattr(cnn, "_glorot", lambda layer, g: layer)  # torch's own initialisers, its own second bias
     monkeypatch.setattr(lstm, "_init_lstm", lambda layer, forget_bias, g: layer)
     cnn_layers = [w.name for w in CNN_WEIGHTS if w.field in ("kernel", "bias")]
-    assert _off_kerass_initialisers(torch_impl.adapter("cnn").build(0)) == cnn_layers
+    assert _off_kerass_initialisers("cnn", 0) == cnn_layers
     lstm_layers = [f"lstm{k}.{f}" for k in (1, 2) for f in ("kernel", "recurrent_kernel", "bias")]
-    assert _off_kerass_initialisers(lstm.build(wide)) == lstm_layers
+    assert _off_kerass_initialisers("lstm", wide) == lstm_layers
 
 
 # ---- Adam and the loss: written out, so computed beside PyTorch's own ----

@@ -49,8 +49,8 @@ def test_the_cnn_over_two_processes_is_jaxs_over_two_replicas(weights):
     # BatchNorm's batch statistics over each replica's 8 images, not the 16: the first step's loss is not the one
     # device's on the global batch (more than two float32 runs of one loss differ)
     one = torch_impl.adapter("cnn").build(0, dropout=False)
-    torch_impl.set_weights(one, weights)
-    l1 = torch_impl.loss_and_grads(one, x[0], y[0])[0]
+    torch_impl.adapter("cnn").set_weights(one, weights)
+    l1 = torch_impl.adapter("cnn").loss_and_grads(one, x[0], y[0])[0]
     assert abs(ours["traj/ddp/loss"][0] - l1) / l1 > 2 * cnn_loss_tolerance(16)
     assert (
         t.batchnorm == "replica"
@@ -61,11 +61,11 @@ def test_the_cnn_over_two_processes_is_jaxs_over_two_replicas(weights):
 
 def _lstm(variant, devices, w, x, y):
     m = torch_impl.adapter("lstm").build(UNITS)
-    torch_impl.set_weights(m, w)
-    t = torch_impl.make_trainer(m, devices, variant)
+    torch_impl.adapter("lstm").set_weights(m, w)
+    t = torch_impl.adapter("lstm").make_trainer(m, devices, variant)
     loss = np.asarray(t.steps(x, y))[:, 0]
     return {f"traj/{variant}/loss": loss} | {
-        f"traj/{variant}/w{i:03d}": a for i, a in enumerate(torch_impl.get_weights(t.model()))
+        f"traj/{variant}/w{i:03d}": a for i, a in enumerate(torch_impl.adapter("lstm").get_weights(t.model()))
     }
 
 
@@ -83,8 +83,8 @@ def test_each_trainer_keeps_its_own_replicas_on_the_same_processes(weights):
 
     def trainer():
         m = torch_impl.adapter("cnn").build(0, dropout=False)
-        torch_impl.set_weights(m, weights)
-        return torch_impl.make_trainer(m, DDP, "ddp")
+        torch_impl.adapter("cnn").set_weights(m, weights)
+        return torch_impl.adapter("cnn").make_trainer(m, DDP, "ddp")
 
     a = trainer()
     first = a.steps(x[:1], y[:1])
@@ -95,12 +95,12 @@ def test_each_trainer_keeps_its_own_replicas_on_the_same_processes(weights):
 
 
 def test_a_batch_that_does_not_split_over_the_processes_is_refused(weights):
-    t = torch_impl.make_trainer(torch_impl.adapter("cnn").build(0, dropout=False), DDP, "ddp")
+    t = torch_impl.adapter("cnn").make_trainer(torch_impl.adapter("cnn").build(0, dropout=False), DDP, "ddp")
     x, y = batch(1, 16)
     with pytest.raises(ValueError, match="does not divide by 2 replicas"):
         t.steps(x[:, :15], y[:, :15])
     with pytest.raises(ValueError, match="unknown PyTorch cnn_train variant 'eager' for 2 replicas"):
-        torch_impl.make_trainer(torch_impl.adapter("cnn").build(0), DDP, "eager")
+        torch_impl.adapter("cnn").make_trainer(torch_impl.adapter("cnn").build(0), DDP, "eager")
 
 
 LEAVE = """
@@ -108,7 +108,7 @@ import os, sys
 import torch_impl
 from torch_impl import ddp
 model = torch_impl.adapter("cnn").build(0, dropout=False)
-t = torch_impl.make_trainer(model, torch_impl.setup_devices("cpu", 2), "ddp")
+t = torch_impl.adapter("cnn").make_trainer(model, torch_impl.setup_devices("cpu", 2), "ddp")
 print(" ".join(str(p.pid) for p in ddp._RANKS[0].procs), flush=True)
 os._exit(0)  # as parity's worker leaves: no interpreter teardown, no atexit
 """

@@ -42,7 +42,7 @@ def random_weights(arch=ARCH, seed=1, **scaled):
 
 def model_with(weights, attention="einsum", arch=ARCH):
     m = jax_impl.adapter("vit").build(arch.dim, arch.depth, arch.heads, arch.mlp)
-    jax_impl.set_weights(m, weights)
+    jax_impl.adapter("vit").set_weights(m, weights)
     m.attention = attention
     return m
 
@@ -69,22 +69,22 @@ def grad_bounds(weights, x, y) -> tuple[float, list[float]]:
 def test_weights_round_trip_in_keras_order(tmp_path):
     w = random_weights()
     m = model_with(w)
-    assert [a.shape for a in jax_impl.get_weights(m)] == [t.shape for t in ARCH.weights]
-    assert all(np.array_equal(a, b) for a, b in zip(w, jax_impl.get_weights(m), strict=True))
-    jax_impl.save_weights(m, tmp_path / "w.npz")
+    assert [a.shape for a in jax_impl.adapter("vit").get_weights(m)] == [t.shape for t in ARCH.weights]
+    assert all(np.array_equal(a, b) for a, b in zip(w, jax_impl.adapter("vit").get_weights(m), strict=True))
+    jax_impl.adapter("vit").save_weights(m, tmp_path / "w.npz")
     other = jax_impl.adapter("vit").build(ARCH.dim, ARCH.depth, ARCH.heads, ARCH.mlp, seed=5)
-    jax_impl.load_weights(other, tmp_path / "w.npz")
-    assert all(np.array_equal(a, b) for a, b in zip(w, jax_impl.get_weights(other), strict=True))
+    jax_impl.adapter("vit").load_weights(other, tmp_path / "w.npz")
+    assert all(np.array_equal(a, b) for a, b in zip(w, jax_impl.adapter("vit").get_weights(other), strict=True))
     n = ARCH.params()
-    assert jax_impl.count_params(m) == {"total": n, "trainable": n, "non_trainable": 0}
+    assert jax_impl.adapter("vit").count_params(m) == {"total": n, "trainable": n, "non_trainable": 0}
 
 
 def test_a_weight_list_for_another_size_is_refused():
     m = model_with(random_weights())
     with pytest.raises(ValueError, match="patch_embed.kernel"):
-        jax_impl.set_weights(m, random_weights(VitArchitecture(dim=12, depth=1, heads=2, mlp=16)))
+        jax_impl.adapter("vit").set_weights(m, random_weights(VitArchitecture(dim=12, depth=1, heads=2, mlp=16)))
     with pytest.raises(ValueError, match="expected 23 weight arrays"):
-        jax_impl.set_weights(m, random_weights()[:-1])
+        jax_impl.adapter("vit").set_weights(m, random_weights()[:-1])
 
 
 @pytest.mark.parametrize(
@@ -107,7 +107,7 @@ def test_a_seed_out_of_its_bounds_is_refused():
 @pytest.mark.parametrize("attention", PATHS)
 def test_forward_blocks_match_the_oracle(attention):
     w, (x, _) = random_weights(), images()
-    got, ref = jax_impl.forward_layers(model_with(w, attention), x), oracle.forward(w, x)
+    got, ref = jax_impl.adapter("vit").forward_layers(model_with(w, attention), x), oracle.forward(w, x)
     bounds = block_bounds(w, x)
     assert list(got) == list(ARCH.blocks.values()) == list(ref)
     for k, a in got.items():
@@ -118,11 +118,12 @@ def test_forward_blocks_match_the_oracle(attention):
 def test_the_attention_paths_are_two_programs_of_one_function():
     w, (x, _) = random_weights(), images()
     bounds = block_bounds(w, x)
-    einsum, fused = (jax_impl.forward_layers(model_with(w, a), x) for a in PATHS)
+    einsum, fused = (jax_impl.adapter("vit").forward_layers(model_with(w, a), x) for a in PATHS)
     assert all(rel(fused[k], einsum[k]) <= 2 * bounds[k] for k in bounds)  # each within its bound of float64
     m = model_with(w, "einsum")
     programs = {
-        a: jax_impl.prepare_inference(m, x, JAX_DEVICES, v).program() for a, v in zip(PATHS, INFER, strict=True)
+        a: jax_impl.adapter("vit").prepare_inference(m, x, JAX_DEVICES, v).program()
+        for a, v in zip(PATHS, INFER, strict=True)
     }
     # the option reaches the program: Keras's einsum, or dot_product_attention's own (B, T, N, H) layout
     assert "bqhk,bthk->bhqt" in programs["einsum"] and "BTNH,BSNH->BNTS" not in programs["einsum"]
@@ -134,8 +135,10 @@ def test_the_attention_paths_are_two_programs_of_one_function():
 def test_loss_and_gradients_match_the_oracle(attention):
     w, (x, y) = random_weights(), images()
     m = model_with(w, attention)
-    g = jax_impl.loss_and_grads(m, x, y)
-    assert all(np.array_equal(a, b) for a, b in zip(w, jax_impl.get_weights(m), strict=True))  # the model unchanged
+    g = jax_impl.adapter("vit").loss_and_grads(m, x, y)
+    assert all(
+        np.array_equal(a, b) for a, b in zip(w, jax_impl.adapter("vit").get_weights(m), strict=True)
+    )  # the model unchanged
     assert g.routing == [] and [a.shape for a in g.grads] == [t.shape for t in ARCH.weights]
     loss, ref = oracle.loss_and_grads(w, x, y)
     loss_bound, grad_abs = grad_bounds(w, x, y)
@@ -230,7 +233,7 @@ def _train(variant, w, devices=JAX_DEVICES[:1], steps=2, same=False):
     x, y = images(8 if same else steps * 8, seed=4)
     if same:
         x, y = np.concatenate([x] * steps), np.concatenate([y] * steps)
-    t = jax_impl.make_trainer(model_with(w), devices, variant)
+    t = jax_impl.adapter("vit").make_trainer(model_with(w), devices, variant)
     return t, t.steps(x.reshape(steps, 8, 28, 28, 1), y.reshape(steps, 8))
 
 
@@ -256,7 +259,7 @@ def test_every_variant_trains(replicas):
         assert out.shape == (2, 2) and np.all(np.isfinite(out)), v.name
         assert t.compute_dtype == v.dtype and t.batchnorm == "none" and t.kernel_path is None, v.name
         assert t.placement() == [f"cpu:{i}" for i in range(replicas)]
-        trained = jax_impl.get_weights(t.model())
+        trained = jax_impl.adapter("vit").get_weights(t.model())
         assert not all(np.array_equal(a, b) for a, b in zip(w, trained, strict=True)), v.name
 
 
@@ -283,9 +286,9 @@ def test_the_step_carries_keras_layer_names_and_counts_flops():
 def test_vit_variants_are_their_own_row_kinds():
     m = model_with(random_weights())
     with pytest.raises(ValueError, match="vit_train"):
-        jax_impl.make_trainer(m, JAX_DEVICES, "pmap")
+        jax_impl.adapter("vit").make_trainer(m, JAX_DEVICES, "pmap")
     with pytest.raises(ValueError, match="vit_infer"):
-        jax_impl.prepare_inference(m, images()[0], JAX_DEVICES, "predict+unroll")
+        jax_impl.adapter("vit").prepare_inference(m, images()[0], JAX_DEVICES, "predict+unroll")
     for v in jax_impl.VARIANTS:  # a bfloat16 variant's float32 counterpart: the same program in float32
         if v.kind == "vit_train" and v.dtype == "bfloat16":
             f32 = jax_impl.catalog.variant(v.kind, v.float32, 1 if v.span == ONE else 2)
@@ -298,10 +301,13 @@ def test_vit_variants_are_their_own_row_kinds():
 @pytest.mark.parametrize("attention", PATHS)
 def test_mixed_precision_computes_in_bfloat16_on_float32_parameters(attention):
     w, (x, _) = random_weights(), images()
-    m = jax_impl.mixed_precision(model_with(w, attention))
+    m = jax_impl.adapter("vit").mixed_precision(model_with(w, attention))
     assert m.attention == attention and vit.compute_dtype(m) == "bfloat16"
-    assert all(np.array_equal(a, b) and b.dtype == np.float32 for a, b in zip(w, jax_impl.get_weights(m), strict=True))
-    out = jax_impl.forward_layers(m, x)
+    assert all(
+        np.array_equal(a, b) and b.dtype == np.float32
+        for a, b in zip(w, jax_impl.adapter("vit").get_weights(m), strict=True)
+    )
+    out = jax_impl.adapter("vit").forward_layers(m, x)
     assert out["block1"].dtype.name == "bfloat16" and out["logits"].dtype == np.float32
     # one run's roundings to bfloat16 against exact arithmetic: within the workload's bound on two runs' loss,
     # LAMBDA u sqrt(2 R), relative to the scale
@@ -312,9 +318,9 @@ def test_mixed_precision_computes_in_bfloat16_on_float32_parameters(attention):
 def test_inference_is_the_forward_pass(variant):
     w, (x, _) = random_weights(), images()
     m = model_with(w)
-    p = jax_impl.prepare_inference(m, x, JAX_DEVICES, variant)
+    p = jax_impl.adapter("vit").prepare_inference(m, x, JAX_DEVICES, variant)
     out = p.run()
     assert p.shape(out) == (BATCH, 10) and p.placement(out) == ["cpu:0"] and p.kernel_path is None
     bound = block_bounds(w, x)["probs"]
-    assert rel(p.rows(out, range(BATCH)), jax_impl.forward_layers(m, x)["probs"]) <= 2 * bound
+    assert rel(p.rows(out, range(BATCH)), jax_impl.adapter("vit").forward_layers(m, x)["probs"]) <= 2 * bound
     assert p.cost()[0] >= 0.9 * BATCH * ARCH.forward_flops()

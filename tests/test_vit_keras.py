@@ -41,7 +41,7 @@ BF16 = native_bf16("cpu", "")
 def build(weights=None, seed: int = 0):
     m = tf_impl.adapter("vit").build(*SIZES, seed=seed)
     if weights is not None:
-        tf_impl.set_weights(m, weights)
+        tf_impl.adapter("vit").set_weights(m, weights)
     return m
 
 
@@ -66,31 +66,33 @@ def test_its_layers_and_weights_are_the_contracts(model, tmp_path):
         f"block1_{s}" for s in ("ln1", "attn", "ln2", "mlp1", "mlp2")
     ]
     assert all(v.path.endswith(keras_path(w)) for v, w in zip(model.weights, ARCH.weights, strict=True))
-    assert [w.shape for w in tf_impl.get_weights(model)] == [w.shape for w in ARCH.weights]
-    other = tf_impl.get_weights(build(seed=5))
-    assert not np.array_equal(other[0], tf_impl.get_weights(model)[0])
+    assert [w.shape for w in tf_impl.adapter("vit").get_weights(model)] == [w.shape for w in ARCH.weights]
+    other = tf_impl.adapter("vit").get_weights(build(seed=5))
+    assert not np.array_equal(other[0], tf_impl.adapter("vit").get_weights(model)[0])
     m = build(other)
-    tf_impl.save_weights(m, tmp_path / "w.npz")
+    tf_impl.adapter("vit").save_weights(m, tmp_path / "w.npz")
     back = build()
-    tf_impl.load_weights(back, tmp_path / "w.npz")
-    assert all(np.array_equal(a, b) for a, b in zip(tf_impl.get_weights(back), other, strict=True))
+    tf_impl.adapter("vit").load_weights(back, tmp_path / "w.npz")
+    assert all(np.array_equal(a, b) for a, b in zip(tf_impl.adapter("vit").get_weights(back), other, strict=True))
     n = ARCH.params()
-    assert tf_impl.count_params(m) == {"total": n, "trainable": n, "non_trainable": 0}
-    wider = tf_impl.get_weights(tf_impl.adapter("vit").build(ARCH.dim + 2, ARCH.depth, ARCH.heads, ARCH.mlp))
+    assert tf_impl.adapter("vit").count_params(m) == {"total": n, "trainable": n, "non_trainable": 0}
+    wider = tf_impl.adapter("vit").get_weights(
+        tf_impl.adapter("vit").build(ARCH.dim + 2, ARCH.depth, ARCH.heads, ARCH.mlp)
+    )
     with pytest.raises(ValueError, match=r"weight 0 \(patch_embed.kernel\): shape \(4, 4, 1, 10\), expected"):
-        tf_impl.set_weights(m, wider)
+        tf_impl.adapter("vit").set_weights(m, wider)
     with pytest.raises(ValueError, match=f"expected {len(ARCH.weights)} weight arrays"):
-        tf_impl.set_weights(m, tf_impl.get_weights(tf_impl.adapter("cnn").build(0)))
+        tf_impl.adapter("vit").set_weights(m, tf_impl.adapter("cnn").get_weights(tf_impl.adapter("cnn").build(0)))
     bad = [a.copy() for a in other]
     bad[2][0, 0] = np.nan
     with pytest.raises(ValueError, match=r"weight 2 \(pos_embed.embeddings\): 1 value\(s\) not finite"):
-        tf_impl.set_weights(m, bad)
+        tf_impl.adapter("vit").set_weights(m, bad)
 
 
 def test_the_seed_gives_keras_initialisers_their_own_values():
     """One seed, one set of weights; each of the attention's four kernels its own draw (MultiHeadAttention alone
     would clone one seeded initialiser into four equal kernels); LayerNorms at gain 1, offset 0."""
-    w, again = tf_impl.get_weights(build(seed=3)), tf_impl.get_weights(build(seed=3))
+    w, again = tf_impl.adapter("vit").get_weights(build(seed=3)), tf_impl.adapter("vit").get_weights(build(seed=3))
     assert all(np.array_equal(a, b) for a, b in zip(w, again, strict=True))
     table = {x.name: a for x, a in zip(ARCH.weights, w, strict=True)}
     q, k, v = (table[f"block1_attn.{p}_kernel"] for p in ("query", "key", "value"))
@@ -132,16 +134,16 @@ def test_each_convention_keeps_the_blocks_within_their_bound_where_the_default_d
     """The check: every block against float64 within its bound. It passes as built, and fails (by far) once Keras's
     LayerNorm epsilon (1e-3) or the tanh GELU is put back."""
     x, w = data[0], random_weights()
-    assert max(over_bounds(tf_impl.forward_layers(build(w), x), w, x).values()) < 1
+    assert max(over_bounds(tf_impl.adapter("vit").forward_layers(build(w), x), w, x).values()) < 1
     undo(monkeypatch)
-    assert max(over_bounds(tf_impl.forward_layers(build(w), x), w, x).values()) > 1
+    assert max(over_bounds(tf_impl.adapter("vit").forward_layers(build(w), x), w, x).values()) > 1
 
 
 def test_every_block_the_loss_and_the_gradients_meet_the_float64_oracle(model, data):
     x, y, _, _ = data
-    w = tf_impl.get_weights(model)
-    assert max(over_bounds(tf_impl.forward_layers(model, x), w, x).values()) < 1
-    g = tf_impl.loss_and_grads(model, x, y)
+    w = tf_impl.adapter("vit").get_weights(model)
+    assert max(over_bounds(tf_impl.adapter("vit").forward_layers(model, x), w, x).values()) < 1
+    g = tf_impl.adapter("vit").loss_and_grads(model, x, y)
     loss, grads = oracle.loss_and_grads(w, x, y)
     assert g.routing == [] and [a.shape for a in g.grads] == [a.shape for a in grads]
     assert abs(g.loss - loss) <= vit_bounds(w, x, y, "cpu", "highest")["loss"] * loss
@@ -157,7 +159,9 @@ def trained(model, data):
         for v in tf_impl.variants("vit_train", n):
             if v.dtype == "bfloat16" and not BF16:
                 continue
-            t = tf_impl.make_trainer(build(tf_impl.get_weights(model)), TF_DEVICES[:n], v.name)
+            t = tf_impl.adapter("vit").make_trainer(
+                build(tf_impl.adapter("vit").get_weights(model)), TF_DEVICES[:n], v.name
+            )
             out[v.name] = (t.steps(bx, by)[:, 0], t)
     return out
 
@@ -169,28 +173,28 @@ def test_every_training_variant_trains_from_the_float64_loss(trained, model, dat
     mixed-precision bound, bf16_loss_tolerance); no BatchNorm, no recurrent kernel, float32 but for fit+bf16."""
     assert set(trained) == {"fit", "fit+xla", "strategy"} | ({"fit+bf16"} if BF16 else set())
     _, _, bx, by = data
-    w = tf_impl.get_weights(model)
+    w = tf_impl.adapter("vit").get_weights(model)
     first, _ = oracle.loss_and_grads(w, bx[0], by[0])
     for name, (losses, t) in trained.items():
         assert losses.shape == (STEPS,) and np.all(np.isfinite(losses)), name
         replicas, mixed = REPLICAS if name == "strategy" else 1, name == "fit+bf16"
         bound = bf16_loss_tolerance(ARCH.depth) if mixed else first_loss_bound(w, bx[0], by[0], replicas)
         assert abs(losses[0] - first) <= bound * first, name
-        assert not np.array_equal(tf_impl.get_weights(t.model())[0], w[0]), name
+        assert not np.array_equal(tf_impl.adapter("vit").get_weights(t.model())[0], w[0]), name
         dtype = "bfloat16" if mixed else "float32"
         assert (t.batchnorm, t.kernel_path, t.compute_dtype) == ("none", None, dtype), name
     assert trained["strategy"][1].placement() == [f"cpu:{i}" for i in range(REPLICAS)]
     r = trained["fit"][1].evaluate(data[0], data[1])
     assert np.isfinite(r["loss"]) and 0 <= r["accuracy"] <= 1
     with pytest.raises(ValueError, match="unknown TF vit_train variant 'fit\\+unroll'"):
-        tf_impl.make_trainer(build(), TF_DEVICES[:1], "fit+unroll")
+        tf_impl.adapter("vit").make_trainer(build(), TF_DEVICES[:1], "fit+unroll")
 
 
 @pytest.mark.parametrize("variant", ["predict", "predict+xla"])
 def test_inference_gives_the_float64_probabilities(model, data, variant):
     x = data[0]
-    p = tf_impl.prepare_inference(model, x, TF_DEVICES[:1], variant)
-    w = tf_impl.get_weights(model)
+    p = tf_impl.adapter("vit").prepare_inference(model, x, TF_DEVICES[:1], variant)
+    w = tf_impl.adapter("vit").get_weights(model)
     assert errors(p.run().numpy(), oracle.forward(w, x)["probs"])["max_rel_err"] < block_bounds(w, x)["probs"]
     assert p.kernel_path is None and p.cost()[1].startswith("TF profiler")
 
@@ -198,7 +202,7 @@ def test_inference_gives_the_float64_probabilities(model, data, variant):
 def test_mixed_precision_builds_in_bfloat16(model):
     """bfloat16 compute but for the pixels' scaling, the logits and the softmax; float32 weights (on any CPU: built,
     not run)."""
-    mixed = tf_impl.mixed_precision(model)
+    mixed = tf_impl.adapter("vit").mixed_precision(model)
     assert {layer.name: layer.compute_dtype for layer in mixed.layers} == MIXED
     assert mixed.get_layer("block1").attn.compute_dtype == "bfloat16"
     assert all(v.dtype == "float32" for v in mixed.weights)
@@ -208,9 +212,9 @@ def test_mixed_precision_builds_in_bfloat16(model):
 def test_mixed_precision_computes_in_bfloat16(model, data):
     """Its probabilities off the float32 model's by more than float32's rounding could make them (run where the CPU
     multiplies bfloat16, as the harness runs '+bf16' rows)."""
-    mixed = tf_impl.mixed_precision(model)
-    tf_impl.set_weights(mixed, tf_impl.get_weights(model))
+    mixed = tf_impl.adapter("vit").mixed_precision(model)
+    tf_impl.adapter("vit").set_weights(mixed, tf_impl.adapter("vit").get_weights(model))
     x = data[0]
-    w = tf_impl.get_weights(model)
-    err = errors(tf_impl.forward_layers(mixed, x)["probs"], oracle.forward(w, x)["probs"])["max_rel_err"]
+    w = tf_impl.adapter("vit").get_weights(model)
+    err = errors(tf_impl.adapter("vit").forward_layers(mixed, x)["probs"], oracle.forward(w, x)["probs"])["max_rel_err"]
     assert err > block_bounds(w, x)["probs"]

@@ -105,12 +105,12 @@ def _train(kj, found: dict, arrays: dict, req: dict, devices) -> None:
     for n in (1, len(devices)):
         for v in kj.variants("vit_train", n):
             m = kj.adapter("vit").build(arch.dim, arch.depth, arch.heads, arch.mlp)
-            kj.load_weights(m, req["weights"])
-            t = kj.make_trainer(m, devices[:n], v.name)
+            kj.adapter("vit").load_weights(m, req["weights"])
+            t = kj.adapter("vit").make_trainer(m, devices[:n], v.name)
             arrays[f"train/{v.name}/loss"] = np.asarray(t.steps(bx, by))[:, 0]
             found[v.name] = {"kernel_path": t.kernel_path, "compute_dtype": t.compute_dtype,
                              "batchnorm": t.batchnorm, "placement": t.placement()}  # fmt: skip
-            arrays[f"train/{v.name}/w0"] = kj.get_weights(t.model())[0]
+            arrays[f"train/{v.name}/w0"] = kj.adapter("vit").get_weights(t.model())[0]
             if v.name == "fit":  # the layers' scopes in the compiled step's op metadata, which --profile reads
                 text = t.program_text()
                 scopes = ("patch_embed", "pos_embed", "block1_attn", "block1_mlp1", "norm", "dense")
@@ -129,29 +129,32 @@ def probe(request: str, out: str) -> None:
     kj.set_precision("highest")
     arch = VitArchitecture(**req["arch"])
     found = {"backend": keras.backend.backend(), "devices": len(devices), "surface": sorted(kj.__all__)}
-    found["adapter"] = kj.adapter("vit").__name__
+    found["adapter"] = kj.adapter("vit").code.__name__
     found["variants"] = {f"{k}x{n}": [v.name for v in kj.variants(k, n)] for k in ("vit_train", "vit_infer")
                          for n in (1, REPLICAS)}  # fmt: skip
     model = kj.adapter("vit").build(arch.dim, arch.depth, arch.heads, arch.mlp, seed=5)
-    kj.load_weights(model, req["weights"])  # the test process's file, loaded here
+    kj.adapter("vit").load_weights(model, req["weights"])  # the test process's file, loaded here
     found["names"], found["paths"] = [la.name for la in model.layers], [v.path for v in model.weights]
     x, y = np.load(req["x"]), np.load(req["y"])
-    arrays = {f"forward/{k}": a for k, a in kj.forward_layers(model, x).items()}
-    g = kj.loss_and_grads(model, x, y)
+    arrays = {f"forward/{k}": a for k, a in kj.adapter("vit").forward_layers(model, x).items()}
+    g = kj.adapter("vit").loss_and_grads(model, x, y)
     found["loss"], found["routing"] = g.loss, len(g.routing)
     arrays.update({f"grad/{i}": a for i, a in enumerate(g.grads)})
-    p = kj.prepare_inference(model, x, devices[:1], "predict")
+    p = kj.adapter("vit").prepare_inference(model, x, devices[:1], "predict")
     arrays["infer/predict"] = np.asarray(p.run())
     found["infer/predict"] = {"kernel_path": p.kernel_path, "cost": list(p.cost())}
-    mixed = kj.mixed_precision(model)
-    kj.set_weights(mixed, kj.get_weights(model))
+    mixed = kj.adapter("vit").mixed_precision(model)
+    kj.adapter("vit").set_weights(mixed, kj.adapter("vit").get_weights(model))
     found["mixed/dtypes"] = {layer.name: layer.compute_dtype for layer in mixed.layers}
-    arrays["mixed/probs"] = kj.forward_layers(mixed, x)["probs"]
+    arrays["mixed/probs"] = kj.adapter("vit").forward_layers(mixed, x)["probs"]
     try:
-        kj.set_weights(model, kj.get_weights(kj.adapter("vit").build(arch.dim + 2, arch.depth, arch.heads, arch.mlp)))
+        kj.adapter("vit").set_weights(
+            model,
+            kj.adapter("vit").get_weights(kj.adapter("vit").build(arch.dim + 2, arch.depth, arch.heads, arch.mlp)),
+        )
     except ValueError as e:
         found["wrong_width"] = str(e)
-    kj.save_weights(model, req["save"])
+    kj.adapter("vit").save_weights(model, req["save"])
     _train(kj, found, arrays, req, devices)
     np.savez(req["arrays"], **arrays)
     Path(out).write_text(json.dumps(found))

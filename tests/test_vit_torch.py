@@ -42,7 +42,7 @@ def random_weights(arch=ARCH, seed=1):
 
 def model_with(weights, fused=False):
     m = torch_impl.adapter("vit").build(*SIZES)
-    torch_impl.set_weights(m, weights)
+    torch_impl.adapter("vit").set_weights(m, weights)
     m.fused = fused  # what the '+sdpa' variants set (vit.train_with)
     return m
 
@@ -57,18 +57,18 @@ def rel(got, ref):
 def test_weights_round_trip_in_keras_order(tmp_path):
     w = random_weights()
     m = model_with(w)
-    assert [a.shape for a in torch_impl.get_weights(m)] == [t.shape for t in ARCH.weights]
-    assert all(np.array_equal(a, b) for a, b in zip(w, torch_impl.get_weights(m), strict=True))
-    torch_impl.save_weights(m, tmp_path / "w.npz")
+    assert [a.shape for a in torch_impl.adapter("vit").get_weights(m)] == [t.shape for t in ARCH.weights]
+    assert all(np.array_equal(a, b) for a, b in zip(w, torch_impl.adapter("vit").get_weights(m), strict=True))
+    torch_impl.adapter("vit").save_weights(m, tmp_path / "w.npz")
     other = torch_impl.adapter("vit").build(*SIZES, seed=5)
-    torch_impl.load_weights(other, tmp_path / "w.npz")
-    assert all(np.array_equal(a, b) for a, b in zip(w, torch_impl.get_weights(other), strict=True))
+    torch_impl.adapter("vit").load_weights(other, tmp_path / "w.npz")
+    assert all(np.array_equal(a, b) for a, b in zip(w, torch_impl.adapter("vit").get_weights(other), strict=True))
 
 
 def test_weights_taken_are_a_copy_training_leaves_alone():
     w = random_weights()
     m = model_with(w)
-    taken = torch_impl.get_weights(m)
+    taken = torch_impl.adapter("vit").get_weights(m)
     with torch.no_grad():  # as Trainer.model() writes the trained weights back into the model
         for p in m.parameters():
             p.add_(1.0)
@@ -78,14 +78,14 @@ def test_weights_taken_are_a_copy_training_leaves_alone():
 def test_weights_for_other_sizes_are_refused():
     m = torch_impl.adapter("vit").build(*SIZES)
     with pytest.raises(ValueError, match="block1_attn.query_kernel"):  # 4 heads of 2, not 2 of 4
-        torch_impl.set_weights(m, random_weights(VitArchitecture(8, 1, 4, 16)))
+        torch_impl.adapter("vit").set_weights(m, random_weights(VitArchitecture(8, 1, 4, 16)))
     with pytest.raises(ValueError, match="expected 23 weight arrays"):
-        torch_impl.set_weights(m, random_weights()[:-1])
+        torch_impl.adapter("vit").set_weights(m, random_weights()[:-1])
 
 
 def test_parameters_are_counted_as_keras_does_and_every_one_trains():
     m, n = torch_impl.adapter("vit").build(*SIZES), ARCH.params()
-    assert torch_impl.count_params(m) == {"total": n, "trainable": n, "non_trainable": 0}
+    assert torch_impl.adapter("vit").count_params(m) == {"total": n, "trainable": n, "non_trainable": 0}
     assert sum(p.numel() for p in m.parameters() if p.requires_grad) == sum(p.numel() for p in m.parameters()) == n
 
 
@@ -94,7 +94,7 @@ def test_weights_start_as_kerass_initialisers_draw_them():
     layer D -> D); biases and betas zero, gammas one; the position embedding normal(0, 0.02) (its sample sd within
     six of its own sd, 0.02 / sqrt(2n)); another seed, other numbers."""
     m = torch_impl.adapter("vit").build(*SIZES, seed=3)
-    for w, a in zip(ARCH.weights, torch_impl.get_weights(m), strict=True):
+    for w, a in zip(ARCH.weights, torch_impl.adapter("vit").get_weights(m), strict=True):
         if w.field.endswith("kernel"):
             fans = ARCH.dim * 2 if w.layer.endswith("_attn") else np.prod(a.shape[:-2]) * sum(a.shape[-2:])
             assert np.sqrt(6 / fans) / 2 < np.abs(a).max() <= np.sqrt(6 / fans), w.name
@@ -103,7 +103,8 @@ def test_weights_start_as_kerass_initialisers_draw_them():
         else:
             assert np.array_equal(a, np.full_like(a, w.field == "gamma")), w.name
     assert not np.array_equal(
-        torch_impl.get_weights(m)[0], torch_impl.get_weights(torch_impl.adapter("vit").build(*SIZES))[0]
+        torch_impl.adapter("vit").get_weights(m)[0],
+        torch_impl.adapter("vit").get_weights(torch_impl.adapter("vit").build(*SIZES))[0],
     )
 
 
@@ -113,7 +114,7 @@ def test_weights_start_as_kerass_initialisers_draw_them():
 @PATHS
 def test_forward_blocks_are_the_oracles(fused):
     w, (x, _) = random_weights(), images()
-    got, ref = torch_impl.forward_layers(model_with(w, fused), x), oracle.forward(w, x)
+    got, ref = torch_impl.adapter("vit").forward_layers(model_with(w, fused), x), oracle.forward(w, x)
     tols = vit_block_tolerances(w, x, "cpu", "highest")  # each block's bound, derived on these inputs
     assert list(got) == list(ARCH.blocks.values()) == list(ref)
     for k, a in got.items():
@@ -123,7 +124,7 @@ def test_forward_blocks_are_the_oracles(fused):
 
 def _ops(m, x) -> set[str]:
     with torch.profiler.profile() as prof:
-        torch_impl.forward_layers(m, x)
+        torch_impl.adapter("vit").forward_layers(m, x)
     return {e.key for e in prof.key_averages()}
 
 
@@ -131,7 +132,7 @@ def test_the_two_attention_paths_agree_and_run_different_ops():
     """Each within its block's bound of float64, so within twice it of each other; the fused path runs PyTorch's
     one attention op, the written one its matmuls."""
     w, (x, _) = random_weights(), images()
-    written, fused = (torch_impl.forward_layers(model_with(w, f), x) for f in (False, True))
+    written, fused = (torch_impl.adapter("vit").forward_layers(model_with(w, f), x) for f in (False, True))
     tols = vit_block_tolerances(w, x, "cpu", "highest")
     assert all(rel(fused[k], written[k].astype(np.float64)) <= 2 * tols[k] for k in tols)
     ops = [_ops(model_with(w, f), x) for f in (False, True)]
@@ -148,14 +149,14 @@ def test_loss_and_gradients_are_the_oracles(fused):
     left as it was."""
     w, (x, y) = random_weights(), images()
     m = model_with(w, fused)
-    g = torch_impl.loss_and_grads(m, x, y)
+    g = torch_impl.adapter("vit").loss_and_grads(m, x, y)
     loss, grads = oracle.loss_and_grads(w, x, y)
     bounds = vit_bounds(w, x, y, "cpu", "highest")
     assert g.routing == [] and [a.shape for a in g.grads] == [t.shape for t in ARCH.weights]
     assert abs(g.loss - loss) <= bounds["loss"] * loss
     for t, a, ref, bound in zip(ARCH.weights, g.grads, grads, bounds["grad_abs"], strict=True):
         assert a.dtype == np.float32 and np.max(np.abs(a - ref)) <= bound, (t.name, np.max(np.abs(a - ref)), bound)
-    assert all(np.array_equal(a, b) for a, b in zip(w, torch_impl.get_weights(m), strict=True))
+    assert all(np.array_equal(a, b) for a, b in zip(w, torch_impl.adapter("vit").get_weights(m), strict=True))
 
 
 # ---- each convention: within the bounds with it, beyond them with a default put back ----
@@ -164,7 +165,7 @@ def test_loss_and_gradients_are_the_oracles(fused):
 def _forward_figure() -> float:
     """The worst block's error against float64 over its derived bound."""
     w, (x, _) = random_weights(), images()
-    got, ref = torch_impl.forward_layers(model_with(w), x), oracle.forward(w, x)
+    got, ref = torch_impl.adapter("vit").forward_layers(model_with(w), x), oracle.forward(w, x)
     tols = vit_block_tolerances(w, x, "cpu", "highest")
     return max(rel(got[k], ref[k]) / tols[k] for k in tols)
 
@@ -172,7 +173,7 @@ def _forward_figure() -> float:
 def _grads_figure() -> float:
     """The worst gradient's error against float64 over its derived bound."""
     w, (x, y) = random_weights(), images()
-    g, (_, grads) = torch_impl.loss_and_grads(model_with(w), x, y), oracle.loss_and_grads(w, x, y)
+    g, (_, grads) = torch_impl.adapter("vit").loss_and_grads(model_with(w), x, y), oracle.loss_and_grads(w, x, y)
     bounds = vit_bounds(w, x, y, "cpu", "highest")["grad_abs"]
     return max(np.max(np.abs(a - r)) / b for a, r, b in zip(g.grads, grads, bounds, strict=True))
 
@@ -224,10 +225,10 @@ def _stepwise(variant, w, steps=3):
     """A trainer's per-step [loss, accuracy], each step's weights before it and its batch."""
     x, y = images(steps * BATCH, seed=4)
     x, y = x.reshape(steps, BATCH, 28, 28, 1), y.reshape(steps, BATCH)
-    t = torch_impl.make_trainer(model_with(w), TORCH_DEVICES, variant)
+    t = torch_impl.adapter("vit").make_trainer(model_with(w), TORCH_DEVICES, variant)
     rows = []
     for k in range(steps):
-        before = torch_impl.get_weights(t.model())
+        before = torch_impl.adapter("vit").get_weights(t.model())
         rows.append((t.steps(x[k : k + 1], y[k : k + 1])[0], before, x[k], y[k]))
     return t, rows
 
@@ -235,7 +236,9 @@ def _stepwise(variant, w, steps=3):
 def _trajectory(variant, t, rows):
     """A trainer's trajectory as a worker saves it, for parity.workloads.trained.checks.trajectory."""
     saved = {f"traj/{variant}/loss": np.array([r[0][0] for r in rows])}
-    return saved | {f"traj/{variant}/w{i:03d}": a for i, a in enumerate(torch_impl.get_weights(t.model()))}
+    return saved | {
+        f"traj/{variant}/w{i:03d}": a for i, a in enumerate(torch_impl.adapter("vit").get_weights(t.model()))
+    }
 
 
 def test_eager_and_sdpa_steps_are_the_same_losses():
@@ -302,13 +305,13 @@ def test_the_compiled_step_is_the_eager_step():
 def test_vit_variants_are_their_own_row_kinds():
     m, x = torch_impl.adapter("vit").build(*SIZES), images()[0]
     with pytest.raises(ValueError, match="vit_train"):
-        torch_impl.make_trainer(m, TORCH_DEVICES, "eager+cl")  # the CNN's
+        torch_impl.adapter("vit").make_trainer(m, TORCH_DEVICES, "eager+cl")  # the CNN's
     with pytest.raises(ValueError, match="vit_train"):
-        torch_impl.make_trainer(m, TORCH_DEVICES * 2, "eager")  # one device's, over several
+        torch_impl.adapter("vit").make_trainer(m, TORCH_DEVICES * 2, "eager")  # one device's, over several
     with pytest.raises(ValueError, match="vit_infer"):
-        torch_impl.prepare_inference(m, x, TORCH_DEVICES, "predict+nothing")
-    with pytest.raises(ValueError, match="not a model torch_impl builds"):
-        torch_impl.get_weights(torch.nn.Linear(2, 2))
+        torch_impl.adapter("vit").prepare_inference(m, x, TORCH_DEVICES, "predict+nothing")
+    with pytest.raises(ValueError, match="not a model torch_impl.vit builds"):
+        torch_impl.adapter("vit").get_weights(torch.nn.Linear(2, 2))
     for v in torch_impl.VARIANTS:  # a bfloat16 variant's float32 counterpart: the same step in float32
         if v.kind == "vit_train" and v.dtype == "bfloat16":
             f32 = torch_impl.catalog.variant(v.kind, v.float32, 1 if v.span == ONE else 2)
@@ -322,11 +325,12 @@ def test_mixed_precision_computes_in_bfloat16_on_float32_parameters():
     """bfloat16 compute, float32 parameters and outputs: the probabilities within bfloat16's bound of float64 (one
     run's R roundings, LAMBDA u sqrt(R)) and beyond float32's."""
     w, (x, _) = random_weights(), images()
-    m = torch_impl.mixed_precision(model_with(w))
+    m = torch_impl.adapter("vit").mixed_precision(model_with(w))
     assert m.mixed and all(
-        np.array_equal(a, b) and b.dtype == np.float32 for a, b in zip(w, torch_impl.get_weights(m), strict=True)
+        np.array_equal(a, b) and b.dtype == np.float32
+        for a, b in zip(w, torch_impl.adapter("vit").get_weights(m), strict=True)
     )
-    out, ref = torch_impl.forward_layers(m, x), oracle.forward(w, x)["probs"]
+    out, ref = torch_impl.adapter("vit").forward_layers(m, x), oracle.forward(w, x)["probs"]
     assert out["logits"].dtype == out["probs"].dtype == np.float32
     bf16 = bf16_loss_tolerance(ARCH.depth) / np.sqrt(2)  # one run against exact arithmetic, not two runs' sqrt(2 R)
     assert vit_block_tolerances(w, x, "cpu", "highest")["probs"] < rel(out["probs"], ref) <= bf16
@@ -339,7 +343,7 @@ def test_inference_is_the_forward_pass(variant):
     """Each variant's probabilities within their derived bound of float64; its FLOPs counted, every product's (the
     fused attention's too), the architecture's formula."""
     w, (x, _) = random_weights(), images()
-    p = torch_impl.prepare_inference(model_with(w), x, TORCH_DEVICES, variant)
+    p = torch_impl.adapter("vit").prepare_inference(model_with(w), x, TORCH_DEVICES, variant)
     out = p.run()
     assert p.shape(out) == (BATCH, 10) and p.placement(out) == ["cpu:0"] and p.kernel_path is None
     bound = vit_block_tolerances(w, x, "cpu", "highest")["probs"]

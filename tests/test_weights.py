@@ -5,7 +5,6 @@ import dataclasses
 import io
 import os
 import struct
-import sys
 import zipfile
 
 import numpy as np
@@ -232,15 +231,15 @@ def test_both_implementations_build_the_declared_cnn(impl, monkeypatch, arch):
     the declaration's shapes, whatever it declares."""
     module = impl[0]
     # where the model is built from the declaration: tf_impl's is the shared Keras model code, keras_models.cnn
-    monkeypatch.setattr(sys.modules[module.adapter("cnn").build.__module__], "CNN_ARCHITECTURE", arch)
+    monkeypatch.setattr(module.adapter("cnn").model_code, "CNN_ARCHITECTURE", arch)
     monkeypatch.setattr(inputs, "CNN_ARCHITECTURE", arch)  # and where images and labels are checked against it
     model = module.adapter("cnn").build(0, dropout=False)
-    assert [tuple(w.shape) for w in module.get_weights(model)] == [w.shape for w in arch.weights]
+    assert [tuple(w.shape) for w in module.adapter("cnn").get_weights(model)] == [w.shape for w in arch.weights]
     sizes = {w.name: int(np.prod(w.shape)) for w in arch.weights}
-    assert module.count_params(model)["total"] == sum(sizes.values())
+    assert module.adapter("cnn").count_params(model)["total"] == sum(sizes.values())
     x = np.random.default_rng(0).uniform(0, 255, (2, *arch.image)).astype(np.float32)
-    out = module.forward_layers(model, x)
+    out = module.adapter("cnn").forward_layers(model, x)
     assert {k: v.shape for k, v in out.items()} == _block_shapes(arch, len(x))
-    g = module.loss_and_grads(model, x, np.arange(len(x)) % arch.output.units)
+    g = module.adapter("cnn").loss_and_grads(model, x, np.arange(len(x)) % arch.output.units)
     assert [a.shape for a in g.grads] == [w.shape for w in arch.weights if w.trainable]
     assert [a.shape for a in g.routing] == [(len(x), b.size, b.size, b.filters) for b in arch.convs]

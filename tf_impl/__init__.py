@@ -28,20 +28,8 @@ from tf_impl.devices import (
     setup_devices,
     slowest,
 )
-from tf_impl.models import (  # noqa: E402
-    adapter,
-    count_params,
-    forward_layers,
-    get_weights,
-    load_weights,
-    loss_and_grads,
-    mixed_precision,
-    prepare_inference,
-    save_weights,
-    set_weights,
-)
+from tf_impl.models import adapter  # noqa: E402
 from tf_impl.profile import trace, trace_ops  # noqa: E402
-from tf_impl.train import make_trainer  # noqa: E402
 
 VARIANTS = table()  # every variant, as its adapters declare them (all importable by now)
 

@@ -23,11 +23,12 @@ class OpOptions:
 
 
 @dataclass(frozen=True)
-class CnnOptions:
-    """How the CNN (and the ViT) trains: Keras's 'fit' (model.compile + model.fit) or the harness's custom 'loop' of
-    strategy.run steps; under a strategy (`distributed`) or on one device; XLA forced (jit_compile=True) or Keras's
-    'auto' (no XLA on a CPU); several steps per dispatch (fit's steps_per_execution, or that many strategy.run
-    steps in one tf.function); mixed precision (Keras's 'mixed_bfloat16' policy, float32 softmax)."""
+class TrainOptions:
+    """How a trained model (the CNN, the ViT; the row LSTM's tf_impl.lstm.LstmOptions adds to it) trains: Keras's
+    'fit' (model.compile + model.fit) or the harness's custom 'loop' of strategy.run steps; under a strategy
+    (`distributed`) or on one device; XLA forced (jit_compile=True) or Keras's 'auto' (no XLA on a CPU); several
+    steps per dispatch (fit's steps_per_execution, or that many strategy.run steps in one tf.function); mixed
+    precision (Keras's 'mixed_bfloat16' policy, float32 softmax)."""
 
     api: str = "fit"
     distributed: bool = False

@@ -1,23 +1,23 @@
 """The row LSTM in Keras 3 on the TensorFlow backend: the model is keras_models.lstm's (the code keras_jax_impl runs
 on JAX); here what needs TensorFlow itself: which kernel a model's recurrent layers run on a device, and whether TF's
 profiler can count it. The model functions (tf_impl.models) and the Trainer (tf_impl.train) take every model alike,
-through its code (keras_models.models.code_of)."""
+through its adapter (keras_models.models.KerasTrained)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import ModuleType
 
 import tensorflow as tf
 
 from keras_models.lstm import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)
-from keras_models.models import code_of
 from parity.api.variants import MANY, ONE, Variant
-from tf_impl.catalog import CnnOptions, InferOptions
+from tf_impl.catalog import InferOptions, TrainOptions
 
 
 @dataclass(frozen=True)
-class LstmOptions(CnnOptions):
-    """How the row LSTM trains: as CnnOptions, and Keras's LSTM(unroll=True) on its LSTM layers (`unroll`: a Python
+class LstmOptions(TrainOptions):
+    """How the row LSTM trains: as TrainOptions, and Keras's LSTM(unroll=True) on its LSTM layers (`unroll`: a Python
     loop over the 28 steps, where Keras otherwise runs tf.while_loop, or cuDNN's kernel on a GPU)."""
 
     unroll: bool = False
@@ -50,12 +50,12 @@ VARIANTS: tuple[Variant, ...] = (
 )
 
 
-def kernel_path(model, device: str) -> str:
+def kernel_path(code: ModuleType, model, device: str) -> str:
     """Which kernel the model's LSTM layers run on `device` (keras_models.lstm.kernel_path): on a CPU "Keras's generic
     loop (tf.while_loop)" or 'unrolled'; on a GPU 'cuDNN' where Keras's conditions hold (unverified here); None for a
-    model without recurrent layers (the CNN)."""
+    model without recurrent layers (the CNN). `code`: the model's Keras code (keras_models.<workload>)."""
     with tf.device(device):
-        return code_of(model).kernel_path(model)
+        return code.kernel_path(model)
 
 
 def uncounted(path: str | None) -> str | None:

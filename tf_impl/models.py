@@ -1,31 +1,19 @@
-"""The surface's model functions in Keras 3 on the TensorFlow backend (parity.api.FrameworkImpl): what needs
-TensorFlow itself, gradients, inference and weight files, for every model keras_models builds, each found through
-its code (keras_models.models.code_of: a model no module there built is refused)."""
+"""The adapters of Keras 3 on the TensorFlow backend (parity.api.adapters): an operation's module as it is, a trained
+model's bound to the Keras model code (keras_models.models.KerasTrained), to the one trainer (tf_impl.train) and to
+what needs TensorFlow itself, written here once for every model keras_models builds: gradients and inference."""
 
 from __future__ import annotations
 
-from types import ModuleType
+import sys
+from typing import Any
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from keras_models.cnn import (  # noqa: E402, F401 (the shared model code, re-exported as this surface's)
-    check_no_dropout,
-    count_params,
-    cross_entropy,
-    get_weights,
-)
-from keras_models.models import (  # noqa: E402, F401 (written once for both Keras implementations)
-    code_of,
-    forward_layers,
-    load_weights,
-    mixed_precision,
-    save_weights,
-    set_weights,
-)
+from keras_models.cnn import check_no_dropout, cross_entropy  # noqa: E402
+from keras_models.models import KerasTrained  # noqa: E402
 from parity.api import Gradients, Prepared, adapters  # noqa: E402
-from parity.api.inputs import check_examples, check_images  # noqa: E402
 from tf_impl import lstm as tf_lstm  # noqa: E402
 from tf_impl.catalog import variant as variant_record  # noqa: E402
 from tf_impl.devices import graph_flops, placement  # noqa: E402
@@ -42,7 +30,6 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
     itself is not changed (the moving statistics the call updates are restored).
     """
     check_no_dropout(model)
-    check_examples(x, y, 1)  # images and labels the model can take (parity.api.inputs)
     saved = model.get_weights()
     pool_inputs = []
     with tf.GradientTape() as tape:
@@ -63,21 +50,15 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
     return Gradients(float(loss), [g.numpy() for g in grads], routing)
 
 
-def prepare_inference(model, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
+def prepare_inference(adapter: KerasTrained, model, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
     """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand; for the LSTM, its
-    kernel path too.
-
-    Raises:
-        ValueError: a variant not among variants("cnn_infer", 1) (another model's: its
-            '<workload>_infer'), or images that are not (N, 28, 28, 1) real, finite numbers.
-    """
-    check_images(images)  # once, here: not in the timed call
-    code = code_of(model)
+    kernel path too. Raises ValueError for a variant not of the adapter's INFER ('<workload>_infer')."""
+    code = adapter.model_code
     options = variant_record(code.INFER, variant, 1).options
     copy = code.variant_copy(model, options)
     if copy is not model:  # the variant's own copy ('+unroll'): the model's weights on it
         copy.set_weights(model.get_weights())
-    model, path = copy, tf_lstm.kernel_path(copy, devices[0])
+    model, path = copy, tf_lstm.kernel_path(code, copy, devices[0])
     with tf.device(devices[0]):
         x = tf.constant(images, tf.float32)
     f = tf.function(lambda x: model(x, training=False), jit_compile=True if getattr(options, "xla", False) else None)
@@ -96,7 +77,14 @@ def prepare_inference(model, images: np.ndarray, devices, variant: str = "predic
     )
 
 
-def adapter(workload: str) -> ModuleType:
-    """This implementation's adapter for `workload`, its module of that name (parity.api.adapters), found by listing.
-    Raises ValueError for a workload it has none for."""
-    return adapters.find(__package__, workload)
+def _trained(code) -> KerasTrained:
+    from tf_impl.train import make_trainer  # the trainer imports this module: imported at first use
+
+    return KerasTrained(code, make_trainer, sys.modules[__name__])
+
+
+def adapter(workload: str) -> Any:
+    """This implementation's adapter for `workload`, its module of that name (parity.api.adapters), found by listing;
+    a trained model's with its model functions and trainer (keras_models.models.KerasTrained). Raises ValueError for a
+    workload it has none for."""
+    return adapters.bound(__package__, workload, _trained)

@@ -11,8 +11,8 @@ import numpy as np
 import tensorflow as tf
 
 from keras_models.cnn import StepLogs, cross_entropy
-from keras_models.models import code_of
-from parity.api.inputs import check_count, check_examples, check_training
+from keras_models.models import KerasTrained
+from parity.api.inputs import check_count, check_examples
 from tf_impl import catalog
 from tf_impl.devices import graph_flops, multiworker, strategy
 from tf_impl.lstm import kernel_path, uncounted
@@ -115,10 +115,9 @@ def _loop_steps(s: tf.distribute.Strategy, model, xla: bool) -> tf.types.experim
     return steps
 
 
-def _copy(model, o: catalog.CnnOptions):
+def _copy(code, model, o: catalog.TrainOptions):
     """The copy of `model` a trainer trains (its weights not set): unrolled (the LSTM's '+unroll'), then under the
-    mixed-precision policy ('+bf16') or a plain clone."""
-    code = code_of(model)
+    mixed-precision policy ('+bf16') or a plain clone. `code`: the model's Keras code (keras_models.<workload>)."""
     model = code.variant_copy(model, o)
     return code.mixed_precision(model) if o.mixed else keras.models.clone_model(model)
 
@@ -127,11 +126,13 @@ class Trainer:
     """model.compile + model.fit ('loop': a custom strategy.run loop) under the strategy's scope (a copy
     of the model lives there): the variants of the model's row kind ('<workload>_train')."""
 
-    def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
-        n, code = len(devices), code_of(model)
+    def __init__(
+        self, adapter: KerasTrained, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int
+    ):
+        n, code = len(devices), adapter.model_code
         o = catalog.variant(
             code.TRAIN, variant, n
-        ).options  # tf_impl.catalog.CnnOptions (the LSTM's: tf_impl.lstm.LstmOptions)
+        ).options  # tf_impl.catalog.TrainOptions (the LSTM's: tf_impl.lstm.LstmOptions)
         if multiworker() is not None and o.api == "fit":
             raise ValueError("Keras 3's fit fails under MultiWorkerMirroredStrategy (tensorflow#72388): use 'loop'")
         self.spe = o.steps_per_dispatch
@@ -141,7 +142,7 @@ class Trainer:
         keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as JAX's)
         scope = strategy(devices).scope() if self.distributed else nullcontext()
         with scope, tf.device(devices[0]) if not self.distributed else nullcontext():
-            self.m = _copy(model, o)
+            self.m = _copy(code, model, o)
             self.m.set_weights(model.get_weights())
             self.m.compile(
                 optimizer=keras.optimizers.Adam(learning_rate, epsilon=adam_epsilon),  # epsilon set on both sides
@@ -155,7 +156,7 @@ class Trainer:
         self.compute_dtype = self.m.get_layer(code.FIRST).compute_dtype
         # BatchNorm's statistics over each replica's share of the batch (a model without BatchNorm has none)
         self.batchnorm = "replica" if code.BATCHNORM else "none"
-        self.kernel_path = kernel_path(self.m, devices[0])  # which loop its LSTM layers run (the CNN: None)
+        self.kernel_path = kernel_path(code, self.m, devices[0])  # which loop its LSTM layers run (the CNN: None)
         self.device = devices[0]
         self.logs = StepLogs()
         if o.api == "loop":
@@ -256,15 +257,9 @@ class Trainer:
 
 
 def make_trainer(
-    model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
+    adapter: KerasTrained, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int
 ) -> Trainer:
-    """A trainer for `model`, any trained model, over `devices` ('fit' on one device; 'strategy'
-    over several).
-
-    Raises:
-        ValueError: unknown variant (of the model's row kind, '<workload>_train'); a
-            learning rate or Adam epsilon not finite and above 0, a seed out of its bounds
-            (parity.api.inputs.check_training).
-    """
-    seed = check_training(learning_rate, adam_epsilon, seed)
-    return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)
+    """The one trainer, for a model of any trained adapter, over `devices` ('fit' on one device; 'strategy' over
+    several; the variants of its row kind, '<workload>_train'; the adapter has checked the rest). Raises ValueError
+    for an unknown variant."""
+    return Trainer(adapter, model, devices, variant, learning_rate, adam_epsilon, seed)

@@ -1,13 +1,13 @@
 """The small ViT in Keras 3 on the TensorFlow backend: the model is keras_models.vit's (the code keras_jax_impl runs on
 JAX). It holds no recurrent layer, so nothing here needs TensorFlow itself: the model functions (tf_impl.models) and
-the Trainer (tf_impl.train) take it as every model, through its code (keras_models.models.code_of), and its kernel
-path is None (tf_impl.lstm.kernel_path asks the code)."""
+the Trainer (tf_impl.train) take it as every model, through its adapter (keras_models.models.KerasTrained), and its
+kernel path is None (tf_impl.lstm.kernel_path asks the code)."""
 
 from __future__ import annotations
 
 from keras_models.vit import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)
 from parity.api.variants import MANY, ONE, Variant
-from tf_impl.catalog import CnnOptions, InferOptions
+from tf_impl.catalog import InferOptions, TrainOptions
 
 # fit, fit under XLA (jit_compile=True), mixed precision, and over several devices fit under MirroredStrategy (not in
 # a multi-process run, as the CNN's); inference by TF's executor or under XLA. No flash-attention variant: Keras's
@@ -16,10 +16,10 @@ from tf_impl.catalog import CnnOptions, InferOptions
 # (0.77-0.91) on xeon-amx (docs/results/xeon-amx/cpu-levers-vit.json), 0.98x (0.96-1.08) on zen4, no difference there
 # (docs/results/zen4/cpu-levers-vit.json)
 VARIANTS: tuple[Variant, ...] = (
-    Variant("fit", TRAIN, ONE, rank=1, options=CnnOptions()),
-    Variant("fit+xla", TRAIN, ONE, tuned=True, rank=0, options=CnnOptions(xla=True)),
-    Variant("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="fit", options=CnnOptions(mixed=True)),
-    Variant("strategy", TRAIN, MANY, rank=0, multiprocess=False, options=CnnOptions(distributed=True)),
+    Variant("fit", TRAIN, ONE, rank=1, options=TrainOptions()),
+    Variant("fit+xla", TRAIN, ONE, tuned=True, rank=0, options=TrainOptions(xla=True)),
+    Variant("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="fit", options=TrainOptions(mixed=True)),
+    Variant("strategy", TRAIN, MANY, rank=0, multiprocess=False, options=TrainOptions(distributed=True)),
     Variant("predict", INFER, ONE, rank=1, options=InferOptions()),
     # best-known: predict+xla / predict 0.76x (0.75-0.81) on zen4 (docs/results/zen4/cpu-levers-vit.json)
     Variant("predict+xla", INFER, ONE, tuned=True, rank=0, options=InferOptions(xla=True)),

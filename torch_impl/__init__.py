@@ -1,7 +1,7 @@
 """PyTorch implementations of the article's workloads (mirror image of `jax_impl` and `tf_impl`), on one device (a
-trained model over several: torch_impl.ddp): the model functions take any trained model, the CNN, the row LSTM or the
-ViT (torch_impl.models). Each convention where PyTorch's defaults differ from Keras's is set explicitly where it is
-used, with its reason."""
+trained model over several: torch_impl.ddp): one adapter per workload (torch_impl.models.adapter), a trained model's
+holding its model functions and the one trainer (torch_impl.train). Each convention where PyTorch's defaults differ
+from Keras's is set explicitly where it is used, with its reason."""
 
 import sys
 
@@ -27,20 +27,8 @@ from torch_impl.devices import (
     setup_devices,
     slowest,
 )
-from torch_impl.models import (
-    adapter,
-    count_params,
-    forward_layers,
-    get_weights,
-    load_weights,
-    loss_and_grads,
-    mixed_precision,
-    prepare_inference,
-    save_weights,
-    set_weights,
-)
+from torch_impl.models import adapter
 from torch_impl.profile import trace, trace_ops
-from torch_impl.train import make_trainer
 
 VARIANTS = table()  # every variant, as its adapters declare them (all importable by now)
 

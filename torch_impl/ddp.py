@@ -26,10 +26,10 @@ import torch.distributed as dist
 import torch.multiprocessing as mp
 from torch.nn.parallel import DistributedDataParallel
 
+from parity.api import adapters
 from torch_impl.adam import adam_state, keras_adam
 from torch_impl.devices import placement, threads
 from torch_impl.forward import accuracy, computing, cross_entropy
-from torch_impl.models import code_of
 
 # the longest a rank waits in a collective for the others (a rank that died ends every other's wait with an error
 # sooner: gloo sees its sockets close)
@@ -50,9 +50,10 @@ class _Logits(torch.nn.Module):
 class Replica:
     """One rank's copy of the model in DDP, its Adam state and its steps (the same code on every rank)."""
 
-    def __init__(self, model, options, learning_rate: float, adam_epsilon: float, seed: int):
+    def __init__(self, model, workload: str, options, learning_rate: float, adam_epsilon: float, seed: int):
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
-        code_of(model).train_with(model, options)  # channels-last memory format where the variant says
+        # channels-last memory format where the variant says (the workload's module: a rank gets its name)
+        adapters.find(__package__, workload).train_with(model, options)
         self.model, self.mixed = model, options.mixed or model.mixed
         self.learning_rate, self.adam_epsilon = learning_rate, adam_epsilon
         torch.manual_seed(seed + self.rank)  # each replica its own dropout masks

@@ -12,14 +12,16 @@ import numpy as np
 import torch
 
 from parity.api import DeviceUnavailable, check_divisible
-from parity.api.inputs import check_count, check_examples, check_training
+from parity.api.adapters import Trained
+from parity.api.inputs import check_count, check_examples
 from torch_impl import ddp
 from torch_impl.adam import adam_state, keras_adam
 from torch_impl.catalog import variant as variant_record
 from torch_impl.devices import placement, step_done
 from torch_impl.forward import accuracy, computing, cross_entropy, images, labels
-from torch_impl.models import Model, code_of
 from torch_impl.ops import compiled, counted_flops
+
+Model = torch.nn.Module  # what a trained adapter's `build` returns
 
 
 def _train_step(model, params, state, learning_rate, epsilon, mixed, x, y) -> torch.Tensor:
@@ -43,8 +45,17 @@ class Trainer:
     steps_per_dispatch = 1  # one step a call in every variant
     loss_every = 1  # per-step figures are exact in every variant
 
-    def __init__(self, model: Model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
-        o = self._describe(model, devices, variant)
+    def __init__(
+        self,
+        adapter: Trained,
+        model: Model,
+        devices,
+        variant: str,
+        learning_rate: float,
+        adam_epsilon: float,
+        seed: int,
+    ):
+        o = self._describe(adapter, model, devices, variant)
         # what trains and evaluates: a copy on the device (the model passed in keeps working at its own weights)
         self.compute = copy.deepcopy(model).to(self.device)
         self.code.train_with(self.compute, o)  # channels-last memory format where the variant says
@@ -56,10 +67,10 @@ class Trainer:
         self._step = compiled(self._eager, o.compile, self.device)
         self._batch = None
 
-    def _describe(self, model: Model, devices, variant: str):
+    def _describe(self, adapter: Trained, model: Model, devices, variant: str):
         """What every trainer records of its model and variant (device, code, compute dtype, BatchNorm's scope, the
         recurrent kernel); returns the variant's options (torch_impl.catalog.TrainOptions)."""
-        self.code = code_of(model)
+        self.code = adapter.code
         o = variant_record(self.code.TRAIN, variant, len(devices)).options
         self.device, self.model_ = devices[0], model
         self.mixed = o.mixed or model.mixed  # autocast to bfloat16; parameters and Adam's slots stay float32
@@ -124,8 +135,17 @@ class DistributedTrainer(Trainer):
     """Training over `len(devices)` replicas of the CPU by DDP over gloo, one process a replica, this one rank 0
     (torch_impl.ddp): rank 0's copy is what model(), evaluate() and step_cost() read, as the one-device Trainer's."""
 
-    def __init__(self, model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int):
-        o = self._describe(model, devices, variant)
+    def __init__(
+        self,
+        adapter: Trained,
+        model: Model,
+        devices,
+        variant: str,
+        learning_rate: float,
+        adam_epsilon: float,
+        seed: int,
+    ):
+        o = self._describe(adapter, model, devices, variant)
         if self.device.type != "cpu":
             raise DeviceUnavailable(
                 "PyTorch's data parallelism is wired on a CPU only (DDP over gloo): not over GPUs or TPUs"
@@ -134,9 +154,9 @@ class DistributedTrainer(Trainer):
         self.ranks = ddp.ranks(self.world)
         self.key = next(self.ranks.keys)
         shipped = copy.deepcopy(model)  # moved to shared memory as it is sent: never this process's own copy
-        self.ranks.send("build", self.key, shipped, o, learning_rate, adam_epsilon, seed)
+        self.ranks.send("build", self.key, shipped, self.code.WORKLOAD, o, learning_rate, adam_epsilon, seed)
         with ddp.compute_threads(ddp.rank_threads(self.world)):
-            self.replica = ddp.Replica(copy.deepcopy(model), o, learning_rate, adam_epsilon, seed)
+            self.replica = ddp.Replica(copy.deepcopy(model), self.code.WORKLOAD, o, learning_rate, adam_epsilon, seed)
         self.compute, self.params, self.state = self.replica.model, self.replica.params, self.replica.state
         self._batch = None
         weakref.finalize(self, self.ranks.send, "drop", self.key)
@@ -161,16 +181,11 @@ class DistributedTrainer(Trainer):
 
 
 def make_trainer(
-    model: Model, devices, variant: str, learning_rate: float = 1e-3, adam_epsilon: float = 1e-7, seed: int = 0
+    adapter: Trained, model: Model, devices, variant: str, learning_rate: float, adam_epsilon: float, seed: int
 ) -> Trainer:
-    """A trainer for `model`, any model an adapter built, on devices[0], or over len(devices) replicas by DDP over
-    gloo (torch_impl.ddp) (the variants of the model's row kind, '<workload>_train', over that many devices).
-
-    Raises:
-        ValueError: unknown variant; a learning rate or Adam epsilon not finite and above 0, a seed out of its bounds
-            (parity.api.inputs.check_training).
-    """
-    seed = check_training(learning_rate, adam_epsilon, seed)
+    """The one trainer, for a model of any trained adapter, on devices[0], or over len(devices) replicas by DDP over
+    gloo (torch_impl.ddp) (the variants of its row kind, '<workload>_train'; the adapter has checked the rest). Raises
+    ValueError for an unknown variant."""
     if len(devices) == 1:
-        return Trainer(model, devices, variant, learning_rate, adam_epsilon, seed)
-    return DistributedTrainer(model, devices, variant, learning_rate, adam_epsilon, seed)
+        return Trainer(adapter, model, devices, variant, learning_rate, adam_epsilon, seed)
+    return DistributedTrainer(adapter, model, devices, variant, learning_rate, adam_epsilon, seed)

@@ -42,7 +42,7 @@ def check_divisible(batch: int, replicas: int) -> int:
 
 
 class Trainer(Protocol):
-    """What both implementations' make_trainer returns."""
+    """What a trained adapter's make_trainer returns (parity.api.adapters.TrainedAdapter), in every implementation."""
 
     steps_per_dispatch: int  # training steps per host dispatch: 1, or STEPS_PER_DISPATCH in '+spe'/'+scan'
     loss_every: int  # 1: steps() gives each step's own loss; k: each k-step dispatch's mean, for each of its steps
@@ -99,7 +99,7 @@ class Prepared:
 
 
 class Gradients(NamedTuple):
-    """One training batch's loss and gradients, as both implementations' loss_and_grads return them.
+    """One training batch's loss and gradients, as every trained adapter's loss_and_grads returns them.
 
     loss: the mean cross-entropy. grads: every trainable weight's gradient, in Keras's
     trainable_weights order. routing: for each max-pooling layer, the weight the framework's own
@@ -113,9 +113,10 @@ class Gradients(NamedTuple):
 
 
 class FrameworkImpl(Protocol):
-    """The surface each implementation (`jax_impl`, `tf_impl`) exposes, with the same names and arguments;
-    parity talks to nothing else. Written here once: each package's __all__ is SURFACE, and a test checks
-    both packages against it. Model, Device and array types are the framework's own (opaque to parity)."""
+    """The surface each implementation (`jax_impl`, `tf_impl`, ...) exposes, with the same names and arguments: what
+    is the framework's (devices, memory, profiling, settings, variants) and its adapters; parity talks to nothing
+    else. Written here once: each package's __all__ is SURFACE, and a test checks every package against it. Model,
+    Device and array types are the framework's own (opaque to parity)."""
 
     VARIANTS: tuple[Variant, ...]  # every variant of every row kind, each a declared record (parity.api.variants)
     SETTINGS: tuple[Setting, ...]  # every process-wide setting worth a worker of its own
@@ -159,36 +160,11 @@ class FrameworkImpl(Protocol):
     # the workloads: one adapter each, `<package>.<workload>` (parity.api.adapters), found by listing
     def adapter(self, workload: str) -> Any:
         """The implementation's adapter for `workload`: an operation's prepares its one call (`prepare`; the conv's
-        also `conv_op`, one call in the framework's own arrays); a trained model's builds it (`build`: the CNN's
-        `build(seed, dropout)`, the row LSTM's `build(units, seed)` with Keras's initialisers and gate order set
-        explicitly, the ViT's `build(dim, depth, heads, mlp, seed)` with LayerNorm epsilon LN_EPSILON, exact GELU
-        and Keras's attention layout). Raises ValueError for a workload it has no adapter for."""
-
-    # the trained models. Every function below takes any model as its adapter's `build` returned it, and finds that
-    # adapter again (its MODEL): make_trainer and prepare_inference look its variants up under its row kinds (TRAIN,
-    # INFER: 'cnn_train', 'lstm_infer', ...)
-    def mixed_precision(self, model: Any) -> Any: ...
-    def count_params(self, model: Any) -> dict[str, int]: ...
-    def get_weights(self, model: Any) -> list[np.ndarray]: ...
-    def set_weights(self, model: Any, weights: Sequence[np.ndarray]) -> None: ...
-    def save_weights(self, model: Any, path: Any) -> None: ...
-    def load_weights(self, model: Any, path: Any) -> None: ...
-    def forward_layers(self, model: Any, x: np.ndarray) -> dict[str, np.ndarray]: ...
-    def loss_and_grads(self, model: Any, x: np.ndarray, y: np.ndarray) -> Gradients: ...
-
-    def make_trainer(
-        self,
-        model: Any,
-        devices: Sequence[Device],
-        variant: str,
-        learning_rate: float = 1e-3,
-        adam_epsilon: float = 1e-7,
-        seed: int = 0,
-    ) -> Trainer: ...
-
-    def prepare_inference(
-        self, model: Any, images: np.ndarray, devices: Sequence[Device], variant: str = "predict"
-    ) -> Prepared: ...
+        also `conv_op`, one call in the framework's own arrays); a trained model's (parity.api.adapters.Trained) builds
+        it (`build`: the CNN's `build(seed, dropout)`, the row LSTM's `build(units, seed)` with Keras's initialisers and
+        gate order set explicitly, the ViT's `build(dim, depth, heads, mlp, seed)` with LayerNorm epsilon LN_EPSILON,
+        exact GELU and Keras's attention layout) and holds every model function: weights in and out, forward by
+        layer, loss and gradients, the trainer and inference. Raises ValueError for a workload it has no adapter for."""
 
 
 def _surface() -> tuple[str, ...]:

@@ -1,8 +1,9 @@
 """An implementation's adapters: one module per workload, `<package>.<workload>` (`jax_impl.cnn`, `tf_impl.conv`),
 found by listing the package, never by a table that names them. A module is an adapter when it declares
 `WORKLOAD = '<its own name>'`; it then implements the protocol below for its kind of workload. A new workload adds its
-module to each implementation and nothing else there: `adapter('<name>')` finds it, and the model functions of the
-surface (parity.api.FrameworkImpl) find a model's module through `MODEL`, also by listing. Each adapter declares its
+module to each implementation and nothing else there: `adapter('<name>')` finds it. An operation's module is its
+adapter; a trained model's is bound to the framework's trainer and model functions (`Trained`): the model functions
+belong to the adapter, never to the implementation's surface (parity.api.FrameworkImpl). Each adapter declares its
 workload's variants (`VARIANTS`, parity.api.variants records): an implementation's variants are its adapters', gathered
 by `variants_of`."""
 
@@ -10,13 +11,17 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from types import ModuleType
 from typing import Any, Protocol
 
-from parity.api import Prepared
+import numpy as np
+
+from parity.api import Gradients, Prepared, Trainer
+from parity.api.inputs import check_examples, check_images, check_training
 from parity.api.variants import Variant
+from parity.api.weights import load_npz, save_npz
 
 
 class OpAdapter(Protocol):
@@ -31,18 +36,129 @@ class OpAdapter(Protocol):
 
 
 class TrainedAdapter(Protocol):
-    """A trained model's: it builds the model; every model function of the surface (weights in and out, forward by
-    layer, loss and gradients, the trainer, inference) takes what it built and finds this module again by
-    `MODEL`, the type (or Keras model name) of what `build` returns."""
+    """A trained model's: what an implementation's `adapter(<workload>)` returns for one (a `Trained`, below, around
+    the workload's module). Every function takes a model its `build` returned (or a copy of one: the bfloat16 copy),
+    and refuses any other with ValueError."""
 
     WORKLOAD: str
     TRAIN: str  # its row kinds, under which its trainer and inference look their variants up
     INFER: str
-    MODEL: Any
     VARIANTS: tuple[Variant, ...]  # the variants of both row kinds
 
     def build(self, *sizes: int, seed: int = 0, **options: Any) -> Any:
         """A new model of the workload at the architecture's sizes (none for the CNN), initialised from `seed`."""
+
+    def mixed_precision(self, model: Any) -> Any:
+        """A bfloat16-compute copy of `model` (float32 parameters, the same values): what the '+bf16' variants train."""
+
+    def count_params(self, model: Any) -> dict[str, int]:
+        """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them."""
+
+    def get_weights(self, model: Any) -> list[np.ndarray]:
+        """All weights as NumPy arrays, in Keras's get_weights() order."""
+
+    def set_weights(self, model: Any, weights: Sequence[np.ndarray]) -> None:
+        """Load weights in Keras's order. Raises ValueError naming the layer on a length/shape/dtype mismatch."""
+
+    def save_weights(self, model: Any, path: Any) -> None:
+        """Save to .npz in Keras's get_weights() order: loadable by every implementation."""
+
+    def load_weights(self, model: Any, path: Any) -> None:
+        """Load a .npz any implementation's save_weights wrote (bounded by this model's weights, checked as set)."""
+
+    def forward_layers(self, model: Any, x: np.ndarray) -> dict[str, np.ndarray]:
+        """Inference: every block's output as NumPy, by block name (the workload's architecture names them)."""
+
+    def loss_and_grads(self, model: Any, x: np.ndarray, y: np.ndarray) -> Gradients:
+        """One batch's loss and gradients in Keras's trainable_weights order, and each max-pooling layer's routing."""
+
+    def make_trainer(
+        self,
+        model: Any,
+        devices: Sequence[Any],
+        variant: str,
+        learning_rate: float = 1e-3,
+        adam_epsilon: float = 1e-7,
+        seed: int = 0,
+    ) -> Trainer:
+        """The framework's one trainer, taking this adapter, for a variant of TRAIN over `devices`."""
+
+    def prepare_inference(self, model: Any, images: np.ndarray, devices: Sequence[Any], variant: str = "predict"):
+        """Softmax probabilities of `images` on devices[0], inputs placed beforehand: a variant of INFER (Prepared)."""
+
+
+class Trained:
+    """A trained model's adapter (TrainedAdapter) for every framework: the implementation's module of the workload
+    (`code`: build, TRAIN, INFER, MODEL, VARIANTS and the model code) bound to the framework's one trainer
+    (`trainer(adapter, model, devices, variant, learning_rate, adam_epsilon, seed)`). What comes in is checked here,
+    once for every framework, before any framework sees it: a model this workload's `build` did not make is refused
+    (never run as another's); images and labels go through parity.api.inputs. `model_code` is the module whose model
+    functions it calls: `code` itself, or where a framework writes the model once for two implementations (Keras's
+    keras_models.<workload>), that one; the framework overrides what it writes once for every model."""
+
+    def __init__(self, code: ModuleType, trainer: Callable[..., Trainer], model_code: ModuleType | None = None):
+        self.code, self.model_code, self._trainer = code, model_code or code, trainer
+        self.WORKLOAD, self.TRAIN, self.INFER = code.WORKLOAD, code.TRAIN, code.INFER
+
+    def __repr__(self) -> str:
+        return f"<{self.code.__name__} adapter>"
+
+    @property
+    def VARIANTS(self) -> tuple[Variant, ...]:  # noqa: N802 (the module's declaration, read at each call)
+        return self.code.VARIANTS
+
+    def build(self, *sizes: int, **options: Any) -> Any:
+        return self.code.build(*sizes, **options)
+
+    def owned(self, model: Any) -> Any:
+        """`model`, when this workload's `build` made it (its MODEL: a type it is an instance of, or a Keras model's
+        name). Raises ValueError for any other."""
+        kind, name = self.code.MODEL, _name(model)
+        if (isinstance(kind, type) and isinstance(model, kind)) or (isinstance(kind, str) and name == kind):
+            return model
+        raise ValueError(f"not a model {self.code.__name__} builds: {name or type(model).__name__!r}")
+
+    def mixed_precision(self, model: Any) -> Any:
+        return self.model_code.mixed_precision(self.owned(model))
+
+    def count_params(self, model: Any) -> dict[str, int]:
+        return self.model_code.count_params(self.owned(model))
+
+    def get_weights(self, model: Any) -> list[np.ndarray]:
+        return self.model_code.get_weights(self.owned(model))
+
+    def set_weights(self, model: Any, weights: Sequence[np.ndarray]) -> None:
+        self.model_code.set_weights(self.owned(model), weights)
+
+    def save_weights(self, model: Any, path: Any) -> None:
+        save_npz(self.get_weights(model), path)
+
+    def load_weights(self, model: Any, path: Any) -> None:
+        self.set_weights(model, load_npz(path, self.get_weights(model)))
+
+    def forward_layers(self, model: Any, x: np.ndarray) -> dict[str, np.ndarray]:
+        check_images(x)
+        return self.model_code.forward_layers(self.owned(model), x)
+
+    def loss_and_grads(self, model: Any, x: np.ndarray, y: np.ndarray) -> Gradients:
+        check_examples(x, y, 1)
+        return self.model_code.loss_and_grads(self.owned(model), x, y)
+
+    def make_trainer(
+        self,
+        model: Any,
+        devices: Sequence[Any],
+        variant: str,
+        learning_rate: float = 1e-3,
+        adam_epsilon: float = 1e-7,
+        seed: int = 0,
+    ) -> Trainer:
+        seed = check_training(learning_rate, adam_epsilon, seed)
+        return self._trainer(self, self.owned(model), devices, variant, learning_rate, adam_epsilon, seed)
+
+    def prepare_inference(self, model: Any, images: np.ndarray, devices: Sequence[Any], variant: str = "predict"):
+        check_images(images)  # once, here: not in the timed call
+        return self.model_code.prepare_inference(self.owned(model), images, devices, variant)
 
 
 def declaring(package: str, declares: Callable[[str, ModuleType], bool]) -> list[ModuleType]:
@@ -75,15 +191,11 @@ def variants_of(package: str) -> tuple[Variant, ...]:
     return tuple(v for name in listed(package) for v in find(package, name).VARIANTS)
 
 
-def of_model(package: str, model: Any) -> ModuleType:
-    """The trained-model adapter of `package` whose `MODEL` built `model`: a type it is an instance of, or a Keras
-    model's name. Raises ValueError for a model none of them built, never running it as another's."""
-    for name in listed(package):
-        module = find(package, name)
-        kind = getattr(module, "MODEL", None)
-        if (isinstance(kind, type) and isinstance(model, kind)) or (isinstance(kind, str) and _name(model) == kind):
-            return module
-    raise ValueError(f"not a model {package} builds: {_name(model) or type(model).__name__!r}")
+def bound(package: str, workload: str, trained: Callable[[ModuleType], Trained]) -> Any:
+    """`package`'s adapter for `workload`: an operation's module as it is (OpAdapter), a trained model's module bound
+    by `trained` (the framework's Trained). Raises ValueError naming those it has, for a workload it has none for."""
+    module = find(package, workload)
+    return trained(module) if hasattr(module, "TRAIN") else module
 
 
 def _name(model: Any) -> str | None:

@@ -1,7 +1,7 @@
 """Weight files: a model's arrays in Keras's get_weights() order (parity.api.cnn.CNN_WEIGHTS, the LSTM's
 parity.api.lstm.LstmArchitecture.weights) as a .npz, written atomically and read defensively (no pickle, each array's
-header checked before its body is read, bounded by the model it is read for). Each implementation's save_weights and
-load_weights are these two functions around its get_weights and set_weights."""
+header checked before its body is read, bounded by the model it is read for). Every trained adapter's save_weights and
+load_weights are these two functions around its get_weights and set_weights (parity.api.adapters.Trained)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from parity.workloads.trained import Epochs, dataset, parity_arrays
 
 def _model(impl, s: MlpSpec, weights: str):
     model = impl.adapter("mlp").build(s.hidden, s.seed)
-    impl.set_weights(model, load_npz(weights, s.weights))  # every framework starts from the same weights
+    impl.adapter("mlp").set_weights(model, load_npz(weights, s.weights))  # every framework starts from the same weights
     return model
 
 
@@ -27,7 +27,7 @@ def mlp_train_case(
     """One epoch per timed call (steps_per_epoch global batches in the trained workloads' batch order)."""
     s, ds = spec, dataset(data)
     model = _model(impl, s, weights)
-    trainer = impl.make_trainer(model, devices, variant.name, s.learning_rate, s.adam_epsilon, s.seed)
+    trainer = impl.adapter("mlp").make_trainer(model, devices, variant.name, s.learning_rate, s.adam_epsilon, s.seed)
     epochs = Epochs(impl, devices, device, variant, s, ds, trainer, validate)
     k = s.steps_per_epoch
     info = {
@@ -54,7 +54,7 @@ def mlp_infer_case(
     w = load_npz(weights, spec.weights)
     ref = oracle.mlp_forward(w, x[idx])["probs"]
     tol = mlp_block_tolerances(w, x[idx], device, precision)["probs"]
-    p = impl.prepare_inference(_model(impl, spec, weights), x, devices, variant.name)
+    p = impl.adapter("mlp").prepare_inference(_model(impl, spec, weights), x, devices, variant.name)
     verify = output_verifier(
         p.shape, _saving(p.rows, save), p.placement, (len(x), CLASSES), idx, ref, tol, device, len(devices)
     )
@@ -83,11 +83,12 @@ def mlp_warm(impl, devices, req: dict) -> dict:
 
 def mlp_init_weights(impl, devices, req: dict) -> dict:
     """This framework's freshly initialised weights for a seed and width, to a .npz every framework starts from."""
-    save_npz(impl.get_weights(impl.adapter("mlp").build(req["hidden"], req["seed"])), req["out"])
+    mlp = impl.adapter("mlp")
+    save_npz(mlp.get_weights(mlp.build(req["hidden"], req["seed"])), req["out"])
     return {}
 
 
 def mlp_parity(impl, devices, req: dict) -> dict:
     """Forward blocks, one batch's loss and gradients, and a short trajectory per variant, to .npz."""
     s = MlpSpec(**req["spec"])
-    return parity_arrays(impl, devices, req, lambda w: _model(impl, s, w), "mlp_train", s)
+    return parity_arrays(impl, impl.adapter("mlp"), devices, req, lambda w: _model(impl, s, w), s)

@@ -18,7 +18,9 @@ from parity.workloads.trained import dataset as _dataset
 
 def _cnn_model(impl, s: CnnSpec, weights: str, dropout: bool = True):
     model = impl.adapter("cnn").build(s.seed, dropout=dropout)
-    impl.set_weights(model, load_npz(weights, CNN_WEIGHTS))  # both frameworks start from the same weights
+    impl.adapter("cnn").set_weights(
+        model, load_npz(weights, CNN_WEIGHTS)
+    )  # both frameworks start from the same weights
     return model
 
 
@@ -44,7 +46,7 @@ def cnn_train_case(
     """
     s, ds = spec, _dataset(data)
     model = _cnn_model(impl, s, weights)
-    trainer = impl.make_trainer(model, devices, variant.name, s.learning_rate, s.adam_epsilon, s.seed)
+    trainer = impl.adapter("cnn").make_trainer(model, devices, variant.name, s.learning_rate, s.adam_epsilon, s.seed)
     epochs = Epochs(impl, devices, device, variant, s, ds, trainer, validate)
     k = s.steps_per_epoch
     info = {
@@ -68,7 +70,7 @@ def cnn_infer_case(
     x = ds.x_test[: spec.global_batch].astype(np.float32)
     idx = [0, len(x) - 1]
     ref = cnn_oracle.cnn_forward(load_npz(weights, CNN_WEIGHTS), x[idx])["probs"]
-    p = impl.prepare_inference(_cnn_model(impl, spec, weights), x, devices, variant.name)
+    p = impl.adapter("cnn").prepare_inference(_cnn_model(impl, spec, weights), x, devices, variant.name)
     verify = output_verifier(
         p.shape,
         _saving(p.rows, save),
@@ -104,11 +106,12 @@ def cnn_warm(impl, devices, req: dict) -> dict:
 
 def cnn_init_weights(impl, devices, req: dict) -> dict:
     """This framework's freshly initialised weights for a seed, to a .npz both frameworks then start from."""
-    save_npz(impl.get_weights(impl.adapter("cnn").build(req["seed"])), req["out"])
+    cnn = impl.adapter("cnn")
+    save_npz(cnn.get_weights(cnn.build(req["seed"])), req["out"])
     return {}
 
 
 def cnn_parity(impl, devices, req: dict) -> dict:
     """Forward blocks, one batch's loss and gradients, and a short dropout-free trajectory, to .npz."""
     s = CnnSpec(**req["spec"])
-    return parity_arrays(impl, devices, req, lambda w: _cnn_model(impl, s, w, dropout=False), "cnn_train", s)
+    return parity_arrays(impl, impl.adapter("cnn"), devices, req, lambda w: _cnn_model(impl, s, w, dropout=False), s)

@@ -99,20 +99,20 @@ def parity_variants(cfg, timed: dict | None, kind: str, fw: str) -> dict:
     return {"variants": sorted(timed.get(kind, {}).get(fw, ()))}
 
 
-def parity_arrays(impl, devices, req: dict, model: Callable[[str], Any], kind: str, spec) -> dict:
-    """Forward blocks, one batch's loss and gradients, and a short dropout-free trajectory per variant of row kind
-    `kind`, to the .npz file req['out']. model(weights path) builds the framework's model (dropout off) from the
-    shared weights; spec: the run's spec (learning rate, Adam's epsilon, seed)."""
-    s, w, out = spec, req["weights"], {}
+def parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any], spec) -> dict:
+    """Forward blocks, one batch's loss and gradients, and a short dropout-free trajectory per variant of the
+    adapter's training row kind, to the .npz file req['out']. model(weights path) builds the framework's model
+    (dropout off) from the shared weights; spec: the run's spec (learning rate, Adam's epsilon, seed)."""
+    s, w, out, kind = spec, req["weights"], {}, adapter.TRAIN
     if req.get("forward"):
         x = np.load(req["forward"])
-        for name, v in impl.forward_layers(model(w), x).items():
+        for name, v in adapter.forward_layers(model(w), x).items():
             out[f"forward/{name}"] = v
         np.savez(req["out"], **out)
         return {}
     with np.load(req["batches"]) as f:
         x, y = f["x"], f["y"]
-    g = impl.loss_and_grads(model(w), x[0], y[0])
+    g = adapter.loss_and_grads(model(w), x[0], y[0])
     out["loss"] = np.array(g.loss)
     for i, a in enumerate(g.grads):
         out[f"grad/{i:03d}"] = a
@@ -127,7 +127,7 @@ def parity_arrays(impl, devices, req: dict, model: Callable[[str], Any], kind: s
     ]  # bfloat16 where the rows run it
     records = {v.name: v for v in every}
     for variant in variants:
-        t = impl.make_trainer(model(w), devices, variant, s.learning_rate, s.adam_epsilon, s.seed)
+        t = adapter.make_trainer(model(w), devices, variant, s.learning_rate, s.adam_epsilon, s.seed)
         out[f"traj/{variant}/loss"] = np.asarray(t.steps(x, y))[:, 0]
         # steps per host dispatch, and how finely the per-step loss is known (fit under steps_per_execution: once
         # per execution, as that execution's mean)
@@ -136,7 +136,7 @@ def parity_arrays(impl, devices, req: dict, model: Callable[[str], Any], kind: s
         out[f"traj/{variant}/dtype"] = np.array(records[variant].dtype)
         out[f"traj/{variant}/float32"] = np.array(records[variant].float32 or "")  # a mixed variant's counterpart
         out[f"traj/{variant}/batchnorm"] = np.array(t.batchnorm)  # over each replica's share, the global batch, none
-        for i, a in enumerate(impl.get_weights(t.model())):
+        for i, a in enumerate(adapter.get_weights(t.model())):
             out[f"traj/{variant}/w{i:03d}"] = a
     np.savez(req["out"], **out)
     return {"variants": variants}

@@ -18,7 +18,8 @@ from parity.workloads.trained.model import TrainedModel
 
 def _model(m: TrainedModel, impl, s, weights: str):
     model = m.build(impl, m.fields(s), s.seed)
-    impl.set_weights(model, load_npz(weights, s.architecture.weights))  # every framework starts from the same weights
+    # every framework starts from the same weights
+    impl.adapter(m.name).set_weights(model, load_npz(weights, s.architecture.weights))
     return model
 
 
@@ -38,7 +39,7 @@ def train_case(
 ):
     """One epoch per timed call (steps_per_epoch global batches in the CNN's batch order), as the CNN's."""
     s, ds = spec, dataset(data)
-    trainer = impl.make_trainer(
+    trainer = impl.adapter(m.name).make_trainer(
         _model(m, impl, s, weights), devices, variant.name, s.learning_rate, s.adam_epsilon, s.seed
     )
     epochs = Epochs(impl, devices, device, variant, s, ds, trainer, validate)
@@ -78,7 +79,7 @@ def infer_case(
     w = load_npz(weights, spec.architecture.weights)
     ref = m.forward(w, x[idx])["probs"]
     tol = m.block_tolerances(w, x[idx], device, precision)["probs"]  # the output's own bound
-    p = impl.prepare_inference(_model(m, impl, spec, weights), x, devices, variant.name)
+    p = impl.adapter(m.name).prepare_inference(_model(m, impl, spec, weights), x, devices, variant.name)
     verify = output_verifier(
         p.shape, _saving(p.rows, save), p.placement, (len(x), 10), idx, ref, tol, device, len(devices)
     )
@@ -107,14 +108,14 @@ def warm(m: TrainedModel, impl, devices, req: dict) -> dict:
 
 def init_weights(m: TrainedModel, impl, devices, req: dict) -> dict:
     """This framework's freshly initialised weights for a seed and size, to a .npz every framework starts from."""
-    save_npz(impl.get_weights(m.build(impl, req, req["seed"])), req["out"])
+    save_npz(impl.adapter(m.name).get_weights(m.build(impl, req, req["seed"])), req["out"])
     return {}
 
 
 def parity(m: TrainedModel, impl, devices, req: dict) -> dict:
     """Forward blocks, one batch's loss and gradients, and a short trajectory per variant, to .npz."""
     s = type(m.full)(**req["spec"])
-    return parity_arrays(impl, devices, req, lambda w: _model(m, impl, s, w), f"{m.name}_train", s)
+    return parity_arrays(impl, impl.adapter(m.name), devices, req, lambda w: _model(m, impl, s, w), s)
 
 
 def kinds(m: TrainedModel, infer_tolerance) -> tuple[RowKind, RowKind]:
