@@ -4,7 +4,6 @@ what needs JAX itself, written here once for every model keras_models builds: gr
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import jax
@@ -67,11 +66,8 @@ def prepare_inference(adapter: KerasTrained, model, images: np.ndarray, devices,
     """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand: the model's
     stateless call, jitted, as Keras's own predict step runs it; for the LSTM, its kernel path too. Raises ValueError
     for a variant not of the adapter's INFER ('<workload>_infer')."""
-    code = adapter.model_code
-    copy = code.variant_copy(model, variant_record(code.INFER, variant, 1).options)
-    if copy is not model:  # the variant's own copy ('+unroll'): the model's weights on it
-        copy.set_weights(model.get_weights())
-    model, path = copy, kj_lstm.kernel_path(code, copy, devices[0])
+    model = adapter.variant_model(model, variant_record(adapter.INFER, variant, 1).options)
+    path = kj_lstm.kernel_path(adapter.model_code, model, devices[0])
     x = jax.device_put(np.asarray(images, np.float32), devices[0])
     trainable, frozen = (
         [jax.device_put(v, devices[0]) for v in _values(vs)]
@@ -90,14 +86,8 @@ def prepare_inference(adapter: KerasTrained, model, images: np.ndarray, devices,
     )
 
 
-def _trained(code) -> KerasTrained:
-    from keras_jax_impl.train import make_trainer  # the trainer imports this module's neighbours: at first use
-
-    return KerasTrained(code, make_trainer, sys.modules[__name__])
-
-
 def adapter(workload: str) -> Any:
     """This implementation's adapter for `workload`, its module of that name (parity.api.adapters), found by listing;
-    a trained model's with its model functions and trainer (keras_models.models.KerasTrained). Raises ValueError for a
-    workload it has none for."""
-    return adapters.bound(__package__, workload, _trained)
+    a trained model's bound to the Keras model code, keras_jax_impl.train's trainer and this module's gradients and
+    inference (keras_models.models.KerasTrained). Raises ValueError for a workload it has none for."""
+    return adapters.bound(__package__, workload, lambda code: KerasTrained(code, "keras_jax_impl.train", __name__))

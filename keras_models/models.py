@@ -6,7 +6,6 @@ each written once for every Keras model (tf_impl.models, keras_jax_impl.models a
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -20,9 +19,17 @@ class KerasTrained(adapters.Trained):
     """`code`: the implementation's module of the workload; `backend`: the module whose `loss_and_grads(model, x, y)`
     and `prepare_inference(adapter, model, images, devices, variant)` serve every Keras model on that backend."""
 
-    def __init__(self, code: ModuleType, trainer: Callable[..., Any], backend: ModuleType):
+    def __init__(self, code: ModuleType, trainer: str, backend: str):
         super().__init__(code, trainer, importlib.import_module(f"{__package__}.{code.WORKLOAD}"))
-        self.backend = backend
+        self.backend = importlib.import_module(backend)
+
+    def variant_model(self, model: Any, options: Any) -> Any:
+        """What a variant with these options runs: its own copy of `model` ('+unroll'), the model's weights on it, or
+        the model itself."""
+        copy = self.model_code.variant_copy(model, options)
+        if copy is not model:
+            copy.set_weights(model.get_weights())
+        return copy
 
     def loss_and_grads(self, model: Any, x: np.ndarray, y: np.ndarray) -> Gradients:
         check_examples(x, y, 1)

@@ -126,11 +126,10 @@ class MlpFake(FakeImpl):
             MODEL=MlpModel,
             VARIANTS=tuple(v for v in self.VARIANTS if v.kind.startswith("mlp_")),
             build=self._build,
+            fake=self,
             **{name: getattr(self, name) for name in functions},
         )
-        return adapters.Trained(
-            code, lambda _, model, devices, variant, lr, eps, seed: self.trainer(model, devices, lr, eps)
-        )
+        return adapters.Trained(code, __name__)  # its trainer: make_trainer below
 
     def _build(self, hidden: int, seed: int = 0) -> MlpModel:
         """Glorot-uniform kernels, zero biases (Keras's Dense defaults)."""
@@ -153,8 +152,10 @@ class MlpFake(FakeImpl):
         loss, grads, _ = loss_grads32(model.weights, x, y)
         return api.Gradients(float(loss), self.planted(grads), [])
 
-    def trainer(self, model, devices, learning_rate: float, adam_epsilon: float) -> MlpTrainer:
-        return MlpTrainer(self, model, devices, learning_rate, adam_epsilon)
-
     def prepare_inference(self, model: MlpModel, images, devices, variant: str = "predict") -> api.Prepared:
         return self._prepared(lambda: forward32(model.weights, images)["probs"], devices)  # error planted there
+
+
+def make_trainer(adapter: adapters.Trained, model: MlpModel, devices, variant: str, lr: float, eps: float, seed: int):
+    """The MLP's one trainer, as a framework's train module has it: the fake that built the adapter trains it."""
+    return MlpTrainer(adapter.code.fake, model, devices, lr, eps)

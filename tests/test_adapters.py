@@ -38,6 +38,9 @@ def package(tmp_path, monkeypatch):
 
             def width_of(model):
                 return 4
+
+            def make_trainer(adapter, model, *rest):
+                return ("trainer of", adapter.WORKLOAD, *rest)
             """
         )
     )
@@ -65,7 +68,7 @@ def test_a_trained_adapter_takes_only_the_models_its_build_made(package):
     model functions refuse a model of another workload (by its type, or a Keras model's name) before running it."""
 
     def trained(code):
-        return adapters.Trained(code, lambda adapter, model, *rest: ("trainer of", adapter.WORKLOAD, *rest))
+        return adapters.Trained(code, "adapted.mlp")  # its trainer: the module's make_trainer
 
     assert adapters.bound(package, "dot", trained).__name__ == "adapted.dot"
     mlp, named = adapters.bound(package, "mlp", trained), adapters.bound(package, "named", trained)

@@ -364,6 +364,7 @@ def _wall(log: Path) -> str:
         ("xeon-amx", "cpu-default-adapters"),
         ("xeon-amx", "cpu-default-variants"),
         ("xeon-amx", "cpu-default-names"),
+        ("xeon-amx", "cpu-default-trained"),
         ("xeon-amx", "cpu-levers-vit"),
         ("xeon-amx", "cpu-levers-lstm"),
     ],
@@ -386,3 +387,23 @@ def test_a_class_runs_counts_commits_and_wall_times_are_their_files(klass, name)
         assert "torch" in {r["framework"] for r in doc["rows"] if r["replicas"] == 8}
         pytorch = " ".join((DOCS / "pytorch.md").read_text().split())
         assert f"{verified} rows verified, {passed} checks passed, {unjudged} not judged" in pytorch
+
+
+def test_the_pytorch_vit_inference_runs_alone_are_their_file():
+    """The xeon-amx README's medians of PyTorch's ViT inference: in the default runs before and after the adapters
+    took the model functions, then alone, two runs at each commit in turn, from their files."""
+    runs = [json.loads(line) for line in (DOCS / "results/xeon-amx/torch-vit-infer-ab.jsonl").read_text().splitlines()]
+    ms = {c: [f"{r['median_s'] * 1e3:.1f}" for r in runs if r["commit"] == c] for c in ("bfe4083", "dc1c933")}
+    assert [r["commit"] for r in runs] == ["bfe4083", "dc1c933"] * 2 and all(r["verified"] for r in runs)
+    text = " ".join((DOCS / "results/xeon-amx/README.md").read_text().split())
+    (a, b), (c, d) = ms["bfe4083"], ms["dc1c933"]
+    assert f"it read {a} and {b} ms before, {c} and {d} ms after" in text
+    row = {
+        name: next(
+            r["median_s"] * 1e3
+            for r in _doc(f"docs/results/xeon-amx/{name}.json")["rows"]
+            if (r["kind"], r["framework"], r["variant"]) == ("vit_infer", "torch", "predict")
+        )
+        for name in ("cpu-default-names", "cpu-default-trained")
+    }
+    assert f"({row['cpu-default-trained']:.1f} ms against {row['cpu-default-names']:.1f} ms)" in text

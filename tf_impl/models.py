@@ -4,7 +4,6 @@ what needs TensorFlow itself, written here once for every model keras_models bui
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import keras  # noqa: E402
@@ -53,12 +52,9 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray) -> Gradients:
 def prepare_inference(adapter: KerasTrained, model, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
     """Softmax probabilities of `images` (inference mode) on devices[0], inputs placed beforehand; for the LSTM, its
     kernel path too. Raises ValueError for a variant not of the adapter's INFER ('<workload>_infer')."""
-    code = adapter.model_code
-    options = variant_record(code.INFER, variant, 1).options
-    copy = code.variant_copy(model, options)
-    if copy is not model:  # the variant's own copy ('+unroll'): the model's weights on it
-        copy.set_weights(model.get_weights())
-    model, path = copy, tf_lstm.kernel_path(code, copy, devices[0])
+    options = variant_record(adapter.INFER, variant, 1).options
+    model = adapter.variant_model(model, options)
+    path = tf_lstm.kernel_path(adapter.model_code, model, devices[0])
     with tf.device(devices[0]):
         x = tf.constant(images, tf.float32)
     f = tf.function(lambda x: model(x, training=False), jit_compile=True if getattr(options, "xla", False) else None)
@@ -77,14 +73,8 @@ def prepare_inference(adapter: KerasTrained, model, images: np.ndarray, devices,
     )
 
 
-def _trained(code) -> KerasTrained:
-    from tf_impl.train import make_trainer  # the trainer imports this module: imported at first use
-
-    return KerasTrained(code, make_trainer, sys.modules[__name__])
-
-
 def adapter(workload: str) -> Any:
     """This implementation's adapter for `workload`, its module of that name (parity.api.adapters), found by listing;
-    a trained model's with its model functions and trainer (keras_models.models.KerasTrained). Raises ValueError for a
-    workload it has none for."""
-    return adapters.bound(__package__, workload, _trained)
+    a trained model's bound to the Keras model code, tf_impl.train's trainer and this module's gradients and inference
+    (keras_models.models.KerasTrained). Raises ValueError for a workload it has none for."""
+    return adapters.bound(__package__, workload, lambda code: KerasTrained(code, "tf_impl.train", __name__))

@@ -9,14 +9,7 @@ from typing import Any
 from parity.api import adapters
 
 
-def _trained(code) -> adapters.Trained:
-    from torch_impl.train import make_trainer  # the trainer imports the adapters' model code: imported at first use
-
-    return adapters.Trained(code, make_trainer)
-
-
 def adapter(workload: str) -> Any:
     """This implementation's adapter for `workload`, its module of that name (parity.api.adapters), found by listing;
-    a trained model's with its model functions and trainer (parity.api.adapters.Trained). Raises ValueError for a
-    workload it has none for."""
-    return adapters.bound(__package__, workload, _trained)
+    a trained model's bound to torch_impl.train's trainer. Raises ValueError for a workload it has none for."""
+    return adapters.bound(__package__, workload, lambda code: adapters.Trained(code, "torch_impl.train"))

@@ -42,7 +42,7 @@ def check_divisible(batch: int, replicas: int) -> int:
 
 
 class Trainer(Protocol):
-    """What a trained adapter's make_trainer returns (parity.api.adapters.TrainedAdapter), in every implementation."""
+    """What a trained adapter's make_trainer returns (parity.api.adapters.Trained), in every implementation."""
 
     steps_per_dispatch: int  # training steps per host dispatch: 1, or STEPS_PER_DISPATCH in '+spe'/'+scan'
     loss_every: int  # 1: steps() gives each step's own loss; k: each k-step dispatch's mean, for each of its steps

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from parity.api import Gradients, Prepared, Trainer
+from parity.api import Gradients, Prepared
 from parity.api.inputs import check_examples, check_images, check_training
 from parity.api.variants import Variant
 from parity.api.weights import load_npz, save_npz
@@ -35,79 +35,30 @@ class OpAdapter(Protocol):
         workload's spec gives them, then the devices, then the spec's `op_args()`."""
 
 
-class TrainedAdapter(Protocol):
-    """A trained model's: what an implementation's `adapter(<workload>)` returns for one (a `Trained`, below, around
-    the workload's module). Every function takes a model its `build` returned (or a copy of one: the bfloat16 copy),
-    and refuses any other with ValueError."""
-
-    WORKLOAD: str
-    TRAIN: str  # its row kinds, under which its trainer and inference look their variants up
-    INFER: str
-    VARIANTS: tuple[Variant, ...]  # the variants of both row kinds
-
-    def build(self, *sizes: int, seed: int = 0, **options: Any) -> Any:
-        """A new model of the workload at the architecture's sizes (none for the CNN), initialised from `seed`."""
-
-    def mixed_precision(self, model: Any) -> Any:
-        """A bfloat16-compute copy of `model` (float32 parameters, the same values): what the '+bf16' variants train."""
-
-    def count_params(self, model: Any) -> dict[str, int]:
-        """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them."""
-
-    def get_weights(self, model: Any) -> list[np.ndarray]:
-        """All weights as NumPy arrays, in Keras's get_weights() order."""
-
-    def set_weights(self, model: Any, weights: Sequence[np.ndarray]) -> None:
-        """Load weights in Keras's order. Raises ValueError naming the layer on a length/shape/dtype mismatch."""
-
-    def save_weights(self, model: Any, path: Any) -> None:
-        """Save to .npz in Keras's get_weights() order: loadable by every implementation."""
-
-    def load_weights(self, model: Any, path: Any) -> None:
-        """Load a .npz any implementation's save_weights wrote (bounded by this model's weights, checked as set)."""
-
-    def forward_layers(self, model: Any, x: np.ndarray) -> dict[str, np.ndarray]:
-        """Inference: every block's output as NumPy, by block name (the workload's architecture names them)."""
-
-    def loss_and_grads(self, model: Any, x: np.ndarray, y: np.ndarray) -> Gradients:
-        """One batch's loss and gradients in Keras's trainable_weights order, and each max-pooling layer's routing."""
-
-    def make_trainer(
-        self,
-        model: Any,
-        devices: Sequence[Any],
-        variant: str,
-        learning_rate: float = 1e-3,
-        adam_epsilon: float = 1e-7,
-        seed: int = 0,
-    ) -> Trainer:
-        """The framework's one trainer, taking this adapter, for a variant of TRAIN over `devices`."""
-
-    def prepare_inference(self, model: Any, images: np.ndarray, devices: Sequence[Any], variant: str = "predict"):
-        """Softmax probabilities of `images` on devices[0], inputs placed beforehand: a variant of INFER (Prepared)."""
-
-
 class Trained:
-    """A trained model's adapter (TrainedAdapter) for every framework: the implementation's module of the workload
-    (`code`: build, TRAIN, INFER, MODEL, VARIANTS and the model code) bound to the framework's one trainer
-    (`trainer(adapter, model, devices, variant, learning_rate, adam_epsilon, seed)`). What comes in is checked here,
-    once for every framework, before any framework sees it: a model this workload's `build` did not make is refused
-    (never run as another's); images and labels go through parity.api.inputs. `model_code` is the module whose model
-    functions it calls: `code` itself, or where a framework writes the model once for two implementations (Keras's
-    keras_models.<workload>), that one; the framework overrides what it writes once for every model."""
+    """A trained model's adapter, in every implementation: what `adapter(<its workload>)` returns, the implementation's
+    module of the workload (`code`: build, WORKLOAD, TRAIN, INFER, MODEL, VARIANTS and the model code) bound to the
+    framework's one trainer, `make_trainer(adapter, model, devices, variant, learning_rate, adam_epsilon, seed)` in the
+    module named `trainer` (imported at first use: it imports the model code). What comes in is checked here, once for
+    every framework, before any framework sees it: a model this workload's `build` did not make (or a copy of one:
+    the bfloat16 copy) is refused, never run as another's; images, labels and the trainer's numbers go through
+    parity.api.inputs. `model_code` is the module whose model functions it calls: `code` itself, or where a framework
+    writes the model once for two implementations (Keras's keras_models.<workload>), that one."""
 
-    def __init__(self, code: ModuleType, trainer: Callable[..., Trainer], model_code: ModuleType | None = None):
-        self.code, self.model_code, self._trainer = code, model_code or code, trainer
-        self.WORKLOAD, self.TRAIN, self.INFER = code.WORKLOAD, code.TRAIN, code.INFER
+    def __init__(self, code: ModuleType, trainer: str, model_code: ModuleType | None = None):
+        self.code, self.model_code, self.trainer = code, model_code or code, trainer
+        self.WORKLOAD, self.TRAIN, self.INFER = code.WORKLOAD, code.TRAIN, code.INFER  # its row kinds
 
     def __repr__(self) -> str:
         return f"<{self.code.__name__} adapter>"
 
     @property
     def VARIANTS(self) -> tuple[Variant, ...]:  # noqa: N802 (the module's declaration, read at each call)
+        """The variants of both row kinds."""
         return self.code.VARIANTS
 
     def build(self, *sizes: int, **options: Any) -> Any:
+        """A new model of the workload at the architecture's sizes (none for the CNN), initialised from `seed`."""
         return self.code.build(*sizes, **options)
 
     def owned(self, model: Any) -> Any:
@@ -119,44 +70,49 @@ class Trained:
         raise ValueError(f"not a model {self.code.__name__} builds: {name or type(model).__name__!r}")
 
     def mixed_precision(self, model: Any) -> Any:
+        """A bfloat16-compute copy of `model` (float32 parameters, the same values): what the '+bf16' variants train."""
         return self.model_code.mixed_precision(self.owned(model))
 
     def count_params(self, model: Any) -> dict[str, int]:
+        """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them."""
         return self.model_code.count_params(self.owned(model))
 
     def get_weights(self, model: Any) -> list[np.ndarray]:
+        """All weights as NumPy arrays, in Keras's get_weights() order."""
         return self.model_code.get_weights(self.owned(model))
 
     def set_weights(self, model: Any, weights: Sequence[np.ndarray]) -> None:
+        """Load weights in Keras's order. Raises ValueError naming the layer on a length/shape/dtype mismatch."""
         self.model_code.set_weights(self.owned(model), weights)
 
     def save_weights(self, model: Any, path: Any) -> None:
+        """Save to .npz in Keras's get_weights() order: loadable by every implementation."""
         save_npz(self.get_weights(model), path)
 
     def load_weights(self, model: Any, path: Any) -> None:
+        """Load a .npz any implementation's save_weights wrote (bounded by this model's weights, checked as set)."""
         self.set_weights(model, load_npz(path, self.get_weights(model)))
 
     def forward_layers(self, model: Any, x: np.ndarray) -> dict[str, np.ndarray]:
+        """Inference: every block's output as NumPy, by block name (the workload's architecture names them)."""
         check_images(x)
         return self.model_code.forward_layers(self.owned(model), x)
 
     def loss_and_grads(self, model: Any, x: np.ndarray, y: np.ndarray) -> Gradients:
+        """One batch's loss and gradients in Keras's trainable_weights order, and each max-pooling layer's routing."""
         check_examples(x, y, 1)
         return self.model_code.loss_and_grads(self.owned(model), x, y)
 
     def make_trainer(
-        self,
-        model: Any,
-        devices: Sequence[Any],
-        variant: str,
-        learning_rate: float = 1e-3,
-        adam_epsilon: float = 1e-7,
-        seed: int = 0,
-    ) -> Trainer:
+        self, model: Any, devices: Sequence[Any], variant: str, learning_rate=1e-3, adam_epsilon=1e-7, seed=0
+    ):
+        """The framework's one trainer (parity.api.Trainer) of `model` by a variant of TRAIN over `devices`."""
         seed = check_training(learning_rate, adam_epsilon, seed)
-        return self._trainer(self, self.owned(model), devices, variant, learning_rate, adam_epsilon, seed)
+        trainer = importlib.import_module(self.trainer).make_trainer
+        return trainer(self, self.owned(model), devices, variant, learning_rate, adam_epsilon, seed)
 
     def prepare_inference(self, model: Any, images: np.ndarray, devices: Sequence[Any], variant: str = "predict"):
+        """Softmax probabilities of `images` on devices[0], inputs placed beforehand: a variant of INFER (Prepared)."""
         check_images(images)  # once, here: not in the timed call
         return self.model_code.prepare_inference(self.owned(model), images, devices, variant)
 
@@ -193,7 +149,7 @@ def variants_of(package: str) -> tuple[Variant, ...]:
 
 def bound(package: str, workload: str, trained: Callable[[ModuleType], Trained]) -> Any:
     """`package`'s adapter for `workload`: an operation's module as it is (OpAdapter), a trained model's module bound
-    by `trained` (the framework's Trained). Raises ValueError naming those it has, for a workload it has none for."""
+    by `trained` (to a Trained). Raises ValueError naming those it has, for a workload it has none for."""
     module = find(package, workload)
     return trained(module) if hasattr(module, "TRAIN") else module
 
