@@ -49,7 +49,7 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
             thread, executor, xla = f"{plane.name}/{line.name}", [], []
             for ev in line.events:
                 name, start = names.get(ev.metadata_id, ""), line.timestamp_ns * 1000 + ev.offset_ps
-                said = {stats.get(st.metadata_id): stats.get(st.ref_value, st.str_value) for st in ev.stats}
+                said = {stats.get(st.metadata_id): _text(st, stats) for st in ev.stats}
                 if "hlo_op" in said:  # an op XLA compiled: its instruction, in its module
                     scope = scopes.get((said.get("hlo_module"), said["hlo_op"]), said["hlo_op"])
                     xla.append((scope, ev.duration_ps, start, thread))
@@ -61,6 +61,11 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
             ops += xla + [op for op in executor if not _encloses(op, starts)]
     t0 = min((start for _, _, start, _ in ops), default=0)
     return [(name, ps * 1e-12, (start - t0) * 1e-12, thread) for name, ps, start, thread in ops]
+
+
+def _text(stat, names: dict[int, str]) -> str:
+    """A stat's text: a reference's (to a stat name, as XLA's 'hlo_op' and 'hlo_module' are), else its string."""
+    return names.get(stat.ref_value, "") if stat.WhichOneof("value") == "ref_value" else stat.str_value
 
 
 def _encloses(op: tuple, starts: list[int]) -> bool:
