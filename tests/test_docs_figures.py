@@ -365,6 +365,7 @@ def _wall(log: Path) -> str:
         ("xeon-amx", "cpu-default-variants"),
         ("xeon-amx", "cpu-default-names"),
         ("xeon-amx", "cpu-default-trained"),
+        ("zen4", "cpu-default-trained"),
         ("xeon-amx", "cpu-levers-vit"),
         ("xeon-amx", "cpu-levers-lstm"),
     ],
@@ -444,3 +445,34 @@ def test_every_zen4_profiled_rows_coverage_is_its_files():
     assert f"TF's rows {round(100 * min(tf))}-{round(100 * max(tf))}%" in readme
     calls = [overhead(r) for r in rows]
     assert f"The profiled call reads {min(calls):.2f}-{max(calls):.2f}x the row's median" in readme
+
+
+def test_zen4s_default_run_after_the_adapters_is_its_files():
+    """Its phases and floor (benchmarks/run_phases.py on its log), and the three steps compare calls slower, each
+    against the class's file before and the profiled runs of the same code, as the class README gives them."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_phases", ROOT / "benchmarks/run_phases.py")
+    rp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rp)
+    klass = DOCS / "results/zen4"
+    new = _doc("docs/results/zen4/cpu-default-trained.json")
+    found = rp.phases((klass / "cpu-default-trained-log.txt").read_text().splitlines())
+    text = " ".join((klass / "README.md").read_text().split())
+    total, least = sum(found.values()), sum(rp.floor(found, new).values())
+    for s, said in ((total, "{} from its first stamped line to its last"), (least, "its floor {}")):
+        assert said.format(f"{round(s) // 60} min {round(s) % 60} s") in text
+
+    def ms(doc, kind, fw, key="median_s"):
+        variant = "fit" if fw == "tf" else "eager"
+        return next(r[key] for r in doc["rows"] if (r["kind"], r["framework"], r["variant"]) == (kind, fw, variant))
+
+    old = _doc("docs/results/zen4/cpu-default-vit.json")
+    cases = [("lstm_train", "torch", "lstm"), ("vit_train", "tf", "vit"), ("vit_train", "torch", "vit")]
+    names = ("PyTorch's LSTM `eager` (", "TF's ViT `fit` (", "`eager` (")
+    for (kind, fw, _), before in zip(cases, names, strict=True):
+        assert f"{before}{ms(new, kind, fw) * 1e3:.0f} against {ms(old, kind, fw) * 1e3:.0f}" in text
+    alone = [f"{ms(_doc(f'docs/results/layers/zen4-{w}-profile-warm.json'), k, fw) * 1e3:.0f}" for k, fw, w in cases]
+    assert f"which read {alone[0]}, {alone[1]} and {alone[2]} ms in the profiled runs" in text
+    epochs = ms(new, "lstm_train", "torch", key="times_s")
+    assert f"its epochs rising from {epochs[0] * 1e3:.0f} to {max(epochs) * 1e3:.0f} ms" in text
