@@ -445,6 +445,9 @@ def test_every_zen4_profiled_rows_coverage_is_its_files():
     assert f"TF's rows {round(100 * min(tf))}-{round(100 * max(tf))}%" in readme
     calls = [overhead(r) for r in rows]
     assert f"The profiled call reads {min(calls):.2f}-{max(calls):.2f}x the row's median" in readme
+    for w in ("cnn", "vit", "lstm", "conv", "matmul"):  # each command's wall time, its log's last line
+        took = _wall(DOCS / f"results/layers/zen4-{w}-profile-warm-log.txt").replace("0 min ", "")
+        assert re.search(rf"--workload {w} [^#]*# {took}\b", readme), w
 
 
 def test_zen4s_default_run_after_the_adapters_is_its_files():
