@@ -114,7 +114,10 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
     time (parity.judging.layers splits each instant among the threads instead). Where a device plane
     ('/device:GPU:0') holds ops, only its kernels count: the host's events for the same ops are launches. A kernel
     run inside a command buffer (a CUDA graph) is annotated with the buffer, not its op: its kernel name, which
-    XLA:GPU derives from the fusion's ('loop_add_fusion.17' -> 'loop_add_fusion_17'), maps it."""
+    XLA:GPU derives from the fusion's ('loop_add_fusion.17' -> 'loop_add_fusion_17'), maps it. An op XLA:CPU runs
+    asynchronously (a oneDNN convolution under '+onednn') is an event that ends when it is handed over, and its
+    completion is an event of its own ('end: <op>', linked by the flow id the two share): the time between is the
+    op's too, an op of its own thread (in_flight)."""
     from pathlib import Path
 
     from jax.profiler import ProfileData
@@ -125,18 +128,49 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
     scopes = hlo_scopes(program or "")
     kernels = {_KERNEL_NAME.sub("_", name): scope for name, scope in scopes.items()}
     host, device = [], []  # (scope, duration ns, start ns, thread)
+    flows, ends = {}, {}  # a host op's index -> its flow id; a flow id -> its completion's time (ns)
     for plane in ProfileData.from_file(str(files[-1])).planes:
         ops = device if plane.name.startswith("/device:") else host
         for line in plane.lines:
             thread = f"{plane.name}/{line.name}"
             for ev in line.events:
-                if not (op := _hlo_op(dict(ev.stats))):
+                stats = dict(ev.stats)
+                if ev.name.startswith("end: ") and "_c" in stats:
+                    ends[stats["_c"]] = ev.start_ns
+                if not (op := _hlo_op(stats)):
                     continue
                 if op.startswith("command_buffer"):  # a CUDA graph's kernel: its own name is its fusion's
                     scope = kernels.get(ev.name, op)
                 else:
                     scope = _scope(op, scopes)
+                if ops is host and "_p" in stats:
+                    flows[len(host)] = stats["_p"]
                 ops.append((scope, ev.duration_ns, ev.start_ns, thread))
-    ops = device or host
+    ops = device or host + in_flight(host, flows, ends)
     t0 = min((start for _, _, start, _ in ops), default=0)
     return [(scope, ns * 1e-9, (start - t0) * 1e-9, thread) for scope, ns, start, thread in ops]
+
+
+def in_flight(ops: list[tuple], flows: dict[int, int], ends: dict[int, int]) -> list[tuple]:
+    """What the asynchronous ones among `ops` ((scope, duration, start, thread), ns) ran after their event: the
+    instants before their completion (`ends`, by the flow id `flows` gives each op) when no op's event was running,
+    each piece on a thread of its own (its event's thread and flow id). A completion is recorded when a thread gets
+    to it, which may be after other ops it ran meanwhile: those instants stay theirs."""
+    import bisect
+
+    spans, gaps = sorted((start, start + duration) for _, duration, start, _ in ops), []
+    reach = spans[0][1] if spans else 0
+    for begin, end in spans[1:]:
+        if begin > reach:
+            gaps.append((reach, begin))
+        reach = max(reach, end)
+    gap_ends, out = [b for _, b in gaps], []
+    for i, flow in flows.items():
+        scope, duration, start, thread = ops[i]
+        lo, hi = start + duration, ends.get(flow, 0)
+        k = bisect.bisect_right(gap_ends, lo)
+        while k < len(gaps) and gaps[k][0] < hi:
+            a, b = max(gaps[k][0], lo), min(gaps[k][1], hi)
+            out.append((scope, b - a, a, f"{thread} in flight {flow}"))
+            k += 1
+    return out
