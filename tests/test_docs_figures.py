@@ -5,6 +5,7 @@ imported."""
 
 import ast
 import json
+import math
 import re
 from functools import cache
 from pathlib import Path
@@ -445,6 +446,16 @@ def test_every_zen4_profiled_rows_coverage_is_its_files():
     assert f"TF's rows {round(100 * min(tf))}-{round(100 * max(tf))}%" in readme
     calls = [overhead(r) for r in rows]
     assert f"The profiled call reads {min(calls):.2f}-{max(calls):.2f}x the row's median" in readme
+    idle = max(  # the share of a row's wall time with no traced op running, and the row
+        (
+            sum(ln["wall_s"] for ln in r["layers"] if (ln["layer"], ln["pass"]) == ("other", "idle"))
+            / sum(ln["wall_s"] for ln in r["layers"]),
+            r["kind"].split("_")[0].upper(),
+            r["variant"],
+        )
+        for r in rows
+    )
+    assert f"holds more than {round(100 * idle[0])}% of its wall time, the most TF's {idle[1]} `{idle[2]}`" in readme
     for w in ("cnn", "vit", "lstm", "conv", "matmul"):  # each command's wall time, its log's last line
         took = _wall(DOCS / f"results/layers/zen4-{w}-profile-warm-log.txt").replace("0 min ", "")
         assert re.search(rf"--workload {w} [^#]*# {took}\b", readme), w
@@ -477,5 +488,7 @@ def test_zen4s_default_run_after_the_adapters_is_its_files():
         assert f"{before}{ms(new, kind, fw) * 1e3:.0f} against {ms(old, kind, fw) * 1e3:.0f}" in text
     alone = [f"{ms(_doc(f'docs/results/layers/zen4-{w}-profile-warm.json'), k, fw) * 1e3:.0f}" for k, fw, w in cases]
     assert f"which read {alone[0]}, {alone[1]} and {alone[2]} ms in the profiled runs" in text
+    near = max(abs(float(a) / (ms(old, k, fw) * 1e3) - 1) for a, (k, fw, _) in zip(alone[:2], cases, strict=False))
+    assert f"the first two within {math.ceil(100 * near)}% of the file before's" in text
     epochs = ms(new, "lstm_train", "torch", key="times_s")
     assert f"its epochs rising from {epochs[0] * 1e3:.0f} to {max(epochs) * 1e3:.0f} ms" in text
