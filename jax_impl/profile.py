@@ -116,8 +116,8 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
     run inside a command buffer (a CUDA graph) is annotated with the buffer, not its op: its kernel name, which
     XLA:GPU derives from the fusion's ('loop_add_fusion.17' -> 'loop_add_fusion_17'), maps it. An op XLA:CPU runs
     asynchronously (a oneDNN convolution under '+onednn') is an event that ends when it is handed over, and its
-    completion is an event of its own ('end: <op>', linked by the flow id the two share): the time between is the
-    op's too, an op of its own thread (in_flight)."""
+    completion is an event of its own ('end: <op>', linked by the flow id the two share): the instants between
+    when no op's event ran are the op's too (in_flight)."""
     from pathlib import Path
 
     from jax.profiler import ProfileData
