@@ -7,6 +7,8 @@ import re
 
 import jax
 
+from parity.api.traces import in_flight
+
 
 def trace(directory: str):
     """A context manager: what runs inside is traced by JAX's profiler into `directory` (an XSpace `.xplane.pb`
@@ -149,28 +151,3 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
     ops = device or host + in_flight(host, flows, ends)
     t0 = min((start for _, _, start, _ in ops), default=0)
     return [(scope, ns * 1e-9, (start - t0) * 1e-9, thread) for scope, ns, start, thread in ops]
-
-
-def in_flight(ops: list[tuple], flows: dict[int, int], ends: dict[int, int]) -> list[tuple]:
-    """What the asynchronous ones among `ops` ((scope, duration, start, thread), ns) ran after their event: the
-    instants before their completion (`ends`, by the flow id `flows` gives each op) when no op's event was running,
-    each piece on a thread of its own (its event's thread and flow id). A completion is recorded when a thread gets
-    to it, which may be after other ops it ran meanwhile: those instants stay theirs."""
-    import bisect
-
-    spans, gaps = sorted((start, start + duration) for _, duration, start, _ in ops), []
-    reach = spans[0][1] if spans else 0
-    for begin, end in spans[1:]:
-        if begin > reach:
-            gaps.append((reach, begin))
-        reach = max(reach, end)
-    gap_ends, out = [b for _, b in gaps], []
-    for i, flow in flows.items():
-        scope, duration, start, thread = ops[i]
-        lo, hi = start + duration, ends.get(flow, 0)
-        k = bisect.bisect_right(gap_ends, lo)
-        while k < len(gaps) and gaps[k][0] < hi:
-            a, b = max(gaps[k][0], lo), min(gaps[k][1], hi)
-            out.append((scope, b - a, a, f"{thread} in flight {flow}"))
-            k += 1
-    return out

@@ -9,6 +9,8 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
 
+from parity.api.traces import in_flight  # noqa: E402
+
 
 @contextlib.contextmanager
 def trace(directory: str):
@@ -27,10 +29,11 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
     ('gradient_tape/.../conv2_1/convolution/Conv2DBackpropInput'), and the ops of what XLA compiled (jit_compile:
     'fit+xla', 'predict+xla'), named by their HLO instruction's op_name metadata, the same scopes
     ('sequential_1/conv1_1/convolution'), from the compiled module the trace holds. An executor event that encloses
-    XLA's ops on its thread (the compiled cluster's launch) is not counted beside them. start_s from the trace's
-    first op, thread the profiler's line it ran on. Ops run at once on the inter-op threads are each an event: their
-    seconds can add up to more than the call's wall time (parity.judging.layers splits each instant among the
-    threads instead)."""
+    XLA's ops on its thread (the compiled cluster's launch) is not counted beside them; an XLA op run
+    asynchronously keeps the instants before its completion when no other op ran (parity.api.traces.in_flight).
+    start_s from the trace's first op, thread the profiler's line it ran on. Ops run at once on the inter-op threads
+    are each an event: their seconds can add up to more than the call's wall time (parity.judging.layers splits each
+    instant among the threads instead)."""
     from pathlib import Path
 
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
@@ -42,6 +45,7 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
     space.ParseFromString(files[-1].read_bytes())
     scopes = _xla_scopes(space)
     ops = []  # (name, duration ps, start ps, thread)
+    flows, ends = {}, {}  # an XLA op's index in ops -> its flow id; a flow id -> its completion's start (ps)
     for plane in space.planes:
         names = {k: v.name for k, v in plane.event_metadata.items()}
         stats = {k: v.name for k, v in plane.stat_metadata.items()}
@@ -49,9 +53,14 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
             thread, executor, xla = f"{plane.name}/{line.name}", [], []
             for ev in line.events:
                 name, start = names.get(ev.metadata_id, ""), line.timestamp_ns * 1000 + ev.offset_ps
-                said = {stats.get(st.metadata_id): _text(st, stats) for st in ev.stats}
+                refs = {stats.get(st.metadata_id): st for st in ev.stats}
+                said = {k: _text(st, stats) for k, st in refs.items()}
+                if name.startswith("end: ") and "_c" in refs:  # an asynchronous XLA op's completion
+                    ends[_number(refs["_c"])] = start
                 if "hlo_op" in said:  # an op XLA compiled: its instruction, in its module
                     scope = scopes.get((said.get("hlo_module"), said["hlo_op"]), said["hlo_op"])
+                    if "_p" in refs:
+                        flows[len(ops) + len(xla)] = _number(refs["_p"])
                     xla.append((scope, ev.duration_ps, start, thread))
                 # an op ('scope/op:Type', or 'Conv2D:_MklNativeConv2D' in a one-op function), not the executor's
                 # own bookkeeping ('ExecutorState::Process', 'ExecutorDoneCallback')
@@ -59,8 +68,14 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
                     executor.append((name.rsplit(":", 1)[0], ev.duration_ps, start, thread))
             starts = sorted(start for _, _, start, _ in xla)
             ops += xla + [op for op in executor if not _encloses(op, starts)]
+    ops += in_flight(ops, flows, ends)
     t0 = min((start for _, _, start, _ in ops), default=0)
     return [(name, ps * 1e-12, (start - t0) * 1e-12, thread) for name, ps, start, thread in ops]
+
+
+def _number(stat) -> int:
+    """A numeric stat's value (a flow id: '_p' on an op, '_c' on its completion)."""
+    return getattr(stat, stat.WhichOneof("value"))
 
 
 def _text(stat, names: dict[int, str]) -> str:

@@ -1,5 +1,6 @@
-"""JAX's trace read into ops (jax_impl.profile.trace_ops) on hand-made XSpaces: an op XLA:CPU runs asynchronously (a
-oneDNN convolution under '+onednn') keeps the instants before its completion when no other op ran."""
+"""The XLA ops of a trace, as JAX's and TensorFlow's readers give them (jax_impl.profile.trace_ops,
+tf_impl.profile.trace_ops), on hand-made XSpaces: an op XLA:CPU runs asynchronously (a oneDNN convolution under
+'+onednn') keeps the instants before its completion when no other op ran (parity.api.traces.in_flight)."""
 
 import json
 
@@ -33,13 +34,23 @@ def _xspace(events: list[tuple]) -> str:
     return text + " }"
 
 
-def _ops(tmp_path, events):
-    from jax.profiler import ProfileData
-
-    from jax_impl.profile import trace_ops
-
+def _ops(tmp_path, events, reader: str):
+    """The ops `reader` ('jax' or 'tf') reads from a trace of `events`."""
     text = _xspace(events)
-    (tmp_path / "host.xplane.pb").write_bytes(ProfileData.text_proto_to_serialized_xspace(text))
+    if reader == "jax":
+        from jax.profiler import ProfileData
+
+        from jax_impl.profile import trace_ops
+
+        data = ProfileData.text_proto_to_serialized_xspace(text)
+    else:
+        from google.protobuf import text_format
+        from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+        from tf_impl.profile import trace_ops
+
+        data = text_format.Parse(text, xplane_pb2.XSpace()).SerializeToString()
+    (tmp_path / "host.xplane.pb").write_bytes(data)
     return trace_ops(str(tmp_path))
 
 
@@ -48,7 +59,8 @@ def _op(thread, name, start, ms, flow, done):
     return [(thread, name, start, ms, {"hlo_op": name, "_p": flow}), ("b", f"end: {name}", done, 0, {"_c": flow})]
 
 
-def test_an_asynchronous_op_keeps_the_idle_instants_before_its_completion(tmp_path):
+@pytest.mark.parametrize("reader", ["jax", "tf"])
+def test_an_asynchronous_op_keeps_the_idle_instants_before_its_completion(tmp_path, reader):
     """fusion.1 runs 0-1 ms; the convolution is handed over at 1-1.1 ms and completes at 4 ms; fusion.4 runs 2-3 ms
     meanwhile on the other thread; fusion.3 runs 5-6 ms. The convolution gets 1.1-2 and 3-4 ms, fusion.4 its own
     instants, and 4-5 ms (nothing in flight) stays nobody's."""
@@ -58,7 +70,7 @@ def test_an_asynchronous_op_keeps_the_idle_instants_before_its_completion(tmp_pa
         *_op("b", "fusion.4", 2, 1, 4, 3),
         *_op("a", "fusion.3", 5, 1, 3, 6),
     ]
-    ops = _ops(tmp_path, events)
+    ops = _ops(tmp_path, events, reader)
     share: dict[str, float] = {}
     for op, w in zip(ops, wall_split(ops), strict=True):
         share[op[0]] = share.get(op[0], 0.0) + w
@@ -67,10 +79,11 @@ def test_an_asynchronous_op_keeps_the_idle_instants_before_its_completion(tmp_pa
     assert flight == [(1.1, 0.9), (3.0, 1.0)]  # (start, ms) from the trace's first op
 
 
-def test_a_completion_recorded_after_other_ops_takes_none_of_their_time(tmp_path):
+@pytest.mark.parametrize("reader", ["jax", "tf"])
+def test_a_completion_recorded_after_other_ops_takes_none_of_their_time(tmp_path, reader):
     """A fusion whose completion a busy thread records late (22 ms after its 0.2 ms event, as XLA:CPU's threads do
     while running the next op): every instant is the op running then; nothing is added."""
     events = [*_op("a", "fusion.1", 0, 0.2, 1, 22), *_op("b", "fusion.2", 0.2, 21.8, 2, 22)]
-    ops = _ops(tmp_path, events)
+    ops = _ops(tmp_path, events, reader)
     assert [op[0] for op in ops] == ["fusion.1", "fusion.2"]
     assert sum(wall_split(ops)) == pytest.approx(22e-3)
