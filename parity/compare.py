@@ -1,7 +1,8 @@
 """`python -m parity.compare OLD.json NEW.json --fail-over 10%`: per-row time ratios; non-zero exit on a regression.
 
 Rows are matched on what was measured (workload, framework, variant, device kind, replicas, precision,
---quick, seed, and a CNN row's schedule and batch). Each row's NEW/OLD is the ratio of its medians with a 95%
+--quick, seed, and its sizes: a trained row's schedule and batch, an operation's shapes, which older files do not
+record: their operation rows match only each other's). Each row's NEW/OLD is the ratio of its medians with a 95%
 bootstrap interval from both files' raw times (each file's calls resampled on their own: two runs share no
 rounds). A regression is a slowdown whose whole interval lies above 1 + the threshold, or a row verified in OLD
 and invalid in NEW: exit 1. One median ratio over the threshold is not enough: a row whose interval reaches
@@ -31,7 +32,7 @@ from parity.output.files import ResultsError, load_results
 from parity.output.machines import hardware_differences, machine_of, pair_line
 from parity.record import rows
 
-KEY = rows.KEY  # what was measured (parity.record.rows.Row's key fields): a CNN row's schedule and batch among them
+KEY = rows.KEY  # what was measured (parity.record.rows.Row's key fields): a row's sizes among them
 
 
 MAX_FAIL_OVER = 100.0  # 10000%: a row 101 times slower; a larger threshold is a gate that cannot close

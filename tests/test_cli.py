@@ -13,6 +13,7 @@ from parity_cli import run_parity
 from parity.common import frameworks
 from parity.common.tolerances import tolerance
 from parity.judging.roofline import native_bf16
+from parity.workloads.conv import CONV_QUICK
 
 ROW_KEYS = {
     "kind",
@@ -107,6 +108,7 @@ def test_results_json_schema(quick_conv):
         assert r["tolerance"] == tolerance("cpu", "default", r["dtype"])
         assert r["max_rel_err"] < r["tolerance"] and r["xfw_max_rel_err"] < r["tolerance"]
         assert r["gflops_per_s"] == pytest.approx(r["flops"] / r["median_s"] / 1e9)
+        assert r["spec"] == CONV_QUICK.to_dict()  # its shapes: what parity.compare matches a row on
         assert 0 < r["pct_peak"] <= 100 and r["bound"] in ("compute", "memory")
         assert r["reps"] >= 2 and r["q1_s"] <= r["median_s"] <= r["q3_s"]
     peak = doc["env"]["peak"]

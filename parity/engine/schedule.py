@@ -227,8 +227,8 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
     for c in todo:
         w = workers[c.worker]
         row = make_row(cfg, kind, c, results[c.key], more[c.key], w, rnd.hello[c.worker], rnd.save_dir)
-        if suite:
-            row.update(suite.row_extra(kind, results[c.key], spec))
+        # a trained row's own figures; an operation's sizes (a call on 32 images is not one on 128: parity.compare)
+        row.update(suite.row_extra(kind, results[c.key], spec) if suite else {"spec": spec.to_dict()})
         rows.append(row)
     return rows
 

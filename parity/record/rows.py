@@ -54,7 +54,7 @@ class Row:
     tuned: bool = False  # not the framework out of the box: a tuned variant or configuration
     quick: bool = _f(False, key=True, csv=True)
     seed: int | None = _f(key=True)  # a training row's seed
-    spec: dict | None = _f(key=True)  # a CNN row's schedule and batch: an epoch of 5 steps is not one of 3
+    spec: dict | None = _f(key=True)  # its sizes: a trained row's schedule and batch, an operation's shapes
     data: str | None = None  # a CNN row's data: 'idx', 'tfds', 'synthetic'
     # times
     median_s: float | None = _f(required=True, csv=True, column="median")
