@@ -23,7 +23,7 @@ from parity.output.files import (
     write_text,
 )
 from parity.output.machines import label, machine_of, pair_line
-from parity.workloads import WORKLOADS, trained
+from parity.workloads import WORKLOADS, row_kind, trained
 
 
 def machine(doc: dict) -> str:
@@ -55,11 +55,18 @@ def machine_lines(docs: list[tuple[str, dict]]) -> list[str]:
     ]
 
 
-def _time_metric(r: dict) -> float | None:
-    """What the cross-device table compares: time per call, or 5 notebook epochs for training."""
+def _time_metric(r: dict) -> tuple[float | None, bool]:
+    """What the cross-device table compares, and whether it is an estimate: 5 notebook epochs for training (from the
+    step time); for an operation, a call at the workload's full size (the article's conv, the 4096 matmul), a row run
+    at another (the CPU's default) scaled by its FLOPs (each image's or block's work the same at either size); none
+    from --quick's sizes."""
     if trained(r["kind"]):
-        return r.get("est_5_notebook_epochs_s")
-    return r.get("median_s")
+        return r.get("est_5_notebook_epochs_s"), True
+    med, flops, size = r.get("median_s"), r.get("flops"), getattr(row_kind(r["kind"])[0].full, "flops", None)
+    full = size() if size else None  # an operation's full size (a trained model's inference: as measured)
+    if med is None or not flops or not full or flops == full:
+        return med, False
+    return (None, False) if r.get("quick") else (med * full / flops, True)  # --quick's sizes fit in caches
 
 
 def merged_rows(docs: list[tuple[str, dict]], article: bool = True) -> list[dict]:
@@ -68,15 +75,8 @@ def merged_rows(docs: list[tuple[str, dict]], article: bool = True) -> list[dict
     out = []
     for (name, doc), source in zip(docs, sources(docs), strict=True):
         for r in doc["rows"]:
-            out.append(
-                {
-                    **r,
-                    "source": source,
-                    "file": name,
-                    "reference": False,
-                    "time": _time_metric(r) if r["verified"] else None,
-                }
-            )
+            t, est = _time_metric(r) if r["verified"] else (None, False)
+            out.append({**r, "source": source, "file": name, "reference": False, "time": t, "estimated": est})
     if article:
         for a in ARTICLE_ROWS:
             out.append(
@@ -139,7 +139,7 @@ def cross_table(rows: list[dict]) -> str:
     for r in rows:
         t = r.get("time")
         shown = "-" if t is None else (f"{r['approx']} " if r.get("approx") else "") + time_cell(t)
-        if trained(r["kind"]) and t is not None and not r["reference"]:
+        if r.get("estimated") and t is not None:
             shown += " (est.)"
         body.append(
             (
@@ -279,8 +279,8 @@ def _report(args) -> int:
         if wl not in bases:
             verified = any(r["kind"] == wl and r.get("verified") for r in rows)
             why = f"no verified row matches --baseline {args.baseline}" if baseline else "no verified row"
-            if verified and not baseline:  # a training row's time to compare: 5 notebook epochs, at its size
-                why = "no verified row at the notebook's size (a training row is compared on 5 notebook epochs)"
+            if verified and not baseline:  # a time to compare: 5 notebook epochs, or a call at the full size
+                why = "no verified row at a size it compares at (5 notebook epochs, or a call at the full size)"
             print(text(f"  * {wl}: {why}: no speedups"))
     for line in machine_lines(docs):
         print(text(f"  * {line}"))

@@ -21,7 +21,7 @@ from parity.output import files, notes, tables
 from parity.record import schema
 from parity.record.rows import Row
 from parity.workloads.cnn.spec import CnnSpec, cnn_forward_flops
-from parity.workloads.conv import CONV_FULL
+from parity.workloads.conv import CONV_CPU, CONV_FULL, CONV_QUICK
 
 
 def test_conv_flops_and_bytes_by_hand():
@@ -311,6 +311,24 @@ def test_report_article_baseline(tmp_path, capsys):
     assert "2.00x" in capsys.readouterr().out  # 2.44 s / 1.22 s
 
 
+def test_report_sets_a_smaller_conv_beside_the_article_at_its_size(tmp_path, capsys):
+    # the CPU's default conv (32 images): its call scaled by the FLOPs to the article's 128, said to be an estimate;
+    # a --quick row (cache-sized) is given no time to compare
+    rows = [
+        _row(median_s=0.305, flops=CONV_CPU.flops()),
+        _row(variant="function+bf16", median_s=0.5, flops=CONV_QUICK.flops(), quick=True),
+    ]
+    cpu = _write(tmp_path, "cpu.json", _doc(rows))
+    assert (
+        report.report_main([str(cpu), "--baseline", "article:cpu", "--workload", "conv", "--out", str(tmp_path)]) == 0
+    )
+    out = capsys.readouterr().out
+    assert "1.220 s (est.)" in out and "2.00x" in out  # 0.305 s x 4 against the article's 2.44 s
+    merged = {r["variant"]: r for r in json.loads((tmp_path / "merged.json").read_text())["rows"]}
+    assert merged["function"]["estimated"] and merged["function"]["time"] == pytest.approx(1.22)
+    assert merged["function+bf16"]["time"] is None and merged["function+bf16"]["speedup"] is None
+
+
 def test_report_workload_names_are_parity_runs(tmp_path, capsys):
     # --workload cnn means what it means to parity.run: every kind of row the CNN has
     rows = [
@@ -428,6 +446,15 @@ def test_compare_never_matches_different_cnn_schedules(tmp_path, capsys):
     five = _row(kind="cnn_train", variant="fit", spec={"global_batch": 256, "steps_per_epoch": 5}, median_s=2.0)
     old, new = _write(tmp_path, "old.json", _doc([three])), _write(tmp_path, "new.json", _doc([five]))
     assert compare.main([str(old), str(new)]) == 2  # nothing comparable, not a 100% regression
+    assert "no row" in capsys.readouterr().err
+
+
+def test_compare_never_matches_an_operation_at_other_shapes(tmp_path, capsys):
+    # the conv on 128 images and on 32: a quarter of the work, not a 4x speed-up
+    full = _row(spec=CONV_FULL.to_dict())
+    cpu = _row(spec=CONV_CPU.to_dict(), median_s=0.25, flops=CONV_CPU.flops())
+    old, new = _write(tmp_path, "old.json", _doc([full])), _write(tmp_path, "new.json", _doc([cpu]))
+    assert compare.main([str(old), str(new)]) == 2
     assert "no row" in capsys.readouterr().err
 
 
