@@ -13,7 +13,7 @@ from parity.workloads import DEVICES, PRECISIONS, WORKLOADS
 
 EXAMPLES = """examples:
   python -m parity.run --device cpu --quick        # 2-7 minutes by CPU class: every framework, tiny shapes, every check
-  python -m parity.run --device cpu                # the article's full-size workloads at one device
+  python -m parity.run --device cpu                # every workload at the CPU's default sizes, one device
   python -m parity.run --device cpu --preset full  # and 8 simulated devices, on a larger budget: 20 minutes or more
   python -m parity.run --device gpu --framework jax --precision highest
   python -m parity.run --device tpu --workload cnn --schedule notebook --data download   # the notebook's table

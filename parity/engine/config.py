@@ -53,9 +53,10 @@ PRESETS = {
         ),
         Preset(
             "default",
-            "the article's full-size conv, the device's matmul, CNN, LSTM and ViT schedules, at one device (a GPU "
-            "or TPU: one chip and all of them), each framework out of the box and at its best-known configuration, "
-            "every row against float64, every timed variant's trajectory against one reference",
+            "the device's conv, matmul, CNN, LSTM and ViT sizes and schedules (a CPU's conv on 32 images, not 128), "
+            "at one device (a GPU or TPU: one chip and all of them), each framework out of the box and at its "
+            "best-known configuration, every row against float64, every timed variant's trajectory against one "
+            "reference",
             "10 min 51 s on zen4 with PyTorch and the ViT (bfloat16 rows too); 7 min 10 s on xeon-avx512, three "
             "frameworks, no ViT, no bfloat16 rows",
             "best", "device", 3.0, 30, 20, 4096, (1,), "timed",
