@@ -131,9 +131,8 @@ def row_extra(kind, res, spec) -> dict:
 def parity_collect(
     cfg, spec, workers: dict, hello: dict, save_dir: Path, state: CnnState, first: bool, log, key: int, timed=None
 ) -> None:
-    """The parity arrays of this round's out-of-the-box workers that are running: each framework in turn
-    (parity.workloads.trained.rounds.ask_all), all of them, or on a device with one owner at a time the one running
-    (parity_judge judges them when all have answered).
+    """The parity arrays of this round's out-of-the-box workers that are running: all frameworks at once, or,
+    on a device with one owner at a time, each in its turn (parity_judge judges them when all have answered).
 
     One batch's gradients and a dropout-free trajectory per variant; with `first`, also each block's inference
     output from the trained weights of the first framework's first trajectory."""

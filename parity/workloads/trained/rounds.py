@@ -46,10 +46,10 @@ def round_batch(cfg, spec, rnd: ParityRound, ds, save_dir: Path, log, key: int, 
 
 
 def ask_all(workers: dict, save_dir: Path, name: str, own: dict, workload: str, **req) -> dict[str, str]:
-    """One parity request (the workload's 'parity' call) to each framework given, in turn (untimed), with
-    `own[framework]`'s fields added; each answers with a .npz file, whose path is returned by framework. In turn, not
-    at once: each framework's thread pool sized for the whole machine, four at once on zen4's 2 cores took the CNN's
-    trajectories 90 s where one after another took 70 s (TF's `fit` alone 4.6 s, beside the others 17 s)."""
+    """One parity request (the workload's 'parity' call) to every framework given at once (untimed), with
+    `own[framework]`'s fields added; each answers with a .npz file, whose path is returned by framework."""
     for fw, w in workers.items():
-        w.ask(Call(workload, "parity", {"out": str(save_dir / name.format(fw=fw)), **req, **own.get(fw, {})}))
+        w.send(Call(workload, "parity", {"out": str(save_dir / name.format(fw=fw)), **req, **own.get(fw, {})}))
+    for w in workers.values():
+        w.answer()
     return {fw: str(save_dir / name.format(fw=fw)) for fw in workers}
