@@ -366,6 +366,7 @@ def _wall(log: Path) -> str:
         ("xeon-amx", "cpu-default-names"),
         ("xeon-amx", "cpu-default-trained"),
         ("zen4", "cpu-default-trained"),
+        ("zen4", "cpu-default-conv32"),
         ("xeon-amx", "cpu-levers-vit"),
         ("xeon-amx", "cpu-levers-lstm"),
     ],
@@ -458,6 +459,49 @@ def test_every_zen4_profiled_rows_coverage_is_its_files():
     for w in ("cnn", "vit", "lstm", "conv", "matmul"):  # each command's wall time, its log's last line
         took = _wall(DOCS / f"results/layers/zen4-{w}-profile-warm-log.txt").replace("0 min ", "")
         assert re.search(rf"--workload {w} [^#]*# {took}\b", readme), w
+
+
+def test_zen4s_default_run_with_the_conv_on_32_images_is_its_files():
+    """Its phases and floor, the conv's phases against the run at 128, TF's conv call and its estimate at 128, the
+    parity checks in turn and at once, and the rows compare found slower, as the class README gives them."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_phases", ROOT / "benchmarks/run_phases.py")
+    rp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rp)
+    klass, now, before = DOCS / "results/zen4", "cpu-default-conv32", "cpu-default-trained"
+    new, old = _doc(f"docs/results/zen4/{now}.json"), _doc(f"docs/results/zen4/{before}.json")
+    found, earlier = (rp.phases((klass / f"{n}-log.txt").read_text().splitlines()) for n in (now, before))
+    text = " ".join((klass / "README.md").read_text().split())
+
+    def mmss(s):
+        return f"{round(s) // 60} min {round(s) % 60} s" if s >= 60 else f"{round(s)} s"
+
+    total, least = sum(found.values()), sum(rp.floor(found, new).values())
+    assert f"{mmss(total)} from its first stamped line to its last, its floor {mmss(least)}" in text
+    conv = [sum(f[f"conv {p}"] for p in ("timed calls", "compiling, first epoch")) for f in (found, earlier)]
+    assert f"The conv's phases took {mmss(conv[0])}, where at 128 they took {mmss(conv[1])}" in text
+    parity = [mmss(f[f"{w} parity checks"]) for f in (found, earlier) for w in ("cnn", "vit")]
+    assert f"the CNN's parity checks took {parity[0]} and the ViT's {parity[1]}, where at once" in text
+    assert f"they took {parity[2]} and {parity[3]}" in text
+
+    def ms(doc, kind, fw, variant):
+        return next(r for r in doc["rows"] if (r["kind"], r["framework"], r["variant"]) == (kind, fw, variant))
+
+    tf, full = ms(new, "conv", "tf", "function"), ms(old, "conv", "tf", "function")
+    assert tf["spec"]["batch"] == 32 and tf["flops"] * 4 == full["flops"]
+    said = f"TF's `function` {tf['median_s'] * 1e3:.2f} ms a call, {tf['median_s'] * 4e3:.2f} ms at the article's 128"
+    assert said in text and f"the run at 128 measured {full['median_s'] * 1e3:.2f} ms" in text
+    results = " ".join((DOCS / "results.md").read_text().split())
+    said = f"TF `function` {tf['median_s'] * 4e3:.2f} ms (est.) (`zen4/{now}.json`), where the class's run at 128 "
+    assert said + f"measured {full['median_s'] * 1e3:.2f} ms (`zen4/{before}.json`)" in results
+    infer = [
+        ms(d, "cnn_infer", "torch", v)["median_s"] for d in (new, old) for v in ("predict", "predict+cl+compile+thp")
+    ]
+    assert (
+        "PyTorch's CNN inference {:.0f} and {:.0f} ms against {:.0f} and {:.0f} ms".format(*(1e3 * t for t in infer))
+        in text
+    )
 
 
 def test_zen4s_default_run_after_the_adapters_is_its_files():

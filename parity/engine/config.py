@@ -57,8 +57,8 @@ PRESETS = {
             "at one device (a GPU or TPU: one chip and all of them), each framework out of the box and at its "
             "best-known configuration, every row against float64, every timed variant's trajectory against one "
             "reference",
-            "10 min 51 s on zen4 with PyTorch and the ViT (bfloat16 rows too); 7 min 10 s on xeon-avx512, three "
-            "frameworks, no ViT, no bfloat16 rows",
+            "10 min 2 s on zen4 with PyTorch and the ViT (bfloat16 rows too); 7 min 10 s on xeon-avx512, three "
+            "frameworks, no ViT, no bfloat16 rows, the conv on 128 images",
             "best", "device", 3.0, 30, 20, 4096, (1,), "timed",
         ),
         Preset(
