@@ -329,6 +329,16 @@ def test_report_sets_a_smaller_conv_beside_the_article_at_its_size(tmp_path, cap
     assert merged["function+bf16"]["time"] is None and merged["function+bf16"]["speedup"] is None
 
 
+def test_a_run_says_an_operation_ran_below_its_full_size():
+    from parity.engine.config import Config
+
+    conv, matmul = Config(workloads=("conv", "matmul", "cnn")).size_notes()  # the CNN's parent side says its own
+    assert conv.startswith("conv: CPU size, 20.1 GFLOP a call (full size: 80.5 GFLOP;")
+    assert matmul.startswith("matmul: CPU size, 17.2 GFLOP a call (full size: 137.4 GFLOP;")
+    assert Config(workloads=("conv",), quick=True).size_notes() == []
+    assert Config(workloads=("conv",), device="gpu").size_notes() == []
+
+
 def test_report_workload_names_are_parity_runs(tmp_path, capsys):
     # --workload cnn means what it means to parity.run: every kind of row the CNN has
     rows = [

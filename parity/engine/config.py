@@ -130,6 +130,10 @@ class Config:
         """The workload's spec for this run: --quick, the device's default schedule, the notebook's, then overrides."""
         return WORKLOADS[wl].spec(self.quick, self.device, self.overrides, self.notebook)
 
+    def size_notes(self) -> list[str]:
+        """Each operation run at another size than its full one, said (Workload.size_note)."""
+        return [n for wl in self.workloads for n in WORKLOADS[wl].size_note(self.spec(wl))]
+
     def replica_counts(self) -> tuple[int, ...]:
         """What was asked, else the preset's (Preset.replica_counts: the CPU default one device; `full` 1 and 8
         simulated devices, `quick` 1 and 2; a GPU or TPU one chip and every chip, 0).

@@ -65,7 +65,7 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
     suites = {wl: WORKLOADS[wl].suite for wl in cfg.workloads if WORKLOADS[wl].suite is not None}
     run = RunState(suites, {wl: {} for wl in cfg.workloads})
     run.notes += [cluster.run_note(cfg)] if cfg.cluster is not None else []
-    run.notes += compilation_cache_notes(cfg.frameworks)
+    run.notes += compilation_cache_notes(cfg.frameworks) + cfg.size_notes()
     for wl, suite in suites.items():  # first: data that is absent or corrupt ends the run before anything is measured
         log(cfg, f"{wl}: reading its data (or making it)")
         run.ctxs[wl], more = suite.prepare(cfg, cfg.spec(wl), save_dir)

@@ -159,6 +159,17 @@ class Workload:
         fields = {**(self.notebook if notebook else {}), **(overrides or {})}
         return replace(base, **{k: v for k, v in fields.items() if k in self.options})
 
+    def size_note(self, spec) -> list[str]:
+        """An operation's run at the CPU's size, not its full one, said with both sizes' FLOPs (a trained workload's
+        parent side says its own: ModelSuite.prepare); none at the full size or --quick's."""
+        if self.suite is not None or spec in (self.full, self.quick):
+            return []
+        small, full = spec.flops() / 1e9, self.full.flops() / 1e9
+        return [
+            f"{self.name}: CPU size, {small:.1f} GFLOP a call (full size: {full:.1f} GFLOP; python -m parity.report "
+            "sets a call beside the full size's, scaled by the FLOPs, marked est.)"
+        ]
+
 
 def notebook_schedule(spec) -> dict[str, int]:
     """A trained workload's `notebook` fields: the tensorflow/tpu notebook's schedule, as `spec` (its full size) has
