@@ -1,6 +1,7 @@
 """Keras 3 on the JAX backend: the article's workloads as a Keras user writes them (the CNN from the same model code
 as tf_impl, keras_models), run on JAX's runtime (mirror image of `tf_impl` and `jax_impl`)."""
 
+import importlib.machinery
 import os
 import sys
 
@@ -15,15 +16,24 @@ os.environ["KERAS_BACKEND"] = "jax"
 
 
 class _KeptOut:
-    """An import hook that refuses `name` and its submodules, as if not installed."""
+    """An import hook that refuses `name` and its submodules: importing one fails (ModuleNotFoundError, and no entry
+    left in sys.modules), while a look-up (`importlib.util.find_spec`) finds it, as it is installed, without failing:
+    etils makes one for each path it opens, JAX's compilation cache's among them, and a look-up that raised turned
+    that cache off in this process."""
 
     def __init__(self, name: str):
         self.name = name
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname == self.name or fullname.startswith(self.name + "."):
-            raise ModuleNotFoundError(f"import of {fullname} halted: kept out of Keras on JAX's process", name=fullname)
+            return importlib.machinery.ModuleSpec(fullname, self)
         return None
+
+    def create_module(self, spec):
+        raise ModuleNotFoundError(f"import of {spec.name} halted: kept out of Keras on JAX's process", name=spec.name)
+
+    def exec_module(self, module):  # never called: create_module refuses first
+        raise ModuleNotFoundError(module.__name__)
 
 
 # A caller that keeps TensorFlow out with a None entry in sys.modules (the harness's worker, the tests' probes) makes

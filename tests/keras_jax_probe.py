@@ -34,6 +34,36 @@ def surface() -> list[str]:
     return bad
 
 
+def kept_out() -> dict:
+    """TensorFlow kept out of this process: importing it fails, a look-up does not, and JAX's compilation cache
+    (whose paths etils opens after such a look-up) writes a program no other process compiles: a constant of its own."""
+    import importlib.util
+    import os
+
+    import jax
+
+    found = {"lookup": importlib.util.find_spec("tensorflow") is not None}
+    try:
+        import tensorflow  # noqa: F401
+    except ModuleNotFoundError as e:
+        found["import"] = str(e)
+    found["in_sys_modules"] = "tensorflow" in sys.modules
+    cache = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+    if cache:  # tests/conftest.py sets one for the session (or the caller's own)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+        before = set(os.listdir(cache))
+        mark = int.from_bytes(os.urandom(3), "little")
+
+        def kept_out_cache_entry(v):
+            return v * 3.0 + mark
+
+        jax.block_until_ready(jax.jit(kept_out_cache_entry)(np.ones(4, np.float32)))
+        found["cache_entries"] = [
+            f for f in set(os.listdir(cache)) - before if f.startswith("jit_kept_out_cache_entry-")
+        ]
+    return found
+
+
 def main(request: str, out: str) -> None:
     req = json.loads(open(request).read())
     devices = kj.setup_devices("cpu", 8)
@@ -88,6 +118,7 @@ def main(request: str, out: str) -> None:
         kj.adapter("conv").prepare(v, x8, k8, d).cost()[0]
         for v, d in (("ops", devices[:1]), ("data_parallel", devices))
     ]
+    found["kept_out"] = kept_out()
     np.savez(req["arrays"], **arrays)
     with open(out, "w") as f:
         json.dump(found, f)

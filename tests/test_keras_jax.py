@@ -94,6 +94,17 @@ def test_data_parallel_trains_as_one_device_on_the_global_batch(probe):
     assert found["fit+bf16/compute_dtype"] == "bfloat16" and found["fit/compute_dtype"] == "float32"
 
 
+def test_tensorflow_kept_out_fails_its_import_and_leaves_jaxs_compilation_cache_working(probe):
+    """As the harness's worker runs it (TensorFlow kept out): importing TF fails and leaves no entry in sys.modules
+    (Keras's preprocessing reads one as TF loaded), while a look-up does not fail: etils, opening JAX's compilation
+    cache's folder, makes one, and a look-up that raised left the cache off in Keras on JAX's processes."""
+    found = probe[0]["kept_out"]
+    assert found["lookup"] and not found["in_sys_modules"]
+    assert "import of tensorflow halted: kept out of Keras on JAX's process" in found["import"]
+    # in tests/conftest.py's JAX_COMPILATION_CACHE_DIR (or the caller's): the program, beside its access time
+    assert [f.endswith("-cache") for f in found["cache_entries"]].count(True) == 1, found
+
+
 def test_it_refuses_to_share_a_process_with_keras_on_tensorflow():
     import tf_impl  # noqa: F401 (Keras loaded on TensorFlow, as in this process)
 
