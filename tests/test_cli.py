@@ -333,7 +333,20 @@ def test_a_framework_that_is_not_installed_is_a_note_not_a_crash(tmp_path):
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow (a stand-in)')\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake.parent), os.environ.get("PYTHONPATH", "")])}
-    args = ["--quick", "--workload", "conv", "--replicas", "1", "--out", str(tmp_path / "out")]
+    args = [
+        "--quick",
+        "--workload",
+        "matmul",
+        "--replicas",
+        "1",
+        "--reps",
+        "2",
+        "--budget",
+        "0",
+        "--configs",
+        "default",
+    ]
+    args += ["--out", str(tmp_path / "out")]
     p = subprocess.run(
         [sys.executable, "-m", "parity.run", *args], capture_output=True, text=True, timeout=600, env=env
     )

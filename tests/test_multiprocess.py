@@ -222,7 +222,7 @@ def test_unreachable_coordinator(framework):
             "--process-id",
             "1",
             "--join-timeout",
-            "5",
+            "1",
             "--framework",
             framework,
             "--workload",
