@@ -117,23 +117,14 @@ def test_results_json_schema(quick_conv):
     assert (out / "results.png").read_bytes()[:4] == b"\x89PNG"
 
 
+# The smallest run through every framework's real worker: the quick matmul at one device, two timed calls a row
+TINY = ("--quick", "--workload", "matmul", "--replicas", "1", "--reps", "2", "--budget", "0", "--configs", "default")
+
+
 def test_a_tiny_run_end_to_end(tmp_path):
     """The fast tier's one run through real workers (conftest.FAST_TESTS): every framework's worker, the quick
     matmul at one device, two timed calls a row; its first screen and its files."""
-    args = (
-        "--quick",
-        "--workload",
-        "matmul",
-        "--replicas",
-        "1",
-        "--reps",
-        "2",
-        "--budget",
-        "0",
-        "--configs",
-        "default",
-    )
-    p = run(*args, "--quiet", "--out", str(tmp_path))
+    p = run(*TINY, "--quiet", "--out", str(tmp_path))
     assert p.returncode == 0, p.stderr[-2000:]
     doc = json.loads((tmp_path / "results.json").read_text())
     assert {r["framework"] for r in doc["rows"]} == set(frameworks.KEYS)
@@ -333,20 +324,7 @@ def test_a_framework_that_is_not_installed_is_a_note_not_a_crash(tmp_path):
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ImportError('No module named tensorflow (a stand-in)')\n")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(fake.parent), os.environ.get("PYTHONPATH", "")])}
-    args = [
-        "--quick",
-        "--workload",
-        "matmul",
-        "--replicas",
-        "1",
-        "--reps",
-        "2",
-        "--budget",
-        "0",
-        "--configs",
-        "default",
-    ]
-    args += ["--out", str(tmp_path / "out")]
+    args = [*TINY, "--out", str(tmp_path / "out")]
     p = subprocess.run(
         [sys.executable, "-m", "parity.run", *args], capture_output=True, text=True, timeout=600, env=env
     )
