@@ -53,7 +53,7 @@ def config(args, argv: list[str] = ()) -> Config:
     cfg = Config(
         device=args.device,
         frameworks=chosen,
-        workloads=tuple(WORKLOADS) if args.workload == "all" else (args.workload,),
+        workloads=_workloads(args),
         replicas=tuple(dict.fromkeys(args.replicas or ())),  # '--replicas 1 1' measures each count once
         precision=args.precision,
         preset=preset.name,
@@ -85,12 +85,17 @@ def config(args, argv: list[str] = ()) -> Config:
     return cfg
 
 
+def _workloads(args) -> tuple[str, ...]:
+    """--workload's names in WORKLOADS' order, each once ('all': every one)."""
+    return tuple(wl for wl in WORKLOADS if wl in args.workload or "all" in args.workload)
+
+
 def _schedule_flags(args) -> dict:
     """The trained workloads' schedule flags given ({spec field: value}). Flags that contradict each other, or that
     the chosen workloads would ignore, are one clear error, never resolved silently (a run that records something
     else than was asked); --reps above a preset's cap (not a --max-reps given) raises the cap."""
     given = {k: v for k in ("global_batch", "epochs", "steps_per_epoch") if (v := getattr(args, k)) is not None}
-    workloads = tuple(WORKLOADS) if args.workload == "all" else (args.workload,)
+    workloads = _workloads(args)
     if args.max_reps is not None and args.max_reps < args.reps:
         raise HarnessError(
             f"--max-reps {args.max_reps} is below --reps {args.reps} (the least calls a row gets): choose one"
@@ -100,7 +105,8 @@ def _schedule_flags(args) -> dict:
     if ignored:
         takers = ", ".join(wl for wl in WORKLOADS if WORKLOADS[wl].options)
         raise HarnessError(
-            f"{', '.join(ignored)} sets the trained workloads' schedule ({takers}): --workload {args.workload} has none"
+            f"{', '.join(ignored)} sets the trained workloads' schedule ({takers}): "
+            f"--workload {' '.join(workloads)} has none"
         )
     return given
 

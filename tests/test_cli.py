@@ -313,6 +313,19 @@ def test_the_notebook_schedule_in_one_flag():
     assert validation(cfg, cfg.spec("cnn")) == "none"  # the CPU's 12 steps: accuracy would mean nothing
 
 
+def test_several_workloads_in_one_flag_run_in_the_tables_order():
+    from parity import run as cli
+    from parity.workloads import WORKLOADS
+
+    def chosen(*args):
+        return cli.config(cli.parser().parse_args(list(args))).workloads
+
+    assert chosen("--workload", "matmul", "cnn", "matmul") == ("cnn", "matmul")  # each once, in WORKLOADS' order
+    assert chosen() == chosen("--workload", "all") == chosen("--workload", "conv", "all") == tuple(WORKLOADS)
+    p = run("--workload", "cnn", "mlp")
+    assert p.returncode == 2 and "invalid choice: 'mlp'" in p.stderr
+
+
 def test_real_data_absent_is_a_clear_error(tmp_path):
     p = run("--workload", "cnn", "--quick", "--data", "real", "--data-dir", str(tmp_path), "--quiet")
     assert p.returncode == 2 and "Traceback" not in p.stderr

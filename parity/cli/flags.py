@@ -43,7 +43,13 @@ def parser() -> argparse.ArgumentParser:
         help="which implementation(s) to run, each in its own process (default: all)",
     )
     ap.add_argument(
-        "--workload", choices=(*WORKLOADS, "all"), default="all", help="which workload(s) to run (default: all)"
+        "--workload",
+        choices=(*WORKLOADS, "all"),
+        nargs="+",
+        default=["all"],
+        metavar="W",
+        help=f"which workload(s) to run: one or several of {', '.join(WORKLOADS)} (run in that order), or all "
+        "(default: all)",
     )
     ap.add_argument(
         "--replicas",
