@@ -8,6 +8,9 @@ import subprocess
 import sys
 import tempfile
 
+# The smallest run through every framework's real worker: the quick matmul at one device, two timed calls a row
+TINY = ("--quick", "--workload", "matmul", "--replicas", "1", "--reps", "2", "--budget", "0", "--configs", "default")
+
 
 def with_out(args) -> list[str]:
     """`args` with `--out` a fresh folder where they name none."""

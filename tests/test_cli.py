@@ -8,7 +8,7 @@ import sys
 import time
 
 import pytest
-from parity_cli import run_parity
+from parity_cli import TINY, run_parity
 
 from parity.common import frameworks
 from parity.common.tolerances import tolerance
@@ -115,10 +115,6 @@ def test_results_json_schema(quick_conv):
     assert peak["measured_flops"] > 0 and peak["computed_flops"] > 0
     assert (out / "results.csv").read_text().count("\n") == len(rows) + 1
     assert (out / "results.png").read_bytes()[:4] == b"\x89PNG"
-
-
-# The smallest run through every framework's real worker: the quick matmul at one device, two timed calls a row
-TINY = ("--quick", "--workload", "matmul", "--replicas", "1", "--reps", "2", "--budget", "0", "--configs", "default")
 
 
 def test_a_tiny_run_end_to_end(tmp_path):

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from parity_cli import run_parity
+from parity_cli import TINY, run_parity
 
 from parity.api.variants import MANY, Variant
 from parity.common.messages import HarnessError
@@ -111,7 +111,7 @@ def second_python(tmp_path):
 
 def test_each_framework_in_its_own_interpreter(tmp_path, second_python):
     out = tmp_path / "out"
-    p = run("--quick", "--workload", "conv", "--replicas", "1", "--python", f"jax={second_python}", "--out", str(out))
+    p = run(*TINY, "--python", f"jax={second_python}", "--out", str(out))
     assert p.returncode == 0, p.stderr[-2000:]
     env = json.loads((out / "results.json").read_text())["env"]
     assert env["pythons"] == {"jax": str(second_python)}
