@@ -23,6 +23,11 @@ what each label of a row means (jit+pool+ynn+onednn+thp, fit+spe, not judged, ..
 """
 
 
+WORKLOAD_HELP = (
+    f"which workload(s) to run: one or several of {', '.join(WORKLOADS)} (run in that order), or all (default: all)"
+)
+
+
 def parser() -> argparse.ArgumentParser:
     ap = Parser(
         prog="python -m parity.run",
@@ -43,13 +48,7 @@ def parser() -> argparse.ArgumentParser:
         help="which implementation(s) to run, each in its own process (default: all)",
     )
     ap.add_argument(
-        "--workload",
-        choices=(*WORKLOADS, "all"),
-        nargs="+",
-        default=["all"],
-        metavar="W",
-        help=f"which workload(s) to run: one or several of {', '.join(WORKLOADS)} (run in that order), or all "
-        "(default: all)",
+        "--workload", choices=(*WORKLOADS, "all"), nargs="+", default=["all"], metavar="W", help=WORKLOAD_HELP
     )
     ap.add_argument(
         "--replicas",
