@@ -204,6 +204,7 @@ def test_run_two_processes_end_to_end(tmp_path):
         ("tf", "loop"),
     }
     assert all(r["verified"] and r["processes"] == 2 and r["replicas"] == 2 for r in rows)
+    assert {r["kind"] for r in rows} == {"cnn_train", "matmul"}  # inference: one device (ONE), no row at 2 replicas
     assert all(r["xfw_max_rel_err"] is not None for r in rows if r["kind"] == "matmul")  # TF against JAX
     traj = [c for c in doc["checks"] if c["check"].startswith("trajectory")]
     assert traj and all(c["passed"] for c in traj)
