@@ -12,7 +12,6 @@ from pathlib import Path
 
 from parity.common import signals
 from parity.common.safe import bounded, text
-from parity.output import page
 from parity.output.charts import chart, history_chart, layers_chart, ratio_chart
 from parity.output.tables import markdown
 from parity.record import rows
@@ -59,9 +58,13 @@ RESULT_FILES = (
 )
 
 
-def check_out_dir(out: Path, names: tuple[str, ...] = RESULT_FILES) -> None:
+def check_out_dir(out: Path, names: tuple[str, ...] | None = None, dirs: tuple[str, ...] = ()) -> None:
     """Make sure results can be written to `out` before any work is done: it is (or can be made) a writable
-    directory, and none of the files to be written is a directory. Raises OSError with one clear line."""
+    directory, none of the files to be written (`names`) is a directory, and none of the folders (`dirs`) is a file
+    or a symbolic link. By default the set parity.run writes: RESULT_FILES and its PROFILES folder. Raises OSError
+    with one clear line."""
+    if names is None:
+        names, dirs = RESULT_FILES, (PROFILES,)
     out = Path(out)
     if out.is_symlink() and not out.exists():
         raise OSError(f"--out {out}: a symbolic link that leads nowhere (a loop, or a missing target)")
@@ -76,6 +79,11 @@ def check_out_dir(out: Path, names: tuple[str, ...] = RESULT_FILES) -> None:
     for name in names:
         if (out / name).is_dir():
             raise OSError(f"--out {out}: {name} there is a directory; results would not fit")
+    for name in dirs:
+        p = out / name
+        if p.is_symlink() or (p.exists() and not p.is_dir()):
+            what = "a symbolic link" if p.is_symlink() else "not a folder"
+            raise OSError(f"--out {out}: {name} there is {what}; this set writes a folder of that name")
 
 
 _HELD: dict[tuple[int, int], int] = {}  # output directories this process holds the lock of: (device, inode) -> fd
@@ -121,33 +129,102 @@ def _one_line(e: OSError) -> str:
     return str(e.strerror or e)
 
 
+STAGE = ".parity-stage-"  # a staging folder's prefix, inside the directory it writes to
+# what a run killed by SIGKILL (which nothing can catch) leaves besides a staging folder: said where one is found
+KILLED = "a run killed so also leaves its working folder $TMPDIR/parity-* and its workers' logs $TMPDIR/parity-*.log"
+
+
+def _clear_stale(out: Path) -> None:
+    """Remove the staging folders a command killed while writing left in `out`, whose lock the caller
+    holds (so no live command owns them), and say so in one line on stderr: whether the files beside them were a set
+    half replaced (the killed command had begun moving its files into place) or whole."""
+    import shutil
+    import sys
+
+    stale = sorted(p for p in out.glob(f"{STAGE}*") if p.is_dir() and not p.is_symlink())
+    if not stale:
+        return
+    half = any(q.name.startswith(".previous-") for p in stale for q in p.iterdir())
+    for p in stale:
+        shutil.rmtree(p, ignore_errors=True)
+    state = "were a set half replaced" if half else "were whole"
+    names = ", ".join(p.name for p in stale)
+    print(
+        text(
+            f"note: removed {names} from {out}: left by a command killed while writing there; the files there {state}; "
+            + KILLED
+        ),
+        file=sys.stderr,
+    )
+
+
+class _NotRestored(OSError):
+    """Installing a set failed, and so did putting the previous one back: where the previous files are now."""
+
+
+def _swap(out: Path, stage: Path, members: tuple[str, ...], made: list[str]) -> None:
+    """Replace the set `members` in `out` with `made`, staged in `stage`: every previous member moved aside into the
+    stage first, then every new one moved in, so that `out` never holds members of two sets. Any failure moves the
+    new ones back out and the previous ones back in (all or nothing); raises the failure, or _NotRestored where the
+    previous files could not all be put back."""
+    aside: list[str] = []
+    placed: list[str] = []
+    try:
+        for name in members:
+            if (out / name).is_symlink() or (out / name).exists():
+                os.replace(out / name, stage / f".previous-{name}")
+                aside.append(name)
+        for name in made:
+            os.replace(stage / name, out / name)
+            placed.append(name)
+    except OSError as e:
+        try:
+            for name in reversed(placed):
+                os.replace(out / name, stage / name)
+            for name in reversed(aside):
+                os.replace(stage / f".previous-{name}", out / name)
+        except OSError as again:
+            raise _NotRestored(
+                f"{_one_line(e)}, and putting the previous files back failed ({_one_line(again)}): those not in "
+                f"{out} are in {stage} as .previous-<name>"
+            ) from None
+        raise
+
+
 def write_staged(
     out: Path, makers: dict[str, Callable[[Path], bool | None]], names: tuple[str, ...], dirs: tuple[str, ...] = ()
 ) -> list[Path]:
-    """The one writer of an output directory: each maker writes its file (or, for a name in `dirs`, its folder)
-    into a staging folder inside `out` (returning False when it has nothing to write); only when every one has
-    succeeded do they replace the previous ones, with Ctrl-C and SIGTERM held back for those few renames, and a
-    previous file or folder of `names` or `dirs` that this set lacks is removed. The directory is locked
-    (out_lock) meanwhile. Any failure (a chart that crashes, a full disk) leaves the previous files as they were
-    and no staging folder behind; it is raised as OSError with one line."""
+    """The one writer of an output directory, whose files (`names`) and folders (`dirs`) are one set: every member
+    is checked first (check_out_dir); each maker writes its file (or, for a name in `dirs`, its folder) into a
+    staging folder inside `out` (returning False when it has nothing to write); only when every one has succeeded
+    does the new set replace the previous one, all or nothing (_swap), with Ctrl-C, SIGTERM and SIGHUP held back
+    for those few renames; a previous member this set lacks is removed. The directory is locked (out_lock)
+    meanwhile, and staging folders that a killed command left there are removed first, said in one line. Any
+    failure (a chart that crashes, a full disk, a member that cannot be moved) leaves the previous files as they
+    were and no staging folder behind; it is raised as OSError with one line. Only SIGKILL, which nothing can
+    catch, can stop it midway (KILLED): `out` then holds members of one set only, the rest in the staging folder
+    that the next write there removes."""
+    import shutil
+
     out = Path(out)
-    check_out_dir(out, names)
+    check_out_dir(out, names, dirs)
+    kept = False
     try:
-        with out_lock(out), tempfile.TemporaryDirectory(dir=out, prefix=".parity-stage-") as tmp:
-            stage = Path(tmp)
-            made = [name for name, make in makers.items() if make(stage / name) is not False]
-            with signals.deferred():
-                for name in (*names, *dirs):
-                    if name in made or not (out / name).exists():
-                        continue
-                    if name in dirs and (out / name).is_dir() and not (out / name).is_symlink():
-                        os.replace(out / name, stage / f".previous-{name}")  # removed with the stage
-                    elif name not in dirs:
-                        (out / name).unlink()  # a stale file must not sit beside this set
-                for name in made:
-                    if name in dirs and (out / name).is_dir() and not (out / name).is_symlink():
-                        os.replace(out / name, stage / f".previous-{name}")
-                    os.replace(stage / name, out / name)
+        with out_lock(out):
+            _clear_stale(out)
+            stage = Path(tempfile.mkdtemp(dir=out, prefix=STAGE))
+            try:
+                made = [name for name, make in makers.items() if make(stage / name) is not False]
+                with signals.deferred():
+                    _swap(out, stage, (*names, *dirs), made)
+            except _NotRestored:
+                kept = True
+                raise
+            finally:
+                if not kept:
+                    shutil.rmtree(stage, ignore_errors=True)
+    except _NotRestored as e:
+        raise OSError(f"cannot write to {out}: {e}") from None
     except OSError as e:
         raise OSError(f"cannot write to {out}: {_one_line(e)}; the previous files there are as they were") from None
     except (ValueError, TypeError, KeyError) as e:  # a maker refused what it was given (a chart, a table)
@@ -164,6 +241,8 @@ def write_all(doc: dict, out: Path, profiles: Path | None = None) -> list[Path]:
     profiles/ does not outlive its results. A string longer than a results file may hold (MAX_TEXT: a framework's
     runaway error message) is cut, saying so."""
     import shutil
+
+    from parity.output import page  # here: the page shows the first screen, whose module reads files through this one
 
     doc = bounded(doc)
     env = doc["env"]
