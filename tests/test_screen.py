@@ -1,18 +1,23 @@
-"""A run's first screen (parity.output.screen): the answer within WIDTH columns and about 40 lines, the verdict's
-counts, every failure in full, what was not measured; from shipped results files (no framework imported)."""
+"""A run's first screen (parity.output.screen): the answer at each framework's best and out of the box within WIDTH
+columns and about 45 lines, the verdict's counts, every failure in full, what was not measured; from shipped results
+files (no framework imported)."""
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
 
-from parity.output import screen
+from parity.common.frameworks import short
+from parity.judging import summary
+from parity.output import grid, screen
 from parity.output.loading import current_names
 
 ROOT = Path(__file__).resolve().parents[1]
-# the widest shipped file (1 and 8 replicas, three frameworks, both number formats) and a one-device one
+# a default CPU run: four frameworks, five workloads, both number formats at one device
 FULL = ROOT / "docs/results/xeon-amx/cpu-default.json"
+LINES = 45  # the first screen's lines, about (a few dozen: docs/STYLE's first screen)
 
 
 @pytest.fixture(scope="module")
@@ -21,11 +26,73 @@ def doc():
 
 
 def test_the_answer_fits_the_first_screen(doc):
+    assert len(summary.frameworks_in(doc["rows"])) == 4 and len(summary.groups(doc["rows"])) >= 13
     lines = screen.first_screen(doc).splitlines()
-    assert len(lines) <= 40
+    assert len(lines) <= LINES
     assert max(map(len, lines)) <= screen.WIDTH, max(lines, key=len)
-    groups = {(r["kind"], r["replicas"], r.get("dtype") or "float32") for r in doc["rows"] if r["verified"]}
-    assert sum(ln.split("  ")[0].strip() in {f"{w} x{n}" for w, n, _ in groups} for ln in lines) == len(groups)
+    named = [tuple(ln.split()[:3]) for ln in lines]
+    for wl, n, dtype in summary.groups(doc["rows"]):
+        assert named.count((wl, f"x{n}", screen.FORMATS[dtype])) == 2  # its times, then its ratios
+    assert "then out of the box: each one's fastest untuned variant" in "\n".join(lines)
+
+
+@pytest.mark.parametrize("left_out", [(), ("tf",), ("tf", "jax")])
+def test_the_screen_fits_whichever_framework_is_the_reference(doc, left_out):
+    """Its lines name the reference ('x/Keras-JAX: its time over Keras-JAX's'): within WIDTH for the longest name."""
+    d = copy.deepcopy(doc)
+    d["rows"] = [r for r in d["rows"] if r["framework"] not in left_out]
+    lines = screen.first_screen(d).splitlines()
+    ref = short(summary.frameworks_in(d["rows"])[0])
+    assert any(ln.startswith(f"x/{ref}: its time over {ref}'s") for ln in lines)
+    assert len(lines) <= LINES and max(map(len, lines)) <= screen.WIDTH, max(lines, key=len)
+
+
+def test_each_ratio_is_at_best_then_out_of_the_box_as_the_readmes_grid_gives_it(doc):
+    """A user checks the README's grid ('1.13x / 3.01x': best, then out of the box) against their own first screen:
+    each float32 cell at one device carries the grid's out-of-the-box figure after its best's interval."""
+    _, body = screen.best_lines(doc, plain=True)
+    fws = summary.frameworks_in(doc["rows"])
+    seen = 0
+    for line in body:
+        wl, n = line[0].rsplit(" x", 1)
+        for fw, shown in zip(fws[1:], line[2 + len(fws) :], strict=True):
+            if line[1] == "bf16":
+                assert " / " not in shown  # bfloat16 is a lever: no framework has it out of the box
+            elif n == "1":
+                best, plain = grid.cell(doc["rows"], wl, "float32", fw, fws[0]).split(" / ")
+                assert re.fullmatch(
+                    rf"{re.escape(best.removesuffix(grid.SAME))} \(\d\.\d\d-\d\.\d\d\) / {re.escape(plain)}", shown
+                ), shown
+                seen += 1
+    float32 = [g for g in summary.groups(doc["rows"]) if g[1:] == (1, "float32")]
+    assert seen == (len(fws) - 1) * len(float32) > 0  # every framework over TF on each float32 row kind, one device
+
+
+def test_out_of_the_box_is_each_frameworks_fastest_untuned_row(doc):
+    rows = doc["rows"]
+    tf, jax = (summary.fastest(rows, "cnn_train", 1, "float32", fw, tuned=False) for fw in ("tf", "jax"))
+    assert (
+        screen.plain_ratio(rows, "cnn_train", 1, "float32", "jax", "tf") == f"{jax['median_s'] / tf['median_s']:.2f}x"
+    )
+    lone = copy.deepcopy(doc)
+    for r in lone["rows"]:
+        if r["kind"] == "cnn_train" and r["framework"] == "jax":
+            r["tuned"] = True  # JAX not measured out of the box: its best alone
+    assert screen.plain_ratio(lone["rows"], "cnn_train", 1, "float32", "jax", "tf") is None
+    line = next(b for b in screen.best_lines(lone, plain=True)[1] if b[:2] == ("cnn_train x1", "f32"))
+    assert re.fullmatch(r"\d\.\d\dx \(\d\.\d\d-\d\.\d\d\)", line[2 + 4]), line  # JAX/TF: after 4 times
+    tie = copy.deepcopy(doc)
+    for r in tie["rows"]:
+        if (r["kind"], r["framework"], r["variant"]) == ("cnn_train", "jax", jax["variant"]):
+            r["times_s"], r["median_s"], r["rounds"] = list(tf["times_s"]), tf["median_s"], tf.get("rounds")
+    assert screen.plain_ratio(tie["rows"], "cnn_train", 1, "float32", "jax", "tf") == "1.00x" + screen.SAME
+    assert screen.SAME == grid.SAME  # the README's mark
+
+
+def test_the_page_keeps_its_ratios_at_best_alone(doc):
+    """results.html's summary (parity.output.page) reads best_lines without `plain`: one ratio a cell."""
+    _, body = screen.best_lines(doc)
+    assert body and not any(" / " in cell for line in body for cell in line)
 
 
 def test_the_verdict_counts_rows_and_checks(doc):
@@ -65,7 +132,8 @@ def test_a_label_is_its_code_path_and_a_mark_for_its_levers(variant, shown):
 
 
 @pytest.mark.parametrize(
-    "s, shown", [(0.09348, "93.5 ms"), (0.27028, "270 ms"), (1.4213, "1.42 s"), (0.00012, "0.12 ms")]
+    "s, shown",
+    [(0.09348, "93.5 ms"), (0.27028, "270 ms"), (0.9996, "1 s"), (1.4213, "1.42 s"), (0.00012, "0.12 ms")],
 )
 def test_times_have_three_significant_figures(s, shown):
     assert screen.compact_time(s) == shown
@@ -106,7 +174,10 @@ def test_keras_on_jax_with_jaxs_settings_is_said_under_the_answer(doc):
     not where they did not."""
     jax_env = next(r["config_env"] for r in doc["rows"] if r["framework"] == "jax" and r.get("config_env"))
     d = copy.deepcopy(doc)
-    assert not screen.same_runtime(d["rows"])  # a file from before Keras on JAX had settings
+    for r in d["rows"]:
+        if r["framework"] == "keras-jax":
+            r["config_env"] = {}  # as in a file from before Keras on JAX had settings
+    assert not screen.same_runtime(d["rows"])
     tuned = copy.deepcopy(next(r for r in d["rows"] if r["framework"] == "keras-jax"))
     d["rows"].append({**tuned, "variant": tuned["variant"] + "+ynn", "config_env": {"XLA_FLAGS": "--other"}})
     assert not screen.same_runtime(d["rows"])  # a setting of its own: no common runtime to speak of
@@ -115,15 +186,13 @@ def test_keras_on_jax_with_jaxs_settings_is_said_under_the_answer(doc):
 
 
 def test_four_frameworks_split_the_answer_into_times_then_ratios(doc):
-    """Four frameworks' times and three ratios with intervals are wider than the screen: two grids, each within it,
-    each naming every group once."""
-    four = copy.deepcopy(doc)
-    four["rows"] += [{**r, "framework": "torch"} for r in doc["rows"] if r["framework"] == "jax"]
-    lines = screen.first_screen(four).splitlines()
-    assert max(map(len, lines)) <= screen.WIDTH, max(lines, key=len)
-    heads = [ln.split() for ln in lines if ln.startswith("workload ")]
+    """Four frameworks' times and three ratios, each at best and out of the box, are wider than the screen: two grids,
+    each under the lines that say how to read it."""
+    lines = screen.first_screen(doc).splitlines()
+    at = [i for i, ln in enumerate(lines) if ln.startswith("workload ")]
+    heads = [lines[i].split() for i in at]
     assert heads == [["workload", "format", "TF", "JAX", "Keras-JAX", "PyTorch"],
                      ["workload", "format", "JAX/TF", "Keras-JAX/TF", "PyTorch/TF"]]  # fmt: skip
-    groups = {(r["kind"], f"x{r['replicas']}", screen.FORMATS[r.get("dtype") or "float32"]) for r in doc["rows"]}
-    named = [tuple(ln.split()[:3]) for ln in lines]
-    assert all(named.count(g) == 2 for g in groups), groups
+    assert lines[at[0] - 1].startswith("Each framework's fastest verified configuration: median per call")
+    assert lines[at[1] - 2].startswith("x/TF: its time over TF's, each at its best, with a 95% interval")
+    assert lines[at[1] - 1].startswith("then out of the box: each one's fastest untuned variant (~: no difference")

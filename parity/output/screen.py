@@ -1,6 +1,7 @@
 """A run's first screen: the machine in one line, each framework's best per workload, replica count and number format
-with its ratio and 95% interval, the verdict, every failure in full, and where the files are. At most WIDTH columns;
-the per-row table, every check and the notes go to the results files (results.md) and, with --verbose, to stdout."""
+with its ratio and 95% interval, and beside it the ratio out of the box (as the README's grid gives both), the verdict,
+every failure in full, and where the files are. At most WIDTH columns and about 45 lines; the per-row table, every
+check and the notes go to the results files (results.md) and, with --verbose, to stdout."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ WIDTH = 120  # the first screen's columns, at most (tests/test_screen.py)
 LABEL = 13  # a variant's label on the first screen: its first word ('data_parallel') and MORE for its levers
 MORE = "*"  # ASCII: a terminal that cannot print an ellipsis still prints the answer
 FORMATS = {"float32": "f32", "bfloat16": "bf16"}
+SAME = "~"  # a ratio out of the box whose 95% interval holds 1, marked as the README's grid marks it (grid.SAME)
 
 
 def short_label(variant: str) -> str:
@@ -29,8 +31,8 @@ def compact_time(s: float | None) -> str:
     """Three significant figures: '93.5 ms', '270 ms', '1.42 s'."""
     if s is None:
         return "-"
-    if s < 1:
-        ms = s * 1e3
+    ms = s * 1e3
+    if float(f"{ms:.3g}") < 1000:  # 999.6 ms rounds to a second: '1 s', not '1e+03 ms'
         return f"{ms:.3g} ms" if ms >= 1 else f"{ms:.2f} ms"
     return f"{s:.3g} s" if s < 100 else f"{s:.0f} s"
 
@@ -59,9 +61,21 @@ def machine_line(env: dict) -> str:
     return label(m) + (f"; {', '.join(said)}" if said else "")
 
 
-def best_lines(doc: dict) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+def plain_ratio(rows: list[dict], wl: str, n: int, dtype: str, fw: str, ref: str) -> str | None:
+    """`fw` over `ref` out of the box in one group: each one's fastest untuned row, as the README's grid gives it
+    ('2.30x'; SAME marks a ratio whose 95% interval holds 1); None where a side has no untuned row (bfloat16 is a
+    lever: no framework has one there)."""
+    num, den = (summary.fastest(rows, wl, n, dtype, f, tuned=False) for f in (fw, ref))
+    if num is None or den is None:
+        return None
+    q = summary.ratio(num, den)
+    return f"{_x(q.ratio)}x" + (SAME if q.low is not None and q.contains_one() else "")
+
+
+def best_lines(doc: dict, plain: bool = False) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
     """The header and one line per workload x replicas x number format: each framework's best row (short label and
-    median) and each other framework's over the reference's (the first of the table with a row there)."""
+    median) and each other framework's over the reference's (the first of the table with a row there); with `plain`,
+    each ratio followed by the same out of the box ('1.12x (1.03-1.37) / 2.30x': plain_ratio) where both have one."""
     rows = doc["rows"]
     fws = summary.frameworks_in(rows)
     header = ("workload", "format", *(short(fw) for fw in fws), *(over(fw, fws[0]) for fw in fws[1:]))
@@ -71,7 +85,13 @@ def best_lines(doc: dict) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
         ref = next(iter(b))
         cells = [f"{short_label(b[fw]['variant'])} {compact_time(b[fw]['median_s'])}" if fw in b else "-" for fw in fws]
         said = "" if ref == fws[0] else f" /{short(ref)}"  # no row of the first framework here: over the next's
-        ratios = [ratio_cell(b[fw], b[ref]) + said if fw in b and fw != ref else "-" for fw in fws[1:]]
+        ratios = []
+        for fw in fws[1:]:
+            if fw not in b or fw == ref:
+                ratios.append("-")
+                continue
+            box = plain_ratio(rows, wl, n, dtype, fw, ref) if plain else None
+            ratios.append(ratio_cell(b[fw], b[ref]) + (f" / {box}" if box else "") + said)
         body.append((f"{wl} x{n}", FORMATS.get(dtype, dtype), *cells, *ratios))
     return header, body
 
@@ -134,20 +154,13 @@ def not_measured(env: dict) -> list[str]:
 
 
 def first_screen(doc: dict) -> str:
-    """What a person reads first (about 40 lines at most; WIDTH columns but for a failure's or a note's text)."""
+    """What a person reads first (about 45 lines at most; WIDTH columns but for a failure's or a note's text)."""
     env = doc["env"]
     fws = summary.frameworks_in(doc["rows"])
     out = [text(machine_line(env))]
-    header, body = best_lines(doc)
+    header, body = best_lines(doc, plain=True)
     if body:
-        ref = short(fws[0])
-        out += [
-            "",
-            f"Each framework's fastest verified configuration: median per call, per epoch where it trains; "
-            f"x/{ref}: its time over {ref}'s,",
-            "with a 95% interval (one that holds 1: no difference measurable here).",
-            *_fitted(header, body, len(fws)),
-        ]
+        out += ["", *_fitted(header, body, len(fws), short(fws[0]))]
     else:
         out += ["", "no verified row: nothing to compare"]
     out += ["", text(verdict(doc))]
@@ -164,17 +177,28 @@ def first_screen(doc: dict) -> str:
     return "\n".join(out)
 
 
-def _fitted(header: tuple[str, ...], body: list[tuple[str, ...]], n: int) -> list[str]:
-    """best_lines' table in one grid where it fits WIDTH, else in two (the times, then the ratios: four frameworks'
-    times and three ratios with their intervals take about 150 columns)."""
+def _fitted(header: tuple[str, ...], body: list[tuple[str, ...]], n: int, ref: str) -> list[str]:
+    """best_lines' table, each part under the lines that say how to read it: in one grid where it fits WIDTH, else in
+    two (the times, then the ratios: three frameworks' times and two ratios, each at best and out of the box, take
+    about 140 columns)."""
+    times_said = ["Each framework's fastest verified configuration: median per call, per epoch where it trains."]
+    ratios_said = [
+        f"x/{ref}: its time over {ref}'s, each at its best, with a 95% interval (holding 1: no difference measurable);",
+        f"then out of the box: each one's fastest untuned variant ({SAME}: no difference measurable; none in bfloat16, "
+        "a lever).",
+    ]
+    if n == 1:  # no ratio to read
+        return [*times_said, grid(header, body)]
     whole = grid(header, body)
     if max(map(len, whole.splitlines())) <= WIDTH:
-        return [whole]
+        return [*times_said, *ratios_said, whole]
     keys = slice(0, 2)
     times, ratios = slice(2, 2 + n), slice(2 + n, None)
     return [
+        *times_said,
         grid(header[keys] + header[times], [b[keys] + b[times] for b in body]),
         "",
+        *ratios_said,
         grid(header[keys] + header[ratios], [b[keys] + b[ratios] for b in body]),
     ]
 
