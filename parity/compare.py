@@ -137,7 +137,7 @@ def _compare(args) -> int:
     try:
         old, new = load_results(args.old), load_results(args.new)
     except ResultsError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(text(f"error: {e}"), file=sys.stderr)
         return 2
     mo, mn = machine_of(old["env"]), machine_of(new["env"])
     across = bool(hardware_differences(mo, mn))
@@ -211,7 +211,7 @@ def _print(lines: list[dict], unmatched: int, args, across: bool) -> None:
     ]
     print(grid(("workload", "framework", "variant", "replicas", "old", "new", "new/old", "verdict"), body))
     if unmatched:
-        print(f"  * {unmatched} row(s) of {args.new} have no counterpart in {args.old}")
+        print(text(f"  * {unmatched} row(s) of {args.new} have no counterpart in {args.old}"))
     pct = f"{100 * args.fail_over:g}%"
     n_bad = sum(ln["verdict"].startswith("REGRESSION") for ln in lines)
     where = " across different machines (--across-machines)" if across and args.across_machines else ""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -254,22 +255,22 @@ def _report(args) -> int:
         if args.out:
             check_out_dir(args.out, MERGED_FILES)
         if args.html:
-            check_out_dir(args.html.parent, (args.html.name,))
+            args.html = page_path(args.html)
         if args.ratios and len(docs) != 1:
             raise ResultsError(f"--ratios draws one file's summary; {len(docs)} files were given")
     except (ResultsError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(text(f"error: {e}"), file=sys.stderr)
         return 2
     rows = merged_rows(docs, article=not args.no_article)
     if args.workload is not None:
         kinds = {k.name for k in WORKLOADS[args.workload].kinds} if args.workload in WORKLOADS else {args.workload}
         rows = [r for r in rows if r["kind"] in kinds]
         if not rows:
-            print(f"error: no rows of workload {args.workload!r} in the files", file=sys.stderr)
+            print(text(f"error: no rows of workload {args.workload!r} in the files"), file=sys.stderr)
             return 2
     bases = add_speedups(rows, baseline)
     if baseline and not bases:
-        print(f"error: no verified row matches --baseline {args.baseline}", file=sys.stderr)
+        print(text(f"error: no verified row matches --baseline {args.baseline}"), file=sys.stderr)
         return 2
     print(cross_table(rows))
     for wl, b in bases.items():
@@ -298,16 +299,29 @@ def _write_ratios(path: Path, doc: dict) -> int:
     try:
         drawn = ratio_chart(doc, path)
     except OSError as e:
-        print(f"error: cannot write {path}: {e.strerror or e}", file=sys.stderr)
+        print(text(f"error: cannot write {path}: {e.strerror or e}"), file=sys.stderr)
         return 2
     if not drawn:
         print(
-            f"error: {path}: no ratio to draw (fewer than two frameworks with verified rows, or no matplotlib)",
+            text(f"error: {path}: no ratio to draw (fewer than two frameworks with verified rows, or no matplotlib)"),
             file=sys.stderr,
         )
         return 2
-    print(f"wrote {path}")
+    print(text(f"wrote {path}"))
     return 0
+
+
+def page_path(given: Path) -> Path:
+    """Where --html writes its page: `given`, or the file a symbolic link there leads to (written through, as a
+    shell's `>` writes, never replacing the link), checked before any work. Raises OSError with one line naming
+    --html where it is a folder, a link that leads nowhere it can write, or in a folder it cannot write to."""
+    path = Path(os.path.realpath(given)) if given.is_symlink() else given
+    if path.is_symlink():
+        raise OSError(f"--html {given}: a symbolic link that leads nowhere (a loop)")
+    if path.is_dir():
+        raise OSError(f"--html {given}: a directory; give the page's file there, e.g. {given / 'results.html'}")
+    check_out_dir(path.parent, (path.name,), flag="--html")
+    return path
 
 
 def _write_html(path: Path, docs: list[tuple[str, dict]]) -> int:
@@ -339,9 +353,9 @@ def _write_merged(out, docs: list, rows: list[dict]) -> int:
             MERGED_FILES,
         )
     except OSError as e:
-        print(f"error: {e}", file=sys.stderr)
+        print(text(f"error: {e}"), file=sys.stderr)
         return 2
-    print(f"wrote {', '.join(p.name for p in made)} in {out}")
+    print(text(f"wrote {', '.join(p.name for p in made)} in {out}"))
     return 0
 
 

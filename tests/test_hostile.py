@@ -902,3 +902,35 @@ def test_a_framework_with_no_path_for_the_device_is_left_out_beside_others_and_r
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no code path for this device here (fake)" in err[0], err
     assert not (tmp_path / "alone").exists() or not list((tmp_path / "alone").iterdir())
+
+
+ESC_NAME = "a\x1b]0;owned\x07\x1b[2J.json"  # a file name that would retitle and clear a terminal
+
+
+@pytest.mark.parametrize("content", ["{", GOOD], ids=["unreadable", "readable"])
+@pytest.mark.parametrize("command", [CMP, REP], ids=["compare", "report"])
+def test_a_file_name_never_reaches_the_terminal_raw(tmp_path, capsys, command, content):
+    (tmp_path / ESC_NAME).write_text(content)
+    (tmp_path / "b.json").write_text(results([ROW, {**ROW, "framework": "jax"}]))
+    given = [str(tmp_path / ESC_NAME), str(tmp_path / "b.json")]  # compare: OLD, NEW; report: both files
+    flags = ["--out", str(tmp_path / ESC_NAME[:-5]), "--html", str(tmp_path / (ESC_NAME + ".html"))]
+    command[0](given + (flags if command is REP else []))
+    out, err = capsys.readouterr()
+    assert "\x1b" not in out + err and "\x07" not in out + err
+    assert "\\x1b" in out + err  # said, escaped
+
+
+def test_html_writes_through_a_symbolic_link_and_a_folder_is_refused_as_html(tmp_path, capsys):
+    (tmp_path / "a.json").write_text(GOOD)
+    target = tmp_path / "site" / "page.html"
+    target.parent.mkdir()
+    target.write_text("old page")
+    link = tmp_path / "results.html"
+    link.symlink_to(target)
+    assert report.report_main([str(tmp_path / "a.json"), "--html", str(link)]) == 0
+    assert link.is_symlink() and os.readlink(link) == str(target)  # the link kept, the page written through it
+    assert target.read_text().startswith("<!DOCTYPE html>")
+    capsys.readouterr()
+    assert report.report_main([str(tmp_path / "a.json"), "--html", str(tmp_path / "site")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: --html {tmp_path / 'site'}: a directory") and "--out" not in err, err

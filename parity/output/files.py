@@ -58,32 +58,34 @@ RESULT_FILES = (
 )
 
 
-def check_out_dir(out: Path, names: tuple[str, ...] | None = None, dirs: tuple[str, ...] = ()) -> None:
+def check_out_dir(
+    out: Path, names: tuple[str, ...] | None = None, dirs: tuple[str, ...] = (), flag: str = "--out"
+) -> None:
     """Make sure results can be written to `out` before any work is done: it is (or can be made) a writable
     directory, none of the files to be written (`names`) is a directory, and none of the folders (`dirs`) is a file
     or a symbolic link. By default the set parity.run writes: RESULT_FILES and its PROFILES folder. Raises OSError
-    with one clear line."""
+    with one clear line naming `flag`, the option that chose `out`."""
     if names is None:
         names, dirs = RESULT_FILES, (PROFILES,)
     out = Path(out)
     if out.is_symlink() and not out.exists():
-        raise OSError(f"--out {out}: a symbolic link that leads nowhere (a loop, or a missing target)")
+        raise OSError(f"{flag} {out}: a symbolic link that leads nowhere (a loop, or a missing target)")
     if out.exists() and not out.is_dir():
-        raise OSError(f"--out {out}: exists and is not a directory")
+        raise OSError(f"{flag} {out}: exists and is not a directory")
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = tempfile.NamedTemporaryFile(dir=out, prefix=".parity-probe-")
         probe.close()
     except OSError as e:
-        raise OSError(f"--out {out}: cannot write there ({e.strerror or e})") from None
+        raise OSError(f"{flag} {out}: cannot write there ({e.strerror or e})") from None
     for name in names:
         if (out / name).is_dir():
-            raise OSError(f"--out {out}: {name} there is a directory; results would not fit")
+            raise OSError(f"{flag} {out}: {name} there is a directory; results would not fit")
     for name in dirs:
         p = out / name
         if p.is_symlink() or (p.exists() and not p.is_dir()):
             what = "a symbolic link" if p.is_symlink() else "not a folder"
-            raise OSError(f"--out {out}: {name} there is {what}; this set writes a folder of that name")
+            raise OSError(f"{flag} {out}: {name} there is {what}; this set writes a folder of that name")
 
 
 _HELD: dict[tuple[int, int], int] = {}  # output directories this process holds the lock of: (device, inode) -> fd
