@@ -19,6 +19,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PAGE = (ROOT / "docs/numerics.md").read_text()
 TEXT = " ".join(PAGE.split())  # the page's line breaks fall anywhere in a sentence
 CLASSES = ("zen1", "zen4", "zen5", "xeon-avx512bf16", "xeon-amx")
+# each class's default run with three frameworks (TF, JAX, Keras 3 on JAX): the files the page's table reads
+FILES = {k: f"{k}/cpu-default.json" for k in CLASSES} | {
+    k: f"{k}/cpu-default-three-frameworks.json" for k in ("zen4", "xeon-amx")  # their cpu-default.json: four
+}
 CITED = re.compile(r"(\S+) \(`([\w-]+)`(?:, (\w+))?\)")  # a table figure: '4.5e-7 (`zen5`, logits)'
 
 
@@ -28,7 +32,7 @@ def _doc(path: str) -> dict:
 
 
 def _default(klass: str) -> dict:
-    return _doc(f"{klass}/cpu-default.json")
+    return _doc(FILES[klass])
 
 
 def _e(x: float, digits: int = 2) -> str:
@@ -132,7 +136,7 @@ TABLE = _table("## What the shipped runs measured")
 
 def test_the_table_has_a_row_for_each_check_family_and_names_the_five_files():
     assert [r[0] for r in TABLE] == list(FAMILIES)
-    files = [f"`docs/results/{k}/cpu-default.json`" for k in CLASSES]
+    files = [f"`docs/results/{FILES[k]}`" for k in CLASSES]
     assert not _missing([f"{', '.join(files[:-1])} and {files[-1]}"])
     assert [r[0] for r in MP_TABLE] == list(MULTIPROCESS)
 
@@ -215,7 +219,7 @@ def test_the_opening_paragraph_and_the_bfloat16_section_quote_the_five_files():
         f"within {_share(('lstm', 'lstm '))[0]:.2g} of each of its bounds",
         f"at most {f32[0]:.2g} of the float32 tolerance and {bf16[0]:.2g} of the bfloat16 one, both in BatchNorm's "
         "moving statistics",
-        f"Measured: {_e(rows)} (`docs/results/zen4/cpu-default.json`)",
+        f"Measured: {_e(rows)} (`docs/results/{FILES['zen4']}`)",
         f"The worst figures, {shares[0]:.2g} of the loss tolerance and {shares[1]:.2g} of the statistics', are in",
         f"{_e(cnn_grad_tolerance(PARITY_BATCH))} at {PARITY_BATCH} (the batch the harness checks",
         f"`cnn_loss_tolerance`, the forward path alone, {_e(cnn_loss_tolerance(PARITY_BATCH))} at {PARITY_BATCH}.",

@@ -67,7 +67,7 @@ def test_the_default_runs_wall_times_and_counts_are_their_files():
     conv32 = _wall(ZEN4, "cpu-default-conv32")  # the default now: the CPU's conv on 32 images
     assert f"The first line gives the answer for your machine's CPU ({conv32} on `zen4`, 2 cores)" in README
     assert f"| `zen4`: AMD EPYC Zen 4 | {conv32} with PyTorch and the ViT (7 min 50 s without either" in README
-    now = _wall(AMX, "cpu-default-model167")  # the README's grid's file for the class, beside the slower host's
+    now = _wall(AMX, "cpu-default")  # the README's grid's file for the class, beside the slower host's
     row = f"| `xeon-amx`: Intel Xeon with AMX exposed | {now} with PyTorch and the ViT ({_wall(AMX, NOW)} on a slower "
     row += "host of the class) | 14 min 23 s | "
     assert row + f"{_wall(AMX, QUICK)} with PyTorch and the ViT |" in README
@@ -113,7 +113,7 @@ def test_the_amx_hosts_phases_beside_zen4s_are_the_logs():
 
 
 def test_the_amx_hosts_peaks_and_times_against_the_earlier_file_are_the_files():
-    new, old = _doc(AMX, NOW), _doc(AMX, "cpu-default")
+    new, old = _doc(AMX, NOW), _doc(AMX, "cpu-default-three-frameworks")
     text = " ".join(_text(AMX).split())
     peak, before = new["env"]["peak"], old["env"]["peak"]
     bf16 = sorted(peak["measured_bf16"].values())
