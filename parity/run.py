@@ -9,6 +9,7 @@ import tempfile
 import traceback
 from pathlib import Path
 
+from parity.cli import bounds
 from parity.cli.argtypes import check_data_dir, check_environment, check_interpreter
 from parity.cli.flags import parser  # noqa: F401  (parser: this command's flags)
 from parity.common import frameworks, signals
@@ -81,6 +82,8 @@ def config(args, argv: list[str] = ()) -> Config:
         exclusive=args.device == "tpu" if args.exclusive is None else args.exclusive,
     )
     check_environment(cfg.device, chosen, cfg.replica_counts() if cluster is None else (cluster.local_devices,))
+    bounds.check_replicas(cfg.replica_counts(), chosen)  # what the flags ask for at once, against the machine
+    bounds.check_epochs(cfg)
     cfg.pythons = _pythons(args)  # after the environment's checks: each probe starts an interpreter
     return cfg
 

@@ -47,8 +47,8 @@ def check_seed(seed) -> int:
     return int(seed)
 
 
-def _physical_memory() -> int:
-    """This machine's physical memory in bytes (1 TiB where the system does not say)."""
+def physical_memory() -> int:
+    """This machine's physical memory in bytes (pages x page size; 1 TiB where the system does not say)."""
     import os
 
     try:
@@ -61,7 +61,7 @@ def _physical_memory() -> int:
 def max_units() -> int:
     """The widest row LSTM whose training state (TRAINED_BYTES_PER_PARAM a parameter) fits in this machine's
     physical memory: a wider one could only fail later, out of memory."""
-    budget, lo, hi = _physical_memory() // TRAINED_BYTES_PER_PARAM, 1, 2**32
+    budget, lo, hi = physical_memory() // TRAINED_BYTES_PER_PARAM, 1, 2**32
     while lo < hi:  # the largest u with params(u) <= budget (params grows with u)
         mid = (lo + hi + 1) // 2
         lo, hi = (mid, hi) if LstmArchitecture(mid).params() <= budget else (lo, mid - 1)

@@ -157,7 +157,3 @@ def check_interpreter(fw: str, path: str, timeout_s: float) -> None:
         last = (err.strip().splitlines() or [f"exit status {p.returncode}"])[-1]
         why = "Python older than 3.10" if p.returncode == 3 else last
         raise HarnessError(f"--python {fw}={path}: not a usable interpreter for the {fw} worker ({why})")
-
-
-def positive(text: str) -> int:
-    return whole(1, 10**6)(text)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from parity.cli.argtypes import Parser, at_least, interpreter, out_dir, positive, seconds, whole
+from parity.cli.argtypes import Parser, at_least, interpreter, out_dir, seconds, whole
 from parity.common import frameworks
+from parity.engine.cluster import MAX_LOCAL_DEVICES
 from parity.engine.config import PRESETS
 from parity.workloads import DEVICES, PRECISIONS, WORKLOADS
 
@@ -52,7 +53,7 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--replicas",
-        type=positive,
+        type=whole(1, MAX_LOCAL_DEVICES, "simulated devices per process, as --local-devices"),
         nargs="+",
         metavar="N",
         help="data-parallel replica counts; the batch must divide by each. Default: the preset's: on a CPU 1 (full: 1 "
@@ -289,7 +290,7 @@ def _multiprocess_flags(ap: argparse.ArgumentParser) -> None:
     )
     mp.add_argument(
         "--local-devices",
-        type=whole(1, 1024, "simulated devices per process"),
+        type=whole(1, MAX_LOCAL_DEVICES, "simulated devices per process"),
         metavar="D",
         help="simulated CPU devices per process for JAX (env: PARITY_LOCAL_DEVICES; default 1; GPUs and "
         "TPUs: every local one). The run's replicas are every process's devices",

@@ -1,0 +1,72 @@
+"""A run's bounds that come from the machine, checked together before any work: what the flags ask for at once (their
+product, not each alone) must fit in this machine's memory and process limit. Each refusal is one line naming the
+flags, the figure they ask for, the machine's and the arithmetic between them."""
+
+from __future__ import annotations
+
+import math
+import resource
+
+from parity.api.cnn import CNN_ARCHITECTURE
+from parity.api.inputs import physical_memory
+from parity.common import frameworks
+from parity.common.messages import HarnessError
+from parity.workloads import WORKLOADS
+
+# A PyTorch DDP rank is a process of its own (torch_impl.ddp), an interpreter that has imported torch before it holds
+# any model: 285 MiB of memory of its own, which no other process shares (/proc/self/smaps_rollup's Pss_Anon after
+# `python -c "import torch"`, torch 2.x on zen4). A floor: a rank training the CNN held about 0.9 GB (issue 88).
+RANK_BYTES = 285 * 2**20
+# An epoch's batches are drawn ahead (parity.workloads.trained.data.batches): a uint8 stack of its images, then its
+# float32 copy, both alive at once: 1 + 4 bytes a pixel
+DRAWN_BYTES_PER_PIXEL = 1 + 4
+GIB = 2**30
+
+
+def process_limit() -> int | None:
+    """This user's process limit (RLIMIT_NPROC's soft limit: tasks, threads included), None where unlimited."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NPROC)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def max_ranks() -> tuple[int, str]:
+    """The most PyTorch DDP ranks this machine can hold, and the arithmetic: each is a process (a task at least,
+    within the process limit) of RANK_BYTES at least (within physical memory)."""
+    memory = physical_memory()
+    by_memory = memory // RANK_BYTES
+    why = f"{memory / GIB:.1f} GiB of memory / {RANK_BYTES / GIB:.2f} GiB a rank = {by_memory}"
+    limit = process_limit()
+    if limit is not None and limit < by_memory:
+        return limit, f"the process limit (ulimit -u) is {limit}; {why}"
+    return by_memory, why
+
+
+def check_replicas(counts: tuple[int, ...], chosen: tuple[str, ...]) -> None:
+    """Raise HarnessError where a replica count cannot fit: PyTorch runs one process per replica (DDP), each
+    max_ranks() bounds."""
+    if frameworks.TORCH not in chosen or not counts:
+        return
+    most, why = max_ranks()
+    if max(counts) > most:
+        raise HarnessError(
+            f"--replicas {max(counts)}: PyTorch runs one process per replica (DDP), and this machine holds at most "
+            f"{most} ({why}); choose fewer, or leave PyTorch out (--framework)"
+        )
+
+
+def check_epochs(cfg) -> None:
+    """Raise HarnessError where a trained workload's epoch, drawn ahead in memory at once, cannot fit in this
+    machine's memory: steps per epoch x global batch x pixels an image x DRAWN_BYTES_PER_PIXEL."""
+    memory, pixels = physical_memory(), math.prod(CNN_ARCHITECTURE.image)  # Fashion-MNIST's, every trained model's
+    for wl in cfg.workloads:
+        if "steps_per_epoch" not in WORKLOADS[wl].options:
+            continue
+        s = cfg.spec(wl)
+        need = s.steps_per_epoch * s.global_batch * pixels * DRAWN_BYTES_PER_PIXEL
+        if need > memory:
+            raise HarnessError(
+                f"{wl}: an epoch of {s.steps_per_epoch} steps x batch {s.global_batch} is drawn ahead in memory: "
+                f"{s.steps_per_epoch} x {s.global_batch} x {pixels} pixels x {DRAWN_BYTES_PER_PIXEL} bytes = "
+                f"{need / GIB:.1f} GiB, more than this machine's {memory / GIB:.1f} GiB; lower --steps-per-epoch "
+                "or --batch"
+            )
