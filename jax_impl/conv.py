@@ -29,7 +29,7 @@ _conv_jit = jax.jit(_conv, static_argnums=(2, 3))
 
 def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> jax.Array:
     """NHWC images x HWIO kernels, TF's SAME/VALID convention; returns a jax.Array."""
-    check_conv(images, kernels, stride, padding)
+    stride = check_conv(images, kernels, stride, padding)  # a Python int
     return _conv_jit(images, kernels, stride, padding)
 
 
@@ -53,7 +53,7 @@ def prepare(
             arrays of one real floating dtype, or shapes no conv computes (parity.api.inputs).
     """
     check_operands("conv", images=images, kernels=kernels)
-    check_conv(images, kernels, stride, padding)
+    stride = check_conv(images, kernels, stride, padding)  # a Python int
     n = len(devices)
     v = variant_record("conv", variant, n)
     if v.options.parallel != "pmap":  # pmap: this module's own; the others: ops'

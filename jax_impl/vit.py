@@ -17,7 +17,7 @@ from jax_impl.catalog import variant as variant_record
 from jax_impl.cnn import infer_blocks
 from jax_impl.forward import param_loss_and_grads, prepared_inference
 from parity.api import Gradients, Prepared
-from parity.api.inputs import check_count, check_seed
+from parity.api.inputs import check_seed, check_vit
 from parity.api.variants import MANY, ONE, Variant
 from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_weights
 
@@ -196,10 +196,9 @@ MODEL = VIT  # what `build` returns: the surface's model functions find this ada
 
 def build(dim: int, depth: int, heads: int, mlp: int, seed: int = 0) -> VIT:
     """The ViT of VitArchitecture(dim, depth, heads, mlp), its initial weights Flax's own initialisers'. Raises
-    ValueError on a size that is not a whole number of 1 or more, a width the heads do not divide, or a seed out of
-    its bounds (parity.api.inputs.check_seed)."""
-    sizes = {n: check_count(n, v) for n, v in (("dim", dim), ("depth", depth), ("heads", heads), ("mlp", mlp))}
-    return VIT(VitArchitecture(**sizes), nnx.Rngs(params=check_seed(seed)))
+    ValueError on sizes out of their bounds (not whole numbers of 1 or more, a width the heads do not divide, a model
+    this machine cannot train) or a seed out of its bounds (parity.api.inputs: check_vit, check_seed)."""
+    return VIT(check_vit(dim, depth, heads, mlp), nnx.Rngs(params=check_seed(seed)))
 
 
 def mixed_precision(model: VIT) -> VIT:

@@ -23,7 +23,7 @@ def _conv(x, w, stride: int, padding: str):
 
 def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> jax.Array:
     """NHWC images x HWIO kernels, TF's SAME/VALID convention; returns a jax.Array."""
-    check_conv(images, kernels, stride, padding)
+    stride = check_conv(images, kernels, stride, padding)  # a Python int
     return _conv(images, kernels, stride, padding)
 
 
@@ -47,6 +47,6 @@ def prepare(
             arrays of one real floating dtype, or shapes no conv computes (parity.api.inputs).
     """
     check_operands("conv", images=images, kernels=kernels)
-    check_conv(images, kernels, stride, padding)
+    stride = check_conv(images, kernels, stride, padding)  # a Python int
     v = variant_record("conv", variant, len(devices))
     return prepare_op(partial(_conv, stride=stride, padding=padding), v, images, kernels, devices)

@@ -16,7 +16,7 @@ import numpy as np
 
 from keras_models import cnn
 from keras_models.cnn import count_params, get_weights  # noqa: F401 (every Keras model's, as this model's)
-from parity.api.inputs import check_seed
+from parity.api.inputs import check_seed, check_vit
 from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_weights
 
 # What every model's code declares alike (its adapter, keras_models.models.KerasTrained, knows a model by its name,
@@ -124,10 +124,10 @@ class EncoderBlock(keras.layers.Layer):
 
 def build(dim: int, depth: int, heads: int, mlp: int, seed: int = 0) -> keras.Sequential:
     """The ViT of parity.api.vit (VitArchitecture(dim, depth, heads, mlp)), every numeric choice set explicitly;
-    Keras's initialisers, each seeded from `seed`. Raises ValueError on sizes the architecture refuses or a seed out
-    of its bounds (parity.api.inputs.check_seed)."""
-    seed = check_seed(seed)
-    arch = VitArchitecture(dim, depth, heads, mlp)
+    Keras's initialisers, each seeded from `seed`. Raises ValueError on sizes or a seed out of their bounds
+    (parity.api.inputs: check_vit, check_seed)."""
+    seed, arch = check_seed(seed), check_vit(dim, depth, heads, mlp)
+    dim, heads, mlp = arch.dim, arch.heads, arch.mlp  # Python ints: Keras's layers refuse NumPy's
     scale, patch, pos, *rest = arch.names
     norm, pool, dense, probs = rest[-4:]
     seeds = itertools.count(seed * 1000, 10)  # each layer its own seeds, in the model's order (a block takes 7)

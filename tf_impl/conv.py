@@ -21,7 +21,7 @@ _conv_fn = tf.function(_conv)
 
 def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> tf.Tensor:
     """NHWC images x HWIO kernels, TF's SAME/VALID convention; returns a tf.Tensor."""
-    check_conv(images, kernels, stride, padding)
+    stride = check_conv(images, kernels, stride, padding)  # a Python int
     return _conv_fn(tf.convert_to_tensor(images), tf.convert_to_tensor(kernels), stride, padding)
 
 
@@ -40,6 +40,6 @@ def prepare(
             arrays of one real floating dtype, or shapes no conv computes (parity.api.inputs).
     """
     check_operands("conv", images=images, kernels=kernels)
-    check_conv(images, kernels, stride, padding)
+    stride = check_conv(images, kernels, stride, padding)  # a Python int
     v = variant_record("conv", variant, len(devices))
     return prepare_op(lambda a, b: _conv(a, b, stride, padding), "Conv2D", v, images, kernels, devices)

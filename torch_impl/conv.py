@@ -40,7 +40,7 @@ def to_torch_layout(x: torch.Tensor, w: torch.Tensor, channels_last: bool = Fals
 
 def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> torch.Tensor:
     """NHWC images x HWIO kernels, TF's SAME/VALID convention; returns an NHWC torch.Tensor."""
-    check_conv(images, kernels, stride, padding)
+    stride = check_conv(images, kernels, stride, padding)  # a Python int
     x, w = to_torch_layout(torch.as_tensor(np.asarray(images)), torch.as_tensor(np.asarray(kernels)))
     with torch.inference_mode():
         return conv_nchw(x, w, stride, padding).permute(0, 2, 3, 1)
@@ -82,7 +82,7 @@ def prepare(
             computes (parity.api.inputs).
     """
     check_operands("conv", images=images, kernels=kernels)
-    check_conv(images, kernels, stride, padding)
+    stride = check_conv(images, kernels, stride, padding)  # a Python int
     v = variant_record("conv", variant, len(devices))
     return prepare_op(
         lambda a, b: conv_nchw(a, b, stride, padding).permute(0, 2, 3, 1),

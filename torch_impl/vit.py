@@ -17,7 +17,7 @@ from torch import nn
 from torch.profiler import record_function as scope
 
 from parity.api import Gradients, Prepared
-from parity.api.inputs import check_seed
+from parity.api.inputs import check_seed, check_vit
 from parity.api.variants import ONE, Variant
 from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_weights
 from torch_impl.catalog import InferOptions, TrainOptions, autocast_variant, ddp_variants
@@ -205,9 +205,9 @@ def build(dim: int, depth: int, heads: int, mlp: int, seed: int = 0) -> ViT:
     """The ViT of parity.api.vit at these sizes: LayerNorm's epsilon 1e-6, exact GELU, Keras's attention layout.
     Initial weights its own (every check loads shared ones): kernels glorot_uniform (an attention kernel's fans a
     dense layer D -> D's; Keras's reads a (D, H, hd) kernel's as D·H and D·hd), biases zeros, LayerNorms ones and
-    zeros, the position embedding normal(0, 0.02). Raises ValueError on sizes VitArchitecture refuses or a seed out
-    of its bounds (parity.api.inputs.check_seed)."""
-    return ViT(VitArchitecture(dim, depth, heads, mlp), check_seed(seed))
+    zeros, the position embedding normal(0, 0.02). Raises ValueError on sizes or a seed out of their bounds
+    (parity.api.inputs: check_vit, check_seed)."""
+    return ViT(check_vit(dim, depth, heads, mlp), check_seed(seed))
 
 
 def mixed_precision(model: ViT) -> ViT:

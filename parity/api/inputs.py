@@ -2,10 +2,11 @@
 problem, before any framework sees them (a framework's own error would come later, as its own type, or never).
 
 Each entry point of the surface calls these once, where it prepares or builds (never inside a timed call): a
-trained model's adapter's `build` (check_seed, check_units), make_trainer (check_training), a trainer's steps and
-evaluate, forward_layers and loss_and_grads (check_examples, check_images, check_count), prepare_inference
+trained model's adapter's `build` (check_seed, check_units, check_vit), make_trainer (check_training), a trainer's
+steps and evaluate, forward_layers and loss_and_grads (check_examples, check_images, check_count), prepare_inference
 (check_images), an operation's adapter's `prepare` (check_operands with check_conv or check_matmul). Numbers are
-only checked, never converted: an accepted input computes what it computed before."""
+only checked, never converted (but for NumPy integers, returned as Python ints): an accepted input computes what it
+computed before, in every implementation alike."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import numpy as np
 
 from parity.api.cnn import CNN_ARCHITECTURE
 from parity.api.lstm import LstmArchitecture
+from parity.api.vit import VitArchitecture
 
 PADDINGS = ("SAME", "VALID")  # TF's convention, which every implementation's conv takes
 # Keras's initialisers draw their seeds from seed * 1000 onwards (keras_models), and Keras on JAX takes a seed only as
@@ -73,6 +75,29 @@ def check_units(units) -> int:
     return check_count("units", units, max_units())
 
 
+def check_vit(dim, depth, heads, mlp) -> VitArchitecture:
+    """The ViT's sizes, each a whole number of 1 or more (Python or NumPy integers; bools refused), whose training
+    state (TRAINED_BYTES_PER_PARAM a parameter) fits in this machine's physical memory, as VitArchitecture (its
+    sizes Python ints). Raises ValueError."""
+    memory = physical_memory()
+    budget = memory // TRAINED_BYTES_PER_PARAM
+    sizes = {n: check_count(n, v) for n, v in (("dim", dim), ("depth", depth), ("heads", heads), ("mlp", mlp))}
+    said = f"a ViT of {', '.join(f'{n}={v}' for n, v in sizes.items())}"
+    d, depth, m = sizes["dim"], sizes["depth"], sizes["mlp"]
+    # at least each block's query kernel (dim x heads x dim/heads) and first MLP kernel (dim x mlp), in Python's
+    # integers: within the budget, every product params() takes in NumPy's int64 is too
+    params, least = depth * (d * d + d * m), "at least "
+    if params <= budget:
+        one, two = VitArchitecture(**{**sizes, "depth": 1}), VitArchitecture(**{**sizes, "depth": 2})
+        params, least = one.params() + (depth - 1) * (two.params() - one.params()), ""  # linear in depth: no table
+    if params > budget:
+        raise ValueError(
+            f"{said} has {least}{params:,} parameters, more than this machine's {memory / 2**30:.1f} GiB holds "
+            f"trained ({budget:,} parameters at {TRAINED_BYTES_PER_PARAM} bytes each)"
+        )
+    return VitArchitecture(**sizes)
+
+
 def check_training(learning_rate, adam_epsilon, seed) -> int:
     """make_trainer's numbers: a finite learning rate and Adam epsilon above 0, and a seed (check_seed, returned)."""
     for name, value in (("learning_rate", learning_rate), ("adam_epsilon", adam_epsilon)):
@@ -105,9 +130,11 @@ def _no_empty(op: str, **shapes) -> None:
         raise ValueError(f"{op}: {said}: a dimension of 0 (nothing to compute)")
 
 
-def check_conv(images, kernels, stride, padding: str) -> None:
-    """NHWC images and HWIO kernels whose input channels match, none of their dimensions 0, a stride of 1 or more,
-    SAME or VALID."""
+def check_conv(images, kernels, stride, padding: str) -> int:
+    """NHWC images and HWIO kernels whose input channels match, none of their dimensions 0, SAME or VALID (VALID: a
+    kernel that fits in the image: a larger one leaves no output), a stride from 1 to the image's larger side (a
+    larger one takes the same one window a row as that side). Returns the stride as a Python int (a NumPy integer's
+    value: Keras takes no other)."""
     x, w = _shape(images), _shape(kernels)
     if len(x) != 4 or len(w) != 4:
         raise ValueError(f"conv: images must be NHWC and kernels HWIO (4 dimensions), got {x} and {w}")
@@ -116,8 +143,15 @@ def check_conv(images, kernels, stride, padding: str) -> None:
     _no_empty("conv", images=x, kernels=w)
     if not _integer(stride) or stride < 1:
         raise ValueError(f"conv: stride must be an integer of 1 or more, got {stride!r}")
+    if stride > (side := max(x[1], x[2])):
+        raise ValueError(f"conv: stride {stride} is beyond the images' larger side, {side}: at most {side}")
     if padding not in PADDINGS:
         raise ValueError(f"conv: padding must be one of {PADDINGS}, got {padding!r}")
+    if padding == "VALID" and (w[0] > x[1] or w[1] > x[2]):
+        raise ValueError(
+            f"conv: a {w[0]}x{w[1]} kernel does not fit in {x[1]}x{x[2]} images: VALID padding leaves no output"
+        )
+    return int(stride)
 
 
 def check_matmul(a, b) -> None:
