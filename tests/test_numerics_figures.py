@@ -20,8 +20,9 @@ PAGE = (ROOT / "docs/numerics.md").read_text()
 TEXT = " ".join(PAGE.split())  # the page's line breaks fall anywhere in a sentence
 CLASSES = ("zen1", "zen4", "zen5", "xeon-avx512bf16", "xeon-amx")
 # each class's default run with three frameworks (TF, JAX, Keras 3 on JAX): the files the page's table reads
+# zen4's and xeon-amx's cpu-default.json hold four frameworks: their three-framework runs are named so
 FILES = {k: f"{k}/cpu-default.json" for k in CLASSES} | {
-    k: f"{k}/cpu-default-three-frameworks.json" for k in ("zen4", "xeon-amx")  # their cpu-default.json: four
+    k: f"{k}/cpu-default-three-frameworks.json" for k in ("zen4", "xeon-amx")
 }
 CITED = re.compile(r"(\S+) \(`([\w-]+)`(?:, (\w+))?\)")  # a table figure: '4.5e-7 (`zen5`, logits)'
 
