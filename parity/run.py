@@ -16,8 +16,8 @@ from parity.common import frameworks, signals
 from parity.common.messages import HarnessError, WorkerBug
 from parity.common.safe import text
 from parity.common.signals import Terminated
-from parity.engine import environment
-from parity.engine.cluster import from_settings
+from parity.engine import devicelock, environment
+from parity.engine.cluster import check_tf_config, from_settings
 from parity.engine.config import PRESETS, Config, Preset
 from parity.engine.schedule import run_suite
 from parity.engine.workerproc import Worker
@@ -84,6 +84,10 @@ def config(args, argv: list[str] = ()) -> Config:
     check_environment(cfg.device, chosen, cfg.replica_counts() if cluster is None else (cluster.local_devices,))
     bounds.check_replicas(cfg.replica_counts(), chosen)  # what the flags ask for at once, against the machine
     bounds.check_epochs(cfg)
+    if cluster is not None and frameworks.TF in chosen:
+        check_tf_config(cluster)
+    if cfg.exclusive and cluster is None:
+        devicelock.device_lock_path(cfg.device)  # the lock every owner will take: usable, before any work
     cfg.pythons = _pythons(args)  # after the environment's checks: each probe starts an interpreter
     return cfg
 

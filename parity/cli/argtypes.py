@@ -8,12 +8,14 @@ import math
 import os
 import re
 import signal
+import stat
 import subprocess
 from pathlib import Path
 
 from parity.common import frameworks
 from parity.common.messages import HarnessError
 from parity.common.safe import text
+from parity.engine import environment
 
 
 class Parser(argparse.ArgumentParser):
@@ -94,7 +96,9 @@ FORCED_DEVICES = re.compile(r"--xla_force_host_platform_device_count=(\S*)")  # 
 
 def check_environment(device: str, fws: tuple[str, ...], counts: tuple[int, ...] = (), env=None) -> None:
     """Raise HarnessError (one line naming the variable) when the environment contradicts the flags, for every
-    framework that reads it (`counts`: the run's replica counts, each worker's CPU devices)."""
+    framework that reads it (`counts`: the run's replica counts, each worker's CPU devices): a JAX_PLATFORMS or
+    XLA_FLAGS at odds with --device and --replicas, PyTorch's threads beyond the cores, a variable that would make
+    rows' labels false (parity.engine.environment.REFUSED), a compilation cache directory no framework could write."""
     env = os.environ if env is None else env
     on_jax = [frameworks.label(fw) for fw in fws if frameworks.on_jax(fw)]
     names = [p.strip().lower() for p in env.get("JAX_PLATFORMS", "").split(",") if p.strip()]
@@ -111,9 +115,65 @@ def check_environment(device: str, fws: tuple[str, ...], counts: tuple[int, ...]
             f"{' and '.join(map(str, other))} (--replicas): each {' and '.join(on_jax)} worker makes as many CPU "
             "devices as its replicas; remove the flag from XLA_FLAGS"
         )
+    known = {n for names in JAX_PLATFORM_NAMES.values() for n in names}
+    if on_jax and set(names) - known:  # JAX fails on a platform it does not know, whatever else is named
+        raise HarnessError(
+            f"JAX_PLATFORMS={env['JAX_PLATFORMS']} in the environment names {', '.join(sorted(set(names) - known))}, "
+            f"no platform JAX has (read by {', '.join(on_jax)}): name only {', '.join(sorted(known))}"
+        )
+    if frameworks.TORCH in fws:
+        _check_torch_threads(env)
+    if why := environment.refused(fws, env):
+        raise HarnessError(why)
+    for var, readers in CACHE_DIRS.items():
+        given = [frameworks.label(fw) for fw in fws if fw in readers]
+        if given and var in env and (why := _unusable_dir(env[var])):
+            raise HarnessError(f"{var}={env[var]!r} in the environment: {why} (read by {', '.join(given)})")
     hidden = env.get("CUDA_VISIBLE_DEVICES")
     if device == "gpu" and hidden is not None and hidden.strip() in ("", "-1"):
         raise HarnessError(f"CUDA_VISIBLE_DEVICES={hidden!r} in the environment hides every GPU from --device gpu")
+
+
+def _check_torch_threads(env) -> None:
+    """OMP_NUM_THREADS becomes PyTorch's compute threads (torch_impl.devices.threads), in its worker and in each DDP
+    rank: a whole number from 1 to the cores this process may run on, or unset (every core, as the other frameworks
+    take them). More threads than cores only oversubscribe them, and enough of them exhaust the process limit."""
+    given = env.get("OMP_NUM_THREADS")
+    cores = len(os.sched_getaffinity(0))
+    if given is not None and not (given.strip().isdigit() and 1 <= int(given) <= cores):
+        raise HarnessError(
+            f"OMP_NUM_THREADS={given!r} in the environment: PyTorch runs that many compute threads (a worker, and each "
+            f"DDP rank); this process may run on {cores} core(s): set it from 1 to {cores}, or unset it"
+        )
+
+
+# The compilation caches a framework writes in the directory a variable names (made there if absent)
+CACHE_DIRS = {
+    "TORCHINDUCTOR_CACHE_DIR": (frameworks.TORCH,),
+    "JAX_COMPILATION_CACHE_DIR": tuple(k for k in frameworks.KEYS if frameworks.on_jax(k)),
+}
+
+
+def _unusable_dir(path: str) -> str | None:
+    """Why a directory a framework writes in (made where absent, as os.makedirs does) cannot be, or None."""
+    if not path.strip():
+        return "an empty path"
+    p = Path(path).absolute()
+    for at in (p, *p.parents):  # the path, else the nearest of its folders that exists
+        try:
+            st = os.stat(at)
+        except FileNotFoundError:
+            if os.path.lexists(at):
+                return f"{at} is a symbolic link to nothing"
+            continue
+        except OSError as e:  # a symbolic-link loop, a file where a folder should be
+            return f"{at}: {e.strerror}"
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{at} is not a directory"
+        if not os.access(at, os.W_OK | os.X_OK):
+            return f"{at} is not writable" + ("" if at == p else " (the directory would be made there)")
+        return None
+    return "no part of it exists"
 
 
 def check_data_dir(data: str, data_dir: str | None) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 from parity.api.cluster import ENV, Cluster, ClusterError
@@ -37,7 +38,11 @@ def from_settings(
         except ValueError:
             raise ClusterError(f"{ENV[name]} must be a whole number, got {text!r}") from None
 
-    coordinator = coordinator or env.get(ENV["coordinator"])
+    if coordinator is None:
+        coordinator = env.get(ENV["coordinator"])
+    if coordinator is not None and not coordinator.strip():  # given, and empty: never read as "no coordinator"
+        said = "--coordinator" if env.get(ENV["coordinator"]) != coordinator else ENV["coordinator"]
+        raise ClusterError(f"{said} is empty: give HOST:PORT or auto, or leave it out for a one-process run")
     num_processes, process_id = number(num_processes, "num_processes"), number(process_id, "process_id")
     local_devices = number(local_devices, "local_devices")
     if coordinator is None:
@@ -53,6 +58,33 @@ def from_settings(
     if num_processes is not None and not 1 <= num_processes <= MAX_PROCESSES:
         raise ClusterError(f"the process count must be 1 to {MAX_PROCESSES}, got {num_processes}")
     return Cluster(coordinator, num_processes, process_id, local_devices or 0, timeout_s=timeout_s)
+
+
+def check_tf_config(cluster: Cluster, env=None) -> None:
+    """TF_CONFIG as TensorFlow's workers read it (tf_impl.devices), before any starts: JSON naming the workers
+    ('cluster': {'worker': ['host:port', ...]}) and this one ('task': {'type': 'worker', 'index': i}, i among
+    them); required with --coordinator auto. Raises ClusterError (one line)."""
+    env = os.environ if env is None else env
+    text = env.get("TF_CONFIG")
+    if not text:
+        if cluster.auto:
+            raise ClusterError("TensorFlow multi-worker with --coordinator auto needs TF_CONFIG in the environment")
+        return
+    try:
+        config = json.loads(text)
+    except ValueError as e:
+        raise ClusterError(f"TF_CONFIG is not JSON ({e})") from None
+    config = config if isinstance(config, dict) else {}
+    named, task = config.get("cluster"), config.get("task")
+    workers = named.get("worker") if isinstance(named, dict) else None
+    if not isinstance(workers, list) or not workers or not all(isinstance(w, str) and ":" in w for w in workers):
+        raise ClusterError(f"TF_CONFIG names no workers (a 'cluster' with a 'worker' list of HOST:PORT): {text[:80]!r}")
+    index = task.get("index") if isinstance(task, dict) else None
+    if not isinstance(task, dict) or task.get("type") != "worker" or type(index) is not int:
+        raise ClusterError(f"TF_CONFIG's 'task' must be {{'type': 'worker', 'index': I}}, got {task!r}"[:200])
+    if not 0 <= index < len(workers):
+        n = len(workers)
+        raise ClusterError(f"TF_CONFIG's task index {index} is not among its {n} workers (0..{n - 1})")
 
 
 def run_note(cfg) -> str:

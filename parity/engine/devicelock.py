@@ -53,13 +53,15 @@ def check_libtpu_lock() -> None:
 # that must not wait for the user's own runs); a run records the path it locked (env.device_lock).
 LOCK_ROOT = Path("/tmp")
 LOCK_DIR_VAR = "PARITY_LOCK_DIR"
+DEVICE_LOCK = "PARITY_DEVICE_LOCK"  # the lock the harness gives a worker to take (internal: parity.engine.workerproc)
 
 
 def device_lock_path(device: str) -> Path:
     """The lock one owner of `device` at a time takes (--exclusive): one path for every run of this user on this
     machine (/tmp/parity-locks-<uid>/<device>.lock, or $PARITY_LOCK_DIR/<device>.lock), in a private directory
     (created 0700, refused if it is anyone else's or open to others: a lock file's holder writes its pid there).
-    A run's own temporary folder would lock nothing but the run itself. Raises HarnessError."""
+    A run's own temporary folder would lock nothing but the run itself; the lock, where it exists, a plain file of
+    this user's (not a folder, a FIFO or a link). Raises HarnessError."""
     import stat
 
     given = os.environ.get(LOCK_DIR_VAR)
@@ -73,4 +75,13 @@ def device_lock_path(device: str) -> Path:
         raise HarnessError(f"{d}: cannot make the device locks' directory ({e.strerror or e})") from None
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
         raise HarnessError(f"{d}: not a private directory of this user; remove it (the device locks live there)")
-    return d / f"{device}.lock"
+    lock = d / f"{device}.lock"
+    try:  # a worker opens it to append and truncates it: a plain file of its own, or none yet
+        st = os.lstat(lock)
+    except FileNotFoundError:
+        return lock
+    except OSError as e:
+        raise HarnessError(f"{lock}: cannot read the device lock ({e.strerror or e})") from None
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
+        raise HarnessError(f"{lock}: not a plain file of this user (a device lock is one); remove it")
+    return lock

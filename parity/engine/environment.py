@@ -9,23 +9,73 @@ import sys
 import time
 from pathlib import Path
 
-from parity.common.frameworks import TORCH, on_jax
+from parity.common.frameworks import JAX, KERAS_JAX, TF, TORCH, on_jax
 from parity.common.host import this_host
 from parity.record.schema import SCHEMA_VERSION
 
-ENV_FLAGS = (
-    "XLA_FLAGS",
-    "JAX_DEFAULT_MATMUL_PRECISION",
-    "TF_ENABLE_ONEDNN_OPTS",
-    "KERAS_BACKEND",
-    "XLA_PYTHON_CLIENT_PREALLOCATE",
-    "TF_FORCE_GPU_ALLOW_GROWTH",
-    "OMP_NUM_THREADS",
-    "GLIBC_TUNABLES",
-    "JAX_COMPILATION_CACHE_DIR",
-    "TORCHINDUCTOR_CACHE_DIR",
+# What each framework reads from the environment that changes what its rows measure, recorded with every run (env's
+# env_flags, each worker's in its hello), by name or by prefix (a framework's whole family of knobs). Variables that
+# would make a row's label false are refused before work instead (REFUSED, parity.cli.argtypes.check_environment).
+COMMON_FLAGS = (
+    "OMP_NUM_THREADS",  # PyTorch's compute threads (torch_impl.devices.threads); OpenMP's in every oneDNN build
+    "MKL_NUM_THREADS",
+    "GLIBC_TUNABLES",  # malloc's behaviour in every process (JAX's '+heap' setting appends to it)
     "PARITY_LOCK_DIR",  # where --exclusive's device locks live, when not the fixed default (engine.devicelock)
 )
+_JAX = ("XLA_FLAGS", "JAX_DEFAULT_MATMUL_PRECISION", "XLA_PYTHON_CLIENT_PREALLOCATE", "JAX_COMPILATION_CACHE_DIR",
+        "JAX_ENABLE_X64", "JAX_PLATFORMS", "JAX_NUM_CPU_DEVICES")  # fmt: skip
+_ONEDNN = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ONEDNN_DEFAULT_FPMATH_MODE", "DNNL_DEFAULT_FPMATH_MODE")
+FRAMEWORK_FLAGS = {
+    JAX: _JAX,
+    TF: (
+        "TF_ENABLE_ONEDNN_OPTS",
+        "TF_XLA_FLAGS",
+        "TF_NUM_INTRAOP_THREADS",
+        "TF_NUM_INTEROP_THREADS",
+        "TF_FORCE_GPU_ALLOW_GROWTH",
+        "KERAS_BACKEND",
+        *_ONEDNN,
+    ),
+    KERAS_JAX: (*_JAX, "KERAS_BACKEND"),
+    TORCH: (
+        "THP_MEM_ALLOC_ENABLE",  # huge pages for its CPU allocator: its 'thp' setting's, out of the box otherwise
+        "ATEN_CPU_CAPABILITY",  # the vector ISA of its own kernels
+        "TORCHINDUCTOR_CACHE_DIR",
+        "PYTORCH_CUDA_ALLOC_CONF",
+        *_ONEDNN,
+    ),
+}
+FRAMEWORK_PREFIXES = {TORCH: ("TORCHINDUCTOR_", "TORCH_COMPILE", "TORCHDYNAMO_")}  # Inductor's and Dynamo's knobs
+# Refused where the framework runs: each makes the rows of a variant something else than their label says
+REFUSED = {
+    TORCH: {"TORCH_COMPILE_DISABLE": "the 'compile' variants would run eagerly, still labelled compiled"},
+    JAX: {"JAX_DISABLE_JIT": "the 'jit' variants would run op by op, still labelled compiled"},
+    KERAS_JAX: {"JAX_DISABLE_JIT": "its compiled variants would run op by op, still labelled compiled"},
+}
+ENV_FLAGS = tuple(dict.fromkeys([*COMMON_FLAGS, *(k for names in FRAMEWORK_FLAGS.values() for k in names)]))
+
+
+def env_flags(fws, env=None) -> dict[str, str]:
+    """The variables of ENV_FLAGS and FRAMEWORK_PREFIXES set in `env` (default: this process's) that the frameworks
+    `fws` read, by name."""
+    env = os.environ if env is None else env
+    names = [*COMMON_FLAGS, *(k for fw in fws for k in FRAMEWORK_FLAGS.get(fw, ()))]
+    prefixes = tuple(p for fw in fws for p in FRAMEWORK_PREFIXES.get(fw, ()))
+    found = {k: env[k] for k in dict.fromkeys(names) if k in env}
+    found.update({k: v for k, v in sorted(env.items()) if prefixes and k.startswith(prefixes)})
+    return found
+
+
+def refused(fws, env=None) -> str | None:
+    """One line for the first variable of REFUSED set (to anything but off) for one of `fws`, else None."""
+    env = os.environ if env is None else env
+    for fw in fws:
+        for k, why in REFUSED.get(fw, {}).items():
+            if env.get(k, "").strip().lower() not in ("", "0", "false", "no", "off"):
+                return f"{k}={env[k]} in the environment: {why}; unset it"
+    return None
+
+
 THP_MODE = Path("/sys/kernel/mm/transparent_hugepage/enabled")
 
 
@@ -125,7 +175,7 @@ def environment(cfg, hello: dict, skipped: list[dict], argv: list[str]) -> dict:
             "local_devices": cfg.cluster.local_devices,
         },
         "git_commit": git_commit(),
-        "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ},
+        "env_flags": env_flags(cfg.frameworks),
         # each worker's own interpreter (--python may give a framework an environment of its own)
         "frameworks": {
             fw: {k: h.get(k) for k in ("versions", "device_kind", "devices", "env_flags", "python", "executable")}

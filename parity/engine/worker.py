@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import platform
+import stat
 import sys
 import tempfile
 import traceback
@@ -22,7 +23,8 @@ from parity.api.cluster import Cluster
 from parity.api.variants import lookup
 from parity.common import frameworks, protocol
 from parity.engine import memory
-from parity.engine.environment import ENV_FLAGS
+from parity.engine.devicelock import DEVICE_LOCK
+from parity.engine.environment import env_flags
 from parity.engine.timing import Timer
 from parity.judging import roofline
 from parity.workloads import WORKLOADS, row_kind
@@ -54,6 +56,9 @@ def _own_device(path: str) -> str | None:
     import fcntl
 
     f = open(path, "a+")  # noqa: SIM115 - kept open: the lock lives as long as the file stays open
+    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # the parent checked it; replaced since by something else
+        f.close()
+        raise OSError(f"{path} is not a plain file")
     try:
         fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
@@ -76,8 +81,13 @@ def serve(args, out) -> None:
         out.write(json.dumps(msg) + "\n")
         out.flush()
 
-    lock = os.environ.get("PARITY_DEVICE_LOCK")
-    if lock and (holder := _own_device(lock)) is not None:  # before the framework touches the device
+    lock = os.environ.get(DEVICE_LOCK)  # the harness's (parity.engine.workerproc drops a user's)
+    try:
+        holder = _own_device(lock) if lock else None
+    except OSError as e:  # one line, as every refusal: not a traceback
+        say({"status": "unavailable", "error": f"the {args.device} device's lock {lock}: {e.strerror or e}"})
+        return
+    if holder is not None:  # before the framework touches the device
         say(
             {
                 "status": "unavailable",
@@ -131,7 +141,7 @@ def hello(impl, devices, args) -> dict:
         "python": platform.python_version(),
         "executable": sys.executable,
         # what this process really ran with (the harness and setup_devices add settings of their own)
-        "env_flags": {k: os.environ[k] for k in ENV_FLAGS if k in os.environ},
+        "env_flags": env_flags([args.framework]),
     }
 
 

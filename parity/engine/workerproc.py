@@ -20,6 +20,7 @@ from parity.common.frameworks import label
 from parity.common.messages import HarnessError, WorkerBug
 from parity.engine import devicelock, selection
 from parity.engine.config import Config
+from parity.engine.devicelock import DEVICE_LOCK
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout: parity/, tf_impl/, jax_impl/
 
@@ -169,9 +170,15 @@ class Worker:
 LIST_SEPARATORS = {"XLA_FLAGS": " ", "GLIBC_TUNABLES": ":"}
 
 
+# What the harness tells its workers through their environment, never read from the user's: a value inherited from
+# the caller's shell is dropped (PARITY_DEVICE_LOCK named a file each worker would take and truncate)
+INTERNAL = (DEVICE_LOCK,)
+
+
 def _environment(setting_env: dict, tmp_dir: Path | None, lock: Path | None, python: str | None) -> dict:
-    """A worker's environment: this process's, with its configuration's settings and the run's own."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
+    """A worker's environment: this process's (less INTERNAL), with its configuration's settings and the run's own."""
+    env = {k: v for k, v in os.environ.items() if k not in INTERNAL}
+    env.update(TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
     for k, v in setting_env.items():  # appended to the user's own settings, never replacing them
         sep = LIST_SEPARATORS.get(k)
         env[k] = f"{env[k]}{sep}{v}" if sep and env.get(k, "").strip() else v
@@ -181,7 +188,7 @@ def _environment(setting_env: dict, tmp_dir: Path | None, lock: Path | None, pyt
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
     if lock is not None:  # one owner at a time, enforced as libtpu does (parity.engine.worker._own_device)
-        env["PARITY_DEVICE_LOCK"] = str(lock)
+        env[DEVICE_LOCK] = str(lock)
     if python:  # another environment's interpreter: it finds this checkout's parity and the implementations
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     return env
