@@ -15,7 +15,6 @@ from pathlib import Path
 from parity.common import frameworks
 from parity.common.messages import HarnessError
 from parity.common.safe import text
-from parity.engine import environment
 
 
 class Parser(argparse.ArgumentParser):
@@ -99,6 +98,8 @@ def check_environment(device: str, fws: tuple[str, ...], counts: tuple[int, ...]
     framework that reads it (`counts`: the run's replica counts, each worker's CPU devices): a JAX_PLATFORMS or
     XLA_FLAGS at odds with --device and --replicas, PyTorch's threads beyond the cores, a variable that would make
     rows' labels false (parity.engine.environment.REFUSED), a compilation cache directory no framework could write."""
+    from parity.engine import environment  # the run's alone: report and compare, which parse flags here, load no engine
+
     env = os.environ if env is None else env
     on_jax = [frameworks.label(fw) for fw in fws if frameworks.on_jax(fw)]
     names = [p.strip().lower() for p in env.get("JAX_PLATFORMS", "").split(",") if p.strip()]
