@@ -39,6 +39,22 @@ TOLERANCES = {
 }
 
 
+# The unit roundoff of a float32 matrix product's operands, rounded before they multiply, by (device, precision): TF32
+# (11 significant bits) on GPUs and one bfloat16 pass (8) on TPUs at 'default'; 0 where they go in as float32.
+TF32_UNIT_ROUNDOFF = 2.0**-11
+OPERAND_ROUNDOFF = {("gpu", "default"): TF32_UNIT_ROUNDOFF, ("tpu", "default"): BF16_UNIT_ROUNDOFF}
+
+
+def operand_roundoff(device: str, precision: str) -> float:
+    """The unit roundoff a matrix product on `device` at `precision` rounds each float32 operand to (0: none).
+
+    Raises:
+        ValueError: a device or precision without a tolerance (TOLERANCES).
+    """
+    tolerance(device, precision)
+    return OPERAND_ROUNDOFF.get((device, precision), 0.0)
+
+
 # bfloat16 inputs and output, whatever the device: 8-bit mantissa, u = 3.9e-3 per rounding, about 2.6 roundings
 # (inputs and output; figures in docs/numerics.md).
 BF16_TOLERANCE = 1e-2

@@ -143,6 +143,12 @@ class Attention:
         """Each score's sum of |terms| (B, H, T, T): |q| . |k| / sqrt(hd)."""
         return np.abs(self.q) @ np.abs(self.k).swapaxes(-1, -2) / math.sqrt(self.q.shape[-1])
 
+    def key_bias_terms(self, ds: np.ndarray) -> np.ndarray:
+        """The key bias's gradient's sum of |terms| (H, hd) for ds (B, H, T, T), the scaled scores' gradient: its
+        gradient is Σ over samples, queries i and keys j of ds_ij q_i / sqrt(hd), and each query's ds sums to zero
+        over the keys (a softmax ignores what every key adds alike), so the terms cancel: zero in exact arithmetic."""
+        return np.einsum("bhi,bhid->hd", np.abs(ds).sum(-1), np.abs(self.q)) / math.sqrt(self.q.shape[-1])
+
     def backward(self, dout: np.ndarray) -> AttentionAdjoint:
         """The gradients from dout (B, T, D), the loss's gradient for the attention's output."""
         w, hd = self.w, self.q.shape[-1]
