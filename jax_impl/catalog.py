@@ -16,10 +16,12 @@ from parity.api.variants import MANY, ONE, Setting, Variant, lookup, offered
 @dataclass(frozen=True)
 class OpOptions:
     """How an operation (the conv, the matmul) runs: 'jit' on one device, 'pmap' or 'shard_map' over several;
-    bfloat16 operands (cast once, beforehand; bfloat16 out, as Flax's dtype=bfloat16)."""
+    bfloat16 operands (cast once, beforehand; bfloat16 out, as Flax's dtype=bfloat16); its output in the layout the
+    compiler picks (`layout`: jax.jit's out_shardings=Format(Layout.AUTO)), not the row-major one a transpose gives."""
 
     parallel: str = "jit"
     bfloat16: bool = False
+    layout: bool = False
 
 
 @dataclass(frozen=True)
@@ -57,12 +59,44 @@ def release(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in v.split(".")[:2] if p.isdigit())
 
 
-def op_variants(kind: str, pmap: bool = False) -> tuple[Variant, ...]:
-    """An operation's (the conv's, the matmul's): jit, in bfloat16, pmap (`pmap`), shard_map; their only lever is
-    the setting."""
+def op_variants(kind: str, pmap: bool = False, layout: bool = False) -> tuple[Variant, ...]:
+    """An operation's (the conv's, the matmul's): jit, in bfloat16, pmap (`pmap`), shard_map; on one device with its
+    output in the compiler's layout ('+layout', where `layout`); their other lever is the setting.
+
+    '+layout' is the best-known on a TPU: there XLA writes the conv's output batch-minor and then transposes all
+    2.1 GB of it to the row-major layout a jax.Array has by default (docs/tpu.md); on a CPU the layouts agree and it is
+    not ranked."""
+    on_tpu = (("tpu", 1),) if layout else ()  # second on a TPU, after '+layout'
     return (
-        Variant("jit", kind, ONE, rank=0, options=OpOptions()),
-        Variant("jit+bf16", kind, ONE, "bfloat16", tuned=True, rank=0, float32="jit", options=OpOptions(bfloat16=True)),
+        Variant("jit", kind, ONE, rank=0, ranks=on_tpu, options=OpOptions()),
+        Variant(
+            "jit+bf16",
+            kind,
+            ONE,
+            "bfloat16",
+            tuned=True,
+            rank=0,
+            ranks=on_tpu,
+            float32="jit",
+            options=OpOptions(bfloat16=True),
+        ),
+        *(
+            (
+                Variant("jit+layout", kind, ONE, tuned=True, ranks=(("tpu", 0),), options=OpOptions(layout=True)),
+                Variant(
+                    "jit+bf16+layout",
+                    kind,
+                    ONE,
+                    "bfloat16",
+                    tuned=True,
+                    ranks=(("tpu", 0),),
+                    float32="jit+layout",
+                    options=OpOptions(bfloat16=True, layout=True),
+                ),
+            )
+            if layout
+            else ()
+        ),
         *((Variant("pmap", kind, MANY, options=OpOptions("pmap")),) if pmap else ()),
         Variant("shard_map", kind, MANY, rank=0, options=OpOptions("shard_map")),
     )

@@ -194,10 +194,19 @@ DOTS = InferOptions({"xla_cpu_experimental_ynn_fusion_type": 1})
 # one device's float32 and bfloat16 tuned steps (jit+pool, jit+bf16+pool+bias+dgrad) with the chunked kernel gradient
 WGRAD = CnnOptions(pool="elementwise", wgrad=16)
 WGRAD_BF16 = CnnOptions(mixed=True, pool="elementwise", bias="float32", dgrad="flipped", wgrad=32)
+MASKS_BF16 = replace(WGRAD_BF16, masks="straight-line")
+
+
+def _tpu_order(v: Variant) -> Variant:
+    """`v` in a TPU's order (Variant.ranks; docs/tpu.md): one device's own step first in each format, no CPU lever."""
+    first = v.span == ONE and v.kind == TRAIN and v.rank is not None
+    return replace(v, ranks=(("tpu", 0 if v.options == CnnOptions(mixed=v.options.mixed) else None),)) if first else v
+
+
 # `rank` (catalog.table): the elementwise pooling gradient ('+pool', faster with every setting, measured on a Zen
 # 5); in bfloat16 with '+bias+dgrad' too; at one device with '+wgrad' and '+masks' too (those three measured on
-# xeon-amx only); its inference with YNNPACK on the dots alone.
-VARIANTS: tuple[Variant, ...] = (
+# xeon-amx only); its inference with YNNPACK on the dots alone. A TPU's order: _tpu_order.
+_DECLARED: tuple[Variant, ...] = (
     *_variants("jit", ONE),
     # '+pool' with each kernel gradient summed over chunks of 16 images: a float32 step 22-24% faster on xeon-amx under
     # 'ynn+onednn+thp', level under 'ynn+thp' (docs/tuning.md); over 8 replicas (32 images each) level: not offered
@@ -206,13 +215,7 @@ VARIANTS: tuple[Variant, ...] = (
     _bf16("jit+bf16+pool+bias+dgrad+wgrad", ONE, 1, "jit+pool+wgrad", WGRAD_BF16),
     # each with dropout's masks as straight-line code, the same masks (docs/tuning.md)
     Variant("jit+pool+wgrad+masks", TRAIN, ONE, tuned=True, rank=0, options=replace(WGRAD, masks="straight-line")),
-    _bf16(
-        "jit+bf16+pool+bias+dgrad+wgrad+masks",
-        ONE,
-        0,
-        "jit+pool+wgrad+masks",
-        replace(WGRAD_BF16, masks="straight-line"),
-    ),
+    _bf16("jit+bf16+pool+bias+dgrad+wgrad+masks", ONE, 0, "jit+pool+wgrad+masks", MASKS_BF16),
     Variant("pmap", TRAIN, MANY, options=CnnOptions("pmap")),
     *_variants("shard_map", MANY),
     Variant("predict", INFER, ONE, rank=1, options=InferOptions()),
@@ -222,6 +225,7 @@ VARIANTS: tuple[Variant, ...] = (
         else ()
     ),
 )
+VARIANTS: tuple[Variant, ...] = tuple(map(_tpu_order, _DECLARED))
 
 
 def train_with(model: CNN, o) -> tuple[None, str, bool]:

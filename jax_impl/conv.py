@@ -34,7 +34,7 @@ def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> jax.Arra
 
 
 WORKLOAD = "conv"  # an adapter (parity.api.adapters): an operation's
-VARIANTS = op_variants(WORKLOAD, pmap=True)
+VARIANTS = op_variants(WORKLOAD, pmap=True, layout=True)
 
 
 def prepare(

@@ -31,6 +31,16 @@ class Variant:
     multiprocess: bool = True  # offered in a multi-process run
     float32: str | None = None  # a bfloat16 variant's float32 counterpart (the same program in float32), judged with
     options: Any = None  # the implementation's own record of how to build it (opaque to parity; not sent on the wire)
+    # its place on a device other than a CPU, where measured there to differ from `rank` (the CPUs' order): (('tpu',
+    # 0),) puts it first on a TPU, (('tpu', None),) out of the best-known configuration there (on)
+    ranks: tuple[tuple[str, int | None], ...] = ()
+
+    def on(self, device: str) -> Variant:
+        """This variant as `device` ('cpu', 'gpu', 'tpu') orders it: its `rank` there."""
+        for d, r in self.ranks:
+            if d == device:
+                return replace(self, rank=r)
+        return self
 
     def fits(self, replicas: int) -> bool:
         """Whether it runs over `replicas` devices."""
@@ -97,7 +107,7 @@ def out_of_the_box(variants: Sequence[Variant]) -> list[Variant]:
 
 
 def from_wire(d: Mapping) -> Variant:
-    return Variant(**{**d, "options": None})
+    return Variant(**{**d, "options": None, "ranks": tuple((k, r) for k, r in d.get("ranks", ()))})
 
 
 def setting_from_wire(d: Mapping) -> Setting:

@@ -40,7 +40,7 @@ def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, t
     out = []
     for wk, w in workers.items():
         n = hello[wk]["replicas"]
-        offered = [from_wire(d) for d in w.ask(AskVariants(kind.name)).variants]
+        offered = [from_wire(d).on(cfg.device) for d in w.ask(AskVariants(kind.name)).variants]  # as the device ranks
         mine = running[w.framework].get(w.setting)
         chosen, why = selection.to_time(configs, offered, mine, list(running[w.framework].values()))
         offered_settings = [setting_from_wire(d) for d in hello[wk].get("settings", ())]  # the framework's, here
