@@ -62,3 +62,17 @@ def test_jaxs_tables_on_a_tpu_are_what_won_on_the_chip():
     assert best["cnn_train"] == {"float32": "jit", "bfloat16": "jit+bf16"}
     assert best["lstm_train"] == {"float32": "jit+unroll", "bfloat16": "jit+bf16"}
     assert best["vit_train"] == {"float32": "jit", "bfloat16": "jit+bf16"}
+
+
+def test_an_accelerator_times_the_matmul_where_a_call_is_its_kernel():
+    """On a GPU or TPU the matmul's default is 8192 on a side (a call's launch a few percent of it), said in the run's
+    notes; the CPU's default, --quick's and the CPU's tolerance stay as they were."""
+    from parity.common.tolerances import rounding_bound
+    from parity.workloads.matmul import MATMUL_FULL, matmul_tolerance
+
+    matmul = WORKLOADS["matmul"]
+    assert {d: matmul.spec(False, d).m for d in ("cpu", "gpu", "tpu")} == {"cpu": 2048, "gpu": 8192, "tpu": 8192}
+    assert matmul.spec(True, "tpu") == matmul.quick
+    assert matmul.size_note(matmul.spec(False, "tpu"))[0].startswith("matmul: accelerator size, 1099.5 GFLOP a call")
+    assert matmul_tolerance("cpu", "default", "float32") == max(1e-5, rounding_bound([MATMUL_FULL.k]))
+    assert matmul_tolerance("gpu", "highest", "float32") == rounding_bound([8192])

@@ -151,22 +151,24 @@ class Workload:
     calls: Mapping[str, Callable[[Any, Any, dict], dict]] = field(default_factory=dict)
     notebook: Mapping[str, int] = field(default_factory=dict)  # the spec fields `--schedule notebook` sets (none: none)
     rank: int = 0  # where a run takes it, and its rows are listed, among the workloads (lower first; ties by name)
+    accelerator: Any = None  # a GPU's or TPU's default where it is not the full size (none: the full size)
 
     def spec(self, quick: bool, device: str, overrides: dict | None = None, notebook: bool = False):
         """This run's spec: --quick, else the device's default schedule; then, under `notebook`, the notebook's
         schedule as the workload declares it; then the command line's overrides."""
-        base = self.quick if quick else (self.cpu if device == "cpu" else self.full)
+        base = self.quick if quick else (self.cpu if device == "cpu" else self.accelerator or self.full)
         fields = {**(self.notebook if notebook else {}), **(overrides or {})}
         return replace(base, **{k: v for k, v in fields.items() if k in self.options})
 
     def size_note(self, spec) -> list[str]:
-        """An operation's run at the CPU's size, not its full one, said with both sizes' FLOPs (a trained workload's
+        """An operation's run at the CPU's or an accelerator's size, not its full one, said with both sizes' FLOPs (a trained workload's
         parent side says its own: ModelSuite.prepare); none at the full size or --quick's."""
         if self.suite is not None or spec in (self.full, self.quick):
             return []
-        small, full = spec.flops() / 1e9, self.full.flops() / 1e9
+        size, full = spec.flops() / 1e9, self.full.flops() / 1e9
+        where = "accelerator" if spec == self.accelerator else "CPU"
         return [
-            f"{self.name}: CPU size, {small:.1f} GFLOP a call (full size: {full:.1f} GFLOP; python -m parity.report "
+            f"{self.name}: {where} size, {size:.1f} GFLOP a call (full size: {full:.1f} GFLOP; python -m parity.report "
             "sets a call beside the full size's, scaled by the FLOPs, marked est.)"
         ]
 
