@@ -1,8 +1,6 @@
 """A device orders the variants its own way (parity.api.variants.Variant.ranks): what `--configs best` times on a TPU
 is what won there, checked here on a CPU with 'tpu' as a stand-in device (CI has no TPU)."""
 
-from types import SimpleNamespace
-
 import pytest
 
 from parity.api.variants import ONE, Variant, from_wire
@@ -54,6 +52,7 @@ def test_jaxs_tables_on_a_tpu_are_what_won_on_the_chip():
     """docs/tpu.md's "Best-known on the chip": the conv with its output in the compiler's layout; the CNN's and the
     ViT's own steps; the LSTM's unrolled in float32."""
     import jax_impl
+
     best = {
         kind: {f: v.name for f, v in selection.best_known([v.on("tpu") for v in jax_impl.variants(kind, 1)]).items()}
         for kind in ("conv", "cnn_train", "lstm_train", "vit_train")

@@ -161,8 +161,8 @@ class Workload:
         return replace(base, **{k: v for k, v in fields.items() if k in self.options})
 
     def size_note(self, spec) -> list[str]:
-        """An operation's run at the CPU's or an accelerator's size, not its full one, said with both sizes' FLOPs (a trained workload's
-        parent side says its own: ModelSuite.prepare); none at the full size or --quick's."""
+        """An operation's run at the CPU's or an accelerator's size, not its full one, said with both sizes' FLOPs (a
+        trained workload's parent side says its own: ModelSuite.prepare); none at the full size or --quick's."""
         if self.suite is not None or spec in (self.full, self.quick):
             return []
         size, full = spec.flops() / 1e9, self.full.flops() / 1e9
