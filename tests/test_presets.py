@@ -98,7 +98,7 @@ def test_an_accelerator_with_one_chip_has_no_second_round():
 
 def test_the_default_trains_for_its_trajectory_checks_the_variants_it_times():
     """The default judges the trajectories of the variants it times; `full` every variant the catalogs offer, as
-    before. With one owner at a time the tuned owners run after the parity arrays: every variant then."""
+    before. With one owner at a time too: the tuned owners' variants are known before they start."""
     from parity.workloads.trained import parity_variants
 
     timed = {"cnn_train": {"jax": {"jit+pool", "jit"}}, "lstm_train": {"jax": {"jit"}}}
@@ -107,7 +107,35 @@ def test_the_default_trains_for_its_trajectory_checks_the_variants_it_times():
     assert parity_variants(default, timed, "cnn_train", "jax") == {"variants": ["jit", "jit+pool"]}
     assert parity_variants(default, timed, "cnn_train", "tf") == {"variants": []}
     assert parity_variants(full, timed, "cnn_train", "jax") == {}
-    assert parity_variants(_config("--exclusive"), timed, "cnn_train", "jax") == {}
+    assert parity_variants(_config("--exclusive"), timed, "cnn_train", "jax") == {"variants": ["jit", "jit+pool"]}
+
+
+def test_one_owner_at_a_time_knows_what_its_tuned_owners_will_time_before_they_start():
+    """The default owner takes the parity round; the variants its framework's tuned owners time (here '+fast', under
+    which the float32 best-known runs) are added to the round's `timed` from its tables, before they start."""
+    from pathlib import Path
+
+    from parity.api.variants import ONE, Setting, Variant
+    from parity.common.protocol import Offered
+    from parity.engine.schedule import Round, RunState, _timed_by_tuned_owners
+
+    table = (
+        Variant("jit", "cnn_train", ONE, rank=1),
+        Variant("jit+pool", "cnn_train", ONE, tuned=True, rank=0),
+        Variant("jit+scan", "cnn_train", ONE, tuned=True, dispatch=True),
+    )
+    fast = Setting("fast", {"XLA_FLAGS": "--fast"}, ("float32",), rank=0)
+
+    class Owner:
+        framework = "jax"
+
+        def ask(self, req):
+            return Offered([v.wire() for v in table if v.kind == req.kind])
+
+    rnd = Round(_config("--exclusive", "--workload", "cnn"), RunState({}, {}), 1, Path("."))
+    rnd.workers, rnd.hello = {"jax": Owner()}, {"jax": {"settings": [fast.wire()]}}
+    _timed_by_tuned_owners(rnd, "jax", {"fast": dict(fast.env)})
+    assert rnd.timed["cnn_train"] == {"jax": {"jit+pool"}}
 
 
 @pytest.mark.parametrize(

@@ -59,6 +59,14 @@ def cases(cfg: Config, kind: RowKind, workers: dict[str, Worker], hello: dict, t
     return out
 
 
+def timed_under(cfg: Config, kind: RowKind, worker: Worker, settings: list[Setting]) -> set[str]:
+    """The code variants of `kind` that workers of `worker`'s framework started with `settings` will time, from
+    `worker`'s tables (one owner at a time: known before those workers start)."""
+    offered = [from_wire(d).on(cfg.device) for d in worker.ask(AskVariants(kind.name)).variants]
+    configs = cfg.configs if cfg.tuned else "default"
+    return {v.name for s in settings for v in selection.to_time(configs, offered, s, settings)[0]}
+
+
 def running_settings(workers: dict[str, Worker], hello: dict) -> dict[str, dict[str, Setting]]:
     """Framework -> {setting name: its record} of the workers running with one: the implementation's declared
     record (its hello), or, for one from the command line, a record that declares no formats."""

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from parity.api.cluster import Cluster
 from parity.common import frameworks as known  # the table (Config.frameworks: the keys a run asked for)
 from parity.common.frameworks import KEYS
+from parity.common.messages import HarnessError
 from parity.workloads import WORKLOADS
 
 
@@ -129,6 +130,24 @@ class Config:
     def spec(self, wl: str):
         """The workload's spec for this run: --quick, the device's default schedule, the notebook's, then overrides."""
         return WORKLOADS[wl].spec(self.quick, self.device, self.overrides, self.notebook)
+
+    def check_batches(self) -> None:
+        """Before anything starts: a batch that does not split over the replicas is the user's to fix."""
+        for wl in self.workloads:
+            spec = self.spec(wl)
+            batch = spec.batch
+            if batch > getattr(spec, "train_size", batch):
+                raise HarnessError(
+                    f"{wl}: global batch {batch} is larger than the training set ({spec.train_size} images)"
+                )
+            for r in self.replica_counts():
+                if r and batch % r:
+                    fits = [d for d in (1, 2, 4, 8, 16, 32) if batch % d == 0]
+                    how = "a --batch that divides, or " if "global_batch" in WORKLOADS[wl].options else ""
+                    raise HarnessError(
+                        f"{wl}: global batch {batch} does not divide by {r} replicas; choose {how}"
+                        f"--replicas among {', '.join(map(str, fits))}"
+                    )
 
     def size_notes(self) -> list[str]:
         """Each operation run at another size than its full one, said (Workload.size_note)."""

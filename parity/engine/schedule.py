@@ -6,25 +6,29 @@ once, their timed calls interleaved; or, on a device that takes one owner at a t
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
+from parity.api.variants import Setting, setting_from_wire
 from parity.common.frameworks import label
-from parity.common.messages import HarnessError, log
-from parity.common.protocol import GetResult, Prepare, Profile, Rep, Warm
-from parity.engine import cluster, devicelock, peaks, repetitions
-from parity.engine.assemble import Case, cases, cross_check, make_row
+from parity.common.messages import log
+from parity.common.protocol import GetResult, Prepare, Rep, Warm
+from parity.engine import cluster, devicelock, peaks, profiling, repetitions
+from parity.engine.assemble import Case, cases, cross_check, make_row, timed_under
 from parity.engine.config import Config, chips
 from parity.engine.environment import compilation_cache_notes
 from parity.engine.workerproc import Worker, start_owner, start_workers, tuned_configs, with_workers
 from parity.judging import roofline
 from parity.judging.judge import drift_note, judge_row
-from parity.judging.layers import attribute, one_op
 from parity.record.rows import Row
-from parity.record.schema import PROFILES
 from parity.workloads import WORKLOADS, RowKind
 from parity.workloads.base import Suite
+
+AGAIN_TURNS = 2  # an operation's turns when an owner times its rows again (each an untimed and a timed call)
 
 
 @dataclass
@@ -54,6 +58,8 @@ class Round:
     workers: dict[str, Worker] = field(default_factory=dict)
     hello: dict[str, dict] = field(default_factory=dict)
     timed: dict[str, dict[str, set[str]]] = field(default_factory=dict)  # row kind -> framework -> code variants
+    # one owner at a time: each row's case, kept in its worker to be timed again at the owner's end (drift)
+    kept: list[tuple[Row, Case, RowKind]] | None = None
 
 
 def run_suite(cfg: Config, save_dir: Path) -> dict:
@@ -61,7 +67,7 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
 
     Returns {"rows", "checks", "hello", "skipped", "notes", "peak"}, rows as results.json holds them.
     """
-    _check_batches(cfg)
+    cfg.check_batches()
     suites = {wl: WORKLOADS[wl].suite for wl in cfg.workloads if WORKLOADS[wl].suite is not None}
     run = RunState(suites, {wl: {} for wl in cfg.workloads})
     run.notes += [cluster.run_note(cfg)] if cfg.cluster is not None else []
@@ -99,23 +105,6 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
     }
 
 
-def _check_batches(cfg: Config) -> None:
-    """Before anything starts: a batch that does not split over the replicas is the user's to fix."""
-    for wl in cfg.workloads:
-        spec = cfg.spec(wl)
-        batch = spec.batch
-        if batch > getattr(spec, "train_size", batch):
-            raise HarnessError(f"{wl}: global batch {batch} is larger than the training set ({spec.train_size} images)")
-        for r in cfg.replica_counts():
-            if r and batch % r:
-                fits = [d for d in (1, 2, 4, 8, 16, 32) if batch % d == 0]
-                how = "a --batch that divides, or " if "global_batch" in WORKLOADS[wl].options else ""
-                raise HarnessError(
-                    f"{wl}: global batch {batch} does not divide by {r} replicas; choose {how}"
-                    f"--replicas among {', '.join(map(str, fits))}"
-                )
-
-
 def _interleaved(rnd: Round, last: Round | None) -> None:
     """Every framework's workers at once (a tuned configuration's its own), calls interleaved; `last`'s parity too."""
     cfg, run = rnd.cfg, rnd.run
@@ -132,13 +121,14 @@ def _interleaved(rnd: Round, last: Round | None) -> None:
 
 def _one_owner_at_a_time(rnd: Round) -> None:
     """A TPU host takes one owning process (libtpu): each worker runs all its rows alone and releases the device
-    before the next starts. Interleaving cannot spread drift over the frameworks here, so the first worker's rows
-    are measured again at the end and the change is reported (the table keeps the first measurement)."""
+    before the next starts. Interleaving cannot spread drift over the frameworks here, so each owner times every row
+    once more at its end, minutes after its first measurement, and the change is reported (the table keeps the first
+    measurement): the device's drift over every owner's span, in seconds, where a new worker would take minutes."""
     cfg, run = rnd.cfg, rnd.run
     if cfg.device == "tpu":
         devicelock.check_libtpu_lock()
     owners = [(fw, "default", {}, 0) for fw in cfg.frameworks]  # (framework, configuration, its env, port offset)
-    order, first_rows, first_owner, k = [], None, None, 0
+    k = 0
     while k < len(owners):
         fw, name, env, offset = owners[k]
         k += 1
@@ -155,17 +145,48 @@ def _one_owner_at_a_time(rnd: Round) -> None:
         if name == "default" and cfg.tuned:  # its tuned configurations follow it, each an owner of its own
             configs = tuned_configs(cfg, fw, rnd.hello[key])
             owners[k:k] = [(fw, n, e, i) for i, (n, e) in enumerate(configs.items(), 1)]
-        rows = with_workers(rnd.workers, lambda: _rows(rnd))
-        run.rows += rows
-        order.append(rnd.workers[key].label)
-        if first_rows is None:
-            first_rows, first_owner = rows, owners[k - 1]
-    if first_rows is None or len(order) < 2:
-        return
-    log(cfg, f"measuring the {order[0]} rows again, after the others (drift)")
-    rnd.workers, rnd.hello, _ = start_owner(cfg, rnd.replicas, *first_owner, rnd.save_dir)
-    again = with_workers(rnd.workers, lambda: _rows(rnd, parity=False))
-    run.notes.append(drift_note(order, first_rows, again))
+            _timed_by_tuned_owners(rnd, key, configs)  # checked in this owner's parity round
+        rnd.kept = [] if not cfg.profile else None  # --profile releases each case after its profiled call
+        run.rows += with_workers(rnd.workers, lambda: _rows(rnd) + _again(rnd))
+
+
+def _timed_by_tuned_owners(rnd: Round, key: str, configs: dict[str, dict]) -> None:
+    """The code variants a framework's tuned owners will time (`configs`: their settings), known from its default
+    owner's tables before they start (parity.engine.selection), into the round's `timed`: the default owner's parity
+    round, which its tuned owners do not take again, checks them too."""
+    w, hello = rnd.workers[key], rnd.hello[key]
+    declared = {d["name"]: setting_from_wire(d) for d in hello.get("settings", ())}
+    running = [declared.get(n) or Setting(n, env, None) for n, env in configs.items()]
+    for wl in rnd.cfg.workloads:
+        for kind in WORKLOADS[wl].kinds:
+            names = timed_under(rnd.cfg, kind, w, running)
+            rnd.timed.setdefault(kind.name, {}).setdefault(w.framework, set()).update(names)
+
+
+def _again(rnd: Round) -> list[Row]:
+    """One owner at a time: each of this owner's rows timed once more at its end (an operation: AGAIN_TURNS turns of
+    an untimed and a timed call; a training row: one more epoch), its case then released; each row's `drift` and the
+    run's note. Returns no row: the table keeps the first measurement."""
+    if rnd.kept is None:
+        if rnd.cfg.profile:
+            rnd.run.said["drift"] = "one owner of the device at a time: no drift measured under --profile"
+        return []
+    w = rnd.workers[next(iter(rnd.workers))]
+    log(rnd.cfg, f"measuring the {w.label} rows again, at the end of its turn (drift)")
+    again = []
+    for row, c, kind in rnd.kept:
+        times = []
+        for _ in range(1 if kind.epochs else AGAIN_TURNS):
+            if not kind.epochs:
+                w.ask(Warm(c.key))
+            t = w.ask(Rep(c.key)).time
+            if t is not None:
+                times.append(t)
+        w.ask(GetResult(c.key))  # releases the case
+        if times:
+            again.append(dataclasses.replace(row, median_s=float(np.median(times))))
+    rnd.run.notes.append(drift_note(w.label, [r for r, _, _ in rnd.kept], again))
+    return []
 
 
 def _rows(rnd: Round, parity: bool = True) -> list[Row]:
@@ -216,13 +237,13 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
         for c in todo:  # one at a time: its own time
             _first_call(rnd, kind, spec, c, extra)
         rounds = _timed_reps(rnd, kind, spec, todo)
-    for c in todo:  # untimed: every worker at once, each answering in order
-        workers[c.worker].send(GetResult(c.key, keep=cfg.profile))
+    for c in todo:  # untimed: every worker at once, each answering in order; kept for --profile, or to time again
+        workers[c.worker].send(GetResult(c.key, keep=cfg.profile or rnd.kept is not None))
     results = {c.key: workers[c.worker].answer() for c in todo}
     more = {c.key: {"rounds": rounds[c.key]} for c in todo}  # what the schedule adds to each row
     if cfg.profile:  # after the results: a profiled training epoch must not count in the row's training
-        profiled = _profile(cfg, kind, todo, workers, rnd.save_dir)
-        _with_profiles(results, more, profiled, kind, spec, WORKLOADS[wl].layers)
+        profiled = profiling.profile(cfg, kind, todo, workers, rnd.save_dir)
+        profiling.with_profiles(results, more, profiled, kind, spec, WORKLOADS[wl].layers)
     rows = []
     for c in todo:
         w = workers[c.worker]
@@ -230,6 +251,8 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[
         # a trained row's own figures; an operation's sizes (a call on 32 images is not one on 128: parity.compare)
         row.update(suite.row_extra(kind, results[c.key], spec) if suite else {"spec": spec.to_dict()})
         rows.append(row)
+        if rnd.kept is not None:
+            rnd.kept.append((row, c, kind))
     return rows
 
 
@@ -291,35 +314,6 @@ def _timed_reps(rnd: Round, kind: RowKind, spec, todo: list[Case]) -> dict[str, 
             said_at = time.monotonic()
     rnd.run.next_round += i * rule.per_visit
     return rounds
-
-
-def _with_profiles(results: dict, more: dict, profiled: dict, kind: RowKind, spec, layers: tuple) -> None:
-    """Each profiled case's trace folder, its ops attributed to layers (a workload with layers) or to its one op
-    (an operation), and the coverage, into what the schedule adds to its row (`more`)."""
-    for key, (rel, ops, call_s) in profiled.items():
-        per = spec.steps_per_epoch if kind.epochs else 1  # the profiled call: an epoch of steps, or one call
-        more[key]["profile_dir"], more[key]["profile_call_s"] = rel, call_s
-        med = results[key].median_s
-        if ops and med:
-            more[key]["layers"], more[key]["profile_coverage"] = (
-                attribute(ops, per, med, layers, call_s) if layers else one_op(kind.name, ops, med, call_s)
-            )
-
-
-def _profile(cfg: Config, kind: RowKind, todo: list[Case], workers: dict[str, Worker], save_dir: Path) -> dict:
-    """--profile: after the timed calls, one more call of each case (a training row: one epoch) under its
-    framework's profiler, one at a time; {case key: (its trace folder relative to --out, its ops as (scope,
-    seconds, start_s, thread), the profiled call's own time)}."""
-    out = {}
-    for c in todo:
-        rel = f"{PROFILES}/{c.key}"
-        log(cfg, f"{kind.name}: profiling {label(workers[c.worker].framework)} {c.shown} x{c.replicas} (one call)")
-        resp = workers[c.worker].ask(Profile(c.key, str(save_dir / rel)))
-        if resp.profiled:
-            out[c.key] = (rel, [tuple(op) for op in resp.ops or []], resp.call_s)
-        elif resp.why:
-            log(cfg, f"  not profiled: {resp.why}")
-    return out
 
 
 def _judge_parity(rnd: Round | None) -> None:

@@ -38,16 +38,17 @@ def judge_row(row: Row, peak: roofline.Peak | None) -> None:
     )
 
 
-def drift_note(order: list[str], first: list[Row], again: list[Row]) -> str:
-    """What the first owner's rows did when measured again at the end; each first row gets its `drift`."""
+def drift_note(owner: str, first: list[Row], again: list[Row]) -> str:
+    """What an owner's rows did when timed again at its end (one owner of the device at a time); each first row gets
+    its `drift`."""
     later = {r.key(): r for r in again}
     moved = []
     for r in first:
         a = later.get(r.key())
-        if r.verified and a and a.verified:
+        if r.verified and a and a.verified and r.median_s and a.median_s:
             r.drift = a.median_s / r.median_s - 1
             moved.append((r.drift, f"{r.kind} {r.framework} {r.variant} x{r.replicas}"))
-    text = f"one owner of the device at a time: {' -> '.join(order)}, then {order[0]} again; its rows' medians moved "
+    text = f"one owner of the device at a time: {owner}'s rows timed again at the end of its turn; their medians moved "
     if not moved:
         return text + "(no verified row to compare)"
     lo, hi = min(d for d, _ in moved), max(d for d, _ in moved)

@@ -93,8 +93,8 @@ class Epochs:
 def parity_variants(cfg, timed: dict | None, kind: str, fw: str) -> dict:
     """A parity request's 'variants' field for framework `fw`: the code variants of row kind `kind` the round timed,
     where the preset checks those only (Config.parity_variants 'timed'); else none (every variant offered). One
-    owner at a time (--exclusive) checks every variant: its tuned owners run after the parity arrays are taken."""
-    if cfg.parity_variants != "timed" or timed is None or cfg.exclusive:
+    owner at a time (--exclusive): its tuned owners' too, known before they start (parity.engine.schedule)."""
+    if cfg.parity_variants != "timed" or timed is None:
         return {}
     return {"variants": sorted(timed.get(kind, {}).get(fw, ()))}
 
