@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from parity.output.files import (
     write_json,
     write_staged,
     write_text,
+    written_through,
 )
 from parity.output.machines import label, machine_of, pair_line
 from parity.workloads import WORKLOADS, row_kind, trained
@@ -255,7 +255,7 @@ def _report(args) -> int:
         if args.out:
             check_out_dir(args.out, MERGED_FILES)
         if args.html:
-            args.html = page_path(args.html)
+            args.html = written_through(args.html, "--html")
         if args.ratios and len(docs) != 1:
             raise ResultsError(f"--ratios draws one file's summary; {len(docs)} files were given")
     except (ResultsError, OSError) as e:
@@ -309,19 +309,6 @@ def _write_ratios(path: Path, doc: dict) -> int:
         return 2
     print(text(f"wrote {path}"))
     return 0
-
-
-def page_path(given: Path) -> Path:
-    """Where --html writes its page: `given`, or the file a symbolic link there leads to (written through, as a
-    shell's `>` writes, never replacing the link), checked before any work. Raises OSError with one line naming
-    --html where it is a folder, a link that leads nowhere it can write, or in a folder it cannot write to."""
-    path = Path(os.path.realpath(given)) if given.is_symlink() else given
-    if path.is_symlink():
-        raise OSError(f"--html {given}: a symbolic link that leads nowhere (a loop)")
-    if path.is_dir():
-        raise OSError(f"--html {given}: a directory; give the page's file there, e.g. {given / 'results.html'}")
-    check_out_dir(path.parent, (path.name,), flag="--html")
-    return path
 
 
 def _write_html(path: Path, docs: list[tuple[str, dict]]) -> int:

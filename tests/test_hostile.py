@@ -822,7 +822,8 @@ def test_compare_names_the_rows_new_lacks_and_fails(tmp_path, capsys):
 
 
 def test_compare_fails_when_new_parity_checks_failed(tmp_path, capsys):
-    checks = [{"check": "forward block1", "passed": False}, {"check": "gradients", "passed": True}]
+    failed = {"check": "forward block1", "figures": {"tf_vs_f64": 0.1}, "tolerance": 1e-3, "passed": False}
+    checks = [failed, {"check": "gradients", "passed": True}]
     (tmp_path / "old.json").write_text(GOOD)
     (tmp_path / "new.json").write_text(json.dumps({**json.loads(GOOD), "checks": checks}))
     assert compare.main([str(tmp_path / "old.json"), str(tmp_path / "new.json")]) == 1
@@ -933,4 +934,4 @@ def test_html_writes_through_a_symbolic_link_and_a_folder_is_refused_as_html(tmp
     capsys.readouterr()
     assert report.report_main([str(tmp_path / "a.json"), "--html", str(tmp_path / "site")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"error: --html {tmp_path / 'site'}: a directory") and "--out" not in err, err
+    assert err.startswith(f"error: --html {tmp_path}: site there is a directory") and "--out" not in err, err

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from parity.common import signals
 from parity.common.safe import bounded, text
+from parity.output import page
 from parity.output.charts import chart, history_chart, layers_chart, ratio_chart
 from parity.output.tables import markdown
 from parity.record import rows
@@ -86,6 +87,17 @@ def check_out_dir(
         if p.is_symlink() or (p.exists() and not p.is_dir()):
             what = "a symbolic link" if p.is_symlink() else "not a folder"
             raise OSError(f"{flag} {out}: {name} there is {what}; this set writes a folder of that name")
+
+
+def written_through(given: Path, flag: str) -> Path:
+    """Where a file that `flag` names is written: `given`, or the file a symbolic link there leads to (written
+    through, as a shell's `>` writes, never replacing the link), checked before any work (check_out_dir). Raises
+    OSError with one line naming `flag` where it is a folder, a link in a loop, or in a folder it cannot write to."""
+    path = Path(os.path.realpath(given)) if given.is_symlink() else given
+    if path.is_symlink():
+        raise OSError(f"{flag} {given}: a symbolic link that leads nowhere (a loop)")
+    check_out_dir(path.parent, (path.name,), flag=flag)
+    return path
 
 
 _HELD: dict[tuple[int, int], int] = {}  # output directories this process holds the lock of: (device, inode) -> fd
@@ -243,8 +255,6 @@ def write_all(doc: dict, out: Path, profiles: Path | None = None) -> list[Path]:
     profiles/ does not outlive its results. A string longer than a results file may hold (MAX_TEXT: a framework's
     runaway error message) is cut, saying so."""
     import shutil
-
-    from parity.output import page  # here: the page shows the first screen, whose module reads files through this one
 
     doc = bounded(doc)
     env = doc["env"]

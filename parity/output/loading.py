@@ -15,6 +15,7 @@ from parity.common.safe import MAX_TEXT, text, too_long
 from parity.judging import roofline
 from parity.judging.judge import row_peak
 from parity.record import rows
+from parity.record.parts import checks_problem, comparisons_problem, said_problem
 from parity.record.schema import OLDEST_SCHEMA, SCHEMA_VERSION
 from parity.workloads import DEVICES, WORKLOADS
 
@@ -52,6 +53,12 @@ MAX_RESULTS_BYTES = 512 * 2**20  # a default run's results.json is about 1 MB; a
 MAX_INT_DIGITS = 20  # byte counts and FLOP counts fit in 20 digits
 MAX_CALLS = 100_000  # timed calls a row holds at most: the bound of parity.run's --reps and --max-reps
 MEDIAN_AGREES = 1e-6  # a row's median_s and the median of its times_s agree to this (relative): one computation
+# The work a results file may ask of its readers, bounded for the file as a whole, not only per row (MAX_CALLS).
+# Every comparison they make (compare's, one per row both files hold; the first screen's and the page's,
+# parity.judging.summary.pairs) draws stats.RESAMPLES bootstrap resamples of both rows' timed calls, and pairing
+# the rows (and drawing one bar per row) takes work in their number, squared.
+MAX_ROWS = 1024  # 2^20 pairs of rows looked at, at most
+MAX_DRAWS = 2**30  # bootstrap draws over one file's comparisons, at most: 268,435 timed calls at RESAMPLES each
 
 
 def row_kinds() -> tuple[str, ...]:
@@ -85,7 +92,40 @@ def load_results(path: Path) -> dict:
     device), and every row of its declared field types (parity.record.rows.Row) and in their domains: a known row
     kind, the file's device, at least one replica and process, at most MAX_CALLS timed calls whose median is the
     row's median_s, a reason where it is invalid, and no two rows of one identity (parity.record.rows.key).
-    Raises ResultsError naming the file, the row and the field."""
+    Beside the rows, what the readers show of the checks, the comparisons and the env (parity.record.parts); a row
+    that says it is verified is judged from its own figures (rows.judge_oracle); and the work the whole file asks of
+    the readers is bounded (MAX_ROWS, MAX_DRAWS). Raises ResultsError naming the file, the row and the field."""
+    doc = _parsed(path)
+    current_names(doc)
+    if (n := len(doc["rows"])) > MAX_ROWS:
+        raise ResultsError(f"{path}: {n} rows; a results file holds at most {MAX_ROWS} (its readers pair the rows)")
+    why = _env_problem(doc["env"]) or said_problem(doc["env"])
+    if why:
+        raise ResultsError(f"{path}: env: {why}")
+    why = checks_problem(doc.get("checks")) or comparisons_problem(doc.get("comparisons"))
+    if why:
+        raise ResultsError(f"{path}: {why}")
+    seen: dict[tuple, int] = {}
+    for i, r in enumerate(doc["rows"]):
+        why = _row_problem(r) or _domain_problem(r, doc["env"])
+        if not why:
+            rows.judge_oracle(r)
+            why = _implausible(r, doc["env"])
+        if why:
+            raise ResultsError(f"{path}: row {i}: {why}")
+        if (first := seen.setdefault(rows.key(r), i)) != i:
+            raise ResultsError(
+                f"{path}: row {i} measures what row {first} measures (the same {', '.join(rows.KEY)}): "
+                f"a results file holds each row once"
+            )
+    why = _work_problem(doc["rows"])
+    if why:
+        raise ResultsError(f"{path}: {why}")
+    return doc
+
+
+def _parsed(path: Path) -> dict:
+    """A results file's JSON, bounded (read_bounded, MAX_TEXT, MAX_INT_DIGITS, finite numbers), with env and rows."""
     data = read_bounded(path)
     try:
         doc = json.loads(
@@ -106,34 +146,35 @@ def load_results(path: Path) -> dict:
         )
     if not isinstance(doc, dict) or not isinstance(doc.get("env"), dict) or not isinstance(doc.get("rows"), list):
         raise ResultsError(f"{path}: not a parity.run results file (no 'env' and 'rows')")
-    current_names(doc)
-    why = _env_problem(doc["env"])
-    if why:
-        raise ResultsError(f"{path}: env: {why}")
-    why = _checks_problem(doc.get("checks"))
-    if why:
-        raise ResultsError(f"{path}: {why}")
-    seen: dict[tuple, int] = {}
-    for i, r in enumerate(doc["rows"]):
-        why = _row_problem(r) or _domain_problem(r, doc["env"]) or _implausible(r, doc["env"])
-        if why:
-            raise ResultsError(f"{path}: row {i}: {why}")
-        if (first := seen.setdefault(rows.key(r), i)) != i:
-            raise ResultsError(
-                f"{path}: row {i} measures what row {first} measures (the same {', '.join(rows.KEY)}): "
-                f"a results file holds each row once"
-            )
     return doc
+
+
+def _work_problem(rows: list[dict]) -> str | None:
+    """Why the rows ask more work of the readers than a results file may (MAX_DRAWS), or None."""
+    from parity.judging.stats import RESAMPLES
+    from parity.judging.summary import pairs
+
+    def calls(r: dict) -> int:
+        return len(r.get("times_s") or ())
+
+    own = sum(map(calls, rows))
+    paired = sum(calls(a) + calls(b) for *_, a, b, _ in pairs(rows))
+    if RESAMPLES * max(own, paired) <= MAX_DRAWS:
+        return None
+    return (
+        f"its comparisons would resample {max(own, paired)} timed calls {RESAMPLES} times each; a results file asks "
+        f"its readers for at most {MAX_DRAWS // RESAMPLES} ({MAX_DRAWS:.3g} draws)"
+    )
 
 
 def current_names(doc: dict) -> dict:
     """`doc`, a results file's contents, with today's names (in place): an older file's row 'workload' (it held the
     row kind) is its 'kind'; a comparison's 'kind' (which pair) its 'pair' and its 'workload' its 'kind'. A check's
     'workload' is a workload's name, then as now."""
-    for r in doc.get("rows") or ():
+    for r in doc["rows"] if isinstance(doc.get("rows"), list) else ():
         if isinstance(r, dict) and "workload" in r and "kind" not in r:
             r["kind"] = r.pop("workload")
-    for c in doc.get("comparisons") or ():
+    for c in doc["comparisons"] if isinstance(doc.get("comparisons"), list) else ():
         if isinstance(c, dict) and "workload" in c and "pair" not in c:
             c["pair"], c["kind"] = c.pop("kind", None), c.pop("workload")
     return doc
@@ -156,21 +197,6 @@ def _raw_problem(r: dict) -> str | None:
         and len(rounds) == len(times or ())
     ):
         return "rounds is not one round number (an integer from 0) per timed call"
-    return None
-
-
-def _checks_problem(checks) -> str | None:
-    """What makes a file's parity checks unreadable, or None: absent, or a list of objects each naming its check
-    and saying whether it passed (true, false, or null where it was not judged)."""
-    if checks is None:
-        return None
-    if not isinstance(checks, list):
-        return f"checks is {type(checks).__name__}, not a list"
-    for i, c in enumerate(checks):
-        if not isinstance(c, dict) or not isinstance(c.get("check"), str) or "passed" not in c:
-            return f"check {i} is not an object with a 'check' name and 'passed'"
-        if not (c["passed"] is None or isinstance(c["passed"], bool)):
-            return f"check {i}: passed is {text(repr(c['passed']), limit=40)}, not true, false or null"
     return None
 
 
@@ -300,6 +326,9 @@ def _row_problem(r) -> str | None:
             return f"{k} is {r[k]!r}, not a number"
         if r.get(k) is not None and k not in SIGNED and r[k] < 0:
             return f"{k} is {r[k]!r}: below zero"
+    env = r.get("config_env")
+    if env is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
+        return f"config_env is {text(repr(env), limit=40)}, not an object of variable name -> value (text)"
     hist = r.get("history")
     if hist is not None and not (
         isinstance(hist, list)

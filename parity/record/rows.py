@@ -179,3 +179,19 @@ def _types(name: str) -> tuple[type, ...]:
 
 SCHEMA = {n: _types(n) for n in FIELDS}
 NUMBERS = tuple(n for n, t in SCHEMA.items() if float in t or int in t)  # numbers or None wherever present
+
+
+def judge_oracle(r: dict) -> None:
+    """A row judged against the float64 oracle (one with a tolerance) from its own figures, as parity.run judges its
+    rows (parity.workloads.base: max_rel_err within the tolerance): one that says it is verified but whose figures
+    say otherwise is invalid, saying why (in place). A file from elsewhere is believed on its figures, not its word."""
+    if not r["verified"] or r.get("tolerance") is None:
+        return
+    err, tol = r.get("max_rel_err"), r["tolerance"]
+    if err is not None and err <= tol:
+        return
+    said = "no max_rel_err" if err is None else f"max_rel_err {err:.3g}"
+    r["verified"] = False
+    r["invalid_reason"] = (
+        f"{said} vs the float64 oracle exceeds {tol:g} (judged here from the row's figures; the file said verified)"
+    )
