@@ -2,11 +2,12 @@
 
 The trainer's own process is rank 0. It starts the other ranks once per replica count (spawned, each with
 `threads() // replicas` compute threads) and keeps them for every trainer after; it hands each rank its share of
-every global batch through shared memory (no copy per rank), and every rank steps its own copy of the model: DDP
-averages the gradients over the ranks as backward makes them (gloo's all-reduce), Keras's Adam then steps each
-copy alike. BatchNorm's batch statistics stay each replica's own (no SyncBatchNorm: Keras's and JAX's default), and
-the moving statistics are averaged over the ranks after every call, as TF's MirroredStrategy reads them and JAX's
-trainers average them. Each rank draws its own dropout masks (seed + rank).
+every global batch through shared memory (no copy per rank) over a pipe of its own, which holds no named
+semaphore that a killed run would leave behind in /dev/shm (a queue's locks are), and every rank steps its own copy
+of the model: DDP averages the gradients over the ranks as backward makes them (gloo's all-reduce), Keras's Adam
+then steps each copy alike. BatchNorm's batch statistics stay each replica's own (no SyncBatchNorm: Keras's and
+JAX's default), and the moving statistics are averaged over the ranks after every call, as TF's MirroredStrategy
+reads them and JAX's trainers average them. Each rank draws its own dropout masks (seed + rank).
 """
 
 from __future__ import annotations
@@ -124,12 +125,18 @@ def _exit_with_parent() -> None:
 
 def _serve(rank: int, world: int, port: int, inbox) -> None:
     """A rank other than 0: its replicas built, stepped and dropped as rank 0 says, until it says stop, or until rank
-    0's process has ended without saying so (killed: this rank holds the inbox's write end too, so no EOF comes)."""
+    0's process has ended without saying so (killed: the inbox's write end closes, and the watcher sees it end)."""
     threading.Thread(target=_exit_with_parent, daemon=True).start()
     torch.set_num_threads(rank_threads(world))
     _join(rank, world, port)
     replicas: dict[int, Replica] = {}
-    while (message := inbox.get())[0] != "stop":
+    while True:
+        try:
+            message = inbox.recv()
+        except EOFError:  # rank 0's process ended without saying stop
+            os._exit(1)
+        if message[0] == "stop":
+            break
         verb, key, *args = message
         if verb == "build":  # a private copy: the model came in shared memory, shared by every rank
             model, *rest = args
@@ -155,20 +162,23 @@ class Ranks:
     def __init__(self, world: int):
         ctx, port = mp.get_context("spawn"), _free_port()
         self.world, self.keys, self.open = world, itertools.count(), True
-        self.inboxes = [ctx.SimpleQueue() for _ in range(world - 1)]
+        pipes = [ctx.Pipe(duplex=False) for _ in range(world - 1)]  # (read end, write end): rank r reads pipes[r - 1]
+        self.inboxes = [w for _, w in pipes]
         self.procs = [
-            ctx.Process(target=_serve, args=(r, world, port, q), daemon=True, name=f"parity-ddp-rank{r}")
-            for r, q in enumerate(self.inboxes, 1)
+            ctx.Process(target=_serve, args=(r, world, port, inbox), daemon=True, name=f"parity-ddp-rank{r}")
+            for r, (inbox, _) in enumerate(pipes, 1)
         ]
         for p in self.procs:
             p.start()
+        for inbox, _ in pipes:
+            inbox.close()  # each rank has its own copy
         _join(0, world, port)
 
     def send(self, *message) -> None:
         """The same message to every other rank (tensors in it go by shared memory)."""
         if self.open:
-            for q in self.inboxes:
-                q.put(message)
+            for w in self.inboxes:
+                w.send(message)
 
     def close(self) -> None:
         if not self.open:
@@ -179,6 +189,8 @@ class Ranks:
             p.join(timeout=30)
             if p.is_alive():
                 p.terminate()
+        for w in self.inboxes:
+            w.close()
         dist.destroy_process_group()
 
 
