@@ -3,9 +3,11 @@
 Each process is `python -m parity.run <args>` (or --module) with PARITY_COORDINATOR (a free loopback
 port), PARITY_NUM_PROCESSES, PARITY_PROCESS_ID and PARITY_LOCAL_DEVICES set; JAX's runtime and
 TensorFlow's workers take their ports from there (parity.api.cluster). Process 0's output is shown;
-the others' is kept and shown when one fails. The launcher waits for all of them, forwards Ctrl-C,
-and when one dies or the run outlives --timeout it stops every process (and their children) and
-says which one failed and how.
+the others' is kept and shown when one fails. The launcher waits for all of them, forwards Ctrl-C
+(SIGTERM and SIGHUP alike), and when one dies or the run outlives --timeout it stops every process
+(and their children) and says which one failed and how. Their lives are tied to the launcher's: on
+Linux each gets SIGTERM when the launcher ends, however it ends (SIGKILL included: the parent-death
+signal), and stops its own workers as it would for Ctrl-C.
 """
 
 from __future__ import annotations
@@ -117,6 +119,25 @@ def _how(code: int) -> str:
     return f"exited with code {code}"
 
 
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when the thread that started it ends
+
+
+def _tied_to_launcher():
+    """A Popen preexec_fn that ties the child's life to this process's (Linux: SIGTERM when the starting thread
+    ends, however it ends; a child whose launcher has already gone ends at once), or None where prctl is not."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    prctl, launcher = ctypes.CDLL(None, use_errno=True).prctl, os.getpid()
+
+    def tie() -> None:
+        if prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0) != 0 or os.getppid() != launcher:
+            os._exit(1)
+
+    return tie
+
+
 def _start(i: int, processes: int, devices: int, port: int, module: str, args: list[str], log) -> subprocess.Popen:
     """Process i of the run, told its place by environment variables (parity.api.cluster.ENV)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -129,8 +150,10 @@ def _start(i: int, processes: int, devices: int, port: int, module: str, args: l
         }
     )
     out = {} if log is None else {"stdout": log, "stderr": subprocess.STDOUT}
-    # own session: a signal to its group reaches the process's framework workers too
-    return subprocess.Popen([sys.executable, "-m", module, *args], env=env, start_new_session=True, **out)
+    # own session: a signal to its group reaches the process's framework workers too; tied to the launcher's life
+    return subprocess.Popen(
+        [sys.executable, "-m", module, *args], env=env, start_new_session=True, preexec_fn=_tied_to_launcher(), **out
+    )
 
 
 def _watch(procs: list, logs: list, module: str, timeout_s: float, start: float) -> int:
@@ -204,11 +227,12 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _terminated(signum, frame):
-    raise KeyboardInterrupt  # a SIGTERM to the launcher stops the processes as Ctrl-C does
+    raise KeyboardInterrupt  # a SIGTERM or SIGHUP to the launcher stops the processes as Ctrl-C does
 
 
 if __name__ == "__main__":
     signal.signal(signal.SIGTERM, _terminated)
+    signal.signal(signal.SIGHUP, _terminated)  # the terminal closed: as SIGTERM
     # A process started with SIGINT ignored (a background job of a non-interactive shell: CI runners, nohup
     # scripts) keeps it ignored, and Ctrl-C would never reach this loop: listen to it whatever we inherited.
     signal.signal(signal.SIGINT, signal.default_int_handler)
