@@ -28,7 +28,8 @@ ROW |= {"precision": "default", "median_s": 1.0, "flops": 1e9, "reps": 5, "verif
 
 
 def doc(*medians: float) -> dict:
-    return {"env": ENV, "rows": [Row(**{**ROW, "median_s": m, "replicas": i + 1}).to_dict() for i, m in enumerate(medians)]}
+    rows = [Row(**{**ROW, "median_s": m, "replicas": i + 1}).to_dict() for i, m in enumerate(medians)]
+    return {"env": ENV, "rows": rows}
 
 
 def snapshot(out: Path) -> dict:

@@ -209,5 +209,6 @@ def test_a_base_row_shared_by_many_comparisons_counts_once_per_comparison(tmp_pa
 def test_a_file_of_more_rows_than_the_readers_pair_is_refused_before_they_are_read(tmp_path):
     d = doc()
     d["rows"] = [{"not": "a row"}] * (loading.MAX_ROWS + 1)  # refused on their number, before each is read
-    with pytest.raises(loading.ResultsError, match=f"{loading.MAX_ROWS + 1} rows; a results file holds at most {loading.MAX_ROWS}"):
+    said = f"{loading.MAX_ROWS + 1} rows; a results file holds at most {loading.MAX_ROWS}"
+    with pytest.raises(loading.ResultsError, match=said):
         loading.load_results(_write(tmp_path, d))
