@@ -72,14 +72,25 @@ def trained(name: str, steps: int, batch: int, only: list[str] | None) -> None:
             build_s = time.perf_counter() - t0
             t = ad.make_trainer(model, jax.devices()[:1], v.name, 1e-3, 1e-7, 0)
             t0 = time.perf_counter()
-            first = t.steps(x[:1], y[:1]) if not t.scan else t.steps(x[: t.steps_per_dispatch], y[: t.steps_per_dispatch])
+            first = (
+                t.steps(x[:1], y[:1]) if not t.scan else t.steps(x[: t.steps_per_dispatch], y[: t.steps_per_dispatch])
+            )
             first_s = time.perf_counter() - t0
             t.steps(x, y)  # the remainder's program too, and a warm pass
             t0 = time.perf_counter()
             m = t.steps(x, y)
             step_s = (time.perf_counter() - t0) / steps
-            emit(part=name, variant=v.name, dtype=v.dtype, build_s=round(build_s, 3), first_call_s=round(first_s, 3), step_ms=step_s * 1e3,
-                 batch=batch, loss=float(m[-1, 0]), finite=bool(np.isfinite(first).all()))
+            emit(
+                part=name,
+                variant=v.name,
+                dtype=v.dtype,
+                build_s=round(build_s, 3),
+                first_call_s=round(first_s, 3),
+                step_ms=step_s * 1e3,
+                batch=batch,
+                loss=float(m[-1, 0]),
+                finite=bool(np.isfinite(first).all()),
+            )
         except Exception as e:  # a lever the chip refuses: said, the others go on
             emit(part=name, variant=v.name, error=f"{type(e).__name__}: {str(e)[:200]}")
 
@@ -127,7 +138,9 @@ def conv(reps: int, hlo_dir: Path | None, n: int = 128, only_auto: bool = False)
     h, w, cin, cout, k = 256, 256, 3, 256, 5
     x = rng.standard_normal((n, h, w, cin)).astype(np.float32)
     ker = (rng.standard_normal((k, k, cin, cout)) / np.sqrt(k * k * cin)).astype(np.float32)
-    ref = np.einsum("hwi,hwio->o", np.pad(x[0].astype(np.float64), ((1, 2), (1, 2), (0, 0)))[0:5, 0:5], ker)  # out[0,0,0]
+    ref = np.einsum(
+        "hwi,hwio->o", np.pad(x[0].astype(np.float64), ((1, 2), (1, 2), (0, 0)))[0:5, 0:5], ker
+    )  # out[0,0,0]
     out_bytes = n * (h // 2) * (w // 2) * cout
 
     def lever(label, fn, xin, kin, out_item, **jit_kwargs):
@@ -142,8 +155,15 @@ def conv(reps: int, hlo_dir: Path | None, n: int = 128, only_auto: bool = False)
             err = float(np.max(np.abs(o00 - ref)) / np.max(np.abs(ref)))
             s = timed(lambda: comp(xd, kd), reps)
             floor = out_bytes * out_item / 819e9
-            emit(part="conv", lever=label, ms=s * 1e3, floor_ms=floor * 1e3, x_floor=s / floor, compile_s=compile_s,
-                 err_00=err)
+            emit(
+                part="conv",
+                lever=label,
+                ms=s * 1e3,
+                floor_ms=floor * 1e3,
+                x_floor=s / floor,
+                compile_s=compile_s,
+                err_00=err,
+            )
             if hlo_dir is not None:
                 (hlo_dir / f"conv-{label}.hlo.txt").write_text(comp.as_text())
         except Exception as e:
@@ -164,8 +184,13 @@ def conv(reps: int, hlo_dir: Path | None, n: int = 128, only_auto: bool = False)
         return
     xc = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
     lever("nchw-in-f32", lambda a, b: cv(a, b, ("NCHW", "HWIO", "NHWC")), xc, ker, 4)
-    lever("nchw-in-bf16", lambda a, b: cv(a, b, ("NCHW", "HWIO", "NHWC")), xc.astype(jnp.bfloat16),
-          ker.astype(jnp.bfloat16), 2)
+    lever(
+        "nchw-in-bf16",
+        lambda a, b: cv(a, b, ("NCHW", "HWIO", "NHWC")),
+        xc.astype(jnp.bfloat16),
+        ker.astype(jnp.bfloat16),
+        2,
+    )
     lever("nchw-in-nchw-out-f32", lambda a, b: cv(a, b, ("NCHW", "HWIO", "NCHW")), xc, ker, 4)
     # the compiler's own choice of the input's layout (jax's Format with Layout.AUTO), the input placed in it
     try:
@@ -177,9 +202,15 @@ def conv(reps: int, hlo_dir: Path | None, n: int = 128, only_auto: bool = False)
         kd = jax.device_put(ker)
         s = timed(lambda: comp(xd, kd), reps)
         o00 = np.asarray(comp(xd, kd)[0, 0, 0, :], np.float64)
-        emit(part="conv", lever="auto-layout-f32", ms=s * 1e3, floor_ms=out_bytes * 4 / 819e9 * 1e3,
-             x_floor=s / (out_bytes * 4 / 819e9), err_00=float(np.max(np.abs(o00 - ref)) / np.max(np.abs(ref))),
-             layout=str(comp.input_formats[0][0]))
+        emit(
+            part="conv",
+            lever="auto-layout-f32",
+            ms=s * 1e3,
+            floor_ms=out_bytes * 4 / 819e9 * 1e3,
+            x_floor=s / (out_bytes * 4 / 819e9),
+            err_00=float(np.max(np.abs(o00 - ref)) / np.max(np.abs(ref))),
+            layout=str(comp.input_formats[0][0]),
+        )
     except Exception as e:
         emit(part="conv", lever="auto-layout-f32", error=f"{type(e).__name__}: {str(e)[:300]}")
 
@@ -197,12 +228,14 @@ def matmul(reps: int) -> None:
             ad, bd = jax.device_put(a.astype(dt)), jax.device_put(b.astype(dt))
             f = jax.jit(jnp.matmul)
             s = timed(lambda f=f, ad=ad, bd=bd: f(ad, bd), reps)
-            emit(part="matmul", n=n, dtype=dt, ms=s * 1e3, tflops=2 * n**3 / s / 1e12, pct_bf16_peak=2 * n**3 / s / 197e12 * 100)
-            if n == 4096:  # ten products in one dispatch: what one call's dispatch costs
-                g = jax.jit(lambda a, b: jax.lax.fori_loop(0, 10, lambda i, c: c + a @ b, jnp.zeros_like(a)))
-                s = timed(lambda g=g, ad=ad, bd=bd: g(ad, bd), reps) / 10
-                emit(part="matmul", n=n, dtype=dt, per_dispatch=10, ms=s * 1e3, tflops=2 * n**3 / s / 1e12,
-                     pct_bf16_peak=2 * n**3 / s / 197e12 * 100)
+            emit(
+                part="matmul",
+                n=n,
+                dtype=dt,
+                ms=s * 1e3,
+                tflops=2 * n**3 / s / 1e12,
+                pct_bf16_peak=2 * n**3 / s / 197e12 * 100,
+            )
             del ad, bd
 
 

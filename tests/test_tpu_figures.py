@@ -99,7 +99,9 @@ def test_tpu_page_quotes_its_files():
     missing = [s for s in said + _matmul_and_lstm() if s not in page]
     assert not missing, f"docs/tpu.md does not say, as its files do: {missing}"
     readme = " ".join((ROOT / "README.md").read_text().split())
-    assert f"the article's convolution in {_ms(jit)} and {_ms(ops)}" in readme
+    lay = next(r for r in _doc("default-ops.json")["rows"] if r["variant"] == "jit+layout")
+    assert f"JAX ran the article's convolution in {_ms(lay)} with its output in the compiler's layout" in readme
+    assert f"and Keras 3 on JAX in {_ms(ops)}" in readme
 
 
 def test_tpu_pages_log_lines_are_the_shipped_logs():
@@ -141,3 +143,85 @@ def test_tpu_page_quotes_the_vit_file():
     ]
     page = " ".join((ROOT / "docs/tpu.md").read_text().split())
     assert [x for x in said if x not in page] == []
+
+
+def _jsonl(name: str) -> list[dict]:
+    return [json.loads(ln) for ln in (TPU / name).read_text().splitlines() if ln.strip()]
+
+
+def _pct(part: str, r: dict) -> str:
+    from parity.workloads import WORKLOADS
+
+    flops = WORKLOADS[part].full.step_flops()  # the full size's step, at the levers' batch
+    return f"{flops / (r['step_ms'] / 1e3) / 197e12 * 100:.1f}%"
+
+
+def levers_said() -> dict[str, str]:
+    """What docs/tpu.md's sections on the chip's best-known variants, its roofline and its time say, each rendered
+    from the file it names: placeholder -> text."""
+    trained = [r for r in _jsonl("levers-trained.jsonl") if "step_ms" in r]
+    table = "\n".join(
+        f"| {r['part']} | `{r['variant']}` | {r['dtype']} | {r['step_ms']:.2f} ms | {r['first_call_s']:.1f} s | "
+        f"{_pct(r['part'], r)} |"
+        for r in trained
+    )
+    step = {(r["part"], r["variant"]): r for r in trained}
+    hlo = (TPU / "conv-row-major.hlo.txt").read_text()
+    conv_c, copy_c = (
+        int(re.search(rf"%{name} = [^\n]*\"estimated_cycles\":\"(\d+)\"", hlo).group(1))
+        for name in ("fusion", "copy.1")
+    )
+    ops = _doc("default-ops.json")
+    conv = {"rows": [r for r in ops["rows"] if r["kind"] == "conv"]}
+    jit, lay, lay16 = (_row(conv, "jax", v) for v in ("jit", "jit+layout", "jit+bf16+layout"))
+    floor = lambda r: r["min_bytes"] / 819e9  # noqa: E731  the chip's 819 GB/s
+    mm, mm16 = (r for r in ops["rows"] if r["kind"] == "matmul")
+    kernel = next(r for r in _jsonl("levers-ops.jsonl") if r.get("n") == 4096 and r.get("dtype") == "float32")
+    cases = {r["case"]: r["compile_s"] for r in _jsonl("levers-layout.jsonl") if "case" in r}
+    log = (TPU / "levers-trained-compiles.txt").read_text()
+    cnn = [float(m) for m in re.findall(r"jit\(_train_step\) in (\d+\.\d+) sec", log)][:6]  # the CNN ran first
+    ortho = re.search(r"jit\(_orthogonal\) in (\d+\.\d+) sec", log)
+    lines = re.findall(r"\[(\d\d:\d\d:\d\d)\] (.*)", (TPU / "quick-stopped-log.txt").read_text())
+    stamps = {line: stamp for stamp, line in lines[::-1]}  # each line's first time
+    t = lambda line: sum(int(x) * k for x, k in zip(stamps[line].split(":"), (3600, 60, 1), strict=True))  # noqa: E731
+    jax_start = t("starting the JAX worker alone on tpu x1 (one owner at a time)")
+    drift_at = t("measuring the JAX rows again, at the end of its turn (drift)")
+    keras_at = t("starting the Keras 3 (JAX) worker alone on tpu x1 (one owner at a time)")
+    return {
+        "TRAINED_TABLE": table,
+        "CONV_CYCLES": f"{conv_c:,}",
+        "COPY_CYCLES": f"{copy_c:,}",
+        "CONV_HARNESS": (
+            f"`jit` {_ms(jit)} a call against the {floor(jit) * 1e3:.2f} ms its "
+            f"{jit['min_bytes'] / 1e9:.2f} GB take at 819 GB/s ({jit['median_s'] / floor(jit):.1f}x); `jit+layout` "
+            f"{_ms(lay)} ({lay['median_s'] / floor(lay):.2f}x); in bfloat16 `jit+bf16+layout` {_ms(lay16)} "
+            f"({lay16['median_s'] / floor(lay16):.2f}x its floor of {floor(lay16) * 1e3:.2f} ms), every row verified"
+        ),
+        "MM4096_KERNEL": f"{kernel['pct_bf16_peak']:.1f}%",
+        "MM8192_HARNESS": (
+            f"`jit` {_ms(mm)} a call, {mm['gflops_per_s'] / 1e3:.1f} TFLOP/s, {mm['pct_peak']:.1f}% of the peak "
+            f"(float32 operands, one bfloat16 pass at the default precision); `jit+bf16` {_ms(mm16)}, "
+            f"{mm16['gflops_per_s'] / 1e3:.1f} TFLOP/s, {mm16['pct_peak']:.1f}%"
+        ),
+        "CNN_PCT": _pct("cnn", step["cnn", "jit"]),
+        "VIT_PCT": _pct("vit", step["vit", "jit"]),
+        "CNN_COMPILE": f"{min(cnn):.1f} to {max(cnn):.1f} s",
+        "COMPILE_CASES": (
+            f"{cases['as-is']:.1f} s as it is, {cases['no-dropout']:.1f} s without dropout, {cases['rbg']:.1f} s and "
+            f"{cases['unsafe_rbg']:.1f} s with the `rbg` and `unsafe_rbg` random number generators"
+        ),
+        "ORTHO": f"{float(ortho.group(1)):.1f} s",
+        "QUICK_DRIFT": f"{keras_at - drift_at} s",
+        "QUICK_JAX": (
+            f"JAX's worker started, ran every row and its parity rounds, and timed its rows again in "
+            f"{(keras_at - jax_start) // 60} min {(keras_at - jax_start) % 60} s"
+        ),
+    }
+
+
+def test_tpu_page_quotes_the_chips_levers_roofline_and_time():
+    page = " ".join((ROOT / "docs/tpu.md").read_text().split())
+    said = levers_said()
+    said["DRIFT_NOTE"] = next(n for n in _doc("default-ops.json")["env"]["notes"] if n.startswith("one owner"))
+    missing = [k for k, v in said.items() if " ".join(v.split()) not in page]
+    assert not missing, f"docs/tpu.md does not say, as its files do: {missing}"
