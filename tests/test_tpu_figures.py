@@ -225,3 +225,33 @@ def test_tpu_page_quotes_the_chips_levers_roofline_and_time():
     said["DRIFT_NOTE"] = next(n for n in _doc("default-ops.json")["env"]["notes"] if n.startswith("one owner"))
     missing = [k for k, v in said.items() if " ".join(v.split()) not in page]
     assert not missing, f"docs/tpu.md does not say, as its files do: {missing}"
+
+
+def tuning_tpu_rows() -> str:
+    """docs/tuning.md's `tpu-v5e` column, rendered from default-ops.json's comparisons and levers-trained.jsonl."""
+    ops = _doc("default-ops.json")
+    rows = []
+    for c in ops["comparisons"]:
+        if c["pair"] != "tuned_vs_default":
+            continue
+        r, lo, hi = re.search(r"(\d+\.\d\d)x \(95% CI (\d+\.\d\d)-(\d+\.\d\d)\)", c["text"]).groups()
+        num, den = c["text"].split(" ")[0].split("/")
+        fmt = " bfloat16" if c["dtype"] == "bfloat16" else ""
+        rows.append(f"| {c['kind']} x1{fmt}: JAX `{num}` / `{den}` | {r}x ({lo}-{hi}) | `{num}` |")
+    step = {(r["part"], r["variant"]): r for r in _jsonl("levers-trained.jsonl") if "step_ms" in r}
+    best = {"cnn": ("jit", "jit+bf16"), "lstm": ("jit+unroll", "jit+bf16"), "vit": ("jit", "jit+bf16")}
+    for (part, variant), r in step.items():
+        if variant == "jit":
+            continue
+        fmt = " bfloat16" if r["dtype"] == "bfloat16" else ""
+        ratio = r["step_ms"] / step[part, "jit"]["step_ms"]
+        rows.append(
+            f"| {part.upper() if part != 'vit' else 'ViT'} training x1{fmt}: JAX `{variant}` / `jit` | {ratio:.2f}x | "
+            f"`{best[part][r['dtype'] == 'bfloat16']}` |"
+        )
+    return "\n".join(rows)
+
+
+def test_tuning_pages_tpu_column_is_its_files():
+    page = (ROOT / "docs/tuning.md").read_text()
+    assert tuning_tpu_rows() in page
