@@ -1,6 +1,6 @@
 """`python -m parity.compare OLD.json NEW.json --fail-over 10%`: per-row time ratios; non-zero exit on a regression.
 
-Rows are matched on what was measured (workload, framework, variant, device kind, replicas, precision,
+Rows are matched on what was measured (row kind, framework, variant, device kind, replicas, precision,
 --quick, seed, and its sizes: a trained row's schedule and batch, an operation's shapes, which older files do not
 record: their operation rows match only each other's). Each row's NEW/OLD is the ratio of its medians with a 95%
 bootstrap interval from both files' raw times (each file's calls resampled on their own: two runs share no
@@ -157,7 +157,7 @@ def _compare(args) -> int:
 def _nothing_compared(lines: list[dict]) -> str | None:
     """Why the gate compared nothing (exit 2), or None: no common row, or none verified in OLD."""
     if not lines:
-        return "no row of NEW matches a row of OLD (same workload, framework, variant, device kind, replicas, ...)"
+        return "no row of NEW matches a row of OLD (same kind, framework, variant, device kind, replicas, ...)"
     if any(ln["ratio"] is not None or ln["verdict"].startswith("REGRESSION") for ln in lines):
         return None
     return f"nothing compared: none of the {len(lines)} row(s) the two files share is verified in OLD"
@@ -209,7 +209,7 @@ def _print(lines: list[dict], unmatched: int, args, across: bool) -> None:
         )
         for ln in lines
     ]
-    print(grid(("workload", "framework", "variant", "replicas", "old", "new", "new/old", "verdict"), body))
+    print(grid(("kind", "framework", "variant", "replicas", "old", "new", "new/old", "verdict"), body))
     if unmatched:
         print(text(f"  * {unmatched} row(s) of {args.new} have no counterpart in {args.old}"))
     pct = f"{100 * args.fail_over:g}%"

@@ -118,21 +118,26 @@ def parse_baseline(text: str) -> dict:
 
 
 def add_speedups(rows: list[dict], baseline: dict | None) -> dict[str, dict]:
-    """Speedup of every row over its workload's baseline row (the first match; default: the first
-    verified measured row of that workload). Returns {workload: baseline row}."""
+    """Speedup of every row over its row kind's baseline row (the first match; default: the first
+    verified measured row of that kind). Returns {kind: baseline row}."""
     bases = {}
-    for wl in dict.fromkeys(r["kind"] for r in rows):
-        cands = [r for r in rows if r["kind"] == wl and r["verified"] and r.get("time")]
+    for kind in dict.fromkeys(r["kind"] for r in rows):
+        cands = [r for r in rows if r["kind"] == kind and r["verified"] and r.get("time")]
         if baseline:
             cands = [r for r in cands if all(r.get(k) == v for k, v in baseline.items())]
         else:
             cands = [r for r in cands if not r["reference"]]
         if cands:
-            bases[wl] = cands[0]
+            bases[kind] = cands[0]
     for r in rows:
         b = bases.get(r["kind"])
         r["speedup"] = b["time"] / r["time"] if b and r["verified"] and r.get("time") else None
     return bases
+
+
+# origin: a row measured here, or the 2018 article's reference figure
+CROSS_COLUMNS = ("kind", "machine", "framework", "variant", "replicas", "precision", "time", "GFLOP/s", "% peak")
+CROSS_COLUMNS += ("speedup", "origin", "note")
 
 
 def cross_table(rows: list[dict]) -> str:
@@ -158,23 +163,7 @@ def cross_table(rows: list[dict]) -> str:
                 r.get("invalid_reason") or "",
             )
         )
-    return grid(
-        (
-            "workload",
-            "machine",
-            "framework",
-            "variant",
-            "replicas",
-            "precision",
-            "time",
-            "GFLOP/s",
-            "% peak",
-            "speedup",
-            "kind",
-            "note",
-        ),
-        body,
-    )
+    return grid(CROSS_COLUMNS, body)
 
 
 HTML_HELP = "also write the files as one self-contained web page, as parity.run writes results.html (summary, charts, "
@@ -194,23 +183,23 @@ def report_main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="+", type=Path, help="results.json files written by python -m parity.run")
     ap.add_argument(
         "--baseline",
-        help="the row speedups are relative to, per workload: device:framework:variant"
+        help="the row speedups are relative to, per row kind: device:framework:variant"
         "[:replicas] (e.g. cpu:tf:function) or article:DEVICE (e.g. article:cpu); "
-        "default: the first measured verified row of each workload",
+        "default: the first measured verified row of each kind",
     )
     ap.add_argument("--no-article", action="store_true", help="leave out the 2018 article's reference rows")
     ap.add_argument(
         "--workload",
-        help="only this workload, as parity.run names it (conv, cnn, matmul: every "
-        "kind of row it has) or one kind of row (cnn_train, cnn_infer)",
+        help="only this workload's rows, as parity.run names it (conv, cnn, matmul: every kind of row it has)",
     )
+    ap.add_argument("--kind", help="only this kind of row (cnn_train, cnn_infer)")
     ap.add_argument("--out", type=Path, help="also write merged.json, merged.csv, merged.md and merged.png here")
     ap.add_argument(
         "--ratios",
         type=Path,
         metavar="PNG",
         help="also draw one results file's summary as a chart, to PNG: each workload, replica count and number "
-        "format's ratios of the frameworks' best times with their 95%% intervals (what parity.run writes as "
+        "format's ratios of the frameworks' fastest times with their 95%% intervals (what parity.run writes as "
         "results_ratios.png); with --grid, the grid's classes in one chart (the README's)",
     )
     ap.add_argument("--html", type=Path, metavar="HTML", help=HTML_HELP)
@@ -223,7 +212,7 @@ def report_main(argv: list[str] | None = None) -> int:
         "--grid",
         action="store_true",
         help="print instead the README's compact grid (Markdown: workloads at one device in float32 down, machine "
-        "classes across, each framework's best and out-of-the-box ratio over TF's; one file per machine class)",
+        "classes across, each framework's fastest and out-of-the-box ratio over TF's; one file per machine class)",
     )
     ap.add_argument("--bfloat16", action="store_true", help="with --grid: its bfloat16 rows (docs/results.md's)")
     args = ap.parse_args(argv)
@@ -245,6 +234,16 @@ def _readme(args) -> int:
     return grid_main(args) if args.grid else readme_main(args)
 
 
+def _selected(args) -> set[str] | None:
+    """The row kinds --workload (each kind of that workload) and --kind select; None where neither is given.
+    Raises ResultsError where --workload is given a row kind."""
+    w, kinds = args.workload, {k.name for x in WORKLOADS.values() for k in x.kinds}
+    if w is not None and w not in WORKLOADS and w in kinds:
+        raise ResultsError(f"{w} is a row kind, not a workload: --kind {w}")
+    out = {k.name for k in WORKLOADS[w].kinds} if w in WORKLOADS else kinds if w is None else {w}
+    return None if w is None and args.kind is None else out & ({args.kind} if args.kind else out)
+
+
 def _report(args) -> int:
     try:
         baseline = parse_baseline(args.baseline) if args.baseline is not None else None
@@ -258,31 +257,30 @@ def _report(args) -> int:
             args.html = written_through(args.html, "--html")
         if args.ratios and len(docs) != 1:
             raise ResultsError(f"--ratios draws one file's summary; {len(docs)} files were given")
+        kinds = _selected(args)
     except (ResultsError, OSError) as e:
         print(text(f"error: {e}"), file=sys.stderr)
         return 2
-    rows = merged_rows(docs, article=not args.no_article)
-    if args.workload is not None:
-        kinds = {k.name for k in WORKLOADS[args.workload].kinds} if args.workload in WORKLOADS else {args.workload}
-        rows = [r for r in rows if r["kind"] in kinds]
-        if not rows:
-            print(text(f"error: no rows of workload {args.workload!r} in the files"), file=sys.stderr)
-            return 2
+    rows = [r for r in merged_rows(docs, article=not args.no_article) if kinds is None or r["kind"] in kinds]
+    if not rows and kinds is not None:
+        said = " and ".join(f"{f} {v!r}" for f, v in (("workload", args.workload), ("kind", args.kind)) if v)
+        print(text(f"error: no rows of {said} in the files"), file=sys.stderr)
+        return 2
     bases = add_speedups(rows, baseline)
     if baseline and not bases:
         print(text(f"error: no verified row matches --baseline {args.baseline}"), file=sys.stderr)
         return 2
     print(cross_table(rows))
-    for wl, b in bases.items():
+    for kind, b in bases.items():
         what = b["source"] if b["reference"] else f"{b['source']} {b['framework']} {b['variant']} x{b['replicas']}"
-        print(text(f"  * {wl} baseline: {what}"))
-    for wl in dict.fromkeys(r["kind"] for r in rows):
-        if wl not in bases:
-            verified = any(r["kind"] == wl and r.get("verified") for r in rows)
+        print(text(f"  * {kind} baseline: {what}"))
+    for kind in dict.fromkeys(r["kind"] for r in rows):
+        if kind not in bases:
+            verified = any(r["kind"] == kind and r.get("verified") for r in rows)
             why = f"no verified row matches --baseline {args.baseline}" if baseline else "no verified row"
             if verified and not baseline:  # a time to compare: 5 notebook epochs, or a call at the full size
                 why = "no verified row at a size it compares at (5 notebook epochs, or a call at the full size)"
-            print(text(f"  * {wl}: {why}: no speedups"))
+            print(text(f"  * {kind}: {why}: no speedups"))
     for line in machine_lines(docs):
         print(text(f"  * {line}"))
     if not args.no_article:

@@ -57,7 +57,7 @@ def _body_lines(table_html: str) -> list[str]:
 def test_the_page_holds_the_first_screens_summary_and_verdict(shipped):
     summary = _section(_page(shipped), "summary")
     assert html.escape(screen.machine_line(shipped["env"])) in summary
-    header, body = screen.best_lines(shipped)
+    header, body = screen.fastest_lines(shipped)
     assert [_cells(line) for line in _body_lines(summary)[: len(body)]] == [list(line) for line in body]
     assert all(f">{html.escape(h)}</th>" in summary for h in header)
     assert f'<p class="verdict">{html.escape(screen.verdict(shipped))}</p>' in summary
@@ -66,7 +66,7 @@ def test_the_page_holds_the_first_screens_summary_and_verdict(shipped):
 
 def test_a_summary_ratio_whose_interval_holds_1_is_greyed(shipped):
     """Read from what the cell says ('1.09x (0.80-1.47)'): greyed exactly where its interval holds 1."""
-    lines = _body_lines(_section(_page(shipped), "summary"))[: len(screen.best_lines(shipped)[1])]
+    lines = _body_lines(_section(_page(shipped), "summary"))[: len(screen.fastest_lines(shipped)[1])]
     seen = set()
     for line in lines:
         for cell in re.findall(r"<td[^>]*>.*?</td>", line):

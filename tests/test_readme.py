@@ -121,7 +121,7 @@ def test_a_column_per_framework_of_any_file_and_a_line_per_class_and_group(tmp_p
     b = _write(Path("r/two/cpu-default.json"), [_row("jax", 0.4), _row("kjax", 0.2)])
     lines = readme.block([a, b]).splitlines()
     assert lines[1] == (
-        "| machine | workload | replicas | format | TF best | JAX best | Keras-JAX best "
+        "| machine | kind | replicas | format | TF fastest | JAX fastest | Keras-JAX fastest "
         "| JAX/TF (95% CI) | Keras-JAX/TF (95% CI) | parity |"
     )
     assert lines[3].startswith("| one | conv | 1 | float32 | op 200.00 ms | op 100.00 ms | op 300.00 ms ")
@@ -171,12 +171,12 @@ def test_a_path_can_neither_close_the_marker_nor_split_it(tmp_path, monkeypatch,
 
 
 def test_the_grid_command_prints_the_grid_and_refuses_what_it_cannot_use(tmp_path, monkeypatch, capsys):
-    """--grid: one file per machine class, best and out of the box over TF's, `~` where the interval holds 1; a
+    """--grid: one file per machine class, fastest and out of the box over TF's, `~` where the interval holds 1; a
     file in no folder, two of one class, or another flag beside it: one line, exit 2."""
     monkeypatch.chdir(tmp_path)
     a = _write(Path("r/one/cpu-default.json"), [_row("tf", 0.2), _row("jax", 0.1), _row("jax", 0.3, variant="jit")])
     a_doc = json.loads(a.read_text())
-    a_doc["rows"][1]["tuned"] = True  # JAX's best is a tuned row; its out-of-the-box row is slower than TF's
+    a_doc["rows"][1]["tuned"] = True  # JAX's fastest is a tuned row; its out-of-the-box row is slower than TF's
     a.write_text(json.dumps(a_doc))
     b = _write(Path("r/two/cpu-default.json"), [_row("tf", 0.2), _row("jax", 0.2)])
     assert report.report_main(["--grid", str(a), str(b)]) == 0

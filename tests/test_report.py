@@ -339,7 +339,7 @@ def test_a_run_says_an_operation_ran_below_its_full_size():
     assert Config(workloads=("conv",), device="gpu").size_notes() == []
 
 
-def test_report_workload_names_are_parity_runs(tmp_path, capsys):
+def test_report_selects_by_workload_as_parity_run_names_it_or_by_row_kind(tmp_path, capsys):
     # --workload cnn means what it means to parity.run: every kind of row the CNN has
     rows = [
         _row(),
@@ -350,8 +350,13 @@ def test_report_workload_names_are_parity_runs(tmp_path, capsys):
     assert report.report_main([str(doc), "--workload", "cnn", "--no-article"]) == 0
     out = capsys.readouterr().out
     assert "cnn_train" in out and "cnn_infer" in out and "\nconv " not in out
-    assert report.report_main([str(doc), "--workload", "cnn_infer", "--no-article"]) == 0
+    assert report.report_main([str(doc), "--kind", "cnn_infer", "--no-article"]) == 0
     assert "cnn_train" not in capsys.readouterr().out
+    # one word per flag: a row kind given to --workload is refused, naming the flag that takes it
+    assert report.report_main([str(doc), "--workload", "cnn_infer", "--no-article"]) == 2
+    assert "cnn_infer is a row kind, not a workload: --kind cnn_infer" in capsys.readouterr().err
+    assert report.report_main([str(doc), "--workload", "cnn", "--kind", "cnn_train", "--no-article"]) == 0
+    assert "cnn_infer" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""A run's first screen (parity.output.screen): the answer at each framework's best and out of the box within WIDTH
+"""A run's first screen (parity.output.screen): the answer at each framework's fastest and out of the box within WIDTH
 columns and about 45 lines, the verdict's counts, every failure in full, what was not measured; from shipped results
 files (no framework imported)."""
 
@@ -31,8 +31,8 @@ def test_the_answer_fits_the_first_screen(doc):
     assert len(lines) <= LINES
     assert max(map(len, lines)) <= screen.WIDTH, max(lines, key=len)
     named = [tuple(ln.split()[:3]) for ln in lines]
-    for wl, n, dtype in summary.groups(doc["rows"]):
-        assert named.count((wl, f"x{n}", screen.FORMATS[dtype])) == 2  # its times, then its ratios
+    for kind, n, dtype in summary.groups(doc["rows"]):
+        assert named.count((kind, f"x{n}", screen.FORMATS[dtype])) == 2  # its times, then its ratios
     assert "then out of the box: each one's fastest untuned variant" in "\n".join(lines)
 
 
@@ -43,23 +43,23 @@ def test_the_screen_fits_whichever_framework_is_the_reference(doc, left_out):
     d["rows"] = [r for r in d["rows"] if r["framework"] not in left_out]
     lines = screen.first_screen(d).splitlines()
     ref = short(summary.frameworks_in(d["rows"])[0])
-    assert any(ln.startswith(f"x/{ref}: its time over {ref}'s") for ln in lines)
+    assert any(ln.startswith(f"x/{ref}: its fastest time over {ref}'s") for ln in lines)
     assert len(lines) <= LINES and max(map(len, lines)) <= screen.WIDTH, max(lines, key=len)
 
 
-def test_each_ratio_is_at_best_then_out_of_the_box_as_the_readmes_grid_gives_it(doc):
-    """A user checks the README's grid ('1.13x / 3.01x': best, then out of the box) against their own first screen:
-    each float32 cell at one device carries the grid's out-of-the-box figure after its best's interval."""
-    _, body = screen.best_lines(doc, plain=True)
+def test_each_ratio_is_at_the_fastest_then_out_of_the_box_as_the_readmes_grid_gives_it(doc):
+    """A user checks the README's grid ('1.13x / 3.01x': fastest, then out of the box) against their own first screen:
+    each float32 cell at one device carries the grid's out-of-the-box figure after its fastest's interval."""
+    _, body = screen.fastest_lines(doc, plain=True)
     fws = summary.frameworks_in(doc["rows"])
     seen = 0
     for line in body:
-        wl, n = line[0].rsplit(" x", 1)
+        kind, n = line[0].rsplit(" x", 1)
         for fw, shown in zip(fws[1:], line[2 + len(fws) :], strict=True):
             if line[1] == "bf16":
                 assert " / " not in shown  # bfloat16 is a lever: no framework has it out of the box
             elif n == "1":
-                best, plain = grid.cell(doc["rows"], wl, "float32", fw, fws[0]).split(" / ")
+                best, plain = grid.cell(doc["rows"], kind, "float32", fw, fws[0]).split(" / ")
                 assert re.fullmatch(
                     rf"{re.escape(best.removesuffix(grid.SAME))} \(\d\.\d\d-\d\.\d\d\) / {re.escape(plain)}", shown
                 ), shown
@@ -77,9 +77,9 @@ def test_out_of_the_box_is_each_frameworks_fastest_untuned_row(doc):
     lone = copy.deepcopy(doc)
     for r in lone["rows"]:
         if r["kind"] == "cnn_train" and r["framework"] == "jax":
-            r["tuned"] = True  # JAX not measured out of the box: its best alone
+            r["tuned"] = True  # JAX not measured out of the box: its fastest alone
     assert screen.plain_ratio(lone["rows"], "cnn_train", 1, "float32", "jax", "tf") is None
-    line = next(b for b in screen.best_lines(lone, plain=True)[1] if b[:2] == ("cnn_train x1", "f32"))
+    line = next(b for b in screen.fastest_lines(lone, plain=True)[1] if b[:2] == ("cnn_train x1", "f32"))
     assert re.fullmatch(r"\d\.\d\dx \(\d\.\d\d-\d\.\d\d\)", line[2 + 4]), line  # JAX/TF: after 4 times
     tie = copy.deepcopy(doc)
     for r in tie["rows"]:
@@ -89,9 +89,9 @@ def test_out_of_the_box_is_each_frameworks_fastest_untuned_row(doc):
     assert screen.SAME == grid.SAME  # the README's mark
 
 
-def test_the_page_keeps_its_ratios_at_best_alone(doc):
-    """results.html's summary (parity.output.page) reads best_lines without `plain`: one ratio a cell."""
-    _, body = screen.best_lines(doc)
+def test_the_page_keeps_its_ratios_at_the_fastest_alone(doc):
+    """results.html's summary (parity.output.page) reads fastest_lines without `plain`: one ratio a cell."""
+    _, body = screen.fastest_lines(doc)
     assert body and not any(" / " in cell for line in body for cell in line)
 
 
@@ -186,13 +186,13 @@ def test_keras_on_jax_with_jaxs_settings_is_said_under_the_answer(doc):
 
 
 def test_four_frameworks_split_the_answer_into_times_then_ratios(doc):
-    """Four frameworks' times and three ratios, each at best and out of the box, are wider than the screen: two grids,
-    each under the lines that say how to read it."""
+    """Four frameworks' times and three ratios, each at its fastest and out of the box, are wider than the screen: two
+    grids, each under the lines that say how to read it."""
     lines = screen.first_screen(doc).splitlines()
-    at = [i for i, ln in enumerate(lines) if ln.startswith("workload ")]
+    at = [i for i, ln in enumerate(lines) if ln.startswith("kind ")]
     heads = [lines[i].split() for i in at]
-    assert heads == [["workload", "format", "TF", "JAX", "Keras-JAX", "PyTorch"],
-                     ["workload", "format", "JAX/TF", "Keras-JAX/TF", "PyTorch/TF"]]  # fmt: skip
+    assert heads == [["kind", "format", "TF", "JAX", "Keras-JAX", "PyTorch"],
+                     ["kind", "format", "JAX/TF", "Keras-JAX/TF", "PyTorch/TF"]]  # fmt: skip
     assert lines[at[0] - 1].startswith("Each framework's fastest verified configuration: median per call")
-    assert lines[at[1] - 2].startswith("x/TF: its time over TF's, each at its best, with a 95% interval")
+    assert lines[at[1] - 2].startswith("x/TF: its fastest time over TF's, with a 95% interval")
     assert lines[at[1] - 1].startswith("then out of the box: each one's fastest untuned variant (~: no difference")

@@ -1,7 +1,7 @@
-"""The answer first: per workload x replicas x number format, each framework's best row, each other framework's best
-over the reference's (the first of the frameworks' table present: TF's) with a 95% interval, and the parity verdict;
-and the `comparisons` a results file keeps (each framework against the reference, and each tuned variant against its
-own framework out of the box)."""
+"""The answer first: per row kind x replicas x number format, each framework's fastest row, each other framework's
+fastest over the reference's (the first of the frameworks' table present: TF's) with a 95% interval, and the parity
+verdict; and the `comparisons` a results file keeps (each framework against the reference, and each tuned variant
+against its own framework out of the box)."""
 
 from __future__ import annotations
 
@@ -25,13 +25,13 @@ def groups(rows: list[dict]) -> list[tuple[str, int, str]]:
     return list(dict.fromkeys((r["kind"], r["replicas"], r.get("dtype") or "float32") for r in _ok(rows)))
 
 
-def fastest(rows: list[dict], wl: str, n: int, dtype: str, fw: str, tuned: bool | None = None) -> dict | None:
+def fastest(rows: list[dict], kind: str, n: int, dtype: str, fw: str, tuned: bool | None = None) -> dict | None:
     """`fw`'s fastest verified row in one group (of its out-of-the-box rows, or tuned ones, where `tuned` says):
-    the framework at its best."""
+    the framework at its fastest."""
     mine = [
         r
         for r in _ok(rows)
-        if (r["kind"], r["replicas"], r.get("dtype") or "float32", r["framework"]) == (wl, n, dtype, fw)
+        if (r["kind"], r["replicas"], r.get("dtype") or "float32", r["framework"]) == (kind, n, dtype, fw)
         and (tuned is None or is_tuned(r) == tuned)
     ]
     return min(mine, key=lambda r: r["median_s"]) if mine else None
@@ -42,10 +42,10 @@ def frameworks_in(rows: list[dict]) -> list[str]:
     return frameworks.ordered(r["framework"] for r in rows)
 
 
-def fastest_rows(rows: list[dict], wl: str, n: int, dtype: str) -> dict[str, dict]:
+def fastest_rows(rows: list[dict], kind: str, n: int, dtype: str) -> dict[str, dict]:
     """Each framework's fastest row in one group, in the table's order (those with none left out): the first is the
     group's reference."""
-    found = {fw: fastest(rows, wl, n, dtype, fw) for fw in frameworks_in(rows)}
+    found = {fw: fastest(rows, kind, n, dtype, fw) for fw in frameworks_in(rows)}
     return {fw: r for fw, r in found.items() if r}
 
 
@@ -81,15 +81,15 @@ def _entry(pair: str, kind: str, n: int, dtype: str, num: dict, den: dict, what:
 
 def pairs(rows: list[dict]) -> list[tuple[str, str, int, str, dict, dict, str]]:
     """The comparisons `rows` make, as (pair, row kind, replicas, dtype, num row, den row, what): per row kind x
-    replicas x format, each framework's best row over the reference's, the first framework of the table with a row
+    replicas x format, each framework's fastest row over the reference's, the first framework of the table with a row
     there (pair '<framework>_vs_<reference>': 'jax_vs_tf', what 'JAX/TF'), and over each framework it declares
-    `versus` ('keras-jax_vs_jax'); and each tuned row over its framework's best out-of-the-box row at the same
+    `versus` ('keras-jax_vs_jax'); and each tuned row over its framework's fastest out-of-the-box row at the same
     workload and replicas ('tuned_vs_default', the out-of-the-box row in float32 when the tuned one is bfloat16:
     what the tuning buys)."""
     out = []
-    for wl, n, dtype in groups(rows):
-        b = fastest_rows(rows, wl, n, dtype)
-        out += [(f"{a}_vs_{d}", wl, n, dtype, b[a], b[d], frameworks.over(a, d)) for a, d in frameworks.ratios(b)]
+    for kind, n, dtype in groups(rows):
+        b = fastest_rows(rows, kind, n, dtype)
+        out += [(f"{a}_vs_{d}", kind, n, dtype, b[a], b[d], frameworks.over(a, d)) for a, d in frameworks.ratios(b)]
     for r in _ok(rows):
         if is_tuned(r):
             base = fastest(rows, r["kind"], r["replicas"], "float32", r["framework"], tuned=False)
@@ -133,14 +133,14 @@ def _workload_of(kind: str) -> str:
         return kind
 
 
-def verdict(doc: dict, wl: str, n: int, dtype: str) -> str:
+def verdict(doc: dict, kind: str, n: int, dtype: str) -> str:
     """The parity verdict behind a group: its workload's parity checks at this replica count where the workload
     has checks (the CNN), else its rows against the float64 oracle."""
-    workload = _workload_of(wl)
+    workload = _workload_of(kind)
     checks = [c for c in doc.get("checks") or [] if c.get("workload") == workload and c.get("replicas") in (n, None)]
     if checks:
         return _checks_verdict(checks)
-    rows = [r for r in doc["rows"] if (r["kind"], r["replicas"], r.get("dtype") or "float32") == (wl, n, dtype)]
+    rows = [r for r in doc["rows"] if (r["kind"], r["replicas"], r.get("dtype") or "float32") == (kind, n, dtype)]
     return _oracle_verdict(rows)
 
 
@@ -154,10 +154,10 @@ def interval_note(doc: dict) -> str:
     pairs = frameworks.ratios([ref, *others])
     heads = ", ".join(f"{frameworks.over(a, d)} (95% CI)" for a, d in pairs)
     said = (
-        f"the best {frameworks.short(others[0])} row's median over the best {frameworks.short(ref)} row's"
+        f"the fastest {frameworks.short(others[0])} row's median over the fastest {frameworks.short(ref)} row's"
         if len(others) == 1
-        else f"each framework's best row's median over the best {frameworks.short(ref)} row's (in a group without "
-        f"one, over the best row of the first framework of the table that has one, and said)"
+        else f"each framework's fastest row's median over the fastest {frameworks.short(ref)} row's (in a group "
+        f"without one, over the fastest row of the first framework of the table that has one, and said)"
         + "".join(f", and {frameworks.short(a)}'s over {frameworks.short(d)}'s" for a, d in pairs[len(others) :])
     )
     return (

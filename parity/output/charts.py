@@ -55,15 +55,15 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
         return False
     # a row with no work to divide by its time (no FLOPs, no images) has no throughput to draw
     ok = [r for r in rows if r["verified"] and r.get("median_s") and (r.get("images_per_s") or r.get("flops"))]
-    workloads = list(dict.fromkeys(r["kind"] for r in ok))
-    if not workloads:
+    kinds = list(dict.fromkeys(r["kind"] for r in ok))
+    if not kinds:
         return False
-    size = (9, 1.2 + 0.45 * len(ok) + 0.6 * len(workloads))
+    size = (9, 1.2 + 0.45 * len(ok) + 0.6 * len(kinds))
     # constrained: the figure's title above the first panel's, never over it
-    fig, axes = plt.subplots(len(workloads), 1, figsize=size, squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(len(kinds), 1, figsize=size, squeeze=False, layout="constrained")
     colors = {k: frameworks.color(k) for k in frameworks.KEYS}
-    for ax, wl in zip(axes[:, 0], workloads, strict=True):
-        rs = [r for r in ok if r["kind"] == wl]
+    for ax, kind in zip(axes[:, 0], kinds, strict=True):
+        rs = [r for r in ok if r["kind"] == kind]
         vals = [_throughput(r) for r in rs]
         labels = [
             text(f"{r['framework']} {r['variant']} x{r['replicas']} ({r.get('device_kind') or r['device']})", *LABELS)
@@ -81,7 +81,7 @@ def chart(rows: list[dict], path: Path, title: str = "") -> bool:
         ax.set_yticks(range(len(rs)), labels, fontsize=8)
         ax.invert_yaxis()
         ax.set_xlabel(vals[0][3])
-        ax.set_title(text(wl, "chart", LABEL), fontsize=10, loc="left")
+        ax.set_title(text(kind, "chart", LABEL), fontsize=10, loc="left")
         ax.grid(axis="x", alpha=0.3)
     if title:
         fig.suptitle(text(title, "chart", TITLE), fontsize=10)
@@ -169,7 +169,7 @@ def _mark_bimodal(comps: list[dict], rows: list[dict]) -> None:
 
 def ratio_chart(doc: dict, path: Path) -> bool:
     """The summary as a PNG: per workload (one panel each), each replica count and number format, every pair of
-    frameworks' ratio of best times (parity.judging.summary.comparisons) as a point with its 95% interval, on a log
+    frameworks' ratio of fastest times (parity.judging.summary.comparisons) as a point with its 95% interval, on a log
     scale around a line at 1; the machine in the title. False (nothing written) without matplotlib or without two
     frameworks to divide."""
     comps = [c for c in summary.comparisons(doc["rows"]) if c["pair"] != "tuned_vs_default"]
@@ -183,8 +183,8 @@ def ratio_chart(doc: dict, path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    workloads = list(dict.fromkeys(c["kind"] for c in comps))
-    panels = [sorted((c for c in comps if c["kind"] == wl), key=_ratio_order) for wl in workloads]
+    kinds = list(dict.fromkeys(c["kind"] for c in comps))
+    panels = [sorted((c for c in comps if c["kind"] == kind), key=_ratio_order) for kind in kinds]
     size = (9, 1.6 + sum(0.3 * len(p) + 0.55 for p in panels))
     fig, axes = plt.subplots(
         len(panels),
@@ -195,16 +195,17 @@ def ratio_chart(doc: dict, path: Path) -> bool:
         layout="constrained",
         gridspec_kw={"height_ratios": [len(p) for p in panels]},
     )
-    for ax, wl, panel in zip(axes[:, 0], workloads, panels, strict=True):
+    for ax, kind, panel in zip(axes[:, 0], kinds, panels, strict=True):
         _ratio_panel(ax, panel)
-        ax.set_title(text(wl, "chart", LABEL), fontsize=10, loc="left")
+        ax.set_title(text(kind, "chart", LABEL), fontsize=10, loc="left")
     ratio_axis(
-        axes[-1, 0], "time ratio, first framework's best over the second's (log scale): left of 1 the first is faster"
+        axes[-1, 0],
+        "time ratio, first framework's fastest over the second's (log scale): left of 1 the first is faster",
     )
     env = doc["env"]
     fig.suptitle(
         text(
-            f"Best time over best time, 95% intervals: {machines.label(machines.machine_of(env))}"
+            f"Fastest time over fastest time, 95% intervals: {machines.label(machines.machine_of(env))}"
             + (f", commit {env['git_commit']}" if env.get("git_commit") else ""),
             "chart",
             TITLE,

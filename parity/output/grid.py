@@ -1,7 +1,7 @@
 """The README's compact answer, made from shipped results files: workloads at one device in float32 down, machine
-classes across; each cell a framework's best over the reference framework's best, and the same out of the box beside
-it. The same grid in bfloat16 (`--bfloat16`) is docs/results.md's, beside the long table (every replica count, every
-variant's label, the intervals: parity.output.readme's).
+classes across; each cell a framework's fastest over the reference framework's fastest, and the same out of the box
+beside it. The same grid in bfloat16 (`--bfloat16`) is docs/results.md's, beside the long table (every replica count,
+every variant's label, the intervals: parity.output.readme's).
 
 A file's machine class is its folder's name, as for the long table. A page holds a grid between BEGIN and END; BEGIN
 names the command and its files, so `tests/test_readme.py` can make it again and fail where the two differ."""
@@ -39,14 +39,14 @@ def _ratio(num: dict | None, den: dict | None) -> str:
     return f"{q.ratio:.2f}x" + (SAME if q.low is not None and q.contains_one() else "")
 
 
-def cell(rows: list[dict], wl: str, dtype: str, fw: str, ref: str) -> str:
-    """'1.18x / 2.80x': `fw`'s best over `ref`'s best at one device, then each out of the box ('-' where a side has
-    no verified row); SAME marks a ratio whose interval holds 1."""
-    best = _ratio(summary.fastest(rows, wl, 1, dtype, fw), summary.fastest(rows, wl, 1, dtype, ref))
-    if best == "-":
+def cell(rows: list[dict], kind: str, dtype: str, fw: str, ref: str) -> str:
+    """'1.18x / 2.80x': `fw`'s fastest over `ref`'s fastest at one device, then each out of the box ('-' where a side
+    has no verified row); SAME marks a ratio whose interval holds 1."""
+    fastest = _ratio(summary.fastest(rows, kind, 1, dtype, fw), summary.fastest(rows, kind, 1, dtype, ref))
+    if fastest == "-":
         return "-"
-    plain = _ratio(summary.fastest(rows, wl, 1, dtype, fw, False), summary.fastest(rows, wl, 1, dtype, ref, False))
-    return best if plain == "-" else f"{best} / {plain}"
+    plain = _ratio(summary.fastest(rows, kind, 1, dtype, fw, False), summary.fastest(rows, kind, 1, dtype, ref, False))
+    return fastest if plain == "-" else f"{fastest} / {plain}"
 
 
 def grid(paths: list[Path], dtype: str = "float32") -> str:
@@ -56,11 +56,11 @@ def grid(paths: list[Path], dtype: str = "float32") -> str:
     docs = class_files(paths)
     fws = frameworks.ordered(r["framework"] for _, _, d in docs for r in d["rows"])
     ref, body = fws[0], []
-    for wl in ORDER:
+    for kind in ORDER:
         for fw in fws[1:]:
-            cells = [cell(d["rows"], wl, dtype, fw, ref) for _, _, d in docs]
+            cells = [cell(d["rows"], kind, dtype, fw, ref) for _, _, d in docs]
             if any(c != "-" for c in cells):
-                body.append((f"{wl}, {frameworks.over(fw, ref)}", *cells))
+                body.append((f"{kind}, {frameworks.over(fw, ref)}", *cells))
     body.append(("file, at commit", *(f"{p.stem} at {d['env'].get('git_commit', '?')}" for _, p, d in docs)))
     command = COMMAND if dtype == "float32" else f"{COMMAND} {BFLOAT16}"
     return "\n".join(
@@ -74,7 +74,7 @@ def grid(paths: list[Path], dtype: str = "float32") -> str:
 
 def chart(paths: list[Path], png: Path) -> bool:
     """The grid as one chart across classes: per workload at one device in float32 (one panel each), each class a
-    line, each framework's best over the reference's best as a point with its 95% interval, on one fixed log scale
+    line, each framework's fastest over the reference's fastest as a point with its 95% interval, on one fixed log scale
     around 1. False (nothing written) without matplotlib. Raises ResultsError as grid()."""
     docs = class_files(paths)
     try:
@@ -90,10 +90,10 @@ def chart(paths: list[Path], png: Path) -> bool:
     ref, others = fws[0], fws[1:]
     fig, axes = plt.subplots(len(ORDER), 1, figsize=(9, 1.2 + 0.32 * len(docs) * len(ORDER)), sharex=True,
                              layout="constrained")  # fmt: skip
-    for ax, wl in zip(axes, ORDER, strict=True):
+    for ax, kind in zip(axes, ORDER, strict=True):
         for y, (_, _, d) in enumerate(docs):
             for k, fw in enumerate(others):
-                num, den = (summary.fastest(d["rows"], wl, 1, "float32", f) for f in (fw, ref))
+                num, den = (summary.fastest(d["rows"], kind, 1, "float32", f) for f in (fw, ref))
                 if num and den:
                     bimodal = bool(num.get("modes") or den.get("modes"))
                     off = (k - (len(others) - 1) / 2) * 0.25
@@ -102,15 +102,16 @@ def chart(paths: list[Path], png: Path) -> bool:
         ax.axvline(1, color="black", linewidth=1)
         ax.set_yticks(range(len(docs)), [c for c, _, _ in docs], fontsize=8)
         ax.set_ylim(len(docs) - 0.5, -0.5)
-        ax.set_title(f"{wl}, one device, float32", fontsize=9, loc="left")
+        ax.set_title(f"{kind}, one device, float32", fontsize=9, loc="left")
         ax.grid(axis="x", alpha=0.3)
     ratio_axis(
         axes[-1],
-        f"best time over {frameworks.label(ref)}'s best (log scale): left of 1 faster than {frameworks.short(ref)}",
+        f"fastest time over {frameworks.label(ref)}'s fastest (log scale): "
+        f"left of 1 faster than {frameworks.short(ref)}",
     )
     pairs = ", ".join(f"{frameworks.over(fw, ref)} {frameworks.color(fw).removeprefix('tab:')}" for fw in others)
     fig.suptitle(
-        f"Each framework's best over {frameworks.short(ref)}'s best, by CPU class: {pairs}; each 95% interval in "
+        f"Each framework's fastest over {frameworks.short(ref)}'s fastest, by CPU class: {pairs}; each 95% interval in "
         f"{frameworks.short(ref)}'s {frameworks.color(ref).removeprefix('tab:')}\n"
         "pale: no difference measurable; black rim: a side's times in two modes; an arrow: beyond the range",
         fontsize=9,

@@ -1,5 +1,5 @@
 """The notes under the tables: what '% peak' divides by, FLOP cross-checks, spread, memory, modes, and each
-framework's best against its out-of-the-box row."""
+framework's fastest against its fastest out-of-the-box row."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def roofline_notes(doc: dict) -> list[str]:
     for r in doc["rows"]:
         if r.get("compiler_flops") is not None:
             seen.setdefault((r["kind"], r.get("compiler_flops_source")), []).append(r)
-    for (wl, src), rs in seen.items():
+    for (kind, src), rs in seen.items():
         r = rs[0]
         c, f, u = r["compiler_flops"], r["flops"], r.get("flops_unpadded") or r["flops"]
         # a counter may or may not count the padding's zeros: each row is judged against the closer count
@@ -42,7 +42,7 @@ def roofline_notes(doc: dict) -> list[str]:
         names = ", ".join(f"{x['variant']} x{x['replicas']}" for x in bad)
         flag = f" DISAGREES by more than 10% in: {names}" if bad else f" ({len(rs)} row(s) counted, all within 10%)"
         notes.append(
-            f"{wl} FLOPs per call: formula {f / 1e9:.4g} G ({u / 1e9:.4g} G without SAME padding's zeros), "
+            f"{kind} FLOPs per call: formula {f / 1e9:.4g} G ({u / 1e9:.4g} G without SAME padding's zeros), "
             f"{src} {c / 1e9:.4g} G ({c / f:.3f}x, {c / u:.3f}x){flag}"
         )
     above = [
@@ -173,24 +173,24 @@ def stall_note(rows: list[dict]) -> list[str]:
     ]
 
 
-def best_notes(rows: list[dict]) -> list[str]:
-    """Per workload, replica count and number format: each framework's best row against its best out-of-the-box
-    one, with the interval (the summary gives each framework's best over the reference's)."""
+def fastest_notes(rows: list[dict]) -> list[str]:
+    """Per workload, replica count and number format: each framework's fastest row against its fastest
+    out-of-the-box one, with the interval (the summary gives each framework's fastest over the reference's)."""
     notes = []
-    for wl, n, dtype in summary.groups(rows):
+    for kind, n, dtype in summary.groups(rows):
         parts = []
         for fw in dict.fromkeys(r["framework"] for r in rows):
-            b = summary.fastest(rows, wl, n, dtype, fw)
+            b = summary.fastest(rows, kind, n, dtype, fw)
             if b is None:
                 continue
-            o = summary.fastest(rows, wl, n, "float32", fw, tuned=False)
-            said = f"{fw} best {b['variant']} {time_cell(b['median_s'])}"
+            o = summary.fastest(rows, kind, n, "float32", fw, tuned=False)
+            said = f"{fw} fastest {b['variant']} {time_cell(b['median_s'])}"
             if o is None or o is b:
                 parts.append(said + (" (out of the box)" if o is b else ""))
             else:
                 speedup = summary.ratio(o, b).text()
                 parts.append(f"{said}: out of the box {o['variant']} {time_cell(o['median_s'])} takes {speedup}")
-        notes.append(f"{wl} x{n}{'' if dtype == 'float32' else f' {dtype}'}: " + "; ".join(parts))
+        notes.append(f"{kind} x{n}{'' if dtype == 'float32' else f' {dtype}'}: " + "; ".join(parts))
     return notes
 
 

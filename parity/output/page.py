@@ -22,7 +22,10 @@ from parity.output.machines import label, machine_of
 from parity.output.tables import figure, replicas_cell
 
 CHARTS = (  # (results file the run draws, caption): what the page shows of each
-    ("results_ratios.png", "Best time over best time per workload, with 95% intervals (below 1: the first is faster)"),
+    (
+        "results_ratios.png",
+        "Fastest time over fastest time per row kind, with 95% intervals (below 1: the first is faster)",
+    ),
     ("results.png", "Throughput of every verified row (bar: median, whisker: interquartile range)"),
 )
 STYLE = """
@@ -157,11 +160,11 @@ def _table(header, body: list[list[str]], sortable: bool = False, classes: list[
 
 
 def summary_section(s: Shown) -> str:
-    """The first screen (parity.output.screen): the machine, each framework's best per group with its ratios and
+    """The first screen (parity.output.screen): the machine, each framework's fastest per group with its ratios and
     95% intervals, the verdict, every failure, and its notes; how the intervals were made, folded."""
     doc = s.doc
     out = [f'<p class="muted">{_t(screen.machine_line(doc["env"]))}</p>']
-    header, body = screen.best_lines(doc)
+    header, body = screen.fastest_lines(doc)
     if body:
         ref = short(summary.frameworks_in(doc["rows"])[0])
         out += [
@@ -201,7 +204,7 @@ def charts_section(s: Shown) -> str:
     return "\n".join(figures)
 
 
-ROW_COLUMNS = ("workload", "framework", "variant", "replicas", "format", "median", "IQR", "first call", "GFLOP/s")
+ROW_COLUMNS = ("kind", "framework", "variant", "replicas", "format", "median", "IQR", "first call", "GFLOP/s")
 ROW_COLUMNS += ("% peak", "img/s", "err vs f64", "verified")
 
 

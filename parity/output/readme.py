@@ -1,5 +1,5 @@
 """docs/results.md's results table, made from shipped results files: per machine class and workload x replicas x number
-format, each framework's best row, each other framework's best over the reference's with its 95% interval, and the
+format, each framework's fastest row, each other framework's fastest over the reference's with its 95% interval, and the
 parity verdict; then, per file, the machine and the command that made it.
 
 A file's machine class is the name of its folder (`docs/results/zen4/cpu-default.json`: `zen4`); the folder's
@@ -42,15 +42,15 @@ def _lines(cls: str, doc: dict, fws: list[str]) -> list[tuple[str, ...]]:
     ratio divides by the group's reference, the first framework with a row there, named in the cell where that is
     not the first column's."""
     out = []
-    for wl, n, dtype in summary.groups(doc["rows"]):
-        b = summary.fastest_rows(doc["rows"], wl, n, dtype)
+    for kind, n, dtype in summary.groups(doc["rows"]):
+        b = summary.fastest_rows(doc["rows"], kind, n, dtype)
         ref = next(iter(b))
         said = "" if ref == fws[0] else f", over {frameworks.short(ref)}"
         cells = [f"{b[fw]['variant']} {time_cell(b[fw]['median_s'])}" if fw in b else "-" for fw in fws]
         ratios = [_ratio_cell(b[fw], b[ref]) + said if fw in b and fw != ref else "-" for fw in fws[1:]]
         versus = frameworks.ratios(fws)[len(fws) - 1 :]  # the pairs after each-over-the-reference
         ratios += [_ratio_cell(b[a], b[d]) if a in b and d in b else "-" for a, d in versus]
-        out.append((cls, wl, str(n), dtype, *cells, *ratios, summary.verdict(doc, wl, n, dtype)))
+        out.append((cls, kind, str(n), dtype, *cells, *ratios, summary.verdict(doc, kind, n, dtype)))
     return out
 
 
@@ -114,17 +114,17 @@ def block(paths: list[Path]) -> str:
     machine class."""
     docs = class_files(paths)
     fws = frameworks.ordered(r["framework"] for _, _, d in docs for r in d["rows"])
-    head = ("machine", "workload", "replicas", "format", *(f"{frameworks.short(fw)} best" for fw in fws))
+    head = ("machine", "kind", "replicas", "format", *(f"{frameworks.short(fw)} fastest" for fw in fws))
     pairs = frameworks.ratios(fws)
     head += (*(f"{frameworks.over(a, d)} (95% CI)" for a, d in pairs), "parity")
     body = [line for cls, _, doc in docs for line in _lines(cls, doc, fws)]
     said = ", ".join(f"{frameworks.over(fw, fws[0])}" for fw in fws[1:])
     also = "".join(
-        f"; {frameworks.over(a, d)}: over the best {frameworks.short(d)} row's" for a, d in pairs[len(fws) - 1 :]
+        f"; {frameworks.over(a, d)}: over the fastest {frameworks.short(d)} row's" for a, d in pairs[len(fws) - 1 :]
     )
     how = (
-        f"{said}: the best row's median time over the best {frameworks.short(fws[0])} row's (below 1: faster than "
-        f"{frameworks.short(fws[0])}){also}, with a 95% bootstrap interval paired by interleaving round "
+        f"{said}: the fastest row's median time over the fastest {frameworks.short(fws[0])} row's (below 1: faster "
+        f"than {frameworks.short(fws[0])}){also}, with a 95% bootstrap interval paired by interleaving round "
         "([statistics.md](statistics.md)); an interval that holds 1 is no difference measurable there. "
         if fws[1:]
         else ""
@@ -134,7 +134,8 @@ def block(paths: list[Path]) -> str:
             BEGIN.format(command=COMMAND, files=" ".join(text(p.as_posix(), "comment") for p in paths)),
             md_table(head, body),
             "",
-            how + "Each cell names the variant that was best; `parity` is the parity checks' verdict for that group.",
+            how
+            + "Each cell names the variant that was fastest; `parity` is the parity checks' verdict for that group.",
             "",
             md_table(SOURCES, [_source(cls, p, doc) for cls, p, doc in docs]),
             END,
@@ -165,7 +166,16 @@ def shown(text: str) -> str:
 def readme_main(args, make=block, flag: str = "--readme") -> int:
     """`python -m parity.report --readme FILES` (or `--grid`, with parity.output.grid.grid as `make`): print the
     block; a bad file is one line and exit 2."""
-    others = [f for f, v in (("--baseline", args.baseline), ("--workload", args.workload), ("--out", args.out)) if v]
+    others = [
+        f
+        for f, v in (
+            ("--baseline", args.baseline),
+            ("--workload", args.workload),
+            ("--kind", args.kind),
+            ("--out", args.out),
+        )
+        if v
+    ]
     if others or args.no_article or (args.readme and args.grid):
         said = ", ".join(others or ["--no-article" if args.no_article else "--readme and --grid at once"])
         print(f"error: {flag} takes only results files, not {said}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""A run's first screen: the machine in one line, each framework's best per workload, replica count and number format
+"""A run's first screen: the machine in one line, each framework's fastest per row kind, replica count and number format
 with its ratio and 95% interval, and beside it the ratio out of the box (as the README's grid gives both), the verdict,
 every failure in full, and where the files are. At most WIDTH columns and about 45 lines; the per-row table, every
 check and the notes go to the results files (results.md) and, with --verbose, to stdout."""
@@ -61,27 +61,27 @@ def machine_line(env: dict) -> str:
     return label(m) + (f"; {', '.join(said)}" if said else "")
 
 
-def plain_ratio(rows: list[dict], wl: str, n: int, dtype: str, fw: str, ref: str) -> str | None:
+def plain_ratio(rows: list[dict], kind: str, n: int, dtype: str, fw: str, ref: str) -> str | None:
     """`fw` over `ref` out of the box in one group: each one's fastest untuned row, as the README's grid gives it
     ('2.30x'; SAME marks a ratio whose 95% interval holds 1); None where a side has no untuned row (bfloat16 is a
     lever: no framework has one there)."""
-    num, den = (summary.fastest(rows, wl, n, dtype, f, tuned=False) for f in (fw, ref))
+    num, den = (summary.fastest(rows, kind, n, dtype, f, tuned=False) for f in (fw, ref))
     if num is None or den is None:
         return None
     q = summary.ratio(num, den)
     return f"{_x(q.ratio)}x" + (SAME if q.low is not None and q.contains_one() else "")
 
 
-def best_lines(doc: dict, plain: bool = False) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    """The header and one line per workload x replicas x number format: each framework's best row (short label and
+def fastest_lines(doc: dict, plain: bool = False) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The header and one line per workload x replicas x number format: each framework's fastest row (short label and
     median) and each other framework's over the reference's (the first of the table with a row there); with `plain`,
     each ratio followed by the same out of the box ('1.12x (1.03-1.37) / 2.30x': plain_ratio) where both have one."""
     rows = doc["rows"]
     fws = summary.frameworks_in(rows)
-    header = ("workload", "format", *(short(fw) for fw in fws), *(over(fw, fws[0]) for fw in fws[1:]))
+    header = ("kind", "format", *(short(fw) for fw in fws), *(over(fw, fws[0]) for fw in fws[1:]))
     body = []
-    for wl, n, dtype in summary.groups(rows):
-        b = summary.fastest_rows(rows, wl, n, dtype)
+    for kind, n, dtype in summary.groups(rows):
+        b = summary.fastest_rows(rows, kind, n, dtype)
         ref = next(iter(b))
         cells = [f"{short_label(b[fw]['variant'])} {compact_time(b[fw]['median_s'])}" if fw in b else "-" for fw in fws]
         said = "" if ref == fws[0] else f" /{short(ref)}"  # no row of the first framework here: over the next's
@@ -90,19 +90,19 @@ def best_lines(doc: dict, plain: bool = False) -> tuple[tuple[str, ...], list[tu
             if fw not in b or fw == ref:
                 ratios.append("-")
                 continue
-            box = plain_ratio(rows, wl, n, dtype, fw, ref) if plain else None
+            box = plain_ratio(rows, kind, n, dtype, fw, ref) if plain else None
             ratios.append(ratio_cell(b[fw], b[ref]) + (f" / {box}" if box else "") + said)
-        body.append((f"{wl} x{n}", FORMATS.get(dtype, dtype), *cells, *ratios))
+        body.append((f"{kind} x{n}", FORMATS.get(dtype, dtype), *cells, *ratios))
     return header, body
 
 
 def holding_one(doc: dict) -> list[tuple[bool, ...]]:
-    """For each of best_lines' lines, whether each ratio's 95% interval holds 1 (no difference measurable here)."""
+    """For each of fastest_lines' lines, whether each ratio's 95% interval holds 1 (no difference measurable here)."""
     rows = doc["rows"]
     fws = summary.frameworks_in(rows)
     out = []
-    for wl, n, dtype in summary.groups(rows):
-        b = summary.fastest_rows(rows, wl, n, dtype)
+    for kind, n, dtype in summary.groups(rows):
+        b = summary.fastest_rows(rows, kind, n, dtype)
         ref = next(iter(b))
         qs = [summary.ratio(b[fw], b[ref]) if fw in b and fw != ref else None for fw in fws[1:]]
         out.append(tuple(q is not None and q.low is not None and q.low <= 1 <= q.high for q in qs))
@@ -158,7 +158,7 @@ def first_screen(doc: dict) -> str:
     env = doc["env"]
     fws = summary.frameworks_in(doc["rows"])
     out = [text(machine_line(env))]
-    header, body = best_lines(doc, plain=True)
+    header, body = fastest_lines(doc, plain=True)
     if body:
         out += ["", *_fitted(header, body, len(fws), short(fws[0]))]
     else:
@@ -178,12 +178,12 @@ def first_screen(doc: dict) -> str:
 
 
 def _fitted(header: tuple[str, ...], body: list[tuple[str, ...]], n: int, ref: str) -> list[str]:
-    """best_lines' table, each part under the lines that say how to read it: in one grid where it fits WIDTH, else in
-    two (the times, then the ratios: three frameworks' times and two ratios, each at best and out of the box, take
-    about 140 columns)."""
+    """fastest_lines' table, each part under the lines that say how to read it: in one grid where it fits WIDTH, else in
+    two (the times, then the ratios: three frameworks' times and two ratios, each at its fastest and out of the box,
+    take about 140 columns)."""
     times_said = ["Each framework's fastest verified configuration: median per call, per epoch where it trains."]
     ratios_said = [
-        f"x/{ref}: its time over {ref}'s, each at its best, with a 95% interval (holding 1: no difference measurable);",
+        f"x/{ref}: its fastest time over {ref}'s, with a 95% interval (holding 1: no difference measurable);",
         f"then out of the box: each one's fastest untuned variant ({SAME}: no difference measurable; none in bfloat16, "
         "a lever).",
     ]

@@ -11,8 +11,8 @@ from parity.judging import layers, summary
 from parity.output.cells import bytes_cell, fmt, grid, md_table, time_cell
 from parity.output.notes import (
     at_least,
-    best_notes,
     calls_rule,
+    fastest_notes,
     kernel_note,
     memory_note,
     modes_note,
@@ -77,12 +77,12 @@ def table(rows: list[dict]) -> str:
 
 
 def summary_columns(doc: dict) -> tuple[str, ...]:
-    """The summary's header: a best column per framework the rows hold, in the table's order ('TF best', 'JAX
-    best'), then a ratio column per framework after the first, over the first ('JAX/TF (95% CI)'), then one per pair
-    a framework declares `versus` ('Keras-JAX/JAX')."""
+    """The summary's header: a fastest column per framework the rows hold, in the table's order ('TF fastest',
+    'JAX fastest'), then a ratio column per framework after the first, over the first ('JAX/TF (95% CI)'), then one
+    per pair a framework declares `versus` ('Keras-JAX/JAX')."""
     fws = summary.frameworks_in(doc["rows"])
     ratios = (f"{over(a, d)} (95% CI)" for a, d in frameworks.ratios(fws))
-    return ("workload", "replicas", "format", *(f"{short(fw)} best" for fw in fws), *ratios, "parity")
+    return ("kind", "replicas", "format", *(f"{short(fw)} fastest" for fw in fws), *ratios, "parity")
 
 
 def _ratio_cell(num: dict, den: dict) -> str:
@@ -98,15 +98,15 @@ def summary_body(doc: dict) -> list[tuple[str, ...]]:
     ratio divides by the group's reference (summary.fastest_rows): the first column's framework, or where that has no
     row in the group, the next that has one, named in the cell."""
     fws, body = summary.frameworks_in(doc["rows"]), []
-    for wl, n, dtype in summary.groups(doc["rows"]):
-        b = summary.fastest_rows(doc["rows"], wl, n, dtype)
+    for kind, n, dtype in summary.groups(doc["rows"]):
+        b = summary.fastest_rows(doc["rows"], kind, n, dtype)
         ref = next(iter(b))
         cells = [f"{b[fw]['variant']} {time_cell(b[fw]['median_s'])}" if fw in b else "-" for fw in fws]
         said = "" if ref == fws[0] else f", over {short(ref)}"
         ratios = [_ratio_cell(b[fw], b[ref]) + said if fw in b and fw != ref else "-" for fw in fws[1:]]
         versus = frameworks.ratios(fws)[len(fws) - 1 :]  # the pairs after each-over-the-reference
         ratios += [_ratio_cell(b[a], b[d]) if a in b and d in b else "-" for a, d in versus]
-        body.append((wl, str(n), dtype, *cells, *ratios, summary.verdict(doc, wl, n, dtype)))
+        body.append((kind, str(n), dtype, *cells, *ratios, summary.verdict(doc, kind, n, dtype)))
     return body
 
 
@@ -124,7 +124,7 @@ class LayerGroup(NamedTuple):
     """One profiled group's per-layer table."""
 
     title: str
-    frameworks: list[str]  # those whose best row was profiled, in the table's order: the first is the reference
+    frameworks: list[str]  # those whose fastest row was profiled, in the table's order: the first is the reference
     columns: tuple[str, ...]  # 'layer', 'pass', a 'TF ms' column per framework, a 'JAX/TF' column per other one
     body: list[tuple[str, ...]]  # one line per layer x pass, in `columns` order
     said: str  # where each framework loses most, and any profile that misses time
@@ -152,7 +152,7 @@ def _coverage(b: dict, covered: dict, walled: bool) -> tuple[str, str]:
 
 
 def layer_groups(doc: dict) -> list[LayerGroup]:
-    """With --profile: per workload x replicas x format where at least two frameworks' best rows were profiled,
+    """With --profile: per workload x replicas x format where at least two frameworks' fastest rows were profiled,
     the layer x pass lines (ms per step, or per call) and a line naming where each framework loses most.
 
     Wall time first (each instant of the profiled call split among the ops running then: parity.judging.layers),
@@ -160,11 +160,11 @@ def layer_groups(doc: dict) -> list[LayerGroup]:
     whose ops carry no start times (older ones) has no wall figure: its columns are the CPU time, and the title
     says so."""
     out = []
-    for wl, n, dtype in summary.groups(doc["rows"]):
-        b = {fw: r for fw, r in summary.fastest_rows(doc["rows"], wl, n, dtype).items() if r.get("layers")}
+    for kind, n, dtype in summary.groups(doc["rows"]):
+        b = {fw: r for fw, r in summary.fastest_rows(doc["rows"], kind, n, dtype).items() if r.get("layers")}
         if len(b) < 2:
             continue
-        fws, names = list(b), row_kind(wl)[0].layers
+        fws, names = list(b), row_kind(kind)[0].layers
         cpu, wall = layers.side_by_side(b, names), layers.side_by_side(b, names, "wall_s")
         covered = {fw: layers.coverage(r) for fw, r in b.items()}  # (wall, CPU)
         walled = [fw for fw in fws if covered[fw][0] is not None]
@@ -182,7 +182,7 @@ def layer_groups(doc: dict) -> list[LayerGroup]:
             for layer, p, s, c in figures
         ]
         cov, what = _coverage(b, covered, bool(walled))
-        title = f"{wl} x{n} {dtype}, per {'step' if trained(wl) else 'call'}, {what} (profile coverage: {cov})"
+        title = f"{kind} x{n} {dtype}, per {'step' if trained(kind) else 'call'}, {what} (profile coverage: {cov})"
         most = layers.loses_most(lines, fws, blind)
         said = "; ".join(f"{fw} loses most in {ly} {p} (+{g * 1e3:.2f} ms)" for fw, (ly, p, g) in most.items())
         if walled and len(walled) < len(fws):
@@ -193,7 +193,7 @@ def layer_groups(doc: dict) -> list[LayerGroup]:
         idle = {fw: share for i, fw in enumerate(fws) if walled and (share := layers.idle_share(lines, i)) > IDLE_SAID}
         if idle:
             said += "; " + ", ".join(f"{fw} {share:.0%}" for fw, share in idle.items())
-            said += f" of the {'step' if trained(wl) else 'call'} with no traced op running (work on threads the"
+            said += f" of the {'step' if trained(kind) else 'call'} with no traced op running (work on threads the"
             said += " profiler does not see): no layer can be named for it"
         out.append(LayerGroup(title, fws, columns, body, said.removeprefix("; ")))
     return out
@@ -247,7 +247,7 @@ def footnotes(doc: dict) -> str:
     notes += notebook_notes(doc["rows"])
     notes += roofline_notes(doc) + memory_note(doc["rows"]) + modes_note(doc["rows"]) + stall_note(doc["rows"])
     notes += kernel_note(doc["rows"])
-    notes += best_notes(doc["rows"])
+    notes += fastest_notes(doc["rows"])
     notes += env.get("notes", [])
     for s in env.get("skipped", []):
         notes.append(f"not run: {s['framework']}: {s['reason']}")
@@ -339,7 +339,7 @@ def markdown(doc: dict) -> str:
         text(f"Frameworks: {fw}.", "markdown"),
     ]
     rows_said = memory_note(doc["rows"]) + modes_note(doc["rows"]) + stall_note(doc["rows"]) + kernel_note(doc["rows"])
-    notes = roofline_notes(doc) + rows_said + best_notes(doc["rows"]) + env.get("notes", [])
+    notes = roofline_notes(doc) + rows_said + fastest_notes(doc["rows"]) + env.get("notes", [])
     out += [text(f"Note: {n}", "markdown") for n in notes]
     out += [text(f"Not run: {s['framework']}: {s['reason']}", "markdown") for s in env.get("skipped", [])]
     return "\n".join(out) + "\n"

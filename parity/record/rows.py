@@ -41,7 +41,7 @@ class Row:
 
     # what was measured
     # its row kind (conv, cnn_train, ...: a workload's, parity.workloads' RowKind.name); 'workload' in older files
-    kind: str = _f("", required=True, key=True, csv=True, column="workload")
+    kind: str = _f("", required=True, key=True, csv=True, column="kind")
     framework: str = _f("", required=True, key=True, csv=True, column="framework")  # 'tf' or 'jax'
     variant: str = _f("", required=True, key=True, csv=True, column="variant")  # with a tuned configuration: 'jit+ynn'
     config_env: dict = _f(factory=dict)  # the worker's setting's environment (XLA_FLAGS, ...): its name in files
