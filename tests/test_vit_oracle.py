@@ -12,6 +12,7 @@ from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture
 from parity.common.float64 import conv2d, errors
 from parity.common.tolerances import F32_UNIT_ROUNDOFF
 from parity.workloads.trained.data import synthetic
+from parity.workloads.vit import errors as vit_errors
 from parity.workloads.vit import oracle
 from parity.workloads.vit import tolerances as tol
 from parity.workloads.vit.spec import VIT_CPU
@@ -264,16 +265,16 @@ def test_the_bounds_grow_with_the_input_error_and_the_reduction_length():
     reduction's own rounding with its length: u sqrt(n) of its terms' sum."""
     w, x = weights(TINY, seed=4), batch(2, seed=4)[0]
     tr = oracle.vit_trace(w, x)
-    blk, small = tr.blocks[0], tol.U * np.abs(tr.embed)
+    blk, small = tr.blocks[0], vit_errors.U * np.abs(tr.embed)
     for errs in (
-        lambda sd: tol.NormErrors(blk.ln1, sd),
-        lambda sd: tol.AttentionErrors(blk.attn, sd),
-        lambda sd: tol.BlockErrors(blk, sd, tr.weights, "block1"),
+        lambda sd: vit_errors.NormErrors(blk.ln1, sd),
+        lambda sd: vit_errors.AttentionErrors(blk.attn, sd),
+        lambda sd: vit_errors.BlockErrors(blk, sd, tr.weights, "block1"),
     ):
         lo, hi = errs(small).out, errs(10 * small).out
         assert np.all(hi >= lo) and np.any(hi > lo)
     for n in (16, 64, 256):
-        sd = tol._dense_sd(np.zeros((1, n)), np.ones((1, n)), np.ones((n, 1)))
+        sd = vit_errors._dense_sd(np.zeros((1, n)), np.ones((1, n)), np.ones((n, 1)))
         assert sd[0, 0] == pytest.approx(F32_UNIT_ROUNDOFF * math.sqrt(n) * n)
 
 

@@ -21,6 +21,7 @@ from parity.api.vit import VitArchitecture
 from parity.common.tolerances import BF16_UNIT_ROUNDOFF, TF32_UNIT_ROUNDOFF
 from parity.workloads.trained import model_checks
 from parity.workloads.vit import MODEL, oracle
+from parity.workloads.vit import errors as vit_errors
 from parity.workloads.vit import tolerances as tol
 
 ARCH = VitArchitecture(dim=8, depth=1, heads=2, mlp=16)
@@ -126,7 +127,7 @@ def test_a_vanishing_gradients_bound_is_float32s_plus_its_operands_roundings_and
     as float32), absolute; every other parameter: its float32 bound or the reduced table on its scale, as before."""
     w, x, y = case()
     tr, bw = traced(w, x, y)
-    f32 = tol.vit_grad_bounds(tr, bw, tol.Errors(tr, y))
+    f32 = vit_errors.vit_grad_bounds(tr, bw, vit_errors.Errors(tr, y))
     terms = tol.vanishing_terms(tr, bw)
     got = tol.vit_bounds(w, x, y, device, "default")["grad_abs"]
     floor = tol.VIT_TOLERANCES_REDUCED["grads"] if device != "cpu" else 0.0
