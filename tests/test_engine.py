@@ -140,7 +140,7 @@ def test_tuned_configurations_get_workers_of_their_own(fakes, tmp_path):
     rows = _run(tmp_path, workloads=("matmul",), replicas=(1,))["rows"]
     fast = [r for r in rows if r["variant"].endswith("+fast")]
     assert {r["variant"] for r in fast} == {"op+fast", "op+tuned+fast"}
-    assert all(r["config_env"] == {"XLA_FLAGS": "--fake"} and r["tuned"] for r in fast)
+    assert all(r["setting_env"] == {"XLA_FLAGS": "--fake"} and r["tuned"] for r in fast)
 
 
 @pytest.mark.parametrize(

@@ -51,7 +51,7 @@ def row(fw: str, variant: str, med: float, tuned: bool = False, ok: bool = True,
         "tuned": tuned,
         "max_rel_err": 1e-7,
         "tolerance": 1e-5,
-        "config_env": {"XLA_FLAGS": "--x"} if tuned else {},
+        "setting_env": {"XLA_FLAGS": "--x"} if tuned else {},
     }
 
 
@@ -93,7 +93,7 @@ READ = [
     ("comparisons", 0, "ratio"),
     ("comparisons", 0, "ci95"),
     *(("rows", 0, k) for k in FIELDS),
-    ("rows", 2, "config_env"),  # a tuned row's: the first screen compares them
+    ("rows", 2, "setting_env"),  # a tuned row's: the first screen compares them
     ("rows", 3, "invalid_reason"),
 ]
 HOSTILE = [[1, 2], "x", None, {}, {"a": [1]}, True, -1, "(missing)"]

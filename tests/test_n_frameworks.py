@@ -83,6 +83,20 @@ def test_an_older_file_reads_with_todays_names():
     assert pairs == [(c["kind"], c["workload"]) for c in raw["comparisons"]] and pairs
 
 
+def test_an_older_rows_config_env_reads_as_its_setting_env():
+    """A row's setting's environment was its 'config_env' (the shipped files): read, it is its 'setting_env', and what
+    reads it reads the same (Keras on JAX's tuned rows on JAX's runtime settings: the first screen's footnote)."""
+    from parity.output import screen
+
+    path = RESULTS / "zen4/cpu-default.json"
+    raw, doc = json.loads(path.read_text()), load_results(path)
+    assert [r["config_env"] for r in raw["rows"]] == [r["setting_env"] for r in doc["rows"]]
+    assert any(r["setting_env"] for r in doc["rows"]) and not any("config_env" in r for r in doc["rows"])
+    assert screen.same_runtime(doc["rows"]) == [
+        "Keras-JAX's tuned rows run with JAX's runtime settings (XLA flags, huge pages): the same runtime as JAX's"
+    ]
+
+
 @pytest.mark.parametrize("name", ["zen5/cnn-profile", "zen5/conv-profile"])
 def test_an_old_results_file_reads_as_it_was_written(name):
     """The file's own comparisons and every table of the Markdown written beside it come out again."""

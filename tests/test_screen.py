@@ -172,16 +172,16 @@ def test_a_rounds_progress_lines_give_failures_in_full_and_passes_as_counts():
 def test_keras_on_jax_with_jaxs_settings_is_said_under_the_answer(doc):
     """Where Keras on JAX's tuned rows ran with a setting JAX's rows ran with, the screen says they share a runtime;
     not where they did not."""
-    jax_env = next(r["config_env"] for r in doc["rows"] if r["framework"] == "jax" and r.get("config_env"))
+    jax_env = next(r["setting_env"] for r in doc["rows"] if r["framework"] == "jax" and r.get("setting_env"))
     d = copy.deepcopy(doc)
     for r in d["rows"]:
         if r["framework"] == "keras-jax":
-            r["config_env"] = {}  # as in a file from before Keras on JAX had settings
+            r["setting_env"] = {}  # as in a file from before Keras on JAX had settings
     assert not screen.same_runtime(d["rows"])
     tuned = copy.deepcopy(next(r for r in d["rows"] if r["framework"] == "keras-jax"))
-    d["rows"].append({**tuned, "variant": tuned["variant"] + "+ynn", "config_env": {"XLA_FLAGS": "--other"}})
+    d["rows"].append({**tuned, "variant": tuned["variant"] + "+ynn", "setting_env": {"XLA_FLAGS": "--other"}})
     assert not screen.same_runtime(d["rows"])  # a setting of its own: no common runtime to speak of
-    d["rows"].append({**tuned, "variant": tuned["variant"] + "+ynn+thp", "config_env": dict(jax_env)})
+    d["rows"].append({**tuned, "variant": tuned["variant"] + "+ynn+thp", "setting_env": dict(jax_env)})
     assert "the same runtime as JAX's" in screen.first_screen(d).splitlines()[-1 - len(screen.not_measured(d["env"]))]
 
 

@@ -92,7 +92,7 @@ def make_row(
         kind=kind.name,
         framework=worker.framework,
         variant=c.shown,
-        config_env=worker.setting_env,
+        setting_env=worker.setting_env,
         device=cfg.device,
         device_kind=hello["device_kind"],
         replicas=c.replicas,

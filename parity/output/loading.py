@@ -169,11 +169,12 @@ def _work_problem(rows: list[dict]) -> str | None:
 
 def current_names(doc: dict) -> dict:
     """`doc`, a results file's contents, with today's names (in place): an older file's row 'workload' (it held the
-    row kind) is its 'kind'; a comparison's 'kind' (which pair) its 'pair' and its 'workload' its 'kind'. A check's
-    'workload' is a workload's name, then as now."""
+    row kind) is its 'kind', its 'config_env' (its setting's environment) its 'setting_env'; a comparison's 'kind'
+    (which pair) its 'pair' and its 'workload' its 'kind'. A check's 'workload' is a workload's name, then as now."""
     for r in doc["rows"] if isinstance(doc.get("rows"), list) else ():
-        if isinstance(r, dict) and "workload" in r and "kind" not in r:
-            r["kind"] = r.pop("workload")
+        for was, now in (("workload", "kind"), ("config_env", "setting_env")):
+            if isinstance(r, dict) and was in r and now not in r:
+                r[now] = r.pop(was)
     for c in doc["comparisons"] if isinstance(doc.get("comparisons"), list) else ():
         if isinstance(c, dict) and "workload" in c and "pair" not in c:
             c["pair"], c["kind"] = c.pop("kind", None), c.pop("workload")
@@ -326,9 +327,9 @@ def _row_problem(r) -> str | None:
             return f"{k} is {r[k]!r}, not a number"
         if r.get(k) is not None and k not in SIGNED and r[k] < 0:
             return f"{k} is {r[k]!r}: below zero"
-    env = r.get("config_env")
+    env = r.get("setting_env")
     if env is not None and not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-        return f"config_env is {text(repr(env), limit=40)}, not an object of variable name -> value (text)"
+        return f"setting_env is {text(repr(env), limit=40)}, not an object of variable name -> value (text)"
     hist = r.get("history")
     if hist is not None and not (
         isinstance(hist, list)

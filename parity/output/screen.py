@@ -208,7 +208,7 @@ def same_runtime(rows: list[dict]) -> list[str]:
     code then meets on one runtime (docs/keras-jax.md)."""
 
     def settings(fw: str) -> set:
-        return {tuple(sorted(r["config_env"].items())) for r in rows if r["framework"] == fw and r.get("config_env")}
+        return {tuple(sorted(r["setting_env"].items())) for r in rows if r["framework"] == fw and r.get("setting_env")}
 
     if not settings(JAX) & settings(KERAS_JAX):
         return []

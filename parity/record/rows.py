@@ -44,7 +44,9 @@ class Row:
     kind: str = _f("", required=True, key=True, csv=True, column="kind")
     framework: str = _f("", required=True, key=True, csv=True, column="framework")  # 'tf' or 'jax'
     variant: str = _f("", required=True, key=True, csv=True, column="variant")  # with a tuned configuration: 'jit+ynn'
-    config_env: dict = _f(factory=dict)  # the worker's setting's environment (XLA_FLAGS, ...): its name in files
+    # the environment of the worker's setting (XLA_FLAGS, ...), the setting named in the variant; 'config_env' in
+    # files written before (parity.output.loading.current_names)
+    setting_env: dict = _f(factory=dict)
     device: str = _f("", required=True, key=True, csv=True, column="device")  # cpu, gpu, tpu
     device_kind: str | None = _f(key=True, csv=True)  # the framework's name for the device
     replicas: int = _f(0, required=True, key=True, csv=True, column="replicas")
