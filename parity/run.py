@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import signal
 import sys
 import tempfile
 import traceback
@@ -215,9 +216,9 @@ def _run(argv: list[str] | None, extra_settings: dict | None, temporary: list[Pa
     except KeyboardInterrupt:
         print("interrupted; no results written", file=sys.stderr)
         return 130
-    except Terminated:
-        print("terminated (SIGTERM); workers stopped, no results written", file=sys.stderr)
-        return 143
+    except Terminated as e:
+        print(f"terminated ({e.name}); workers stopped, no results written", file=sys.stderr)
+        return 128 + signal.Signals[e.name]
     except Exception:  # a bug: exit 3, so that 1 always means a finished run whose checks failed
         traceback.print_exc()
         print(f"error: {who}internal error (the traceback above); no results written", file=sys.stderr)
@@ -258,9 +259,9 @@ def _write_phase(cfg, res: dict, out: Path, argv: list[str], profiles: Path) -> 
     except KeyboardInterrupt:
         print(f"interrupted; {'the results were written' if written else where}", file=sys.stderr)
         return 130
-    except Terminated:
-        print(f"terminated (SIGTERM); {'the results were written' if written else where}", file=sys.stderr)
-        return 143
+    except Terminated as e:
+        print(f"terminated ({e.name}); {'the results were written' if written else where}", file=sys.stderr)
+        return 128 + signal.Signals[e.name]
     except Exception:  # a bug in the tables or the files
         traceback.print_exc()
         print(f"error: internal error while writing the results (the traceback above); {where}", file=sys.stderr)

@@ -557,7 +557,10 @@ def _signal_then_wait(sig):
     return make
 
 
-@pytest.mark.parametrize("sig, code, said", [("SIGTERM", 143, "terminated (SIGTERM)"), ("SIGINT", 130, "interrupted")])
+@pytest.mark.parametrize(
+    "sig, code, said",
+    [("SIGTERM", 143, "terminated (SIGTERM)"), ("SIGHUP", 129, "terminated (SIGHUP)"), ("SIGINT", 130, "interrupted")],
+)
 def test_a_signal_while_run_writes_its_files_is_one_line_and_leaves_the_previous_set(
     tmp_path, capsys, monkeypatch, fakes, no_sigterm_death, sig, code, said
 ):
