@@ -18,7 +18,7 @@ from parity.common.messages import HarnessError, WorkerBug
 from parity.common.safe import text
 from parity.common.signals import Terminated
 from parity.engine import devicelock, environment
-from parity.engine.cluster import check_tf_config, from_settings
+from parity.engine.cluster import check_tf_config, from_flags_or_env
 from parity.engine.config import PRESETS, Config, Preset
 from parity.engine.schedule import run_suite
 from parity.engine.workerproc import Worker
@@ -30,7 +30,7 @@ from parity.workloads import WORKLOADS
 
 def _cluster(args):
     """This process's part of a multi-process run (None: the only process), refusing the flags for one process."""
-    cluster = from_settings(
+    cluster = from_flags_or_env(
         args.coordinator, args.num_processes, args.process_id, args.local_devices, args.join_timeout
     )
     if cluster is not None and args.replicas:

@@ -169,7 +169,7 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--timeout", type=float, default=60.0)
     a = ap.parse_args()
-    cluster = cl.from_settings(None, None, None, None, timeout_s=a.timeout)
+    cluster = cl.from_flags_or_env(None, None, None, None, timeout_s=a.timeout)
     impl = importlib.import_module(f"{a.framework}_impl")
     devices = impl.setup_devices("cpu", 0 if cluster else a.replicas, cluster)
     impl.set_precision("highest")

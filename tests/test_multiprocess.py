@@ -392,8 +392,8 @@ def test_interrupted_run_stops_everything(how):
 def test_cluster_settings(monkeypatch):
     for k in api_cluster.ENV.values():
         monkeypatch.delenv(k, raising=False)
-    assert cl.from_settings(None, None, None, None) is None
-    c = cl.from_settings("127.0.0.1:20000", 3, 2, 4)
+    assert cl.from_flags_or_env(None, None, None, None) is None
+    c = cl.from_flags_or_env("127.0.0.1:20000", 3, 2, 4)
     assert (c.num_processes, c.process_id, c.local_devices, c.jax_address()) == (3, 2, 4, "127.0.0.1:20000")
     assert c.for_config(1).jax_address() == "127.0.0.1:20001"
     monkeypatch.delenv("TF_CONFIG", raising=False)
@@ -403,7 +403,7 @@ def test_cluster_settings(monkeypatch):
     monkeypatch.setenv("PARITY_COORDINATOR", "127.0.0.1:20000")
     monkeypatch.setenv("PARITY_NUM_PROCESSES", "2")
     monkeypatch.setenv("PARITY_PROCESS_ID", "1")
-    assert cl.from_settings(None, None, None, None).process_id == 1
+    assert cl.from_flags_or_env(None, None, None, None).process_id == 1
 
 
 @pytest.mark.parametrize(
@@ -421,10 +421,10 @@ def test_cluster_settings_errors(monkeypatch, args, message):
         monkeypatch.delenv(k, raising=False)
     if message is None:
         with pytest.raises(cl.ClusterError, match="need TF_CONFIG"):
-            cl.from_settings(*args, None).tf_config()
+            cl.from_flags_or_env(*args, None).tf_config()
         return
     with pytest.raises(cl.ClusterError, match=message):
-        cl.from_settings(*args, None)
+        cl.from_flags_or_env(*args, None)
 
 
 @pytest.mark.parametrize(

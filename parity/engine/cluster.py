@@ -13,14 +13,15 @@ MAX_LOCAL_DEVICES = 1024  # as --local-devices: simulated devices per process
 MAX_PROCESSES = 4096  # as --num-processes
 
 
-def from_settings(
+def from_flags_or_env(
     coordinator: str | None,
     num_processes: int | None,
     process_id: int | None,
     local_devices: int | None,
     timeout_s: float = 120.0,
 ) -> Cluster | None:
-    """The cluster from flags, each falling back to its PARITY_* environment variable; None: one process.
+    """The cluster from parity.run's flags (--coordinator, --num-processes, --process-id, --local-devices; None where
+    not given), each falling back to its PARITY_* environment variable; None: one process.
 
     Raises:
         ClusterError: an incomplete or contradictory set.
