@@ -10,7 +10,10 @@ by `variants_of`."""
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import pkgutil
+import sys
 from collections.abc import Callable, Sequence
 from functools import cache
 from types import ModuleType
@@ -127,24 +130,72 @@ def declaring(package: str, declares: Callable[[str, ModuleType], bool]) -> list
     return [m for m in modules if declares(m.__name__.rsplit(".", 1)[1], m)]
 
 
+# Adapters from outside an implementation's package: a plug-in workload's (parity.workloads.plugins), by implementation
+# package, then workload -> the module that holds it ('parity_gru.jax_impl'), imported at first use as
+# `<package>.<workload>`, so that every lookup here, and Keras's of keras_models.<workload>, finds it as its own.
+PLUGGED: dict[str, dict[str, str]] = {}
+
+
+def plug(package: str, workload: str, module: str) -> None:
+    """Make `module` (a plug-in's, not imported yet) `package`'s adapter for `workload`, after its own ones."""
+    PLUGGED.setdefault(package, {})[workload] = module
+    listed.cache_clear()
+
+
+class _Plugged(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Imports `<package>.<workload>` as the plug-in's module PLUGGED names (the one module, not a copy)."""
+
+    def find_spec(self, name, path=None, target=None):
+        package, _, workload = name.rpartition(".")
+        return importlib.util.spec_from_loader(name, self) if workload in PLUGGED.get(package, {}) else None
+
+    def create_module(self, spec):
+        package, _, workload = spec.name.rpartition(".")
+        module = importlib.import_module(PLUGGED[package][workload])
+        module.__dict__.setdefault("__plugged_spec__", module.__spec__)
+        return module
+
+    def exec_module(self, module) -> None:
+        module.__spec__ = module.__plugged_spec__  # its own name kept: the import system gave it the alias's
+
+
+sys.meta_path.append(_Plugged())
+
+
 @cache
 def listed(package: str) -> tuple[str, ...]:
-    """The workloads `package` has an adapter for, in its modules' order."""
+    """The workloads `package` has an adapter for, in its modules' order, then the plug-ins' (PLUGGED)."""
     found = declaring(package, lambda name, module: getattr(module, "WORKLOAD", None) == name)
-    return tuple(m.WORKLOAD for m in found)
+    own = tuple(m.WORKLOAD for m in found)
+    return own + tuple(w for w in PLUGGED.get(package, {}) if w not in own)
 
 
 def find(package: str, workload: str) -> ModuleType:
     """`package`'s adapter for `workload`. Raises ValueError naming those it has, for a workload it has none for."""
     if workload not in listed(package):
         raise ValueError(f"{package} has no adapter for workload {workload!r}; it has: {', '.join(listed(package))}")
-    return importlib.import_module(f"{package}.{workload}")
+    if workload not in PLUGGED.get(package, {}):
+        return importlib.import_module(f"{package}.{workload}")
+    try:
+        return importlib.import_module(f"{package}.{workload}")
+    except Exception as e:  # the plug-in's code: one line naming it, whatever it raised
+        raise ImportError(f"workload plug-in {PLUGGED[package][workload]}: its adapter failed: {e!r}") from e
 
 
 def variants_of(package: str) -> tuple[Variant, ...]:
     """Every variant `package` declares: its adapters' `VARIANTS`, each adapter's in its own order, the adapters in
-    their modules' order (read at each call, so that a test may replace one adapter's table)."""
-    return tuple(v for name in listed(package) for v in find(package, name).VARIANTS)
+    their modules' order (read at each call, so that a test may replace one adapter's table). A plug-in's adapter
+    that fails to import offers none (its own workload's rows say why: `find` raises), never another's."""
+    return tuple(v for name in listed(package) for v in _declared(package, name))
+
+
+def _declared(package: str, workload: str) -> tuple[Variant, ...]:
+    if workload not in PLUGGED.get(package, {}):
+        return find(package, workload).VARIANTS
+    try:
+        return find(package, workload).VARIANTS
+    except Exception:  # the plug-in's code, whatever it raises
+        return ()
 
 
 def bound(package: str, workload: str, trained: Callable[[ModuleType], Trained]) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from parity.cli import workloads
 from parity.cli.argtypes import Parser, at_least, interpreter, out_dir, seconds, whole
 from parity.common import frameworks
 from parity.engine.cluster import MAX_LOCAL_DEVICES
@@ -24,13 +25,19 @@ what each label of a row means (jit+pool+ynn+onednn+thp, fit+spe, not judged, ..
 """
 
 
-WORKLOAD_HELP = (
-    f"which workload(s) to run: one or several of {', '.join(WORKLOADS)} (run in that order), or all (default: all)"
-)
+class RunParser(Parser):
+    """The run's parser: a workload plug-in that could not be loaded (an entry point's, a --workload module's) is
+    said in one line once the command line is read; the other workloads run."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        try:
+            return super().parse_known_args(args, namespace)
+        finally:
+            workloads.report_errors()
 
 
 def parser() -> argparse.ArgumentParser:
-    ap = Parser(
+    ap = RunParser(
         prog="python -m parity.run",
         description="`python -m parity.run`: measure the workloads in every framework, check them, print the table.",
         epilog=EXAMPLES,
@@ -49,7 +56,10 @@ def parser() -> argparse.ArgumentParser:
         help="which implementation(s) to run, each in its own process (default: all)",
     )
     ap.add_argument(
-        "--workload", choices=(*WORKLOADS, "all"), nargs="+", default=["all"], metavar="W", help=WORKLOAD_HELP
+        "--workload", type=workloads.workload, nargs="+", default=["all"], metavar="W", help=workloads.help_text()
+    )
+    ap.add_argument(
+        "--list-workloads", action=workloads.ListWorkloads, help="list the workloads, where each comes from, and exit"
     )
     ap.add_argument(
         "--replicas",

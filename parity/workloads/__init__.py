@@ -1,15 +1,30 @@
 """The workloads, found by listing: each is a package under parity/workloads/ whose WORKLOAD record (named as the
 package) declares its specs, row kinds (with the case a worker builds for each), formulas, tolerances, its rank among
 the others and, for a trained one, its parent side and untimed calls. A new workload is one package here plus one
-module per implementation (docs/architecture.md); nothing here names it.
+module per implementation (docs/architecture.md); nothing here names it. Workloads from outside (an installed
+distribution's entry point, a module the command line names: parity.workloads.plugins) join the same list, each
+with where it came from (PLUGINS); one that cannot be loaded is a line in PLUGIN_ERRORS, and the others run.
 """
 
 from __future__ import annotations
 
 from parity.api.adapters import declaring
+from parity.workloads import plugins
 from parity.workloads.base import DEVICES, PRECISIONS, RowKind, Workload
 
-__all__ = ["DEVICES", "PRECISIONS", "WORKLOADS", "RowKind", "Workload", "row_kind", "trained"]
+__all__ = [
+    "DEVICES",
+    "PLUGINS",
+    "PLUGIN_ERRORS",
+    "PRECISIONS",
+    "WORKLOADS",
+    "RowKind",
+    "Workload",
+    "add",
+    "discover",
+    "row_kind",
+    "trained",
+]
 
 
 def _listed() -> dict[str, Workload]:
@@ -25,6 +40,52 @@ def _listed() -> dict[str, Workload]:
 
 
 WORKLOADS: dict[str, Workload] = _listed()
+PLUGINS: dict[str, plugins.Plugin] = {}  # a workload from outside: where it came from, its adapters (built-in: absent)
+PLUGIN_ERRORS: list[str] = []  # one line for each plug-in that could not be loaded
+
+
+def _join(found: plugins.Plugin) -> None:
+    """A plug-in's workload into WORKLOADS (the one dict every module reads), in the rank order."""
+    every = sorted([*WORKLOADS.values(), found.workload], key=lambda w: (w.rank, w.name))
+    WORKLOADS.clear()
+    WORKLOADS.update({w.name: w for w in every})
+    PLUGINS[found.workload.name] = found
+
+
+def _plug_in(path: str, how: str) -> str | None:
+    """Load one plug-in into the list; its name, or None with its error in PLUGIN_ERRORS."""
+    try:
+        found = plugins.load(path, how, WORKLOADS, PLUGINS)
+    except plugins.PluginError as e:
+        PLUGIN_ERRORS.append(str(e))
+        return None
+    _join(found)
+    return found.workload.name
+
+
+def add(path: str) -> str:
+    """The workload the module at `path` declares (`--workload mypkg.gru`), loaded into WORKLOADS once and passed
+    to the workers; its name. Raises plugins.PluginError naming it."""
+    for name, p in PLUGINS.items():
+        if p.path == path:
+            return name
+    found = plugins.load(path, "--workload", WORKLOADS, PLUGINS)
+    _join(found)
+    plugins.name_for(path)
+    return found.workload.name
+
+
+def discover() -> None:
+    """Load the installed distributions' workloads (entry points) and those the command line named (for a worker),
+    each once; one that cannot be loaded is a line in PLUGIN_ERRORS."""
+    loaded = {p.path for p in PLUGINS.values()}
+    for path, how in (*plugins.entry_points(), *plugins.named()):
+        if path not in loaded:
+            _plug_in(path, how)
+            loaded.add(path)
+
+
+discover()
 
 
 def row_kind(name: str) -> tuple[Workload, RowKind]:

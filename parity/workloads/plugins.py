@@ -1,0 +1,146 @@
+"""Workloads from outside this repository: a module another installed distribution offers through the entry-point
+group `parity.workloads` (its value a module path, as pytest's `pytest11` plug-ins), or one named on the command line
+(`--workload mypkg.gru`). The module declares `WORKLOAD`, a parity.workloads.base.Workload, as a built-in package
+does. Its adapters are its own modules, named as the implementation packages (`mypkg/gru/jax_impl.py`,
+`torch_impl.py`, `tf_impl.py`, `keras_jax_impl.py`; the Keras model code both Keras ones share, `keras_models.py`):
+each is plugged into parity.api.adapters, so the implementation finds it as its own module of the workload, and a
+framework without one is left out of the workload's rows. A plug-in that cannot be loaded is one error naming it
+(PluginError), never the end of the other workloads (docs/your-workload.md)."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import pkgutil
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+
+from parity.api.adapters import plug
+from parity.common import frameworks
+from parity.workloads.base import Workload
+
+GROUP = "parity.workloads"  # the entry-point group: `<name> = <module path>`
+ENV = "PARITY_WORKLOAD_MODULES"  # the module paths the command line named, for the workers (os.pathsep between)
+SHARED = ("keras_models",)  # model code an implementation imports by workload (keras_models.models.KerasTrained)
+BUILT_IN = "parity (built in)"
+
+
+class PluginError(Exception):
+    """A plug-in that cannot be used: one line naming it and why."""
+
+
+@dataclass(frozen=True)
+class Plugin:
+    """A workload from outside: its record, its module, how it was found (for people: an entry point, the command
+    line) and the frameworks it has adapters for (keys of parity.common.frameworks.TABLE, in its order)."""
+
+    workload: Workload
+    path: str
+    how: str
+    frameworks: tuple[str, ...]
+
+    @property
+    def origin(self) -> str:
+        return f"{self.path} ({self.how})"
+
+    @property
+    def left_out(self) -> tuple[str, ...]:
+        return tuple(fw for fw in frameworks.KEYS if fw not in self.frameworks)
+
+    def adapters(self) -> str:
+        """Which frameworks run it and which it leaves out, in one line."""
+        have = ", ".join(frameworks.TABLE[fw].label for fw in self.frameworks) or "none"
+        out = ", ".join(frameworks.TABLE[fw].label for fw in self.left_out)
+        return f"adapters: {have}" + (f" (left out: {out}, no adapter)" if out else "")
+
+
+def _adapters(name: str, path: str, module) -> tuple[str, ...]:
+    """Plug the module's adapter modules (never imported here: a framework's own process imports its one) and
+    return the frameworks they serve."""
+    subs = {info.name for info in pkgutil.iter_modules(getattr(module, "__path__", []))}
+    have = []
+    for fw in frameworks.KEYS:
+        package = frameworks.TABLE[fw].module
+        if package in subs:
+            plug(package, name, f"{path}.{package}")
+            have.append(fw)
+    for package in SHARED:
+        if package in subs:
+            plug(package, name, f"{path}.{package}")
+    return tuple(have)
+
+
+def load(path: str, how: str, taken: Mapping[str, Workload], others: Mapping[str, Plugin]) -> Plugin:
+    """The workload the module at `path` declares, its adapters plugged; how: how it was found (an entry point, the
+    command line). taken: the workloads already known (a
+    name or a row kind of theirs is not to be taken again), others: those of them from outside (the rest: built in).
+    Raises PluginError naming the plug-in."""
+    origin = f"{path} ({how})"
+    who = f"workload plug-in {origin}"
+    try:
+        module = importlib.import_module(path)
+    except Exception as e:  # whatever the user's import raises: said, and the other workloads run
+        raise PluginError(f"{who}: its import failed: {type(e).__name__}: {e}") from None
+    w = getattr(module, "WORKLOAD", None)
+    if not isinstance(w, Workload):
+        got = "nothing" if w is None else type(w).__name__
+        raise PluginError(f"{who}: declares no WORKLOAD (a parity.workloads.base.Workload), found {got}")
+    if w.name in taken:
+        raise PluginError(f"{who}: its name {w.name!r} is taken by the workload from {_origin(others, w.name)}")
+    kinds = {k.name for t in taken.values() for k in t.kinds}
+    clash = [k.name for k in w.kinds if k.name in kinds]
+    if clash:
+        raise PluginError(f"{who}: its row kinds {', '.join(clash)} are another workload's")
+    have = _adapters(w.name, path, module)
+    found = Plugin(w, path, how, have)
+    if w.suite is not None and found.left_out:  # the run says it once, among the workload's notes
+        w = replace(w, suite=_Noted(w.suite, f"{w.name}: {found.adapters()}"))
+    return replace(found, workload=w)
+
+
+def _origin(others: Mapping[str, Plugin], name: str) -> str:
+    return others[name].origin if name in others else BUILT_IN
+
+
+class _Noted:
+    """A suite whose notes say which frameworks the plug-in leaves out; every other hook is the suite's own."""
+
+    def __init__(self, suite, line: str):
+        self._suite, self._line = suite, line
+
+    def __getattr__(self, name: str):
+        return getattr(self._suite, name)
+
+    def prepare(self, cfg, spec, save_dir):
+        state, notes = self._suite.prepare(cfg, spec, save_dir)
+        return state, [*notes, self._line]
+
+
+def entry_points() -> list[tuple[str, str]]:
+    """(module path, how it was found) of every module the installed distributions offer in GROUP, in name order."""
+    eps = sorted(importlib.metadata.entry_points(group=GROUP), key=lambda e: e.name)
+    return [(e.value.split(":")[0].strip(), _ep_origin(e)) for e in eps]
+
+
+def _ep_origin(e) -> str:
+    dist = getattr(e, "dist", None)
+    return f"entry point {e.name} of {dist.name} {dist.version}" if dist else f"entry point {e.name}"
+
+
+def named() -> list[tuple[str, str]]:
+    """(module path, how it was found) of the modules the command line named (ENV, for a worker)."""
+    return [(p, "--workload") for p in os.environ.get(ENV, "").split(os.pathsep) if p]
+
+
+def name_for(path: str) -> None:
+    """Pass a module the command line named to the workers (ENV), once."""
+    have = [p for p, _ in named()]
+    if path not in have:
+        os.environ[ENV] = os.pathsep.join([*have, path])
+
+
+def is_path(text: str) -> bool:
+    """Whether `text` names a module ('mypkg.gru', 'parity_gru'), not a built-in workload's name."""
+    return all(p.isidentifier() for p in text.split("."))

@@ -1,0 +1,149 @@
+"""Workloads from outside the repository (parity.workloads.plugins): found through the `parity.workloads` entry-point
+group of an installed distribution or named on the command line (`--workload mypkg.gru`), their adapters their own
+modules named as the implementation packages, found by each implementation as its own. A bad plug-in (its import
+fails, it declares no WORKLOAD, its name is a built-in's, its adapter raises) is one error naming it, and the other
+workloads still run. On the NumPy fakes: no framework starts (about 3 s on 2 cores)."""
+
+from __future__ import annotations
+
+import copy
+import sys
+import textwrap
+
+import mlp_workload
+import pytest
+from fakeimpl import fake_engine
+from mlp_fake import MlpFake
+
+import parity.workloads as wl
+from parity import run
+from parity.api import adapters
+from parity.cli import workloads as cli
+from parity.common import frameworks
+from parity.judging import roofline
+from parity.output import files
+from parity.workloads import plugins
+
+PEAK = roofline.Peak("cpu", "fp32", 1e9, 1e9, "fixed for the tests", computed_flops=1e9, measured_flops=1e9)
+
+TOY = """
+from parity.workloads.base import RowKind, Workload, judged_by_checks
+
+WORKLOAD = Workload("{name}", None, None, None, (RowKind("{name}_op", None, judged_by_checks),), rank=9)
+"""
+
+
+@pytest.fixture
+def site(tmp_path, monkeypatch):
+    """A folder on sys.path for the tests' packages and distributions, and the list as it was, put back after."""
+    saved = dict(wl.WORKLOADS), dict(wl.PLUGINS), list(wl.PLUGIN_ERRORS), copy.deepcopy(adapters.PLUGGED)
+    before = set(sys.modules)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv(plugins.ENV, raising=False)
+    yield tmp_path
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+    for live, old in zip((wl.WORKLOADS, wl.PLUGINS, wl.PLUGIN_ERRORS, adapters.PLUGGED), saved, strict=True):
+        live.clear()
+        live.update(old) if isinstance(live, dict) else live.extend(old)
+    adapters.listed.cache_clear()
+
+
+def package(root, name: str, init: str, modules: dict[str, str] | None = None) -> None:
+    """A package `name` under root: its __init__ and modules (name -> source)."""
+    (root / name).mkdir()
+    (root / name / "__init__.py").write_text(textwrap.dedent(init))
+    for module, source in (modules or {}).items():
+        (root / name / f"{module}.py").write_text(textwrap.dedent(source))
+
+
+def distribution(root, dist: str, entries: dict[str, str]) -> None:
+    """An installed distribution's metadata offering `entries` (name -> module path) in the workloads' group."""
+    info = root / f"{dist}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 0.1\n")
+    lines = "".join(f"{k} = {v}\n" for k, v in entries.items())
+    (info / "entry_points.txt").write_text(f"[{plugins.GROUP}]\n{lines}")
+
+
+def test_an_entry_point_joins_the_list_with_its_origin_and_adapters(site):
+    adapters_of = {"jax_impl": "WORKLOAD = 'toy'\n", "torch_impl": "WORKLOAD = 'toy'\n"}
+    package(site, "toy_pkg", TOY.format(name="toy"), adapters_of)
+    distribution(site, "toy-dist", {"toy": "toy_pkg"})
+    wl.discover()
+    assert list(wl.WORKLOADS)[-1] == "toy" and not wl.PLUGIN_ERRORS  # by rank, after the built-ins
+    found = wl.PLUGINS["toy"]
+    assert found.origin == "toy_pkg (entry point toy of toy-dist 0.1)" and found.frameworks == ("jax", "torch")
+    said = found.adapters()
+    assert said.startswith("adapters: JAX, PyTorch")
+    assert "left out: TensorFlow, Keras 3 (JAX), no adapter" in said  # the frameworks it has no module for
+    assert adapters.PLUGGED["jax_impl"]["toy"] == "toy_pkg.jax_impl" and "tf_impl" not in adapters.PLUGGED
+    listing = cli.listing()
+    assert "toy_pkg (entry point toy of toy-dist 0.1)" in listing and "lstm    parity (built in)" in listing
+    assert all(len(line) <= 120 for line in listing.splitlines())
+
+
+@pytest.mark.parametrize(
+    ("init", "said"),
+    [
+        ("import no_such_module_here\n", "its import failed: ModuleNotFoundError"),
+        ("X = 1\n", "declares no WORKLOAD (a parity.workloads.base.Workload), found nothing"),
+        ("WORKLOAD = 'bad'\n", "declares no WORKLOAD (a parity.workloads.base.Workload), found str"),
+        (TOY.format(name="lstm"), "its name 'lstm' is taken by the workload from parity (built in)"),
+    ],
+)
+def test_a_bad_plug_in_is_one_error_naming_it_and_the_others_still_load(site, init, said):
+    package(site, "bad_pkg", init)
+    package(site, "good_pkg", TOY.format(name="good"))
+    distribution(site, "two", {"bad": "bad_pkg", "good": "good_pkg"})
+    built_in = dict(wl.WORKLOADS)
+    wl.discover()
+    assert len(wl.PLUGIN_ERRORS) == 1 and wl.PLUGIN_ERRORS[0].startswith("workload plug-in bad_pkg (entry point bad")
+    assert said in wl.PLUGIN_ERRORS[0] and "good" in wl.WORKLOADS and wl.WORKLOADS["lstm"] is built_in["lstm"]
+    assert "not loaded: workload plug-in bad_pkg" in cli.listing()
+
+
+def test_a_plugged_adapter_is_found_as_the_implementations_own(site):
+    """What every implementation's adapter(), catalog and Keras's model code go through (parity.api.adapters)."""
+    package(site, "impl_pkg", "", {"own": "WORKLOAD = 'own'\nVARIANTS = ('own-v',)\n"})
+    package(site, "gru_pkg", "", {"impl_pkg": "WORKLOAD = 'gru'\nVARIANTS = ('gru-v',)\n"})
+    package(site, "broken_pkg", "", {"impl_pkg": "raise RuntimeError('the adapter raises')\n"})
+    adapters.plug("impl_pkg", "gru", "gru_pkg.impl_pkg")
+    adapters.plug("impl_pkg", "broken", "broken_pkg.impl_pkg")
+    assert adapters.listed("impl_pkg") == ("own", "gru", "broken")
+    module = adapters.find("impl_pkg", "gru")
+    assert module is sys.modules["gru_pkg.impl_pkg"] is sys.modules["impl_pkg.gru"]  # one module, two names
+    assert module.__spec__.name == "gru_pkg.impl_pkg"  # its own spec kept
+    assert adapters.variants_of("impl_pkg") == ("own-v", "gru-v")  # the broken one offers none, the others run
+    with pytest.raises(ImportError, match="workload plug-in broken_pkg.impl_pkg: its adapter failed: RuntimeError"):
+        adapters.find("impl_pkg", "broken")
+
+
+def test_the_command_line_names_a_module_and_says_a_bad_one_in_one_line(site, capsys):
+    package(site, "named_pkg", TOY.format(name="named"))
+    package(site, "clash_pkg", TOY.format(name="cnn"))
+    args = run.parser().parse_args(["--workload", "conv", "named_pkg", "clash_pkg"])
+    assert args.workload == ["conv", "named", None] and wl.PLUGINS["named"].origin == "named_pkg (--workload)"
+    assert run.config(args).workloads == ("conv", "named")  # the bad one left out, the others run
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        "error: workload plug-in clash_pkg (--workload): its name 'cnn' is taken by the workload from parity (built "
+        "in); left out, the other workloads run"
+    ]
+    assert plugins.named() == [("named_pkg", "--workload")]  # what a worker loads
+    with pytest.raises(SystemExit):
+        run.parser().parse_args(["--workload", "no_such_pkg.gru"])
+    assert "invalid choice: 'no_such_pkg.gru'" in capsys.readouterr().err
+
+
+def test_a_plug_in_named_on_the_command_line_runs_end_to_end(site, tmp_path, monkeypatch):
+    """The test MLP (tests/mlp_workload) offered from a module outside parity, every framework an MlpFake."""
+    package(site, "mlp_plugin", "from mlp_workload import WORKLOAD\n")
+    monkeypatch.setattr(files, "chart", lambda *a, **k: False)
+    fake_engine(monkeypatch, PEAK, {fw: {"default": MlpFake()} for fw in frameworks.KEYS})
+    out = tmp_path / "out"
+    argv = ["--quick", "--workload", "mlp_plugin", "--data", "synthetic", "--replicas", "1", "--out", str(out)]
+    assert run.main([*argv, "--quiet"]) == 0
+    doc = files.load_results(out / "results.json")
+    assert {r["kind"] for r in doc["rows"]} == {k.name for k in mlp_workload.WORKLOAD.kinds}
+    assert all(r["verified"] for r in doc["rows"]) and all(c["passed"] for c in doc["checks"])
