@@ -9,16 +9,22 @@ from pathlib import Path
 
 import pytest
 
+from parity.common.frameworks import TABLE
+
 ROOT = Path(__file__).resolve().parent.parent
-IMPLEMENTATIONS = ("jax_impl", "tf_impl", "keras_jax_impl", "torch_impl")
+IMPLEMENTATIONS = tuple(f.module for f in TABLE.values())  # every framework's package, from the one table
 # the calls that declare a record, its name first: parity.api.variants' own, and the implementations' shorthands for
 # it (keras_jax_impl.catalog.declare; jax_impl.cnn._bf16)
 RECORDS = {"Variant": ("Variant", "declare", "_bf16"), "Setting": ("Setting",)}
 GLOSSARY = (ROOT / "docs/glossary.md").read_text()
 ENTRIES = set(re.findall(r"\*\*`?([^*`]+)`?\*\*", GLOSSARY))
 TERMS = (
+    "workload",
+    "kind",
+    "configuration",
     "out of the box",
     "best-known configuration",
+    "fastest",
     "row LSTM",
     "paired by interleaving round",
     "no difference",
