@@ -1,6 +1,7 @@
 """JAX / Flax NNX implementations of the article's workloads (mirror image of `tf_impl`): one adapter per workload
-(jax_impl.models.adapter), a trained model's holding its model functions and the one trainer (jax_impl.train)."""
+(jax_impl.adapters.adapter), a trained model's holding its model functions and the one trainer (jax_impl.train)."""
 
+from jax_impl.adapters import adapter
 from jax_impl.catalog import SETTINGS, settings, table, variants
 from jax_impl.devices import (
     block,
@@ -15,7 +16,6 @@ from jax_impl.devices import (
     setup_devices,
     slowest,
 )
-from jax_impl.models import adapter
 from jax_impl.profile import trace, trace_ops
 from parity.api import SURFACE
 

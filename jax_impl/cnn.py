@@ -9,7 +9,6 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 from flax import nnx
 
 from jax_impl.catalog import CnnOptions, InferOptions, release
@@ -17,6 +16,7 @@ from jax_impl.catalog import variant as variant_record
 from jax_impl.conv_grads import bias_add, conv_rewritten_grads, max_pool, pool_elementwise
 from jax_impl.devices import lowered_flops, placement
 from jax_impl.masks import keep_mask
+from jax_impl.models import cross_entropy, infer_blocks
 from parity.api import Gradients, Prepared
 from parity.api.cnn import CNN_ARCHITECTURE, STEPS_PER_DISPATCH, check_weights
 from parity.api.inputs import check_seed
@@ -280,18 +280,6 @@ def forward_layers(model: CNN, x: np.ndarray) -> dict[str, np.ndarray]:
     """Inference (BatchNorm on moving statistics): every block's output as NumPy, by block name."""
     blocks = infer_blocks(model, jnp.asarray(x))
     return {k: np.asarray(blocks[k]) for k in CNN_ARCHITECTURE.blocks.values()}
-
-
-@nnx.jit
-def infer_blocks(model, x):
-    return model.blocks(x, train=False)
-
-
-def cross_entropy(logits, y):
-    """Mean sparse cross-entropy of the model's logits and integer labels (tf_impl.models.cross_entropy takes Keras's
-    softmax output instead, and computes it from the softmax's cached logits: the same quantity)."""
-    with jax.named_scope("loss"):
-        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
 
 def loss_and_grads(model: CNN, x: np.ndarray, y: np.ndarray) -> Gradients:

@@ -12,8 +12,15 @@ import numpy as np
 from flax import nnx
 
 from jax_impl.catalog import variant as variant_record
-from jax_impl.cnn import infer_blocks
-from jax_impl.forward import param_loss_and_grads, prepared_inference
+from jax_impl.models import (
+    TIME_LOOP,
+    block_outputs,
+    param_count,
+    param_loss_and_grads,
+    param_weights,
+    prepared_inference,
+    set_param_weights,
+)
 from parity.api import Gradients, Prepared
 from parity.api.inputs import check_seed, check_units
 from parity.api.lstm import GATES, PIXEL_SCALE, LstmArchitecture, check_lstm_weights
@@ -28,11 +35,6 @@ def unit_forget_bias(forget_bias: float):
         return jnp.zeros(shape, dtype).at[..., f * u : (f + 1) * u].set(forget_bias)
 
     return init
-
-
-# XLA's cost analysis counts a loop's body once, whatever its trip count: a program whose time steps run in a
-# lax.scan loop (unroll other than True) has no count
-TIME_LOOP = "XLA cost analysis: not counted (the time steps in a loop)"
 
 
 def kernel_path(unroll: int | bool) -> str:
@@ -214,27 +216,24 @@ def _slots(model: LSTM):
 
 def get_weights(model: LSTM) -> list[np.ndarray]:
     """All weights as NumPy arrays, in Keras's get_weights() order."""
-    return [np.asarray(v.value) for v in _slots(model)]
+    return param_weights(_slots, model)
 
 
 def set_weights(model: LSTM, weights: Sequence[np.ndarray]) -> None:
     """Load weights in Keras's order. Raises ValueError naming the layer on a length/shape/dtype mismatch (a list
     for another width included)."""
     check_lstm_weights(weights, model.arch.units)
-    for v, w in zip(_slots(model), weights, strict=True):
-        v.value = jnp.asarray(w)
+    set_param_weights(_slots, model, weights)
 
 
 def count_params(model: LSTM) -> dict[str, int]:
     """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them: every weight trains."""
-    n = sum(int(np.prod(p.shape)) for p in jax.tree.leaves(nnx.state(model, nnx.Param)))
-    return {"total": n, "trainable": n, "non_trainable": 0}
+    return param_count(model)
 
 
 def forward_layers(model: LSTM, x: np.ndarray) -> dict[str, np.ndarray]:
     """Every block's output as NumPy, by block name (inference)."""
-    blocks = infer_blocks(model, jnp.asarray(x))
-    return {k: np.asarray(blocks[k]) for k in model.arch.blocks.values()}
+    return block_outputs(model, x)
 
 
 def loss_and_grads(model: LSTM, x: np.ndarray, y: np.ndarray) -> Gradients:

@@ -1,6 +1,7 @@
-"""What the models whose every variable is a parameter (the row LSTM, the ViT: no BatchNorm statistics, no max
-pooling) share: their loss and gradients, and their inference program on a copy configured by the variant (mirror
-image of torch_impl.forward, which holds what its models share)."""
+"""What the trained models share (mirror image of torch_impl.models): the loss, inference's blocks and the label of a
+cost XLA cannot count; and what the models whose every variable is a parameter (the row LSTM, the ViT: no BatchNorm
+statistics, no max pooling) share besides: their weights in Keras's order, their loss and gradients, and their
+inference program on a copy configured by the variant."""
 
 from __future__ import annotations
 
@@ -10,11 +11,51 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 from flax import nnx
 
-from jax_impl.cnn import cross_entropy
 from jax_impl.devices import lowered_flops, placement
 from parity.api import Gradients, Prepared
+
+# XLA's cost analysis counts a loop's body once, whatever its trip count: a program whose time steps run in a
+# lax.scan loop (the LSTM's, unroll other than True) has no count
+TIME_LOOP = "XLA cost analysis: not counted (the time steps in a loop)"
+
+
+@nnx.jit
+def infer_blocks(model, x):
+    """Every block's output (inference), by block name: the model's own `blocks`."""
+    return model.blocks(x, train=False)
+
+
+def cross_entropy(logits, y):
+    """Mean sparse cross-entropy of the model's logits and integer labels (Keras's loss takes the softmax output
+    instead, and computes it from the softmax's cached logits: the same quantity)."""
+    with jax.named_scope("loss"):
+        return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+
+def param_weights(slots: Callable, model) -> list[np.ndarray]:
+    """All weights as NumPy arrays, in Keras's get_weights() order (`slots`: the model's arrays in that order)."""
+    return [np.asarray(v.value) for v in slots(model)]
+
+
+def set_param_weights(slots: Callable, model, weights) -> None:
+    """Load weights (checked by the caller) in Keras's order into `slots(model)`."""
+    for v, w in zip(slots(model), weights, strict=True):
+        v.value = jnp.asarray(w)
+
+
+def param_count(model) -> dict[str, int]:
+    """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them: every weight trains."""
+    n = sum(int(np.prod(p.shape)) for p in jax.tree.leaves(nnx.state(model, nnx.Param)))
+    return {"total": n, "trainable": n, "non_trainable": 0}
+
+
+def block_outputs(model, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Every block's output as NumPy, by block name (inference; the model's architecture names them)."""
+    blocks = infer_blocks(model, jnp.asarray(x))
+    return {k: np.asarray(blocks[k]) for k in model.arch.blocks.values()}
 
 
 def param_loss_and_grads(model, x: np.ndarray, y: np.ndarray, slots: Callable) -> Gradients:

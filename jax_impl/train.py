@@ -14,9 +14,8 @@ from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jax_impl.catalog import variant as variant_record
-from jax_impl.cnn import cross_entropy
 from jax_impl.devices import local_device, lowered_flops, placement, put_global
-from jax_impl.lstm import TIME_LOOP
+from jax_impl.models import TIME_LOOP, cross_entropy
 from parity.api.adapters import Trained
 from parity.api.inputs import check_count, check_examples
 

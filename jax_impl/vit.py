@@ -14,8 +14,14 @@ import numpy as np
 from flax import nnx
 
 from jax_impl.catalog import variant as variant_record
-from jax_impl.cnn import infer_blocks
-from jax_impl.forward import param_loss_and_grads, prepared_inference
+from jax_impl.models import (
+    block_outputs,
+    param_count,
+    param_loss_and_grads,
+    param_weights,
+    prepared_inference,
+    set_param_weights,
+)
 from parity.api import Gradients, Prepared
 from parity.api.inputs import check_seed, check_vit
 from parity.api.variants import MANY, ONE, Variant
@@ -234,27 +240,24 @@ def _slots(model: VIT):
 
 def get_weights(model: VIT) -> list[np.ndarray]:
     """All weights as NumPy arrays, in Keras's get_weights() order."""
-    return [np.asarray(v.value) for v in _slots(model)]
+    return param_weights(_slots, model)
 
 
 def set_weights(model: VIT, weights: Sequence[np.ndarray]) -> None:
     """Load weights in Keras's order. Raises ValueError naming the array on a length/shape/dtype mismatch (a list
     for another size included) or a value that is not finite."""
     check_vit_weights(weights, model.arch)
-    for v, w in zip(_slots(model), weights, strict=True):
-        v.value = jnp.asarray(w)
+    set_param_weights(_slots, model, weights)
 
 
 def count_params(model: VIT) -> dict[str, int]:
     """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them: every weight trains."""
-    n = sum(int(np.prod(p.shape)) for p in jax.tree.leaves(nnx.state(model, nnx.Param)))
-    return {"total": n, "trainable": n, "non_trainable": 0}
+    return param_count(model)
 
 
 def forward_layers(model: VIT, x: np.ndarray) -> dict[str, np.ndarray]:
     """Every block's output as NumPy, by block name (inference)."""
-    blocks = infer_blocks(model, jnp.asarray(x))
-    return {k: np.asarray(blocks[k]) for k in model.arch.blocks.values()}
+    return block_outputs(model, x)
 
 
 def loss_and_grads(model: VIT, x: np.ndarray, y: np.ndarray) -> Gradients:

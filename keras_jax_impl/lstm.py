@@ -6,9 +6,6 @@ every model alike, through its adapter (keras_models.models.KerasTrained)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import ModuleType
-
-import jax
 
 from keras_jax_impl.catalog import InferOptions, TrainOptions, declare
 from keras_models.lstm import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)
@@ -34,20 +31,3 @@ VARIANTS: tuple[Variant, ...] = (
     declare("predict", INFER, ONE, rank=1, options=InferOptions()),
     declare("predict+unroll", INFER, ONE, tuned=True, rank=0, options=InferOptions(unroll=True)),
 )
-
-
-def kernel_path(code: ModuleType, model, device: jax.Device) -> str:
-    """Which kernel the model's LSTM layers run on `device` (keras_models.lstm.kernel_path): "Keras's generic loop
-    (lax.scan)" or 'unrolled'; on a GPU, Keras 3.15's JAX backend takes cuDNN's too (jax.experimental.rnn) where its
-    conditions hold: 'cuDNN' (unverified here); None for a model without recurrent layers (the CNN). `code`: the
-    model's Keras code (keras_models.<workload>)."""
-    with jax.default_device(device):
-        return code.kernel_path(model)
-
-
-def uncounted(path: str | None) -> str | None:
-    """Why XLA's cost analysis cannot count the FLOPs of a program whose LSTM layers run `path`, or None where it can
-    (no LSTM, or unrolled): it counts a while loop's body (lax.scan's) once however many steps it runs."""
-    if path in (None, "unrolled"):
-        return None
-    return f"XLA cost analysis: not counted (the LSTM's {path} is counted for one step, not each step)"

@@ -12,9 +12,8 @@ import numpy as np
 
 from keras_jax_impl import catalog
 from keras_jax_impl.devices import distribution
-from keras_jax_impl.lstm import kernel_path, uncounted
-from keras_models.cnn import StepLogs, logits_copy, logits_loss
-from keras_models.models import KerasTrained
+from keras_jax_impl.models import kernel_path, uncounted
+from keras_models.models import KerasTrained, StepLogs, logits_copy, logits_loss
 from parity.api.inputs import check_count, check_examples
 
 

@@ -11,8 +11,8 @@ import keras
 import numpy as np
 from keras.src import backend as keras_backend  # the function Keras's LSTM tries first (kernel_path)
 
-from keras_models import cnn
-from keras_models.cnn import count_params, get_weights  # noqa: F401 (every Keras model's, as this model's)
+from keras_models import models
+from keras_models.models import count_params, get_weights  # noqa: F401 (every Keras model's, as this model's)
 from parity.api.inputs import check_seed, check_units
 from parity.api.lstm import PIXEL_SCALE, LstmArchitecture, check_lstm_weights
 
@@ -23,6 +23,7 @@ TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds: each Keras adapter d
 WORKLOAD, MODEL = "lstm", NAME  # its workload, and the name of what it builds (parity.api.adapters)
 FIRST = "lstm1"  # the layer whose compute dtype a trainer reports
 BATCHNORM = False  # no BatchNorm: no statistics to take per replica or over the global batch
+POOLS = ()  # no max pooling: no gradient routing
 # Keras's loop over the steps where it takes no cuDNN kernel and does not unroll, by backend (keras.src.backend's rnn)
 GENERIC_LOOP = {"tensorflow": "Keras's generic loop (tf.while_loop)", "jax": "Keras's generic loop (lax.scan)"}
 
@@ -106,11 +107,11 @@ def variant_copy(model, options) -> keras.Sequential:
 
 
 def mixed_precision(model) -> keras.Sequential:
-    """A copy under Keras's 'mixed_bfloat16' policy (keras_models.cnn.mixed_precision: the softmax float32), the
+    """A copy under Keras's 'mixed_bfloat16' policy (keras_models.models.mixed_precision: the softmax float32), the
     rows and their scaling kept float32 too: in bfloat16 Rescaling would round 1/255 to 1/256, every pixel off by
     0.4% the same way; the LSTM casts its float32 input to bfloat16, as Flax's cell does. Set the weights on it."""
     rows, scale = architecture(model).names[:2]
-    return cnn.mixed_precision(model, float32=(rows, scale))
+    return models.mixed_precision(model, float32=(rows, scale))
 
 
 def set_weights(model, weights: Sequence[np.ndarray]) -> None:

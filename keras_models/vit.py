@@ -14,8 +14,8 @@ from collections.abc import Sequence
 import keras
 import numpy as np
 
-from keras_models import cnn
-from keras_models.cnn import count_params, get_weights  # noqa: F401 (every Keras model's, as this model's)
+from keras_models import models
+from keras_models.models import count_params, get_weights  # noqa: F401 (every Keras model's, as this model's)
 from parity.api.inputs import check_seed, check_vit
 from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_weights
 
@@ -26,6 +26,7 @@ TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds: each Keras adapter dec
 WORKLOAD, MODEL = "vit", NAME  # its workload, and the name of what it builds (parity.api.adapters)
 FIRST = "patch_embed"  # the layer whose compute dtype a trainer reports (the pixels' scaling stays float32)
 BATCHNORM = False  # no BatchNorm: no statistics to take per replica or over the global batch
+POOLS = ()  # no max pooling: no gradient routing
 
 
 def _glorot(seed: int) -> keras.initializers.Initializer:
@@ -177,12 +178,12 @@ def kernel_path(model) -> None:
 
 
 def mixed_precision(model) -> keras.Sequential:
-    """A copy under Keras's 'mixed_bfloat16' policy (keras_models.cnn.mixed_precision: the softmax float32), with the
+    """A copy under Keras's 'mixed_bfloat16' policy (keras_models.models.mixed_precision: the softmax float32), with the
     pixels' scaling float32 (in bfloat16 1/255 rounds to 1/256, as the LSTM's) and the dense layer too: the logits
     computed in float32, as the contract says. LayerNorm computes in float32 and casts its output to bfloat16
     (Keras's own rule). Set the weights on it."""
     arch = architecture(model)
-    return cnn.mixed_precision(model, float32=(arch.names[0], arch.names[-2]))
+    return models.mixed_precision(model, float32=(arch.names[0], arch.names[-2]))
 
 
 def set_weights(model, weights: Sequence[np.ndarray]) -> None:

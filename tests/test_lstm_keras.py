@@ -255,14 +255,14 @@ def test_the_kernel_path_is_keras_own_decision(model, monkeypatch):
 
     monkeypatch.setattr(rnn, "_is_gpu_available", lambda: True)
     monkeypatch.setattr(rnn, "_cudnn_lstm", lambda *a, **k: None)
-    assert tf_impl.lstm.kernel_path(lstm, model, TF_DEVICES[0]) == "cuDNN"
-    assert tf_impl.lstm.kernel_path(lstm, lstm.unrolled(model), TF_DEVICES[0]) == "unrolled"
+    assert tf_impl.models.kernel_path(lstm, model, TF_DEVICES[0]) == "cuDNN"
+    assert tf_impl.models.kernel_path(lstm, lstm.unrolled(model), TF_DEVICES[0]) == "unrolled"
 
     def fails(*a, **k):
         raise tf.errors.NotFoundError(None, None, "no CudnnRNNV3 kernel here")
 
     monkeypatch.setattr(rnn, "_cudnn_lstm", fails)
-    assert tf_impl.lstm.kernel_path(lstm, model, TF_DEVICES[0]) == GENERIC_TF
+    assert tf_impl.models.kernel_path(lstm, model, TF_DEVICES[0]) == GENERIC_TF
 
 
 def test_the_cnn_trainer_runs_no_recurrent_kernel():

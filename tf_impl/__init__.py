@@ -14,6 +14,7 @@ os.environ["KERAS_BACKEND"] = "tensorflow"
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow loads: its C++ log noise
 
 from parity.api import SURFACE  # noqa: E402
+from tf_impl.adapters import adapter  # noqa: E402
 from tf_impl.catalog import SETTINGS, settings, table, variants  # noqa: E402
 from tf_impl.devices import (
     block,
@@ -28,7 +29,6 @@ from tf_impl.devices import (
     setup_devices,
     slowest,
 )
-from tf_impl.models import adapter  # noqa: E402
 from tf_impl.profile import trace, trace_ops  # noqa: E402
 
 VARIANTS = table()  # every variant, as its adapters declare them (all importable by now)

@@ -6,9 +6,6 @@ through its adapter (keras_models.models.KerasTrained)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import ModuleType
-
-import tensorflow as tf
 
 from keras_models.lstm import INFER, MODEL, TRAIN, WORKLOAD, build  # noqa: F401 (the shared model code: this adapter's)
 from parity.api.variants import MANY, ONE, Variant
@@ -48,20 +45,3 @@ VARIANTS: tuple[Variant, ...] = (
     # best-known, 0.51x (0.48-0.56) of predict on xeon-avx512 (docs/results/xeon-avx512/tf-lstm-inference-xla.json)
     Variant("predict+xla", INFER, ONE, tuned=True, rank=0, options=InferOptions(xla=True)),
 )
-
-
-def kernel_path(code: ModuleType, model, device: str) -> str:
-    """Which kernel the model's LSTM layers run on `device` (keras_models.lstm.kernel_path): on a CPU "Keras's generic
-    loop (tf.while_loop)" or 'unrolled'; on a GPU 'cuDNN' where Keras's conditions hold (unverified here); None for a
-    model without recurrent layers (the CNN). `code`: the model's Keras code (keras_models.<workload>)."""
-    with tf.device(device):
-        return code.kernel_path(model)
-
-
-def uncounted(path: str | None) -> str | None:
-    """Why TF's profiler cannot count the FLOPs of a program whose LSTM layers run `path`, or None where it can (no
-    LSTM, or unrolled): it counts the graph's ops, and a symbolic loop's graph holds its body once however many steps
-    it runs (cuDNN's, one op without a count)."""
-    if path in (None, "unrolled"):
-        return None
-    return f"TF profiler: not counted (the LSTM's {path} holds one step's ops in its graph, not each step's)"

@@ -10,12 +10,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_models.cnn import StepLogs, cross_entropy
-from keras_models.models import KerasTrained
+from keras_models.models import KerasTrained, StepLogs, cross_entropy
 from parity.api.inputs import check_count, check_examples
 from tf_impl import catalog
 from tf_impl.devices import graph_flops, multiworker, strategy
-from tf_impl.lstm import kernel_path, uncounted
+from tf_impl.models import kernel_path, uncounted
 
 
 def _in_memory(ds: tf.data.Dataset) -> tf.data.Dataset:

@@ -1,5 +1,5 @@
 """PyTorch implementations of the article's workloads (mirror image of `jax_impl` and `tf_impl`), on one device (a
-trained model over several: torch_impl.ddp): one adapter per workload (torch_impl.models.adapter), a trained model's
+trained model over several: torch_impl.ddp): one adapter per workload (torch_impl.adapters.adapter), a trained model's
 holding its model functions and the one trainer (torch_impl.train). Each convention where PyTorch's defaults differ
 from Keras's is set explicitly where it is used, with its reason."""
 
@@ -13,6 +13,7 @@ if "tensorflow" in sys.modules and "triton" not in sys.modules:
     sys.modules["triton"] = None
 
 from parity.api import SURFACE
+from torch_impl.adapters import adapter
 from torch_impl.catalog import SETTINGS, settings, table, variants
 from torch_impl.devices import (
     block,
@@ -27,7 +28,6 @@ from torch_impl.devices import (
     setup_devices,
     slowest,
 )
-from torch_impl.models import adapter
 from torch_impl.profile import trace, trace_ops
 
 VARIANTS = table()  # every variant, as its adapters declare them (all importable by now)

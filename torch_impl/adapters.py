@@ -1,6 +1,6 @@
 """The implementation's adapters (parity.api.adapters): an operation's module as it is, a trained model's
 (torch_impl.cnn, torch_impl.lstm, torch_impl.vit) bound to the one trainer (torch_impl.train), which takes the adapter
-(mirror image of jax_impl.models)."""
+(mirror image of jax_impl.adapters)."""
 
 from __future__ import annotations
 

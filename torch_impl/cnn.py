@@ -18,8 +18,7 @@ from parity.api.inputs import check_seed
 from parity.api.variants import ONE, Variant
 from torch_impl.catalog import InferOptions, TrainOptions, autocast_variant, ddp_variants
 from torch_impl.catalog import variant as variant_record
-from torch_impl.conv import same_padding
-from torch_impl.forward import (
+from torch_impl.models import (
     computing,
     cross_entropy,
     images,
@@ -29,6 +28,7 @@ from torch_impl.forward import (
     to_keras,
     to_torch,
 )
+from torch_impl.ops import same_padding
 
 TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds, each with its variants below
 WORKLOAD = "cnn"  # an adapter (parity.api.adapters): its workload

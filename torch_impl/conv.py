@@ -15,13 +15,7 @@ from parity.api.inputs import check_conv, check_operands
 from parity.api.variants import ONE, Variant
 from torch_impl.catalog import OpOptions
 from torch_impl.catalog import variant as variant_record
-from torch_impl.ops import prepare_op
-
-
-def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
-    """TF's SAME padding of one spatial axis (before, after): the output is ceil(size / stride), the extra after."""
-    total = max((-(-size // stride) - 1) * stride + kernel - size, 0)
-    return total // 2, total - total // 2
+from torch_impl.ops import prepare_op, same_padding
 
 
 def conv_nchw(x: torch.Tensor, w: torch.Tensor, stride: int, padding: str) -> torch.Tensor:

@@ -30,7 +30,7 @@ from torch.nn.parallel import DistributedDataParallel
 from parity.api import adapters
 from torch_impl.adam import adam_state, keras_adam
 from torch_impl.devices import placement, threads
-from torch_impl.forward import accuracy, computing, cross_entropy
+from torch_impl.models import accuracy, computing, cross_entropy
 
 # the longest a rank waits in a collective for the others (a rank that died ends every other's wait with an error
 # sooner: gloo sees its sockets close)

@@ -17,7 +17,7 @@ from parity.api.lstm import GATES, PIXEL_SCALE, LstmArchitecture, check_lstm_wei
 from parity.api.variants import ONE, Variant
 from torch_impl.catalog import InferOptions, TrainOptions, autocast_variant, ddp_variants
 from torch_impl.catalog import variant as variant_record
-from torch_impl.forward import computing, cross_entropy, images, infer_blocks, labels, prepare, to_keras, to_torch
+from torch_impl.models import computing, cross_entropy, images, infer_blocks, labels, prepare, to_keras, to_torch
 
 TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds, each with its variants below
 WORKLOAD = "lstm"  # an adapter (parity.api.adapters): its workload

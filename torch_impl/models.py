@@ -1,5 +1,6 @@
-"""What both trained models (torch_impl.cnn, torch_impl.lstm) share around their forward pass: the compute context
-(autocast for mixed precision), the loss, outputs as NumPy, and the prepared inference call."""
+"""What the trained models (torch_impl.cnn, torch_impl.lstm, torch_impl.vit) share around their forward pass (mirror
+image of jax_impl.models): the compute context (autocast for mixed precision), the loss, outputs as NumPy, and the
+prepared inference call."""
 
 from __future__ import annotations
 

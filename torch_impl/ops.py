@@ -1,5 +1,5 @@
 """One two-operand operation (the conv, the matmul) on one device: the placing, compiling and reading both share, so
-each operation's module holds only its op and its layouts."""
+each operation's module holds only its op and its layouts; and TF's SAME padding, the conv's and the CNN's."""
 
 from __future__ import annotations
 
@@ -16,6 +16,12 @@ from torch.utils.flop_counter import FlopCounterMode
 from parity.api import DeviceUnavailable, Prepared, check_divisible
 from parity.api.variants import Variant
 from torch_impl.devices import placement, to_numpy
+
+
+def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
+    """TF's SAME padding of one spatial axis (before, after): the output is ceil(size / stride), the extra after."""
+    total = max((-(-size // stride) - 1) * stride + kernel - size, 0)
+    return total // 2, total - total // 2
 
 
 def counted_flops(fn: Callable, *args) -> tuple[float | None, str]:

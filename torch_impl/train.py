@@ -18,7 +18,7 @@ from torch_impl import ddp
 from torch_impl.adam import adam_state, keras_adam
 from torch_impl.catalog import variant as variant_record
 from torch_impl.devices import placement, step_done
-from torch_impl.forward import accuracy, computing, cross_entropy, images, labels
+from torch_impl.models import accuracy, computing, cross_entropy, images, labels
 from torch_impl.ops import compiled, counted_flops
 
 Model = torch.nn.Module  # what a trained adapter's `build` returns

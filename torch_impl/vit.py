@@ -23,7 +23,7 @@ from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_w
 from torch_impl.catalog import InferOptions, TrainOptions, autocast_variant, ddp_variants
 from torch_impl.catalog import variant as variant_record
 from torch_impl.devices import to_numpy
-from torch_impl.forward import computing, cross_entropy, images, infer_blocks, labels, prepare, to_keras, to_torch
+from torch_impl.models import computing, cross_entropy, images, infer_blocks, labels, prepare, to_keras, to_torch
 
 TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds, each with its variants below
 WORKLOAD = "vit"  # an adapter (parity.api.adapters): its workload
