@@ -286,6 +286,8 @@ def test_one_owner_at_a_time_runs_every_row_and_reports_drift(quick_cnn):
     notes = [n for n in doc["env"]["notes"] if n.startswith("one owner of the device at a time")]
     assert len(notes) == len(frameworks.TABLE) and all("between the first and the last" in n for n in notes)
     assert all(r["drift"] is not None for r in doc["rows"])  # each owner's rows, timed again at its end
+    took = [n for n in doc["env"]["notes"] if n.startswith("cnn parity x1: its arrays took")]
+    assert len(took) == len(frameworks.TABLE)  # each owner's parity round, its time said
     names = {c["check"] for c in doc["checks"]}
     assert {"gradients (every parameter)", "forward block1"} <= names
     assert any(n.startswith("trajectory loss (tf fit vs jax jit") for n in names)

@@ -204,7 +204,12 @@ def _rows(rnd: Round, parity: bool = True) -> list[Row]:
         if wl in run.suites and parity:
             first = not any(c["workload"] == wl for c in run.checks)
             args = (cfg.spec(wl), rnd.workers, rnd.hello, rnd.save_dir, run.ctxs[wl], first, log, rnd.replicas)
+            t0 = time.monotonic()
             run.suites[wl].parity_collect(cfg, *args, timed=rnd.timed)
+            who = ", ".join(w.label for w in rnd.workers.values())
+            run.notes.append(
+                f"{wl} parity x{rnd.replicas or 'all'}: its arrays took {time.monotonic() - t0:.0f} s ({who})"
+            )
     run.peak = peaks.with_workers(cfg, run.peak, rnd.workers, rnd.hello, rows)
     return rows
 
