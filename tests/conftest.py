@@ -55,11 +55,15 @@ if "PYTEST_XDIST_WORKER" not in os.environ and "TORCHINDUCTOR_CACHE_DIR" not in 
 
 import pytest  # noqa: E402
 
-from parity.common.frameworks import JAX, TF, TORCH  # noqa: E402
+from parity.common.frameworks import TABLE  # noqa: E402
 
-IN_PROCESS = (TF, JAX, TORCH)  # the frameworks whose implementations this process imports (frameworks_setup.IMPLS)
-
-_FRAMEWORK_MODULES = ("jax", "tensorflow", "torch", "jax_impl", "tf_impl", "torch_impl")
+# the frameworks whose implementations this process imports (frameworks_setup.IMPLS): each that shares a process
+IN_PROCESS = tuple(k for k, f in TABLE.items() if f.shares_process)
+# a test module that imported one of these at its top started a framework (its package, or a runtime among its
+# distributions that is a module's name: 'tensorflow', 'jax', 'torch'; not 'tensorflow-cpu')
+_FRAMEWORK_MODULES = tuple(
+    dict.fromkeys(m for k in IN_PROCESS for m in (TABLE[k].module, *TABLE[k].distributions) if m.isidentifier())
+)
 
 
 def pytest_ignore_collect(collection_path, config):

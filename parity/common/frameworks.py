@@ -32,6 +32,9 @@ class Framework:
     # offers variants over several devices: where not, a round over several starts no worker of it (its catalog
     # declares none: tests/test_surface.py) and the run says so
     data_parallel: bool = True
+    # its package imports beside every other's that does in one process (the tests' own): Keras on JAX's cannot, Keras's
+    # backend being fixed once a process (TensorFlow for tf_impl's Keras)
+    shares_process: bool = True
 
 
 # The keys, for code about one framework in particular (TF's multi-worker cluster, JAX's platform names); code about
@@ -64,6 +67,7 @@ TABLE = {
             keeps_out=("tensorflow", "matplotlib"),
             versus=(JAX,),
             multiprocess=False,  # Keras's multi-process DataParallel (keras.distribution.initialize) is not wired
+            shares_process=False,
         ),
         # PyTorch on its own kernels (eager, or Inductor by torch.compile), one device: its worker keeps the other
         # runtimes out, as each framework's does
