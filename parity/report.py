@@ -198,7 +198,7 @@ def report_main(argv: list[str] | None = None) -> int:
         "--ratios",
         type=Path,
         metavar="PNG",
-        help="also draw one results file's summary as a chart, to PNG: each workload, replica count and number "
+        help="also draw one results file's summary as a chart, to PNG: each row kind, replica count and number "
         "format's ratios of the frameworks' fastest times with their 95%% intervals (what parity.run writes as "
         "results_ratios.png); with --grid, the grid's classes in one chart (the README's)",
     )
@@ -211,7 +211,7 @@ def report_main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--grid",
         action="store_true",
-        help="print instead the README's compact grid (Markdown: workloads at one device in float32 down, machine "
+        help="print instead the README's compact grid (Markdown: row kinds at one device in float32 down, machine "
         "classes across, each framework's fastest and out-of-the-box ratio over TF's; one file per machine class)",
     )
     ap.add_argument("--bfloat16", action="store_true", help="with --grid: its bfloat16 rows (docs/results.md's)")

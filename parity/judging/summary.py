@@ -84,7 +84,7 @@ def pairs(rows: list[dict]) -> list[tuple[str, str, int, str, dict, dict, str]]:
     replicas x format, each framework's fastest row over the reference's, the first framework of the table with a row
     there (pair '<framework>_vs_<reference>': 'jax_vs_tf', what 'JAX/TF'), and over each framework it declares
     `versus` ('keras-jax_vs_jax'); and each tuned row over its framework's fastest out-of-the-box row at the same
-    workload and replicas ('tuned_vs_default', the out-of-the-box row in float32 when the tuned one is bfloat16:
+    kind and replicas ('tuned_vs_default', the out-of-the-box row in float32 when the tuned one is bfloat16:
     what the tuning buys)."""
     out = []
     for kind, n, dtype in groups(rows):

@@ -42,7 +42,7 @@ def _throughput(r: dict) -> tuple[float, float, float, str]:
 
 
 def chart(rows: list[dict], path: Path, title: str = "") -> bool:
-    """A PNG of each verified row's throughput (bar = median, whisker = IQR), one panel per workload.
+    """A PNG of each verified row's throughput (bar = median, whisker = IQR), one panel per row kind.
 
     Returns False (and writes nothing) when matplotlib is missing or no row is verified.
     """
@@ -168,7 +168,7 @@ def _mark_bimodal(comps: list[dict], rows: list[dict]) -> None:
 
 
 def ratio_chart(doc: dict, path: Path) -> bool:
-    """The summary as a PNG: per workload (one panel each), each replica count and number format, every pair of
+    """The summary as a PNG: per row kind (one panel each), each replica count and number format, every pair of
     frameworks' ratio of fastest times (parity.judging.summary.comparisons) as a point with its 95% interval, on a log
     scale around a line at 1; the machine in the title. False (nothing written) without matplotlib or without two
     frameworks to divide."""
@@ -255,7 +255,7 @@ def _ratio_order(c: dict) -> tuple:
 
 
 def _ratio_panel(ax, panel: list[dict]) -> None:
-    """One workload's comparisons, one line each: the point, its interval, and the figures at the right."""
+    """One row kind's comparisons, one line each: the point, its interval, and the figures at the right."""
     labels, figures = [], []
     for y, c in enumerate(panel):
         ci = c["ci95"]

@@ -1,4 +1,4 @@
-"""The README's compact answer, made from shipped results files: workloads at one device in float32 down, machine
+"""The README's compact answer, made from shipped results files: row kinds at one device in float32 down, machine
 classes across; each cell a framework's fastest over the reference framework's fastest, and the same out of the box
 beside it. The same grid in bfloat16 (`--bfloat16`) is docs/results.md's, beside the long table (every replica count,
 every variant's label, the intervals: parity.output.readme's).
@@ -73,7 +73,7 @@ def grid(paths: list[Path], dtype: str = "float32") -> str:
 
 
 def chart(paths: list[Path], png: Path) -> bool:
-    """The grid as one chart across classes: per workload at one device in float32 (one panel each), each class a
+    """The grid as one chart across classes: per row kind at one device in float32 (one panel each), each class a
     line, each framework's fastest over the reference's fastest as a point with its 95% interval, on one fixed log scale
     around 1. False (nothing written) without matplotlib. Raises ResultsError as grid()."""
     docs = class_files(paths)

@@ -174,7 +174,7 @@ def stall_note(rows: list[dict]) -> list[str]:
 
 
 def fastest_notes(rows: list[dict]) -> list[str]:
-    """Per workload, replica count and number format: each framework's fastest row against its fastest
+    """Per row kind, replica count and number format: each framework's fastest row against its fastest
     out-of-the-box one, with the interval (the summary gives each framework's fastest over the reference's)."""
     notes = []
     for kind, n, dtype in summary.groups(rows):

@@ -1,4 +1,4 @@
-"""docs/results.md's results table, made from shipped results files: per machine class and workload x replicas x number
+"""docs/results.md's results table, made from shipped results files: per machine class and row kind x replicas x number
 format, each framework's fastest row, each other framework's fastest over the reference's with its 95% interval, and the
 parity verdict; then, per file, the machine and the command that made it.
 

@@ -73,7 +73,7 @@ def plain_ratio(rows: list[dict], kind: str, n: int, dtype: str, fw: str, ref: s
 
 
 def fastest_lines(doc: dict, plain: bool = False) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
-    """The header and one line per workload x replicas x number format: each framework's fastest row (short label and
+    """The header and one line per row kind x replicas x number format: each framework's fastest row (short label and
     median) and each other framework's over the reference's (the first of the table with a row there); with `plain`,
     each ratio followed by the same out of the box ('1.12x (1.03-1.37) / 2.30x': plain_ratio) where both have one."""
     rows = doc["rows"]

@@ -94,7 +94,7 @@ def _ratio_cell(num: dict, den: dict) -> str:
 
 
 def summary_body(doc: dict) -> list[tuple[str, ...]]:
-    """One line per workload x replicas x format, in summary_columns order: the answer before the full table. A
+    """One line per row kind x replicas x format, in summary_columns order: the answer before the full table. A
     ratio divides by the group's reference (summary.fastest_rows): the first column's framework, or where that has no
     row in the group, the next that has one, named in the cell."""
     fws, body = summary.frameworks_in(doc["rows"]), []
@@ -152,7 +152,7 @@ def _coverage(b: dict, covered: dict, walled: bool) -> tuple[str, str]:
 
 
 def layer_groups(doc: dict) -> list[LayerGroup]:
-    """With --profile: per workload x replicas x format where at least two frameworks' fastest rows were profiled,
+    """With --profile: per row kind x replicas x format where at least two frameworks' fastest rows were profiled,
     the layer x pass lines (ms per step, or per call) and a line naming where each framework loses most.
 
     Wall time first (each instant of the profiled call split among the ops running then: parity.judging.layers),
