@@ -153,14 +153,38 @@ def test_the_layers_import_only_downwards():
     assert all(_layer(m) is not None for m in MODULES if m.startswith("parity.")), "a module outside every layer"
 
 
+# One role per module name, the same names in every implementation (docs/architecture.md, "Module names by role"):
+ROLES = {
+    "adapters": "adapter(workload): the workload's module, a trained model's bound to the trainer",
+    "catalog": "the variants' options and the settings",
+    "devices": "the devices, placement, synchronisation, the cluster",
+    "models": "what every trained model shares: loss, gradients, inference, weights",
+    "ops": "what the operations share: placing, compiling, reading an output",
+    "profile": "traces and their ops",
+    "train": "the one trainer",
+}
+# a framework's own modules, named for what they do (beside the roles and one adapter per workload)
+OWN = {
+    "jax_impl": {"conv_grads", "masks"},  # the CNN's rewritten gradients; dropout's masks drawn as Keras's
+    "torch_impl": {"adam", "ddp"},  # Keras's Adam in PyTorch; DistributedDataParallel's processes
+    "keras_models": set(),
+}
+
+
 def test_the_implementations_hold_the_same_modules():
-    """Mirror images in files too: each framework's variants and settings, devices, model functions, trainer, profiler
-    and op reading live in modules of the same names (a workload's module: the test below)."""
+    """Mirror images in files too: each framework's variants and settings, devices, adapters, model functions,
+    trainer, profiler and op reading live in modules of the same names; a module is one of those, a workload's
+    adapter (the test below), or one of the framework's own listed in OWN. The shared Keras model code holds
+    `models` and one module per workload."""
     import ast
 
-    same = {"catalog", "devices", "models", "train", "profile", "ops"}
-    for pkg in ("jax_impl", "tf_impl", "keras_jax_impl", "torch_impl"):
-        assert same <= {p.stem for p in (ROOT / pkg).glob("*.py")}, pkg
+    from parity.common import frameworks
+    from parity.workloads import WORKLOADS
+
+    for pkg in [fw.module for fw in frameworks.TABLE.values()]:
+        stems = {p.stem for p in (ROOT / pkg).glob("*.py")} - {"__init__"}
+        assert set(ROLES) <= stems, pkg
+        assert stems <= set(ROLES) | set(WORKLOADS) | OWN.get(pkg, set()), (pkg, stems - set(ROLES) - set(WORKLOADS))
         # the same lookups with the same meaning: every variant, those offered here, the one offered by name; settings
         tree = ast.parse((ROOT / pkg / "catalog.py").read_text())
         defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
@@ -180,6 +204,54 @@ def test_every_adapter_declares_its_variants():
             tree = ast.parse((ROOT / fw.module / f"{name}.py").read_text())
             targets = [t for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign)) for t in _targets(n)]
             assert "VARIANTS" in targets, f"{fw.module}/{name}.py declares no VARIANTS"
+
+
+def test_the_shared_keras_model_code_holds_models_and_one_module_per_workload():
+    from parity.workloads import WORKLOADS
+
+    stems = {p.stem for p in (ROOT / "keras_models").glob("*.py")} - {"__init__"}
+    assert stems == {"models"} | {n for n, w in WORKLOADS.items() if w.suite is not None}
+
+
+def _own_workload(module: str, workloads) -> str | None:
+    """The workload whose own module `module` is (parity.workloads.<name>..., <implementation>.<name>), or None."""
+    parts = module.split(".")
+    if parts[:2] == ["parity", "workloads"]:
+        return parts[2] if len(parts) > 2 and parts[2] in workloads else None
+    return parts[1] if parts[0] in IMPLEMENTATIONS and len(parts) > 1 and parts[1] in workloads else None
+
+
+def test_shared_code_imports_no_workloads_module():
+    """A workload's module (its package under parity/workloads/, its adapter in each implementation, its Keras model
+    code) is imported only by that workload's own modules: what several workloads share lives in a shared module
+    (an implementation's models, ops, train; keras_models.models). An implementation's adapter imports no other
+    workload's either."""
+    from parity.workloads import WORKLOADS
+
+    bad = []
+    for module, path in MODULES.items():
+        mine = _own_workload(module, WORKLOADS)
+        for dep in _imports(path, module, False):
+            theirs = _own_workload(dep, WORKLOADS)
+            if theirs is None or theirs == mine:
+                continue
+            if mine is None or module.startswith(IMPLEMENTATIONS):
+                bad.append((module, dep))
+    assert not bad
+
+
+def test_the_peak_is_measured_by_a_call_a_workload_offers():
+    """The engine finds the call that measures a CPU's bfloat16 peak in the workloads' list (Workload.peak_call);
+    neither it nor the roofline names a workload or a row kind."""
+    from parity.workloads import WORKLOADS
+
+    offered = [w for w in WORKLOADS.values() if w.peak_call]
+    assert offered and all(callable(w.calls.get(w.peak_call)) for w in offered)
+    names = set(WORKLOADS) | {k.name for w in WORKLOADS.values() for k in w.kinds}
+    for module in ("parity.engine.peaks", "parity.judging.roofline"):
+        tree = ast.parse(MODULES[module].read_text())
+        named = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in names]
+        assert not named, (module, named)
 
 
 def _targets(node) -> list[str]:

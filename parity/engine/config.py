@@ -196,8 +196,3 @@ class Config:
     def matmul_size(self) -> int:
         """The side of the square matrix products that measure a CPU's peaks (the preset's)."""
         return PRESETS["quick" if self.quick else self.preset].peak_size
-
-
-def gflops(x: float | None) -> str:
-    """FLOP/s as GFLOP/s with one decimal, '?' when unknown."""
-    return "?" if x is None else f"{x / 1e9:.1f}"

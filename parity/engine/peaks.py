@@ -1,15 +1,23 @@
-"""The device's peaks for the roofline: a CPU's float32 peak measured before and after each round of workers,
-its bfloat16 peak from each framework's best bfloat16 matrix product, an accelerator's from its datasheet."""
+"""When a run takes the device's peaks for the roofline, and what it says of them: a CPU's float32 peak measured
+before and after each round of workers, its bfloat16 peak from each framework's best bfloat16 matrix product (the
+untimed call a workload offers for it, Workload.peak_call), an accelerator's from its datasheet. What a peak is, how it
+is measured and how a row is judged against it: parity.judging.roofline."""
 
 from __future__ import annotations
 
 from parity.common.frameworks import label
 from parity.common.messages import log
 from parity.common.protocol import Call
-from parity.engine.config import Config, gflops
+from parity.engine.config import Config
 from parity.engine.workerproc import Worker
 from parity.judging import roofline
 from parity.record.rows import Row
+from parity.workloads import WORKLOADS
+
+
+def gflops(x: float | None) -> str:
+    """FLOP/s as GFLOP/s with one decimal, '?' when unknown."""
+    return "?" if x is None else f"{x / 1e9:.1f}"
 
 
 def before_workers(cfg: Config) -> roofline.Peak | None:
@@ -36,6 +44,11 @@ def after_round(cfg: Config, peak: roofline.Peak | None) -> roofline.Peak | None
     return peak
 
 
+def _peak_call() -> tuple[str, str] | None:
+    """The workload and call that measure a CPU's bfloat16 peak (the first workload offering one), or None."""
+    return next(((w.name, w.peak_call) for w in WORKLOADS.values() if w.peak_call), None)
+
+
 def with_workers(
     cfg: Config, peak: roofline.Peak | None, workers: dict[str, Worker], hello: dict, rows: list[Row]
 ) -> roofline.Peak | None:
@@ -45,33 +58,29 @@ def with_workers(
     whose verified bfloat16 matmul row is among `rows` is not asked: after_rows counts that row's fastest call."""
     if peak is None and not (cfg.device == "cpu" and cfg.cluster is not None):
         peak = roofline.device_peak(cfg.device, next(iter(hello.values()))["device_kind"], cfg.precision)
-    if cfg.device != "cpu" or peak is None or not cfg.tuned:  # "+bf16" rows are tuned variants
+    call = _peak_call()
+    if cfg.device != "cpu" or peak is None or not cfg.tuned or call is None:  # "+bf16" rows are tuned variants
         return peak
     done = peak.measured_bf16 = peak.measured_bf16 or {}
-    timed = {r.framework for r in roofline.bf16_ceiling_rows(rows)}
-    for w in workers.values():
-        if w.framework in timed or w.framework in done or w.setting != "default":
-            continue
-        if roofline.native_bf16(cfg.device, "cpu", w.env):
-            n = cfg.matmul_size()
-            got = w.ask(Call("matmul", "bf16_peak", {"n": n}))
-            done[w.framework] = got["flops"]
-            log(
-                cfg,
-                f"  {label(w.framework)}'s bfloat16 {n}x{n} matmul: "
-                + (f"{gflops(got['flops'])} GFLOP/s" if got["flops"] else got.get("why", "none offered")),
-            )
+    envs = {w.framework: w.env for w in workers.values() if w.setting == "default"}
+    n = cfg.matmul_size()
+    for fw in roofline.bf16_unmeasured(peak, rows, envs):
+        got = next(w for w in workers.values() if w.framework == fw).ask(Call(*call, {"n": n}))
+        done[fw] = got["flops"]
+        log(
+            cfg,
+            f"  {label(fw)}'s bfloat16 {n}x{n} matmul: "
+            + (f"{gflops(got['flops'])} GFLOP/s" if got["flops"] else got.get("why", "none offered")),
+        )
     return peak
 
 
 def after_rows(cfg: Config, peak: roofline.Peak | None, rows: list[Row]) -> tuple[roofline.Peak | None, list[str]]:
     """Every row measured: the run's own verified bfloat16 matmuls count among a CPU's bfloat16 measurements.
     Returns the peak and a note on the bfloat16 rows' peak, if any ran."""
-    if cfg.device == "cpu" and peak is not None:
-        peak = roofline.with_bf16_matmul_rows(peak, rows)
-    if not (peak and any(r.dtype == "bfloat16" for r in rows)):
+    peak, bf16 = roofline.with_run_bf16(cfg.device, peak, rows)
+    if bf16 is None:
         return peak, []
-    bf16 = roofline.bf16_peak(cfg.device, next(r.device_kind for r in rows), peak)
     return peak, [
         f"bfloat16 rows: % peak over the bf16 peak, {gflops(bf16.flops)} GFLOP/s ({bf16.source}); "
         f"their 'err vs other' compares only bfloat16 rows"

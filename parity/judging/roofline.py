@@ -158,6 +158,25 @@ def with_bf16_matmul_rows(peak: Peak, rows: list[Row]) -> Peak:
     return replace(peak, measured_bf16={**(peak.measured_bf16 or {}), **rows_said}) if rows_said else peak
 
 
+def bf16_unmeasured(peak: Peak, rows: list[Row], envs: dict[str, dict]) -> list[str]:
+    """The frameworks (by their process's environment, `envs`) whose bfloat16 matrix product a CPU's bfloat16 peak
+    still lacks: those that multiply bfloat16 in hardware there, with no measurement yet and no verified bfloat16 row
+    of a ceiling kind among `rows` (with_bf16_matmul_rows counts that row's fastest call instead)."""
+    timed = {r.framework for r in bf16_ceiling_rows(rows)}
+    done = peak.measured_bf16 or {}
+    return [fw for fw, env in envs.items() if fw not in timed and fw not in done and native_bf16("cpu", "cpu", env)]
+
+
+def with_run_bf16(device: str, peak: Peak | None, rows: list[Row]) -> tuple[Peak | None, Peak | None]:
+    """Every row measured: the run's peak with its verified bfloat16 ceiling rows among a CPU's bfloat16 measurements,
+    and the peak its bfloat16 rows are judged against (None where no bfloat16 row ran, or no peak is known)."""
+    if device == "cpu" and peak is not None:
+        peak = with_bf16_matmul_rows(peak, rows)
+    if not (peak and any(r.dtype == "bfloat16" for r in rows)):
+        return peak, None
+    return peak, bf16_peak(device, next(r.device_kind for r in rows), peak)
+
+
 def cpu_peak(measure: bool = True, n: int = 4096) -> Peak:
     """Computed and (when `measure`) measured fp32 peak of the CPU cores this process may use."""
     info = cpu_info()

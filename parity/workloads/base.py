@@ -152,6 +152,9 @@ class Workload:
     notebook: Mapping[str, int] = field(default_factory=dict)  # the spec fields `--schedule notebook` sets (none: none)
     rank: int = 0  # where a run takes it, and its rows are listed, among the workloads (lower first; ties by name)
     accelerator: Any = None  # a GPU's or TPU's default where it is not the full size (none: the full size)
+    # the call among `calls` that measures a CPU's bfloat16 peak on one device, the engine's to ask a worker for
+    # (the matmul's): request {"n": the square product's side} -> {"flops": FLOP/s or None, "why": when None}
+    peak_call: str | None = None
 
     def spec(self, quick: bool, device: str, overrides: dict | None = None, notebook: bool = False):
         """This run's spec: --quick, else the device's default schedule; then, under `notebook`, the notebook's

@@ -1,5 +1,5 @@
 """A large matrix product, each framework's ceiling on the machine: its spec, formulas, oracle and tolerance, and the
-measurement of a CPU's bfloat16 peak that the engine asks a worker for. The implementations' modules:
+measurement of a CPU's bfloat16 peak that the engine asks a worker for (its `peak_call`). The implementations' modules:
 jax_impl/matmul.py, tf_impl/matmul.py (the adapter's `prepare`)."""
 
 from __future__ import annotations
@@ -117,6 +117,7 @@ WORKLOAD = Workload(
     MATMUL_QUICK,
     (RowKind("matmul", op_case, matmul_tolerance, prepare=_prepare, ceiling=True),),
     calls={"bf16_peak": bf16_matmul_peak},
+    peak_call="bf16_peak",
     rank=4,
     accelerator=MATMUL_ACCELERATOR,
 )
