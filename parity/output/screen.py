@@ -183,7 +183,7 @@ def _fitted(header: tuple[str, ...], body: list[tuple[str, ...]], n: int, ref: s
     take about 140 columns)."""
     times_said = ["Each framework's fastest verified configuration: median per call, per epoch where it trains."]
     ratios_said = [
-        f"x/{ref}: its fastest time over {ref}'s, with a 95% interval (holding 1: no difference measurable);",
+        f"x/{ref}: its fastest time over {ref}'s fastest, with a 95% interval (holding 1: no difference measurable);",
         f"then out of the box: each one's fastest untuned variant ({SAME}: no difference measurable; none in bfloat16, "
         "a lever).",
     ]
