@@ -25,7 +25,7 @@ from parity.workloads.cnn import oracle as cnn_oracle
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 from parity.workloads.lstm import oracle as lstm_oracle
 from parity.workloads.lstm.tolerances import LSTM_TOLERANCES, lstm_block_tolerances, lstm_bounds
-from torch_impl import cnn, conv, forward, lstm, train
+from torch_impl import cnn, conv, lstm, models, train
 
 BATCH = 2  # the CNN's
 NAMES = [w.name for w in CNN_WEIGHTS]
@@ -42,9 +42,9 @@ def _architecture(**changes):
 
 
 def _poured(dims, back=False):
-    """forward.to_torch (back: forward.to_keras), but an array of `dims` dimensions reshaped into the other side's
+    """models.to_torch (back: models.to_keras), but an array of `dims` dimensions reshaped into the other side's
     shape (a conv kernel HWIO <-> OIHW, a dense one (in, out) <-> (out, in)) instead of transposed."""
-    convert = forward.to_keras if back else forward.to_torch
+    convert = models.to_keras if back else models.to_torch
 
     def poured(a):
         t = a.detach() if back else torch.tensor(np.asarray(a))
@@ -149,13 +149,13 @@ def _lstm_forward_figure():
 
 
 def _onnxs(a):
-    """torch_impl.forward.to_torch, but an LSTM array's 4 column blocks read as ONNX's gate order i, o, f, c
+    """torch_impl.models.to_torch, but an LSTM array's 4 column blocks read as ONNX's gate order i, o, f, c
     (torch's and Keras's: i, f, c, o)."""
     a = np.asarray(a)
     if a.shape[-1] == 4 * UNITS:
         i, o, f, c = np.split(a, 4, axis=-1)
         a = np.concatenate([i, f, c, o], axis=-1)
-    return forward.to_torch(a)
+    return models.to_torch(a)
 
 
 def _one_bias_figure():
@@ -343,7 +343,7 @@ def test_the_loss_is_the_log_sum_exp_of_float32_logits():
     lt, yt = torch.tensor(logits), torch.tensor(y)
     clipped = -torch.log(torch.softmax(lt, -1).clamp(1e-7, 1 - 1e-7))[torch.arange(len(y)), yt].mean()
     forms = {
-        "torch_impl": forward.cross_entropy(lt, yt),
+        "torch_impl": models.cross_entropy(lt, yt),
         "keras's clipped probabilities": clipped,
         "bfloat16": F.cross_entropy(lt.bfloat16(), yt),
     }

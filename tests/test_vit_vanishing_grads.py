@@ -16,7 +16,7 @@ from frameworks_setup import JAX_DEVICES  # noqa: F401  (starts the frameworks a
 from jax.extend import core as jcore
 
 import jax_impl
-from jax_impl import forward as jax_forward
+from jax_impl import models as jax_models
 from parity.api.vit import VitArchitecture
 from parity.common.tolerances import BF16_UNIT_ROUNDOFF, TF32_UNIT_ROUNDOFF
 from parity.workloads.trained import model_checks
@@ -87,7 +87,7 @@ def jax_grads(w, x, y, attention: str, bf16: bool = True) -> dict:
     adapter.set_weights(m, w)
     m.attention = attention
     graphdef, params = nnx.split(m, nnx.Param)
-    f = lambda p, x, y: jax_forward._loss_and_grads(graphdef, p, x, y)  # noqa: E731
+    f = lambda p, x, y: jax_models._loss_and_grads(graphdef, p, x, y)  # noqa: E731
     loss, g = (one_bf16_pass(f) if bf16 else f)(params, jnp.asarray(x), jnp.asarray(y))
     grads = adapter.get_weights(nnx.merge(graphdef, g))  # the gradients in the parameters' places: Keras's order
     return {"loss": float(loss), **{f"grad/{i:03d}": np.asarray(a) for i, a in enumerate(grads)}}
