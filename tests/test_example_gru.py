@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import tomllib
 from pathlib import Path
@@ -19,7 +20,9 @@ from parity_cli import run_parity
 
 from parity.common import frameworks
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "parity-gru"
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "parity-gru"
+PAGE = ROOT / "docs" / "your-workload.md"
 
 
 @pytest.fixture(scope="module")
@@ -60,9 +63,22 @@ def test_the_oracle_is_the_gradient_of_its_loss():
             assert abs(numeric - g[idx]) <= 1e-7 * max(1.0, abs(g[idx])), (i, idx)
 
 
+def test_the_page_quotes_the_example_as_it_is():
+    """docs/your-workload.md's python and toml blocks are the example's own lines, and its tree names its files."""
+    text = PAGE.read_text()
+    sources = "\n".join(f.read_text() for f in [EXAMPLE / "pyproject.toml", *sorted(EXAMPLE.glob("parity_gru/*.py"))])
+    blocks = re.findall(r"```(?:python|toml)\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 3 and all(b in sources for b in blocks)
+    tree = re.search(r"```\nexamples/parity-gru/\n(.*?)```", text, flags=re.S)[1]
+    named = set(re.findall(r"^\s*(\S+\.(?:py|toml))\s", tree, flags=re.M))
+    assert named == {p.name for p in EXAMPLE.glob("parity_gru/*.py")} | {"pyproject.toml"}
+
+
 def test_the_installed_example_is_listed_with_its_origin(installed):
     p = run_parity("--list-workloads", env=installed)
     assert p.returncode == 0, p.stderr
+    listed = re.search(r"```\n(  gru .*?)```", PAGE.read_text(), flags=re.S)[1]
+    assert listed in p.stdout  # the page's lines, as the command prints them
     line = next(x for x in p.stdout.splitlines() if x.strip().startswith("gru "))
     assert "parity_gru (entry point gru of parity-gru 0.1.0); row kinds: gru_train, gru_infer" in line
     assert "adapters: TensorFlow, JAX, Keras 3 (JAX), PyTorch" in p.stdout and "left out" not in p.stdout
