@@ -263,7 +263,9 @@ def _report(args) -> int:
         return 2
     rows = [r for r in merged_rows(docs, article=not args.no_article) if kinds is None or r["kind"] in kinds]
     if not rows and kinds is not None:
-        said = " and ".join(f"{f} {v!r}" for f, v in (("workload", args.workload), ("kind", args.kind)) if v)
+        said = " and ".join(
+            f"{f} {v!r}" for f, v in (("workload", args.workload), ("kind", args.kind)) if v is not None
+        )
         print(text(f"error: no rows of {said} in the files"), file=sys.stderr)
         return 2
     bases = add_speedups(rows, baseline)

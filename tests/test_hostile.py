@@ -210,7 +210,7 @@ CASES = [
         {"a.json": row(verified=False, median_s=None, invalid_reason="x")},
         (REP, "{d}/a.json", "--no-article"),
         0,
-        r"workload",
+        r"^kind ",
     ),
     # results files: rows as implausible as parity.run would mark invalid (parity.judging.roofline.impossible)
     (
