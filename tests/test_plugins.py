@@ -146,4 +146,5 @@ def test_a_plug_in_named_on_the_command_line_runs_end_to_end(site, tmp_path, mon
     assert run.main([*argv, "--quiet"]) == 0
     doc = files.load_results(out / "results.json")
     assert {r["kind"] for r in doc["rows"]} == {k.name for k in mlp_workload.WORKLOAD.kinds}
-    assert all(r["verified"] for r in doc["rows"]) and all(c["passed"] for c in doc["checks"])
+    assert all(r["verified"] for r in doc["rows"]) and all(c["passed"] is not False for c in doc["checks"])
+    assert sum(c["passed"] is True for c in doc["checks"]) > 5  # forward, loss, gradients, trajectories

@@ -1,29 +1,56 @@
 """A two-layer MLP, a trained workload of the tests' own (tests/test_new_workload.py): the proof that a trained
-workload is one package plus one module per implementation, as docs/architecture.md's "A new workload" lists.
-Fashion-MNIST's images (or their synthetic stand-in) flattened, a tanh hidden layer, a dense layer to the 10 classes.
-Its spec (spec.py), parent side (suite.py), checks against its float64 oracle (checks.py, oracle.py, tolerances.py)
-and worker-side cases (cases.py); its one implementation is the NumPy fake, tests/mlp_fake.py."""
+workload is one package plus one module per implementation, as docs/architecture.md's "A new workload" lists, and that
+it takes the trained road: its TrainedModel record (below) is all it adds to its spec (spec.py), float64 oracle
+(oracle.py) and bounds (tolerances.py); its rows, untimed calls, parent side (shared weights, parity rounds,
+trajectories) and checks are the shared trained-model machinery's (parity.workloads.trained: model_cases,
+model_suite, model_checks). Fashion-MNIST's images (or their synthetic stand-in) flattened, a tanh hidden layer, a
+dense layer to the 10 classes; its one implementation is the NumPy fake, tests/mlp_fake.py, through Trained."""
 
 from __future__ import annotations
 
-from mlp_workload import cases, suite
-from mlp_workload.spec import MLP_CPU, MLP_FULL, MLP_QUICK
-from mlp_workload.tolerances import mlp_infer_tolerance
-from parity.workloads.base import RowKind, Workload, judged_by_checks
+from mlp_workload.oracle import mlp_forward, mlp_loss_and_grads
+from mlp_workload.spec import BLOCKS, MLP_CPU, MLP_FULL, MLP_QUICK, MlpArchitecture
+from mlp_workload.tolerances import mlp_block_tolerances, mlp_bounds, mlp_infer_tolerance, mlp_tolerances
+from parity.workloads.base import Workload
+from parity.workloads.trained import model_cases
+from parity.workloads.trained.model import TrainedModel
+from parity.workloads.trained.model_suite import ModelSuite
 
-MLP_LAYERS = ("flatten", "dense1", "dense2", "probs", "loss")  # --profile's per-layer attribution, in order
+MLP_LAYERS = ("flatten", *BLOCKS, "loss")  # --profile's per-layer attribution, in order
+
+
+def _loss_and_grads(weights, x, y) -> tuple:
+    back = mlp_loss_and_grads(weights, x, y)
+    return back.loss, back.grads
+
+
+MODEL = TrainedModel(
+    name="mlp",
+    full=MLP_FULL,
+    fields=lambda s: {"hidden": s.hidden},
+    warm={"hidden": 4},
+    build=lambda impl, f, seed: impl.adapter("mlp").build(f["hidden"], seed),
+    weights_tag=lambda s: f"h{s.hidden}",
+    reading=lambda s: f"each image flattened, {s.hidden} hidden units",
+    size=lambda s: f"{s.hidden} hidden units",
+    full_why="a size of the tests' own",
+    forward=mlp_forward,
+    loss_and_grads=_loss_and_grads,
+    block_tolerances=mlp_block_tolerances,
+    bounds=mlp_bounds,
+    tolerances=mlp_tolerances,
+    architecture=lambda w: MlpArchitecture(w[1].shape[0]),
+    grads_check="gradients (every parameter)",
+)
 
 WORKLOAD = Workload(
     "mlp",
     MLP_FULL,
     MLP_CPU,
     MLP_QUICK,
-    (
-        RowKind("mlp_train", cases.mlp_train_case, judged_by_checks, epochs=True, seeded=True),
-        RowKind("mlp_infer", cases.mlp_infer_case, mlp_infer_tolerance),
-    ),
+    model_cases.kinds(MODEL, mlp_infer_tolerance),
     options=("global_batch", "epochs", "steps_per_epoch"),
-    suite=suite,
+    suite=ModelSuite(MODEL),
     layers=MLP_LAYERS,
-    calls={"warm": cases.mlp_warm, "init_weights": cases.mlp_init_weights, "parity": cases.mlp_parity},
+    calls=model_cases.calls(MODEL),
 )

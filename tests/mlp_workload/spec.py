@@ -13,6 +13,33 @@ BLOCKS = ("dense1", "dense2", "probs")  # forward_layers' outputs, in order: the
 
 
 @dataclass(frozen=True)
+class MlpArchitecture:
+    """The MLP at a width of `hidden`: what the shared trained-model checks read of an architecture (its blocks, by
+    the layer that puts each out, and its weight table in Keras's order)."""
+
+    hidden: int
+
+    @property
+    def blocks(self) -> dict[str, str]:
+        return {b: b for b in BLOCKS}
+
+    @property
+    def weights(self) -> tuple[Weight, ...]:
+        """Every array in Keras's get_weights() order, all trainable."""
+        h = self.hidden
+        return (
+            Weight("dense1", "kernel", (FEATURES, h)),
+            Weight("dense1", "bias", (h,)),
+            Weight("dense2", "kernel", (h, CLASSES)),
+            Weight("dense2", "bias", (CLASSES,)),
+        )
+
+    def forward_flops(self) -> int:
+        """Forward FLOPs of one image: the two products, 2 * (FEATURES * hidden + hidden * CLASSES)."""
+        return 2 * (FEATURES * self.hidden + self.hidden * CLASSES)
+
+
+@dataclass(frozen=True)
 class MlpSpec:
     """A training run of the two-layer MLP (global batch = per-replica batch x replicas)."""
 
@@ -31,23 +58,12 @@ class MlpSpec:
         return self.global_batch
 
     @property
-    def weights(self) -> tuple[Weight, ...]:
-        """Every array in Keras's get_weights() order, all trainable."""
-        h = self.hidden
-        return (
-            Weight("dense1", "kernel", (FEATURES, h)),
-            Weight("dense1", "bias", (h,)),
-            Weight("dense2", "kernel", (h, CLASSES)),
-            Weight("dense2", "bias", (CLASSES,)),
-        )
-
-    def forward_flops(self) -> int:
-        """Forward FLOPs of one image: the two products, 2 * (FEATURES * hidden + hidden * CLASSES)."""
-        return 2 * (FEATURES * self.hidden + self.hidden * CLASSES)
+    def architecture(self) -> MlpArchitecture:
+        return MlpArchitecture(self.hidden)
 
     def step_flops(self) -> int:
         """Training FLOPs of one step: forward + backward = 3 x forward (Adam's elementwise work not counted)."""
-        return 3 * self.global_batch * self.forward_flops()
+        return 3 * self.global_batch * self.architecture.forward_flops()
 
     def params(self) -> int:
         return (FEATURES + 1) * self.hidden + (self.hidden + 1) * CLASSES

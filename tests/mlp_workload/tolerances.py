@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from mlp_workload.oracle import Trace, mlp_trace
+from mlp_workload.oracle import Trace, mlp_loss_and_grads, mlp_trace
 from mlp_workload.spec import CLASSES, FEATURES
 from parity.common.tolerances import F32_UNIT_ROUNDOFF, ROUNDING_LAMBDA, rounding_bound, tolerance
 
@@ -80,7 +80,17 @@ def _reduced(device: str, precision: str, what: str) -> float:
     return 0.0 if tolerance(device, precision) <= 1e-4 else MLP_TOLERANCES_REDUCED[what]
 
 
-def mlp_tolerances(device: str, precision: str) -> dict[str, float]:
+def mlp_bounds(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray, device: str, precision: str) -> dict:
+    """The loss's bound relative to it, and each gradient's relative to its max |float64| (as the shared checks judge
+    a gradient, parity.workloads.trained.model_checks): mlp_grad_tolerance on its terms' scale, which is above the
+    gradient's own where its sum over the batch cancels."""
+    hidden, batch = np.shape(weights[1])[0], len(y)
+    back, tol = mlp_loss_and_grads(weights, x, y), mlp_grad_tolerance(hidden, batch, device, precision)
+    grads = [tol * s / float(np.max(np.abs(g))) for g, s in zip(back.grads, back.term_scales, strict=True)]
+    return {"loss": mlp_loss_tolerance(hidden, batch, device, precision), "grads": grads}
+
+
+def mlp_tolerances(device: str, precision: str, dtype: str = "float32", spec=None) -> dict[str, float]:
     """The trajectory and accuracy thresholds for this device and precision (the fake offers no bfloat16 trainer)."""
     table = MLP_TOLERANCES_REDUCED if tolerance(device, precision) > 1e-4 else MLP_TOLERANCES
     return {k: table[k] for k in MLP_TOLERANCES}
