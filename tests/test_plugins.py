@@ -148,3 +148,62 @@ def test_a_plug_in_named_on_the_command_line_runs_end_to_end(site, tmp_path, mon
     assert {r["kind"] for r in doc["rows"]} == {k.name for k in mlp_workload.WORKLOAD.kinds}
     assert all(r["verified"] for r in doc["rows"]) and all(c["passed"] is not False for c in doc["checks"])
     assert sum(c["passed"] is True for c in doc["checks"]) > 5  # forward, loss, gradients, trajectories
+
+
+class Refusing(MlpFake):
+    """A plug-in's adapter that raises (a bug of its own: TypeError) in its gradients and its inference."""
+
+    def loss_and_grads(self, model, x, y):
+        raise TypeError("the adapter's own bug")
+
+    def prepare_inference(self, model, images, devices, variant: str = "predict"):
+        raise TypeError("the adapter's own bug")
+
+
+def test_an_adapter_that_raises_fails_its_own_rows_and_checks_and_the_others_run(site, tmp_path, monkeypatch):
+    """PyTorch's adapter of the plug-in raises: its inference row is INVALID and the plug-in's parity round is one
+    failed check, each naming the plug-in; the conv and the plug-in's other rows run and are verified (exit 1: a
+    failed check, not the harness's bug)."""
+    package(site, "mlp_plugin", "from mlp_workload import WORKLOAD\n")
+    monkeypatch.setattr(files, "chart", lambda *a, **k: False)
+    fakes = {fw: {"default": MlpFake()} for fw in frameworks.KEYS}
+    fakes[frameworks.TORCH] = {"default": Refusing()}
+    fake_engine(monkeypatch, PEAK, fakes)
+    out = tmp_path / "out"
+    argv = ["--quick", "--workload", "conv", "mlp_plugin", "--data", "synthetic", "--replicas", "1"]
+    assert run.main([*argv, "--out", str(out), "--quiet"]) == 1
+    doc = files.load_results(out / "results.json")
+    bad = {(r["kind"], r["framework"]) for r in doc["rows"] if not r["verified"]}
+    assert bad == {("mlp_infer", frameworks.TORCH)} and {r["kind"] for r in doc["rows"]} >= {"conv", "mlp_train"}
+    reason = next(r["invalid_reason"] for r in doc["rows"] if not r["verified"])
+    assert "workload plug-in mlp_plugin: TypeError: the adapter's own bug" in reason
+    failed = [c for c in doc["checks"] if c["passed"] is False]
+    assert [c["check"] for c in failed] == ["mlp plug-in"]
+    assert failed[0]["detail"].startswith("workload plug-in mlp_plugin: its parity arrays: HarnessError: PyTorch")
+    assert "TypeError: the adapter's own bug" in failed[0]["detail"]
+
+
+class NoBuild(MlpFake):
+    """A plug-in's adapter that cannot build its model: its set-up, its initial weights, every row and its parity."""
+
+    def _build(self, hidden: int, seed: int = 0):
+        raise RuntimeError("no model here")
+
+
+def test_an_adapter_that_cannot_build_leaves_the_weights_to_the_next_framework(site, tmp_path, monkeypatch):
+    """TF's adapter (the first framework, which makes the shared initial weights) cannot build: JAX's makes them,
+    TF's rows are INVALID naming the plug-in, its set-up a note, and the others' rows and checks stand."""
+    package(site, "mlp_plugin", "from mlp_workload import WORKLOAD\n")
+    monkeypatch.setattr(files, "chart", lambda *a, **k: False)
+    fakes = {fw: {"default": MlpFake()} for fw in frameworks.KEYS}
+    fakes[frameworks.TF] = {"default": NoBuild()}
+    fake_engine(monkeypatch, PEAK, fakes)
+    out = tmp_path / "out"
+    argv = ["--quick", "--workload", "mlp_plugin", "--data", "synthetic", "--replicas", "1", "--out", str(out)]
+    assert run.main([*argv, "--quiet"]) == 1
+    doc = files.load_results(out / "results.json")
+    bad = [r for r in doc["rows"] if not r["verified"]]
+    assert {r["framework"] for r in bad} == {frameworks.TF} and len(bad) == 2
+    assert all("workload plug-in mlp_plugin: RuntimeError: no model here" in r["invalid_reason"] for r in bad)
+    assert [c["check"] for c in doc["checks"] if c["passed"] is False] == ["mlp plug-in"]
+    assert any(n.startswith("workload plug-in mlp_plugin: its set-up: ") for n in doc["env"]["notes"])

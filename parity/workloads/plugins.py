@@ -9,6 +9,7 @@ framework without one is left out of the workload's rows. A plug-in that cannot 
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -95,27 +96,89 @@ def load(path: str, how: str, taken: Mapping[str, Workload], others: Mapping[str
         raise PluginError(f"{who}: its row kinds {', '.join(clash)} are another workload's")
     have = _adapters(w.name, path, module)
     found = Plugin(w, path, how, have)
-    if w.suite is not None and found.left_out:  # the run says it once, among the workload's notes
-        w = replace(w, suite=_Noted(w.suite, f"{w.name}: {found.adapters()}"))
-    return replace(found, workload=w)
+    note = f"{w.name}: {found.adapters()}" if found.left_out else None  # said once, among the workload's notes
+    return replace(found, workload=_guarded(w, f"workload plug-in {path}", note))
 
 
 def _origin(others: Mapping[str, Plugin], name: str) -> str:
     return others[name].origin if name in others else BUILT_IN
 
 
-class _Noted:
-    """A suite whose notes say which frameworks the plug-in leaves out; every other hook is the suite's own."""
+class PluginFailure(RuntimeError):
+    """What a plug-in's code raised, named: the row it fails is INVALID, an untimed call's a refusal, never a bug of
+    the harness (which would end the run)."""
 
-    def __init__(self, suite, line: str):
-        self._suite, self._line = suite, line
 
-    def __getattr__(self, name: str):
-        return getattr(self._suite, name)
+def _named(fn, who: str):
+    """`fn` (a plug-in's case or untimed call, run in a worker), whatever it raises said as PluginFailure."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except PluginFailure:
+            raise
+        except Exception as e:
+            raise PluginFailure(f"{who}: {type(e).__name__}: {e}") from e
+
+    return call
+
+
+def _guarded(w: Workload, who: str, note: str | None) -> Workload:
+    """A plug-in's record with its cases and calls named (_named) and its parent side guarded (_Guarded)."""
+    kinds = tuple(replace(k, case=_named(k.case, who)) for k in w.kinds)
+    calls = {name: _named(fn, who) for name, fn in w.calls.items()}
+    suite = None if w.suite is None else _Guarded(w.suite, w.name, who, note)
+    return replace(w, kinds=kinds, calls=calls, suite=suite)
+
+
+class _Guarded:
+    """A plug-in's parent side, its hooks the suite's own: one that fails (a worker's refusal: the plug-in's adapter
+    raised) gives the round one failed check naming the plug-in, and the run goes on with the other workloads. Its
+    notes say which frameworks it leaves out (`note`)."""
+
+    def __init__(self, suite, name: str, who: str, note: str | None):
+        self._suite, self._name, self._who, self._note = suite, name, who, note
+        self._failed: dict = {}  # round key (None: the set-up) -> what failed
+
+    def __getattr__(self, attr: str):
+        return getattr(self._suite, attr)
+
+    def _try(self, key, what: str, hook, *args, **kwargs):
+        try:
+            return hook(*args, **kwargs)
+        except Exception as e:  # the plug-in's code, or a worker's refusal of it
+            self._failed.setdefault(key, f"{what}: {type(e).__name__}: {e}")
+            return None
+
+    def _check(self, key, cfg, log) -> dict:
+        detail = self._failed[key] if self._failed[key].startswith(self._who) else f"{self._who}: {self._failed[key]}"
+        log(cfg, f"  FAIL {self._name} plug-in: {detail}")
+        return {"check": f"{self._name} plug-in", "replicas": key, "figures": {}, "max_rel_err": None,
+                "tolerance": 0.0, "passed": False, "detail": detail}  # fmt: skip
 
     def prepare(self, cfg, spec, save_dir):
         state, notes = self._suite.prepare(cfg, spec, save_dir)
-        return state, [*notes, self._line]
+        return state, [*notes, self._note] if self._note else notes
+
+    def warm(self, cfg, workers: dict, state) -> None:
+        self._try(None, "its set-up", self._suite.warm, cfg, workers, state)
+
+    def parity_collect(self, cfg, spec, workers, hello, save_dir, state, first, log, key, timed=None) -> None:
+        hook = self._suite.parity_collect
+        self._try(key, "its parity arrays", hook, cfg, spec, workers, hello, save_dir, state, first, log, key, timed)
+
+    def parity_judge(self, cfg, spec, save_dir, state, first, log, key) -> list[dict]:
+        if key not in self._failed:
+            rows = self._try(key, "its checks", self._suite.parity_judge, cfg, spec, save_dir, state, first, log, key)
+            if key not in self._failed:
+                return rows
+        return [self._check(key, cfg, log)]
+
+    def summary(self, cfg, rows: list[dict], state) -> tuple[list[dict], list[str]]:
+        out = self._try("summary", "its closing checks", self._suite.summary, cfg, rows, state) or ([], [])
+        failed = [f"{self._who}: {self._failed[k]}" for k in (None, "summary") if k in self._failed]
+        return out[0], [*out[1], *failed]
 
 
 def entry_points() -> list[tuple[str, str]]:

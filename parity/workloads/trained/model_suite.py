@@ -12,11 +12,12 @@ from pathlib import Path
 import numpy as np
 
 from parity.api.weights import load_npz, save_npz
+from parity.common.messages import HarnessError
 from parity.common.protocol import Call
 from parity.workloads.trained import data, log_checks, model_checks, parity_variants, row_figures, sources
 from parity.workloads.trained.checks import accuracy
 from parity.workloads.trained.model import TrainedModel
-from parity.workloads.trained.rounds import ParityRound, ask_all, round_batch
+from parity.workloads.trained.rounds import ParityRound, answers, ask_all, round_batch
 from parity.workloads.trained.trajectories import trajectories, variants
 
 
@@ -77,8 +78,7 @@ class ModelSuite:
         """Every worker's one-off model set-up, at once and untimed."""
         for w in workers.values():
             w.send(Call(self.m.name, "warm"))
-        for w in workers.values():
-            w.answer()
+        answers(workers.values())
 
     def case_args(
         self, spec, seed_offset: int, workers: dict, save_dir: Path, state: ModelState
@@ -89,9 +89,20 @@ class ModelSuite:
         spec = dataclasses.replace(spec, seed=spec.seed + seed_offset)
         weights = self._weights_path(save_dir, spec)
         if not weights.exists():
-            req = {**self.m.fields(spec), "seed": spec.seed, "out": str(weights)}
-            next(iter(workers.values())).ask(Call(self.m.name, "init_weights", req))
+            self._init_weights(workers, {**self.m.fields(spec), "seed": spec.seed, "out": str(weights)})
         return spec, {"data": state.data, "weights": str(weights), "validate": state.validate}, f"-s{spec.seed}"
+
+    def _init_weights(self, workers: dict, req: dict) -> None:
+        """The first framework that makes them writes the weights: one whose adapter refuses (a plug-in's that
+        raised) hands the request to the next. Raises the first refusal where every framework refuses."""
+        refused = []
+        for w in workers.values():
+            try:
+                w.ask(Call(self.m.name, "init_weights", req))
+                return
+            except HarnessError as e:
+                refused.append(e)
+        raise refused[0]
 
     def row_extra(self, kind, res, spec) -> dict:
         """A row's own figures (parity.workloads.trained.row_figures); a notebook's epochs estimated only where the

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
+from parity.common.messages import HarnessError, WorkerBug
 from parity.common.protocol import Call
 from parity.workloads.trained import data
 
@@ -50,6 +51,19 @@ def ask_all(workers: dict, save_dir: Path, name: str, own: dict, workload: str, 
     `own[framework]`'s fields added; each answers with a .npz file, whose path is returned by framework."""
     for fw, w in workers.items():
         w.send(Call(workload, "parity", {"out": str(save_dir / name.format(fw=fw)), **req, **own.get(fw, {})}))
-    for w in workers.values():
-        w.answer()
+    answers(workers.values())
     return {fw: str(save_dir / name.format(fw=fw)) for fw in workers}
+
+
+def answers(workers) -> None:
+    """Each worker's answer to the request just sent to them all, every one read before the first refusal is raised:
+    a worker that refused (a workload's adapter that raised) never leaves another's answer unread for the next
+    request to take."""
+    refused = []
+    for w in workers:
+        try:
+            w.answer()
+        except (HarnessError, WorkerBug) as e:
+            refused.append(e)
+    if refused:
+        raise refused[0]
