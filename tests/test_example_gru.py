@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -104,3 +105,7 @@ def test_the_example_runs_end_to_end_every_row_verified(installed, tmp_path):
     # each framework's 3-step trajectory against the reference's (TF's fit): its losses and its parameters
     assert sum(c["check"].startswith("gru trajectory") for c in judged) == 2 * (len(frameworks.KEYS) - 1)
     assert "gru" in p.stdout and "gru_train" in p.stdout  # the first screen's table
+    # the read-only tools read its rows like any other's, the plug-in installed
+    for tool in (["parity.report", str(out / "results.json")], ["parity.compare", *[str(out / "results.json")] * 2]):
+        q = subprocess.run([sys.executable, "-m", *tool], capture_output=True, text=True, env=installed, timeout=120)
+        assert q.returncode == 0 and "gru_infer" in q.stdout, q.stderr

@@ -7,6 +7,8 @@ workloads still run. On the NumPy fakes: no framework starts (about 3 s on 2 cor
 from __future__ import annotations
 
 import copy
+import os
+import subprocess
 import sys
 import textwrap
 
@@ -78,6 +80,7 @@ def test_an_entry_point_joins_the_list_with_its_origin_and_adapters(site):
     assert said.startswith("adapters: JAX, PyTorch")
     assert "left out: TensorFlow, Keras 3 (JAX), no adapter" in said  # the frameworks it has no module for
     assert adapters.PLUGGED["jax_impl"]["toy"] == "toy_pkg.jax_impl" and "tf_impl" not in adapters.PLUGGED
+    assert "matmul, toy (from toy_pkg)" in cli.help_text()  # --workload's help names it, and where it is from
     listing = cli.listing()
     assert "toy_pkg (entry point toy of toy-dist 0.1)" in listing and "lstm    parity (built in)" in listing
     assert all(len(line) <= 120 for line in listing.splitlines())
@@ -130,7 +133,12 @@ def test_the_command_line_names_a_module_and_says_a_bad_one_in_one_line(site, ca
         "error: workload plug-in clash_pkg (--workload): its name 'cnn' is taken by the workload from parity (built "
         "in); left out, the other workloads run"
     ]
-    assert plugins.named() == [("named_pkg", "--workload")]  # what a worker loads
+    assert plugins.named() == [("named_pkg", "--workload")]  # what a worker loads, as a fresh process does:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
+    code = "import parity.workloads as w; print(w.PLUGINS['named'].origin)"
+    assert subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout == (
+        "named_pkg (--workload)\n"
+    )
     with pytest.raises(SystemExit):
         run.parser().parse_args(["--workload", "no_such_pkg.gru"])
     assert "invalid choice: 'no_such_pkg.gru'" in capsys.readouterr().err
