@@ -5,7 +5,8 @@ does. Its adapters are its own modules, named as the implementation packages (`m
 `torch_impl.py`, `tf_impl.py`, `keras_jax_impl.py`; the Keras model code both Keras ones share, `keras_models.py`):
 each is plugged into parity.api.adapters, so the implementation finds it as its own module of the workload, and a
 framework without one is left out of the workload's rows. A plug-in that cannot be loaded is one error naming it
-(PluginError), never the end of the other workloads (docs/your-workload.md)."""
+(PluginError), and one whose code raises in a run fails only its own rows and checks, named (PluginFailure,
+_Guarded): never the end of the other workloads (docs/your-workload.md)."""
 
 from __future__ import annotations
 
@@ -74,10 +75,10 @@ def _adapters(name: str, path: str, module) -> tuple[str, ...]:
 
 
 def load(path: str, how: str, taken: Mapping[str, Workload], others: Mapping[str, Plugin]) -> Plugin:
-    """The workload the module at `path` declares, its adapters plugged; how: how it was found (an entry point, the
-    command line). taken: the workloads already known (a
-    name or a row kind of theirs is not to be taken again), others: those of them from outside (the rest: built in).
-    Raises PluginError naming the plug-in."""
+    """The workload the module at `path` declares, its adapters plugged, its code guarded (_guarded). how: how it was
+    found (an entry point, the command line); taken: the workloads already known (a name or a row kind of theirs is
+    not to be taken again); others: those of them from outside (the rest: built in). Raises PluginError naming the
+    plug-in."""
     origin = f"{path} ({how})"
     who = f"workload plug-in {origin}"
     try:
