@@ -162,11 +162,10 @@ class LstmInferOptions:
 TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds, each with its variants below
 WORKLOAD = "lstm"  # an adapter (parity.api.adapters): its workload
 # nnx.RNN over lax.scan out of the box; '+unroll' the scan fully unrolled (28 steps of straight-line code), '+unroll4'
-# four steps per iteration. Unrolled training loses on every CPU class measured (the scan's 247 ms an epoch against
-# 273 ms unrolled on zen4, docs/results/zen4/cpu-default-unrolled-lstm.json): in `levers`, not the best-known.
-# Unrolled inference is the best-known: 0.86x (0.78-0.91) of the scan's on xeon-avx512
-# (docs/results/xeon-avx512/cpu-levers.json), level on zen4 (0.99x). On a TPU unrolled training is the best-known in
-# float32 (docs/tpu.md, "Best-known on the chip").
+# four steps per iteration. Unrolled training loses on every CPU class measured
+# (docs/results/zen4/cpu-default-unrolled-lstm.json): in `levers`, not the best-known. Unrolled inference is the
+# best-known (docs/tuning.md; docs/results/xeon-avx512/cpu-levers.json). On a TPU unrolled training is the best-known
+# in float32 (docs/tpu.md, "Best-known on the chip").
 VARIANTS: tuple[Variant, ...] = (
     Variant("jit", TRAIN, ONE, rank=1, options=LstmOptions()),
     Variant("jit+unroll", TRAIN, ONE, tuned=True, ranks=(("tpu", 0),), options=LstmOptions(unroll=True)),
@@ -226,14 +225,8 @@ def set_weights(model: LSTM, weights: Sequence[np.ndarray]) -> None:
     set_param_weights(_slots, model, weights)
 
 
-def count_params(model: LSTM) -> dict[str, int]:
-    """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them: every weight trains."""
-    return param_count(model)
-
-
-def forward_layers(model: LSTM, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Every block's output as NumPy, by block name (inference)."""
-    return block_outputs(model, x)
+count_params = param_count  # as Keras's summary counts them: every weight trains
+forward_layers = block_outputs  # every block's output as NumPy, by block name (inference)
 
 
 def loss_and_grads(model: LSTM, x: np.ndarray, y: np.ndarray) -> Gradients:

@@ -250,14 +250,8 @@ def set_weights(model: VIT, weights: Sequence[np.ndarray]) -> None:
     set_param_weights(_slots, model, weights)
 
 
-def count_params(model: VIT) -> dict[str, int]:
-    """{'total', 'trainable', 'non_trainable'} as Keras's summary counts them: every weight trains."""
-    return param_count(model)
-
-
-def forward_layers(model: VIT, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Every block's output as NumPy, by block name (inference)."""
-    return block_outputs(model, x)
+count_params = param_count  # as Keras's summary counts them: every weight trains
+forward_layers = block_outputs  # every block's output as NumPy, by block name (inference)
 
 
 def loss_and_grads(model: VIT, x: np.ndarray, y: np.ndarray) -> Gradients:

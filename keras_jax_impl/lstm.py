@@ -20,9 +20,9 @@ class LstmOptions(TrainOptions):
     unroll: bool = False
 
 
-# fit, its layers unrolled (Keras's LSTM(unroll=True): a lever, not the best-known: 2.49 s an epoch against fit's
-# 240 ms on zen4, docs/results/zen4/cpu-default-unrolled-lstm.json), mixed precision, DataParallel; inference
-# unrolled, the best-known: 0.87x (0.77-0.94) of predict on xeon-avx512 (docs/results/xeon-avx512/cpu-levers.json)
+# fit, its layers unrolled (Keras's LSTM(unroll=True): a lever, not the best-known,
+# docs/results/zen4/cpu-default-unrolled-lstm.json), mixed precision, DataParallel; inference unrolled, the best-known
+# (docs/tuning.md; docs/results/xeon-avx512/cpu-levers.json)
 VARIANTS: tuple[Variant, ...] = (
     declare("fit", TRAIN, ONE, rank=1, options=LstmOptions()),
     declare("fit+unroll", TRAIN, ONE, tuned=True, options=LstmOptions(unroll=True)),

@@ -20,15 +20,14 @@ class LstmOptions(TrainOptions):
     unroll: bool = False
 
 
-# fit, its layers unrolled (Keras's LSTM(unroll=True)), mixed precision; over several devices fit under
-# MirroredStrategy (not in a multi-process run, as the CNN's) and the custom loop (what one uses). Unrolled loses on
-# the CPU (fit 199 ms an epoch, unrolled 213 ms on zen4: docs/results/zen4/cpu-default-unrolled-lstm.json), so it is
-# a lever, not the best-known; under MirroredStrategy over 8 logical CPUs its graph took 119 s to build and its epochs
-# were slower still (1.88 s against 1.46 s), so that combination is not offered. XLA (jit_compile=True): fit's at one
-# device ('fit+xla'); over several the custom loop's, each replica's forward and backward pass under XLA and the
-# all-reduce and Adam outside ('loop+xla'), since fit's jit_compile under MirroredStrategy fails on logical CPUs (XLA
-# reads one replica's variables from another's device). 'fit+xla' is the best-known at one device: 0.88x (0.75-0.95)
-# of fit on xeon-avx512 (docs/tuning.md); 'loop+xla' a lever.
+# fit, its layers unrolled (Keras's LSTM(unroll=True)), mixed precision; over several devices fit under MirroredStrategy
+# (not in a multi-process run, as the CNN's) and the custom loop (what one uses). Unrolled loses on the CPU
+# (docs/results/zen4/cpu-default-unrolled-lstm.json), so it is a lever, not the best-known; under MirroredStrategy over
+# 8 logical CPUs its graph took 119 s to build and its epochs were slower still (1.88 s against 1.46 s), so that
+# combination is not offered. XLA (jit_compile=True): fit's at one device ('fit+xla'); over several the custom loop's,
+# each replica's forward and backward pass under XLA and the all-reduce and Adam outside ('loop+xla'), since fit's
+# jit_compile under MirroredStrategy fails on logical CPUs (XLA reads one replica's variables from another's device).
+# 'fit+xla' is the best-known at one device (docs/tuning.md); 'loop+xla' a lever.
 VARIANTS: tuple[Variant, ...] = (
     Variant("fit", TRAIN, ONE, rank=1, options=LstmOptions()),
     Variant("fit+unroll", TRAIN, ONE, tuned=True, options=LstmOptions(unroll=True)),
@@ -42,6 +41,6 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("predict", INFER, ONE, rank=1, options=InferOptions()),
     Variant("predict+unroll", INFER, ONE, tuned=True, options=InferOptions(unroll=True)),
     # the inference call under XLA, as 'fit+xla' trains (TF's executor runs Keras's generic loop op by op): the
-    # best-known, 0.51x (0.48-0.56) of predict on xeon-avx512 (docs/results/xeon-avx512/tf-lstm-inference-xla.json)
+    # best-known (docs/tuning.md; docs/results/xeon-avx512/tf-lstm-inference-xla.json)
     Variant("predict+xla", INFER, ONE, tuned=True, rank=0, options=InferOptions(xla=True)),
 )
