@@ -269,9 +269,9 @@ def test_cnn_quick_one_replica(quick_cnn):
 
 def test_one_owner_at_a_time_runs_every_row_and_reports_drift(quick_cnn):
     """The CNN with --exclusive and real frameworks: each worker alone (they take the lock, so any overlap would
-    fail the run), the parity checks judged from the arrays each left, and each worker's rows timed again at its end. (The
-    schedule itself, operations' rows and their cross-check across owners: tests/test_engine.py; a second owner
-    refused: tests/test_owners.py.)"""
+    fail the run), the parity checks judged from the arrays each left, and each worker's rows timed again at its
+    end. (The schedule itself, operations' rows and their cross-check across owners: tests/test_engine.py; a second
+    owner refused: tests/test_owners.py.)"""
     p, out, _ = quick_cnn
     assert p.returncode == 0, p.stderr[-3000:]
     doc = json.loads((out / "results.json").read_text())
