@@ -124,12 +124,7 @@ def set_weights(model, weights: Sequence[np.ndarray]) -> None:
 def forward_layers(model, x: np.ndarray) -> dict[str, np.ndarray]:
     """Inference: every block's output (parity.api.lstm's blocks: the first LSTM's sequence, the second's last hidden
     state, the logits, the probabilities) as float32 NumPy (a mixed-precision copy's bfloat16 ones upcast)."""
-    out, h, ends = {}, keras.ops.convert_to_tensor(np.asarray(x, np.float32)), architecture(model).blocks
-    for layer in model.layers:
-        h = layer(h, training=False)
-        if layer.name in ends:
-            out[ends[layer.name]] = np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(h, "float32")))
-    return out
+    return models.float32_blocks(model, x, architecture(model).blocks)
 
 
 def kernel_path(model) -> str:

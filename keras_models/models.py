@@ -72,6 +72,17 @@ def count_params(model) -> dict[str, int]:
     return {"total": t + n, "trainable": t, "non_trainable": n}
 
 
+def float32_blocks(model, x: np.ndarray, ends: dict[str, str]) -> dict[str, np.ndarray]:
+    """Inference: the output of each layer named in `ends` (layer name -> block name) as float32 NumPy, by block name
+    (a mixed-precision copy's bfloat16 ones upcast)."""
+    out, h = {}, keras.ops.convert_to_tensor(np.asarray(x, np.float32))
+    for layer in model.layers:
+        h = layer(h, training=False)
+        if layer.name in ends:
+            out[ends[layer.name]] = np.asarray(keras.ops.convert_to_numpy(keras.ops.cast(h, "float32")))
+    return out
+
+
 def cross_entropy(probs, y):
     """Mean sparse cross-entropy of the model's softmax output and integer labels, as Keras's compiled loss takes
     it. The backends differ here: on TensorFlow Keras computes it from the softmax's cached logits, on JAX from the
