@@ -16,14 +16,14 @@ from jax_impl.catalog import variant as variant_record
 from jax_impl.conv_grads import bias_add, conv_rewritten_grads, max_pool, pool_elementwise
 from jax_impl.devices import lowered_flops, placement
 from jax_impl.masks import keep_mask
-from jax_impl.models import cross_entropy, infer_blocks
+from jax_impl.models import Classifier, cross_entropy, infer_blocks
 from parity.api import Gradients, Prepared
 from parity.api.cnn import CNN_ARCHITECTURE, STEPS_PER_DISPATCH, check_weights
 from parity.api.inputs import check_seed
 from parity.api.variants import MANY, ONE, Variant
 
 
-class CNN(nnx.Module):
+class CNN(Classifier):
     """Layer for layer the Keras Sequential model of the tensorflow/tpu notebook (NHWC), built from its declaration
     (parity.api.cnn.CNN_ARCHITECTURE): each layer with weights an attribute of its Keras name (bn1, conv1, ...)."""
 
@@ -133,13 +133,6 @@ class CNN(nnx.Module):
         with jax.named_scope(softmax):
             out["probs"] = jax.nn.softmax(out["logits"])
         return out
-
-    def logits(self, x, train: bool = False, key=None) -> jax.Array:
-        return self.blocks(x, train, key)["logits"]
-
-    def __call__(self, x, train: bool = False, key=None) -> jax.Array:
-        """Softmax probabilities, as the notebook's model outputs."""
-        return self.blocks(x, train, key)["probs"]
 
 
 MODEL = CNN  # what `build` returns: the surface's model functions find this adapter by it

@@ -14,6 +14,7 @@ from flax import nnx
 from jax_impl.catalog import variant as variant_record
 from jax_impl.models import (
     TIME_LOOP,
+    Classifier,
     block_outputs,
     param_count,
     param_loss_and_grads,
@@ -44,7 +45,7 @@ def kernel_path(unroll: int | bool) -> str:
     return "lax.scan" if unroll == 1 else f"lax.scan, unroll {unroll}"
 
 
-class LSTM(nnx.Module):
+class LSTM(Classifier):
     """Layer for layer the Keras Sequential row LSTM, built from its declaration (parity.api.lstm.LstmArchitecture):
     each layer with weights an attribute of its Keras name (lstm1, lstm2, dense)."""
 
@@ -111,13 +112,6 @@ class LSTM(nnx.Module):
         with jax.named_scope(probs):
             out["probs"] = jax.nn.softmax(out["logits"])
         return out
-
-    def logits(self, x, train: bool = False, key=None) -> jax.Array:
-        return self.blocks(x, train, key)["logits"]
-
-    def __call__(self, x, train: bool = False, key=None) -> jax.Array:
-        """Softmax probabilities, as the Keras model outputs."""
-        return self.blocks(x, train, key)["probs"]
 
 
 MODEL = LSTM  # what `build` returns: the surface's model functions find this adapter by it

@@ -22,6 +22,18 @@ from parity.api import Gradients, Prepared
 TIME_LOOP = "XLA cost analysis: not counted (the time steps in a loop)"
 
 
+class Classifier(nnx.Module):
+    """A trained model whose `blocks(x, train, key)` gives every block's output by name, its logits and softmax
+    probabilities ("logits", "probs") among them."""
+
+    def logits(self, x, train: bool = False, key=None) -> jax.Array:
+        return self.blocks(x, train, key)["logits"]
+
+    def __call__(self, x, train: bool = False, key=None) -> jax.Array:
+        """Softmax probabilities, as the Keras model outputs."""
+        return self.blocks(x, train, key)["probs"]
+
+
 @nnx.jit
 def infer_blocks(model, x):
     """Every block's output (inference), by block name: the model's own `blocks`."""

@@ -15,6 +15,7 @@ from flax import nnx
 
 from jax_impl.catalog import variant as variant_record
 from jax_impl.models import (
+    Classifier,
     block_outputs,
     param_count,
     param_loss_and_grads,
@@ -142,7 +143,7 @@ class PositionEmbedding(nnx.Module):
         self.embeddings = nnx.Param(init(rngs.params(), (tokens, dim)))
 
 
-class VIT(nnx.Module):
+class VIT(Classifier):
     """Layer for layer the Keras ViT, built from its declaration (parity.api.vit.VitArchitecture): each layer with
     weights an attribute of its Keras name (patch_embed, pos_embed, block1.., norm, dense), a block's layers
     attributes of their suffix ('block1_attn' is block1.attn)."""
@@ -188,13 +189,6 @@ class VIT(nnx.Module):
         with jax.named_scope(probs):
             out["probs"] = jax.nn.softmax(out["logits"])
         return out
-
-    def logits(self, x, train: bool = False, key=None) -> jax.Array:
-        return self.blocks(x, train, key)["logits"]
-
-    def __call__(self, x, train: bool = False, key=None) -> jax.Array:
-        """Softmax probabilities, as the Keras model outputs."""
-        return self.blocks(x, train, key)["probs"]
 
 
 MODEL = VIT  # what `build` returns: the surface's model functions find this adapter by it
