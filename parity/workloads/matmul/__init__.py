@@ -72,9 +72,9 @@ MATMUL_FULL = MatmulSpec()
 # row's minimum, parity.judging.stats.MIN_CALLS, reached the default's budget by itself).
 MATMUL_CPU = MatmulSpec(m=2048, k=2048, n=2048)
 MATMUL_QUICK = MatmulSpec(m=256, k=256, n=256)
-# A GPU's or TPU's default: 8192 on a side, 1.1 TFLOP a call. At 4096 (0.14 TFLOP, under a millisecond on a TPU v5e)
-# a call's launch and synchronisation are a large part of its time: the harness's call ran at 47% of the v5e's
-# bfloat16 peak where the kernel alone ran at 93%; at 8192 they are a few percent (docs/tpu.md, "The roofline").
+# A GPU's or TPU's default: 8192 on a side, 1.1 TFLOP a call. At 4096 (0.14 TFLOP) a call's launch and
+# synchronisation are a large part of its time on a TPU, at 8192 a few percent (docs/tpu.md, "The roofline", has the
+# v5e's figures).
 MATMUL_ACCELERATOR = MatmulSpec(m=8192, k=8192, n=8192)
 
 
