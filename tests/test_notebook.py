@@ -29,8 +29,8 @@ def test_the_notebook_runs_a_quick_run_and_shows_the_summary_and_charts(tmp_path
     said = _text(nb)
     assert "device: cpu" in said and "--device cpu" in said and "--quick --workload matmul --replicas 1" in said
     assert "parity.run exited 0: every row verified, every check passed" in said
-    summary = said[said.rindex("workload  replicas  format") :]  # the notebook's own summary, after the run's
-    assert "TF best" in summary and "JAX best" in summary and "JAX/TF" in summary and "PASS" in summary
+    summary = said[said.rindex("kind    replicas  format") :]  # the notebook's own summary, after the run's
+    assert "TF fastest" in summary and "JAX fastest" in summary and "JAX/TF" in summary and "PASS" in summary
     assert {"results.json", "results.md", "results.png", "results_ratios.png"} <= set(os.listdir(out))
     images = [o for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
     assert len(images) >= 2  # the throughput chart and the summary's ratios
