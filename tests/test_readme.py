@@ -227,6 +227,8 @@ def test_the_grid_as_one_chart_across_classes(tmp_path, monkeypatch, capsys):
     assert report.report_main(["--readme", str(a), "--ratios", "other.png"]) == 2
     assert capsys.readouterr().err == "error: --readme takes only results files, not --ratios\n"
     assert not Path("other.png").exists()
+    assert report.report_main(["--grid", str(a), str(b), "--ratios", "c\x1b[2J.png"]) == 0  # a name from outside
+    assert capsys.readouterr().out.endswith("wrote c\\x1b[2J.png\n")  # said escaped, never raw to the terminal
 
 
 CHART = re.compile(r"<!-- chart: python -m parity\.report --grid (?P<files>[^>]*?) --ratios (?P<png>\S+) -->")

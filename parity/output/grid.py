@@ -154,5 +154,5 @@ def grid_main(args) -> int:
     if not drawn:
         print("error: --ratios needs matplotlib (pip install matplotlib)", file=sys.stderr)
         return 2
-    print(f"wrote {args.ratios}")
+    print(text(f"wrote {args.ratios}"))
     return 0
