@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from parity.common.frameworks import TABLE
+
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("parity", "jax_impl", "tf_impl", "keras_jax_impl", "keras_models", "torch_impl")
-IMPLEMENTATIONS = ("jax_impl", "tf_impl", "keras_jax_impl", "keras_models", "torch_impl")
+FRAMEWORK_PACKAGES = tuple(f.module for f in TABLE.values())  # parity.common.frameworks: the one list
+IMPLEMENTATIONS = (*FRAMEWORK_PACKAGES, "keras_models")
+PACKAGES = ("parity", *IMPLEMENTATIONS)
 # what an implementation may import of another: Keras on JAX runs on JAX's runtime (its devices, op reading and
 # profiler are jax_impl's), and both Keras implementations build the model from the one Keras model code
 SHARED = {

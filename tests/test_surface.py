@@ -1,22 +1,24 @@
 """The implementations' surface: each in-process package exposes parity.api.FrameworkImpl, with the same arguments
 (Keras on JAX's: tests/test_keras_jax.py)."""
 
+import importlib
 import inspect
 import typing
 
 import pytest
 
-import jax_impl
-import tf_impl
-import torch_impl
 from parity import api
+from parity.common.frameworks import TABLE
+
+# every implementation that runs in the test process (parity.common.frameworks: the one list), by its package
+IMPLS = {f.module: importlib.import_module(f.module) for f in TABLE.values() if f.shares_process}
 
 
 def _params(f) -> list[tuple[str, object]]:
     return [(p.name, p.default) for p in inspect.signature(f).parameters.values()]
 
 
-@pytest.mark.parametrize("impl", [jax_impl, tf_impl, torch_impl], ids=["jax", "tf", "torch"])
+@pytest.mark.parametrize("impl", IMPLS.values(), ids=IMPLS.keys())
 def test_each_implementation_has_the_declared_surface(impl):
     assert sorted(impl.__all__) == sorted(api.SURFACE)
     for name in api.SURFACE:
@@ -30,9 +32,10 @@ def test_each_implementation_has_the_declared_surface(impl):
 
 
 def test_the_implementations_mirror_each_other():
+    first, *others = IMPLS.values()
     for name in api.SURFACE:
-        for other in (tf_impl, torch_impl):
-            a, b = getattr(jax_impl, name), getattr(other, name)
+        for other in others:
+            a, b = getattr(first, name), getattr(other, name)
             if callable(a):
                 assert [p for p, _ in _params(a)] == [p for p, _ in _params(b)], f"{other.__name__}.{name}"
 
@@ -111,12 +114,10 @@ def test_the_result_file_records_whether_freed_memory_goes_back_to_the_host(tmp_
     assert free_page_reporting(tmp_path / "absent") is None
 
 
-@pytest.mark.parametrize("module", ["jax_impl", "tf_impl", "torch_impl"])
+@pytest.mark.parametrize("module", IMPLS.keys())
 def test_each_implementations_table_is_complete(module):
     """Every name once per row kind and replica count; every record of a row kind the workloads declare; each
     best-known rank unique within its row kind, replica count and number format; every setting's formats known."""
-    import importlib
-
     from parity.api.variants import MANY, ONE
     from parity.workloads import WORKLOADS
 
@@ -133,13 +134,15 @@ def test_each_implementations_table_is_complete(module):
         groups[key].add(v.name)
     for v in (v for v in tables.VARIANTS if v.dtype == "bfloat16" and v.kind == "cnn_train"):  # judged beside it
         assert v.float32 in groups[(v.kind, v.span)], f"{v.name}: no float32 counterpart declared"
-    ranks = [(v.kind, v.span, v.dtype, v.rank) for v in tables.VARIANTS if v.rank is not None]
-    assert len(ranks) == len(set(ranks)), "two variants share a best-known rank"
+    for device in {"cpu", *(d for v in tables.VARIANTS for d, _ in v.ranks)}:  # each device's own order too
+        ranked = [v.on(device) for v in tables.VARIANTS]
+        ranks = [(v.kind, v.span, v.dtype, v.rank) for v in ranked if v.rank is not None]
+        assert len(ranks) == len(set(ranks)), f"two variants share a best-known rank on {device}"
     for s in tables.SETTINGS:
         assert set(s.formats) <= {"float32", "bfloat16"} and set(s.needs) <= {"bf16", "thp", "no-thp"}, s
 
 
-@pytest.mark.parametrize("impl", [jax_impl, tf_impl, torch_impl], ids=["jax", "tf", "torch"])
+@pytest.mark.parametrize("impl", IMPLS.values(), ids=IMPLS.keys())
 def test_a_framework_declared_without_data_parallelism_offers_no_variant_over_several_devices(impl):
     """frameworks.Framework.data_parallel and the catalog say the same: the engine starts no worker of a framework
     without it over several devices, so a data-parallel variant of its would never run."""
