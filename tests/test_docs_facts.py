@@ -399,3 +399,13 @@ def test_the_seams_before_and_after_are_the_same_rows_and_verdicts_and_their_ab_
     page = " ".join((zen4 / "README.md").read_text().split())
     said = f"after over before {min(ratios):.2f}x to {max(ratios):.2f}x (each the mean of its two passes), where one "
     assert said + f"side's own two passes differ by up to {spread:.2f}x" in page
+
+
+def test_the_results_format_page_lists_every_variable_a_framework_reads():
+    """docs/results-format.md names each variable parity.engine.environment records or refuses, each prefix too."""
+    from parity.engine.environment import COMMON_FLAGS, FRAMEWORK_FLAGS, FRAMEWORK_PREFIXES, REFUSED
+
+    page = (ROOT / "docs/results-format.md").read_text()
+    names = {*COMMON_FLAGS, *(n for ns in FRAMEWORK_FLAGS.values() for n in ns)}
+    names |= {n for r in REFUSED.values() for n in r} | {f"{p}*" for ps in FRAMEWORK_PREFIXES.values() for p in ps}
+    assert sorted(n for n in names if f"`{n}`" not in page) == []
