@@ -83,7 +83,7 @@ def test_tpu_page_quotes_its_files():
         f"`--quick` verified {verified} of {len(quick['rows'])} rows against float64, passed {judged.count(True)} "
         f"checks, failed {'none' if False not in judged else judged.count(False)} and left {judged.count(None)} "
         "not judged",
-        f"at the end moved {drift.group(1)}",
+        f"measured again after the others, moved {drift.group(1)}",
         f"JAX's `jit` {_ms(jit)} a call, Keras 3 on JAX's `ops` {_ms(ops)}",
         f"`Keras-JAX` / `JAX` {r}x ({lo}-{hi})",
         f"That is {jit['gflops_per_s'] / 1e3:.1f} TFLOP/s, {jit['pct_peak']:.1f}% of the chip's "
