@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 # Float32 rounding, as a model rather than a worst case. A reduction of length n
 # (a sum, or the dot product inside a conv or matmul) rounded n times at unit roundoff u = 2^-24
 # accumulates an error that behaves like a random walk: about sqrt(n) * u relative to its terms
@@ -70,3 +72,22 @@ def tolerance(device: str, precision: str, dtype: str = "float32") -> float:
     if dtype not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {dtype!r}")
     return max(tol, BF16_TOLERANCE) if dtype == "bfloat16" else tol
+
+
+GRAD_CHUNK = 8  # samples per batched product in grad_sum_bound (bounds its memory at width 768)
+
+
+def grad_sum_bound(x: np.ndarray, sd_x: np.ndarray, dz: np.ndarray, sd_dz: np.ndarray) -> np.ndarray:
+    """LAMBDA · sd of the float32 error of the sum over samples and positions (an LSTM's steps, a ViT's tokens) of
+    x^T dz ((B, T, K) and (B, T, J) -> (K, J)): within a sample the positions' errors add linearly (they share the
+    trajectory, or attention mixes them), samples in quadrature (independent), plus the last reduction's own
+    rounding, u·sqrt(B·T)·Σ|x||dz|: relative to its terms, so a sum that cancels is judged on its terms' scale."""
+    var = np.zeros((x.shape[2], dz.shape[2]))
+    ax, adz = np.abs(x), np.abs(dz)
+    for s in range(0, len(x), GRAD_CHUNK):
+        c = slice(s, s + GRAD_CHUNK)
+        a = np.swapaxes(sd_x[c], 1, 2) @ adz[c] + np.swapaxes(ax[c], 1, 2) @ sd_dz[c]
+        var += np.sum(a * a, axis=0)
+    n = x.shape[0] * x.shape[1]
+    last = F32_UNIT_ROUNDOFF * math.sqrt(n) * (ax.reshape(n, -1).T @ adz.reshape(n, -1))
+    return ROUNDING_LAMBDA * (np.sqrt(var) + last)

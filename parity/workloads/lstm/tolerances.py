@@ -24,7 +24,7 @@ import math
 import numpy as np
 
 from parity.api.lstm import LstmArchitecture
-from parity.common.tolerances import BF16_UNIT_ROUNDOFF, F32_UNIT_ROUNDOFF, ROUNDING_LAMBDA, tolerance
+from parity.common.tolerances import BF16_UNIT_ROUNDOFF, F32_UNIT_ROUNDOFF, ROUNDING_LAMBDA, grad_sum_bound, tolerance
 from parity.workloads.lstm.oracle import Adjoint, Backward, Layer, Trace, lstm_backward, lstm_trace
 
 U = F32_UNIT_ROUNDOFF
@@ -129,31 +129,12 @@ def _layer_dz_sd(layer: Layer, fe: LayerErrors, adj: Adjoint, sd_out: np.ndarray
     return sd_dz
 
 
-GRAD_CHUNK = 8  # samples per batched product in _grad_bound (bounds its memory at units 512)
-
-
-def _grad_bound(x: np.ndarray, sd_x: np.ndarray, dz: np.ndarray, sd_dz: np.ndarray) -> np.ndarray:
-    """LAMBDA · sd of the float32 error of sum over samples and steps of x^T dz ((B, T, K) and (B, T, J) -> (K, J)):
-    within a sample the steps' errors add linearly (they share the trajectory), samples in quadrature (independent),
-    plus the last reduction's own rounding, u·sqrt(B·T)·Σ|x||dz|: relative to its terms, so a sum that cancels is
-    judged on its terms' scale (as the CNN's gradient_scale)."""
-    var = np.zeros((x.shape[2], dz.shape[2]))
-    ax, adz = np.abs(x), np.abs(dz)
-    for s in range(0, len(x), GRAD_CHUNK):
-        c = slice(s, s + GRAD_CHUNK)
-        a = np.swapaxes(sd_x[c], 1, 2) @ adz[c] + np.swapaxes(ax[c], 1, 2) @ sd_dz[c]
-        var += np.sum(a * a, axis=0)
-    n = x.shape[0] * x.shape[1]
-    last = U * math.sqrt(n) * (ax.reshape(n, -1).T @ adz.reshape(n, -1))
-    return ROUNDING_LAMBDA * (np.sqrt(var) + last)
-
-
 def _layer_grad_bounds(layer: Layer, sd_x: np.ndarray, fe: LayerErrors, dz: np.ndarray, sd_dz: np.ndarray) -> list:
     ones = np.ones(dz.shape[:2] + (1,))
     return [
-        _grad_bound(layer.x, sd_x, dz, sd_dz),
-        _grad_bound(layer.h[:, :-1], np.concatenate([np.zeros_like(fe.h[:, :1]), fe.h[:, :-1]], axis=1), dz, sd_dz),
-        _grad_bound(ones, np.zeros_like(ones), dz, sd_dz)[0],
+        grad_sum_bound(layer.x, sd_x, dz, sd_dz),
+        grad_sum_bound(layer.h[:, :-1], np.concatenate([np.zeros_like(fe.h[:, :1]), fe.h[:, :-1]], axis=1), dz, sd_dz),
+        grad_sum_bound(ones, np.zeros_like(ones), dz, sd_dz)[0],
     ]
 
 
@@ -172,8 +153,8 @@ def lstm_grad_bounds(tr: Trace, bw: Backward, e: Errors) -> list[np.ndarray]:
     return [
         *_layer_grad_bounds(l1, U * l1.x, e.lstm1, bw.lstm1.dz, sd_dz1),
         *_layer_grad_bounds(l2, e.lstm1.h, e.lstm2, bw.lstm2.dz, sd_dz2),
-        _grad_bound(h2, e.h2[:, None], d, sd_d[:, None]),
-        _grad_bound(ones, np.zeros_like(ones), d, sd_d[:, None])[0],
+        grad_sum_bound(h2, e.h2[:, None], d, sd_d[:, None]),
+        grad_sum_bound(ones, np.zeros_like(ones), d, sd_d[:, None])[0],
     ]
 
 

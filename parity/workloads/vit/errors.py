@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from parity.common.tolerances import F32_UNIT_ROUNDOFF, ROUNDING_LAMBDA
+from parity.common.tolerances import F32_UNIT_ROUNDOFF, ROUNDING_LAMBDA, grad_sum_bound
 from parity.workloads.vit import oracle as o
 
 U = F32_UNIT_ROUNDOFF
@@ -122,8 +122,8 @@ class AttentionErrors:
             d, sd = _flat(dn[name][0]), _flat(dn[name][1])
             kernel = w[f"{name}_kernel"]
             var_dx = var_dx + _sq(_dense_sd(sd, d, kernel.reshape(len(kernel), -1).T))
-            grads += [_grad_bound(a.x, sd_x, d, sd).reshape(kernel.shape), _bias_bound(d, sd).reshape(h, hd)]
-        grads += [_grad_bound(_flat(a.heads), _flat(self.heads), adj.dout, sd_dout).reshape(h, hd, -1)]
+            grads += [grad_sum_bound(a.x, sd_x, d, sd).reshape(kernel.shape), _bias_bound(d, sd).reshape(h, hd)]
+        grads += [grad_sum_bound(_flat(a.heads), _flat(self.heads), adj.dout, sd_dout).reshape(h, hd, -1)]
         return np.sqrt(var_dx) + 2 * U * np.abs(adj.dx), [*grads, _bias_bound(adj.dout, sd_dout)]
 
 
@@ -134,26 +134,8 @@ def _qk_sd(ds: np.ndarray, sd_ds: np.ndarray, other: np.ndarray, sd_other: np.nd
     return (carried + U * math.sqrt(t) * (np.abs(ds) @ np.abs(other)) + U * np.abs(ds @ other)) / math.sqrt(hd)
 
 
-GRAD_CHUNK = 8  # samples per batched product in _grad_bound (bounds its memory at width 768)
-
-
-def _grad_bound(x: np.ndarray, sd_x: np.ndarray, dz: np.ndarray, sd_dz: np.ndarray) -> np.ndarray:
-    """LAMBDA · sd of the float32 error of the sum over samples and tokens of x^T dz ((B, T, K) and (B, T, J) ->
-    (K, J)): within a sample the tokens' errors add linearly (attention mixes them), samples in quadrature, plus the
-    last reduction's own rounding, u·sqrt(B·T)·Σ|x||dz| (the row LSTM's, tokens for steps)."""
-    var = np.zeros((x.shape[2], dz.shape[2]))
-    ax, adz = np.abs(x), np.abs(dz)
-    for s in range(0, len(x), GRAD_CHUNK):
-        c = slice(s, s + GRAD_CHUNK)
-        a = np.swapaxes(sd_x[c], 1, 2) @ adz[c] + np.swapaxes(ax[c], 1, 2) @ sd_dz[c]
-        var += np.sum(a * a, axis=0)
-    n = x.shape[0] * x.shape[1]
-    last = U * math.sqrt(n) * (ax.reshape(n, -1).T @ adz.reshape(n, -1))
-    return ROUNDING_LAMBDA * (np.sqrt(var) + last)
-
-
 def _sum_bound(a, sd_a, dz: np.ndarray, sd_dz: np.ndarray, run: int = 1) -> np.ndarray:
-    """_grad_bound of a LayerNorm's gamma (a: xhat) or, a = 1 and sd_a = 0, a bias: the sum of a * dz (B, T, ...)
+    """grad_sum_bound of a LayerNorm's gamma (a: xhat) or, a = 1 and sd_a = 0, a bias: the sum of a * dz (B, T, ...)
     over samples and tokens, per element. run: how many consecutive terms repeat (the final LayerNorm's bias: a
     sample's mean's gradient, for each of its T tokens), their roundings alike: one, `run` times as large."""
     per_sample = (sd_a * np.abs(dz) + np.abs(a) * sd_dz).sum(1)
@@ -193,8 +175,8 @@ class BlockErrors:
         sd_dx = np.hypot(sd_dh, self.ln1.backward(blk.ln1, adj.attn.dx, sd_dln1)) + U * np.abs(adj.dx)
         ln1 = [_sum_bound(blk.ln1.xhat, self.ln1.xhat, adj.attn.dx, sd_dln1), _bias_bound(adj.attn.dx, sd_dln1)]
         ln2 = [_sum_bound(blk.ln2.xhat, self.ln2.xhat, adj.dln2, sd_dln2), _bias_bound(adj.dln2, sd_dln2)]
-        mlp = [_grad_bound(blk.ln2.out, self.ln2.out, adj.dz, sd_dz), _bias_bound(adj.dz, sd_dz)]
-        mlp += [_grad_bound(blk.g, self.g, adj.dout, sd_dout), _bias_bound(adj.dout, sd_dout)]
+        mlp = [grad_sum_bound(blk.ln2.out, self.ln2.out, adj.dz, sd_dz), _bias_bound(adj.dz, sd_dz)]
+        mlp += [grad_sum_bound(blk.g, self.g, adj.dout, sd_dout), _bias_bound(adj.dout, sd_dout)]
         return sd_dx, [*ln1, *attn, *ln2, *mlp]
 
 
@@ -233,7 +215,7 @@ def vit_grad_bounds(tr: o.Trace, bw: o.Backward, e: Errors) -> list[np.ndarray]:
     dout = np.repeat(bw.dpool[:, None] / t, t, axis=1)
     sd_dout = np.repeat(sd_dpool[:, None] / t, t, axis=1) + U * np.abs(dout)
     head = [_sum_bound(tr.norm.xhat, e.norm.xhat, dout, sd_dout), _sum_bound(1.0, 0.0, dout, sd_dout, t)]
-    head += [_grad_bound(tr.pool[:, None], e.pool[:, None], bw.dlogits[:, None], sd_d[:, None])]
+    head += [grad_sum_bound(tr.pool[:, None], e.pool[:, None], bw.dlogits[:, None], sd_d[:, None])]
     head += [_bias_bound(bw.dlogits[:, None], sd_d[:, None])]
     sd, blocks = e.norm.backward(tr.norm, dout, sd_dout), []
     items = zip(tr.arch.block_names, tr.blocks, bw.blocks, e.blocks, strict=True)
@@ -242,6 +224,6 @@ def vit_grad_bounds(tr: o.Trace, bw: o.Backward, e: Errors) -> list[np.ndarray]:
         blocks = grads + blocks
     dt = bw.blocks[0].dx if bw.blocks else bw.dnorm
     flat = dt.reshape(b, 1, -1)  # the position embedding's: a sum over the batch alone
-    embed = [_grad_bound(tr.patches, e.patches, dt, sd).reshape(p["patch_embed.kernel"].shape), _bias_bound(dt, sd)]
+    embed = [grad_sum_bound(tr.patches, e.patches, dt, sd).reshape(p["patch_embed.kernel"].shape), _bias_bound(dt, sd)]
     embed += [_bias_bound(flat, sd.reshape(flat.shape)).reshape(dt.shape[1:])]
     return [*embed, *blocks, *head]
