@@ -5,6 +5,7 @@ from jax_impl.adapters import adapter
 from jax_impl.catalog import SETTINGS, settings, table, variants
 from jax_impl.devices import (
     block,
+    check_compiler,
     describe_devices,
     device_kind,
     list_devices,

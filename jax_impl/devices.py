@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager, nullcontext
 
 import jax
 import numpy as np
@@ -118,6 +119,30 @@ def device_kind() -> str:
 def set_precision(precision: str) -> None:
     """Process default for float32 matmul/conv: 'default' (backend's choice) or 'highest' (fp32)."""
     jax.config.update("jax_default_matmul_precision", None if precision == "default" else precision)
+
+
+# The parity programs' compiler effort on an accelerator: XLA's optimization level O1, where the timed programs keep
+# JAX's default. The checks judge the same traced program (the same operations, precisions and batch); O1 skips
+# optimisations that change only speed and the order of floating-point operations, which the derived bounds allow
+# for. On a TPU the CNN's training step compiled several times faster (docs/tpu.md names the file).
+CHECK_LEVEL = "O1"
+
+
+def check_compiler(devices):
+    """How the untimed parity programs compile: at CHECK_LEVEL on an accelerator, as the timed ones on a CPU."""
+    if all(d.platform == "cpu" for d in devices):
+        return nullcontext(), ""
+    return _optimization_level(CHECK_LEVEL), f"JAX optimization level {CHECK_LEVEL} (the timed programs: its default)"
+
+
+@contextmanager
+def _optimization_level(level: str):
+    old = jax.config.jax_optimization_level
+    jax.config.update("jax_optimization_level", level)
+    try:
+        yield
+    finally:
+        jax.config.update("jax_optimization_level", old)
 
 
 def lowered_flops(fn, *args, devices: int = 1) -> tuple[float | None, str]:

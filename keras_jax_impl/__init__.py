@@ -48,6 +48,7 @@ from keras_jax_impl.adapters import adapter  # noqa: E402
 from keras_jax_impl.catalog import SETTINGS, settings, table, variants  # noqa: E402
 from keras_jax_impl.devices import (  # noqa: E402
     block,
+    check_compiler,
     describe_devices,
     device_kind,
     list_devices,

@@ -8,6 +8,7 @@ import keras
 
 from jax_impl.devices import (  # noqa: F401 (re-exported: the same runtime)
     block,
+    check_compiler,
     describe_devices,
     device_kind,
     list_devices,

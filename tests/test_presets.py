@@ -154,3 +154,20 @@ def test_flags_that_contradict_or_would_be_ignored_are_one_clear_error(argv, sai
     with pytest.raises(HarnessError, match="^" + re.escape(said)):
         _config(*argv)
     assert _config("--batch", "64", "--workload", "cnn").overrides == {"global_batch": 64}
+
+
+@pytest.mark.parametrize("workload", ["cnn", "lstm", "vit"])
+def test_an_accelerator_trains_the_full_size_on_a_shorter_schedule_and_says_so(workload):
+    """A GPU's or TPU's default: the full size and global batch, 6 epochs (5 timed) of 20 steps, said in one note;
+    the notebook preset restores the notebook's schedule, and a CPU keeps its own."""
+    from parity.workloads import WORKLOADS
+
+    w = WORKLOADS[workload]
+    spec = w.spec(False, "tpu")
+    assert (spec.epochs, spec.steps_per_epoch, spec.global_batch) == (6, 20, w.full.global_batch)
+    assert dataclasses.replace(spec, epochs=w.full.epochs, steps_per_epoch=w.full.steps_per_epoch) == w.full
+    (note,) = w.size_note(spec)
+    assert note.startswith(f"{workload}: accelerator schedule, 6 epochs x 20 steps at global batch 1024")
+    notebook = w.spec(False, "tpu", None, True)
+    assert (notebook.epochs, notebook.steps_per_epoch) == (w.full.epochs, w.full.steps_per_epoch)
+    assert w.size_note(notebook) == [] and w.spec(False, "cpu") == w.cpu

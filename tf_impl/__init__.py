@@ -18,6 +18,7 @@ from tf_impl.adapters import adapter  # noqa: E402
 from tf_impl.catalog import SETTINGS, settings, table, variants  # noqa: E402
 from tf_impl.devices import (
     block,
+    check_compiler,
     describe_devices,
     device_kind,
     list_devices,

@@ -6,6 +6,7 @@ import faulthandler
 import json
 import logging
 import os
+from contextlib import nullcontext
 
 import numpy as np
 
@@ -231,6 +232,11 @@ def graph_flops(fn, *args) -> tuple[float | None, str]:
         return float(tf.compat.v1.profiler.profile(graph=graph, options=opts).total_float_ops) or None, "TF profiler"
     except Exception as e:  # best effort: the analytic count stays the primary figure
         return None, f"TF profiler failed ({type(e).__name__})"
+
+
+def check_compiler(devices):
+    """The parity programs compile as the timed ones: no setting of their own."""
+    return nullcontext(), ""
 
 
 def set_precision(precision: str) -> None:

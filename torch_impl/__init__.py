@@ -17,6 +17,7 @@ from torch_impl.adapters import adapter
 from torch_impl.catalog import SETTINGS, settings, table, variants
 from torch_impl.devices import (
     block,
+    check_compiler,
     describe_devices,
     device_kind,
     list_devices,

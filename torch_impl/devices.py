@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from contextlib import nullcontext
 
 import numpy as np
 import torch
@@ -55,6 +56,11 @@ def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) ->
         raise DeviceUnavailable(f"--device gpu asked for, but PyTorch found only: {describe_devices()}")
     torch.set_num_threads(threads())
     return [torch.device(_KINDS[device], 0 if device == "gpu" else None)] * max(replicas, 1)
+
+
+def check_compiler(devices):
+    """The parity programs compile as the timed ones: no setting of their own."""
+    return nullcontext(), ""
 
 
 def set_precision(precision: str) -> None:

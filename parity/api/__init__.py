@@ -134,6 +134,10 @@ class FrameworkImpl(Protocol):
     def set_precision(self, precision: str) -> None:
         """'default' or 'highest' for float32 products (TF32 / bfloat16 passes on accelerators)."""
 
+    def check_compiler(self, devices: Sequence[Device]) -> tuple[Any, str]:
+        """How the untimed parity programs (forward blocks, gradients, trajectories) compile on `devices`: a context
+        manager to build them in, and what it sets, in words ('' where nothing: they compile as the timed ones)."""
+
     def device_kind(self) -> str: ...
     def describe_devices(self) -> str: ...
     def list_devices(self) -> list[str]: ...

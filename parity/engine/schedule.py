@@ -23,7 +23,7 @@ from parity.engine.config import Config, chips
 from parity.engine.environment import compilation_cache_notes
 from parity.engine.workerproc import Worker, start_owner, start_workers, tuned_configs, with_workers
 from parity.judging import roofline
-from parity.judging.judge import drift_note, judge_row
+from parity.judging.judge import drift_note, judge_row, parity_note
 from parity.record.rows import Row
 from parity.workloads import WORKLOADS, RowKind
 from parity.workloads.base import Suite
@@ -206,10 +206,8 @@ def _rows(rnd: Round, parity: bool = True) -> list[Row]:
             args = (cfg.spec(wl), rnd.workers, rnd.hello, rnd.save_dir, run.ctxs[wl], first, log, rnd.replicas)
             t0 = time.monotonic()
             run.suites[wl].parity_collect(cfg, *args, timed=rnd.timed)
-            who = ", ".join(w.label for w in rnd.workers.values())
-            run.notes.append(
-                f"{wl} parity x{rnd.replicas or 'all'}: its arrays took {time.monotonic() - t0:.0f} s ({who})"
-            )
+            who = [w.label for w in rnd.workers.values()]
+            run.notes.append(parity_note(wl, rnd.replicas, time.monotonic() - t0, who, rnd.hello))
     run.peak = peaks.with_workers(cfg, run.peak, rnd.workers, rnd.hello, rows)
     return rows
 

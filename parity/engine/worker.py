@@ -137,6 +137,7 @@ def hello(impl, devices, args) -> dict:
         **impl.process_info(devices),
         "device_kind": impl.device_kind(),
         "devices": impl.list_devices(),
+        "check_compiler": impl.check_compiler(devices)[1],  # how its parity programs compile ('' as the timed ones)
         "versions": versions(args.framework),
         "python": platform.python_version(),
         "executable": sys.executable,

@@ -58,3 +58,11 @@ def drift_note(owner: str, first: list[Row], again: list[Row]) -> str:
         + f"{lo:+.1%} to {hi:+.1%} between the first and the last measurement (the table shows the first)"
         + (f"; more than {DRIFT_NOTED:.0%}, compare with care: " + ", ".join(big) if big else "")
     )
+
+
+def parity_note(workload: str, replicas: int, seconds: float, who: list[str], hello: dict) -> str:
+    """How long a workload's parity arrays took, by whom, and how the workers compiled them where not as they
+    compile the timed programs (each hello's check_compiler)."""
+    how = sorted({h.get("check_compiler") for h in hello.values()} - {None, ""})
+    compiled = f"; compiled at {', '.join(how)}" if how else ""
+    return f"{workload} parity x{replicas or 'all'}: its arrays took {seconds:.0f} s ({', '.join(who)}{compiled})"

@@ -7,7 +7,7 @@ trainer)."""
 from __future__ import annotations
 
 from parity.api.cnn import CNN_ARCHITECTURE, CNN_WEIGHTS
-from parity.workloads.base import RowKind, Workload, judged_by_checks, notebook_schedule
+from parity.workloads.base import RowKind, Workload, accelerator_schedule, judged_by_checks, notebook_schedule
 from parity.workloads.cnn import cases, suite
 from parity.workloads.cnn.spec import CNN_CPU, CNN_FULL, CNN_QUICK
 from parity.workloads.cnn.tolerances import cnn_tolerances
@@ -40,5 +40,6 @@ WORKLOAD = Workload(
     layers=CNN_LAYERS,
     calls={"warm": cases.cnn_warm, "init_weights": cases.cnn_init_weights, "parity": cases.cnn_parity},
     notebook=notebook_schedule(CNN_FULL),
+    accelerator=accelerator_schedule(CNN_FULL),
     rank=1,
 )

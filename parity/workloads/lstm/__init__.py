@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from parity.api.lstm import LstmArchitecture, units_of
 from parity.common.tolerances import tolerance
-from parity.workloads.base import Workload, notebook_schedule
+from parity.workloads.base import Workload, accelerator_schedule, notebook_schedule
 from parity.workloads.lstm import oracle
 from parity.workloads.lstm.spec import LSTM_CPU, LSTM_FULL, LSTM_QUICK, LstmSpec
 from parity.workloads.lstm.tolerances import lstm_block_tolerances, lstm_bounds, lstm_tolerances
@@ -62,5 +62,6 @@ WORKLOAD = Workload(
     layers=LSTM_LAYERS,
     calls=model_cases.calls(MODEL),
     notebook=notebook_schedule(LSTM_FULL),
+    accelerator=accelerator_schedule(LSTM_FULL),
     rank=2,
 )

@@ -101,8 +101,15 @@ def parity_variants(cfg, timed: dict | None, kind: str, fw: str) -> dict:
 
 def parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any], spec) -> dict:
     """Forward blocks, one batch's loss and gradients, and a short dropout-free trajectory per variant of the
-    adapter's training row kind, to the .npz file req['out']. model(weights path) builds the framework's model
-    (dropout off) from the shared weights; spec: the run's spec (learning rate, Adam's epsilon, seed)."""
+    adapter's training row kind, to the .npz file req['out'], each program compiled as the implementation compiles
+    its checks (check_compiler). model(weights path) builds the framework's model (dropout off) from the shared
+    weights; spec: the run's spec (learning rate, Adam's epsilon, seed)."""
+    compiler, _ = impl.check_compiler(devices)
+    with compiler:
+        return _parity_arrays(impl, adapter, devices, req, model, spec)
+
+
+def _parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any], spec) -> dict:
     s, w, out, kind = spec, req["weights"], {}, adapter.TRAIN
     if req.get("forward"):
         x = np.load(req["forward"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from parity.api.vit import architecture_of
 from parity.common.tolerances import tolerance
-from parity.workloads.base import Workload, notebook_schedule
+from parity.workloads.base import Workload, accelerator_schedule, notebook_schedule
 from parity.workloads.trained import model_cases
 from parity.workloads.trained.model import TrainedModel
 from parity.workloads.trained.model_suite import ModelSuite
@@ -73,5 +73,6 @@ WORKLOAD = Workload(
     layers=VIT_LAYERS,
     calls=model_cases.calls(MODEL),
     notebook=notebook_schedule(VIT_FULL),
+    accelerator=accelerator_schedule(VIT_FULL),
     rank=3,
 )
