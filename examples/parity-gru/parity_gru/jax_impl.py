@@ -49,7 +49,8 @@ def gru_blocks(params: Sequence[jax.Array], x: jax.Array, unroll: int | bool = 1
     kernel, recurrent, bias, dk, db = params
     u = recurrent.shape[0]
     b = x.shape[0]
-    xs = x.reshape(b, 28, 28).astype(jnp.float32) * np.float32(PIXEL_SCALE)
+    dt = kernel.dtype  # float32; float64 in the float64 oracle's run (float64 below)
+    xs = x.reshape(b, 28, 28).astype(dt) * jnp.asarray(PIXEL_SCALE, dt)
     with jax.named_scope("gru"):
         ax = jnp.einsum("btf,fg->btg", xs, kernel) + bias[0]  # every step's input product at once
 
@@ -61,7 +62,7 @@ def gru_blocks(params: Sequence[jax.Array], x: jax.Array, unroll: int | bool = 1
             h = z * h + (1.0 - z) * n
             return h, None
 
-        h, _ = jax.lax.scan(step, jnp.zeros((b, u), jnp.float32), ax.swapaxes(0, 1), unroll=unroll)
+        h, _ = jax.lax.scan(step, jnp.zeros((b, u), dt), ax.swapaxes(0, 1), unroll=unroll)
     with jax.named_scope("dense"):
         logits = h @ dk + db
     with jax.named_scope("probs"):
@@ -104,6 +105,14 @@ def build(units: int, seed: int = 0) -> GRU:
 
 def mixed_precision(model: GRU) -> GRU:
     raise ValueError("the GRU example offers no bfloat16 variant")
+
+
+def float64(model: GRU) -> GRU:
+    """The model computing in float64, its weights widened exactly: the float64 oracle's run, in a process with JAX's
+    x64 on (parity.workloads.trained.float64). Optional: only a framework that is a workload's float64 oracle has it."""
+    for p in model.params():
+        p.value = jnp.asarray(p.value, jnp.float64)
+    return model
 
 
 def train_with(model: GRU, o: GruOptions) -> tuple[str, str, bool]:

@@ -65,6 +65,12 @@ def mixed_precision(model: GRU) -> GRU:
     raise ValueError("the GRU example offers no bfloat16 variant")
 
 
+def float64(model: GRU) -> GRU:
+    """The model computing in float64, its weights widened exactly: the float64 oracle's run (in a process of its own:
+    parity.workloads.trained.float64). Optional: only a framework that is a workload's float64 oracle has it."""
+    return model.double()
+
+
 def train_with(model: GRU, o) -> None:
     """No training option acts on the model."""
 
@@ -92,7 +98,7 @@ def slots(model: GRU):
 
 
 def _to_keras(tensors: Sequence[torch.Tensor], u: int) -> list[np.ndarray]:
-    k, r, bi, bh, dk, db = (t.detach().to("cpu", torch.float32).numpy() for t in tensors)
+    k, r, bi, bh, dk, db = (t.detach().to("cpu").numpy() for t in tensors)  # float32, or float64's (float64)
     inv = np.argsort(_order(u))  # torch's rows back to Keras's columns
     return [k[inv].T.copy(), r[inv].T.copy(), np.stack([bi[inv], bh[inv]]), dk.T.copy(), db.copy()]
 
@@ -116,20 +122,21 @@ def count_params(model: GRU) -> dict[str, int]:
     return {"total": n, "trainable": n, "non_trainable": 0}
 
 
-def _images(x: np.ndarray, device=None) -> torch.Tensor:
-    return torch.as_tensor(np.asarray(x, np.float32), device=device)
+def _images(x: np.ndarray, model: GRU) -> torch.Tensor:
+    """The images on the model's device, in its weights' format (float32; float64's: float64)."""
+    w = model.dense.weight
+    return torch.as_tensor(np.asarray(x, np.float32), device=w.device).to(w.dtype)
 
 
 def forward_layers(model: GRU, x: np.ndarray) -> dict[str, np.ndarray]:
-    device = model.dense.weight.device
     with torch.inference_mode():
-        return {k: v.to("cpu").numpy() for k, v in model.blocks(_images(x, device)).items()}
+        return {k: v.to("cpu").numpy() for k, v in model.blocks(_images(x, model)).items()}
 
 
 def loss_and_grads(model: GRU, x: np.ndarray, y: np.ndarray) -> Gradients:
     tensors = [t for _, t in slots(model)]
     device = tensors[0].device
-    logits = model.logits(_images(x, device), train=True)
+    logits = model.logits(_images(x, model), train=True)
     loss = nn.functional.cross_entropy(logits, torch.as_tensor(np.asarray(y), dtype=torch.long, device=device))
     grads = torch.autograd.grad(loss, tensors)
     return Gradients(float(loss.detach()), _to_keras(grads, model.arch.units), [])
@@ -138,7 +145,7 @@ def loss_and_grads(model: GRU, x: np.ndarray, y: np.ndarray) -> Gradients:
 def prepare_inference(model: GRU, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
     variant_record(INFER, variant, 1)  # one of this adapter's variants, or ValueError
     model = model.to(devices[0])
-    x = _images(images, devices[0])
+    x = _images(images, model)
 
     def run():
         with torch.inference_mode():

@@ -77,7 +77,7 @@ def infer_case(
     x = ds.x_test[: spec.global_batch].astype(np.float32)
     idx = [0, len(x) - 1]
     w = load_npz(weights, spec.architecture.weights)
-    ref = m.forward(w, x[idx])["probs"]
+    ref = m.oracle_forward(w, x[idx])["probs"]
     tol = m.block_tolerances(w, x[idx], device, precision)["probs"]  # the output's own bound
     p = impl.adapter(m.name).prepare_inference(_model(m, impl, spec, weights), x, devices, variant.name)
     verify = output_verifier(

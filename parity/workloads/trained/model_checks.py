@@ -13,10 +13,12 @@ from parity.common.frameworks import pairs, short
 from parity.workloads.trained.model import TrainedModel
 
 
-def _row(check: str, figures: dict[str, float], tol: float, judged: list[str], detail: str = "") -> dict:
-    """A check's row; judged: the figures that decide it (each framework against float64)."""
+def _row(oracle: str, check: str, figures: dict[str, float], tol: float, judged: list[str], detail: str = "") -> dict:
+    """A check's row; judged: the figures that decide it (each framework against float64); oracle: which float64
+    oracle gave the reference (TrainedModel.oracle)."""
     return {
         "check": check,
+        "oracle": oracle,
         "figures": figures,
         "max_rel_err": max(figures[k] for k in judged),
         "tolerance": tol,
@@ -31,7 +33,7 @@ def forward(
     """Per block (the architecture's blocks, the logits, the probabilities): each framework against the float64
     oracle, and every pair of frameworks, as max error relative to max |reference|. Each block's bound is derived
     for these weights and images; a pair of frameworks is held to twice it (each within it of float64)."""
-    ref = m.forward(weights, x)
+    ref = m.oracle_forward(weights, x)
     tols = m.block_tolerances(weights, x, device, precision)
     fws, rows = sorted(saved), []
     for block in m.architecture(weights).blocks.values():
@@ -42,7 +44,7 @@ def forward(
             figs[f"{a}_vs_{b}"] = errors(saved[a][f"forward/{block}"], saved[b][f"forward/{block}"])["max_rel_err"]
         apart = [f"{short(a)}-{short(b)}" for a, b in pairs(fws) if figs[f"{a}_vs_{b}"] > 2 * tol]
         detail = f"frameworks apart beyond twice the bound: {', '.join(apart)}" if apart else ""
-        rows.append(_row(f"forward {block}", figs, tol, judged, detail))
+        rows.append(_row(m.oracle, f"forward {block}", figs, tol, judged, detail))
     return rows
 
 
@@ -99,7 +101,7 @@ def grads(
     as the workload's absolute_grads says); the row's figures are the worst error as a fraction of its bound
     (tolerance 1), per framework and per pair (a pair against the sum of both bounds); per_parameter holds every
     figure."""
-    loss, ref = m.loss_and_grads(weights, x, y)
+    loss, ref = m.oracle_loss_and_grads(weights, x, y)
     derived = m.bounds(weights, x, y, device, precision)  # one float64 trace for the loss's and every gradient's
     names = [w.name for w in m.architecture(weights).weights]
     fws = sorted(saved)
@@ -107,7 +109,7 @@ def grads(
     judged = list(figs)
     for a, b in pairs(fws):
         figs[f"{a}_vs_{b}"] = abs(float(saved[a]["loss"]) - float(saved[b]["loss"])) / abs(loss)
-    rows = [_row("loss (one batch)", figs, derived["loss"], judged)]
+    rows = [_row(m.oracle, "loss (one batch)", figs, derived["loss"], judged)]
     g = [{fw: saved[fw][f"grad/{i:03d}"] for fw in fws} for i in range(len(names))]
     if m.absolute_grads:
         per, figs, worst = _absolute(names, g, ref, derived["grad_abs"], fws)
@@ -117,6 +119,6 @@ def grads(
         f"{short(fw)} {worst[fw]} {per[worst[fw]][f'{fw}_vs_f64']:.1e} (bound {per[worst[fw]]['bound']:.1e})"
         for fw in fws
     )
-    row = _row(m.grads_check, figs, 1.0, [f"{fw}_vs_f64" for fw in fws], detail)
+    row = _row(m.oracle, m.grads_check, figs, 1.0, [f"{fw}_vs_f64" for fw in fws], detail)
     row["per_parameter"] = per
     return [*rows, row]

@@ -54,6 +54,8 @@ class ModelSuite:
                 f"{n}: CPU size {m.size(spec)} at global batch {spec.global_batch}, {spec.epochs} epochs x "
                 f"{spec.steps_per_epoch} steps (full size: {m.size(m.full)} at {m.full.global_batch}, {m.full_why})"
             )
+        if m.float64:
+            notes.append(f"{n}: judged against {m.oracle}, the workload's float64 oracle (it brings no NumPy one)")
         validate = self.validation(cfg, spec)
         notes.append(
             {
@@ -106,9 +108,10 @@ class ModelSuite:
 
     def row_extra(self, kind, res, spec) -> dict:
         """A row's own figures (parity.workloads.trained.row_figures); a notebook's epochs estimated only where the
-        workload has a notebook (notebook) and only at its full size."""
+        workload has a notebook (notebook) and only at its full size; an inference row's oracle named (its
+        training rows' numbers are judged by the checks, each naming its own)."""
         full = self.m.full if self.m.notebook and spec.architecture == self.m.full.architecture else None
-        return row_figures(kind, res, spec, full)
+        return row_figures(kind, res, spec, full) | ({} if kind.epochs else {"oracle": self.m.oracle})
 
     def parity_collect(
         self, cfg, spec, workers: dict, hello: dict, save_dir: Path, state: ModelState, first: bool, log, key: int,

@@ -1,0 +1,187 @@
+"""A trained model's float64 oracle where its workload brings no NumPy one: the same model run in float64 by a
+framework that offers it (JAX with x64 enabled, PyTorch in double), chosen by the workload (FrameworkOracle, the
+`float64` of parity.workloads.trained.model.TrainedModel). It runs in a child process of its own, so that no float32
+worker's precision is switched (JAX's x64 is a process's setting), given the weights and inputs by an .npz file; it
+returns the forward blocks, and one batch's loss and gradients, as a NumPy oracle does. That framework's adapter
+offers `float64(model)`: the model, its weights widened (exactly) and computing in float64; an adapter function
+optional everywhere else. TensorFlow in float64 is not offered (docs/your-workload.md)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from parity.common import frameworks
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What a framework's float64 run is called in the checks, and what its child process's environment sets."""
+
+    label: str
+    env: dict[str, str]
+
+
+OFFERS = {
+    # x64: JAX computes float32 however float64 is asked for unless it is on; the CPU: a TPU has no float64
+    frameworks.JAX: Offer("JAX float64 (x64)", {"JAX_ENABLE_X64": "1", "JAX_PLATFORMS": "cpu"}),
+    # the CPU: float64 is slow or absent on accelerators, and the oracle's speed is not measured
+    frameworks.TORCH: Offer("PyTorch float64 (double)", {"CUDA_VISIBLE_DEVICES": ""}),
+}
+NUMPY = "NumPy float64"  # what a workload's own oracle is called in the checks
+
+
+class Float64Error(RuntimeError):
+    """The float64 run could not give its figures: one line saying why."""
+
+
+@dataclass(frozen=True)
+class FrameworkOracle:
+    """framework: the key (parity.common.frameworks) of the framework that runs the model in float64, one of OFFERS;
+    workload: the workload's name (its adapter's); package: the module holding its adapter modules (a plug-in's:
+    `parity_gru` for `parity_gru/jax_impl.py`), None where the implementation's own adapter serves (a built-in
+    workload's); sizes(weights): what the adapter's build takes for a weight list in Keras's order (the GRU's
+    (units,)); timeout_s: how long a run may take. forward and loss_and_grads are the oracle's, as a NumPy one's."""
+
+    framework: str
+    workload: str
+    package: str | None
+    sizes: Callable[[Sequence[np.ndarray]], tuple[int, ...]]
+    timeout_s: float = 600.0
+
+    def __post_init__(self) -> None:
+        if self.framework not in OFFERS:
+            offered = ", ".join(OFFERS)
+            raise ValueError(f"no float64 oracle in framework {self.framework!r}: one of {offered} offers it")
+
+    @property
+    def label(self) -> str:
+        """'JAX float64 (x64)': the oracle's name in the checks and rows it judges."""
+        return OFFERS[self.framework].label
+
+    def forward(self, weights: Sequence[np.ndarray], x: np.ndarray) -> dict[str, np.ndarray]:
+        """Every block's output in float64, by block name (the adapter's forward_layers)."""
+        return {k.removeprefix("forward/"): v for k, v in self._run(weights, x).items()}
+
+    def loss_and_grads(self, weights: Sequence[np.ndarray], x: np.ndarray, y: np.ndarray) -> tuple[float, list]:
+        """One batch's mean cross-entropy and every parameter's gradient, in Keras's order, in float64."""
+        out = self._run(weights, x, y)
+        return float(out["loss"]), [out[f"grad/{i:03d}"] for i in range(len(weights))]
+
+    def _run(self, weights: Sequence[np.ndarray], x: np.ndarray, y: np.ndarray | None = None) -> dict:
+        """The child's arrays for these inputs: run once a process for each (_DONE)."""
+        w = _float32(weights)
+        arrays = {f"w{i:03d}": a for i, a in enumerate(w)} | {"x": np.asarray(x)}
+        if y is not None:
+            arrays["y"] = np.asarray(y)
+        meta = {"framework": self.framework, "workload": self.workload, "package": self.package}
+        meta["sizes"] = [int(s) for s in self.sizes(w)]
+        digest = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
+        for k in sorted(arrays):
+            digest.update(k.encode() + arrays[k].dtype.str.encode() + str(arrays[k].shape).encode())
+            digest.update(np.ascontiguousarray(arrays[k]).tobytes())
+        key = digest.hexdigest()
+        if key not in _DONE:
+            _DONE[key] = _child(meta, arrays, self.timeout_s, OFFERS[self.framework].env)
+        return _DONE[key]
+
+
+_DONE: dict[str, dict[str, np.ndarray]] = {}  # by a digest of the request: its answer
+
+
+def _float32(weights: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """The weights as the adapters take them (float32, as every framework shares them). Raises ValueError for one
+    that float32 does not hold exactly: the float64 run would not judge the weights it was given."""
+    out = []
+    for i, w in enumerate(weights):
+        a = np.asarray(w)
+        f = a.astype(np.float32)
+        if not np.array_equal(f, a):
+            raise ValueError(f"weight {i}: not exactly float32 (a framework's float64 run starts from float32 weights)")
+        out.append(f)
+    return out
+
+
+def _child(meta: dict, arrays: dict, timeout_s: float, env: dict[str, str]) -> dict[str, np.ndarray]:
+    """`python -m parity.workloads.trained.float64 IN OUT` in `env`; its arrays. Raises Float64Error with the child's
+    one-line reason, or when it takes longer than timeout_s."""
+    with tempfile.TemporaryDirectory(prefix="parity-float64-") as tmp:
+        req, out = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
+        np.savez(req, meta=np.array(json.dumps(meta)), **arrays)
+        cmd = [sys.executable, "-m", "parity.workloads.trained.float64", str(req), str(out)]
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env}, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise Float64Error(f"{_who(meta)}: no answer within {timeout_s:g} s") from None
+        error = out.with_suffix(".error")
+        if p.returncode != 0 or not out.exists():
+            said = error.read_text() if error.exists() else (p.stderr.strip().splitlines() or ["no message"])[-1]
+            raise Float64Error(f"{_who(meta)}: {said}")
+        with np.load(out) as f:
+            return {k: f[k] for k in f.files}
+
+
+def _who(meta: dict) -> str:
+    return f"the float64 run of {meta['workload']!r} in {OFFERS[meta['framework']].label}"
+
+
+def _adapter(meta: dict):
+    """The framework's adapter for the workload, in this (the child) process, a plug-in's plugged first."""
+    from parity.api.adapters import plug
+
+    module = frameworks.TABLE[meta["framework"]].module
+    if meta["package"]:
+        plug(module, meta["workload"], f"{meta['package']}.{module}")
+    return frameworks.load(meta["framework"]).adapter(meta["workload"])
+
+
+def run(meta: dict, arrays: dict) -> dict[str, np.ndarray]:
+    """In the child: the model at meta's sizes, the weights set, widened by the adapter's float64(model); its forward
+    blocks, or with labels 'y', its loss and gradients. Raises Float64Error where the adapter offers no float64, or
+    where an answer comes back in another format than float64."""
+    adapter = _adapter(meta)
+    code = adapter.model_code
+    widen = getattr(code, "float64", None)
+    if widen is None:
+        raise Float64Error(f"{code.__name__} offers no float64(model): the float64 oracle needs it")
+    model = adapter.build(*meta["sizes"], seed=0)
+    adapter.set_weights(model, [arrays[k] for k in sorted(arrays) if k.startswith("w")])
+    model = widen(model)
+    if "y" not in arrays:
+        out = {f"forward/{k}": np.asarray(v) for k, v in adapter.forward_layers(model, arrays["x"]).items()}
+    else:
+        g = adapter.loss_and_grads(model, arrays["x"], arrays["y"])
+        out = {"loss": np.asarray(g.loss, np.float64)} | {f"grad/{i:03d}": np.asarray(a) for i, a in enumerate(g.grads)}
+    narrow = [k for k, v in out.items() if v.dtype.kind == "f" and v.dtype != np.float64]
+    if narrow:
+        raise Float64Error(f"{code.__name__}'s float64 model gave {narrow[0]} in {out[narrow[0]].dtype}, not float64")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    """The child of _child: `IN OUT`; a failure's one line to OUT with the suffix .error."""
+    if len(argv) != 2:
+        print("usage: python -m parity.workloads.trained.float64 IN.npz OUT.npz", file=sys.stderr)
+        return 2
+    try:
+        with np.load(argv[0]) as f:
+            arrays = {k: f[k] for k in f.files}
+        meta = json.loads(str(arrays.pop("meta")))
+        np.savez(argv[1], **run(meta, arrays))
+    except Exception as e:  # the adapter's code, whatever it raises: one line for the parent
+        Path(argv[1]).with_suffix(".error").write_text(f"{type(e).__name__}: {e}".splitlines()[0])
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
