@@ -14,7 +14,7 @@ from flax import nnx
 from jax_impl.catalog import CnnOptions, InferOptions, release
 from jax_impl.catalog import variant as variant_record
 from jax_impl.conv_grads import bias_add, conv_rewritten_grads, max_pool, pool_elementwise
-from jax_impl.devices import lowered_flops, placement
+from jax_impl.devices import lowered_flops, on_host, placement
 from jax_impl.masks import keep_mask
 from jax_impl.models import Classifier, cross_entropy, infer_blocks
 from parity.api import Gradients, Prepared
@@ -141,13 +141,16 @@ MODEL = CNN  # what `build` returns: the surface's model functions find this ada
 def build(seed: int = 0, dropout: bool = True) -> CNN:
     """The CNN with Keras's initialisers; dropout=False keeps the layers at rate 0 (for parity). Raises ValueError on
     a seed other than an integer from 0 to parity.api.inputs.MAX_SEED."""
-    return CNN(nnx.Rngs(params=check_seed(seed)), dropout=dropout)
+    seed = check_seed(seed)
+    with on_host():
+        return CNN(nnx.Rngs(params=seed), dropout=dropout)
 
 
 def mixed_precision(model: CNN) -> CNN:
     """A bfloat16-compute copy of `model` (float32 parameters and statistics, the same values): what the '+bf16'
     variants train, as Flax's dtype=jnp.bfloat16, param_dtype=jnp.float32."""
-    copy = CNN(nnx.Rngs(params=0), dropout=any(model.rates), dtype=jnp.bfloat16)
+    with on_host():
+        copy = CNN(nnx.Rngs(params=0), dropout=any(model.rates), dtype=jnp.bfloat16)
     copy.rates = model.rates
     nnx.update(copy, nnx.state(model))
     return copy

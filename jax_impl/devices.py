@@ -121,6 +121,19 @@ def set_precision(precision: str) -> None:
     jax.config.update("jax_default_matmul_precision", None if precision == "default" else precision)
 
 
+def on_host():
+    """Where a model is built: on an accelerator, the host's CPU, where each initialiser compiles in milliseconds (a
+    TPU compiles each for seconds); the trainer, inference and the parity functions run on their devices, where
+    they place the arrays (or JAX moves the uncommitted ones). A CPU run (or JAX_PLATFORMS without the CPU) builds
+    where it runs."""
+    if jax.default_backend() == "cpu":
+        return nullcontext()
+    try:
+        return jax.default_device(jax.local_devices(backend="cpu")[0])
+    except RuntimeError:  # JAX_PLATFORMS names no CPU
+        return nullcontext()
+
+
 # The parity programs' compiler effort on an accelerator: XLA's optimization level O1, where the timed programs keep
 # JAX's default. The checks judge the same traced program (the same operations, precisions and batch); O1 skips
 # optimisations that change only speed and the order of floating-point operations, which the derived bounds allow

@@ -12,6 +12,7 @@ import numpy as np
 from flax import nnx
 
 from jax_impl.catalog import variant as variant_record
+from jax_impl.devices import on_host
 from jax_impl.models import (
     TIME_LOOP,
     Classifier,
@@ -120,12 +121,15 @@ MODEL = LSTM  # what `build` returns: the surface's model functions find this ad
 def build(units: int, seed: int = 0) -> LSTM:
     """The row LSTM at `units` per LSTM layer, with Keras's initialisers and gate order. Raises ValueError on units
     or a seed out of their bounds (parity.api.inputs: check_units, check_seed)."""
-    return LSTM(check_units(units), nnx.Rngs(params=check_seed(seed)))
+    units, seed = check_units(units), check_seed(seed)
+    with on_host():
+        return LSTM(units, nnx.Rngs(params=seed))
 
 
 def mixed_precision(model: LSTM) -> LSTM:
     """A bfloat16-compute copy of `model` (float32 parameters, the same values; the same unroll)."""
-    copy = LSTM(model.arch.units, nnx.Rngs(params=0), dtype=jnp.bfloat16)
+    with on_host():
+        copy = LSTM(model.arch.units, nnx.Rngs(params=0), dtype=jnp.bfloat16)
     copy.unroll = model.unroll
     nnx.update(copy, nnx.state(model))
     return copy

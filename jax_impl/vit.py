@@ -14,6 +14,7 @@ import numpy as np
 from flax import nnx
 
 from jax_impl.catalog import variant as variant_record
+from jax_impl.devices import on_host
 from jax_impl.models import (
     Classifier,
     block_outputs,
@@ -198,12 +199,15 @@ def build(dim: int, depth: int, heads: int, mlp: int, seed: int = 0) -> VIT:
     """The ViT of VitArchitecture(dim, depth, heads, mlp), its initial weights Flax's own initialisers'. Raises
     ValueError on sizes out of their bounds (not whole numbers of 1 or more, a width the heads do not divide, a model
     this machine cannot train) or a seed out of its bounds (parity.api.inputs: check_vit, check_seed)."""
-    return VIT(check_vit(dim, depth, heads, mlp), nnx.Rngs(params=check_seed(seed)))
+    arch, seed = check_vit(dim, depth, heads, mlp), check_seed(seed)
+    with on_host():
+        return VIT(arch, nnx.Rngs(params=seed))
 
 
 def mixed_precision(model: VIT) -> VIT:
     """A bfloat16-compute copy of `model` (float32 parameters, the same values; the same attention path)."""
-    copy = VIT(model.arch, nnx.Rngs(params=0), dtype=jnp.bfloat16)
+    with on_host():
+        copy = VIT(model.arch, nnx.Rngs(params=0), dtype=jnp.bfloat16)
     copy.attention = model.attention
     nnx.update(copy, nnx.state(model))
     return copy

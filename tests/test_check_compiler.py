@@ -86,3 +86,17 @@ def test_the_note_says_how_the_checks_compiled_where_a_worker_says_so():
     assert parity_note("cnn", 0, 3, ["JAX"], {"jax": {"check_compiler": ""}}) == (
         "cnn parity xall: its arrays took 3 s (JAX)"
     )
+
+
+def test_on_an_accelerator_a_jax_model_is_built_on_the_host(monkeypatch):
+    """Its initialisers compile on the CPU (milliseconds) rather than the chip (seconds each); the trainer puts the
+    arrays on its devices. On a CPU nothing changes."""
+    import jax_impl.devices as jd
+
+    assert jax.config.jax_default_device is None
+    with jd.on_host():
+        assert jax.config.jax_default_device is None
+    monkeypatch.setattr(jd.jax, "default_backend", lambda: "tpu")
+    with jd.on_host():
+        assert jax.config.jax_default_device == jax.local_devices(backend="cpu")[0]
+    assert jax.config.jax_default_device is None
