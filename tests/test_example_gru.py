@@ -67,9 +67,11 @@ def test_the_oracle_is_the_gradient_of_its_loss():
 def test_the_page_quotes_the_example_as_it_is():
     """docs/your-workload.md's python and toml blocks are the example's own lines, and its tree names its files."""
     text = PAGE.read_text()
-    sources = "\n".join(f.read_text() for f in [EXAMPLE / "pyproject.toml", *sorted(EXAMPLE.glob("parity_gru/*.py"))])
+    sources = "\n".join(
+        f.read_text() for f in [EXAMPLE / "pyproject.toml", *sorted(EXAMPLE.rglob("parity_gru/**/*.py"))]
+    )
     blocks = re.findall(r"```(?:python|toml)\n(.*?)```", text, flags=re.S)
-    assert len(blocks) == 3 and all(b in sources for b in blocks)
+    assert len(blocks) == 5 and all(b in sources for b in blocks)
     tree = re.search(r"```\nexamples/parity-gru/\n(.*?)```", text, flags=re.S)[1]
     named = set(re.findall(r"^\s*(\S+\.(?:py|toml))\s", tree, flags=re.M))
     assert named == {p.name for p in EXAMPLE.glob("parity_gru/*.py")} | {"pyproject.toml"}
@@ -97,6 +99,7 @@ def test_the_example_runs_end_to_end_every_row_verified(installed, tmp_path):
     }
     assert all(r["verified"] for r in rows), [r["invalid_reason"] for r in rows]
     assert all(0 < r["max_rel_err"] <= r["tolerance"] for r in rows if r["kind"] == "gru_infer")
+    assert {r["oracle"] for r in rows if r["kind"] == "gru_infer"} == {"NumPy float64"}  # its own oracle.py
     judged = [c for c in checks if c["passed"] is not None]
     assert all(c["passed"] for c in judged), [c["check"] for c in judged if not c["passed"]]
     names = {c["check"] for c in judged}
