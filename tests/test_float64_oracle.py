@@ -129,7 +129,8 @@ def test_a_bad_choice_is_one_clear_line():
         model(None)  # neither a NumPy oracle nor a framework's
     with pytest.raises(ValueError, match="one of the two"):
         TrainedModel(**{**model(oracle).__dict__, "forward": lambda w, x: {}, "loss_and_grads": lambda w, x, y: ()})
-    with pytest.raises(Float64Error, match=r"in JAX float64 \(x64\): Float64Error: jax_impl.lstm offers no float64"):
+    said = r"^the float64 run of 'lstm' in JAX float64 \(x64\): jax_impl.lstm offers no float64\(model\)"
+    with pytest.raises(Float64Error, match=said):
         oracle.forward([np.zeros(1, np.float32)], np.zeros((1, 28, 28, 1), np.float32))  # a built-in without it
 
 

@@ -178,7 +178,8 @@ def main(argv: list[str]) -> int:
         meta = json.loads(str(arrays.pop("meta")))
         np.savez(argv[1], **run(meta, arrays))
     except Exception as e:  # the adapter's code, whatever it raises: one line for the parent
-        Path(argv[1]).with_suffix(".error").write_text(f"{type(e).__name__}: {e}".splitlines()[0])
+        said = str(e) if isinstance(e, Float64Error) else f"{type(e).__name__}: {e}"
+        Path(argv[1]).with_suffix(".error").write_text((said.splitlines() or [type(e).__name__])[0])
         return 1
     return 0
 
