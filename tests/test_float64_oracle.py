@@ -1,9 +1,10 @@
 """The float64 oracle a workload gets without writing one (parity.workloads.trained.float64): the same model run in
-float64 by JAX (x64) or PyTorch (double), in a child process, is the GRU example's NumPy oracle to rounding; and it
-catches what a float32 cross-check cannot: a LayerNorm epsilon planted in one framework's model (Keras's 1e-3 where
-the model declares PyTorch's 1e-5) is pinned on that framework, the same mismatch in both float32 frameworks passes
-their cross-check and fails against float64, and so does a smaller one within the cross-check's slack (two float32
-frameworks are held to twice the bound, each to the bound against float64). Tiny shapes, CPU, about 20 s."""
+float64 by JAX (x64), PyTorch (double) or Keras on TensorFlow, in a child process, is the GRU example's NumPy oracle
+to rounding; and it catches what a float32 cross-check cannot: a LayerNorm epsilon planted in one framework's model
+(Keras's 1e-3 where the model declares PyTorch's 1e-5) is pinned on that framework, the same mismatch in both float32
+frameworks passes their cross-check and fails against float64, and so does a smaller one within the cross-check's
+slack (two float32 frameworks are held to twice the bound, each to the bound against float64). Tiny shapes, CPU,
+about 25 s on 2 cores (zen4), most of it the six float64 runs of the GRU."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def child_path():
         yield
 
 
-def test_jax_and_pytorch_in_float64_are_the_gru_examples_numpy_oracle(child_path):
+def test_jax_pytorch_and_tensorflow_in_float64_are_the_gru_examples_numpy_oracle(child_path):
     from parity_gru import oracle
     from parity_gru.spec import GruArchitecture, units_of
 
@@ -41,7 +42,7 @@ def test_jax_and_pytorch_in_float64_are_the_gru_examples_numpy_oracle(child_path
     w = [rng.normal(0, 0.3, s.shape).astype(np.float32) for s in GruArchitecture(3).weights]
     x, y = rng.integers(0, 256, (4, 28, 28, 1)).astype(np.float32), rng.integers(0, 10, 4)
     ref, (loss, grads) = oracle.forward(w, x), oracle.loss_and_grads(w, x, y)
-    for fw in ("jax", "torch"):
+    for fw in ("jax", "torch", "tf"):
         run = FrameworkOracle(fw, "gru", "parity_gru", sizes=lambda w: (units_of(w),))
         got = run.forward(w, x)
         for block, want in ref.items():
@@ -120,8 +121,8 @@ def test_a_mismatch_within_the_float32_cross_checks_slack_fails_against_float64(
 
 def test_a_bad_choice_is_one_clear_line():
     sizes = lambda w: (4,)  # noqa: E731
-    with pytest.raises(ValueError, match="no float64 oracle in framework 'tf': one of jax, torch offers it"):
-        FrameworkOracle("tf", "gru", None, sizes)
+    with pytest.raises(ValueError, match="no float64 oracle in framework 'keras-jax': one of jax, torch, tf offers it"):
+        FrameworkOracle("keras-jax", "gru", None, sizes)
     with pytest.raises(ValueError, match="not exactly float32"):
         FrameworkOracle("jax", "lstm", None, sizes).forward([np.array([0.1])], np.zeros((1, 28, 28, 1)))
     oracle = FrameworkOracle("jax", "lstm", None, sizes)

@@ -72,6 +72,21 @@ def set_weights(model, weights: Sequence[np.ndarray]) -> None:
     model.set_weights([np.asarray(w) for w in weights])
 
 
+def float64(model) -> keras.Sequential:
+    """A copy of the model computing in float64, its weights widened exactly: the float64 oracle's run, on TensorFlow
+    or on JAX with x64 on (parity.workloads.trained.float64). Optional: only a framework that is a workload's float64
+    oracle has it."""
+
+    def layer(src):
+        return src.__class__.from_config({**src.get_config(), "dtype": "float64"})
+
+    copy = keras.models.clone_model(model, clone_function=layer)
+    # Rescaling casts its Python float to float64 through float32, on both backends: 1/255 held exactly
+    copy.get_layer(GruArchitecture(1).names[1]).scale = np.asarray(PIXEL_SCALE, np.float64)
+    copy.set_weights([np.asarray(w, np.float64) for w in model.get_weights()])
+    return copy
+
+
 def count_params(model) -> dict[str, int]:
     n = int(model.count_params())
     return {"total": n, "trainable": n, "non_trainable": 0}

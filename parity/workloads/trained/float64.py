@@ -1,10 +1,12 @@
 """A trained model's float64 oracle where its workload brings no NumPy one: the same model run in float64 by a
-framework that offers it (JAX with x64 enabled, PyTorch in double), chosen by the workload (FrameworkOracle, the
-`float64` of parity.workloads.trained.model.TrainedModel). It runs in a child process of its own, so that no float32
-worker's precision is switched (JAX's x64 is a process's setting), given the weights and inputs by an .npz file; it
-returns the forward blocks, and one batch's loss and gradients, as a NumPy oracle does. That framework's adapter
-offers `float64(model)`: the model, its weights widened (exactly) and computing in float64; an adapter function
-optional everywhere else. TensorFlow in float64 is not offered (docs/your-workload.md)."""
+framework that offers it (JAX with x64 enabled, PyTorch in double, Keras on TensorFlow in float64), chosen by the
+workload (FrameworkOracle, the `float64` of parity.workloads.trained.model.TrainedModel). It runs in a child process of
+its own, so that no float32 worker's precision is switched (JAX's x64 is a process's setting), given the weights and
+inputs by an .npz file; it returns the forward blocks, and one batch's loss and gradients, as a NumPy oracle does.
+That framework's adapter offers `float64(model)`: the model, its weights widened (exactly) and computing in float64;
+an adapter function optional everywhere else. A float64 format is no proof of float64 arithmetic (a constant may pass
+through float32 on its way in): tests/test_float64_oracle.py holds each framework's run of the GRU example to its
+NumPy oracle."""
 
 from __future__ import annotations
 
@@ -36,6 +38,8 @@ OFFERS = {
     frameworks.JAX: Offer("JAX float64 (x64)", {"JAX_ENABLE_X64": "1", "JAX_PLATFORMS": "cpu"}),
     # the CPU: float64 is slow or absent on accelerators, and the oracle's speed is not measured
     frameworks.TORCH: Offer("PyTorch float64 (double)", {"CUDA_VISIBLE_DEVICES": ""}),
+    # Keras 3 on TensorFlow. Not on JAX: its float64 GRU stays as far from float64 as float32 rounding (numerics.md)
+    frameworks.TF: Offer("TensorFlow float64", {"CUDA_VISIBLE_DEVICES": ""}),
 }
 NUMPY = "NumPy float64"  # what a workload's own oracle is called in the checks
 
@@ -136,11 +140,15 @@ def _who(meta: dict) -> str:
 
 def _adapter(meta: dict):
     """The framework's adapter for the workload, in this (the child) process, a plug-in's plugged first."""
+    import importlib.util
+
     from parity.api.adapters import plug
+    from parity.workloads.plugins import SHARED
 
     module = frameworks.TABLE[meta["framework"]].module
-    if meta["package"]:
-        plug(module, meta["workload"], f"{meta['package']}.{module}")
+    for package in (module, *SHARED) if meta["package"] else ():  # the model code Keras's adapters share, too
+        if importlib.util.find_spec(f"{meta['package']}.{package}"):
+            plug(package, meta["workload"], f"{meta['package']}.{package}")
     return frameworks.load(meta["framework"]).adapter(meta["workload"])
 
 
