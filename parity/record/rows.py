@@ -123,8 +123,8 @@ class Row:
     xfw_max_rel_err: float | None = _f(csv=True, column="err vs other")  # against the other framework's output
     tolerance: float | None = None  # the oracle tolerance; None where the checks judge the numbers
     # which float64 oracle max_rel_err is against, where a workload may choose: 'NumPy float64' (its own), 'JAX float64
-    # (x64)', 'PyTorch float64 (double)' (a trained model's inference row); None: the NumPy oracle (operations, the
-    # CNN), or a file written before the field
+    # (x64)', 'PyTorch float64 (double)', 'TensorFlow float64' (a trained model's inference row); None: the NumPy
+    # oracle (operations, the CNN), or a file written before the field
     oracle: str | None = None
     # the verdict
     noisy: bool = _f(False, csv=True)  # IQR above 10% of the median

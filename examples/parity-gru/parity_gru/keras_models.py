@@ -81,7 +81,7 @@ def float64(model) -> keras.Sequential:
         return src.__class__.from_config({**src.get_config(), "dtype": "float64"})
 
     copy = keras.models.clone_model(model, clone_function=layer)
-    # Rescaling casts its Python float to float64 through float32, on both backends: 1/255 held exactly
+    # Rescaling casts its Python float to float64 through float32 on TensorFlow: 1/255 held exactly
     copy.get_layer(GruArchitecture(1).names[1]).scale = np.asarray(PIXEL_SCALE, np.float64)
     copy.set_weights([np.asarray(w, np.float64) for w in model.get_weights()])
     return copy
