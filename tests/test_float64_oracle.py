@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from ln_workload import EPSILON, initial, jax_impl, model, torch_impl
 
-from parity.workloads.trained import model_checks
+from parity.workloads.trained import float64, model_checks
 from parity.workloads.trained.float64 import Float64Error, FrameworkOracle
 from parity.workloads.trained.model import TrainedModel
 
@@ -117,6 +117,15 @@ def test_a_mismatch_within_the_float32_cross_checks_slack_fails_against_float64(
     assert norm["figures"]["jax_vs_torch"] <= 2 * norm["tolerance"] and not norm["detail"]  # the cross-check passes
     assert norm["figures"]["jax_vs_f64"] <= norm["tolerance"] < norm["figures"]["torch_vs_f64"]
     assert not norm["passed"]
+
+
+def test_an_answer_kept_in_a_folder_serves_another_process_without_a_run(ln, tmp_path, monkeypatch):
+    """What each framework's inference row asks (the same weights and images): one float64 run for them all."""
+    first = ln["m"].oracle_forward(ln["w"], ln["x"], cache=tmp_path)
+    monkeypatch.setattr(float64, "_DONE", {})  # another process: nothing of this one's
+    monkeypatch.setattr(float64, "_child", lambda *a: pytest.fail("ran again"))
+    again = ln["m"].oracle_forward(ln["w"], ln["x"], cache=tmp_path)
+    assert len(list(tmp_path.iterdir())) == 1 and all(np.array_equal(first[k], again[k]) for k in first)
 
 
 def test_a_bad_choice_is_one_clear_line():

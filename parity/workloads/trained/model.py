@@ -60,9 +60,10 @@ class TrainedModel:
         """Which float64 oracle judges: 'NumPy float64' or the framework's ('JAX float64 (x64)')."""
         return self.float64.label if self.float64 else NUMPY
 
-    def oracle_forward(self, weights: list, x) -> dict:
-        """Every block's output in float64, by block name, from the workload's oracle."""
-        return (self.float64.forward if self.float64 else self.forward)(weights, x)
+    def oracle_forward(self, weights: list, x, cache=None) -> dict:
+        """Every block's output in float64, by block name, from the workload's oracle (cache: a folder a framework's
+        float64 run keeps its answer in for other processes; parity.workloads.trained.float64)."""
+        return self.float64.forward(weights, x, cache) if self.float64 else self.forward(weights, x)
 
     def oracle_loss_and_grads(self, weights: list, x, y) -> tuple:
         """One batch's mean cross-entropy and every parameter's gradient in float64, from the workload's oracle."""

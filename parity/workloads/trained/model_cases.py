@@ -5,6 +5,7 @@ What it shares with the CNN is parity.workloads.trained's."""
 from __future__ import annotations
 
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 
@@ -77,7 +78,7 @@ def infer_case(
     x = ds.x_test[: spec.global_batch].astype(np.float32)
     idx = [0, len(x) - 1]
     w = load_npz(weights, spec.architecture.weights)
-    ref = m.oracle_forward(w, x[idx])["probs"]
+    ref = m.oracle_forward(w, x[idx], cache=Path(weights).parent)["probs"]  # every framework's row: one float64 run
     tol = m.block_tolerances(w, x[idx], device, precision)["probs"]  # the output's own bound
     p = impl.adapter(m.name).prepare_inference(_model(m, impl, spec, weights), x, devices, variant.name)
     verify = output_verifier(
