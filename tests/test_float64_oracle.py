@@ -8,7 +8,9 @@ about 25 s on 2 cores (zen4), most of it the six float64 runs of the GRU."""
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -126,6 +128,16 @@ def test_an_answer_kept_in_a_folder_serves_another_process_without_a_run(ln, tmp
     monkeypatch.setattr(float64, "_child", lambda *a: pytest.fail("ran again"))
     again = ln["m"].oracle_forward(ln["w"], ln["x"], cache=tmp_path)
     assert len(list(tmp_path.iterdir())) == 1 and all(np.array_equal(first[k], again[k]) for k in first)
+
+
+def test_the_float64_run_takes_the_interpreter_the_run_chose_for_its_framework(ln, tmp_path, monkeypatch):
+    """--python jax=...: the float64 run of JAX takes that interpreter (model_suite passes the run's choice on)."""
+    python = tmp_path / "python"
+    python.write_text(f'#!/bin/sh\necho "$PYTHONPATH" > {tmp_path / "called"}\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    monkeypatch.setenv(float64.PYTHONS, json.dumps({"jax": str(python)}))
+    ln["m"].oracle_forward(ln["w"], ln["x"][:2])  # images not asked before: a run
+    assert (tmp_path / "called").read_text().split(os.pathsep)[0].strip() == str(ROOT)  # it finds this checkout
 
 
 def test_a_bad_choice_is_one_clear_line():

@@ -42,6 +42,10 @@ OFFERS = {
     frameworks.TF: Offer("TensorFlow float64", {"CUDA_VISIBLE_DEVICES": ""}),
 }
 NUMPY = "NumPy float64"  # what a workload's own oracle is called in the checks
+# framework -> the interpreter its float64 runs take, as JSON: the run's --python (model_suite sets it for the run, its
+# workers inherit it); a framework it does not name runs in this process's interpreter
+PYTHONS = "PARITY_FLOAT64_PYTHONS"
+ROOT = Path(__file__).resolve().parents[3]  # this checkout: what another environment's interpreter must find
 
 
 class Float64Error(RuntimeError):
@@ -130,9 +134,14 @@ def _child(meta: dict, arrays: dict, timeout_s: float, env: dict[str, str]) -> d
     with tempfile.TemporaryDirectory(prefix="parity-float64-") as tmp:
         req, out = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
         np.savez(req, meta=np.array(json.dumps(meta)), **arrays)
-        cmd = [sys.executable, "-m", "parity.workloads.trained.float64", str(req), str(out)]
+        python, path = _python(meta["framework"])
+        cmd = [python, "-m", "parity.workloads.trained.float64", str(req), str(out)]
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, **env}, timeout=timeout_s)
+            p = subprocess.run(
+                cmd, capture_output=True, text=True, env={**os.environ, **path, **env}, timeout=timeout_s
+            )
+        except OSError as e:
+            raise Float64Error(f"{_who(meta)}: cannot start {python} ({e.strerror or e})") from None
         except subprocess.TimeoutExpired:
             raise Float64Error(f"{_who(meta)}: no answer within {timeout_s:g} s") from None
         error = out.with_suffix(".error")
@@ -141,6 +150,18 @@ def _child(meta: dict, arrays: dict, timeout_s: float, env: dict[str, str]) -> d
             raise Float64Error(f"{_who(meta)}: {said}")
         with np.load(out) as f:
             return {k: f[k] for k in f.files}
+
+
+def _python(framework: str) -> tuple[str, dict[str, str]]:
+    """The interpreter of `framework`'s float64 runs (PYTHONS, else this one), and for another environment's, the
+    PYTHONPATH that finds this checkout (as its workers get)."""
+    try:
+        chosen = json.loads(os.environ.get(PYTHONS) or "{}").get(framework)
+    except (ValueError, AttributeError):
+        raise Float64Error(f"{PYTHONS} is not a JSON object of framework -> interpreter") from None
+    if not chosen:
+        return sys.executable, {}
+    return chosen, {"PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
 
 
 def _who(meta: dict) -> str:

@@ -6,6 +6,8 @@ parity round's batches and requests, the trajectory pairing and the accuracy che
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,7 +16,7 @@ import numpy as np
 from parity.api.weights import load_npz, save_npz
 from parity.common.messages import HarnessError
 from parity.common.protocol import Call
-from parity.workloads.trained import data, log_checks, model_checks, parity_variants, row_figures, sources
+from parity.workloads.trained import data, float64, log_checks, model_checks, parity_variants, row_figures, sources
 from parity.workloads.trained.checks import accuracy
 from parity.workloads.trained.model import TrainedModel
 from parity.workloads.trained.rounds import ParityRound, answers, ask_all, round_batch
@@ -56,6 +58,7 @@ class ModelSuite:
             )
         if m.float64:
             notes.append(f"{n}: judged against {m.oracle}, the workload's float64 oracle (it brings no NumPy one)")
+            os.environ[float64.PYTHONS] = json.dumps(cfg.pythons)  # its runs' interpreters, for the workers too
         validate = self.validation(cfg, spec)
         notes.append(
             {
