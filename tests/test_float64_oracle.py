@@ -4,7 +4,7 @@ to rounding; and it catches what a float32 cross-check cannot: a LayerNorm epsil
 (Keras's 1e-3 where the model declares PyTorch's 1e-5) is pinned on that framework, the same mismatch in both float32
 frameworks passes their cross-check and fails against float64, and so does a smaller one within the cross-check's
 slack (two float32 frameworks are held to twice the bound, each to the bound against float64). Tiny shapes, CPU,
-about 25 s on 2 cores (zen4), most of it the six float64 runs of the GRU."""
+about 30 s on 2 cores (zen4), half of it the six float64 runs of the GRU."""
 
 from __future__ import annotations
 
@@ -138,6 +138,18 @@ def test_the_float64_run_takes_the_interpreter_the_run_chose_for_its_framework(l
     monkeypatch.setenv(float64.PYTHONS, json.dumps({"jax": str(python)}))
     ln["m"].oracle_forward(ln["w"], ln["x"][:2])  # images not asked before: a run
     assert (tmp_path / "called").read_text().split(os.pathsep)[0].strip() == str(ROOT)  # it finds this checkout
+
+
+def test_a_float64_model_that_computes_in_float32_is_refused(ln, tmp_path, monkeypatch):
+    """An adapter whose float64(model) leaves the model as it is: its answer in float32 is refused, in one line."""
+    (tmp_path / "narrow").mkdir()
+    (tmp_path / "narrow" / "__init__.py").write_text("")
+    body = "from ln_workload.torch_impl import *  # noqa: F403\n\n\ndef float64(model):\n    return model\n"
+    (tmp_path / "narrow" / "torch_impl.py").write_text(body)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ["PYTHONPATH"]]))
+    oracle = FrameworkOracle("torch", "ln", "narrow", sizes=lambda w: (np.shape(w[1])[0],))
+    with pytest.raises(Float64Error, match="narrow.torch_impl's float64 model gave forward/dense1 in float32, not"):
+        oracle.forward(ln["w"], ln["x"])
 
 
 def test_a_bad_choice_is_one_clear_line():
