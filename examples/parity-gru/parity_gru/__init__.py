@@ -3,7 +3,8 @@
 harness's shared trained-model machinery (parity.workloads.trained: data, rounds, trajectories, checks) makes its
 row kinds, untimed calls and parent side. Its adapters are the modules named as the implementation packages:
 jax_impl.py (Flax NNX), torch_impl.py (PyTorch), keras_models.py (the Keras model, both Keras backends'),
-tf_impl.py and keras_jax_impl.py (their variants). Found through its entry point, `gru = parity_gru`."""
+tf_impl.py and keras_jax_impl.py (their variants). Found through its entry point, `gru = parity_gru`. The same
+workload judged by JAX in float64 instead of its NumPy oracle: jax_float64 (`--workload parity_gru.jax_float64`)."""
 
 from __future__ import annotations
 
