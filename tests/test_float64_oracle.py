@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 from ln_workload import EPSILON, initial, jax_impl, model, torch_impl
 
+from parity.output.loading import ResultsError, load_results
 from parity.workloads.trained import float64, model_checks
 from parity.workloads.trained.float64 import Float64Error, FrameworkOracle
 from parity.workloads.trained.model import TrainedModel
@@ -150,6 +151,18 @@ def test_a_float64_model_that_computes_in_float32_is_refused(ln, tmp_path, monke
     oracle = FrameworkOracle("torch", "ln", "narrow", sizes=lambda w: (np.shape(w[1])[0],))
     with pytest.raises(Float64Error, match="narrow.torch_impl's float64 model gave forward/dense1 in float32, not"):
         oracle.forward(ln["w"], ln["x"])
+
+
+def test_a_results_file_from_before_the_oracle_field_still_loads_and_a_wrong_one_is_refused(tmp_path):
+    old = ROOT / "docs" / "results" / "zen4" / "cpu-default.json"
+    doc = load_results(old)
+    assert doc["rows"] and all("oracle" not in r for r in json.loads(old.read_text())["rows"])
+    raw = json.loads(old.read_text())
+    raw["rows"][0]["oracle"] = 64  # not text
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(raw))
+    with pytest.raises(ResultsError, match="oracle is 64, not str"):
+        load_results(bad)
 
 
 def test_a_bad_choice_is_one_clear_line():
