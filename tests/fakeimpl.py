@@ -9,6 +9,7 @@ faked: its variants are none.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
@@ -114,6 +115,9 @@ class FakeImpl:
 
     def set_precision(self, precision):
         pass
+
+    def check_compiler(self, devices):
+        return contextlib.nullcontext(), ""
 
     def device_kind(self):
         return "cpu"
