@@ -183,7 +183,7 @@ class FakeImpl:
 
     def _prepared(self, compute, devices) -> api.Prepared:
         value = compute() * np.float32(1 + self.error)
-        out = SimpleNamespace(value=value, placement=[f"cpu:{i}" for i in range(len(devices))])
+        out = SimpleNamespace(value=value, placement=[str(d) for d in devices])  # setup_devices' names
 
         calls = [0]
 

@@ -10,7 +10,7 @@ import os
 import pytest
 from fakeimpl import FakeImpl, LocalWorker, fake_engine
 
-from parity import compare
+from parity import api, compare
 from parity.common.frameworks import JAX, TF
 from parity.common.messages import WorkerBug
 from parity.common.protocol import Called, Prepared, Rep, Result, Warm
@@ -670,3 +670,31 @@ def test_an_inductor_cache_the_caller_set_is_said(monkeypatch, tmp_path):
     (note,) = compilation_cache_notes(("torch",))
     assert note.startswith(f"TORCHINDUCTOR_CACHE_DIR is set ({tmp_path})") and "not a compilation" in note
     assert "TORCHINDUCTOR_CACHE_DIR" in ENV_FLAGS
+
+
+class OneChip(FakeImpl):
+    """A fake with one 'tpu' chip (a stand-in device kind: the CPU machines have none)."""
+
+    def setup_devices(self, device, replicas, cluster=None):
+        return ["tpu:0"] if device == "tpu" else super().setup_devices(device, replicas, cluster)
+
+    def list_devices(self):
+        return ["tpu:0 fake chip"]
+
+
+class NoChipPath(FakeImpl):
+    """A fake with no code path for the stand-in device (PyTorch on a TPU)."""
+
+    def setup_devices(self, device, replicas, cluster=None):
+        if device == "tpu":
+            raise api.DeviceNotOffered("no tpu code path (fake)")
+        return super().setup_devices(device, replicas, cluster)
+
+
+def test_one_chip_takes_one_round_though_the_last_owner_has_none(fakes, tmp_path):
+    """An accelerator's default times one chip, then every chip: on one chip the second round would time the same
+    rows again. One owner at a time, each owner's hello counts, not the last one's (here a framework with no chip)."""
+    fakes["tf"]["default"], fakes["jax"]["default"] = OneChip(), NoChipPath()
+    res = _run(tmp_path, device="tpu", workloads=("conv",), replicas=(), exclusive=True, tuned=False)
+    assert {r["replicas"] for r in res["rows"]} == {1} and {r["framework"] for r in res["rows"]} == {"tf"}
+    assert "one tpu chip: the x1 rows are every chip's (no second round)" in res["notes"]

@@ -79,7 +79,7 @@ def run_suite(cfg: Config, save_dir: Path) -> dict:
     run.peak = peaks.before_workers(cfg)
     last = None  # the round before, judged while this round's workers start (it needs none of them)
     for r in cfg.replica_counts():
-        if r == 0 and last is not None and last.replicas == 1 and chips(cfg.device, last.hello) == 1:
+        if r == 0 and last is not None and last.replicas == 1 and chips(cfg.device, run.hello) == 1:  # every owner's
             run.notes.append(f"one {cfg.device} chip: the x1 rows are every chip's (no second round)")
             continue
         run.skipped.extend(s for s in cfg.left_out(r) if s not in run.skipped)  # no data parallelism: no worker
