@@ -145,7 +145,8 @@ def check_compiler(devices):
     """How the untimed parity programs compile: at CHECK_LEVEL on an accelerator, as the timed ones on a CPU."""
     if all(d.platform == "cpu" for d in devices):
         return nullcontext(), ""
-    return _optimization_level(CHECK_LEVEL), f"JAX optimization level {CHECK_LEVEL} (the timed programs: its default)"
+    said = f"JAX's optimization level {CHECK_LEVEL}, the timed programs at its default"
+    return _optimization_level(CHECK_LEVEL), said
 
 
 @contextmanager

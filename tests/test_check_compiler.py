@@ -77,11 +77,11 @@ def test_the_parity_arrays_are_made_inside_the_implementations_context(tmp_path)
 
 
 def test_the_note_says_how_the_checks_compiled_where_a_worker_says_so():
-    hello = {"jax": {"check_compiler": "JAX optimization level O1 (the timed programs: its default)"}, "tf": {}}
+    hello = {"jax": {"check_compiler": "JAX's optimization level O1, the timed programs at its default"}, "tf": {}}
     said = parity_note("cnn", 1, 12.4, ["JAX", "TF"], hello)
     assert said == (
-        "cnn parity x1: its arrays took 12 s (JAX, TF; compiled at JAX optimization level O1 (the timed programs: "
-        "its default))"
+        "cnn parity x1: its arrays took 12 s (JAX, TF; compiled at JAX's optimization level O1, the timed programs at "
+        "its default)"
     )
     assert parity_note("cnn", 0, 3, ["JAX"], {"jax": {"check_compiler": ""}}) == (
         "cnn parity xall: its arrays took 3 s (JAX)"
