@@ -184,12 +184,6 @@ def levers_said() -> dict[str, str]:
     log = (TPU / "levers-trained-compiles.txt").read_text()
     cnn = [float(m) for m in re.findall(r"jit\(_train_step\) in (\d+\.\d+) sec", log)][:6]  # the CNN ran first
     ortho = re.search(r"jit\(_orthogonal\) in (\d+\.\d+) sec", log)
-    lines = re.findall(r"\[(\d\d:\d\d:\d\d)\] (.*)", (TPU / "quick-stopped-log.txt").read_text())
-    stamps = {line: stamp for stamp, line in lines[::-1]}  # each line's first time
-    t = lambda line: sum(int(x) * k for x, k in zip(stamps[line].split(":"), (3600, 60, 1), strict=True))  # noqa: E731
-    jax_start = t("starting the JAX worker alone on tpu x1 (one owner at a time)")
-    drift_at = t("measuring the JAX rows again, at the end of its turn (drift)")
-    keras_at = t("starting the Keras 3 (JAX) worker alone on tpu x1 (one owner at a time)")
     return {
         "TRAINED_TABLE": table,
         "CONV_CYCLES": f"{conv_c:,}",
@@ -214,11 +208,6 @@ def levers_said() -> dict[str, str]:
             f"{cases['unsafe_rbg']:.1f} s with the `rbg` and `unsafe_rbg` random number generators"
         ),
         "ORTHO": f"{float(ortho.group(1)):.1f} s",
-        "QUICK_DRIFT": f"{keras_at - drift_at} s",
-        "QUICK_JAX": (
-            f"JAX's worker started, ran every row and its parity rounds, and timed its rows again in "
-            f"{(keras_at - jax_start) // 60} min {(keras_at - jax_start) % 60} s"
-        ),
     }
 
 
@@ -258,3 +247,99 @@ def tuning_tpu_rows() -> str:
 def test_tuning_pages_tpu_column_is_its_files():
     page = (ROOT / "docs/tuning.md").read_text()
     assert tuning_tpu_rows() in page
+
+
+def _stamped(name: str) -> list[tuple[int, str]]:
+    """A run's log as (seconds since midnight, line) for each stamped line."""
+    lines = re.findall(r"\[(\d\d):(\d\d):(\d\d)\] (.*)", (TPU / name).read_text())
+    return [(int(h) * 3600 + int(m) * 60 + int(sec), line) for h, m, sec, line in lines]
+
+
+def _min_s(seconds: int) -> str:
+    return f"{seconds // 60} min {seconds % 60} s"
+
+
+def _after(log: list[tuple[int, str]], start: str) -> list[int]:
+    """Seconds from each line that begins with `start` to the next stamped line."""
+    return [log[i + 1][0] - t for i, (t, line) in enumerate(log[:-1]) if line.startswith(start)]
+
+
+def _phases(name: str) -> dict[str, int]:
+    """benchmarks/run_phases.py's phases file, as {phase: seconds}."""
+    found = re.findall(r"(\d+) min +(\d+) s  (.*)", (TPU / name).read_text())
+    return {phase: int(m) * 60 + int(sec) for m, sec, phase in found}
+
+
+def _firsts(log: list[tuple[int, str]], start: str) -> list[float]:
+    """The first call after each line that begins with `start` (a training variant's first epoch, say)."""
+    out, pending = [], False
+    for _, line in log:
+        if line.startswith(start):
+            pending = True
+        elif pending and "first call" in line:
+            out.append(float(re.search(r"first call (\d+\.\d+) s", line).group(1)))
+            pending = False
+    return out
+
+
+def runs_said() -> dict[str, str]:
+    """docs/tpu.md's sentences on the default run stopped at the command's limit, the quick run, and the compile
+    times by part, rendered from default-stopped-log.txt, its phases, quick-log.txt and compile.jsonl."""
+    ph, log, quick = (
+        _phases("default-stopped-phases.txt"),
+        _stamped("default-stopped-log.txt"),
+        _stamped("quick-log.txt"),
+    )
+    total = ph.pop("from the first stamped line to the last")
+    group = lambda word: sum(v for k, v in ph.items() if word in k)  # noqa: E731
+    cnn, (unroll,) = (
+        _firsts(log, "cnn_train: first epoch"),
+        _firsts(log, "lstm_train: first epoch (seed 0) JAX jit+unroll"),
+    )
+    parts = {r["case"]: r for r in _jsonl("compile.jsonl") if r.get("part") == "piece"}
+    level = {(r["optimization"], r["memory_fitting"]): r for r in _jsonl("compile.jsonl") if r.get("part") == "level"}
+    default, o1 = level["UNKNOWN", "O2"], level["O1", "O2"]
+    c = lambda case: f"{parts[case]['compile_s']:.2f} s"  # noqa: E731
+    second = next(t for t, line in quick if line.startswith("starting the TensorFlow worker alone on tpu xall"))
+    starts = _after(log, "starting the JAX") + _after(log, "starting the Keras") + _after(quick, "starting the JAX")
+    starts += _after(quick, "starting the Keras")
+    return {
+        "TOP": f"at {_min_s(total)} (`default-stopped-log.txt`)",
+        "TOP_QUICK": f"`--quick` took {_min_s(quick[-1][0] - quick[0][0])} with every row verified",
+        "PHASES": (
+            f"| first epochs and first calls (XLA compiling the timed programs) | {_min_s(group('compiling'))} | "
+            f"| parity rounds (compiled at O1, below) | {_min_s(group('parity'))} | "
+            f"| workers' starts and the peaks | {_min_s(group('starting workers'))} | "
+            f"| timed calls | {_min_s(group('timed calls'))} | | run to its stop | {_min_s(total)} |"
+        ),
+        "FIRST_CNN": f"the CNN's took {min(cnn):.1f} to {max(cnn):.1f} s",
+        "FIRST_UNROLL": f"(`jit+unroll`, the TPU's best-known) {unroll:.1f} s",
+        "COMPILE_PARTS": (
+            f"conv3 alone (its 7x7 maps, 128 to 256 channels: the kernel's, bias's and input's gradients) "
+            f"{c('conv3 alone')} of the whole gradient's {c('step gradient (all)')}; conv1 alone {c('conv1 alone')}, "
+            f"conv2 alone {c('conv2 alone')}, the forward pass alone {c('forward only')}"
+        ),
+        "COMPILE_PADDED": (
+            f"padded with zeros to 8 and to 128 channels the gradient compiled in "
+            f"{c('gradient, input padded to 8 channels')} and {c('gradient, input padded to 128 channels')}"
+        ),
+        "LEVEL": (
+            f"in {o1['first_call_s']:.2f} s against {default['first_call_s']:.2f} s, and then took "
+            f"{o1['step_ms']:.2f} ms a step against {default['step_ms']:.2f} ms"
+        ),
+        "PARITY_CNN": f"JAX's CNN round took {_after(log, 'cnn parity')[0]} s on the chip in the default run",
+        "PARITY_BEFORE": f"had taken {_min_s(_after(_stamped('cnn-stopped-log.txt'), 'cnn parity')[0])}",
+        "STARTS": f"{min(starts)} to {max(starts)} s",
+        "QUICK": (
+            f"(`quick-log.txt`, {_min_s(quick[-1][0] - quick[0][0])} in all) the second round timed every row again "
+            f"on the same chip, {_min_s(quick[-1][0] - second)} of it"
+        ),
+        "QUICK_FIRST": f"The first round took {_min_s(second - quick[0][0])}",
+    }
+
+
+def test_tpu_page_quotes_the_runs_where_the_time_went():
+    page = " ".join((ROOT / "docs/tpu.md").read_text().split())
+    said = runs_said()
+    missing = {k: v for k, v in said.items() if " ".join(v.split()) not in page}
+    assert not missing, f"docs/tpu.md does not say, as its files do: {missing}"
