@@ -145,14 +145,14 @@ THP = {"GLIBC_TUNABLES": "glibc.malloc.hugetlb=1"}
 # (mmap_max=0) a large buffer comes from the heap, and a trim threshold of 1 TiB never gives the heap's top back,
 # so a call's 2.1 GB output lands on pages the last call's already faulted in. The process holds the freed memory:
 # its rows' peak memory is a lower bound (parity.engine.memory). Not in the best-known order: in one default run
-# some of its calls took 2-8x the others (why was not established), so it is a lever `levers` measures.
+# some of its calls took several times the others (why was not established; docs/tuning.md, "JAX process-wide
+# settings"), so it is a lever `levers` measures.
 HEAP = {"GLIBC_TUNABLES": f"{THP['GLIBC_TUNABLES']}:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776"}
 
 F32, BF16, BOTH = ("float32",), ("bfloat16",), ("float32", "bfloat16")
-# YNNPACK's list slowed the row LSTM's inference on every class that ran it: 1.29-1.47x of predict out of the box
-# under each class's best setting (docs/tuning.md's per-class table), 1.48x under 'ynn+thp' on xeon-avx512
-# (docs/results/xeon-avx512/cpu-levers.json); and the ViT's, predict+ynn+onednn+thp / predict 1.13x (1.08-1.27) on
-# zen4 (docs/results/zen4/cpu-levers-vit.json). `best` runs their best-known variants without them.
+# YNNPACK's list slowed the row LSTM's inference on every class that ran it (docs/tuning.md, "The row LSTM's
+# variants"), and the ViT's on zen4 (docs/results/zen4/cpu-levers-vit.json). `best` runs their best-known variants
+# without them.
 SLOWS = ("lstm_infer", "vit_infer")
 # Every process-wide setting, in the order its workers start. `formats`, by mechanism: YNNPACK's fusions are float32
 # dots and reductions; oneDNN's rewriter takes bfloat16 convolutions and dots, and with YNNPACK's list float32

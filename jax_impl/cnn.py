@@ -167,8 +167,8 @@ def _bf16(name: str, span: str, rank: int, float32: str, options: CnnOptions) ->
 
 def _variants(p: str, span: str) -> tuple[Variant, ...]:
     """Each parallel form's (jit, shard_map): several steps a dispatch, mixed precision, the elementwise pooling
-    gradient, in bfloat16 the float32 bias gradients (a step 14-15% faster on xeon-amx) and with them the flipped
-    input gradients (docs/tuning.md)."""
+    gradient, in bfloat16 the float32 bias gradients and with them the flipped input gradients (docs/tuning.md, "JAX
+    variants")."""
     o, pool, bias = partial(CnnOptions, p), {"pool": "elementwise"}, {"bias": "float32"}
     return (
         Variant(p, TRAIN, span, rank=3, options=o()),
@@ -204,8 +204,8 @@ def _tpu_order(v: Variant) -> Variant:
 # xeon-amx only); its inference with YNNPACK on the dots alone. A TPU's order: _tpu_order.
 _DECLARED: tuple[Variant, ...] = (
     *_variants("jit", ONE),
-    # '+pool' with each kernel gradient summed over chunks of 16 images: a float32 step 22-24% faster on xeon-amx under
-    # 'ynn+onednn+thp', level under 'ynn+thp' (docs/tuning.md); over 8 replicas (32 images each) level: not offered
+    # '+pool' with each kernel gradient summed over chunks of 16 images: faster on xeon-amx under 'ynn+onednn+thp',
+    # level under 'ynn+thp' (docs/tuning.md, "JAX variants"); over 8 replicas (32 images each) level: not offered
     Variant("jit+pool+wgrad", TRAIN, ONE, tuned=True, rank=1, options=WGRAD),
     # and in bfloat16 with '+bias+dgrad', over chunks of 32 images (docs/tuning.md)
     _bf16("jit+bf16+pool+bias+dgrad+wgrad", ONE, 1, "jit+pool+wgrad", WGRAD_BF16),

@@ -40,8 +40,8 @@ def conv_rewritten_grads(x: jax.Array, kernel: jax.Array, flipped_input_grad: bo
       "The AMX class"). The '+dgrad' variants.
     - kernel_grad_chunk: the kernel's summed over chunks of that many images (_kernel_grad). JAX's own is a forward
       convolution whose input features are the whole batch and whose window is the whole feature map; oneDNN runs
-      it 1.4-2.4x slower at a batch of 256 than the chunks' sum (docs/results/layers/README.md, "Float32 on the AMX
-      class"). The '+wgrad' variants.
+      it slower at a batch of 256 than the chunks' sum (docs/tuning.md, "JAX variants"; docs/results/layers/README.md,
+      "Float32 on the AMX class"). The '+wgrad' variants.
     Otherwise JAX's own."""
     return conv(x, kernel)
 
@@ -82,8 +82,8 @@ def pool_elementwise(h: jax.Array, size: int = 2) -> jax.Array:
     """Max pooling (max_pool's) whose gradient is elementwise: each window's cotangent goes to its first maximum in
     row-major order, the routing of JAX's own gradient (select_and_scatter with >=) and of TF's MaxPoolGrad, so the
     gradient is the same array. XLA:CPU expands JAX's own into a variadic reduce-window that recomputes every
-    window's argmax with index iotas (four for 2x2 windows), then a scatter: 43% of a CPU training step
-    (docs/tuning.md). Used by the '+pool' variants."""
+    window's argmax with index iotas (four for 2x2 windows), then a single-threaded scatter (docs/tuning.md, "JAX
+    variants"). Used by the '+pool' variants."""
     return max_pool(h, size)
 
 
@@ -117,9 +117,9 @@ pool_elementwise.defvjp(_pool_fwd, _pool_bwd)
 def bias_add(h: jax.Array, bias: jax.Array) -> jax.Array:
     """h + bias in h's dtype, as Flax's Conv adds its float32 bias (promoted to the compute dtype), with the bias's
     gradient summed in float32 over every position. JAX's own gradient in bfloat16 compute is a bfloat16 sum, which
-    XLA:CPU emits as a loop reduce-window (41-42 ms a step for conv1's and conv2's on xeon-amx,
-    docs/results/layers/README.md); a float32 sum goes to YNNPACK. The input's gradient is the cotangent, as JAX's. Used
-    by the '+bias' variants."""
+    XLA:CPU emits as a loop reduce-window that neither YNNPACK nor oneDNN takes (docs/tuning.md, "JAX variants";
+    docs/results/layers/README.md, "The AMX class"); a float32 sum goes to YNNPACK. The input's gradient is the
+    cotangent, as JAX's. Used by the '+bias' variants."""
     return h + bias.astype(h.dtype)
 
 

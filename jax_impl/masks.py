@@ -2,11 +2,11 @@
 
 jax.random.bernoulli(key, p, shape) is uniform(key, shape) < p, its uniform the top 23 of 32 threefry-2x32 bits
 (the two outputs XORed) of each element's flat index. On CPU, JAX lowers threefry-2x32 as a rolled loop of five
-iterations, each a pass over the whole mask, so XLA:CPU fuses nothing across them (two of the CNN's four masks
-took 61 and 27 ms of a training step's trace on xeon-amx, docs/results/layers/README.md). Here the same 20 rounds are
+iterations, each a pass over the whole mask, so XLA:CPU fuses nothing across them (docs/tuning.md, "JAX variants",
+`+masks`; docs/results/layers/README.md, "The dropout masks"). Here the same 20 rounds are
 written out, as JAX lowers them on other backends, and the mask is held as a value of its own (an optimization barrier):
 without it XLA:CPU fuses the 20 rounds into the backward pass too, where the pooling gradient recomputes them for each
-element of the pooling input, and the step took 868-893 ms against 458-465 (docs/results/layers/README.md).
+element of the pooling input, and the step was slower (docs/tuning.md, "JAX variants", `+masks`).
 """
 
 from __future__ import annotations

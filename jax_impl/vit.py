@@ -45,8 +45,8 @@ class VitOptions:
 TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds, each with its variants below
 WORKLOAD = "vit"  # an adapter (parity.api.adapters): its workload
 # Out of the box its attention written out (VitOptions), ranked as the LSTM's; '+fused' jax.nn.dot_product_attention,
-# a lever: jit+fused / jit 0.90x (0.85-0.99) alone but level under the runtime settings (0.64x against 0.65x of
-# jit), predict+fused / predict 1.13x (1.10-1.17) on zen4 (docs/results/zen4/cpu-levers-vit.json).
+# a lever: faster than jit alone but level under the runtime settings, slower than predict in inference, on zen4
+# (docs/results/zen4/cpu-levers-vit.json).
 VARIANTS: tuple[Variant, ...] = (
     Variant("jit", TRAIN, ONE, rank=1, options=VitOptions()),
     Variant("jit+fused", TRAIN, ONE, tuned=True, options=VitOptions(attention="fused")),

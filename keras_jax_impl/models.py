@@ -41,7 +41,7 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray, pools: tuple[str, ...] =
         logits, _ = to_logits.stateless_call(params, frozen, x, training=True)
         return loss_of(y, logits)
 
-    # one compiled program, as the trainer's step is (op by op, the first call compiled each op: 9 s on the CNN)
+    # one compiled program, as the trainer's step is (op by op, the first call compiled each op on its own, slowly)
     loss, grads = jax.jit(jax.value_and_grad(loss_fn))(trainable, frozen, x, y)
     if not pools:
         return Gradients(float(loss), [np.asarray(g) for g in grads], [])

@@ -23,10 +23,11 @@ class LstmOptions(TrainOptions):
 # fit, its layers unrolled (Keras's LSTM(unroll=True)), mixed precision; over several devices fit under MirroredStrategy
 # (not in a multi-process run, as the CNN's) and the custom loop (what one uses). Unrolled loses on the CPU
 # (docs/results/zen4/cpu-default-unrolled-lstm.json), so it is a lever, not the best-known; under MirroredStrategy over
-# 8 logical CPUs its graph took 119 s to build and its epochs were slower still (1.88 s against 1.46 s), so that
-# combination is not offered. XLA (jit_compile=True): fit's at one device ('fit+xla'); over several the custom loop's,
-# each replica's forward and backward pass under XLA and the all-reduce and Adam outside ('loop+xla'), since fit's
-# jit_compile under MirroredStrategy fails on logical CPUs (XLA reads one replica's variables from another's device).
+# 8 logical CPUs its graph was slow to build and its epochs no faster (docs/tuning.md, "The row LSTM's variants"), so
+# that combination is not offered. XLA (jit_compile=True): fit's at one device ('fit+xla'); over several the custom
+# loop's, each replica's forward and backward pass under XLA and the all-reduce and Adam outside ('loop+xla'), since
+# fit's jit_compile under MirroredStrategy fails on logical CPUs (XLA reads one replica's variables from another's
+# device).
 # 'fit+xla' is the best-known at one device (docs/tuning.md); 'loop+xla' a lever.
 VARIANTS: tuple[Variant, ...] = (
     Variant("fit", TRAIN, ONE, rank=1, options=LstmOptions()),

@@ -19,8 +19,8 @@ from tf_impl.models import kernel_path, uncounted
 
 def _in_memory(ds: tf.data.Dataset) -> tf.data.Dataset:
     """`ds` with tf.data's autotuning off: its input is arrays already in memory, with nothing to tune. With it on,
-    each epoch's iterator, when destroyed, waited for its autotuning thread's next wake-up (10 ms x 2^n after the
-    epoch began): `fit` epochs read 0.63 or 1.27 s at random (docs/tuning.md, "TensorFlow
+    each epoch's iterator, when destroyed, waited for its autotuning thread's next wake-up, at intervals that double
+    from the epoch's start: `fit`'s epoch times jumped between doublings at random (docs/tuning.md, "TensorFlow
     variants", `loop`)."""
     opts = tf.data.Options()
     opts.autotune.enabled = False

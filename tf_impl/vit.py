@@ -12,15 +12,14 @@ from tf_impl.catalog import InferOptions, TrainOptions
 # fit, fit under XLA (jit_compile=True), mixed precision, and over several devices fit under MirroredStrategy (not in
 # a multi-process run, as the CNN's); inference by TF's executor or under XLA. No flash-attention variant: Keras's
 # MultiHeadAttention(flash_attention=True) raises on the TensorFlow backend, on a CPU as on every device ("Flash
-# attention is not supported in tensorflow backend"). Training's best-known is fit+xla: fit+xla / fit 0.87x
-# (0.77-0.91) on xeon-amx (docs/results/xeon-amx/cpu-levers-vit.json), 0.98x (0.96-1.08) on zen4, no difference there
-# (docs/results/zen4/cpu-levers-vit.json)
+# attention is not supported in tensorflow backend"). Training's best-known is fit+xla: faster than fit on
+# xeon-amx, level on zen4 (docs/tuning.md, "On `xeon-amx`: the ViT's and the row LSTM's levers")
 VARIANTS: tuple[Variant, ...] = (
     Variant("fit", TRAIN, ONE, rank=1, options=TrainOptions()),
     Variant("fit+xla", TRAIN, ONE, tuned=True, rank=0, options=TrainOptions(xla=True)),
     Variant("fit+bf16", TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="fit", options=TrainOptions(mixed=True)),
     Variant("strategy", TRAIN, MANY, rank=0, multiprocess=False, options=TrainOptions(distributed=True)),
     Variant("predict", INFER, ONE, rank=1, options=InferOptions()),
-    # best-known: predict+xla / predict 0.76x (0.75-0.81) on zen4 (docs/results/zen4/cpu-levers-vit.json)
+    # best-known: faster than predict on zen4 (docs/results/zen4/cpu-levers-vit.json)
     Variant("predict+xla", INFER, ONE, tuned=True, rank=0, options=InferOptions(xla=True)),
 )

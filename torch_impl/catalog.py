@@ -69,8 +69,8 @@ def ddp_variants(kind: str) -> tuple[Variant, ...]:
 
 # Every variant is declared by its workload's adapter (torch_impl.cnn's VARIANTS, ...), in the order rows are listed.
 # `rank`: the best-known configuration's order of preference within a row kind and number format (lower first), by
-# `--preset levers` on zen4 for PyTorch alone (docs/results/zen4/cpu-levers-pytorch.json, each figure a variant's
-# median over eager's, its 95% interval); each adapter gives its figures.
+# `--preset levers` on zen4 for PyTorch alone (docs/results/zen4/cpu-levers-pytorch.json); each adapter says why its
+# order is what it is, and docs/pytorch.md ("Speed") gives the figures.
 def table() -> tuple[Variant, ...]:
     """Every variant PyTorch declares: its adapters' (parity.api.adapters.variants_of)."""
     return variants_of(__package__)
@@ -79,13 +79,11 @@ def table() -> tuple[Variant, ...]:
 # Huge pages for PyTorch's own CPU allocator (c10's alloc_cpu: THP_MEM_ALLOC_ENABLE=1 aligns each allocation of 2 MB
 # or more to 2 MB and asks the kernel for huge pages there), process-wide, as JAX's 'thp'. Out of the box every call
 # faults its output in anew in 4 KB pages: the article's conv writes 2.1 GB a call, and its PyTorch `eager+cl` call
-# took 1.032 s against 482 ms with huge pages (below), running oneDNN's brg_conv_fwd:avx512_core kernel on the same
-# layouts as TF's conv (ONEDNN_VERBOSE=1), whose allocator keeps its buffers (docs/pytorch.md). It acts on every
-# buffer: both formats.
-# `--configs levers` for PyTorch (docs/results/zen4/cpu-levers-pytorch-thp.json, zen4, the class measured): the conv
-# 0.35-0.52x of each variant without it, LSTM training 0.69-0.76x; slower for the ViT's training (`compile+thp` /
-# `compile` 1.23x, `eager+autocast+thp` / `eager+autocast` 1.39x), the LSTM's inference (1.08x) and the matmul
-# (1.11x): `best` runs those without it.
+# runs oneDNN's brg_conv_fwd:avx512_core kernel on the same layouts as TF's conv (ONEDNN_VERBOSE=1), whose allocator
+# keeps its buffers: huge pages close most of that gap (docs/pytorch.md, "Speed"). It acts on every buffer: both
+# formats. `--configs levers` for PyTorch (docs/results/zen4/cpu-levers-pytorch-thp.json, zen4, the class measured):
+# faster for the conv and the LSTM's training; slower for the ViT's training, the LSTM's inference and the matmul
+# (`slows`): `best` runs those without it.
 SETTINGS: tuple[Setting, ...] = (
     Setting(
         "thp", {"THP_MEM_ALLOC_ENABLE": "1"}, ("float32", "bfloat16"), rank=0, needs=("thp",),

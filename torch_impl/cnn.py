@@ -32,13 +32,11 @@ from torch_impl.ops import same_padding
 
 TRAIN, INFER = "cnn_train", "cnn_infer"  # its row kinds, each with its variants below
 WORKLOAD = "cnn"  # an adapter (parity.api.adapters): its workload
-# `rank` (catalog.table), on zen4: training compiled 0.89x (0.88-0.93) of eager and channels-last 0.91x (0.88-0.95),
-# no difference between the two; the compiled step's first epoch took 20 s (its compilation), so channels-last is the
-# best-known. Inference ('predict' as in every implementation: eagerly, under torch.inference_mode): compiled 0.88x
-# (0.87-0.88), a first call of 3.7 s, 0.87x (0.80-0.89) in the next default run
-# (docs/results/zen4/cpu-default-pytorch.json); then on xeon-amx
-# (docs/results/xeon-amx/cpu-levers-pytorch-cnn.json, over 'predict') channels-last 0.75x (0.73-0.85), compiled
-# 0.88x (0.88-0.96), both 0.61x (0.59-0.61): 'predict+cl+compile' the best-known, the others in that order.
+# `rank` (catalog.table), on zen4: in training compiled and channels-last each faster than eager, no difference
+# between the two, and the compiled step's first epoch is a long compilation, so channels-last is the best-known.
+# Inference ('predict' as in every implementation: eagerly, under torch.inference_mode): compiled faster in two runs
+# on zen4; on xeon-amx channels-last faster, compiled too, both at once fastest: 'predict+cl+compile' the best-known,
+# the others in that order (docs/pytorch.md, "Speed").
 VARIANTS: tuple[Variant, ...] = (
     Variant("eager", TRAIN, ONE, rank=1, options=TrainOptions()),
     Variant("eager+cl", TRAIN, ONE, tuned=True, rank=0, options=TrainOptions(channels_last=True)),

@@ -41,8 +41,8 @@ def conv_op(images, kernels, stride: int = 2, padding: str = "SAME") -> torch.Te
 
 
 WORKLOAD = "conv"  # an adapter (parity.api.adapters): an operation's
-# `rank` (catalog.table): channels-last strides ('eager+cl', what oneDNN's convolution prefers) 0.56x (0.45-0.57) of
-# eager on zen4; compiled ('compile': Inductor calls the same convolution) 0.96x, no difference; a lever
+# `rank` (catalog.table): channels-last strides ('eager+cl', what oneDNN's convolution prefers) faster than eager on
+# zen4; compiled ('compile': Inductor calls the same convolution) no different, a lever (docs/pytorch.md, "Speed")
 VARIANTS: tuple[Variant, ...] = (
     Variant("eager", WORKLOAD, ONE, options=OpOptions()),
     Variant("eager+cl", WORKLOAD, ONE, tuned=True, rank=0, options=OpOptions(channels_last=True)),

@@ -21,9 +21,9 @@ from torch_impl.models import computing, cross_entropy, images, infer_blocks, la
 
 TRAIN, INFER = "lstm_train", "lstm_infer"  # its row kinds, each with its variants below
 WORKLOAD = "lstm"  # an adapter (parity.api.adapters): its workload
-# `rank` (catalog.table): training compiled 0.85x (0.77-0.92) of eager on zen4, 1.17x (1.05-1.26) in the next default
-# run (docs/results/zen4/cpu-default-pytorch.json): no steady gain (Dynamo does not trace nn.LSTM, whose layers run
-# eagerly between compiled pieces), a lever; inference compiled 1.03x, no difference: a lever.
+# `rank` (catalog.table): training compiled faster than eager in one zen4 run and slower in the next (docs/pytorch.md,
+# "Speed"): no steady gain (Dynamo does not trace nn.LSTM, whose layers run eagerly between compiled pieces), a lever;
+# inference compiled no different (docs/results/zen4/cpu-levers-pytorch.json): a lever.
 VARIANTS: tuple[Variant, ...] = (
     Variant("eager", TRAIN, ONE, rank=0, options=TrainOptions()),
     Variant("compile", TRAIN, ONE, tuned=True, options=TrainOptions(compile=True)),

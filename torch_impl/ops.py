@@ -48,8 +48,8 @@ def private_compile_cache() -> str:
     """Inductor's cache directory for this process: a fresh one, removed at exit, unless the caller set
     TORCHINDUCTOR_CACHE_DIR (the run's notes then say so: parity.engine.environment.compilation_cache_notes).
     Inductor keeps its compiled graphs and kernels under /tmp by default, across processes and runs: on a machine
-    that ran a row before, its first call loads them (on zen4 in about a tenth of the ViT's training step's
-    compilation), and a 'first call' would not be a compilation."""
+    that ran a row before, its first call loads them in a fraction of a compilation's time, and a 'first call' would
+    not be a compilation (docs/pytorch.md, "What it runs")."""
     if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
         where = tempfile.mkdtemp(prefix="parity-inductor-")
         atexit.register(shutil.rmtree, where, True)

@@ -27,9 +27,9 @@ from torch_impl.models import computing, cross_entropy, images, infer_blocks, la
 
 TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds, each with its variants below
 WORKLOAD = "vit"  # an adapter (parity.api.adapters): its workload
-# attention written out out of the box. torch.compile is the best-known: compile / eager 0.81x (0.79-0.86),
-# predict+compile / predict 0.78x (0.75-0.84) on zen4 (docs/results/zen4/cpu-levers-vit.json), its first epoch 42 s
-# of compiling; the fused attention (sdpa) made no difference there, a lever
+# attention written out out of the box. torch.compile is the best-known: faster than eager in training
+# and inference on zen4 (docs/results/zen4/cpu-levers-vit.json), its first epoch a long compilation; the fused
+# attention (sdpa) made no difference there, a lever
 VARIANTS: tuple[Variant, ...] = (
     Variant("eager", TRAIN, ONE, rank=1, options=TrainOptions()),
     Variant("eager+sdpa", TRAIN, ONE, tuned=True, options=TrainOptions(sdpa=True)),
