@@ -128,6 +128,14 @@ SLOW_TESTS = (  # by name, or with its parameters: the CNN's training, its noteb
     "test_inputs.py::test_every_implementation_takes_or_refuses_an_input_alike",
     "test_weights.py::test_both_implementations_build_the_declared_cnn[jax-notebook]",
     "test_weights.py::test_both_implementations_build_the_declared_cnn[tf-notebook]",
+    # runs end to end through an installed plugin's workers, and three frameworks' float64 runs in child processes;
+    # the float64 oracle's refusals and its planted-error tests stay in the fast tier
+    "test_example_gru.py::test_the_example_runs_end_to_end_every_row_verified",
+    "test_example_gru.py::test_the_example_judged_by_jax_in_float64_runs_end_to_end",
+    "test_float64_oracle.py::test_jax_pytorch_and_tensorflow_in_float64_are_the_gru_examples_numpy_oracle",
+    # PyTorch's conv variants against the oracle, torch.compile's among them (each compiles for seconds); every other
+    # implementation's stay in the fast tier
+    "test_conv.py::test_every_variant_matches_oracle[torch-1]",
 )
 FAST_TESTS = ("test_cli.py::test_a_tiny_run_end_to_end", "test_cli.py::test_help_explains_every_flag")
 
