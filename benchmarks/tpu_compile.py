@@ -11,7 +11,6 @@ Not a test and not the harness: one compile each, no interval (docs/tpu.md names
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from functools import partial
@@ -25,17 +24,9 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 from jax import lax  # noqa: E402
 
+from benchmarks import tpu_levers  # noqa: E402  (its emit: one JSON line a measurement, to --out)
+from benchmarks.tpu_levers import emit  # noqa: E402
 from parity.api.cnn import CNN_ARCHITECTURE  # noqa: E402
-
-OUT: Path | None = None
-
-
-def emit(**rec) -> None:
-    line = json.dumps(rec)
-    print(line, flush=True)
-    if OUT is not None:
-        with OUT.open("a") as f:
-            f.write(line + "\n")
 
 
 # ---- the CNN in plain JAX: batch norm (batch statistics), conv 5x5 SAME, ELU, max pool 2, then dense ------------
@@ -169,14 +160,13 @@ def levels(batch: int, steps: int) -> None:
 
 
 def main() -> None:
-    global OUT
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--parts", default="pieces,levels")
     ap.add_argument("--batch", type=int, default=1024)
     ap.add_argument("--steps", type=int, default=20)
     a = ap.parse_args()
-    OUT = a.out
+    tpu_levers.OUT = a.out
     emit(part="devices", devices=[str(d) for d in jax.devices()], jax=jax.__version__)
     parts = a.parts.split(",")
     if "pieces" in parts:
