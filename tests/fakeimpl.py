@@ -26,7 +26,7 @@ from parity.api.variants import MANY, ONE, offered
 from parity.common import float64 as oracle
 from parity.common.frameworks import label
 from parity.common.protocol import decode_request, encode
-from parity.engine import memory, timing, worker, workerproc
+from parity.engine import memory, peaks, timing, worker, workerproc
 from parity.engine.workerproc import Worker
 from parity.judging import roofline
 
@@ -292,6 +292,6 @@ def fake_engine(monkeypatch, peak: roofline.Peak, fakes: dict[str, dict[str, Fak
     monkeypatch.setattr(LocalWorker, "CLOCK", clock)
     monkeypatch.setattr(LocalWorker, "FAKES", fakes)
     monkeypatch.setattr(workerproc, "Worker", LocalWorker)
-    monkeypatch.setattr(roofline, "cpu_peak", lambda n: peak)
-    monkeypatch.setattr(roofline, "remeasured", lambda p, n: p)
+    monkeypatch.setattr(peaks, "cpu_peak", lambda n: peak)
+    monkeypatch.setattr(peaks, "remeasured", lambda p, n: p)
     return clock

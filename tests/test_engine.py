@@ -14,7 +14,7 @@ from parity import api, compare
 from parity.common.frameworks import JAX, TF
 from parity.common.messages import WorkerBug
 from parity.common.protocol import Called, Prepared, Rep, Result, Warm
-from parity.engine import timing, workerproc
+from parity.engine import peaks, timing, workerproc
 from parity.engine.config import Config
 from parity.engine.schedule import run_suite
 from parity.judging import roofline
@@ -114,7 +114,7 @@ def test_absent_data_ends_the_run_before_the_peak_is_measured(fakes, tmp_path, c
     from parity import run
 
     measured = []
-    monkeypatch.setattr(roofline, "cpu_peak", lambda n: measured.append(n))
+    monkeypatch.setattr(peaks, "cpu_peak", lambda n: measured.append(n))
     out = tmp_path / "out"
     argv = ["--quick", "--workload", "cnn", "--data", "real", "--data-dir", str(tmp_path), "--out", str(out), "--quiet"]
     assert run.main(argv) == 2
@@ -128,7 +128,7 @@ def test_a_call_faster_than_the_peak_is_impossible(fakes, tmp_path, monkeypatch,
     # fake that returns a ready answer is impossible (the valid side: the tests above); a call that took no time
     # at all (a clock that did not move) is too, though no rate can be computed from it
     tiny = roofline.Peak("cpu", "fp32", 1e6, 1e9, "fixed", computed_flops=1e6, measured_flops=1e6, headroom=1.5)
-    monkeypatch.setattr(roofline, "cpu_peak", lambda n: tiny)
+    monkeypatch.setattr(peaks, "cpu_peak", lambda n: tiny)
     fakes["jax"]["default"] = FakeImpl(delay_s=delay_s)  # returns a ready answer: the computation cannot have run
     rows = _run(tmp_path, frameworks=("jax",), workloads=("conv",), replicas=(1,))["rows"]
     assert rows and all(not r["verified"] and "cannot have done the work" in r["invalid_reason"] for r in rows)

@@ -45,15 +45,15 @@ def test_cnn_flops_by_hand():
 def test_computed_cpu_peak_is_the_reference_formula():
     # REFERENCE.md: 2 Zen 3 cores with AVX2 at 2.45 GHz: 2*2*8*2*2.45e9 = 157 GFLOP/s fp32
     info = {"cores": 2, "fma_units": 2, "simd_lanes_fp32": 8, "fma": True, "clock_hz": 2.45e9}
-    assert roofline.computed_cpu_peak(info) == pytest.approx(156.8e9)
-    assert roofline.computed_cpu_peak({**info, "clock_hz": None}) is None
+    assert cpuinfo.computed_cpu_peak(info) == pytest.approx(156.8e9)
+    assert cpuinfo.computed_cpu_peak({**info, "clock_hz": None}) is None
 
 
 def test_cpu_peaks_by_class():
     zen3 = {"cores": 2, "fma_units": 2, "simd_lanes_fp32": 8, "fma": True, "clock_hz": 2.45e9, "bf16": False}
     assert roofline.computed_cpu_bf16_peak(zen3) is None
     spr = {**zen3, "simd_lanes_fp32": 16, "clock_hz": 2.1e9, "bf16": True, "amx": True}
-    assert roofline.computed_cpu_peak(spr) == pytest.approx(268.8e9)  # REFERENCE.md's Intel class
+    assert cpuinfo.computed_cpu_peak(spr) == pytest.approx(268.8e9)  # REFERENCE.md's Intel class
     assert roofline.computed_cpu_bf16_peak(spr) == pytest.approx(2 * 1024 * 2.1e9)
     assert roofline.computed_cpu_bf16_peak({**spr, "amx": False}) == pytest.approx(2 * 268.8e9)
 
@@ -78,9 +78,9 @@ def test_the_fp32_lanes_follow_the_units_not_only_the_instructions(vendor, famil
 
 def test_the_peak_divides_by_the_larger_and_keeps_the_best():
     low = roofline.Peak("cpu", "fp32", 157e9, 30e9, "test", computed_flops=157e9, measured_flops=120e9)
-    again = roofline.remeasured(low, n=256)
+    again = peaks.remeasured(low, n=256)
     assert again.measured_flops >= 120e9 and again.flops == max(again.measured_flops, 157e9)
-    assert roofline.remeasured(again, n=256).source.count("best of") == 1
+    assert peaks.remeasured(again, n=256).source.count("best of") == 1
     row = _row(median_s=CONV_FULL.flops() / 150e9)  # 150 GFLOP/s: above the busy measurement, below computed
     row = _judged(row, low)
     assert row["verified"] and row["pct_peak"] <= 100
@@ -107,7 +107,7 @@ def test_this_cpu_is_described():
 
 
 def test_measured_cpu_peak_is_checked_and_plausible():
-    flops, bw = roofline.measure_cpu(n=512, reps=2)
+    flops, bw = cpuinfo.measure_cpu(n=512, reps=2)
     assert 1e8 < flops < 1e14 and 1e8 < bw < 1e13
 
 
@@ -524,12 +524,12 @@ def test_bf16_rows_only_where_the_hardware_has_it(monkeypatch):
         ),
         Row(**_row(kind="conv", dtype="bfloat16", flops=1.4e14, min_s=0.1)),
     ]
-    with_rows = roofline.with_bf16_matmul_rows(run, mm)
+    with_rows = peaks.with_bf16_matmul_rows(run, mm)
     assert with_rows.measured_bf16 == {"tf": 7.2e14, "jax": None, "tf function+bf16 row": 7e14}
-    assert roofline.with_bf16_matmul_rows(CPU, mm[1:]) is CPU
+    assert peaks.with_bf16_matmul_rows(CPU, mm[1:]) is CPU
     # the same variant at several replica counts: its fastest, whichever came last
     x8 = Row(**_row(kind="matmul", variant="function+bf16", dtype="bfloat16", replicas=8, flops=1.4e14, min_s=1))
-    assert roofline.with_bf16_matmul_rows(CPU, [mm[0], x8]).measured_bf16 == {"tf function+bf16 row": 7e14}
+    assert peaks.with_bf16_matmul_rows(CPU, [mm[0], x8]).measured_bf16 == {"tf function+bf16 row": 7e14}
     # a framework whose bfloat16 matmul row the round verified is not asked for a matmul of its own; the others are
     asked = []
 
@@ -549,7 +549,7 @@ def test_bf16_rows_only_where_the_hardware_has_it(monkeypatch):
     # TF calls its CPU 'CPU': an 8-replica bfloat16 row is still judged against the one CPU, not 8 of them
     tf8 = Row(**_row(device_kind="CPU", variant="strategy+bf16", dtype="bfloat16", replicas=8, median_s=1.0))
     assert roofline.roofline(tf8, roofline.bf16_peak("cpu", "CPU", run), 8)["peak_flops"] == 7.2e14
-    again = roofline.remeasured(dataclasses.replace(CPU, measured_bf16={"tf": 9e14}), n=256)
+    again = peaks.remeasured(dataclasses.replace(CPU, measured_bf16={"tf": 9e14}), n=256)
     assert again.measured_bf16 == {"tf": 9e14}  # re-measuring the float32 peak keeps it
 
 

@@ -10,18 +10,15 @@ runs faster. A row faster than every peak it could run at is a broken measuremen
 from __future__ import annotations
 
 import os
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 
 from parity.common.cpuinfo import (
     BF16_SOURCE,
     computed_cpu_bf16_peak,
-    computed_cpu_peak,
     cpu_info,
     isa_capped_below_bf16,
-    measure_cpu,
 )
 from parity.record.rows import Row
-from parity.workloads import row_kind
 
 T, G = 1e12, 1e9
 CPU_HEADROOM = 2.0  # see Peak.headroom
@@ -140,95 +137,6 @@ def bf16_peak(device: str, device_kind: str, run_peak: Peak) -> Peak:
         if key in device_kind.lower() and "bf16" in flops:
             return Peak(device_kind, "bf16", flops["bf16"], bw, f"published dense bf16 peak for {key!r}")
     return Peak(device_kind, "bf16", None, None, f"no bf16 peak on record for device kind {device_kind!r}")
-
-
-def bf16_ceiling_rows(rows: list[Row]) -> list[Row]:
-    """The verified bfloat16 rows of a ceiling kind (the matmul) with a fastest call: bfloat16 peak measurements."""
-    return [r for r in rows if row_kind(r.kind)[1].ceiling and r.dtype == "bfloat16" and r.verified and r.min_s]
-
-
-def with_bf16_matmul_rows(peak: Peak, rows: list[Row]) -> Peak:
-    """The CPU peak with the run's verified bfloat16 rows of a ceiling kind (the matmul) among its bfloat16
-    measurements (each row's fastest call), as NumPy's matmul measures the float32 peak: the best bfloat16 matrix
-    product measured in the run."""
-    rows_said = {}
-    for r in bf16_ceiling_rows(rows):
-        key = f"{r.framework} {r.variant} row"  # at several replica counts: the fastest
-        rows_said[key] = max(rows_said.get(key, 0.0), r.flops / r.min_s)
-    return replace(peak, measured_bf16={**(peak.measured_bf16 or {}), **rows_said}) if rows_said else peak
-
-
-def bf16_unmeasured(peak: Peak, rows: list[Row], envs: dict[str, dict]) -> list[str]:
-    """The frameworks (by their process's environment, `envs`) whose bfloat16 matrix product a CPU's bfloat16 peak
-    still lacks: those that multiply bfloat16 in hardware there, with no measurement yet and no verified bfloat16 row
-    of a ceiling kind among `rows` (with_bf16_matmul_rows counts that row's fastest call instead)."""
-    timed = {r.framework for r in bf16_ceiling_rows(rows)}
-    done = peak.measured_bf16 or {}
-    return [fw for fw, env in envs.items() if fw not in timed and fw not in done and native_bf16("cpu", "cpu", env)]
-
-
-def with_run_bf16(device: str, peak: Peak | None, rows: list[Row]) -> tuple[Peak | None, Peak | None]:
-    """Every row measured: the run's peak with its verified bfloat16 ceiling rows among a CPU's bfloat16 measurements,
-    and the peak its bfloat16 rows are judged against (None where no bfloat16 row ran, or no peak is known)."""
-    if device == "cpu" and peak is not None:
-        peak = with_bf16_matmul_rows(peak, rows)
-    if not (peak and any(r.dtype == "bfloat16" for r in rows)):
-        return peak, None
-    return peak, bf16_peak(device, next(r.device_kind for r in rows), peak)
-
-
-def cpu_peak(measure: bool = True, n: int = 4096) -> Peak:
-    """Computed and (when `measure`) measured fp32 peak of the CPU cores this process may use."""
-    info = cpu_info()
-    computed = computed_cpu_peak(info)
-    measured = bw = None
-    if measure:
-        measured, bw = measure_cpu(n)
-    clock = f"{info['clock_hz'] / 1e9:.2f} GHz" if info["clock_hz"] else "no clock reported"
-    source = (
-        f"computed: {info['cores']} cores x {info['fma_units']} FMA x {info['simd_lanes_fp32']} lanes x 2 x "
-        f"{clock}; measured: best {n}x{n} float32 NumPy matmul and 256 MiB copy"
-    )
-    return Peak(
-        "cpu",
-        "fp32",
-        max(f for f in (measured, computed, 0.0) if f is not None) or None,
-        bw,
-        source,
-        computed,
-        measured,
-        bw,
-        headroom=CPU_HEADROOM,
-    )
-
-
-def remeasured(peak: Peak, n: int = 4096) -> Peak:
-    """The CPU peak with one more measurement: the best of all taken so far. A machine that was busy for
-    one measurement (another job, a frequency dip) would otherwise set a peak that honest rows exceed."""
-    measured, bw = measure_cpu(n)
-    m = max(measured, peak.measured_flops or 0.0)
-    b = max(bw, peak.measured_bandwidth or 0.0)
-    tag = " (best of measurements before and after each round of workers)"
-    source = peak.source if peak.source.endswith(tag) else peak.source + tag
-    return Peak(
-        peak.device_kind,
-        peak.number_format,
-        max(m, peak.computed_flops or 0.0),
-        b,
-        source,
-        peak.computed_flops,
-        m,
-        b,
-        headroom=peak.headroom,
-        measured_bf16=peak.measured_bf16,
-    )
-
-
-def device_peak(device: str, device_kind: str, precision: str, measure: bool = True, n: int = 4096) -> Peak:
-    """The peak every row on this device is judged against."""
-    if device == "cpu":
-        return cpu_peak(measure, n)
-    return accelerator_peak(device, device_kind, precision)
 
 
 def _margin(peak: Peak) -> str:
