@@ -311,7 +311,8 @@ def runs_said() -> dict[str, str]:
         "TOP": f"at {_min_s(total)} (`default-stopped-log.txt`)",
         "TOP_QUICK": f"`--quick` took {_min_s(quick[-1][0] - quick[0][0])} with every row verified",
         "PHASES": (
-            f"| first epochs and first calls (XLA compiling the timed programs) | {_min_s(group('compiling'))} | "
+            "| first epochs and first calls (most of it XLA compiling the timed programs) | "
+            f"{_min_s(group('compiling'))} | "
             f"| parity rounds (compiled at O1, below) | {_min_s(group('parity'))} | "
             f"| workers' starts and the peaks | {_min_s(group('starting workers'))} | "
             f"| timed calls | {_min_s(group('timed calls'))} | | run to its stop | {_min_s(total)} |"
