@@ -135,9 +135,9 @@ def on_host():
 
 
 # The parity programs' compiler effort on an accelerator: XLA's optimization level O1, where the timed programs keep
-# JAX's default. The checks judge the same traced program (the same operations, precisions and batch); O1 skips
-# optimisations that change only speed and the order of floating-point operations, which the derived bounds allow
-# for. On a TPU the CNN's training step compiled several times faster (docs/tpu.md names the file).
+# JAX's default. The checks judge the same traced program (the same operations, precisions and batch); O1 runs fewer
+# of XLA's optimisation passes, which changes how fast it runs and which operations fuse, so at most the order of the
+# floating-point operations, which the derived bounds allow for. Its compile time on a TPU: docs/tpu.md.
 CHECK_LEVEL = "O1"
 
 
