@@ -179,13 +179,7 @@ class Trainer:
             return self._scan(x, y)
         out = []
         for xb, yb in zip(x, y, strict=True):
-            if self.parallel == "pmap":
-                xb, yb = xb.reshape(self.n, -1, *xb.shape[1:]), yb.reshape(self.n, -1)
-            if self.parallel == "jit":
-                xb, yb = jax.device_put((xb, yb), self.data_sharding)
-            else:  # each process feeds only its own devices' share of the global batch
-                xb, yb = put_global(xb, self.data_sharding), put_global(yb, self.data_sharding)
-            self._batch = (xb, yb)
+            xb, yb = self._batch = self._placed(xb, yb)
             self.state, m = self._step(self.state, xb, yb, self.i)
             m = m.addressable_data(0)  # this process's copy (pmap: its first device's row)
             out.append(m[0] if self.parallel == "pmap" else m)
@@ -198,18 +192,32 @@ class Trainer:
         """steps() steps_per_dispatch at a time, each chunk one dispatch (the remainder a shorter one)."""
         out = []
         for s in range(0, len(x), self.steps_per_dispatch):
-            xc, yc = x[s : s + self.steps_per_dispatch], y[s : s + self.steps_per_dispatch]
-            if self.parallel == "jit":
-                xc, yc = jax.device_put((xc, yc), self.data_sharding)
-            else:
-                xc, yc = put_global(xc, self.data_sharding), put_global(yc, self.data_sharding)
-            self._batch = (xc, yc)
+            xc, yc = self._batch = self._placed(x[s : s + self.steps_per_dispatch], y[s : s + self.steps_per_dispatch])
             self.state, m = self._step(self.state, xc, yc, self.i)
             out.append(m.addressable_data(0))
             self.i += len(xc)
             if self.serial:
                 jax.block_until_ready(m)
         return np.asarray(jnp.concatenate(out), np.float64)
+
+    def _placed(self, xb: np.ndarray, yb: np.ndarray) -> tuple:
+        """One dispatch's batches (one global batch, or the scan's stack of them) placed as its step takes them."""
+        if self.parallel == "pmap":
+            xb, yb = xb.reshape(self.n, -1, *xb.shape[1:]), yb.reshape(self.n, -1)
+        if self.parallel == "jit":
+            return jax.device_put((xb, yb), self.data_sharding)
+        # each process feeds only its own devices' share of the global batch
+        return put_global(xb, self.data_sharding), put_global(yb, self.data_sharding)
+
+    def ahead(self, x: np.ndarray, y: np.ndarray) -> bool:
+        """Compile, without running it, the program steps(x, y) would run first, so that its first call finds it
+        compiled (JAX keeps it). XLA compiles with the GIL released: several trainers' ahead() on threads compile
+        side by side, each on a core of its own."""
+        check_examples(x, y, 2)
+        k = self.steps_per_dispatch if self.scan else 1
+        xb, yb = self._placed(x[:k], y[:k]) if self.scan else self._placed(x[0], y[0])
+        self._step.lower(self.state, xb, yb, self.i).compile()
+        return True
 
     def placement(self) -> list[str]:
         """Devices holding this process's copies of the parameters."""

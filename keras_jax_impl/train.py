@@ -9,6 +9,7 @@ from contextlib import nullcontext
 import jax
 import keras
 import numpy as np
+from keras.src.backend.jax import trainer as keras_jax_trainer
 
 from keras_jax_impl import catalog
 from keras_jax_impl.devices import distribution
@@ -73,6 +74,22 @@ class Trainer:
             self.m.fit(flat_x, flat_y, batch_size=b, epochs=1, verbose=0, callbacks=[self.logs], shuffle=False)
         return self.logs.per_step(k)
 
+    def ahead(self, x: np.ndarray, y: np.ndarray) -> bool:
+        """Compile, without running it, the step steps(x, y)'s fit would run first, so that fit finds it compiled:
+        Keras's own jitted step (its trainer's `jit`, caught as make_train_function wraps it) lowered on the state and
+        first batch fit passes it. XLA compiles with the GIL released: several trainers' ahead() on threads compile
+        side by side. Rests on Keras 3's JAX trainer (`_symbolic_build`, `_get_jax_state`, `_distribute_data`)."""
+        check_examples(x, y, 2)
+        m, batch = self.m, (x[0], y[0])
+        with self._scope(), jax.default_device(self.devices[0]):
+            m._symbolic_build(data_batch=batch)  # the optimizer's and the metrics' variables, as fit builds them
+            step = _jitted_train_step(m)
+            state = m._get_jax_state(
+                trainable_variables=True, non_trainable_variables=True, optimizer_variables=True, metrics_variables=True
+            )
+            step.lower(state, keras_jax_trainer._distribute_data(batch)).compile()
+        return True
+
     def placement(self) -> list[str]:
         """Devices holding the first weight (every replica's copy under DataParallel)."""
         v = self.m.trainable_weights[0].value
@@ -121,6 +138,22 @@ class Trainer:
         with self._scope(), jax.default_device(self.devices[0]):
             r = self.m.evaluate(x.astype(np.float32), y, batch_size=batch_size, verbose=0, return_dict=True)
         return {"loss": float(r["loss"]), "accuracy": float(r["accuracy"])}
+
+
+def _jitted_train_step(m):
+    """The jitted step fit runs (make_train_function keeps only a wrapper around it): made again, its `jit` caught."""
+    made, jit = [], keras_jax_trainer.jit
+
+    def catch(*args, **kwargs):
+        made.append(jit(*args, **kwargs))
+        return made[-1]
+
+    keras_jax_trainer.jit = catch
+    try:
+        m.make_train_function(force=True)
+    finally:
+        keras_jax_trainer.jit = jit
+    return made[0]
 
 
 def make_trainer(

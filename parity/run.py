@@ -81,6 +81,7 @@ def config(args, argv: list[str] = ()) -> Config:
         cluster=cluster,
         command=("python", "-m", "parity.run", *argv),
         exclusive=args.device == "tpu" if args.exclusive is None else args.exclusive,
+        ahead=args.device != "cpu" if args.compile_ahead is None else args.compile_ahead,
     )
     check_environment(cfg.device, chosen, cfg.replica_counts() if cluster is None else (cluster.local_devices,))
     bounds.check_replicas(cfg.replica_counts(), chosen)  # what the flags ask for at once, against the machine

@@ -102,6 +102,7 @@ FIRST = (
 # (test_no_frameworks' child), the contract and each implementation's surface, the float64 oracles and the derived
 # tolerances, and one tiny run end to end through real workers (test_cli.py::test_a_tiny_run_end_to_end).
 SLOW_FILES = (
+    "test_ahead_trainers.py",
     "test_cli.py",
     "test_cnn.py",
     "test_cnn_training.py",

@@ -8,7 +8,7 @@ forward outputs and gradients."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import numpy as np
@@ -63,8 +63,24 @@ class MlpTrainer:
         self.mom = [np.zeros_like(w) for w in model.weights]
         self.vel = [np.zeros_like(w) for w in model.weights]
         self.t = 0
+        self.compiled = False  # a fake compile (MlpFake.compile_s) is paid once: ahead, or at the first steps()
+
+    def ahead(self, x: np.ndarray, y: np.ndarray) -> bool:
+        """The fake's compile (compile_s on its clock) paid now, where it has one; False where it has none."""
+        self.fake.said.append(("ahead", x.shape))
+        if not self.fake.compile_s:
+            return False
+        self._compile()
+        return True
+
+    def _compile(self) -> None:
+        if self.fake.compile_s and not self.compiled:
+            self.compiled = True
+            self.fake.clock.advance(self.fake.compile_s) if self.fake.clock else time.sleep(self.fake.compile_s)
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        self.fake.said.append(("steps", x.shape))
+        self._compile()
         out = []
         for xb, yb in zip(x, y, strict=True):
             loss, grads, acc = loss_grads32(self.m.weights, xb, yb)
@@ -97,7 +113,11 @@ class MlpTrainer:
 
 @dataclass
 class MlpFake(FakeImpl):
-    """FakeImpl, and the MLP: its variants ('loop', 'predict' on one device; 'sharded' on several) and model."""
+    """FakeImpl, and the MLP: its variants ('loop', 'predict' on one device; 'sharded' on several) and model.
+    compile_s: a trainer's fake compile, paid once (ahead or at its first steps); `said`: its trainers' calls."""
+
+    compile_s: float = 0.0
+    said: list = field(default_factory=list)
 
     @property
     def VARIANTS(self) -> tuple[api.Variant, ...]:  # noqa: N802 - the surface's name

@@ -209,6 +209,7 @@ CNN_ARGS = [
     "--validate",
     "epoch",
     "--exclusive",
+    "--compile-ahead",  # as on a TPU: one owner at a time, each one's training steps compiled ahead
     "--configs",
     "default",
     # two timed calls a row (no calibration): the tests read what the rows hold, not their speed
@@ -228,6 +229,16 @@ def quick_cnn(tmp_path_factory):
     args = [*CNN_ARGS, "--data-dir", str(out / "empty"), "--out", str(out)]
     # a device lock of its own: the one every run of this user shares may be another test's now
     return run(*args, env={**os.environ, "PARITY_LOCK_DIR": str(out / "locks")}), out, args
+
+
+def test_cnn_quick_compiled_jax_and_keras_training_steps_ahead(quick_cnn):
+    """JAX's and Keras 3 on JAX's trainers compiled their steps before their first epochs (tests/test_ahead.py has
+    the schedule); TensorFlow's and PyTorch's have nothing to compile ahead."""
+    p, out, _ = quick_cnn
+    notes = json.loads((out / "results.json").read_text())["env"]["notes"]
+    ahead = sorted(n.split(":")[0] for n in notes if "compiled side by side" in n)
+    assert ahead == ["JAX on cpu x1", "Keras 3 (JAX) on cpu x1"], notes
+    assert p.stderr.count("s of it compiled ahead), output verified") == 2, p.stderr[-3000:]
 
 
 def test_cnn_quick_one_replica(quick_cnn):

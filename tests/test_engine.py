@@ -503,14 +503,14 @@ def test_training_epochs_run_back_to_back_and_operations_interleave(monkeypatch,
     in rounds of its own; an operation's timed calls are interleaved across rows, two a turn after an untimed call."""
     from types import SimpleNamespace
 
-    from parity.engine import schedule
+    from parity.engine import ahead, schedule
     from parity.engine.assemble import Case
     from parity.workloads import RowKind
 
     calls = []
     worker = _Recorder(calls)
     todo = [Case("jax", v, 1, v, v, "float32", False) for v in ("a", "b")]
-    monkeypatch.setattr(schedule, "cases", lambda *a: todo)
+    monkeypatch.setattr(ahead, "cases", lambda *a: todo)
     monkeypatch.setattr(schedule, "make_row", lambda cfg, kind, c, res, more, *a: {"id": c.key, **more})
     kind = RowKind("k", lambda *a: None, lambda *a: None, epochs=epochs)
     spec = SimpleNamespace(epochs=3, seed=0, to_dict=dict)

@@ -101,9 +101,6 @@ def test_other_cases_alive_in_the_worker_do_not_count(tmp_path):
 
 
 def test_a_peak_that_cannot_be_reset_and_does_not_rise_gives_a_lower_bound_said_as_such():
-    from types import SimpleNamespace
-
-    from parity.engine import worker
 
     class Device:  # JAX on an accelerator: peak_bytes_in_use never resets
         def __init__(self):
@@ -131,7 +128,7 @@ def test_a_peak_that_cannot_be_reset_and_does_not_rise_gives_a_lower_bound_said_
     row.settled()
     call(row, 2000, 1000)  # the call's own peak (2,000) stays below the old one: its output is seen, not its workspace
     assert row.peak_bytes() == 200 + 1000 and row.at_least
-    got = worker._memory(SimpleNamespace(memory=row), SimpleNamespace(memory=src), output_bytes=1000)
+    got = memory.figures(row, src, output_bytes=1000)
     assert got["peak_memory_bytes"] == 1200 and got["peak_memory_source"].startswith("at least")
     call(row, 25000, 1000)  # this call rose above it: seen, and larger
     assert row.peak_bytes() == 200 + (25000 - 300)
@@ -192,8 +189,6 @@ def test_a_row_that_touches_memory_reports_at_least_that(tmp_path, monkeypatch):
 def test_a_peak_below_the_rows_own_output_is_said_as_a_bug_never_a_figure():
     from types import SimpleNamespace
 
-    from parity.engine import worker
-
     class Stub:
         at_least = False
 
@@ -201,17 +196,15 @@ def test_a_peak_below_the_rows_own_output_is_said_as_a_bug_never_a_figure():
             return 10
 
     args = SimpleNamespace(memory=SimpleNamespace(source="test"))
-    got = worker._memory(SimpleNamespace(memory=Stub()), args, output_bytes=1000)
+    got = memory.figures(Stub(), args.memory, output_bytes=1000)
     assert got["peak_memory_bytes"] is None and got["peak_memory_source"].startswith("MEASUREMENT BUG")
-    assert worker._memory(SimpleNamespace(memory=Stub()), args, output_bytes=8)["peak_memory_bytes"] == 10
+    assert memory.figures(Stub(), args.memory, output_bytes=8)["peak_memory_bytes"] == 10
 
 
 def test_a_heap_that_keeps_freed_memory_makes_every_figure_a_lower_bound(tmp_path):
     """With glibc's mmap off ('+heap'), a row can reuse pages an earlier row freed, which its resident set never
     shows rising: the figure is said to be a lower bound, for that reason, in the row and in the table's note."""
-    from types import SimpleNamespace
 
-    from parity.engine import worker
     from parity.output import notes
 
     proc = FakeProc(tmp_path, 1000)
@@ -224,12 +217,12 @@ def test_a_heap_that_keeps_freed_memory_makes_every_figure_a_lower_bound(tmp_pat
     row.settled()
     _call(proc, row, 100)
     assert not row.at_least  # its calls were read: the reason is the heap's, not the peak's
-    got = worker._memory(SimpleNamespace(memory=row), SimpleNamespace(memory=kept), output_bytes=10)
-    assert got["peak_memory_bytes"] == 100 * 2**20 and got["peak_memory_source"] == worker.KEPT + kept.source
+    got = memory.figures(row, kept, output_bytes=10)
+    assert got["peak_memory_bytes"] == 100 * 2**20 and got["peak_memory_source"] == memory.KEPT + kept.source
     assert got["peak_memory_at_least"]  # a field, not read off the words
     rows = [
         {"kind": "conv", "framework": "jax", "variant": v, "replicas": 1, "peak_memory_bytes": 1, **src}
-        for v, src in (("a", got), ("b", {"peak_memory_source": worker.AT_LEAST + "x"}), ("c", got))
+        for v, src in (("a", got), ("b", {"peak_memory_source": memory.AT_LEAST + "x"}), ("c", got))
     ]
     low = [n for n in notes.memory_note(rows) if n.startswith(">=")]
     assert len(low) == 2 and low[0].endswith("conv jax a x1, conv jax c x1") and low[1].endswith("conv jax b x1")

@@ -10,6 +10,7 @@ from parity.common import protocol as p
 REQUESTS = [
     p.AskVariants("conv"),
     p.Prepare("conv-jax-jit-r1", "conv", "jit", {"batch": 16}, "/tmp/x.npy", {"weights": "w.npz"}),
+    p.Ahead([{"id": "k", "kind": "cnn_train", "variant": "jit", "spec": {"global_batch": 64}, "extra": {}}]),
     p.Warm("k"),
     p.Rep("k"),
     p.GetResult("k", keep=True),
@@ -29,6 +30,7 @@ def test_every_request_survives_the_wire(req):
 def test_every_command_has_one_request_and_names_its_answer():
     assert set(p.REQUESTS) == {r.cmd for r in REQUESTS}
     assert p.Rep.answer is p.Called and p.GetResult.answer is p.Result and p.Call.answer is None
+    assert p.Ahead.answer is p.Compiled
 
 
 def test_an_answer_comes_back_as_the_record_its_request_declares():
@@ -36,6 +38,8 @@ def test_an_answer_comes_back_as_the_record_its_request_declares():
     got = p.decode_answer(p.GetResult("k"), json.loads(p.encode(res)))
     assert got == res and got.peak_memory_at_least
     assert p.decode_answer(p.Call("cnn", "parity"), {"variants": ["jit"]}) == {"variants": ["jit"]}
+    done = p.Compiled({"k": 21.5}, {"j": "XlaRuntimeError: refused"})
+    assert p.decode_answer(p.Ahead([]), json.loads(p.encode(done))) == done
 
 
 @pytest.mark.parametrize(

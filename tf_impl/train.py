@@ -162,6 +162,10 @@ class Trainer:
             self.s = strategy(devices)
             self._step = (_loop_step if self.spe == 1 else _loop_steps)(self.s, self.m, o.xla)
 
+    def ahead(self, x: np.ndarray, y: np.ndarray) -> bool:
+        """Nothing compiled ahead: fit's and the loop's tf.function trace and compile at their first call (False)."""
+        return False
+
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn (one model.fit epoch); returns (K, 2) [loss, acc]."""
         check_examples(x, y, 2)  # steps x batch images and their labels, before the framework sees them

@@ -79,6 +79,10 @@ class Trainer:
         self.kernel_path = self.code.kernel_path(self.mixed, o.compile)
         return o
 
+    def ahead(self, x: np.ndarray, y: np.ndarray) -> bool:
+        """Nothing compiled ahead: eager steps compile nothing, and torch.compile compiles at its first call (False)."""
+        return False
+
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn; returns (K, 2) float64 per-step [loss, accuracy]."""
         check_examples(x, y, 2)  # steps x batch images and their labels, before the framework sees them
@@ -160,6 +164,10 @@ class DistributedTrainer(Trainer):
         self.compute, self.params, self.state = self.replica.model, self.replica.params, self.replica.state
         self._batch = None
         weakref.finalize(self, self.ranks.send, "drop", self.key)
+
+    def ahead(self, x: np.ndarray, y: np.ndarray) -> bool:
+        """Nothing compiled ahead: eager steps compile nothing, and torch.compile compiles at its first call (False)."""
+        return False
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn, each rank on its share; returns (K, 2) float64 per-step

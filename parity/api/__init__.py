@@ -58,6 +58,10 @@ class Trainer(Protocol):
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn; returns (K, 2) float64 per-step [loss, accuracy]."""
 
+    def ahead(self, x: np.ndarray, y: np.ndarray) -> bool:
+        """Compile, without running it, what steps(x, y) would run first, so that its first call finds it compiled;
+        True, or False where the framework compiles at a first call only (parity.engine.ahead calls it on threads)."""
+
     def step_cost(self) -> tuple[float | None, str]:
         """FLOPs of one global training step by the framework's own counter, and which counter (None, why)."""
 

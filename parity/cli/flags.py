@@ -128,6 +128,13 @@ def _run_flags(ap: argparse.ArgumentParser) -> None:
         "other devices it also makes each worker lock the device, as libtpu does)",
     )
     ap.add_argument(
+        "--compile-ahead",
+        action=argparse.BooleanOptionalAction,
+        help="build each worker's training rows first and compile their steps side by side on the host's cores, "
+        "before their first epochs (on by default on a GPU or TPU, where each step compiles for tens of seconds; "
+        "off on a CPU, where the first calls are compiled one at a time)",
+    )
+    ap.add_argument(
         "--python",
         nargs="+",
         metavar="FW=PATH",

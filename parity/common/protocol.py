@@ -25,6 +25,17 @@ class Prepared:
 
     compile_s: float | None
     invalid: str | None
+    ahead_s: float | None = None  # of compile_s, the part compiled ahead (Ahead), side by side with other cases
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """Cases built, each one's first program compiled ahead (Ahead): its own seconds, side by side with the others,
+    or why not (it then compiles at its first call, as without Ahead). A case with nothing to compile ahead is in
+    neither."""
+
+    seconds: dict = field(default_factory=dict)
+    failed: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -104,6 +115,16 @@ class Prepare(Request):
 
 
 @dataclass(frozen=True)
+class Ahead(Request):
+    """Build each case (`cases`: Prepare's fields) without calling it, then compile what each first call will run,
+    all at once on threads of this process (parity.engine.ahead); each case's Prepare then makes its first call."""
+
+    cases: list
+    cmd: ClassVar[str] = "ahead"
+    answer: ClassVar[type] = Compiled
+
+
+@dataclass(frozen=True)
 class Warm(Request):
     """An untimed call of case `id` (what a user's loop makes between two timed ones)."""
 
@@ -157,7 +178,7 @@ class Quit(Request):
 
 
 REQUESTS: dict[str, type[Request]] = {
-    c.cmd: c for c in (AskVariants, Prepare, Warm, Rep, GetResult, Profile, Call, Quit)
+    c.cmd: c for c in (AskVariants, Prepare, Ahead, Warm, Rep, GetResult, Profile, Call, Quit)
 }
 
 

@@ -159,3 +159,33 @@ class RowMemory:
             # row's garbage, can lower the level read after the first call below it)
             return max(self.resident, self.retained) + self.later
         return None if self.first is None else self.resident + self.first
+
+
+AT_LEAST = "at least (the peak cannot be reset and stayed above this row's calls: their outputs seen, not their "
+AT_LEAST += "workspace): "
+KEPT = "at least (malloc keeps freed memory resident, GLIBC_TUNABLES' mmap_max=0: pages an earlier row freed are "
+KEPT += "reused unseen): "
+AHEAD = "at least (built beside the worker's other training rows and compiled ahead, parity.engine.ahead: what it "
+AHEAD += "held before its first call is not counted): "
+
+
+def figures(mem: RowMemory | None, src, output_bytes: int | None, ahead: bool = False) -> dict:
+    """A row's peak memory and where it was read (`src`: the worker's memory source), or why there is none. A peak
+    below the bytes of the row's own output is a measurement bug: said, never given as a figure. `ahead`: the row was
+    built and compiled ahead, before its level was read (a lower bound)."""
+    if src is None:
+        return {"peak_memory_bytes": None, "peak_memory_source": "not measured: no memory statistics here"}
+    peak = mem.peak_bytes() if mem else None
+    if peak is None:
+        return {"peak_memory_bytes": None, "peak_memory_source": "unknown: a call's rise could not be read"}
+    if output_bytes and peak < output_bytes:
+        return {
+            "peak_memory_bytes": None,
+            "peak_memory_source": f"MEASUREMENT BUG: {peak} bytes read, below the {output_bytes} of its own output "
+            "(likely memory the framework's allocator already held for an earlier row: a process's high-water "
+            "mark cannot see it)",
+        }
+    if mem.at_least or ahead or getattr(src, "keeps_freed", False):
+        why = AT_LEAST if mem.at_least else AHEAD if ahead else KEPT
+        return {"peak_memory_bytes": peak, "peak_memory_source": why + src.source, "peak_memory_at_least": True}
+    return {"peak_memory_bytes": peak, "peak_memory_source": src.source}

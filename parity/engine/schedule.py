@@ -16,9 +16,9 @@ import numpy as np
 from parity.api.variants import Setting, setting_from_wire
 from parity.common.frameworks import label
 from parity.common.messages import log
-from parity.common.protocol import GetResult, Prepare, Rep, Warm
-from parity.engine import cluster, devicelock, peaks, profiling, repetitions
-from parity.engine.assemble import Case, cases, cross_check, make_row, timed_under
+from parity.common.protocol import GetResult, Rep, Warm
+from parity.engine import ahead, cluster, devicelock, peaks, profiling, repetitions
+from parity.engine.assemble import Case, cross_check, make_row, timed_under
 from parity.engine.config import Config, chips
 from parity.engine.environment import compilation_cache_notes
 from parity.engine.workerproc import Worker, start_owner, start_workers, tuned_configs, with_workers
@@ -196,11 +196,11 @@ def _rows(rnd: Round, parity: bool = True) -> list[Row]:
         run.hello.setdefault(key, h)
     for wl in (wl for wl in cfg.workloads if wl in run.suites):
         run.suites[wl].warm(cfg, rnd.workers, run.ctxs[wl])
-    rows = []
+    rows, planned = [], ahead.compile_ahead(rnd) if cfg.ahead else {}
     for wl in cfg.workloads:
         for kind in WORKLOADS[wl].kinds:
             for k in range(cfg.seeds if kind.seeded else 1):
-                rows += _run_kind(rnd, wl, kind, k)
+                rows += _run_kind(rnd, wl, kind, k, None if k else planned.get((wl, kind.name)))
         if wl in run.suites and parity:
             first = not any(c["workload"] == wl for c in run.checks)
             args = (cfg.spec(wl), rnd.workers, rnd.hello, rnd.save_dir, run.ctxs[wl], first, log, rnd.replicas)
@@ -212,16 +212,13 @@ def _rows(rnd: Round, parity: bool = True) -> list[Row]:
     return rows
 
 
-def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0) -> list[Row]:
+def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0, planned: tuple | None = None) -> list[Row]:
     """One row kind of a workload: every worker's variants, first calls one at a time, then the timed repetitions
     (an operation's interleaved across cases; a training row's epochs back to back after its first), then the
-    rows."""
+    rows. `planned`: its cases, where they were built and compiled ahead (parity.engine.ahead)."""
     cfg, run, workers = rnd.cfg, rnd.run, rnd.workers
     suite = run.suites.get(wl)
-    spec, extra, tag = cfg.spec(wl), {}, ""
-    if suite:
-        spec, extra, tag = suite.case_args(spec, seed_offset, workers, rnd.save_dir, run.ctxs[wl])
-    todo = cases(cfg, kind, workers, rnd.hello, tag, run.said)
+    spec, extra, todo = planned or ahead.kind_cases(rnd, wl, kind, seed_offset)
     for c in todo:  # what a preset that parity-checks the timed variants only asks the workers to train
         rnd.timed.setdefault(kind.name, {}).setdefault(workers[c.worker].framework, set()).add(c.variant)
     if not todo:
@@ -264,8 +261,10 @@ def _first_call(rnd: Round, kind: RowKind, spec, c: Case, extra: dict) -> float 
     cfg, w = rnd.cfg, rnd.workers[c.worker]
     what = f"first epoch (seed {spec.seed})" if kind.epochs else "compiling"
     log(cfg, f"{kind.name}: {what} {label(w.framework)} {c.shown} x{c.replicas}")
-    resp = w.ask(Prepare(c.key, kind.name, c.variant, spec.to_dict(), str(rnd.save_dir / f"{c.key}.npy"), extra))
-    log(cfg, f"  INVALID: {resp.invalid}" if resp.invalid else f"  first call {resp.compile_s:.3f} s, output verified")
+    resp = w.ask(ahead.prepare(rnd, kind, spec, c, extra))
+    then = f" ({resp.ahead_s:.1f} s of it compiled ahead)" if resp.ahead_s else ""
+    said = f"  first call {resp.compile_s:.3f} s{then}, output verified" if not resp.invalid else ""
+    log(cfg, said or f"  INVALID: {resp.invalid}")
     return resp.compile_s
 
 

@@ -22,7 +22,7 @@ from parity.api import DeviceNotOffered, DeviceUnavailable
 from parity.api.cluster import Cluster
 from parity.api.variants import lookup
 from parity.common import frameworks, protocol
-from parity.engine import memory
+from parity.engine import ahead, memory
 from parity.engine.devicelock import DEVICE_LOCK
 from parity.engine.environment import env_flags
 from parity.engine.timing import Timer
@@ -190,7 +190,7 @@ def _result(impl, devices, args, timers: dict, req: protocol.GetResult) -> proto
         **m.errors,
         **figures,
         times_s=list(m.times),
-        **_memory(timer, args, info.pop("output_bytes", None)),
+        **memory.figures(timer.memory, args.memory, info.pop("output_bytes", None), timer.ahead_s > 0),
         extra={**info, **done},  # the workload's own figures
     )
 
@@ -226,20 +226,45 @@ def _named_call(impl, devices, args, timers: dict, req: protocol.Call) -> dict:
     return WORKLOADS[req.workload].calls[req.fn](impl, devices, req.args)
 
 
-def _prepare(impl, devices, args, timers: dict, req: protocol.Prepare) -> protocol.Prepared:
-    """Build a row's case (its Timed, timed by a Timer) and make its first call; the compiler's FLOP count after."""
+def _build(impl, devices, args, timers: dict, req: protocol.Prepare):
+    """Build a row's case (its Timed, timed by a Timer) into `timers`; returns its `ahead` (None: it has none)."""
     wl, kind = row_kind(req.kind)
     spec = type(wl.full)(**req.spec)
+    n = len(devices)
+    variant = lookup(impl.variants(kind.name, n), kind.name, req.variant, n, args.framework)
+    timed = kind.case(impl, devices, kind, spec, variant, args.device, args.precision, req.save, **req.extra)
+    timers[req.id] = (Timer(timed.run, impl.block, timed.verify, impl.slowest), timed.info, timed.finish)
+    return timed.ahead
+
+
+def _ahead(impl, devices, args, timers: dict, req: protocol.Ahead) -> protocol.Compiled:
+    """Build each case without calling it, then compile each one's first program, side by side
+    (parity.engine.ahead); its Prepare makes the first call. A case refused here is built again by its Prepare."""
+    jobs, refused = {}, {}
+    for d in req.cases:
+        p = protocol.Prepare(**d)
+        try:
+            jobs[p.id] = _build(impl, devices, args, timers, p)
+        except PROGRAMMING_ERRORS:
+            raise
+        except Exception as e:
+            refused[p.id] = f"{type(e).__name__}: {_one_line(e, 200)}"
+    seconds, failed = ahead.side_by_side({k: j for k, j in jobs.items() if j}, PROGRAMMING_ERRORS)
+    for k, s in seconds.items():
+        timers[k][0].ahead_s = s
+    return protocol.Compiled(seconds, {**refused, **failed})
+
+
+def _prepare(impl, devices, args, timers: dict, req: protocol.Prepare) -> protocol.Prepared:
+    """Make a row's first call, its case built first unless Ahead built it; the compiler's FLOP count after."""
     mem = memory.RowMemory(args.memory) if args.memory else None
     try:
-        n = len(devices)
-        variant = lookup(impl.variants(kind.name, n), kind.name, req.variant, n, args.framework)
-        timed = kind.case(impl, devices, kind, spec, variant, args.device, args.precision, req.save, **req.extra)
-        timer, info, finish = Timer(timed.run, impl.block, timed.verify, impl.slowest), timed.info, timed.finish
+        if req.id not in timers:
+            _build(impl, devices, args, timers, req)
+        timer, info, _ = timers[req.id]
         if mem:
             mem.built()
         timer.memory = mem
-        timers[req.id] = (timer, info, finish)
         compile_s = timer.first()
         if mem:
             mem.settled()
@@ -251,46 +276,19 @@ def _prepare(impl, devices, args, timers: dict, req: protocol.Prepare) -> protoc
     timer.program = info.pop("program", None)  # the compiled program's text, for a profile's op names
     # after the first call: the compiler's own FLOP count, to cross-check the formula
     info["compiler_flops"], info["compiler_flops_source"] = cost() if compile_s is not None else (None, "")
-    return protocol.Prepared(compile_s, timer.m.invalid)
-
-
-AT_LEAST = "at least (the peak cannot be reset and stayed above this row's calls: their outputs seen, not their "
-AT_LEAST += "workspace): "
-KEPT = "at least (malloc keeps freed memory resident, GLIBC_TUNABLES' mmap_max=0: pages an earlier row freed are "
-KEPT += "reused unseen): "
+    return protocol.Prepared(compile_s, timer.m.invalid, timer.ahead_s or None)
 
 
 _HANDLERS = {
     protocol.AskVariants: _variants,
     protocol.Prepare: _prepare,
+    protocol.Ahead: _ahead,
     protocol.Warm: _call,
     protocol.Rep: _call,
     protocol.GetResult: _result,
     protocol.Profile: _profile,
     protocol.Call: _named_call,
 }
-
-
-def _memory(timer: Timer, args, output_bytes: int | None) -> dict:
-    """A row's peak memory and where it was read, or why there is none. A peak below the bytes of the row's own
-    output is a measurement bug: said, never given as a figure."""
-    src = args.memory
-    if src is None:
-        return {"peak_memory_bytes": None, "peak_memory_source": "not measured: no memory statistics here"}
-    peak = timer.memory.peak_bytes() if timer.memory else None
-    if peak is None:
-        return {"peak_memory_bytes": None, "peak_memory_source": "unknown: a call's rise could not be read"}
-    if output_bytes and peak < output_bytes:
-        return {
-            "peak_memory_bytes": None,
-            "peak_memory_source": f"MEASUREMENT BUG: {peak} bytes read, below the {output_bytes} of its own output "
-            "(likely memory the framework's allocator already held for an earlier row: a process's high-water "
-            "mark cannot see it)",
-        }
-    if timer.memory.at_least or getattr(src, "keeps_freed", False):
-        why = AT_LEAST if timer.memory.at_least else KEPT
-        return {"peak_memory_bytes": peak, "peak_memory_source": why + src.source, "peak_memory_at_least": True}
-    return {"peak_memory_bytes": peak, "peak_memory_source": src.source}
 
 
 def _one_line(e: BaseException, limit: int = 300) -> str:

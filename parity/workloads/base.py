@@ -34,6 +34,8 @@ class Timed:
     verify: Verifier
     info: dict
     finish: Callable[[], dict] = dict
+    # compiles, without running it, what the first call will run (True), or says there is nothing to (False)
+    ahead: Callable[[], bool] | None = None
 
 
 def output_verifier(

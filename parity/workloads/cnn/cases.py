@@ -59,7 +59,7 @@ def cnn_train_case(
         "cost": epochs.cost,
         "program": epochs.trainer.program_text,
     }
-    return Timed(epochs.run, epochs.verify, info, epochs.finish)
+    return Timed(epochs.run, epochs.verify, info, epochs.finish, epochs.ahead)
 
 
 def cnn_infer_case(

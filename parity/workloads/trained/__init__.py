@@ -43,6 +43,11 @@ class Epochs:
         self.epoch += 1
         return self.trainer.steps(*batches(self.ds, self.offsets[e * k : (e + 1) * k], self.s.global_batch))
 
+    def ahead(self) -> bool:
+        """The first epoch's program compiled, not run (the trainer's `ahead`: False where it has nothing to)."""
+        k = self.s.steps_per_epoch
+        return self.trainer.ahead(*batches(self.ds, self.offsets[:k], self.s.global_batch))
+
     def verify(self, out) -> dict:
         want = self.variant.dtype
         if self.trainer.compute_dtype != want:  # the model as built, not the variant's name

@@ -55,7 +55,7 @@ def train_case(
         "cost": epochs.cost,
         "program": trainer.program_text,
     }
-    return Timed(epochs.run, epochs.verify, info, epochs.finish)
+    return Timed(epochs.run, epochs.verify, info, epochs.finish, epochs.ahead)
 
 
 def infer_case(

@@ -1,0 +1,86 @@
+"""Compiling ahead (parity.engine.ahead): each worker builds its training rows first and compiles their steps side by
+side, and each first epoch then runs what is compiled. On the test MLP's NumPy fakes (tests/mlp_fake.py), whose
+trainers pay a fake compile once, ahead or at their first steps, on a fake clock; no framework starts. The real
+trainers' `ahead` (JAX, Keras 3 on JAX) runs in the CNN's end-to-end run (tests/test_cli.py, --compile-ahead)."""
+
+import mlp_workload
+import pytest
+from fakeimpl import fake_engine
+from mlp_fake import MlpFake
+
+from parity import run
+from parity.common import frameworks
+from parity.common.frameworks import JAX, KERAS_JAX, TF
+from parity.engine import ahead
+from parity.judging import roofline
+from parity.output import files
+from parity.workloads import WORKLOADS
+
+PEAK = roofline.Peak("cpu", "fp32", 1e9, 1e9, "fixed for the tests", computed_flops=1e9, measured_flops=1e9)
+COMPILE_S = 50.0  # a fake compile, far above a fake epoch (MlpFake's delay_s)
+
+
+@pytest.fixture
+def mlp(monkeypatch, tmp_path):
+    """The MLP in the one list; JAX's and Keras 3 on JAX's fakes compile, the others have nothing to compile."""
+    monkeypatch.setitem(WORKLOADS, "mlp", mlp_workload.WORKLOAD)
+    monkeypatch.setattr(files, "chart", lambda *a, **k: False)
+    fakes = {fw: {"default": MlpFake(compile_s=COMPILE_S if fw in (JAX, KERAS_JAX) else 0.0)} for fw in frameworks.KEYS}
+    fake_engine(monkeypatch, PEAK, fakes)
+    return fakes
+
+
+def _run(tmp_path, *flags) -> dict:
+    out = tmp_path / "out"
+    argv = ["--quick", "--workload", "mlp", "--data", "synthetic", "--out", str(out), "--quiet", *flags]
+    assert run.main(argv) == 0
+    return files.load_results(out / "results.json")
+
+
+def test_training_steps_are_compiled_ahead_before_any_first_epoch(mlp, tmp_path):
+    doc = _run(tmp_path, "--compile-ahead")
+    rows = [r for r in doc["rows"] if r["kind"] == "mlp_train"]
+    assert rows and all(r["verified"] for r in doc["rows"])
+    assert all(c["passed"] in (True, None) for c in doc["checks"])
+    for fw in (JAX, KERAS_JAX):
+        said = mlp[fw]["default"].said
+        # one training row a round (1 replica, then 2), each built and compiled before its round's first steps
+        assert [s[0] for s in said[:1]] == ["ahead"] and sum(s[0] == "ahead" for s in said) == 2, said
+        first = said.index(("steps", said[0][1]))
+        assert said[0][0] == "ahead" and first > 0
+    for r in rows:  # the compile, paid ahead, is in the row's first epoch; a framework with none has none
+        compiles = r["framework"] in (JAX, KERAS_JAX)
+        assert (r["first_epoch_s"] >= COMPILE_S) == compiles, r
+    notes = [n for n in doc["env"]["notes"] if "compiled side by side" in n]
+    assert sorted(n.split(" on ")[0] for n in notes) == sorted(["JAX", "JAX", "Keras 3 (JAX)", "Keras 3 (JAX)"])
+    assert all(f"the longest {COMPILE_S:.1f} s" in n for n in notes), notes
+
+
+def test_without_the_flag_a_cpu_compiles_each_step_at_its_first_call(mlp, tmp_path):
+    doc = _run(tmp_path)  # a CPU's default: off
+    assert not any(s[0] == "ahead" for fw in frameworks.KEYS for s in mlp[fw]["default"].said)
+    jax_rows = [r for r in doc["rows"] if r["kind"] == "mlp_train" and r["framework"] == JAX]
+    assert jax_rows and all(r["first_epoch_s"] >= COMPILE_S for r in jax_rows)  # paid at the first call instead
+    assert not any("compiled side by side" in n for n in doc["env"]["notes"])
+
+
+def test_the_flag_is_on_by_default_on_an_accelerator_only():
+    assert run.config(run.parser().parse_args([])).ahead is False
+    assert run.config(run.parser().parse_args(["--compile-ahead"])).ahead is True
+    assert run.config(run.parser().parse_args(["--compile-ahead", "--no-compile-ahead"])).ahead is False
+
+
+def test_jobs_run_side_by_side_and_a_refusal_is_said_not_raised():
+    def refuses():
+        raise RuntimeError("XlaRuntimeError: the compiler refused\n  on two lines")
+
+    def bug():
+        raise TypeError("this code is wrong")
+
+    seconds, failed = ahead.side_by_side({"a": lambda: True, "b": lambda: False, "c": refuses}, (TypeError,))
+    assert set(seconds) == {"a"} and seconds["a"] >= 0
+    assert failed == {"c": "RuntimeError: XlaRuntimeError: the compiler refused on two lines"}
+    with pytest.raises(TypeError):
+        ahead.side_by_side({"a": bug}, (TypeError,))
+    assert ahead.side_by_side({}, (TypeError,)) == ({}, {})
+    assert TF in frameworks.KEYS  # the framework with nothing to compile ahead in the runs above
