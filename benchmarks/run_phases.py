@@ -26,15 +26,18 @@ from pathlib import Path
 
 from parity.engine.repetitions import OP_CALLS_PER_TURN
 
+AHEAD = "training rows built, their steps compiled ahead"  # the phase parity.engine.ahead opens
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\] (.*)")
 _PHASES = (  # (pattern on the line's text, the phase it opens; \1: the row kind or workload)
     (re.compile(r"(starting|measuring) "), "starting workers, measuring peaks"),
+    (re.compile(r".+: building \d+ training rows"), AHEAD),
     (re.compile(r"(\w+) parity"), r"\1 parity checks"),
     (re.compile(r"(\w+): (compiling|first epoch)"), r"\1 compiling, first epoch"),
     (re.compile(r"(\w+) (round|epoch|rep) "), r"\1 timed calls"),
     (re.compile(r"(\w+): profiling"), r"\1 profiling"),
 )
-_CONTINUES = re.compile(r"\s+(first call|INVALID|not profiled)")  # a line that belongs to the phase before it
+# a line that belongs to the phase before it
+_CONTINUES = re.compile(r"\s+(first call|INVALID|not profiled|.+: \d+ steps compiled|.+: not compiled ahead)")
 
 
 def phases(lines: list[str]) -> dict[str, int]:
@@ -93,7 +96,9 @@ def main(argv: list[str]) -> int:
         print(f"{_mmss(s)}  {name}")
     total = sum(found.values())
     print(f"{_mmss(total)}  from the first stamped line to the last")
-    if args.results:
+    if args.results and AHEAD in found:  # each row's first epoch holds its compile, made beside the others'
+        print("\nthe floor: not added up for a run that compiled ahead (its rows' first epochs overlap)")
+    elif args.results:
         parts = floor(found, json.loads(args.results.read_text()))
         print("\nthe floor: the same rows and checks with no call beyond each row's least")
         for name, s in parts.items():

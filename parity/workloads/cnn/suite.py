@@ -22,7 +22,7 @@ from parity.workloads.cnn.oracle import cnn_forward
 from parity.workloads.cnn.spec import CNN_FULL
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
 from parity.workloads.trained import data, log_checks, parity_variants, row_figures, sources
-from parity.workloads.trained.rounds import ParityRound, ask_all, round_batch
+from parity.workloads.trained.rounds import ParityRound, ask_all, round_batch, say_round
 from parity.workloads.trained.trajectories import global_batchnorm, trajectories, variants
 
 
@@ -143,7 +143,8 @@ def parity_collect(
     rnd.counts.update({w.framework: hello[k]["replicas"] for k, w in own.items()})
     ds = data.Dataset.load(Path(state.data))
     if rnd.b is None:  # the round's batch, fixed by the frameworks known when the first one asks
-        round_batch(cfg, spec, rnd, ds, save_dir, log, key, "cnn", dropout=True)
+        round_batch(cfg, spec, rnd, ds, save_dir, key, "cnn")
+    say_round(cfg, rnd, log, "cnn", True, own.values())
     fws = {}
     for w in own.values():
         if rnd.b % rnd.counts[w.framework]:  # a later owner on another replica count than the first

@@ -19,7 +19,7 @@ from parity.common.protocol import Call
 from parity.workloads.trained import data, float64, log_checks, model_checks, parity_variants, row_figures, sources
 from parity.workloads.trained.checks import accuracy
 from parity.workloads.trained.model import TrainedModel
-from parity.workloads.trained.rounds import ParityRound, answers, ask_all, round_batch
+from parity.workloads.trained.rounds import ParityRound, answers, ask_all, round_batch, say_round
 from parity.workloads.trained.trajectories import trajectories, variants
 
 
@@ -130,7 +130,8 @@ class ModelSuite:
         rnd.counts.update({w.framework: hello[k]["replicas"] for k, w in own.items()})
         ds = data.Dataset.load(Path(state.data))
         if rnd.b is None:
-            round_batch(cfg, spec, rnd, ds, save_dir, log, key, n, dropout=False)
+            round_batch(cfg, spec, rnd, ds, save_dir, key, n)
+        say_round(cfg, rnd, log, n, False, own.values())
         fws = {w.framework: w for w in own.values() if not rnd.b % rnd.counts[w.framework]}
         keys = {w.framework: k for k, w in own.items()}
         own_req = {

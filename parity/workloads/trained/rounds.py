@@ -34,7 +34,7 @@ class ParityRound:
     batches: str | None = None
 
 
-def round_batch(cfg, spec, rnd: ParityRound, ds, save_dir: Path, log, key: int, workload: str, dropout: bool) -> None:
+def round_batch(cfg, spec, rnd: ParityRound, ds, save_dir: Path, key: int, workload: str) -> None:
     """The round's parity batches: a size every framework's replicas split evenly, saved for all to read."""
     n = max(rnd.counts.values())
     b = max(2 * n, min(spec.global_batch, PARITY_BATCH))
@@ -42,8 +42,17 @@ def round_batch(cfg, spec, rnd: ParityRound, ds, save_dir: Path, log, key: int, 
     x, y = data.batches(ds, data.batch_offsets(spec.seed + 1, cfg.parity_steps, len(ds.x_train), b), b)
     rnd.b, rnd.n, rnd.batches = b, n, str(save_dir / f"{workload}-parity_batches-r{key}.npz")
     np.savez(rnd.batches, x=x, y=y)
+
+
+def say_round(cfg, rnd: ParityRound, log, workload: str, dropout: bool, who) -> None:
+    """The progress line of a parity round's part that `who` (workers) compute now: one line each part, so that a
+    run's phases (benchmarks/run_phases.py) give every owner's round its own time."""
     off = "dropout off, " if dropout else ""  # a model with dropout takes its parity steps without it
-    log(cfg, f"{workload} parity x{n}: gradients and a {cfg.parity_steps}-step trajectory ({off}batch {b})")
+    names = ", ".join(w.label for w in who)
+    log(
+        cfg,
+        f"{workload} parity x{rnd.n}: gradients and a {cfg.parity_steps}-step trajectory ({off}batch {rnd.b}; {names})",
+    )
 
 
 def ask_all(workers: dict, save_dir: Path, name: str, own: dict, workload: str, **req) -> dict[str, str]:
