@@ -287,15 +287,15 @@ def _firsts(log: list[tuple[int, str]], start: str) -> list[float]:
 
 
 def runs_said() -> dict[str, str]:
-    """docs/tpu.md's sentences on the default run stopped at the command's limit, the quick run, and the compile
-    times by part, rendered from default-stopped-log.txt, its phases, quick-log.txt and compile.jsonl."""
+    """docs/tpu.md's sentences on the compile times, one at a time and by part, and the parity round, rendered from
+    default-stopped-log.txt, its phases, default-log.txt, quick-log.txt and compile.jsonl (the default's turns:
+    tests/test_tpu_default.py)."""
     ph, log, quick = (
         _phases("default-stopped-phases.txt"),
         _stamped("default-stopped-log.txt"),
         _stamped("quick-log.txt"),
     )
     total = ph.pop("from the first stamped line to the last")
-    group = lambda word: sum(v for k, v in ph.items() if word in k)  # noqa: E731
     cnn, (unroll,) = (
         _firsts(log, "cnn_train: first epoch"),
         _firsts(log, "lstm_train: first epoch (seed 0) JAX jit+unroll"),
@@ -304,20 +304,15 @@ def runs_said() -> dict[str, str]:
     level = {(r["optimization"], r["memory_fitting"]): r for r in _jsonl("compile.jsonl") if r.get("part") == "level"}
     default, o1 = level["UNKNOWN", "O2"], level["O1", "O2"]
     c = lambda case: f"{parts[case]['compile_s']:.2f} s"  # noqa: E731
-    second = next(t for t, line in quick if line.startswith("starting the TensorFlow worker alone on tpu xall"))
-    starts = _after(log, "starting the JAX") + _after(log, "starting the Keras") + _after(quick, "starting the JAX")
+    now = _stamped("default-log.txt")
+    starts = _after(now, "starting the JAX") + _after(now, "starting the Keras") + _after(quick, "starting the JAX")
     starts += _after(quick, "starting the Keras")
     return {
-        "TOP": f"at {_min_s(total)} (`default-stopped-log.txt`)",
-        "TOP_QUICK": f"`--quick` took {_min_s(quick[-1][0] - quick[0][0])} with every row verified",
-        "PHASES": (
-            "| first epochs and first calls (most of it XLA compiling the timed programs) | "
-            f"{_min_s(group('compiling'))} | "
-            f"| parity rounds (compiled at O1, below) | {_min_s(group('parity'))} | "
-            f"| workers' starts and the peaks | {_min_s(group('starting workers'))} | "
-            f"| timed calls | {_min_s(group('timed calls'))} | | run to its stop | {_min_s(total)} |"
+        "STOPPED": (
+            f"the same default had spent {_min_s(sum(v for k, v in ph.items() if 'compiling' in k))} on first epochs "
+            f"and first calls when the device tool's 10-minute limit stopped it, at {_min_s(total)}"
         ),
-        "FIRST_CNN": f"the CNN's took {min(cnn):.1f} to {max(cnn):.1f} s",
+        "FIRST_CNN": f"the CNN's step took {min(cnn):.1f} to {max(cnn):.1f} s",
         "FIRST_UNROLL": f"(`jit+unroll`, the TPU's best-known) {unroll:.1f} s",
         "COMPILE_PARTS": (
             f"conv3 alone (its 7x7 maps, 128 to 256 channels: the kernel's, bias's and input's gradients) "
@@ -332,14 +327,9 @@ def runs_said() -> dict[str, str]:
             f"in {o1['first_call_s']:.2f} s against {default['first_call_s']:.2f} s, and then took "
             f"{o1['step_ms']:.2f} ms a step against {default['step_ms']:.2f} ms"
         ),
-        "PARITY_CNN": f"JAX's CNN round took {_after(log, 'cnn parity')[0]} s on the chip in the default run",
+        "PARITY_CNN": f"JAX's CNN round took {_after(now, 'cnn parity')[0]} s on the chip in the default run",
         "PARITY_BEFORE": f"had taken {_min_s(_after(_stamped('cnn-stopped-log.txt'), 'cnn parity')[0])}",
-        "STARTS": f"{min(starts)} to {max(starts)} s",
-        "QUICK": (
-            f"(`quick-log.txt`, {_min_s(quick[-1][0] - quick[0][0])} in all) the second round timed every row again "
-            f"on the same chip, {_min_s(quick[-1][0] - second)} of it"
-        ),
-        "QUICK_FIRST": f"The first round took {_min_s(second - quick[0][0])}",
+        "STARTS": f"({min(starts)} to {max(starts)} s)",
     }
 
 
