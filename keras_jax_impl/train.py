@@ -4,6 +4,7 @@ tf_impl.train, whose model code it shares)."""
 
 from __future__ import annotations
 
+import threading
 from contextlib import nullcontext
 
 import jax
@@ -82,12 +83,16 @@ class Trainer:
         check_examples(x, y, 2)
         m, batch = self.m, (x[0], y[0])
         with self._scope(), jax.default_device(self.devices[0]):
-            m._symbolic_build(data_batch=batch)  # the optimizer's and the metrics' variables, as fit builds them
-            step = _jitted_train_step(m)
-            state = m._get_jax_state(
-                trainable_variables=True, non_trainable_variables=True, optimizer_variables=True, metrics_variables=True
-            )
-            step.lower(state, keras_jax_trainer._distribute_data(batch)).compile()
+            with _BUILDING:  # one trainer at a time: Keras's global state, and the `jit` caught below
+                m._symbolic_build(data_batch=batch)  # the optimizer's and the metrics' variables, as fit builds them
+                step = _jitted_train_step(m)
+                state = m._get_jax_state(
+                    trainable_variables=True,
+                    non_trainable_variables=True,
+                    optimizer_variables=True,
+                    metrics_variables=True,
+                )
+            step.lower(state, keras_jax_trainer._distribute_data(batch)).compile()  # side by side
         return True
 
     def placement(self) -> list[str]:
@@ -138,6 +143,9 @@ class Trainer:
         with self._scope(), jax.default_device(self.devices[0]):
             r = self.m.evaluate(x.astype(np.float32), y, batch_size=batch_size, verbose=0, return_dict=True)
         return {"loss": float(r["loss"]), "accuracy": float(r["accuracy"])}
+
+
+_BUILDING = threading.Lock()  # ahead() runs on threads (parity.engine.ahead); the compiling is what overlaps
 
 
 def _jitted_train_step(m):
