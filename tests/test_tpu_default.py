@@ -117,3 +117,17 @@ def test_tpu_page_quotes_the_default_and_quick_runs_and_compiling_ahead():
     assert not unsaid, f"docs/tpu.md does not say, as its files do: {unsaid}"
     firsts = [r for r in _jsonl("ahead.jsonl") if r.get("part") == "first epoch"]
     assert len(firsts) == 21 and all(r["compile_s"] < 1 for r in firsts)  # no step compiled again at its first epoch
+
+
+def test_tpu_page_quotes_the_torchax_probe():
+    """The PyTorch-on-a-TPU section's figures are the probe's file (benchmarks/torchax_probe.py, run on a CPU)."""
+    (r,) = [json.loads(line) for line in (ROOT / "docs/results/zen4/torchax-cnn.jsonl").read_text().splitlines()]
+    page = " ".join((ROOT / "docs/tpu.md").read_text().split())
+    assert r["ran"] and r["backend"] == "cpu"
+    said = (
+        f"gave the loss {r['loss_torchax']} against eager PyTorch's {r['loss_eager']}, and every gradient within "
+        f"{r['max_rel_grad_diff']:.1e} of eager PyTorch's, relative to its largest element (the largest difference: "
+        f"`{r['worst'].removeprefix('m.')}`; `zen4`, JAX {r['jax']}, {r['removed_names']} names given a placeholder"
+    )
+    assert said in page, said
+    assert f"torchax {r['torchax']}, the newest on PyPI" in page and f"torch {r['torch'].split('+')[0]}" in page
