@@ -1,6 +1,6 @@
 """The JAX-based trainers' `ahead` (parity.engine.ahead calls it on threads): it compiles the very program the first
-steps() runs, so that XLA does not compile it again there, and it changes no number. Each trainer in a process of its
-own (tests/ahead_probe.py), on tiny shapes; the schedule around it is tests/test_ahead.py's."""
+steps() runs, so that XLA does not compile it again there, and it changes no number. Each implementation in a process
+of its own (tests/ahead_probe.py), on tiny shapes; the schedule around it is tests/test_ahead.py's."""
 
 import json
 import subprocess
@@ -12,25 +12,22 @@ import pytest
 PROBE = Path(__file__).with_name("ahead_probe.py")
 
 
-def _probe(impl: str, workload: str, variant: str, skip: bool) -> dict:
-    p = subprocess.run(
-        [sys.executable, str(PROBE), impl, workload, variant, "skip" if skip else "ahead"],
-        capture_output=True, text=True, timeout=300, cwd=Path(__file__).parent.parent,
-    )  # fmt: skip
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(p.stdout.strip().splitlines()[-1])
-
-
 @pytest.mark.parametrize(
     "impl,workload,variant",
     [("jax_impl", "cnn", "jit+scan"), ("keras_jax_impl", "cnn", "fit+spe")],  # several steps a dispatch: the harder
 )
 def test_the_first_steps_run_the_program_compiled_ahead(impl, workload, variant):
     pytest.importorskip(impl.split("_impl")[0].replace("keras_jax", "keras"))
-    done = _probe(impl, workload, variant, skip=False)
-    assert done["compiled"] is True and done["ahead"], done
+    p = subprocess.run(
+        [sys.executable, str(PROBE), impl, workload, variant],
+        capture_output=True, text=True, timeout=300, cwd=Path(__file__).parent.parent,
+    )  # fmt: skip
+    assert p.returncode == 0, p.stderr[-3000:]
+    done = json.loads(p.stdout.strip().splitlines()[-1])
+    ahead, cold = done["ahead"], done["cold"]
+    assert ahead["compiled"] is True and ahead["in_ahead"], done
     # the step's program is not compiled again (small helper programs, a stack of the metrics, may be)
-    assert not set(done["ahead"]) & set(done["after"]), done
-    cold = _probe(impl, workload, variant, skip=True)
-    assert set(done["ahead"]) <= set(cold["after"]), (done, cold)  # without ahead, the first steps compile it
-    assert done["losses"] == cold["losses"]  # the same training, to the bit
+    assert not set(ahead["in_ahead"]) & set(ahead["steps"]), done
+    step = set(ahead["in_ahead"]) & set(cold["steps"])  # without ahead, the first steps compile it
+    assert step and not step & set(ahead["steps"]), done
+    assert ahead["losses"] == cold["losses"]  # the same training, to the bit
