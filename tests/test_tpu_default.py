@@ -131,3 +131,15 @@ def test_tpu_page_quotes_the_torchax_probe():
     )
     assert said in page, said
     assert f"torchax {r['torchax']}, the newest on PyPI" in page and f"torch {r['torch'].split('+')[0]}" in page
+
+
+def test_run_phases_gives_compiling_ahead_its_own_phase():
+    """benchmarks/run_phases.py puts each worker's building and compiling ahead, to its answer, in one phase."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_phases", ROOT / "benchmarks/run_phases.py")
+    rp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rp)
+    log = _stamped("default-log.txt")
+    found = rp.phases((TPU / "default-log.txt").read_text().splitlines())
+    assert found[rp.AHEAD] == _turn(log, "JAX", 7)[1] + _turn(log, "Keras 3 (JAX)", 7)[1] == 56 + 73

@@ -73,7 +73,11 @@ def compile_ahead(rnd) -> dict[tuple[str, str], tuple]:
                 req = asdict(prepare(rnd, kind, spec, c, extra))
                 ask.setdefault(c.worker, []).append(req)
     for key, reqs in ask.items():
-        log(cfg, f"{rnd.workers[key].label}: building {len(reqs)} training rows, their steps compiled side by side")
+        log(
+            cfg,
+            f"{rnd.workers[key].label}: building {len(reqs)} training rows, their steps compiled side by side "
+            "where it can",
+        )
         rnd.workers[key].send(Ahead(reqs))
     for key in ask:
         w = rnd.workers[key]
