@@ -192,7 +192,8 @@ def test_run_two_processes_end_to_end(tmp_path):
     and the ViT train through the CNN's Trainer, jax_impl.train, and over 8 devices in test_lstm_jax.py and
     test_vit_jax.py)."""
     out = tmp_path / "mp"
-    p = launch(2, 1, [*QUICK, "--workload", "cnn", "matmul", "--out", str(out)], module="parity.run", timeout=900)
+    args = [*QUICK, "--workload", "cnn", "matmul", "--compile-ahead", "--out", str(out)]  # ahead: as a GPU cluster runs
+    p = launch(2, 1, args, module="parity.run", timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.count("wrote ") == 1
     doc = json.loads((out / "results.json").read_text())
@@ -210,6 +211,7 @@ def test_run_two_processes_end_to_end(tmp_path):
     assert traj and all(c["passed"] for c in traj)
     assert doc["env"]["cluster"]["num_processes"] == 2
     assert any("multi-process run" in n for n in doc["env"]["notes"])
+    assert any(n.startswith("JAX on cpu x") and "compiled side by side" in n for n in doc["env"]["notes"])
 
 
 # ---- failures end the run with one clear line, in bounded time -------------------------------------
