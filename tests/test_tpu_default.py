@@ -68,6 +68,9 @@ def said() -> dict[str, str]:
     keras_start = _at(log, "starting the Keras")
     rounds = [(t, line) for t, line in log if re.match(r"(cnn|lstm|vit) parity x1", line) and t < keras_start]
     parity = sum(log[log.index(r) + 1][0] - r[0] for r in rounds)  # JAX's three: each to the next stamped line
+    keras_parity = sum(
+        int(re.search(r"took (\d+) s \(Keras 3 \(JAX\)", n)[1]) for n in doc["env"]["notes"] if "(Keras 3 (JAX);" in n
+    )
     drift = re.search(
         r"moved (\S+ to \S+) between",
         next(
@@ -110,7 +113,7 @@ def said() -> dict[str, str]:
         "FIRSTS": (
             f"{_firsts(log, *jax_turn):.1f} s of JAX's turn and {_firsts(log, *keras_turn):.1f} s of Keras 3 on JAX's"
         ),
-        "PARITY": f"The parity rounds (JAX's three, {parity} s)",
+        "PARITY": f"The parity rounds (JAX's three, {parity} s; Keras 3 on JAX's, {keras_parity} s by the run's notes)",
         "DRIFT": f"JAX's moved {drift.group(1)} when timed again",
     }
 
