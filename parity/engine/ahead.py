@@ -1,7 +1,7 @@
 """Compiling ahead, side by side: a worker's training steps compiled before their first epochs, all at once.
 
-XLA compiles one program on one core, and on an accelerator's host a training step takes tens of seconds to compile
-(docs/tpu.md: the CNN's on one TPU v5e chip, 23 to 28 s each), while the host's other cores wait. So where the run
+XLA compiles one program on one core, and on an accelerator's host a training step takes far longer to compile than
+to run (docs/tpu.md gives a TPU chip's figures), while the host's other cores wait. So where the run
 asks for it (Config.ahead: an accelerator), the parent sends each worker, before its rows, every training case its
 rows will time (protocol.Ahead); the worker builds them, compiles what each first epoch will run on threads of its
 own (the compiler releases the GIL), and each first epoch then runs what is compiled. A row's first-call figure is
