@@ -1,7 +1,7 @@
 """Whether a framework's training steps compile side by side on an accelerator's host: each trained row a default run
-times there, its trainer built, then every step compiled ahead (Trainer.ahead) at once on threads; each compile's
-own duration (JAX's backend_compile event, in its thread), the wall time of them all, and each first epoch after it
-(which must not compile the step again). One JSON line per measurement to --out (and printed).
+times there, its trainer built (timed), then every step compiled ahead (Trainer.ahead) at once on threads; each
+compile's own duration (JAX's backend_compile event, in its thread), the wall time of them all, and each first epoch
+after it (which must not compile the step again). One JSON line per measurement to --out (and printed).
 
     python benchmarks/tpu_ahead.py --framework jax --out ahead.jsonl [--batch 1024] [--steps 20] [--serial]
 
@@ -66,9 +66,11 @@ def main() -> None:
         )
         for v in variants:
             ad = impl.adapter(wl)
+            t0 = time.perf_counter()
             with jax.default_device(jax.devices("cpu")[0]):
                 model = ad.build(*args)
             trainers[f"{wl} {v}"] = (ad.make_trainer(model, jax.devices()[:1], v, 1e-3, 1e-7, 0), wl)
+            emit(part="build", row=f"{wl} {v}", build_s=round(time.perf_counter() - t0, 2))  # the model and trainer
     emit(part="ahead", framework=a.framework, device=jax.devices()[0].device_kind, rows=len(trainers))
 
     def one(key: str) -> None:
