@@ -30,6 +30,7 @@ ENGINE_TESTS = (
     "tests/test_readme.py",
     "tests/test_html.py",
     "tests/test_new_workload.py",
+    "tests/test_ahead.py",
 )
 
 # Run in the child: block the frameworks, run the files in this one process, print what ran per file.
