@@ -17,7 +17,6 @@ PROBE = Path(__file__).with_name("ahead_probe.py")
     [("jax_impl", "cnn", "jit+scan"), ("keras_jax_impl", "cnn", "fit+spe")],  # several steps a dispatch: the harder
 )
 def test_the_first_steps_run_the_program_compiled_ahead(impl, workload, variant):
-    pytest.importorskip(impl.split("_impl")[0].replace("keras_jax", "keras"))
     p = subprocess.run(
         [sys.executable, str(PROBE), impl, workload, variant],
         capture_output=True, text=True, timeout=300, cwd=Path(__file__).parent.parent,
