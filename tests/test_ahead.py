@@ -48,9 +48,11 @@ def test_training_steps_are_compiled_ahead_before_any_first_epoch(mlp, tmp_path)
         assert [s[0] for s in said[:1]] == ["ahead"] and sum(s[0] == "ahead" for s in said) == 2, said
         first = said.index(("steps", said[0][1]))
         assert said[0][0] == "ahead" and first > 0
-    for r in rows:  # the compile, paid ahead, is in the row's first epoch; a framework with none has none
+    for r in rows:  # the compile, paid ahead, is in the row's first epoch and said apart; none where none compiled
         compiles = r["framework"] in (JAX, KERAS_JAX)
         assert (r["first_epoch_s"] >= COMPILE_S) == compiles, r
+        assert (r["compiled_ahead_s"] is not None) == compiles, r
+        assert not compiles or COMPILE_S <= r["compiled_ahead_s"] <= r["first_epoch_s"], r
     notes = [n for n in doc["env"]["notes"] if "compiled side by side" in n]
     assert sorted(n.split(" on ")[0] for n in notes) == sorted(["JAX", "JAX", "Keras 3 (JAX)", "Keras 3 (JAX)"])
     assert all(f"the longest {COMPILE_S:.1f} s" in n for n in notes), notes
@@ -61,6 +63,7 @@ def test_without_the_flag_a_cpu_compiles_each_step_at_its_first_call(mlp, tmp_pa
     assert not any(s[0] == "ahead" for fw in frameworks.KEYS for s in mlp[fw]["default"].said)
     jax_rows = [r for r in doc["rows"] if r["kind"] == "mlp_train" and r["framework"] == JAX]
     assert jax_rows and all(r["first_epoch_s"] >= COMPILE_S for r in jax_rows)  # paid at the first call instead
+    assert all(r["compiled_ahead_s"] is None for r in doc["rows"])
     assert not any("compiled side by side" in n for n in doc["env"]["notes"])
 
 

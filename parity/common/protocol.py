@@ -53,6 +53,7 @@ class Result:
 
     invalid: str | None
     compile_s: float | None = None
+    ahead_s: float | None = None  # of compile_s, the part compiled ahead (Ahead), side by side with other cases
     median_s: float | None = None
     iqr_s: float | None = None
     q1_s: float | None = None

@@ -186,6 +186,7 @@ def _result(impl, devices, args, timers: dict, req: protocol.GetResult) -> proto
     return protocol.Result(
         invalid=m.invalid,
         compile_s=m.compile_s,
+        ahead_s=timer.ahead_s or None,
         **m.stats(),
         **m.errors,
         **figures,
