@@ -114,10 +114,12 @@ class MlpTrainer:
 @dataclass
 class MlpFake(FakeImpl):
     """FakeImpl, and the MLP: its variants ('loop', 'predict' on one device; 'sharded' on several) and model.
-    compile_s: a trainer's fake compile, paid once (ahead or at its first steps); `said`: its trainers' calls."""
+    compile_s: a trainer's fake compile, paid once (ahead or at its first steps); `said`: its trainers' calls; `built`:
+    its models' sizes (a warm-up's is MLP's warm size)."""
 
     compile_s: float = 0.0
     said: list = field(default_factory=list)
+    built: list = field(default_factory=list)  # each model's hidden units, as built
 
     @property
     def VARIANTS(self) -> tuple[api.Variant, ...]:  # noqa: N802 - the surface's name
@@ -153,6 +155,7 @@ class MlpFake(FakeImpl):
 
     def _build(self, hidden: int, seed: int = 0) -> MlpModel:
         """Glorot-uniform kernels, zero biases (Keras's Dense defaults)."""
+        self.built.append(hidden)
         rng = np.random.default_rng(seed)
         shapes = ((28 * 28, hidden), (hidden, 10))
         kernels = [rng.uniform(-1, 1, s) * np.sqrt(6 / sum(s)) for s in shapes]

@@ -11,7 +11,7 @@ from mlp_fake import MlpFake
 from parity import run
 from parity.common import frameworks
 from parity.common.frameworks import JAX, KERAS_JAX, TF
-from parity.engine import ahead
+from parity.common.threads import side_by_side
 from parity.judging import roofline
 from parity.output import files
 from parity.workloads import WORKLOADS
@@ -44,23 +44,29 @@ def test_training_steps_are_compiled_ahead_before_any_first_epoch(mlp, tmp_path)
     assert all(c["passed"] in (True, None) for c in doc["checks"])
     for fw in (JAX, KERAS_JAX):
         said = mlp[fw]["default"].said
-        # one training row a round (1 replica, then 2), each built and compiled before its round's first steps
-        assert [s[0] for s in said[:1]] == ["ahead"] and sum(s[0] == "ahead" for s in said) == 2, said
-        first = said.index(("steps", said[0][1]))
-        assert said[0][0] == "ahead" and first > 0
+        # a round (1 replica, then 2): its training row built and compiled before its first steps, then its parity
+        # trajectory's program compiled beside the gradients' before the trajectory runs
+        aheads = [i for i, s in enumerate(said) if s[0] == "ahead"]
+        assert aheads[0] == 0 and len(aheads) == 4, said
+        assert all(("steps", said[i][1]) in said[i + 1 :] for i in aheads), said
     for r in rows:  # the compile, paid ahead, is in the row's first epoch and said apart; none where none compiled
         compiles = r["framework"] in (JAX, KERAS_JAX)
         assert (r["first_epoch_s"] >= COMPILE_S) == compiles, r
         assert (r["compiled_ahead_s"] is not None) == compiles, r
         assert not compiles or COMPILE_S <= r["compiled_ahead_s"] <= r["first_epoch_s"], r
-    notes = [n for n in doc["env"]["notes"] if "compiled side by side" in n]
+    notes = [n for n in doc["env"]["notes"] if "training steps compiled side by side" in n]
     assert sorted(n.split(" on ")[0] for n in notes) == sorted(["JAX", "JAX", "Keras 3 (JAX)", "Keras 3 (JAX)"])
+    # every worker built its model for the rows ahead: none was warmed up first (the MLP's warm size: 4 units)
+    assert all(mlp[fw]["default"].built and 4 not in mlp[fw]["default"].built for fw in frameworks.KEYS)
+    rounds = [n for n in doc["env"]["notes"] if n.startswith("mlp parity")]
+    assert len(rounds) == 2 and all("trajectory programs compiled side by side" in n for n in rounds), rounds
     assert all(f"the longest {COMPILE_S:.1f} s" in n for n in notes), notes
 
 
 def test_without_the_flag_a_cpu_compiles_each_step_at_its_first_call(mlp, tmp_path):
     doc = _run(tmp_path)  # a CPU's default: off
     assert not any(s[0] == "ahead" for fw in frameworks.KEYS for s in mlp[fw]["default"].said)
+    assert all(mlp[fw]["default"].built[0] == 4 for fw in frameworks.KEYS)  # warmed up before its rows
     jax_rows = [r for r in doc["rows"] if r["kind"] == "mlp_train" and r["framework"] == JAX]
     assert jax_rows and all(r["first_epoch_s"] >= COMPILE_S for r in jax_rows)  # paid at the first call instead
     assert all(r["compiled_ahead_s"] is None for r in doc["rows"])
@@ -80,10 +86,10 @@ def test_jobs_run_side_by_side_and_a_refusal_is_said_not_raised():
     def bug():
         raise TypeError("this code is wrong")
 
-    seconds, failed = ahead.side_by_side({"a": lambda: True, "b": lambda: False, "c": refuses}, (TypeError,))
+    seconds, failed = side_by_side({"a": lambda: True, "b": lambda: False, "c": refuses}, (TypeError,))
     assert set(seconds) == {"a"} and seconds["a"] >= 0
     assert failed == {"c": "RuntimeError: XlaRuntimeError: the compiler refused on two lines"}
     with pytest.raises(TypeError):
-        ahead.side_by_side({"a": bug}, (TypeError,))
-    assert ahead.side_by_side({}, (TypeError,)) == ({}, {})
+        side_by_side({"a": bug}, (TypeError,))
+    assert side_by_side({}, (TypeError,)) == ({}, {})
     assert TF in frameworks.KEYS  # the framework with nothing to compile ahead in the runs above

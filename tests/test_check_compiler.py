@@ -86,6 +86,9 @@ def test_the_note_says_how_the_checks_compiled_where_a_worker_says_so():
     assert parity_note("cnn", 0, 3, ["JAX"], {"jax": {"check_compiler": ""}}) == (
         "cnn parity xall: its arrays took 3 s (JAX)"
     )
+    assert parity_note("cnn", 1, 3, ["JAX"], {"jax": {}}, ahead=True) == (
+        "cnn parity x1: its arrays took 3 s (JAX; each worker's gradient and trajectory programs compiled side by side)"
+    )
 
 
 def test_on_an_accelerator_a_jax_model_is_built_on_the_host(monkeypatch):

@@ -11,6 +11,10 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar
 
+# Exceptions that mean this code is wrong, not the input or the machine: an answer's "bug" (the run ends with exit 3
+# and the traceback). A framework's own runtime errors (a peer gone, a device refusing) stay one line and exit 2.
+PROGRAMMING_ERRORS = (LookupError, TypeError, AttributeError, NameError, ArithmeticError, AssertionError)
+
 
 @dataclass(frozen=True)
 class Offered:

@@ -194,9 +194,10 @@ def _rows(rnd: Round, parity: bool = True) -> list[Row]:
     cfg, run = rnd.cfg, rnd.run
     for key, h in rnd.hello.items():
         run.hello.setdefault(key, h)
-    for wl in (wl for wl in cfg.workloads if wl in run.suites):
-        run.suites[wl].warm(cfg, rnd.workers, run.ctxs[wl])
     rows, planned = [], ahead.compile_ahead(rnd) if cfg.ahead else {}
+    for wl in (wl for wl in cfg.workloads if wl in run.suites):  # a worker that built the model ahead: no warming
+        built = {c.worker for (w, _), (_, _, todo) in planned.items() if w == wl for c in todo}
+        run.suites[wl].warm(cfg, {k: w for k, w in rnd.workers.items() if k not in built}, run.ctxs[wl])
     for wl in cfg.workloads:
         for kind in WORKLOADS[wl].kinds:
             for k in range(cfg.seeds if kind.seeded else 1):
@@ -207,7 +208,7 @@ def _rows(rnd: Round, parity: bool = True) -> list[Row]:
             t0 = time.monotonic()
             run.suites[wl].parity_collect(cfg, *args, timed=rnd.timed)
             who = [w.label for w in rnd.workers.values()]
-            run.notes.append(parity_note(wl, rnd.replicas, time.monotonic() - t0, who, rnd.hello))
+            run.notes.append(parity_note(wl, rnd.replicas, time.monotonic() - t0, who, rnd.hello, cfg.ahead))
     run.peak = peaks.with_workers(cfg, run.peak, rnd.workers, rnd.hello, rows)
     return rows
 

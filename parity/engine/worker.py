@@ -22,16 +22,15 @@ from parity.api import DeviceNotOffered, DeviceUnavailable
 from parity.api.cluster import Cluster
 from parity.api.variants import lookup
 from parity.common import frameworks, protocol
-from parity.engine import ahead, memory
+from parity.common.threads import side_by_side
+from parity.engine import memory
 from parity.engine.devicelock import DEVICE_LOCK
 from parity.engine.environment import env_flags
 from parity.engine.timing import Timer
 from parity.judging import roofline
 from parity.workloads import WORKLOADS, row_kind
 
-# Exceptions that mean this code is wrong, not the input or the machine: the run ends with exit 3 and the
-# traceback. A framework's own runtime errors (a peer gone, a device refusing) stay one line and exit 2.
-PROGRAMMING_ERRORS = (LookupError, TypeError, AttributeError, NameError, ArithmeticError, AssertionError)
+PROGRAMMING_ERRORS = protocol.PROGRAMMING_ERRORS
 
 
 def versions(framework: str) -> dict[str, str]:
@@ -250,7 +249,7 @@ def _ahead(impl, devices, args, timers: dict, req: protocol.Ahead) -> protocol.C
             raise
         except Exception as e:
             refused[p.id] = f"{type(e).__name__}: {_one_line(e, 200)}"
-    seconds, failed = ahead.side_by_side({k: j for k, j in jobs.items() if j}, PROGRAMMING_ERRORS)
+    seconds, failed = side_by_side({k: j for k, j in jobs.items() if j}, PROGRAMMING_ERRORS)
     for k, s in seconds.items():
         timers[k][0].ahead_s = s
     return protocol.Compiled(seconds, {**refused, **failed})

@@ -60,9 +60,10 @@ def drift_note(owner: str, first: list[Row], again: list[Row]) -> str:
     )
 
 
-def parity_note(workload: str, replicas: int, seconds: float, who: list[str], hello: dict) -> str:
+def parity_note(workload: str, replicas: int, seconds: float, who: list[str], hello: dict, ahead: bool = False) -> str:
     """How long a workload's parity arrays took, by whom, and how the workers compiled them where not as they
-    compile the timed programs (each hello's check_compiler)."""
+    compile the timed programs (each hello's check_compiler), and whether side by side (`ahead`: Config.ahead)."""
     how = sorted({h.get("check_compiler") for h in hello.values()} - {None, ""})
     compiled = f"; compiled at {', '.join(how)}" if how else ""
+    compiled += "; each worker's gradient and trajectory programs compiled side by side" if ahead else ""
     return f"{workload} parity x{replicas or 'all'}: its arrays took {seconds:.0f} s ({', '.join(who)}{compiled})"

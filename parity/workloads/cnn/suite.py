@@ -167,6 +167,7 @@ def parity_collect(
             weights=state.weights,
             tuned=cfg.tuned,
             batches=rnd.batches,
+            ahead=cfg.ahead,  # its programs compiled side by side (an accelerator's host)
         )
     )
     if first and fws:

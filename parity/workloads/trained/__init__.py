@@ -10,12 +10,14 @@ against float64 from model_cases.py, model_suite.py and model_checks.py."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import cache
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
 
 from parity.api.variants import Variant, out_of_the_box
+from parity.common.protocol import PROGRAMMING_ERRORS
+from parity.common.threads import side_by_side
 from parity.workloads.base import Invalid
 from parity.workloads.trained.data import Dataset, batch_offsets, batches
 
@@ -124,12 +126,6 @@ def _parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any
         return {}
     with np.load(req["batches"]) as f:
         x, y = f["x"], f["y"]
-    g = adapter.loss_and_grads(model(w), x[0], y[0])
-    out["loss"] = np.array(g.loss)
-    for i, a in enumerate(g.grads):
-        out[f"grad/{i:03d}"] = a
-    for i, a in enumerate(g.routing):  # how this framework's max pooling broke the batch's ties (the CNN's)
-        out[f"routing/{i}"] = a
     every = impl.variants(kind, len(devices))
     asked = req.get("variants")  # the timed ones only (parity_variants), else every one offered
     variants = [
@@ -138,8 +134,21 @@ def _parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any
         if (req.get("bf16", False) or v.dtype == "float32") and (asked is None or v.name in asked)
     ]  # bfloat16 where the rows run it
     records = {v.name: v for v in every}
+
+    def trainer(variant: str):
+        return adapter.make_trainer(model(w), devices, variant, s.learning_rate, s.adam_epsilon, s.seed)
+
+    if req.get("ahead"):  # an accelerator's host: each program compiled beside the others (Config.ahead)
+        g, trainers = _side_by_side(adapter, model(w), x, y, {v: trainer(v) for v in variants})
+    else:
+        g, trainers = adapter.loss_and_grads(model(w), x[0], y[0]), {}
+    out["loss"] = np.array(g.loss)
+    for i, a in enumerate(g.grads):
+        out[f"grad/{i:03d}"] = a
+    for i, a in enumerate(g.routing):  # how this framework's max pooling broke the batch's ties (the CNN's)
+        out[f"routing/{i}"] = a
     for variant in variants:
-        t = adapter.make_trainer(model(w), devices, variant, s.learning_rate, s.adam_epsilon, s.seed)
+        t = trainers.get(variant) or trainer(variant)
         out[f"traj/{variant}/loss"] = np.asarray(t.steps(x, y))[:, 0]
         # steps per host dispatch, and how finely the per-step loss is known (fit under steps_per_execution: once
         # per execution, as that execution's mean)
@@ -152,6 +161,25 @@ def _parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any
             out[f"traj/{variant}/w{i:03d}"] = a
     np.savez(req["out"], **out)
     return {"variants": variants}
+
+
+def _side_by_side(adapter, m, x, y, trainers: dict) -> tuple:
+    """One batch's loss and gradients of model `m`, with each trainer's first program (its trajectory's) compiled
+    beside it on threads (parity.common.threads); returns (the gradients, the trainers). A trainer whose framework
+    refuses to compile ahead compiles at its first steps() call, as without; a failing gradient is raised."""
+    got: dict = {}
+
+    def grads() -> bool:
+        try:
+            got["g"] = adapter.loss_and_grads(m, x[0], y[0])
+        except BaseException as e:  # raised below, in the worker's thread
+            got["raised"] = e
+        return False
+
+    side_by_side({"": grads, **{v: partial(t.ahead, x, y) for v, t in trainers.items()}}, PROGRAMMING_ERRORS)
+    if "raised" in got:
+        raise got["raised"]
+    return got["g"], trainers
 
 
 def row_figures(kind, res, spec, notebook=None) -> dict:
