@@ -96,8 +96,11 @@ def test_absent_data_falls_back_to_synthetic_and_says_so(tmp_path):
 
 
 def test_synthetic_is_deterministic_and_has_ten_distinct_classes():
-    a, b = data.synthetic(500, 50), data.synthetic(500, 50)
+    a = data.synthetic(500, 50)
+    b = data.synthetic.__wrapped__(500, 50)  # made again, not the process's copy
+    assert a is data.synthetic(500, 50) and b is not a  # made once a process for each size
     assert np.array_equal(a.x_train, b.x_train) and np.array_equal(a.y_test, b.y_test)
+    assert not a.x_train.flags.writeable  # shared: nobody may change it
     means = np.stack([a.x_train[a.y_train == c].mean(0).ravel() for c in range(10)])
     d = np.linalg.norm(means[:, None] - means[None], axis=-1)
     assert d[~np.eye(10, dtype=bool)].min() > 100  # class means far apart: learnable

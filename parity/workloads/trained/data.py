@@ -14,6 +14,7 @@ import stat
 import struct
 import zlib
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -149,8 +150,10 @@ def _templates() -> np.ndarray:
     return np.stack(t).astype(np.float32)
 
 
+@lru_cache(maxsize=2)
 def synthetic(train_size: int = 60000, test_size: int = 10000, seed: int = 0) -> Dataset:
-    """A deterministic, learnable stand-in with Fashion-MNIST's shapes: shifted, scaled, noisy patterns."""
+    """A deterministic, learnable stand-in with Fashion-MNIST's shapes: shifted, scaled, noisy patterns. Made once a
+    process for each size (a run's trained workloads share it), its arrays read-only."""
     rng = np.random.default_rng(seed)
     tpl = _templates()
 
@@ -165,6 +168,8 @@ def synthetic(train_size: int = 60000, test_size: int = 10000, seed: int = 0) ->
 
     xtr, ytr = make(train_size)
     xte, yte = make(test_size)
+    for a in (xtr, ytr, xte, yte):
+        a.setflags(write=False)
     return Dataset(xtr, ytr, xte, yte, "synthetic")
 
 
