@@ -26,18 +26,20 @@ from pathlib import Path
 
 from parity.engine.repetitions import OP_CALLS_PER_TURN
 
-AHEAD = "training rows built, their steps compiled ahead"  # the phase parity.engine.ahead opens
+AHEAD = "rows built, their programs compiled ahead"  # the phase parity.engine.ahead opens
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\] (.*)")
 _PHASES = (  # (pattern on the line's text, the phase it opens; \1: the row kind or workload)
     (re.compile(r"(starting|measuring) "), "starting workers, measuring peaks"),
-    (re.compile(r".+: building \d+ training rows"), AHEAD),
+    (re.compile(r".+: building \d+ (training )?rows"), AHEAD),
     (re.compile(r"(\w+) parity"), r"\1 parity checks"),
     (re.compile(r"(\w+): (compiling|first epoch)"), r"\1 compiling, first epoch"),
     (re.compile(r"(\w+) (round|epoch|rep) "), r"\1 timed calls"),
     (re.compile(r"(\w+): profiling"), r"\1 profiling"),
 )
 # a line that belongs to the phase before it
-_CONTINUES = re.compile(r"\s+(first call|INVALID|not profiled|.+: \d+ steps compiled|.+: not compiled ahead)")
+_CONTINUES = re.compile(
+    r"\s+(first call|INVALID|not profiled|.+: \d+ (steps|programs) compiled|.+: not compiled ahead)"
+)
 
 
 def phases(lines: list[str]) -> dict[str, int]:

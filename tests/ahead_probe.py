@@ -1,7 +1,8 @@
 """Run by tests/test_ahead_trainers.py in a process of its own (Keras 3 must load on JAX): two tiny trainers of one
 JAX-based implementation from the same model, one compiling its step ahead, the other not, each then training on the
 same batches; prints one JSON line: the programs XLA compiled (JAX's backend_compile events, by function name) in
-ahead() and in each one's steps after it, and each one's losses."""
+ahead() and in each one's steps after it, and each one's losses. A 'predict' variant: two inference programs instead,
+each one's first call and its output (under "losses")."""
 
 import json
 import os
@@ -21,11 +22,21 @@ jax.monitoring.register_event_duration_secs_listener(
 impl_name, workload, variant = sys.argv[1:4]
 ad = importlib.import_module(impl_name).adapter(workload)
 model = ad.build(*{"lstm": (8, 0), "cnn": (0,)}[workload])
-ahead, cold = (ad.make_trainer(model, jax.devices()[:1], variant, 1e-3, 1e-7, 0) for _ in range(2))
 rng = np.random.default_rng(0)
 x = rng.standard_normal((2, 4, 28, 28, 1)).astype(np.float32)
 y = rng.integers(0, 10, (2, 4)).astype(np.int32)
 out = {}
+if variant.startswith("predict"):  # an inference program (parity.api.Prepared.ahead): its first call after ahead()
+    for name in ("ahead", "cold"):
+        p = ad.prepare_inference(model, x[0], jax.devices()[:1], variant)
+        seen.clear()
+        out[name] = {"compiled": p.ahead() if name == "ahead" else None, "in_ahead": list(seen)}
+        seen.clear()
+        out[name]["losses"] = np.asarray(p.run()).ravel().tolist()  # its output, compared to the bit
+        out[name]["steps"] = list(seen)
+    print(json.dumps(out))
+    sys.exit(0)
+ahead, cold = (ad.make_trainer(model, jax.devices()[:1], variant, 1e-3, 1e-7, 0) for _ in range(2))
 for name, t in (("ahead", ahead), ("cold", cold)):
     seen.clear()  # the models' initialisers: not the step
     out[name] = {"compiled": t.ahead(x, y) if name == "ahead" else None, "in_ahead": list(seen)}

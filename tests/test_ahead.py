@@ -54,7 +54,7 @@ def test_training_steps_are_compiled_ahead_before_any_first_epoch(mlp, tmp_path)
         assert (r["first_epoch_s"] >= COMPILE_S) == compiles, r
         assert (r["compiled_ahead_s"] is not None) == compiles, r
         assert not compiles or COMPILE_S <= r["compiled_ahead_s"] <= r["first_epoch_s"], r
-    notes = [n for n in doc["env"]["notes"] if "training steps compiled side by side" in n]
+    notes = [n for n in doc["env"]["notes"] if "compiled side by side before their first calls" in n]
     assert sorted(n.split(" on ")[0] for n in notes) == sorted(["JAX", "JAX", "Keras 3 (JAX)", "Keras 3 (JAX)"])
     # every worker built its model for the rows ahead: none was warmed up first (the MLP's warm size: 4 units)
     assert all(mlp[fw]["default"].built and 4 not in mlp[fw]["default"].built for fw in frameworks.KEYS)

@@ -1,6 +1,7 @@
-"""The JAX-based trainers' `ahead` (parity.engine.ahead calls it on threads): it compiles the very program the first
-steps() runs, so that XLA does not compile it again there, and it changes no number. Each implementation in a process
-of its own (tests/ahead_probe.py), on tiny shapes; the schedule around it is tests/test_ahead.py's."""
+"""The JAX-based trainers' and inference programs' `ahead` (parity.engine.ahead calls it on threads): it compiles the
+very program the first steps() or call runs, so that XLA does not compile it again there, and it changes no number.
+Each implementation in a process of its own (tests/ahead_probe.py), on tiny shapes; the schedule around it is
+tests/test_ahead.py's."""
 
 import json
 import subprocess
@@ -14,7 +15,13 @@ PROBE = Path(__file__).with_name("ahead_probe.py")
 
 @pytest.mark.parametrize(
     "impl,workload,variant",
-    [("jax_impl", "cnn", "jit+scan"), ("keras_jax_impl", "cnn", "fit+spe")],  # several steps a dispatch: the harder
+    [
+        ("jax_impl", "cnn", "jit+scan"),  # several steps a dispatch: the harder
+        ("keras_jax_impl", "cnn", "fit+spe"),
+        ("jax_impl", "cnn", "predict"),  # an inference program's first call (parity.api.Prepared.ahead)
+        ("jax_impl", "lstm", "predict+unroll"),
+        ("keras_jax_impl", "lstm", "predict"),
+    ],
 )
 def test_the_first_steps_run_the_program_compiled_ahead(impl, workload, variant):
     p = subprocess.run(

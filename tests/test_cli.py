@@ -236,7 +236,7 @@ def test_cnn_quick_compiled_jax_and_keras_training_steps_ahead(quick_cnn):
     the schedule), and their parity programs side by side; TensorFlow's and PyTorch's have nothing to compile ahead."""
     p, out, _ = quick_cnn
     notes = json.loads((out / "results.json").read_text())["env"]["notes"]
-    ahead = sorted(n.split(":")[0] for n in notes if "training steps compiled side by side" in n)
+    ahead = sorted(n.split(":")[0] for n in notes if "compiled side by side before their first calls" in n)
     assert ahead == ["JAX on cpu x1", "Keras 3 (JAX) on cpu x1"], notes
     # and each worker's parity programs, the gradients' beside the trajectories' (the real trainers' ahead)
     assert any(n.startswith("cnn parity x1") and "trajectory programs compiled side by side" in n for n in notes)

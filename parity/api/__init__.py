@@ -91,6 +91,8 @@ class Prepared:
         said so; (None, why) where the framework offers no count. Cross-checks the analytic formula.
     program: the compiled program's text (XLA's HLO, with each op's metadata), which maps a profile's ops
         back to the code's scopes; None where the framework's op names carry them already (TensorFlow).
+    ahead: compiles, without running it, the program run() will run, so that the first call finds it compiled
+        (True); False where the framework has nothing to compile ahead. Threads may call several at once.
     """
 
     run: Callable[[], Any]
@@ -100,6 +102,7 @@ class Prepared:
     cost: Callable[[], tuple[float | None, str]] = lambda: (None, "no FLOP count offered")
     program: Callable[[], str | None] = lambda: None
     kernel_path: str | None = None  # as Trainer.kernel_path, for an inference program
+    ahead: Callable[[], bool] = lambda: False
 
 
 class Gradients(NamedTuple):

@@ -1,12 +1,14 @@
-"""Compiling ahead, side by side: a worker's training steps compiled before their first epochs, all at once.
+"""Compiling ahead, side by side: a worker's trained-workload programs compiled before their first calls, all at once.
 
 XLA compiles one program on one core, and on an accelerator's host a training step takes far longer to compile than
 to run (docs/tpu.md gives a TPU chip's figures), while the host's other cores wait. So where the run
-asks for it (Config.ahead: an accelerator), the parent sends each worker, before its rows, every training case its
-rows will time (protocol.Ahead); the worker builds them, compiles what each first epoch will run on threads of its
-own (the compiler releases the GIL), and each first epoch then runs what is compiled. A row's first-call figure is
-its compile, slowed by the others beside it, plus its first epoch; the run's notes say so. A framework with nothing
-to compile ahead (TensorFlow, PyTorch: their trainers' `ahead` says False) compiles at its first call, as before.
+asks for it (Config.ahead: an accelerator), the parent sends each worker, before its rows, every case of the trained
+workloads its rows will time, training and inference (protocol.Ahead); the worker builds them, compiles what each
+first call (a training row's first epoch) will run on threads of its own (the compiler releases the GIL), and each
+first call then runs what is compiled. A row's first-call figure is its compile, slowed by the others beside it, plus
+the call; the run's notes say so. A framework with nothing to compile ahead (TensorFlow, PyTorch: `ahead` says False)
+compiles at its first call, as before. The operations (the conv, the matmul) compile in about a second at their
+first calls, as before.
 """
 
 from __future__ import annotations
@@ -36,21 +38,20 @@ def prepare(rnd, kind: RowKind, spec, c: Case, extra: dict) -> Prepare:
 
 
 def compile_ahead(rnd) -> dict[tuple[str, str], tuple]:
-    """Every worker of the round builds its training cases (the first seed's) and compiles their first epochs'
-    programs side by side, the workers at once; returns each such kind's kind_cases, for its rows to use."""
-    cfg, planned, ask = rnd.cfg, {}, {}
-    for wl in cfg.workloads:
-        for kind in (k for k in WORKLOADS[wl].kinds if k.epochs):
+    """Every worker of the round builds its trained workloads' cases (training ones: the first seed's) and compiles
+    their first calls' programs side by side, the workers at once; returns each such kind's kind_cases, for its rows
+    to use."""
+    cfg, planned, ask, trains = rnd.cfg, {}, {}, {}
+    for wl in (wl for wl in cfg.workloads if WORKLOADS[wl].suite is not None):  # the trained workloads
+        for kind in WORKLOADS[wl].kinds:
             spec, extra, todo = planned[(wl, kind.name)] = kind_cases(rnd, wl, kind)
             for c in todo:
                 req = asdict(prepare(rnd, kind, spec, c, extra))
                 ask.setdefault(c.worker, []).append(req)
+                trains[c.worker] = trains.get(c.worker, 0) + kind.epochs
     for key, reqs in ask.items():
-        log(
-            cfg,
-            f"{rnd.workers[key].label}: building {len(reqs)} training rows, their steps compiled side by side "
-            "where it can",
-        )
+        rows = f"{len(reqs)} rows ({trains[key]} training, {len(reqs) - trains[key]} inference)"
+        log(cfg, f"{rnd.workers[key].label}: building {rows}, their programs compiled side by side where it can")
         rnd.workers[key].send(Ahead(reqs))
     for key in ask:
         w = rnd.workers[key]
@@ -59,7 +60,7 @@ def compile_ahead(rnd) -> dict[tuple[str, str], tuple]:
             log(cfg, f"  {case}: not compiled ahead ({why}); it compiles at its first call")
         if done.seconds:
             longest = max(done.seconds.values())
-            log(cfg, f"  {w.label}: {len(done.seconds)} steps compiled, the longest in {longest:.1f} s")
+            log(cfg, f"  {w.label}: {len(done.seconds)} programs compiled, the longest in {longest:.1f} s")
             key = f"ahead {w.framework} x{rnd.replicas or 'all'}"
             rnd.run.said[key] = ahead_note(w.label, done.seconds, f"{cfg.device} x{rnd.replicas or 'all'}")
     return planned
@@ -68,7 +69,8 @@ def compile_ahead(rnd) -> dict[tuple[str, str], tuple]:
 def ahead_note(who: str, seconds: dict[str, float], where: str) -> str:
     """The run's note for one worker's compiling ahead (`who`: its label; `where`: its device and replicas)."""
     return (
-        f"{who} on {where}: {len(seconds)} training steps compiled side by side before their first epochs (the "
-        f"longest {max(seconds.values()):.1f} s, {sum(seconds.values()):.1f} s added up); each row's first epoch "
-        "is its own compile, slowed by the others beside it, plus the epoch (--no-compile-ahead: one at a time)"
+        f"{who} on {where}: {len(seconds)} programs (training steps, inference) compiled side by side before their "
+        f"first calls (the longest {max(seconds.values()):.1f} s, {sum(seconds.values()):.1f} s added up); each such "
+        "row's first call (a training row's first epoch) is its own compile, slowed by the others beside it, plus the "
+        "call (--no-compile-ahead: one at a time)"
     )

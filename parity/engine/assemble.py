@@ -114,6 +114,7 @@ def make_row(
         # an operation's first call (tracing, compilation, one execution); a training row's first epoch is
         # first_epoch_s instead, never called a compile time
         compile_s=None if kind.epochs else res.compile_s,
+        compiled_ahead_s=res.ahead_s,  # of the first call's figure, the part compiled ahead (--compile-ahead)
         gflops_per_s=res.flops / med / 1e9 if med and res.flops else None,
         flops=res.flops,
         flops_unpadded=res.flops_unpadded,

@@ -126,7 +126,7 @@ class Config:
     cluster: Cluster | None = None  # one process of a multi-process run (parity.engine.cluster); None: the only one
     command: tuple[str, ...] = ("python", "-m", "parity.run")  # how this run was started, for advice to rerun
     exclusive: bool = False  # one owner of the device at a time (a TPU host: libtpu takes one process)
-    ahead: bool = False  # training steps compiled side by side before their first epochs (parity.engine.ahead)
+    ahead: bool = False  # trained workloads' programs compiled side by side before first calls (parity.engine.ahead)
     pythons: dict = field(default_factory=dict)  # framework -> the interpreter its workers run in (default: this one)
 
     def spec(self, wl: str):

@@ -17,6 +17,7 @@ from parity.api.variants import Setting, setting_from_wire
 from parity.common.frameworks import label
 from parity.common.messages import log
 from parity.common.protocol import GetResult, Rep, Warm
+from parity.common.threads import in_order
 from parity.engine import ahead, cluster, devicelock, peaks, profiling, repetitions
 from parity.engine.assemble import Case, cross_check, make_row, timed_under
 from parity.engine.config import Config, chips
@@ -120,10 +121,9 @@ def _interleaved(rnd: Round, last: Round | None) -> None:
 
 
 def _one_owner_at_a_time(rnd: Round) -> None:
-    """A TPU host takes one owning process (libtpu): each worker runs all its rows alone and releases the device
-    before the next starts. Interleaving cannot spread drift over the frameworks here, so each owner times every row
-    once more at its end, minutes after its first measurement, and the change is reported (the table keeps the first
-    measurement): the device's drift over every owner's span, in seconds, where a new worker would take minutes."""
+    """A TPU host takes one owning process (libtpu): each worker runs all its rows alone, then releases the device.
+    Interleaving cannot spread drift over the frameworks here, so each owner times every row once more at its end
+    and the change is reported (the table keeps the first measurement): drift over every owner's span, in seconds."""
     cfg, run = rnd.cfg, rnd.run
     if cfg.device == "tpu":
         devicelock.check_libtpu_lock()
@@ -164,9 +164,8 @@ def _timed_by_tuned_owners(rnd: Round, key: str, configs: dict[str, dict]) -> No
 
 
 def _again(rnd: Round) -> list[Row]:
-    """One owner at a time: each of this owner's rows timed once more at its end (an operation: AGAIN_TURNS turns of
-    an untimed and a timed call; a training row: one more epoch), its case then released; each row's `drift` and the
-    run's note. Returns no row: the table keeps the first measurement."""
+    """One owner at a time: each of its rows timed once more at its end (an operation: AGAIN_TURNS turns of an untimed
+    and a timed call; a training row: one more epoch), its case then released; the run's drift note. No row."""
     if rnd.kept is None:
         if rnd.cfg.profile:
             rnd.run.said["drift"] = "one owner of the device at a time: no drift measured under --profile"
@@ -320,16 +319,20 @@ def _timed_reps(rnd: Round, kind: RowKind, spec, todo: list[Case]) -> dict[str, 
 
 
 def _judge_parity(rnd: Round | None) -> None:
-    """A round's parity checks, into the run's (None: no round)."""
+    """A round's parity checks, into the run's (None: no round): the workloads' float64 references side by side on
+    threads (NumPy releases the GIL), their lines and checks in the workloads' order."""
     run = rnd.run if rnd else None
-    for wl, suite in run.suites.items() if run else ():
-        if wl not in rnd.cfg.workloads:
-            continue
+    todo = [wl for wl in (run.suites if run else ()) if wl in rnd.cfg.workloads]
+
+    def judge(wl: str, said: list) -> list[dict]:  # run.checks grows only once every thread has ended
         first = not any(c["workload"] == wl for c in run.checks)
-        run.checks += [
-            {**c, "workload": wl}
-            for c in suite.parity_judge(rnd.cfg, rnd.cfg.spec(wl), rnd.save_dir, run.ctxs[wl], first, log, rnd.replicas)
-        ]
+        args = (rnd.cfg.spec(wl), rnd.save_dir, run.ctxs[wl], first, lambda _, m: said.append(m), rnd.replicas)
+        return run.suites[wl].parity_judge(rnd.cfg, *args)
+
+    for wl, (checks, said) in zip(todo, in_order(judge, todo), strict=True):
+        for line in said:
+            log(rnd.cfg, line)
+        run.checks += [{**c, "workload": wl} for c in checks]
 
 
 def _judge_all(cfg: Config, run: RunState) -> None:

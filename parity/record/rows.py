@@ -76,7 +76,8 @@ class Row:
     compile_s: float | None = _f(csv=True, column="first call")  # an operation's first call; training: None
     time_unit: str | None = None  # 'epoch' for a training row, else one call
     first_epoch_s: float | None = None  # a training row's first epoch (compilation included), never timed
-    # of first_epoch_s, the seconds its step compiled ahead, side by side with the worker's other rows (--compile-ahead)
+    # of first_epoch_s (or compile_s), the seconds its program compiled ahead, side by side with the worker's other
+    # rows (--compile-ahead); null where it compiled at its first call
     compiled_ahead_s: float | None = None
     # work
     flops: float | None = _f(csv=True)  # the formula's FLOPs per call

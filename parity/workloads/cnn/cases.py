@@ -92,7 +92,7 @@ def cnn_infer_case(
         "cost": p.cost,
         "program": p.program,
     }
-    return Timed(p.run, verify, info)
+    return Timed(p.run, verify, info, ahead=p.ahead)
 
 
 # Untimed requests by name (parity.workloads.cnn.WORKLOAD.calls): fn(impl, devices, request) -> answer.

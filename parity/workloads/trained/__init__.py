@@ -199,7 +199,6 @@ def row_figures(kind, res, spec, notebook=None) -> dict:
         out.update(
             time_unit="epoch",
             first_epoch_s=res.compile_s,
-            compiled_ahead_s=res.ahead_s,
             test_loss=extra.get("test_loss"),
             test_accuracy=extra.get("test_accuracy"),
             history=extra.get("history"),

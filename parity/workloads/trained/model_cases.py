@@ -95,7 +95,7 @@ def infer_case(
         "cost": p.cost,
         "program": p.program,
     }
-    return Timed(p.run, verify, info)
+    return Timed(p.run, verify, info, ahead=p.ahead)
 
 
 # Untimed requests by name (the workload's WORKLOAD.calls, from calls()): fn(impl, devices, request) -> answer.
