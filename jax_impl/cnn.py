@@ -331,4 +331,5 @@ def prepare_inference(model: CNN, images: np.ndarray, devices, variant: str = "p
         placement,
         lambda: lowered_flops(f, state, x),
         lambda: f.lower(state, x).compile().as_text(),  # its HLO: a profile's ops back to the named scopes
+        ahead=lambda: bool(f.lower(state, x).compile()),  # JAX keeps the program for the first call
     )

@@ -104,4 +104,5 @@ def prepared_inference(
         cost or (lambda: lowered_flops(f, state, x)),
         lambda: f.lower(state, x).compile().as_text(),  # its HLO: a profile's ops back to the named scopes
         path,
+        lambda: bool(f.lower(state, x).compile()),  # ahead: JAX keeps the program for the first call
     )
