@@ -10,6 +10,7 @@ import jax
 import keras
 import numpy as np
 
+from jax_impl.devices import on_host  # where a Keras model is built (KerasTrained.build): as JAX's
 from jax_impl.ops import rows
 from keras_jax_impl.catalog import variant as variant_record
 from keras_jax_impl.devices import lowered_flops, placement
@@ -18,6 +19,13 @@ from parity.api import Gradients, Prepared
 
 if keras.backend.backend() != "jax":
     raise ImportError(f"keras_jax_impl needs Keras's JAX backend, got {keras.backend.backend()!r}")
+
+
+def built_for(device: jax.Device):
+    """Where a model that will run on `device` is built: on an accelerator the host's CPU (on_host: its initialisers
+    compile in milliseconds there, for seconds each on a TPU), the arrays then placed on the device; else the
+    device itself."""
+    return jax.default_device(device) if jax.default_backend() == "cpu" else on_host()
 
 
 def _values(variables) -> list[jax.Array]:
@@ -81,6 +89,7 @@ def prepare_inference(adapter: KerasTrained, model, images: np.ndarray, devices,
         # the compiled program's text: Keras's layer scopes are JAX named scopes, which --profile maps ops back by
         lambda: f.lower(trainable, frozen, x).compile().as_text(),
         kernel_path=path,
+        ahead=lambda: bool(f.lower(trainable, frozen, x).compile()),  # JAX keeps the program for the first call
     )
 
 

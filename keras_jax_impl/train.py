@@ -14,7 +14,7 @@ from keras.src.backend.jax import trainer as keras_jax_trainer
 
 from keras_jax_impl import catalog
 from keras_jax_impl.devices import distribution
-from keras_jax_impl.models import kernel_path, uncounted
+from keras_jax_impl.models import built_for, kernel_path, uncounted
 from keras_models.models import KerasTrained, StepLogs, logits_copy, logits_loss
 from parity.api.inputs import check_count, check_examples
 
@@ -44,8 +44,11 @@ class Trainer:
         self.steps_per_dispatch, self.loss_every = 1, self.spe
         self.src, self.devices = model, devices
         keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as TF's or Flax's)
-        with self._scope(), jax.default_device(devices[0]):
+        # a copy for one device is built where built_for says (an accelerator's host), its weights then set on the
+        # device; a distributed one in its scope
+        with self._scope(), nullcontext() if self.distributed else built_for(devices[0]):
             self.m = _copy(code, model, o)
+        with self._scope(), jax.default_device(devices[0]):
             self.m.set_weights(model.get_weights())
             self.m.compile(
                 optimizer=keras.optimizers.Adam(learning_rate, epsilon=adam_epsilon),  # epsilon set on every side

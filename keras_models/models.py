@@ -20,17 +20,25 @@ from parity.api.inputs import check_examples, check_images
 
 class KerasTrained(adapters.Trained):
     """`code`: the implementation's module of the workload; `backend`: the module whose
-    `loss_and_grads(model, x, y, pools)` (`pools`: the model code's POOLS, its max-pooling layers by name) and
-    `prepare_inference(adapter, model, images, devices, variant)` serve every Keras model on that backend."""
+    `loss_and_grads(model, x, y, pools)` (`pools`: the model code's POOLS, its max-pooling layers by name),
+    `prepare_inference(adapter, model, images, devices, variant)` and `on_host()` (where a model is built) serve every
+    Keras model on that backend."""
 
     def __init__(self, code: ModuleType, trainer: str, backend: str):
         super().__init__(code, trainer, importlib.import_module(f"{__package__}.{code.WORKLOAD}"))
         self.backend = importlib.import_module(backend)
 
+    def build(self, *sizes: int, **options: Any) -> Any:
+        """As every adapter's, where the backend builds a model (its `on_host()`: Keras 3 on JAX on an accelerator
+        builds on the host's CPU; the arrays move to the devices where the model runs)."""
+        with self.backend.on_host():
+            return super().build(*sizes, **options)
+
     def variant_model(self, model: Any, options: Any) -> Any:
-        """What a variant with these options runs: its own copy of `model` ('+unroll'), the model's weights on it, or
-        the model itself."""
-        copy = self.model_code.variant_copy(model, options)
+        """What a variant with these options runs: its own copy of `model` ('+unroll', built where build builds), the
+        model's weights on it, or the model itself."""
+        with self.backend.on_host():
+            copy = self.model_code.variant_copy(model, options)
         if copy is not model:
             copy.set_weights(model.get_weights())
         return copy

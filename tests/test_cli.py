@@ -232,15 +232,17 @@ def quick_cnn(tmp_path_factory):
 
 
 def test_cnn_quick_compiled_jax_and_keras_training_steps_ahead(quick_cnn):
-    """JAX's and Keras 3 on JAX's trainers compiled their steps before their first epochs (tests/test_ahead.py has
-    the schedule), and their parity programs side by side; TensorFlow's and PyTorch's have nothing to compile ahead."""
+    """JAX's and Keras 3 on JAX's training steps and inference programs compiled before their first calls
+    (tests/test_ahead.py has the schedule), and their parity programs side by side; TensorFlow's and PyTorch's have
+    nothing to compile ahead."""
     p, out, _ = quick_cnn
     notes = json.loads((out / "results.json").read_text())["env"]["notes"]
     ahead = sorted(n.split(":")[0] for n in notes if "compiled side by side before their first calls" in n)
     assert ahead == ["JAX on cpu x1", "Keras 3 (JAX) on cpu x1"], notes
     # and each worker's parity programs, the gradients' beside the trajectories' (the real trainers' ahead)
     assert any(n.startswith("cnn parity x1") and "trajectory programs compiled side by side" in n for n in notes)
-    assert p.stderr.count("s of it compiled ahead), output verified") == 2, p.stderr[-3000:]
+    # JAX's and Keras 3 on JAX's training row and inference row each
+    assert p.stderr.count("s of it compiled ahead), output verified") == 4, p.stderr[-3000:]
 
 
 def test_cnn_quick_one_replica(quick_cnn):

@@ -110,3 +110,14 @@ def test_it_refuses_to_share_a_process_with_keras_on_tensorflow():
 
     with pytest.raises(ImportError, match="needs Keras on the JAX backend.*process of its own"):
         import keras_jax_impl  # noqa: F401
+
+
+def test_on_an_accelerator_its_models_are_built_on_the_host_and_run_on_the_device(probe):
+    """Keras's initialisers compile in milliseconds on the host's CPU, for seconds each on a TPU: on an accelerator
+    (a stand-in here: JAX's backend said to be 'tpu', the device cpu:1, the host cpu:0) the trainer's copy is made on
+    the host, then trains on the device, to the same numbers; inference runs on the device too."""
+    found = probe[0]["on_host"]
+    acc, cpu = found["accelerator"], found["cpu"]
+    assert acc["copy_made_on"] == "cpu:0" and cpu["copy_made_on"] == "cpu:1", found  # without it: on the device
+    assert acc["placement"] == cpu["placement"] == ["cpu:1"] and acc["predict_on"] == ["cpu:1"], found
+    assert acc["losses"] == cpu["losses"], found  # the same training, to the bit

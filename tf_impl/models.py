@@ -4,6 +4,7 @@ whether the FLOP count can count it. Each model's adapter (keras_models.models.K
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from types import ModuleType
 
 import keras
@@ -17,6 +18,11 @@ from tf_impl.devices import graph_flops, placement
 
 if keras.backend.backend() != "tensorflow":
     raise ImportError(f"tf_impl needs Keras's TensorFlow backend, got {keras.backend.backend()!r}")
+
+
+def on_host():
+    """Where a Keras model is built (KerasTrained.build): where it runs, on TensorFlow."""
+    return nullcontext()
 
 
 def loss_and_grads(model, x: np.ndarray, y: np.ndarray, pools: tuple[str, ...] = ()) -> Gradients:
