@@ -101,26 +101,3 @@ def test_a_trainer_that_cannot_compile_ahead_still_trains(tmp_path):
 def test_a_failing_gradient_is_raised(tmp_path):
     with pytest.raises(RuntimeError, match="gradient's program failed"):
         _run(tmp_path, ahead=True, grads_fail=True)
-
-
-def test_the_parents_references_come_back_in_the_workloads_order_with_their_lines():
-    """parity.engine.schedule judges a round's workloads on threads (parity.common.threads.in_order)."""
-    from parity.common.threads import in_order
-
-    finished = []
-    slow_first = threading.Event()
-
-    def judge(wl: str, said: list) -> list[str]:
-        if wl == "cnn":
-            slow_first.wait(5)  # the first ends last
-        said.append(f"{wl} judged")
-        finished.append(wl)
-        if wl == "vit":
-            slow_first.set()
-        return [f"{wl} check"]
-
-    got = in_order(judge, ["cnn", "lstm", "vit"])
-    assert got == [([f"{w} check"], [f"{w} judged"]) for w in ("cnn", "lstm", "vit")]
-    assert finished[-1] == "cnn"  # they ran side by side: the first waited for the last
-    with pytest.raises(ValueError, match="lstm"):
-        in_order(lambda wl, said: (_ for _ in ()).throw(ValueError(wl)) if wl == "lstm" else wl, ["cnn", "lstm"])

@@ -1,6 +1,6 @@
 """Jobs side by side on threads, at most one a core: what compiles ahead on an accelerator's host (XLA compiles one
 program on one core, with the GIL released), for a worker's timed rows (parity.engine.ahead) and its parity round
-(parity.workloads.trained.parity_arrays); and the parent's float64 references of a round's workloads (in_order)."""
+(parity.workloads.trained.parity_arrays)."""
 
 from __future__ import annotations
 
@@ -30,12 +30,3 @@ def side_by_side(jobs: dict[str, Callable[[], bool]], bugs: tuple) -> tuple[dict
         with ThreadPoolExecutor(min(len(jobs), os.cpu_count() or 1)) as pool:
             list(pool.map(one, jobs))
     return seconds, failed
-
-
-def in_order(fn: Callable, keys: list) -> list[tuple]:
-    """fn(key, said) for each key on a thread of its own, `said` a list it may append its lines to; returns each
-    one's (result, said) in `keys`' order. The first exception raised is raised, once all have ended."""
-    said = {k: [] for k in keys}
-    with ThreadPoolExecutor(max(1, len(keys))) as pool:  # a few: NumPy's own threads share the cores
-        futures = [pool.submit(fn, k, said[k]) for k in keys]
-    return [(f.result(), said[k]) for f, k in zip(futures, keys, strict=True)]

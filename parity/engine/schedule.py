@@ -17,7 +17,6 @@ from parity.api.variants import Setting, setting_from_wire
 from parity.common.frameworks import label
 from parity.common.messages import log
 from parity.common.protocol import GetResult, Rep, Warm
-from parity.common.threads import in_order
 from parity.engine import ahead, cluster, devicelock, peaks, profiling, repetitions
 from parity.engine.assemble import Case, cross_check, make_row, timed_under
 from parity.engine.config import Config, chips
@@ -319,20 +318,16 @@ def _timed_reps(rnd: Round, kind: RowKind, spec, todo: list[Case]) -> dict[str, 
 
 
 def _judge_parity(rnd: Round | None) -> None:
-    """A round's parity checks, into the run's (None: no round): the workloads' float64 references side by side on
-    threads (NumPy releases the GIL), their lines and checks in the workloads' order."""
+    """A round's parity checks, into the run's (None: no round)."""
     run = rnd.run if rnd else None
-    todo = [wl for wl in (run.suites if run else ()) if wl in rnd.cfg.workloads]
-
-    def judge(wl: str, said: list) -> list[dict]:  # run.checks grows only once every thread has ended
+    for wl, suite in run.suites.items() if run else ():
+        if wl not in rnd.cfg.workloads:
+            continue
         first = not any(c["workload"] == wl for c in run.checks)
-        args = (rnd.cfg.spec(wl), rnd.save_dir, run.ctxs[wl], first, lambda _, m: said.append(m), rnd.replicas)
-        return run.suites[wl].parity_judge(rnd.cfg, *args)
-
-    for wl, (checks, said) in zip(todo, in_order(judge, todo), strict=True):
-        for line in said:
-            log(rnd.cfg, line)
-        run.checks += [{**c, "workload": wl} for c in checks]
+        run.checks += [
+            {**c, "workload": wl}
+            for c in suite.parity_judge(rnd.cfg, rnd.cfg.spec(wl), rnd.save_dir, run.ctxs[wl], first, log, rnd.replicas)
+        ]
 
 
 def _judge_all(cfg: Config, run: RunState) -> None:
