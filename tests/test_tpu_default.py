@@ -1,6 +1,7 @@
-"""docs/tpu.md's figures of the default and quick runs on one TPU v5e chip, and of compiling ahead there, are those of
-the files they name (docs/results/tpu-v5e/default-log.txt, default.json, quick-log.txt, quick.json, ahead.jsonl):
-each sentence below is rendered from a file and must appear in the page as written. No framework is imported."""
+"""docs/tpu.md's figures of the default and quick runs on one TPU v5e chip, and of compiling ahead and a worker's start
+there, are those of the files they name (docs/results/tpu-v5e/default-log.txt, default.json, quick-log.txt,
+quick.json, ahead.jsonl, start.jsonl, default-built-on-chip-log.txt): each sentence below is rendered from a file and
+must appear in the page as written. No framework is imported."""
 
 import json
 import re
@@ -25,21 +26,24 @@ def _span(s: int) -> str:
 
 
 def _turn(log, who: str, rows: int) -> tuple[int, int]:
-    """(the worker's start, its compiling ahead) in seconds."""
-    start, built = _at(log, f"starting the {who} worker"), _at(log, f"{who}: building {rows} training rows")
-    return built - start, _at(log, f"  {who}: {rows} steps compiled") - built
+    """(the worker's start, its building and compiling ahead) in seconds."""
+    start, built = _at(log, f"starting the {who} worker"), _at(log, f"{who}: building {rows} rows")
+    return built - start, _at(log, f"  {who}: {rows} programs compiled") - built
 
 
-def _firsts(log, after: str, before: str, what: str = "compiling") -> float:
-    """The first calls of the operations and inference rows ('compiling' lines) between two lines."""
-    out, lo, hi, pending = 0.0, _at(log, after), _at(log, before), False
-    for t, line in log:
-        if lo <= t <= hi and f": {what} " in line:
-            pending = True
-        elif pending and "first call" in line:
-            out += float(re.search(r"first call (\d+\.\d+) s", line).group(1))
-            pending = False
-    return out
+def _longest(name: str, rows: int) -> list[float]:
+    """Each worker's longest compile ahead, as its log line says."""
+    text = (TPU / name).read_text()
+    return [float(m) for m in re.findall(rf"{rows} programs compiled, the longest in (\d+\.\d) s", text)]
+
+
+def _note_s(doc: dict, who: str) -> int:
+    """The seconds a worker's three parity rounds took, by the run's notes."""
+    return sum(
+        int(re.search(r"took (\d+) s", n)[1])
+        for n in doc["env"]["notes"]
+        if "parity x1: its arrays took" in n and f"s ({who};" in n
+    )
 
 
 def _jsonl(name: str) -> list[dict]:
@@ -50,27 +54,27 @@ def said() -> dict[str, str]:
     log, quick = _stamped("default-log.txt"), _stamped("quick-log.txt")
     doc = json.loads((TPU / "default.json").read_text())
     judged = [c["passed"] for c in doc["checks"]]
-    jax, keras = _turn(log, "JAX", 7), _turn(log, "Keras 3 (JAX)", 7)
-    rest_jax = _at(log, "starting the Keras") - _at(log, "  JAX: 7 steps compiled")
-    rest_keras = _at(log, "starting the PyTorch") - _at(log, "  Keras 3 (JAX): 7 steps compiled")
+    jax, keras = _turn(log, "JAX", 11), _turn(log, "Keras 3 (JAX)", 11)
+    rest_jax = _at(log, "starting the Keras") - _at(log, "  JAX: 11 programs compiled")
+    rest_keras = _at(log, "starting the PyTorch") - _at(log, "  Keras 3 (JAX): 11 programs compiled")
     total = log[-1][0] - log[0][0]
-    qjax, qkeras = _turn(quick, "JAX", 3), _turn(quick, "Keras 3 (JAX)", 3)
+    qjax, qkeras = _turn(quick, "JAX", 6), _turn(quick, "Keras 3 (JAX)", 6)
     ahead = [r for r in _jsonl("ahead.jsonl") if r.get("part") == "ahead"]
     # three runs, in order: JAX's steps side by side, Keras 3 on JAX's side by side, JAX's one after another
     jax_wall, keras_wall, serial_wall = (r["all_wall_s"] for r in ahead if "all_wall_s" in r)
     runs = [[r for r in ahead if "row" in r][i : i + 7] for i in (0, 14)]
     together, alone = ({r["row"]: r["compile_s"] for r in run} for run in runs)
-    longest = [
-        float(m)
-        for m in re.findall(r"7 steps compiled, the longest in (\d+\.\d) s", (TPU / "default-log.txt").read_text())
-    ]
-    jax_turn, keras_turn = ("starting the JAX", "starting the Keras"), ("starting the Keras", "starting the PyTorch")
-    keras_start = _at(log, "starting the Keras")
-    rounds = [(t, line) for t, line in log if re.match(r"(cnn|lstm|vit) parity x1", line) and t < keras_start]
-    parity = sum(log[log.index(r) + 1][0] - r[0] for r in rounds)  # JAX's three: each to the next stamped line
-    keras_parity = sum(
-        int(re.search(r"took (\d+) s \(Keras 3 \(JAX\)", n)[1]) for n in doc["env"]["notes"] if "(Keras 3 (JAX);" in n
-    )
+    longest = _longest("default-log.txt", 11)
+    before = _stamped("default-built-on-chip-log.txt")  # the run before Keras 3 on JAX built on the host
+    keras_before = _turn(before, "Keras 3 (JAX)", 11)[1]
+    end_before = before[-1][0] - _at(before, "starting the PyTorch")
+    start = {(r["framework"], r["stage"]): r["at_s"] for r in _jsonl("start.jsonl") if "stage" in r}
+    beside = {
+        r["framework"]: r["imported_beside_a_holder_s"]
+        for r in _jsonl("start.jsonl")
+        if "imported_beside_a_holder_s" in r
+    }
+    imports, opened = "the framework's import", "opening the device"
     drift = re.search(
         r"moved (\S+ to \S+) between",
         next(
@@ -79,6 +83,10 @@ def said() -> dict[str, str]:
             if n.startswith("one owner of the device at a time: JAX")
         ),
     )
+    again = [
+        _at(log, f"starting the {w}") - _at(log, f"measuring the {m} rows again")
+        for w, m in (("Keras", "JAX"), ("PyTorch", "Keras 3 (JAX)"))
+    ]
     return {
         "TOP": (
             f"the default run ends in {_span(total)} (`default-log.txt`): JAX and Keras 3 on JAX run every workload, "
@@ -88,15 +96,16 @@ def said() -> dict[str, str]:
         ),
         "TOP_QUICK": f"`--quick` ends in {_span(quick[-1][0] - quick[0][0])} (`quick-log.txt`)",
         "TABLE": (
-            f"| the worker's start (opening the chip, importing, building each model once) | {_span(jax[0])} | "
-            f"{_span(keras[0])} | | its 7 training rows built, their steps compiled side by side | {_span(jax[1])} | "
-            f"{_span(keras[1])} | | the rest: the other first calls, the timed calls, the parity rounds, the rows "
-            f"timed again | {_span(rest_jax)} | {_span(rest_keras)} |"
+            f"| the worker's start (importing, opening the chip; the first worker also initialises the models' shared "
+            f"weights) | {_span(jax[0])} | {_span(keras[0])} | | its 11 rows built (7 training, 4 inference), their "
+            f"programs compiled side by side | {_span(jax[1])} | {_span(keras[1])} | | the rest: the operations' first "
+            f"calls, the timed calls, the parity rounds, the rows timed again | {_span(rest_jax)} | "
+            f"{_span(rest_keras)} |"
         ),
         "AROUND": (
             f"and {_span(_at(log, 'starting the JAX') - log[0][0])} before them (the data, TensorFlow's one line), "
-            f"{_span(log[-1][0] - _at(log, 'starting the PyTorch'))} after (PyTorch's one line, the judging, the "
-            f"files): {_span(total)} in all. In `--quick` (`quick-log.txt`) the starts took {_span(qjax[0])} and "
+            f"{_span(log[-1][0] - _at(log, 'starting the PyTorch'))} after (PyTorch's one line, the float64 checks, "
+            f"the files): {_span(total)} in all. In `--quick` (`quick-log.txt`) the starts took {_span(qjax[0])} and "
             f"{_span(qkeras[0])}, the compiling ahead {_span(qjax[1])} and {_span(qkeras[1])}"
         ),
         "AHEAD": (
@@ -107,13 +116,29 @@ def said() -> dict[str, str]:
         ),
         "AHEAD_KERAS": (
             f"Keras 3 on JAX's part is {keras[1] - longest[1]:.0f} s longer than its longest compile ({longest[1]} s): "
-            f"the time its 7 rows took to build, one after another, before the compiling began (JAX's: "
-            f"{jax[1] - longest[0]:.0f} s)"
+            f"its 11 rows built, one after another (JAX's: {jax[1] - longest[0]:.0f} s)"
         ),
-        "FIRSTS": (
-            f"{_firsts(log, *jax_turn):.1f} s of JAX's turn and {_firsts(log, *keras_turn):.1f} s of Keras 3 on JAX's"
+        "HOST": (
+            f"Keras 3 on JAX's compiling-ahead part took {_span(keras_before)} while it still built them on the chip "
+            f"(`default-built-on-chip-log.txt`, the session's run before), {_span(keras[1])} since"
         ),
-        "PARITY": f"The parity rounds (JAX's three, {parity} s; Keras 3 on JAX's, {keras_parity} s by the run's notes)",
+        "START": (
+            f"JAX's interpreter and imports took {start[('jax', imports)]:.1f} s and the chip was open at "
+            f"{start[('jax', opened)]:.1f} s; Keras 3 on JAX's at {start[('keras-jax', imports)]:.1f} s and "
+            f"{start[('keras-jax', opened)]:.1f} s. A second process imported JAX ({beside['jax']:.1f} s) and Keras 3 "
+            f"on JAX ({beside['keras-jax']:.1f} s) while another held the chip"
+        ),
+        "LEFT": (
+            f"The parity rounds: JAX's three took {_note_s(doc, 'JAX')} s, Keras 3 on JAX's "
+            f"{_note_s(doc, 'Keras 3 (JAX)')} s (the run's notes)"
+        ),
+        "LEFT_AGAIN": f"The rows timed again at each owner's end (drift): {again[0]} s each"
+        if again[0] == again[1]
+        else "",
+        "LEFT_END": (
+            f"{_span(log[-1][0] - _at(log, 'starting the PyTorch'))} with PyTorch's one line (judged on threads in "
+            f"that run, the three ended together; one after another in the run before, {_span(end_before)}"
+        ),
         "DRIFT": f"JAX's moved {drift.group(1)} when timed again",
     }
 
@@ -149,4 +174,6 @@ def test_run_phases_gives_compiling_ahead_its_own_phase():
     spec.loader.exec_module(rp)
     log = _stamped("default-log.txt")
     found = rp.phases((TPU / "default-log.txt").read_text().splitlines())
-    assert found[rp.AHEAD] == _turn(log, "JAX", 7)[1] + _turn(log, "Keras 3 (JAX)", 7)[1] == 56 + 73
+    assert found[rp.AHEAD] == _turn(log, "JAX", 11)[1] + _turn(log, "Keras 3 (JAX)", 11)[1] == 58 + 67
+    old = rp.phases((TPU / "default-stopped-log.txt").read_text().splitlines())  # a log of the old words still reads
+    assert rp.AHEAD not in old and sum(old.values()) > 0

@@ -288,13 +288,9 @@ def _firsts(log: list[tuple[int, str]], start: str) -> list[float]:
 
 def runs_said() -> dict[str, str]:
     """docs/tpu.md's sentences on the compile times, one at a time and by part, and the parity round, rendered from
-    default-stopped-log.txt, its phases, default-log.txt, quick-log.txt and compile.jsonl (the default's turns:
+    default-stopped-log.txt, its phases, default-log.txt and compile.jsonl (the default's turns:
     tests/test_tpu_default.py)."""
-    ph, log, quick = (
-        _phases("default-stopped-phases.txt"),
-        _stamped("default-stopped-log.txt"),
-        _stamped("quick-log.txt"),
-    )
+    ph, log = _phases("default-stopped-phases.txt"), _stamped("default-stopped-log.txt")
     total = ph.pop("from the first stamped line to the last")
     cnn, (unroll,) = (
         _firsts(log, "cnn_train: first epoch"),
@@ -305,8 +301,6 @@ def runs_said() -> dict[str, str]:
     default, o1 = level["UNKNOWN", "O2"], level["O1", "O2"]
     c = lambda case: f"{parts[case]['compile_s']:.2f} s"  # noqa: E731
     now = _stamped("default-log.txt")
-    starts = _after(now, "starting the JAX") + _after(now, "starting the Keras") + _after(quick, "starting the JAX")
-    starts += _after(quick, "starting the Keras")
     return {
         "STOPPED": (
             f"the same default had spent {_min_s(sum(v for k, v in ph.items() if 'compiling' in k))} on first epochs "
@@ -329,7 +323,6 @@ def runs_said() -> dict[str, str]:
         ),
         "PARITY_CNN": f"JAX's CNN round took {_after(now, 'cnn parity')[0]} s on the chip in the default run",
         "PARITY_BEFORE": f"had taken {_min_s(_after(_stamped('cnn-stopped-log.txt'), 'cnn parity')[0])}",
-        "STARTS": f"({min(starts)} to {max(starts)} s)",
     }
 
 
