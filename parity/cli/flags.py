@@ -130,9 +130,10 @@ def _run_flags(ap: argparse.ArgumentParser) -> None:
     ap.add_argument(
         "--compile-ahead",
         action=argparse.BooleanOptionalAction,
-        help="build each worker's training rows first and compile their steps side by side on the host's cores, "
-        "before their first epochs (on by default on a GPU or TPU, where each step compiles for tens of seconds; "
-        "off on a CPU, where the first calls are compiled one at a time)",
+        help="build each worker's trained-workload rows first and compile their programs (training steps, inference) "
+        "side by side on the host's cores before their first calls, and each parity round's programs side by side "
+        "(on by default on a GPU or TPU, where a step compiles for tens of seconds; off on a CPU, where the first "
+        "calls are compiled one at a time)",
     )
     ap.add_argument(
         "--python",
