@@ -119,8 +119,8 @@ def said() -> dict[str, str]:
             f"its 11 rows built, one after another (JAX's: {jax[1] - longest[0]:.0f} s)"
         ),
         "HOST": (
-            f"Keras 3 on JAX's compiling-ahead part took {_span(keras_before)} while it still built them on the chip "
-            f"(`default-built-on-chip-log.txt`, the session's run before), {_span(keras[1])} since"
+            f"on JAX's compiling-ahead part took {_span(keras_before)} where it built them on the chip "
+            f"(`default-built-on-chip-log.txt`, the same default otherwise), {_span(keras[1])} on the host"
         ),
         "START": (
             f"JAX's interpreter and imports took {start[('jax', imports)]:.1f} s and the chip was open at "
@@ -137,7 +137,8 @@ def said() -> dict[str, str]:
         else "",
         "LEFT_END": (
             f"{_span(log[-1][0] - _at(log, 'starting the PyTorch'))} with PyTorch's one line (judged on threads in "
-            f"that run, the three ended together; one after another in the run before, {_span(end_before)}"
+            f"that run, the three ended together; one after another in `default-built-on-chip-log.txt`, "
+            f"{_span(end_before)})"
         ),
         "DRIFT": f"JAX's moved {drift.group(1)} when timed again",
     }
