@@ -148,7 +148,7 @@ def _parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any
     for i, a in enumerate(g.routing):  # how this framework's max pooling broke the batch's ties (the CNN's)
         out[f"routing/{i}"] = a
     for variant in variants:
-        t = trainers.get(variant) or trainer(variant)
+        t = trainers[variant] if variant in trainers else trainer(variant)
         out[f"traj/{variant}/loss"] = np.asarray(t.steps(x, y))[:, 0]
         # steps per host dispatch, and how finely the per-step loss is known (fit under steps_per_execution: once
         # per execution, as that execution's mean)
