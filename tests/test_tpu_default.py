@@ -152,6 +152,16 @@ def test_tpu_page_quotes_the_default_and_quick_runs_and_compiling_ahead():
     assert len(firsts) == 21 and all(r["compile_s"] < 1 for r in firsts)  # no step compiled again at its first epoch
 
 
+def test_the_presets_help_gives_the_chips_times():
+    """`--help`'s presets (Config's PRESETS, took) give the default's and the quick run's spans on the chip, as
+    their logs do."""
+    from parity.engine.config import PRESETS
+
+    for preset, name in (("default", "default-log.txt"), ("quick", "quick-log.txt")):
+        log = _stamped(name)
+        assert f"{_span(log[-1][0] - log[0][0])} on one TPU v5e" in PRESETS[preset].took, (preset, PRESETS[preset].took)
+
+
 def test_tpu_page_quotes_the_torchax_probe():
     """The PyTorch-on-a-TPU section's figures are the probe's file (benchmarks/torchax_probe.py, run on a CPU)."""
     (r,) = [json.loads(line) for line in (ROOT / "docs/results/zen4/torchax-cnn.jsonl").read_text().splitlines()]

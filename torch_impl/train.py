@@ -165,10 +165,6 @@ class DistributedTrainer(Trainer):
         self._batch = None
         weakref.finalize(self, self.ranks.send, "drop", self.key)
 
-    def ahead(self, x: np.ndarray, y: np.ndarray) -> bool:
-        """Nothing compiled ahead: eager steps compile nothing, and torch.compile compiles at its first call (False)."""
-        return False
-
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn, each rank on its share; returns (K, 2) float64 per-step
         [loss, accuracy] of the global batches."""

@@ -165,7 +165,7 @@ AT_LEAST = "at least (the peak cannot be reset and stayed above this row's calls
 AT_LEAST += "workspace): "
 KEPT = "at least (malloc keeps freed memory resident, GLIBC_TUNABLES' mmap_max=0: pages an earlier row freed are "
 KEPT += "reused unseen): "
-AHEAD = "at least (built beside the worker's other training rows and compiled ahead, parity.engine.ahead: what it "
+AHEAD = "at least (built beside the worker's other rows and compiled ahead, parity.engine.ahead: what it "
 AHEAD += "held before its first call is not counted): "
 
 
