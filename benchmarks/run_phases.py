@@ -30,7 +30,7 @@ AHEAD = "rows built, their programs compiled ahead"  # the phase parity.engine.a
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\] (.*)")
 _PHASES = (  # (pattern on the line's text, the phase it opens; \1: the row kind or workload)
     (re.compile(r"(starting|measuring) "), "starting workers, measuring peaks"),
-    (re.compile(r".+: building \d+ (training )?rows"), AHEAD),
+    (re.compile(r".+: (building \d+ (training )?rows|waiting for its rows' programs)"), AHEAD),
     (re.compile(r"(\w+) parity"), r"\1 parity checks"),
     (re.compile(r"(\w+): (compiling|first epoch)"), r"\1 compiling, first epoch"),
     (re.compile(r"(\w+) (round|epoch|rep) "), r"\1 timed calls"),

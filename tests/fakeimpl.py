@@ -255,6 +255,7 @@ class LocalWorker:
         try:
             self.devices = self.impl.setup_devices(device, replicas)
             self.args.memory = memory.source_for(self.impl, self.devices, device)  # as worker.serve does
+            self.args.compiling = None
             self.pending = deque([worker.hello(self.impl, self.devices, self.args)])
         except api.DeviceNotOffered as e:
             self.pending = deque([{"status": "not offered", "error": str(e)}])

@@ -87,7 +87,8 @@ def test_the_note_says_how_the_checks_compiled_where_a_worker_says_so():
         "cnn parity xall: its arrays took 3 s (JAX)"
     )
     assert parity_note("cnn", 1, 3, ["JAX"], {"jax": {}}, ahead=True) == (
-        "cnn parity x1: its arrays took 3 s (JAX; each worker's gradient and trajectory programs compiled side by side)"
+        "cnn parity x1: its arrays took 3 s (JAX; each worker's gradient and trajectory programs compiled side by "
+        "side, while its rows' programs compiled)"
     )
 
 

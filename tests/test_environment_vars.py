@@ -162,13 +162,13 @@ def test_a_bad_lock_dir_is_refused_before_work(monkeypatch, tmp_path):
 
 
 def test_a_worker_refuses_a_lock_that_is_no_plain_file_in_one_line(tmp_path):
-    from parity.engine.worker import _own_device
+    from parity.engine.devicelock import own_device
 
     (tmp_path / "d").mkdir()
     os.mkfifo(tmp_path / "p")
     for bad in ("d", "p"):
         with pytest.raises(OSError):
-            _own_device(str(tmp_path / bad))
+            own_device(str(tmp_path / bad))
     assert stat.S_ISFIFO(os.stat(tmp_path / "p").st_mode)
 
 

@@ -182,7 +182,8 @@ def test_a_variant_the_framework_refuses_is_an_invalid_row_and_the_run_goes_on(m
 
     _case_of_cnn_train(monkeypatch, refuses)
     # as serve() makes them
-    args, timers = SimpleNamespace(framework="tf", device="cpu", precision="default", memory=None), {}
+    args = SimpleNamespace(framework="tf", device="cpu", precision="default", memory=None, compiling=None)
+    timers = {}
     req = Prepare("k", "cnn_train", "strategy", CNN_QUICK.to_dict())
     impl = SimpleNamespace(variants=lambda kind, n: (Variant("strategy", kind, MANY),))  # its one record
     got = worker.respond(impl, [], args, timers, req)
@@ -207,7 +208,7 @@ def test_a_bug_in_a_variant_is_still_a_bug(monkeypatch):
     _case_of_cnn_train(monkeypatch, lambda *a, **k: None + 1)
     req = Prepare("k", "cnn_train", "fit", CNN_QUICK.to_dict())
     impl = SimpleNamespace(variants=lambda kind, n: (Variant("fit", kind, MANY),))
-    args = SimpleNamespace(framework="tf", device="cpu", precision="default", memory=None)
+    args = SimpleNamespace(framework="tf", device="cpu", precision="default", memory=None, compiling=None)
     got = worker.respond(impl, [], args, {}, req)
     assert got["bug"] and got["error"].startswith("TypeError") and "Traceback" in got["traceback"]
 

@@ -11,6 +11,8 @@ REQUESTS = [
     p.AskVariants("conv"),
     p.Prepare("conv-jax-jit-r1", "conv", "jit", {"batch": 16}, "/tmp/x.npy", {"weights": "w.npz"}),
     p.Ahead([{"id": "k", "kind": "cnn_train", "variant": "jit", "spec": {"global_batch": 64}, "extra": {}}]),
+    p.Ahead([], wait=False),
+    p.AheadDone(),
     p.Warm("k"),
     p.Rep("k"),
     p.GetResult("k", keep=True),
@@ -20,7 +22,7 @@ REQUESTS = [
 ]
 
 
-@pytest.mark.parametrize("req", REQUESTS, ids=lambda r: r.cmd)
+@pytest.mark.parametrize("req", REQUESTS, ids=lambda r: f"{r.cmd}{'' if getattr(r, 'wait', True) else '-nowait'}")
 def test_every_request_survives_the_wire(req):
     line = p.encode(req)
     assert json.loads(line)["cmd"] == req.cmd
@@ -30,7 +32,7 @@ def test_every_request_survives_the_wire(req):
 def test_every_command_has_one_request_and_names_its_answer():
     assert set(p.REQUESTS) == {r.cmd for r in REQUESTS}
     assert p.Rep.answer is p.Called and p.GetResult.answer is p.Result and p.Call.answer is None
-    assert p.Ahead.answer is p.Compiled
+    assert p.Ahead.answer is p.Compiled and p.AheadDone.answer is p.Compiled
 
 
 def test_an_answer_comes_back_as_the_record_its_request_declares():

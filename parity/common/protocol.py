@@ -122,10 +122,22 @@ class Prepare(Request):
 @dataclass(frozen=True)
 class Ahead(Request):
     """Build each case (`cases`: Prepare's fields) without calling it, then compile what each first call will run,
-    all at once on threads of this process (parity.engine.ahead); each case's Prepare then makes its first call."""
+    all at once on threads of this process (parity.engine.ahead); each case's Prepare then makes its first call.
+    With `wait` False the answer comes once the cases are built (its `failed`: those refused), the compiling going on
+    in the background until an AheadDone: only a workload's named calls (Call: its parity round) run beside it, every
+    other request waits for it first."""
 
     cases: list
+    wait: bool = True
     cmd: ClassVar[str] = "ahead"
+    answer: ClassVar[type] = Compiled
+
+
+@dataclass(frozen=True)
+class AheadDone(Request):
+    """The compiling an Ahead(wait=False) left in the background, waited for: its seconds and failures."""
+
+    cmd: ClassVar[str] = "ahead_done"
     answer: ClassVar[type] = Compiled
 
 
@@ -183,7 +195,7 @@ class Quit(Request):
 
 
 REQUESTS: dict[str, type[Request]] = {
-    c.cmd: c for c in (AskVariants, Prepare, Ahead, Warm, Rep, GetResult, Profile, Call, Quit)
+    c.cmd: c for c in (AskVariants, Prepare, Ahead, AheadDone, Warm, Rep, GetResult, Profile, Call, Quit)
 }
 
 

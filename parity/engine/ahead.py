@@ -1,22 +1,24 @@
 """Compiling ahead, side by side: a worker's trained-workload programs compiled before their first calls, all at once.
 
-XLA compiles one program on one core, and on an accelerator's host a training step takes far longer to compile than
-to run (docs/tpu.md gives a TPU chip's figures), while the host's other cores wait. So where the run
-asks for it (Config.ahead: an accelerator), the parent sends each worker, before its rows, every case of the trained
-workloads its rows will time, training and inference (protocol.Ahead); the worker builds them, compiles what each
-first call (a training row's first epoch) will run on threads of its own (the compiler releases the GIL), and each
-first call then runs what is compiled. A row's first-call figure is its compile, slowed by the others beside it, plus
-the call; the run's notes say so. A framework with nothing to compile ahead (TensorFlow, PyTorch: `ahead` says False)
-compiles at its first call, as before. The operations (the conv, the matmul) compile in about a second at their
-first calls, as before.
+XLA compiles one program on one core, and on an accelerator's host a training step takes far longer to compile than to
+run (docs/tpu.md gives a TPU chip's figures), while the host's other cores wait. So where the run asks for it
+(Config.ahead: an accelerator), the parent sends each worker, before its rows, every case of the trained workloads its
+rows will time, training and inference (protocol.Ahead); the worker builds them, compiles what each first call (a
+training row's first epoch) will run on threads of its own (the compiler releases the GIL), in its background: meanwhile
+it computes its parity rounds (their own programs compiled side by side too), then waits for the compiling
+(protocol.AheadDone), and each first call runs what is compiled. A row's first-call figure is its compile, slowed by the
+others beside it, plus the call; the run's notes say so. A framework with nothing to compile ahead (TensorFlow, PyTorch:
+`ahead` says False) compiles at its first call. The operations (the conv, the matmul) compile in about a second at their
+first calls.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict
 
+from parity.common.frameworks import label
 from parity.common.messages import log
-from parity.common.protocol import Ahead, Prepare
+from parity.common.protocol import Ahead, AheadDone, Prepare
 from parity.engine.assemble import Case, cases
 from parity.workloads import WORKLOADS, RowKind
 
@@ -37,14 +39,28 @@ def prepare(rnd, kind: RowKind, spec, c: Case, extra: dict) -> Prepare:
     return Prepare(c.key, kind.name, c.variant, spec.to_dict(), str(rnd.save_dir / f"{c.key}.npy"), extra)
 
 
-def compile_ahead(rnd) -> dict[tuple[str, str], tuple]:
-    """Every worker of the round builds its trained workloads' cases (training ones: the first seed's) and compiles
-    their first calls' programs side by side, the workers at once; returns each such kind's kind_cases, for its rows
-    to use."""
+def first_call(rnd, kind: RowKind, spec, c: Case, extra: dict) -> float | None:
+    """A case's first call (compilation, or a training row's first epoch), alone; its time."""
+    cfg, w = rnd.cfg, rnd.workers[c.worker]
+    what = f"first epoch (seed {spec.seed})" if kind.epochs else "compiling"
+    log(cfg, f"{kind.name}: {what} {label(w.framework)} {c.shown} x{c.replicas}")
+    resp = w.ask(prepare(rnd, kind, spec, c, extra))
+    then = f" ({resp.ahead_s:.1f} s of it compiled ahead)" if resp.ahead_s else ""
+    said = f"  first call {resp.compile_s:.3f} s{then}, output verified" if not resp.invalid else ""
+    log(cfg, said or f"  INVALID: {resp.invalid}")
+    return resp.compile_s
+
+
+def start(rnd) -> tuple[dict[tuple[str, str], tuple], list[str]]:
+    """Every worker of the round builds its trained workloads' cases (training ones: the first seed's) and starts
+    compiling their first calls' programs side by side in its background, the workers at once; returns each such
+    kind's kind_cases, for its rows to use, and the workers asked (`finish` waits for their compiling). Until then
+    a worker takes only its parity round's calls; the round's timed variants are known now (Round.timed)."""
     cfg, planned, ask, trains = rnd.cfg, {}, {}, {}
     for wl in (wl for wl in cfg.workloads if WORKLOADS[wl].suite is not None):  # the trained workloads
         for kind in WORKLOADS[wl].kinds:
             spec, extra, todo = planned[(wl, kind.name)] = kind_cases(rnd, wl, kind)
+            mark_timed(rnd, kind, todo)
             for c in todo:
                 req = asdict(prepare(rnd, kind, spec, c, extra))
                 ask.setdefault(c.worker, []).append(req)
@@ -52,18 +68,37 @@ def compile_ahead(rnd) -> dict[tuple[str, str], tuple]:
     for key, reqs in ask.items():
         rows = f"{len(reqs)} rows ({trains[key]} training, {len(reqs) - trains[key]} inference)"
         log(cfg, f"{rnd.workers[key].label}: building {rows}, their programs compiled side by side where it can")
-        rnd.workers[key].send(Ahead(reqs))
+        rnd.workers[key].send(Ahead(reqs, wait=False))
     for key in ask:
-        w = rnd.workers[key]
-        done = w.answer()
-        for case, why in done.failed.items():
-            log(cfg, f"  {case}: not compiled ahead ({why}); it compiles at its first call")
-        if done.seconds:
-            longest = max(done.seconds.values())
-            log(cfg, f"  {w.label}: {len(done.seconds)} programs compiled, the longest in {longest:.1f} s")
-            key = f"ahead {w.framework} x{rnd.replicas or 'all'}"
-            rnd.run.said[key] = ahead_note(w.label, done.seconds, f"{cfg.device} x{rnd.replicas or 'all'}")
-    return planned
+        _said(rnd, rnd.workers[key], rnd.workers[key].answer())
+    return planned, list(ask)
+
+
+def finish(rnd, asked: list[str]) -> None:
+    """Wait for the compiling that `start` left in the background of each worker `asked`; say what it compiled."""
+    for key in asked:
+        log(rnd.cfg, f"{rnd.workers[key].label}: waiting for its rows' programs, compiling since they were built")
+        rnd.workers[key].send(AheadDone())
+    for key in asked:
+        _said(rnd, rnd.workers[key], rnd.workers[key].answer())
+
+
+def mark_timed(rnd, kind: RowKind, todo: list[Case]) -> None:
+    """The code variants a kind's cases time, into the round's `timed`: what a preset that parity-checks the timed
+    variants only asks the workers to train."""
+    for c in todo:
+        rnd.timed.setdefault(kind.name, {}).setdefault(rnd.workers[c.worker].framework, set()).add(c.variant)
+
+
+def _said(rnd, w, done) -> None:
+    """A worker's answer to Ahead or AheadDone on the progress lines, and its note."""
+    for case, why in done.failed.items():
+        log(rnd.cfg, f"  {case}: not compiled ahead ({why}); it compiles at its first call")
+    if done.seconds:
+        longest = max(done.seconds.values())
+        log(rnd.cfg, f"  {w.label}: {len(done.seconds)} programs compiled, the longest in {longest:.1f} s")
+        where = f"{rnd.cfg.device} x{rnd.replicas or 'all'}"
+        rnd.run.said[f"ahead {w.framework} x{rnd.replicas or 'all'}"] = ahead_note(w.label, done.seconds, where)
 
 
 def ahead_note(who: str, seconds: dict[str, float], where: str) -> str:

@@ -1,8 +1,11 @@
-"""Who holds a TPU: libtpu's lock file and the processes that have it (or a TPU device) open, read from /proc."""
+"""Who holds a TPU: libtpu's lock file and the processes that have it (or a TPU device) open, read from /proc; and
+the harness's own lock, which a worker takes as libtpu does (--exclusive)."""
 
 from __future__ import annotations
 
+import fcntl
 import os
+import stat
 from pathlib import Path
 
 from parity.common.messages import HarnessError
@@ -85,3 +88,29 @@ def device_lock_path(device: str) -> Path:
     if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid():
         raise HarnessError(f"{lock}: not a plain file of this user (a device lock is one); remove it")
     return lock
+
+
+_LOCKS = []  # held until the process ends
+
+
+def own_device(path: str) -> str | None:
+    """Take the device as libtpu does on a TPU host, one owning process: an exclusive lock on `path`, kept for
+    the life of this process (the kernel releases it when the process ends, however it ends). Returns None when
+    taken, else the holder's pid as it wrote it. PARITY_DEVICE_LOCK turns this on (the harness, --exclusive)."""
+    f = open(path, "a+")  # noqa: SIM115 - kept open: the lock lives as long as the file stays open
+    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # the parent checked it; replaced since by something else
+        f.close()
+        raise OSError(f"{path} is not a plain file")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        holder = f.read().strip() or "unknown"
+        f.close()
+        return holder
+    f.seek(0)
+    f.truncate()
+    f.write(str(os.getpid()))
+    f.flush()
+    _LOCKS.append(f)
+    return None

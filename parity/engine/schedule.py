@@ -187,28 +187,39 @@ def _again(rnd: Round) -> list[Row]:
     return []
 
 
-def _rows(rnd: Round, parity: bool = True) -> list[Row]:
-    """The running workers' rows of every workload (returned), and their parity arrays."""
+def _rows(rnd: Round) -> list[Row]:
+    """The running workers' rows of every workload (returned), and their parity arrays: on an accelerator
+    (Config.ahead) before the rows, while the workers compile the rows' programs in their background."""
     cfg, run = rnd.cfg, rnd.run
     for key, h in rnd.hello.items():
         run.hello.setdefault(key, h)
-    rows, planned = [], ahead.compile_ahead(rnd) if cfg.ahead else {}
-    for wl in (wl for wl in cfg.workloads if wl in run.suites):  # a worker that built the model ahead: no warming
+    rows, (planned, asked) = [], ahead.start(rnd) if cfg.ahead else ({}, [])
+    trained = [wl for wl in cfg.workloads if wl in run.suites]
+    for wl in trained if cfg.ahead else ():  # beside the rows' programs compiling
+        _parity(rnd, wl)
+    ahead.finish(rnd, asked)
+    for wl in trained:  # a worker that built the model ahead: no warming
         built = {c.worker for (w, _), (_, _, todo) in planned.items() if w == wl for c in todo}
         run.suites[wl].warm(cfg, {k: w for k, w in rnd.workers.items() if k not in built}, run.ctxs[wl])
     for wl in cfg.workloads:
         for kind in WORKLOADS[wl].kinds:
             for k in range(cfg.seeds if kind.seeded else 1):
                 rows += _run_kind(rnd, wl, kind, k, None if k else planned.get((wl, kind.name)))
-        if wl in run.suites and parity:
-            first = not any(c["workload"] == wl for c in run.checks)
-            args = (cfg.spec(wl), rnd.workers, rnd.hello, rnd.save_dir, run.ctxs[wl], first, log, rnd.replicas)
-            t0 = time.monotonic()
-            run.suites[wl].parity_collect(cfg, *args, timed=rnd.timed)
-            who = [w.label for w in rnd.workers.values()]
-            run.notes.append(parity_note(wl, rnd.replicas, time.monotonic() - t0, who, rnd.hello, cfg.ahead))
+        if wl in trained and not cfg.ahead:
+            _parity(rnd, wl)
     run.peak = peaks.with_workers(cfg, run.peak, rnd.workers, rnd.hello, rows)
     return rows
+
+
+def _parity(rnd: Round, wl: str) -> None:
+    """Workload `wl`'s parity arrays from the running workers (its suite's parity_collect), and the run's note."""
+    cfg, run = rnd.cfg, rnd.run
+    first = not any(c["workload"] == wl for c in run.checks)
+    args = (cfg.spec(wl), rnd.workers, rnd.hello, rnd.save_dir, run.ctxs[wl], first, log, rnd.replicas)
+    t0 = time.monotonic()
+    run.suites[wl].parity_collect(cfg, *args, timed=rnd.timed)
+    who = [w.label for w in rnd.workers.values()]
+    run.notes.append(parity_note(wl, rnd.replicas, time.monotonic() - t0, who, rnd.hello, cfg.ahead))
 
 
 def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0, planned: tuple | None = None) -> list[Row]:
@@ -218,8 +229,7 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0, planned:
     cfg, run, workers = rnd.cfg, rnd.run, rnd.workers
     suite = run.suites.get(wl)
     spec, extra, todo = planned or ahead.kind_cases(rnd, wl, kind, seed_offset)
-    for c in todo:  # what a preset that parity-checks the timed variants only asks the workers to train
-        rnd.timed.setdefault(kind.name, {}).setdefault(workers[c.worker].framework, set()).add(c.variant)
+    ahead.mark_timed(rnd, kind, todo)
     if not todo:
         return []
     if kind.epochs:  # as a user's fit(epochs=N): the first epoch, then the others at once, one row at a time
@@ -230,11 +240,11 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0, planned:
         )
         rounds = {}
         for c in todo:  # no row of the run shares a round with another
-            _first_call(rnd, kind, spec, c, extra)
+            ahead.first_call(rnd, kind, spec, c, extra)
             rounds.update(_timed_reps(rnd, kind, spec, [c]))
     else:
         for c in todo:  # one at a time: its own time
-            _first_call(rnd, kind, spec, c, extra)
+            ahead.first_call(rnd, kind, spec, c, extra)
         rounds = _timed_reps(rnd, kind, spec, todo)
     for c in todo:  # untimed: every worker at once, each answering in order; kept for --profile, or to time again
         workers[c.worker].send(GetResult(c.key, keep=cfg.profile or rnd.kept is not None))
@@ -253,18 +263,6 @@ def _run_kind(rnd: Round, wl: str, kind: RowKind, seed_offset: int = 0, planned:
         if rnd.kept is not None:
             rnd.kept.append((row, c, kind))
     return rows
-
-
-def _first_call(rnd: Round, kind: RowKind, spec, c: Case, extra: dict) -> float | None:
-    """A case's first call (compilation, or a training row's first epoch), alone; its time."""
-    cfg, w = rnd.cfg, rnd.workers[c.worker]
-    what = f"first epoch (seed {spec.seed})" if kind.epochs else "compiling"
-    log(cfg, f"{kind.name}: {what} {label(w.framework)} {c.shown} x{c.replicas}")
-    resp = w.ask(ahead.prepare(rnd, kind, spec, c, extra))
-    then = f" ({resp.ahead_s:.1f} s of it compiled ahead)" if resp.ahead_s else ""
-    said = f"  first call {resp.compile_s:.3f} s{then}, output verified" if not resp.invalid else ""
-    log(cfg, said or f"  INVALID: {resp.invalid}")
-    return resp.compile_s
 
 
 def _timed_reps(rnd: Round, kind: RowKind, spec, todo: list[Case]) -> dict[str, list[int]]:

@@ -13,10 +13,10 @@ import argparse
 import json
 import os
 import platform
-import stat
 import sys
 import tempfile
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 
 from parity.api import DeviceNotOffered, DeviceUnavailable
 from parity.api.cluster import Cluster
@@ -24,7 +24,7 @@ from parity.api.variants import lookup
 from parity.common import frameworks, protocol
 from parity.common.threads import side_by_side
 from parity.engine import memory
-from parity.engine.devicelock import DEVICE_LOCK
+from parity.engine.devicelock import DEVICE_LOCK, own_device
 from parity.engine.environment import env_flags
 from parity.engine.timing import Timer
 from parity.judging import roofline
@@ -45,34 +45,6 @@ def versions(framework: str) -> dict[str, str]:
     return found
 
 
-_LOCKS = []  # held until the process ends
-
-
-def _own_device(path: str) -> str | None:
-    """Take the device as libtpu does on a TPU host, one owning process: an exclusive lock on `path`, kept for
-    the life of this process (the kernel releases it when the process ends, however it ends). Returns None when
-    taken, else the holder's pid as it wrote it. PARITY_DEVICE_LOCK turns this on (the harness, --exclusive)."""
-    import fcntl
-
-    f = open(path, "a+")  # noqa: SIM115 - kept open: the lock lives as long as the file stays open
-    if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # the parent checked it; replaced since by something else
-        f.close()
-        raise OSError(f"{path} is not a plain file")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        f.seek(0)
-        holder = f.read().strip() or "unknown"
-        f.close()
-        return holder
-    f.seek(0)
-    f.truncate()
-    f.write(str(os.getpid()))
-    f.flush()
-    _LOCKS.append(f)
-    return None
-
-
 def serve(args, out) -> None:
     """Say hello (or why not), then answer the parent's requests until 'quit' or the end of stdin."""
 
@@ -82,7 +54,7 @@ def serve(args, out) -> None:
 
     lock = os.environ.get(DEVICE_LOCK)  # the harness's (parity.engine.workerproc drops a user's)
     try:
-        holder = _own_device(lock) if lock else None
+        holder = own_device(lock) if lock else None
     except OSError as e:  # one line, as every refusal: not a traceback
         say({"status": "unavailable", "error": f"the {args.device} device's lock {lock}: {e.strerror or e}"})
         return
@@ -111,6 +83,7 @@ def serve(args, out) -> None:
         return
     impl.set_precision(args.precision)
     args.memory = memory.source_for(impl, devices, args.device)  # where rows' peak memory is read (or None)
+    args.compiling = None  # an Ahead(wait=False)'s compiling in the background, then its answer (_compiled)
     say(hello(impl, devices, args))
     timers: dict[str, tuple[Timer, dict, object]] = {}
     for line in sys.stdin:
@@ -149,6 +122,8 @@ def respond(impl, devices, args, timers: dict, req: protocol.Request):
     """One request's answer (its declared record), or the error it raised as a mapping (a bug's with its
     traceback)."""
     try:
+        if not isinstance(req, (protocol.Call, protocol.AheadDone)):
+            _compiled(args, timers)  # nothing but a parity round's calls beside the background compiling
         return _HANDLERS[type(req)](impl, devices, args, timers, req)
     except Exception as e:
         return {
@@ -239,7 +214,8 @@ def _build(impl, devices, args, timers: dict, req: protocol.Prepare):
 
 def _ahead(impl, devices, args, timers: dict, req: protocol.Ahead) -> protocol.Compiled:
     """Build each case without calling it, then compile each one's first program, side by side
-    (parity.engine.ahead); its Prepare makes the first call. A case refused here is built again by its Prepare."""
+    (parity.engine.ahead); its Prepare makes the first call. A case refused here is built again by its Prepare.
+    With req.wait False the compiling goes on in the background (args.compiling) until AheadDone."""
     jobs, refused = {}, {}
     for d in req.cases:
         p = protocol.Prepare(**d)
@@ -249,10 +225,34 @@ def _ahead(impl, devices, args, timers: dict, req: protocol.Ahead) -> protocol.C
             raise
         except Exception as e:
             refused[p.id] = f"{type(e).__name__}: {_one_line(e, 200)}"
-    seconds, failed = side_by_side({k: j for k, j in jobs.items() if j}, PROGRAMMING_ERRORS)
+    jobs = {k: j for k, j in jobs.items() if j}
+    if not req.wait:
+        pool = ThreadPoolExecutor(1)
+        args.compiling = (pool.submit(side_by_side, jobs, PROGRAMMING_ERRORS), refused)
+        pool.shutdown(wait=False)  # the job runs on
+        return protocol.Compiled({}, refused)
+    seconds, failed = side_by_side(jobs, PROGRAMMING_ERRORS)
     for k, s in seconds.items():
         timers[k][0].ahead_s = s
     return protocol.Compiled(seconds, {**refused, **failed})
+
+
+def _ahead_done(impl, devices, args, timers: dict, req: protocol.AheadDone) -> protocol.Compiled:
+    """The background compiling of an Ahead(wait=False), waited for (none: nothing was left compiling)."""
+    done, args.compiling = _compiled(args, timers), None
+    return done or protocol.Compiled()
+
+
+def _compiled(args, timers: dict) -> protocol.Compiled | None:
+    """Wait for the background compiling (args.compiling: its future and the cases refused), each case's seconds
+    into its timer; kept as its answer, for AheadDone."""
+    if isinstance(args.compiling, tuple):
+        pending = args.compiling
+        seconds, failed = pending[0].result()  # a programming error in a job is raised here
+        for k, s in seconds.items():
+            timers[k][0].ahead_s = s
+        args.compiling = protocol.Compiled(seconds, {**pending[1], **failed})
+    return args.compiling
 
 
 def _prepare(impl, devices, args, timers: dict, req: protocol.Prepare) -> protocol.Prepared:
@@ -283,6 +283,7 @@ _HANDLERS = {
     protocol.AskVariants: _variants,
     protocol.Prepare: _prepare,
     protocol.Ahead: _ahead,
+    protocol.AheadDone: _ahead_done,
     protocol.Warm: _call,
     protocol.Rep: _call,
     protocol.GetResult: _result,

@@ -187,7 +187,7 @@ def _environment(setting_env: dict, tmp_dir: Path | None, lock: Path | None, pyt
     # Both workers live at once: neither may grab the whole accelerator's memory up front.
     env.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
-    if lock is not None:  # one owner at a time, enforced as libtpu does (parity.engine.worker._own_device)
+    if lock is not None:  # one owner at a time, enforced as libtpu does (parity.engine.devicelock.own_device)
         env[DEVICE_LOCK] = str(lock)
     if python:  # another environment's interpreter: it finds this checkout's parity and the implementations
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)

@@ -65,5 +65,9 @@ def parity_note(workload: str, replicas: int, seconds: float, who: list[str], he
     compile the timed programs (each hello's check_compiler), and whether side by side (`ahead`: Config.ahead)."""
     how = sorted({h.get("check_compiler") for h in hello.values()} - {None, ""})
     compiled = f"; compiled at {', '.join(how)}" if how else ""
-    compiled += "; each worker's gradient and trajectory programs compiled side by side" if ahead else ""
+    compiled += (
+        "; each worker's gradient and trajectory programs compiled side by side, while its rows' programs compiled"
+        if ahead
+        else ""
+    )
     return f"{workload} parity x{replicas or 'all'}: its arrays took {seconds:.0f} s ({', '.join(who)}{compiled})"
