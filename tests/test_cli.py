@@ -243,6 +243,17 @@ def test_cnn_quick_compiled_jax_and_keras_training_steps_ahead(quick_cnn):
     assert any(n.startswith("cnn parity x1") and "trajectory programs compiled side by side" in n for n in notes)
     # JAX's and Keras 3 on JAX's training row and inference row each
     assert p.stderr.count("s of it compiled ahead), output verified") == 4, p.stderr[-3000:]
+    # each owner after the first started while the one before compiled, its imports done before it had the device
+    started = re.findall(
+        r"starting the (.+) worker alone on cpu x1 \(one owner at a time(; its imports done)?\)", p.stderr
+    )
+    assert [s[1] != "" for s in started] == [False, True, True, True], started
+    # the parity rounds ran while the rows' programs compiled, before any row's first call
+    assert (
+        p.stderr.index("cnn parity x1")
+        < p.stderr.index("waiting for its rows' programs")
+        < p.stderr.index("cnn_train: first epoch")
+    )
 
 
 def test_cnn_quick_one_replica(quick_cnn):

@@ -53,6 +53,28 @@ def test_a_second_simultaneous_owner_is_refused(tmp_path):
         third.close()
 
 
+def test_an_owner_started_early_imports_then_waits_for_the_device(tmp_path):
+    """The next owner, started while another holds the device (Config.ahead's runs), does its imports and then waits
+    for the lock, saying nothing; once the holder ends it takes the device and says hello."""
+    lock = tmp_path / "device.lock"
+    first = Worker("jax", "cpu", 1, "default", 120, lock=lock)
+    try:
+        assert first.recv(120)["status"] == "ready"
+        waiting = Worker("jax", "cpu", 1, "default", 120, lock=lock, waits=True)
+        try:
+            deadline = time.monotonic() + 120
+            while f"-> FLOCK  ADVISORY  WRITE {waiting.proc.pid} " not in Path("/proc/locks").read_text():
+                assert time.monotonic() < deadline and waiting.proc.poll() is None, waiting.stderr_tail()
+                time.sleep(0.2)
+            assert waiting.lines.empty()  # blocked on the lock: no first words yet
+            first.close()
+            assert waiting.recv(120)["status"] == "ready" and lock.read_text() == str(waiting.proc.pid)
+        finally:
+            waiting.close()
+    finally:
+        first.close()
+
+
 # One owner at a time end to end, with real frameworks: tests/test_cli.py (it shares its run with the CNN's).
 
 

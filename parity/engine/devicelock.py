@@ -57,6 +57,7 @@ def check_libtpu_lock() -> None:
 LOCK_ROOT = Path("/tmp")
 LOCK_DIR_VAR = "PARITY_LOCK_DIR"
 DEVICE_LOCK = "PARITY_DEVICE_LOCK"  # the lock the harness gives a worker to take (internal: parity.engine.workerproc)
+DEVICE_LOCK_WAIT = "PARITY_DEVICE_LOCK_WAIT"  # "1": a next owner started early waits for it after its imports
 
 
 def device_lock_path(device: str) -> Path:
@@ -93,16 +94,17 @@ def device_lock_path(device: str) -> Path:
 _LOCKS = []  # held until the process ends
 
 
-def own_device(path: str) -> str | None:
+def own_device(path: str, wait: bool = False) -> str | None:
     """Take the device as libtpu does on a TPU host, one owning process: an exclusive lock on `path`, kept for
     the life of this process (the kernel releases it when the process ends, however it ends). Returns None when
-    taken, else the holder's pid as it wrote it. PARITY_DEVICE_LOCK turns this on (the harness, --exclusive)."""
+    taken, else the holder's pid as it wrote it; with `wait`, waits for the holder to end instead.
+    PARITY_DEVICE_LOCK turns this on (the harness, --exclusive)."""
     f = open(path, "a+")  # noqa: SIM115 - kept open: the lock lives as long as the file stays open
     if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # the parent checked it; replaced since by something else
         f.close()
         raise OSError(f"{path} is not a plain file")
     try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(f, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
     except BlockingIOError:
         f.seek(0)
         holder = f.read().strip() or "unknown"

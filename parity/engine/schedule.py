@@ -21,7 +21,7 @@ from parity.engine import ahead, cluster, devicelock, peaks, profiling, repetiti
 from parity.engine.assemble import Case, cross_check, make_row, timed_under
 from parity.engine.config import Config, chips
 from parity.engine.environment import compilation_cache_notes
-from parity.engine.workerproc import Worker, start_owner, start_workers, tuned_configs, with_workers
+from parity.engine.workerproc import Worker, owner, start_owner, start_workers, tuned_configs, with_workers
 from parity.judging import roofline
 from parity.judging.judge import drift_note, judge_row, parity_note
 from parity.record.rows import Row
@@ -127,18 +127,19 @@ def _one_owner_at_a_time(rnd: Round) -> None:
     if cfg.device == "tpu":
         devicelock.check_libtpu_lock()
     owners = [(fw, "default", {}, 0) for fw in cfg.frameworks]  # (framework, configuration, its env, port offset)
-    k = 0
+    k, early = 0, None  # early: the next owner's worker, started while this one compiles ahead (Config.ahead)
     while k < len(owners):
         fw, name, env, offset = owners[k]
         k += 1
         log(
             cfg,
             f"starting the {label(fw)}{'' if name == 'default' else f' ({name})'} worker alone on "
-            f"{cfg.device} x{rnd.replicas or 'all'} (one owner at a time)",
+            f"{cfg.device} x{rnd.replicas or 'all'} (one owner at a time{'; its imports done' if early else ''})",
         )
-        rnd.workers, rnd.hello, skip = start_owner(cfg, rnd.replicas, fw, name, env, offset, rnd.save_dir)
+        rnd.workers, rnd.hello, skip = start_owner(cfg, rnd.replicas, fw, name, env, offset, rnd.save_dir, early)
         run.skipped.extend(s for s in skip if s not in run.skipped)
         if not rnd.workers:
+            early = None
             continue
         key = next(iter(rnd.workers))
         if name == "default" and cfg.tuned:  # its tuned configurations follow it, each an owner of its own
@@ -146,7 +147,11 @@ def _one_owner_at_a_time(rnd: Round) -> None:
             owners[k:k] = [(fw, n, e, i) for i, (n, e) in enumerate(configs.items(), 1)]
             _timed_by_tuned_owners(rnd, key, configs)  # checked in this owner's parity round
         rnd.kept = [] if not cfg.profile else None  # --profile releases each case after its profiled call
-        run.rows += with_workers(rnd.workers, lambda: _rows(rnd) + _again(rnd))
+        # the next owner imports its framework while this one compiles ahead, then waits for the device
+        early = (
+            owner(cfg, rnd.replicas, *owners[k], rnd.save_dir, early=True) if cfg.ahead and k < len(owners) else None
+        )
+        run.rows += with_workers(rnd.workers, lambda: _rows(rnd) + _again(rnd), early)
 
 
 def _timed_by_tuned_owners(rnd: Round, key: str, configs: dict[str, dict]) -> None:

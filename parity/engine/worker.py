@@ -24,7 +24,7 @@ from parity.api.variants import lookup
 from parity.common import frameworks, protocol
 from parity.common.threads import side_by_side
 from parity.engine import memory
-from parity.engine.devicelock import DEVICE_LOCK, own_device
+from parity.engine.devicelock import DEVICE_LOCK, DEVICE_LOCK_WAIT, own_device
 from parity.engine.environment import env_flags
 from parity.engine.timing import Timer
 from parity.judging import roofline
@@ -53,24 +53,15 @@ def serve(args, out) -> None:
         out.flush()
 
     lock = os.environ.get(DEVICE_LOCK)  # the harness's (parity.engine.workerproc drops a user's)
-    try:
-        holder = own_device(lock) if lock else None
-    except OSError as e:  # one line, as every refusal: not a traceback
-        say({"status": "unavailable", "error": f"the {args.device} device's lock {lock}: {e.strerror or e}"})
-        return
-    if holder is not None:  # before the framework touches the device
-        say(
-            {
-                "status": "unavailable",
-                "error": f"the {args.device} device is already in use by process {holder} "
-                f"(lock {lock}): one owner at a time",
-            }
-        )
+    waits = os.environ.get(DEVICE_LOCK_WAIT) == "1"  # a next owner started early: its imports first, then the lock
+    if lock and not waits and not _took(lock, args, say):  # before the framework touches the device
         return
     try:
         impl = frameworks.load(args.framework)
     except ImportError as e:
         say({"status": "missing", "error": f"{args.framework} is not installed for {sys.executable} ({e})"})
+        return
+    if lock and waits and not _took(lock, args, say, wait=True):
         return
     try:
         cluster = Cluster.from_json(args.cluster) if args.cluster else None
@@ -96,6 +87,19 @@ def serve(args, out) -> None:
             return
         answer = respond(impl, devices, args, timers, req)
         say(answer if isinstance(answer, dict) else json.loads(protocol.encode(answer)))
+
+
+def _took(lock: str, args, say, wait: bool = False) -> bool:
+    """The device's lock taken (devicelock.own_device), else why not said as this worker's first words."""
+    try:
+        holder = own_device(lock, wait)
+    except OSError as e:  # one line, as every refusal: not a traceback
+        say({"status": "unavailable", "error": f"the {args.device} device's lock {lock}: {e.strerror or e}"})
+        return False
+    if holder is not None:
+        error = f"the {args.device} device is already in use by process {holder} (lock {lock}): one owner at a time"
+        say({"status": "unavailable", "error": error})
+    return holder is None
 
 
 def hello(impl, devices, args) -> dict:

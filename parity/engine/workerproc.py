@@ -20,7 +20,7 @@ from parity.common.frameworks import label
 from parity.common.messages import HarnessError, WorkerBug
 from parity.engine import devicelock, selection
 from parity.engine.config import Config
-from parity.engine.devicelock import DEVICE_LOCK
+from parity.engine.devicelock import DEVICE_LOCK, DEVICE_LOCK_WAIT
 
 ROOT = Path(__file__).resolve().parent.parent  # the checkout: parity/, tf_impl/, jax_impl/
 
@@ -50,12 +50,13 @@ class Worker:
         tmp_dir: Path | None = None,
         python: str | None = None,
         lock: Path | None = None,
+        waits: bool = False,
     ):
         self.framework, self.timeout_s, self.setting = framework, timeout_s, setting
         self.python = python or sys.executable
         self.setting_env = setting_env or {}
         self.label = label(framework) + ("" if setting == "default" else f" ({setting})")
-        self.env = env = _environment(self.setting_env, tmp_dir, lock, python)  # what the worker runs with
+        self.env = env = _environment(self.setting_env, tmp_dir, lock, python, waits)  # what the worker runs with
         self.log = tempfile.NamedTemporaryFile("w+", prefix=f"parity-{framework}-", suffix=".log")
         cmd = [self.python, "-m", "parity.engine.worker", "--framework", framework, "--device", device]
         cmd += ["--replicas", str(replicas), "--precision", precision]
@@ -172,10 +173,12 @@ LIST_SEPARATORS = {"XLA_FLAGS": " ", "GLIBC_TUNABLES": ":"}
 
 # What the harness tells its workers through their environment, never read from the user's: a value inherited from
 # the caller's shell is dropped (PARITY_DEVICE_LOCK named a file each worker would take and truncate)
-INTERNAL = (DEVICE_LOCK,)
+INTERNAL = (DEVICE_LOCK, DEVICE_LOCK_WAIT)
 
 
-def _environment(setting_env: dict, tmp_dir: Path | None, lock: Path | None, python: str | None) -> dict:
+def _environment(
+    setting_env: dict, tmp_dir: Path | None, lock: Path | None, python: str | None, waits: bool = False
+) -> dict:
     """A worker's environment: this process's (less INTERNAL), with its configuration's settings and the run's own."""
     env = {k: v for k, v in os.environ.items() if k not in INTERNAL}
     env.update(TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
@@ -189,6 +192,7 @@ def _environment(setting_env: dict, tmp_dir: Path | None, lock: Path | None, pyt
     env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
     if lock is not None:  # one owner at a time, enforced as libtpu does (parity.engine.devicelock.own_device)
         env[DEVICE_LOCK] = str(lock)
+        env.update({DEVICE_LOCK_WAIT: "1"} if waits else {})  # started early: it waits for the lock, imports done
     if python:  # another environment's interpreter: it finds this checkout's parity and the implementations
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     return env
@@ -277,8 +281,9 @@ def await_workers(cfg: Config, workers: dict[str, Worker]) -> tuple[dict[str, Wo
     return ready, hello, skipped
 
 
-def with_workers(workers: dict[str, Worker], work):
-    """work() with `workers` running; then they are stopped (at once, if work was interrupted or failed)."""
+def with_workers(workers: dict[str, Worker], work, early: tuple[str, Worker] | None = None):
+    """work() with `workers` running; then they are stopped (at once, if work was interrupted or failed, and with them
+    the next owner started `early`, which is otherwise left to start_owner)."""
     stopped = False
     try:
         return work()
@@ -286,16 +291,18 @@ def with_workers(workers: dict[str, Worker], work):
         stopped = True
         raise
     finally:  # all asked first, so that they exit side by side
-        for w in workers.values():
+        others = [early[1]] if stopped and early else []
+        for w in [*workers.values(), *others]:
             w.ask_to_quit(kill=stopped)
-        for w in workers.values():
+        for w in [*workers.values(), *others]:
             w.wait_quit()
 
 
-def start_owner(
-    cfg: Config, replicas: int, fw: str, name: str, env: dict, k: int, save_dir: Path
-) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:
-    """One worker (a framework in one configuration; k: its coordinator port offset), alone on the device."""
+def owner(
+    cfg: Config, replicas: int, fw: str, name: str, env: dict, k: int, save_dir: Path, early: bool = False
+) -> tuple[str, Worker]:
+    """The worker of one owner of the device (a framework in one configuration; k: its coordinator port offset),
+    started; `early`: while another owns the device, its imports done before it waits for the device."""
     key = fw if name == "default" else f"{fw}+{name}"
     w = Worker(
         fw,
@@ -311,5 +318,15 @@ def start_owner(
         # one path for every run of this user here: a run's own would lock nothing but itself. A multi-process run's
         # processes share their host's devices by design: theirs stays the run's own
         devicelock.device_lock_path(cfg.device) if cfg.cluster is None else save_dir / "device.lock",
+        early,
     )
+    return key, w
+
+
+def start_owner(
+    cfg: Config, replicas: int, fw: str, name: str, env: dict, k: int, save_dir: Path, early=None
+) -> tuple[dict[str, Worker], dict[str, dict], list[dict]]:
+    """One worker alone on the device (owner's arguments), its first words read; `early`: owner's (key, worker) for
+    it, started early."""
+    key, w = early or owner(cfg, replicas, fw, name, env, k, save_dir)
     return await_workers(cfg, {key: w})
