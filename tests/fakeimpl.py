@@ -240,6 +240,7 @@ class LocalWorker:
         tmp_dir=None,
         python=None,
         lock=None,
+        waits=False,  # a next owner started early: these fakes take no lock, so nothing to wait for
     ):
         self.framework, self.setting, self.setting_env = framework, setting, setting_env or {}
         self.python, self.timeout_s = python or sys.executable, timeout_s

@@ -318,7 +318,7 @@ def owner(
         # one path for every run of this user here: a run's own would lock nothing but itself. A multi-process run's
         # processes share their host's devices by design: theirs stays the run's own
         devicelock.device_lock_path(cfg.device) if cfg.cluster is None else save_dir / "device.lock",
-        early,
+        waits=early,
     )
     return key, w
 
