@@ -400,6 +400,23 @@ def test_profile_traces_one_more_call_per_row_outside_the_timed_ones(fakes, tmp_
     assert not (out / "profiles").exists()
 
 
+def test_a_trace_with_no_op_read_is_said_and_its_row_has_no_layers(fakes, tmp_path, monkeypatch, capsys):
+    """A profiler that writes a trace this code reads no op from (JAX's on the TPU chip: docs/tpu.md): the run says
+    so on its progress lines, and the row keeps its trace folder and no layer split."""
+    from parity import run
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(files, "chart", lambda *a, **k: False)
+    monkeypatch.setattr(workerproc, "Worker", LocalWorker)
+    monkeypatch.setattr(FakeImpl, "trace_ops", lambda self, d, program=None: [])
+    argv = ["--quick", "--workload", "conv", "--replicas", "1", "--configs", "default", "--framework", JAX]
+    assert run.main([*argv, "--out", str(out), "--profile"]) == 0
+    (row,) = json.loads((out / "results.json").read_text())["rows"]
+    assert row["profile_dir"] and row["layers"] is None and row["profile_coverage"] is None
+    said = f"  traced to {row['profile_dir']}, but no op was read from the trace: the row has no layer split"
+    assert said in capsys.readouterr().err
+
+
 class BusyMachine:
     """A fake clock and a fake process CPU clock: the process's threads compute, one core's worth, until
     `busy_until` on the clock; sleeping advances the clock."""

@@ -328,3 +328,16 @@ def runs_said() -> dict[str, str]:
 
 def test_tpu_page_quotes_the_runs_where_the_time_went():
     assert not _unsaid(runs_said()), f"docs/tpu.md does not say, as its files do: {_unsaid(runs_said())}"
+
+
+def test_the_chips_profiled_run_is_as_the_page_says():
+    """docs/tpu.md's training bullet: the profiled run's rows all verified, each with its trace and no layer split."""
+    doc = json.loads((TPU / "profile.json").read_text())
+    rows = doc["rows"]
+    judged = [c["passed"] for c in doc["checks"]]
+    assert [r["framework"] for r in rows] == ["jax"] * 6 and {r["kind"].split("_")[0] for r in rows} == {"cnn", "vit"}
+    assert all(r["verified"] and r["profile_dir"] and not r["layers"] for r in rows)
+    assert False not in judged
+    page = " ".join((ROOT / "docs/tpu.md").read_text().split())
+    said = f"and ViT, {sum(r['verified'] for r in rows)} of {len(rows)} rows verified) wrote each row's trace"
+    assert said in page, said
