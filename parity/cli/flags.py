@@ -131,9 +131,10 @@ def _run_flags(ap: argparse.ArgumentParser) -> None:
         "--compile-ahead",
         action=argparse.BooleanOptionalAction,
         help="build each worker's trained-workload rows first and compile their programs (training steps, inference) "
-        "side by side on the host's cores before their first calls, and each parity round's programs side by side "
-        "(on by default on a GPU or TPU, where a step compiles for tens of seconds; off on a CPU, where the first "
-        "calls are compiled one at a time)",
+        "side by side on the host's cores in its background, while it computes its parity rounds (their programs "
+        "side by side too), before their first calls; one owner at a time, the next owner's worker starts meanwhile "
+        "and waits for the device (on by default on a GPU or TPU, where a step compiles for tens of seconds; off on "
+        "a CPU, where the first calls are compiled one at a time)",
     )
     ap.add_argument(
         "--python",
