@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 
 import jax
 import numpy as np
+from jax._src import config as jax_config  # the thread-local config contexts (no public one for the level)
 from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
@@ -142,21 +143,18 @@ CHECK_LEVEL = "O1"
 
 
 def check_compiler(devices):
-    """How the untimed parity programs compile: at CHECK_LEVEL on an accelerator, as the timed ones on a CPU."""
+    """How the untimed parity programs compile: at CHECK_LEVEL on an accelerator, as the timed ones on a CPU. The
+    context sets it for the thread that enters it: a thread that compiles a parity program enters one of its own."""
     if all(d.platform == "cpu" for d in devices):
         return nullcontext(), ""
     said = f"JAX's optimization level {CHECK_LEVEL}, the timed programs at its default"
     return _optimization_level(CHECK_LEVEL), said
 
 
-@contextmanager
 def _optimization_level(level: str):
-    old = jax.config.jax_optimization_level
-    jax.config.update("jax_optimization_level", level)
-    try:
-        yield
-    finally:
-        jax.config.update("jax_optimization_level", old)
+    """JAX's optimization level for this thread only (its config's thread-local value): a worker compiles its rows'
+    programs on other threads while its parity round runs (parity.engine.ahead), and they keep the default."""
+    return jax_config.optimization_level(level)
 
 
 def lowered_flops(fn, *args, devices: int = 1) -> tuple[float | None, str]:

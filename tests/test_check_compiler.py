@@ -4,6 +4,7 @@ A stand-in device kind ('tpu') exercises the accelerator's path on a CPU."""
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from types import SimpleNamespace
 
@@ -32,6 +33,24 @@ def test_an_accelerator_compiles_its_checks_at_O1_and_restores_the_default():
         assert jax.jit(lambda a: a * 2)(np.float32(3)) == 6  # a program compiles under it
     assert jax.config.jax_optimization_level == before
     assert "O1" in said
+
+
+def test_the_level_is_the_entering_threads_own():
+    """A worker compiles its rows' programs on other threads while its parity round runs at O1 (parity.engine.ahead):
+    they must keep the default, so the level is set for the thread that enters the context only."""
+    ctx, _ = jax_impl.check_compiler([SimpleNamespace(platform="tpu")])
+    seen = {}
+
+    def other():
+        seen["level"] = str(jax.config.jax_optimization_level)
+        seen["out"] = float(jax.jit(lambda a: a * 3)(np.float32(2)))  # compiled there meanwhile
+
+    with ctx:
+        t = threading.Thread(target=other)
+        t.start()
+        t.join()
+        assert str(jax.config.jax_optimization_level) == "O1"
+    assert seen == {"level": str(jax.config.jax_optimization_level), "out": 6.0} and seen["level"] != "O1"
 
 
 def test_the_level_is_restored_when_a_check_raises():

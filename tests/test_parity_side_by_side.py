@@ -6,7 +6,7 @@ workers take this path in tests/test_cli.py's `--exclusive --compile-ahead` run.
 from __future__ import annotations
 
 import threading
-from contextlib import nullcontext
+from contextlib import contextmanager
 from types import SimpleNamespace
 
 import numpy as np
@@ -16,6 +16,16 @@ from parity.api.variants import Variant
 from parity.workloads.trained import parity_arrays
 
 VARIANTS = ("jit", "jit+scan", "jit+bf16")
+CHECKING = threading.local()  # set on a thread inside the stand-in's check compiler
+
+
+@contextmanager
+def _check_compiler():
+    CHECKING.on = True
+    try:
+        yield
+    finally:
+        CHECKING.on = False
 
 
 class Trainer:
@@ -25,7 +35,7 @@ class Trainer:
         self.batchnorm = "none"
 
     def ahead(self, x, y) -> bool:
-        self.log.append(("ahead", self.variant, threading.current_thread().name))
+        self.log.append(("ahead", self.variant, getattr(CHECKING, "on", False), threading.current_thread().name))
         if self.refuse:
             raise RuntimeError("the compiler refused")
         return True
@@ -49,7 +59,7 @@ class Adapter:
         self.log, self.refuse, self.grads_fail = log, refuse, grads_fail
 
     def loss_and_grads(self, model, x, y):
-        self.log.append(("grads", threading.current_thread().name))
+        self.log.append(("grads", getattr(CHECKING, "on", False), threading.current_thread().name))
         if self.grads_fail:
             raise RuntimeError("the gradient's program failed")
         return SimpleNamespace(loss=float(x.sum()), grads=[x.mean(axis=0)], routing=[])
@@ -64,7 +74,7 @@ class Adapter:
 def _run(tmp_path, ahead: bool, **adapter_kw) -> tuple[list, dict]:
     log = []
     impl = SimpleNamespace(
-        check_compiler=lambda devices: (nullcontext(), ""),
+        check_compiler=lambda devices: (_check_compiler(), "stand-in"),
         variants=lambda kind, n: [
             Variant(v, "toy_train", "one", dtype="bfloat16" if "bf16" in v else "float32") for v in VARIANTS
         ],
@@ -85,6 +95,8 @@ def test_every_program_compiles_before_any_trajectory_and_the_arrays_are_the_sam
     before = log[:first_steps]
     assert {e[1] for e in before if e[0] == "ahead"} == set(VARIANTS) and any(e[0] == "grads" for e in before)
     assert threading.main_thread().name not in {e[-1] for e in before}  # on the pool's threads
+    # each inside the check compiler, entered on its own thread (a thread-local setting: JAX's level, jax_impl)
+    assert all(e[-2] is True for e in before if e[0] in ("ahead", "grads")), before
     assert [e[1] for e in log if e[0] == "steps"] == list(VARIANTS)  # then each trajectory, in order
     serial_log, serial = _run(tmp_path, ahead=False)
     assert not any(e[0] == "ahead" for e in serial_log)

@@ -139,7 +139,8 @@ def _parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any
         return adapter.make_trainer(model(w), devices, variant, s.learning_rate, s.adam_epsilon, s.seed)
 
     if req.get("ahead"):  # an accelerator's host: each program compiled beside the others (Config.ahead)
-        g, trainers = _side_by_side(adapter, model(w), x, y, {v: trainer(v) for v in variants})
+        compiler = partial(_within, lambda: impl.check_compiler(devices)[0])  # each thread's own (check_compiler)
+        g, trainers = _side_by_side(adapter, model(w), x, y, {v: trainer(v) for v in variants}, compiler)
     else:
         g, trainers = adapter.loss_and_grads(model(w), x[0], y[0]), {}
     out["loss"] = np.array(g.loss)
@@ -163,10 +164,17 @@ def _parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any
     return {"variants": variants}
 
 
-def _side_by_side(adapter, m, x, y, trainers: dict) -> tuple:
+def _within(context: Callable[[], Any], job: Callable[[], Any]) -> Any:
+    """job() inside a fresh context of `context`'s making (a thread's own compiler setting)."""
+    with context():
+        return job()
+
+
+def _side_by_side(adapter, m, x, y, trainers: dict, compiler: Callable = lambda job: job()) -> tuple:
     """One batch's loss and gradients of model `m`, with each trainer's first program (its trajectory's) compiled
-    beside it on threads (parity.common.threads); returns (the gradients, the trainers). A trainer whose framework
-    refuses to compile ahead compiles at its first steps() call, as without; a failing gradient is raised."""
+    beside it on threads (parity.common.threads), each job run by `compiler` (in the thread's own check compiler);
+    returns (the gradients, the trainers). A trainer whose framework refuses to compile ahead compiles at its first
+    steps() call, as without; a failing gradient is raised."""
     got: dict = {}
 
     def grads() -> bool:
@@ -176,7 +184,8 @@ def _side_by_side(adapter, m, x, y, trainers: dict) -> tuple:
             got["raised"] = e
         return False
 
-    side_by_side({"": grads, **{v: partial(t.ahead, x, y) for v, t in trainers.items()}}, PROGRAMMING_ERRORS)
+    jobs = {"": grads, **{v: partial(t.ahead, x, y) for v, t in trainers.items()}}
+    side_by_side({k: partial(compiler, job) for k, job in jobs.items()}, PROGRAMMING_ERRORS)
     if "raised" in got:
         raise got["raised"]
     return got["g"], trainers
