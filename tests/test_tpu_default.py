@@ -188,3 +188,22 @@ def test_run_phases_gives_compiling_ahead_its_own_phase():
     assert found[rp.AHEAD] == _turn(log, "JAX", 11)[1] + _turn(log, "Keras 3 (JAX)", 11)[1] == 58 + 67
     old = rp.phases((TPU / "default-stopped-log.txt").read_text().splitlines())  # a log of the old words still reads
     assert rp.AHEAD not in old and sum(old.values()) > 0
+
+
+def test_run_phases_gives_the_wait_after_the_parity_rounds_to_compiling_ahead():
+    """A worker that computed its parity rounds while its rows' programs compiled: its building and its wait for the
+    compiling are the compiling-ahead phase, the rounds theirs (the log's words: parity.engine.ahead)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_phases", ROOT / "benchmarks/run_phases.py")
+    rp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rp)
+    lines = [
+        "[00:00:00] JAX: building 6 rows (3 training, 3 inference), their programs compiled side by side where it can",
+        "[00:00:05] cnn parity x1: gradients and a 3-step trajectory (dropout off, batch 32; JAX)",
+        "[00:00:20] JAX: waiting for its rows' programs, compiling since they were built",
+        "[00:00:30]   JAX: 6 programs compiled, the longest in 24.0 s",
+        "[00:00:30] conv: compiling JAX jit x1",
+        "[00:00:31]   first call 0.805 s, output verified",
+    ]
+    assert rp.phases(lines) == {rp.AHEAD: 5 + 10, "cnn parity checks": 15, "conv compiling, first epoch": 1}
