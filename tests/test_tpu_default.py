@@ -129,7 +129,7 @@ def said() -> dict[str, str]:
             f"on JAX ({beside['keras-jax']:.1f} s) while another held the chip"
         ),
         "LEFT": (
-            f"The parity rounds: JAX's three took {_note_s(doc, 'JAX')} s, Keras 3 on JAX's "
+            f"and the next owner's imports with them): JAX's three took {_note_s(doc, 'JAX')} s, Keras 3 on JAX's "
             f"{_note_s(doc, 'Keras 3 (JAX)')} s (the run's notes)"
         ),
         "LEFT_AGAIN": f"The rows timed again at each owner's end (drift): {again[0]} s each"
