@@ -1,7 +1,7 @@
-"""What a JAX profile holds, plane by plane: how many events, how many name an HLO op (the stat 'hlo_op', or a GPU
-kernel's launch annotation 'hlo_op=...'), the stat keys seen, and a few sample events; then how many ops
-`jax_impl.trace_ops` maps from each trace's folder. For checking `jax_impl.trace_ops` on a backend the CI machine
-lacks (the first GPU traces).
+"""What a JAX profile holds, plane by plane: how many events, how many name an HLO op (as
+`jax_impl.profile.event_op` reads one: the stat 'hlo_op', a GPU kernel's launch annotation 'hlo_op=...', an event of a
+TPU's line 'XLA Ops'), the stat keys seen, and a few sample events; then how many ops `jax_impl.trace_ops` maps from
+each trace's folder. For checking `jax_impl.trace_ops` on a backend the CI machine lacks (the GPU's, the TPU's).
 
     python benchmarks/trace_planes.py OUT/profiles
 """
@@ -9,25 +9,15 @@ lacks (the first GPU traces).
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from collections import Counter
 from pathlib import Path
 
-ANNOTATED_OP = re.compile(r"hlo_op=([\w.\-]+)")
-
-
-def hlo_op(stats: dict) -> str | None:
-    """The HLO instruction an event ran, read as the profile holds it: XLA:CPU's events carry the stat 'hlo_op'; a
-    GPU kernel's (CUPTI's) carry the launch's annotation, 'fusion.3:#hlo_op=fusion.3,hlo_module=jit_step,...#'."""
-    if "hlo_op" in stats:
-        return str(stats["hlo_op"])
-    m = ANNOTATED_OP.search(str(stats.get("annotation", "")))
-    return m.group(1) if m else None
-
 
 def describe(pb: Path, samples: int = 4) -> list[str]:
     from jax.profiler import ProfileData
+
+    from jax_impl.profile import event_op
 
     out = [f"== {pb.parents[3].name if len(pb.parents) > 3 else pb}"]
     for plane in ProfileData.from_file(str(pb)).planes:
@@ -37,7 +27,7 @@ def describe(pb: Path, samples: int = 4) -> list[str]:
                 stats = dict(ev.stats)
                 n += 1
                 keys.update(stats.keys())
-                if op := hlo_op(stats):
+                if op := event_op(line.name, ev.name, stats):
                     with_op += 1
                     if len(shown) < samples:
                         shown.append(f"    {line.name!r}: {ev.name[:60]!r} -> {op} ({ev.duration_ns / 1e3:.1f} us)")

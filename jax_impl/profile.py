@@ -100,6 +100,21 @@ def _hlo_op(stats: dict) -> str | None:
     return m.group(1) if m else None
 
 
+_TPU_OP = re.compile(r"^%([\w.\-]+) = ")  # a TPU's op event is named by its instruction's text
+
+
+def event_op(line: str, name: str, stats: dict) -> str | None:
+    """The HLO instruction an event of the profiler's line `line` ran, if it ran one. A TPU's device plane names
+    each op on its line 'XLA Ops' by the instruction's text ('%fusion.3 = (f32[64]{0}) fusion(...)', no stat), and
+    shows on 'Async XLA Ops' each asynchronous copy from its start to its completion, beside the ops it overlaps:
+    those spans are left out, the XLA Ops line holds the time. Elsewhere the stats name it (_hlo_op)."""
+    if line == "Async XLA Ops":
+        return None
+    if line == "XLA Ops" and (m := _TPU_OP.match(name)):
+        return m.group(1)
+    return _hlo_op(stats)
+
+
 def _scope(op: str, scopes: dict[str, str]) -> str:
     """The named scopes of the op an event ran (the op's name where its program has none). XLA:CPU names a library
     call's event after its instruction and the call's target: 'custom-call.10.clone__onednn$convolution' ran
@@ -114,12 +129,12 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
     op_name, which holds the named scopes ('jit(_train_step)/transpose(jvp(conv2))/conv_general_dilated'). An op
     run piecewise on several threads is an event on each: their seconds can add up to more than the call's wall
     time (parity.judging.layers splits each instant among the threads instead). Where a device plane
-    ('/device:GPU:0') holds ops, only its kernels count: the host's events for the same ops are launches. A kernel
-    run inside a command buffer (a CUDA graph) is annotated with the buffer, not its op: its kernel name, which
-    XLA:GPU derives from the fusion's ('loop_add_fusion.17' -> 'loop_add_fusion_17'), maps it. An op XLA:CPU runs
-    asynchronously (a oneDNN convolution under '+onednn') is an event that ends when it is handed over, and its
-    completion is an event of its own ('end: <op>', linked by the flow id the two share): the instants between
-    when no op's event ran are the op's too (in_flight)."""
+    ('/device:GPU:0', '/device:TPU:0') holds ops, only its ops count (event_op): the host's events for the same
+    ops are launches. A kernel run inside a command buffer (a CUDA graph) is annotated with the buffer, not its op:
+    its kernel name, which XLA:GPU derives from the fusion's ('loop_add_fusion.17' -> 'loop_add_fusion_17'), maps
+    it. An op XLA:CPU runs asynchronously (a oneDNN convolution under '+onednn') is an event that ends when it is
+    handed over, and its completion is an event of its own ('end: <op>', linked by the flow id the two share): the
+    instants between when no op's event ran are the op's too (in_flight)."""
     from pathlib import Path
 
     from jax.profiler import ProfileData
@@ -139,7 +154,7 @@ def trace_ops(directory: str, program: str | None = None) -> list[tuple[str, flo
                 stats = dict(ev.stats)
                 if ev.name.startswith("end: ") and "_c" in stats:
                     ends[stats["_c"]] = ev.start_ns
-                if not (op := _hlo_op(stats)):
+                if not (op := event_op(line.name, ev.name, stats)):
                     continue
                 if op.startswith("command_buffer"):  # a CUDA graph's kernel: its own name is its fusion's
                     scope = kernels.get(ev.name, op)
