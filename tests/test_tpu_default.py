@@ -234,3 +234,23 @@ def test_run_phases_gives_the_wait_after_the_parity_rounds_to_compiling_ahead():
         "[00:00:31]   first call 0.805 s, output verified",
     ]
     assert rp.phases(lines) == {rp.AHEAD: 5 + 10, "cnn parity checks": 15, "conv compiling, first epoch": 1}
+
+
+def test_tpu_page_gives_compiling_ahead_on_a_cpu_as_its_logs_do():
+    """The CPU's runs with and without --compile-ahead (docs/results/zen4/cpu-ahead-*-log.txt): their spans as the
+    page gives them, and each log's rows all ran with the flag as named (the building line only with it)."""
+    zen4 = ROOT / "docs/results/zen4"
+    span = {}
+    for run in ("quick", "default"):
+        for flag in ("off", "on"):
+            name = f"cpu-ahead-{run}-{flag}-log.txt"
+            log = [(t, line) for t, line in _stamped(f"../zen4/{name}")]
+            assert any("their programs compiled side by side" in line for _, line in log) == (flag == "on"), name
+            span[run, flag] = _span(log[-1][0] - log[0][0])
+    assert (zen4 / "README.md").read_text().count("cpu-ahead-") >= 1
+    said = (
+        f"took the quick run from {span['quick', 'off']} to {span['quick', 'on']} and the default from "
+        f"{span['default', 'off']} to {span['default', 'on']}, one run each"
+    )
+    page = " ".join((ROOT / "docs/tpu.md").read_text().split())
+    assert said in page, said
