@@ -124,7 +124,7 @@ def said() -> dict[str, str]:
             f"| the worker's start (opening the chip; JAX's also imports JAX and initialises the models' shared "
             f"weights, Keras 3 on JAX's imported while JAX's turn ran) | {_span(jax[0])} | {_span(keras[0])} | | its "
             f"11 rows built (7 training, 4 inference) | {_span(jbuild)} | {_span(kbuild)} | | its three parity rounds, "
-            f"the rows' programs compiling side by side beside them | {_span(jrounds + jwait)} | "
+            f"while the rows' programs compiled side by side | {_span(jrounds + jwait)} | "
             f"{_span(krounds + kwait)} | | the rest: the operations' first calls, the timed calls, the rows timed "
             f"again | {_span(rest_jax)} | {_span(rest_keras)} |"
         ),
