@@ -40,7 +40,7 @@ def profile(cfg: Config, kind: RowKind, todo: list[Case], workers: dict[str, Wor
         resp = workers[c.worker].ask(Profile(c.key, str(save_dir / rel)))
         if resp.profiled:
             out[c.key] = (rel, [tuple(op) for op in resp.ops or []], resp.call_s)
-            if not resp.ops:  # a trace whose ops this code cannot read (a TPU's, docs/tpu.md): said, not left blank
+            if not resp.ops:  # a trace whose form the reader does not know (a new backend's): said, not left blank
                 log(cfg, f"  traced to {rel}, but no op was read from the trace: the row has no layer split")
         elif resp.why:
             log(cfg, f"  not profiled: {resp.why}")
