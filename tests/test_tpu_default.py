@@ -158,7 +158,7 @@ def said() -> dict[str, str]:
             f"on JAX ({beside['keras-jax']:.1f} s) while another held the chip"
         ),
         "LEFT": (
-            f"The parity rounds, which now hold each turn's middle: JAX's three took {_note_s(doc, 'JAX')} s, Keras 3 "
+            f"The parity rounds, which hold each turn's middle: JAX's three took {_note_s(doc, 'JAX')} s, Keras 3 "
             f"on JAX's {_note_s(doc, 'Keras 3 (JAX)')} s (the run's notes)"
         ),
         "LEFT_AGAIN": f"The rows timed again at each owner's end (drift): {again[0]} s and {again[1]} s",
