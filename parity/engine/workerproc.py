@@ -192,7 +192,8 @@ def _environment(
     env.setdefault("TF_FORCE_GPU_ALLOW_GROWTH", "true")
     if lock is not None:  # one owner at a time, enforced as libtpu does (parity.engine.devicelock.own_device)
         env[DEVICE_LOCK] = str(lock)
-        env.update({DEVICE_LOCK_WAIT: "1"} if waits else {})  # started early: it waits for the lock, imports done
+        if waits:  # started early: it waits for the lock, its imports done
+            env[DEVICE_LOCK_WAIT] = "1"
     if python:  # another environment's interpreter: it finds this checkout's parity and the implementations
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     return env
