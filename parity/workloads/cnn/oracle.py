@@ -197,26 +197,55 @@ class _Block:
         return (dxhat - mean_dxhat - self.xhat * (dxhat * self.xhat).mean(axis=(0, 1, 2))) / self.std
 
 
-def _head(p: dict, h: np.ndarray, y: np.ndarray, grads: dict, terms: dict) -> tuple[float, np.ndarray]:
-    """The dense layers and the loss from the last block's output `h`, forward and backward: the loss, the
-    gradient for `h`, and the dense layers' gradients and their terms into `grads` and `terms`."""
-    flat = h.reshape(len(h), -1)
-    z4 = flat @ p["dense1.kernel"] + p["dense1.bias"]
-    h4 = _elu(z4)
-    logits = h4 @ p["dense2.kernel"] + p["dense2.bias"]
-    top = logits.max(-1, keepdims=True)
-    lse = top[:, 0] + np.log(np.exp(logits - top).sum(-1))
-    loss = float(np.mean(lse - logits[np.arange(len(y)), y]))
-    # backward: softmax cross-entropy, then the dense layers
-    d = np.exp(logits - lse[:, None])
-    d[np.arange(len(y)), y] -= 1.0
-    d /= len(y)
-    grads["dense2.kernel"], grads["dense2.bias"] = h4.T @ d, d.sum(0)
-    terms["dense2.kernel"], terms["dense2.bias"] = _matmul_terms(h4, d), _terms(d, 1.0, (0,))
-    dz4 = (d @ p["dense2.kernel"].T) * _elu_grad(z4)
-    grads["dense1.kernel"], grads["dense1.bias"] = flat.T @ dz4, dz4.sum(0)
-    terms["dense1.kernel"], terms["dense1.bias"] = _matmul_terms(flat, dz4), _terms(dz4, 1.0, (0,))
-    return loss, (dz4 @ p["dense1.kernel"].T).reshape(h.shape)
+@dataclass
+class _Head:
+    """The dense layers and the mean sparse cross-entropy on the last block's output, with what their backward
+    needs."""
+
+    h: np.ndarray  # the last block's output
+    z4: np.ndarray  # dense1's output plus bias
+    h4: np.ndarray
+    logits: np.ndarray
+    lse: np.ndarray  # each sample's log-sum-exp of its logits
+    y: np.ndarray
+    loss: float
+
+    @classmethod
+    def forward(cls, p: dict, h: np.ndarray, y: np.ndarray) -> _Head:
+        z4 = h.reshape(len(h), -1) @ p["dense1.kernel"] + p["dense1.bias"]
+        h4 = _elu(z4)
+        logits = h4 @ p["dense2.kernel"] + p["dense2.bias"]
+        top = logits.max(-1, keepdims=True)
+        lse = top[:, 0] + np.log(np.exp(logits - top).sum(-1))
+        return cls(h, z4, h4, logits, lse, y, float(np.mean(lse - logits[np.arange(len(y)), y])))
+
+    def backward(self, p: dict, grads: dict, terms: dict) -> np.ndarray:
+        """The dense layers' gradients into `grads` and their terms into `terms`; returns the gradient for `h`."""
+        y, h4, flat = self.y, self.h4, self.h.reshape(len(self.h), -1)
+        d = np.exp(self.logits - self.lse[:, None])  # softmax cross-entropy's gradient for the logits
+        d[np.arange(len(y)), y] -= 1.0
+        d /= len(y)
+        grads["dense2.kernel"], grads["dense2.bias"] = h4.T @ d, d.sum(0)
+        terms["dense2.kernel"], terms["dense2.bias"] = _matmul_terms(h4, d), _terms(d, 1.0, (0,))
+        dz4 = (d @ p["dense2.kernel"].T) * _elu_grad(self.z4)
+        grads["dense1.kernel"], grads["dense1.bias"] = flat.T @ dz4, dz4.sum(0)
+        terms["dense1.kernel"], terms["dense1.bias"] = _matmul_terms(flat, dz4), _terms(dz4, 1.0, (0,))
+        return (dz4 @ p["dense1.kernel"].T).reshape(self.h.shape)
+
+
+def _forward(weights, x, y, routing) -> tuple[dict, list[_Block], _Head]:
+    """The training-mode forward pass of cnn_loss_and_grads: the named float64 weights, each block, the head."""
+    p = _named(weights)
+    h, blocks = np.asarray(x, np.float64), []
+    for i in range(len(CNN_CONVS)):
+        blocks.append(_Block.forward(h, p, i + 1, None if routing is None else routing[i]))
+        h = blocks[-1].out
+    return p, blocks, _Head.forward(p, h, np.asarray(y))
+
+
+def cnn_loss(weights: list[np.ndarray], x: np.ndarray, y: np.ndarray, routing: list[np.ndarray] | None = None) -> float:
+    """cnn_loss_and_grads's loss alone (its forward pass, no backward): the same arguments, the same float64 value."""
+    return _forward(weights, x, y, routing)[2].loss
 
 
 def cnn_loss_and_grads(
@@ -240,14 +269,9 @@ def cnn_loss_and_grads(
         A window's pooled value is the routed combination of its values, so loss and gradients belong
         to one smooth function.
     """
-    p = _named(weights)
-    h, y = np.asarray(x, np.float64), np.asarray(y)
-    blocks = []
-    for i in range(len(CNN_CONVS)):
-        blocks.append(_Block.forward(h, p, i + 1, None if routing is None else routing[i]))
-        h = blocks[-1].out
+    p, blocks, head = _forward(weights, x, y, routing)
     grads, terms = {}, {}
-    loss, dh = _head(p, h, y, grads, terms)
+    dh = head.backward(p, grads, terms)
     for b in reversed(blocks):  # backward through each block in reverse
         dh = b.backward(dh, grads, terms)
     pool_in, used = [b.a for b in blocks], [b.r for b in blocks]
@@ -258,4 +282,4 @@ def cnn_loss_and_grads(
         "terms": [terms[k] for k in order],
         "batch_stats": [b.stats for b in blocks],
     }
-    return loss, [grads[k] for k in order], info
+    return head.loss, [grads[k] for k in order], info
