@@ -22,6 +22,9 @@ from parity.workloads import WORKLOADS
 
 PEAK = roofline.Peak("cpu", "fp32", 1e9, 1e9, "fixed for the tests", computed_flops=1e9, measured_flops=1e9)
 COMPILE_S = 50.0  # a fake compile, far above a fake epoch (MlpFake's delay_s)
+# A span read off the fake clock: two of its sums of 0.1 s steps apart, whose difference rounds in the last bits
+# (49.99999999999999 for a 50 s compile, where the parity round's fake steps moved the clock from another thread)
+AT_LEAST_COMPILE_S = COMPILE_S * (1 - 1e-12)
 
 
 @pytest.fixture
@@ -58,9 +61,9 @@ def test_training_steps_are_compiled_ahead_before_any_first_epoch(mlp, tmp_path)
             assert r.index(("steps", 3)) < first_epoch and {("ahead", 3), ("ahead", 4)} <= set(r[:first_epoch]), said
     for r in rows:  # the compile, paid ahead, is in the row's first epoch and said apart; none where none compiled
         compiles = r["framework"] in (JAX, KERAS_JAX)
-        assert (r["first_epoch_s"] >= COMPILE_S) == compiles, r
+        assert (r["first_epoch_s"] >= AT_LEAST_COMPILE_S) == compiles, r
         assert (r["compiled_ahead_s"] is not None) == compiles, r
-        assert not compiles or COMPILE_S <= r["compiled_ahead_s"] <= r["first_epoch_s"], r
+        assert not compiles or AT_LEAST_COMPILE_S <= r["compiled_ahead_s"] <= r["first_epoch_s"], r
     notes = [n for n in doc["env"]["notes"] if "compiled side by side before their first calls" in n]
     assert sorted(n.split(" on ")[0] for n in notes) == sorted(["JAX", "JAX", "Keras 3 (JAX)", "Keras 3 (JAX)"])
     # every worker built its model for the rows ahead: none was warmed up first (the MLP's warm size: 4 units)
@@ -68,7 +71,7 @@ def test_training_steps_are_compiled_ahead_before_any_first_epoch(mlp, tmp_path)
     rounds = [n for n in doc["env"]["notes"] if n.startswith("mlp parity")]
     assert len(rounds) == 2 and all("trajectory programs compiled side by side" in n for n in rounds), rounds
     # the compile as long as the fake's, or longer where the parity round's fake steps ran on the clock meanwhile
-    assert all(float(n.split("the longest ")[1].split(" s")[0]) >= COMPILE_S for n in notes), notes
+    assert all(float(n.split("the longest ")[1].split(" s")[0]) >= AT_LEAST_COMPILE_S for n in notes), notes
 
 
 def test_without_the_flag_a_cpu_compiles_each_step_at_its_first_call(mlp, tmp_path):
@@ -76,7 +79,7 @@ def test_without_the_flag_a_cpu_compiles_each_step_at_its_first_call(mlp, tmp_pa
     assert not any(s[0] == "ahead" for fw in frameworks.KEYS for s in mlp[fw]["default"].said)
     assert all(mlp[fw]["default"].built[0] == 4 for fw in frameworks.KEYS)  # warmed up before its rows
     jax_rows = [r for r in doc["rows"] if r["kind"] == "mlp_train" and r["framework"] == JAX]
-    assert jax_rows and all(r["first_epoch_s"] >= COMPILE_S for r in jax_rows)  # paid at the first call instead
+    assert jax_rows and all(r["first_epoch_s"] >= AT_LEAST_COMPILE_S for r in jax_rows)  # paid at the first call instead
     assert all(r["compiled_ahead_s"] is None for r in doc["rows"])
     assert not any("compiled side by side" in n for n in doc["env"]["notes"])
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import asdict
 
+from parity.common import references
 from parity.common.frameworks import label
 from parity.common.messages import log
 from parity.common.protocol import Ahead, AheadDone, Prepare
@@ -75,12 +76,16 @@ def start(rnd) -> tuple[dict[tuple[str, str], tuple], list[str]]:
 
 
 def finish(rnd, asked: list[str]) -> None:
-    """Wait for the compiling that `start` left in the background of each worker `asked`; say what it compiled."""
+    """Wait for the compiling that `start` left in the background of each worker `asked`, and say what it compiled;
+    then for the parity checks' float64 references begun beside the rounds (parity.common.references), so that
+    none computes beside a timed call."""
     for key in asked:
         log(rnd.cfg, f"{rnd.workers[key].label}: waiting for its rows' programs, compiling since they were built")
         rnd.workers[key].send(AheadDone())
     for key in asked:
         _said(rnd, rnd.workers[key], rnd.workers[key].answer())
+    if (waited := references.settle()) > 0.5:
+        log(rnd.cfg, f"waited {waited:.1f} s for the parity checks' float64 references, computed beside the rounds")
 
 
 def mark_timed(rnd, kind: RowKind, todo: list[Case]) -> None:

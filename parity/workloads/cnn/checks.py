@@ -11,6 +11,7 @@ from parity.api.cnn import CNN_BLOCKS as BLOCKS
 from parity.api.cnn import CNN_TRAINABLE, CNN_WEIGHTS
 from parity.common.float64 import errors
 from parity.common.frameworks import pairs, short
+from parity.common.references import References
 from parity.workloads.cnn import oracle as cnn_oracle
 from parity.workloads.cnn.tolerances import gradient_scale
 from parity.workloads.trained import checks as trained
@@ -41,17 +42,17 @@ POOLS = ("pool1", "pool2", "pool3")
 NEAR_TIE_ULPS = 4  # a window's two largest values this close (float32 ulps of the largest) are a near-tie
 
 
-def _references(saved: dict[str, dict], fws: list[str], w: list[np.ndarray], x, y) -> dict[str, tuple]:
-    """Each framework's float64 oracle under its own max-pool routing; a routing another framework took too gets
-    that framework's (the same inputs, the same reference)."""
-    refs: dict[str, tuple] = {}
+def _references(saved: dict[str, dict], fws: list[str], w: list[np.ndarray], x, y, refs: References) -> dict:
+    """Each framework's float64 oracle under its own max-pool routing (from `refs`: parity.common.references); a
+    routing another framework took too gets that framework's (the same inputs, the same reference)."""
+    out: dict[str, tuple] = {}
     for fw in fws:
         routing = [saved[fw][f"routing/{k}"] for k in range(len(POOLS))]
         twin = next(
-            (o for o in refs if all(np.array_equal(a, saved[o][f"routing/{k}"]) for k, a in enumerate(routing))), None
+            (o for o in out if all(np.array_equal(a, saved[o][f"routing/{k}"]) for k, a in enumerate(routing))), None
         )
-        refs[fw] = refs[twin] if twin else cnn_oracle.cnn_loss_and_grads(w, x, y, routing)
-    return refs
+        out[fw] = out[twin] if twin else refs.get(cnn_oracle.cnn_loss_and_grads, w, x, y, routing)
+    return out
 
 
 def grads(
@@ -62,6 +63,7 @@ def grads(
     tol: float,
     loss_tol: float,
     replicas: int = 1,
+    references: References | None = None,
 ) -> list[dict]:
     """Loss and every parameter's gradient of one training batch, each framework against the float64
     oracle with that framework's own max-pool routing (see POOLS), and the frameworks against each other.
@@ -72,10 +74,11 @@ def grads(
         saved: per framework, its saved 'loss', 'grad/NNN' and 'routing/K' arrays.
         weights, x, y: the weights (Keras order) and the batch both frameworks differentiated.
         tol, loss_tol: thresholds for gradients (relative to max |reference| per parameter) and the loss.
+        references: the round's float64 references (parity.common.references), begun ahead where the run does so.
     """
     fws = sorted(saved)
     w = [np.asarray(a) for a in weights]
-    refs = _references(saved, fws, w, x, y)
+    refs = _references(saved, fws, w, x, y, references or References(False))
     # the float64 pooling inputs: under any framework's routing they differ only by a near-tie's gap
     pool_inputs = refs[fws[0]][2]["pool_inputs"]
     pools = [

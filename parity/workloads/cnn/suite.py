@@ -18,6 +18,7 @@ from parity.api.weights import load_npz, save_npz
 from parity.common.messages import warn
 from parity.common.protocol import Call
 from parity.workloads.cnn import checks
+from parity.workloads.cnn import oracle as cnn_oracle
 from parity.workloads.cnn.oracle import cnn_forward
 from parity.workloads.cnn.spec import CNN_FULL
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
@@ -172,6 +173,21 @@ def parity_collect(
     )
     if first and fws:
         _collect_forward(spec, rnd, fws, ds, save_dir)
+        if rnd.refs.ahead:
+            _begin_references(rnd, fws, state, save_dir)
+
+
+def _begin_references(rnd: ParityRound, fws: dict, state: CnnState, save_dir: Path) -> None:
+    """The float64 references parity_judge takes (each framework's gradients under its own max-pool routing, the
+    forward blocks), begun in the background from the very arrays it reads (parity.common.references)."""
+    with np.load(rnd.batches) as f:
+        x, y = f["x"][0], f["y"][0]
+    w = [np.asarray(a) for a in load_npz(state.weights, CNN_WEIGHTS)]
+    for fw in fws:
+        with np.load(rnd.files[fw]) as saved:
+            routing = [saved[f"routing/{k}"] for k in range(len(checks.POOLS))]
+        rnd.refs.start(cnn_oracle.cnn_loss_and_grads, w, x, y, routing)
+    rnd.refs.start(cnn_forward, load_npz(save_dir / "w_fwd.npz", CNN_WEIGHTS), np.load(save_dir / "fwd_x.npy"))
 
 
 def _collect_forward(spec, rnd: ParityRound, fws: dict, ds, save_dir: Path) -> None:
@@ -210,6 +226,7 @@ def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, k
             y[0],
             cnn_grad_tolerance(b, cfg.device, cfg.precision),
             cnn_loss_tolerance(b, cfg.device, cfg.precision),
+            references=rnd.refs,
         )
     bf16_tols = cnn_tolerances(cfg.device, cfg.precision, "bfloat16")
     traj, skipped = trajectories(saved, {fw: rnd.counts[fw] for fw in saved}, tols, n, bf16_tols, CNN_WEIGHTS, "cnn")
@@ -223,7 +240,7 @@ def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, k
         fwd = {fw: dict(np.load(f)) for fw, f in rnd.fwd.items()}
         xf = np.load(save_dir / "fwd_x.npy")
         w = load_npz(save_dir / "w_fwd.npz", CNN_WEIGHTS)
-        rows = checks.forward(fwd, cnn_forward(w, xf), tols["forward"]) + rows
+        rows = checks.forward(fwd, rnd.refs.get(cnn_forward, w, xf), tols["forward"]) + rows
     for r in rows:
         r.setdefault("replicas", n)
     log_checks(cfg, log, "cnn", n, rows)

@@ -10,6 +10,7 @@ import numpy as np
 
 from parity.common.float64 import errors
 from parity.common.frameworks import pairs, short
+from parity.common.references import References
 from parity.workloads.trained.model import TrainedModel
 
 
@@ -28,13 +29,21 @@ def _row(oracle: str, check: str, figures: dict[str, float], tol: float, judged:
 
 
 def forward(
-    m: TrainedModel, saved: dict[str, dict], weights: list[np.ndarray], x: np.ndarray, device: str, precision: str
+    m: TrainedModel,
+    saved: dict[str, dict],
+    weights: list[np.ndarray],
+    x: np.ndarray,
+    device: str,
+    precision: str,
+    refs: References | None = None,
 ) -> list[dict]:
     """Per block (the architecture's blocks, the logits, the probabilities): each framework against the float64
     oracle, and every pair of frameworks, as max error relative to max |reference|. Each block's bound is derived
-    for these weights and images; a pair of frameworks is held to twice it (each within it of float64)."""
-    ref = m.oracle_forward(weights, x)
-    tols = m.block_tolerances(weights, x, device, precision)
+    for these weights and images; a pair of frameworks is held to twice it (each within it of float64). refs: the
+    round's references (parity.common.references), where they may have been begun ahead."""
+    refs = refs or References(False)
+    ref = refs.get(m.oracle_forward, weights, x)
+    tols = refs.get(m.block_tolerances, weights, x, device, precision)
     fws, rows = sorted(saved), []
     for block in m.architecture(weights).blocks.values():
         tol = tols[block]
@@ -96,13 +105,15 @@ def grads(
     y: np.ndarray,
     device: str,
     precision: str,
+    refs: References | None = None,
 ) -> list[dict]:
     """One batch's loss, and every parameter's gradient, each framework against float64 (_relative or _absolute,
     as the workload's absolute_grads says); the row's figures are the worst error as a fraction of its bound
     (tolerance 1), per framework and per pair (a pair against the sum of both bounds); per_parameter holds every
-    figure."""
-    loss, ref = m.oracle_loss_and_grads(weights, x, y)
-    derived = m.bounds(weights, x, y, device, precision)  # one float64 trace for the loss's and every gradient's
+    figure; refs: as forward's."""
+    refs = refs or References(False)
+    loss, ref = refs.get(m.oracle_loss_and_grads, weights, x, y)
+    derived = refs.get(m.bounds, weights, x, y, device, precision)  # one float64 trace: the loss's, every gradient's
     names = [w.name for w in m.architecture(weights).weights]
     fws = sorted(saved)
     figs = {f"{fw}_vs_f64": abs(float(saved[fw]["loss"]) - loss) / abs(loss) for fw in fws}

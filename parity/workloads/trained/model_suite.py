@@ -145,6 +145,21 @@ class ModelSuite:
         )  # fmt: skip
         if first and fws:
             self._forward_requests(spec, fws, rnd, ds, save_dir, state)
+            if rnd.refs.ahead:
+                self._begin_references(cfg, spec, rnd, state, save_dir)
+
+    def _begin_references(self, cfg, spec, rnd: ParityRound, state: ModelState, save_dir: Path) -> None:
+        """The float64 references parity_judge takes (the gradients', the forward blocks'), begun in the background
+        from the very arrays it reads (parity.common.references)."""
+        m, table = self.m, spec.architecture.weights
+        with np.load(rnd.batches) as f:
+            x, y = f["x"][0], f["y"][0]
+        w0 = load_npz(state.weights, table)
+        rnd.refs.start(m.oracle_loss_and_grads, w0, x, y)
+        rnd.refs.start(m.bounds, w0, x, y, cfg.device, cfg.precision)
+        w, xf = load_npz(save_dir / f"{m.name}-w_fwd.npz", table), np.load(save_dir / f"{m.name}-fwd_x.npy")
+        rnd.refs.start(m.oracle_forward, w, xf)
+        rnd.refs.start(m.block_tolerances, w, xf, cfg.device, cfg.precision)
 
     def _forward_requests(self, spec, fws: dict, rnd: ParityRound, ds, save_dir: Path, state: ModelState) -> None:
         """Each block's inference output from the first framework's trained weights (else the initial ones)."""
@@ -177,7 +192,8 @@ class ModelSuite:
             x, y = f["x"], f["y"]
         rows, table = [], spec.architecture.weights
         if first:
-            rows += model_checks.grads(m, saved, load_npz(state.weights, table), x[0], y[0], cfg.device, cfg.precision)
+            w0 = load_npz(state.weights, table)
+            rows += model_checks.grads(m, saved, w0, x[0], y[0], cfg.device, cfg.precision, rnd.refs)
         tols, bf16 = (m.tolerances(cfg.device, cfg.precision, d, spec) for d in ("float32", "bfloat16"))
         traj, skipped = trajectories(saved, {fw: rnd.counts[fw] for fw in saved}, tols, rnd.n, bf16, table, n)
         rows += traj
@@ -186,7 +202,7 @@ class ModelSuite:
             fwd = {fw: dict(np.load(f)) for fw, f in rnd.fwd.items()}
             xf = np.load(save_dir / f"{n}-fwd_x.npy")
             w = load_npz(save_dir / f"{n}-w_fwd.npz", table)
-            rows = model_checks.forward(m, fwd, w, xf, cfg.device, cfg.precision) + rows
+            rows = model_checks.forward(m, fwd, w, xf, cfg.device, cfg.precision, rnd.refs) + rows
         for r in rows:
             r.setdefault("replicas", rnd.n)
             r["check"] = f"{n} {r['check']}"

@@ -11,6 +11,7 @@ import numpy as np
 
 from parity.common.messages import HarnessError, WorkerBug
 from parity.common.protocol import Call
+from parity.common.references import References
 from parity.workloads.trained import data
 
 # The parity batch: the gradients and every trajectory are taken on global batches of this many images (fewer where
@@ -24,7 +25,8 @@ PARITY_BATCH = 64
 @dataclass
 class ParityRound:
     """One replica count's parity arrays, as the frameworks answer: their replica counts, the round's batch
-    (size b, fixed when the first framework asks; n: the most replicas), and each framework's saved files."""
+    (size b, fixed when the first framework asks; n: the most replicas), each framework's saved files, and the
+    float64 references its checks take (begun as their inputs arrive where the run computes them ahead)."""
 
     counts: dict[str, int] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)  # framework -> its gradients and trajectories (.npz)
@@ -32,6 +34,7 @@ class ParityRound:
     b: int | None = None
     n: int | None = None
     batches: str | None = None
+    refs: References = field(default_factory=lambda: References(False))
 
 
 def round_batch(cfg, spec, rnd: ParityRound, ds, save_dir: Path, key: int, workload: str) -> None:
@@ -41,6 +44,7 @@ def round_batch(cfg, spec, rnd: ParityRound, ds, save_dir: Path, key: int, workl
     b += -b % math.lcm(*rnd.counts.values())  # every framework's replicas get the same share
     x, y = data.batches(ds, data.batch_offsets(spec.seed + 1, cfg.parity_steps, len(ds.x_train), b), b)
     rnd.b, rnd.n, rnd.batches = b, n, str(save_dir / f"{workload}-parity_batches-r{key}.npz")
+    rnd.refs = References(cfg.ahead)  # beside the workers' untimed rounds where they compile ahead
     np.savez(rnd.batches, x=x, y=y)
 
 
