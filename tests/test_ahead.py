@@ -79,7 +79,7 @@ def test_without_the_flag_a_cpu_compiles_each_step_at_its_first_call(mlp, tmp_pa
     assert not any(s[0] == "ahead" for fw in frameworks.KEYS for s in mlp[fw]["default"].said)
     assert all(mlp[fw]["default"].built[0] == 4 for fw in frameworks.KEYS)  # warmed up before its rows
     jax_rows = [r for r in doc["rows"] if r["kind"] == "mlp_train" and r["framework"] == JAX]
-    assert jax_rows and all(r["first_epoch_s"] >= AT_LEAST_COMPILE_S for r in jax_rows)  # paid at the first call instead
+    assert jax_rows and all(r["first_epoch_s"] >= AT_LEAST_COMPILE_S for r in jax_rows)  # paid at its first call
     assert all(r["compiled_ahead_s"] is None for r in doc["rows"])
     assert not any("compiled side by side" in n for n in doc["env"]["notes"])
 
