@@ -46,12 +46,14 @@ NOT_ENTERED = ("cond", "while", "scan", "checkpoint", "remat", "custom_vjp_call"
 
 
 def _bf16(a):
-    return a.astype(jnp.bfloat16).astype(a.dtype) if a.dtype == jnp.float32 else a
+    """a's float32 values rounded to bfloat16's (to nearest even), kept in float32: reduce_precision, which a compiler
+    keeps (a conversion to bfloat16 and back it may drop as excess precision)."""
+    return jax.lax.reduce_precision(a, exponent_bits=8, mantissa_bits=7) if a.dtype == jnp.float32 else a
 
 
 def _run(jaxpr, consts, args) -> list:
-    """jaxpr's values, op by op (eagerly: no compiler fuses a rounding away), each product's float32 operands rounded
-    to bfloat16 and their products summed in float32, as one bfloat16 pass."""
+    """jaxpr's values, op by op, each product's float32 operands rounded to bfloat16 and their products summed in
+    float32, as one bfloat16 pass."""
     env = dict(zip(jaxpr.constvars, consts, strict=True)) | dict(zip(jaxpr.invars, args, strict=True))
     read = lambda v: v.val if isinstance(v, jcore.Literal) else env[v]  # noqa: E731
     for eqn in jaxpr.eqns:
@@ -73,7 +75,8 @@ def one_bf16_pass(f):
 
     def g(*args):
         closed, shape = jax.make_jaxpr(f, return_shape=True)(*args)
-        out = _run(closed.jaxpr, closed.consts, jax.tree.leaves(args))
+        # one compiled program: run op by op, each primitive would be compiled on its own
+        out = jax.jit(lambda consts, leaves: _run(closed.jaxpr, consts, leaves))(closed.consts, jax.tree.leaves(args))
         return jax.tree.unflatten(jax.tree.structure(shape), out)
 
     return g
