@@ -157,8 +157,9 @@ def test_pool_routing_and_window_stats():
 
 # The gradient check's verdicts, on saved arrays made here: a test of the harness's logic that holds on
 # any CPU, whatever its kernels. Each "framework" is the oracle itself rounded to float32, with a routing.
-def _saved(w, x, y, routing, planted: dict[str, float] | None = None) -> dict:
-    loss, grads, _ = cnn_oracle.cnn_loss_and_grads(w, x, y, routing)
+def _saved(exact: tuple, routing, planted: dict[str, float] | None = None) -> dict:
+    """`exact`: the float64 (loss, gradients) under `routing` (the fixture `exact`'s)."""
+    loss, grads = exact
     out = {"loss": np.float32(loss), **{f"routing/{k}": r.astype(np.float32) for k, r in enumerate(routing)}}
     for i, (name, g) in enumerate(zip(checks.GRAD_NAMES, grads, strict=True)):
         g = g.astype(np.float32)
@@ -184,6 +185,13 @@ def batch_with_a_tie():
     return w, x, y, routing, flipped
 
 
+@pytest.fixture(scope="module")
+def exact(batch_with_a_tie) -> dict[str, tuple]:
+    """The float64 loss and gradients of the batch under each routing ('routing', 'flipped'), computed once."""
+    w, x, y, routing, flipped = batch_with_a_tie
+    return {k: cnn_oracle.cnn_loss_and_grads(w, x, y, r)[:2] for k, r in (("routing", routing), ("flipped", flipped))}
+
+
 GRADS = "gradients (every parameter)"
 
 
@@ -192,18 +200,18 @@ def _check(w, x, y, saved):
     return {r["check"]: r for r in checks.grads(saved, w, x, y, tol, cnn_loss_tolerance(len(y)))}
 
 
-def test_agreement_passes(batch_with_a_tie):
+def test_agreement_passes(batch_with_a_tie, exact):
     w, x, y, routing, _ = batch_with_a_tie
-    g = _check(w, x, y, {"jax": _saved(w, x, y, routing), "tf": _saved(w, x, y, routing)})[GRADS]
+    g = _check(w, x, y, {"jax": _saved(exact["routing"], routing), "tf": _saved(exact["routing"], routing)})[GRADS]
     assert g["passed"] and set(g["figures"]) == {"jax_vs_f64", "tf_vs_f64", "tf_vs_jax"}
     assert g["figures"]["tf_vs_jax"] == 0.0 and g["max_rel_err"] < 1e-6
     assert set(g["per_parameter"]) == set(checks.GRAD_NAMES)
     assert [p["routed_differently_jax_tf"] for p in g["pooling"]] == [0, 0, 0]
 
 
-def test_a_tie_broken_differently_is_explained_not_failed(batch_with_a_tie):
+def test_a_tie_broken_differently_is_explained_not_failed(batch_with_a_tie, exact):
     w, x, y, routing, flipped = batch_with_a_tie
-    g = _check(w, x, y, {"jax": _saved(w, x, y, routing), "tf": _saved(w, x, y, flipped)})[GRADS]
+    g = _check(w, x, y, {"jax": _saved(exact["routing"], routing), "tf": _saved(exact["flipped"], flipped)})[GRADS]
     assert g["figures"]["tf_vs_jax"] > g["tolerance"]  # the raw comparison alone would fail
     assert g["passed"], g["detail"]
     assert [p["routed_differently_jax_tf"] for p in g["pooling"]] == [1, 0, 0]
@@ -211,11 +219,13 @@ def test_a_tie_broken_differently_is_explained_not_failed(batch_with_a_tie):
 
 
 @pytest.mark.parametrize("culprit", ["tf", "jax"])
-def test_a_planted_error_names_the_framework_and_parameter(batch_with_a_tie, culprit):
+def test_a_planted_error_names_the_framework_and_parameter(batch_with_a_tie, exact, culprit):
     w, x, y, routing, flipped = batch_with_a_tie
     tol = cnn_grad_tolerance(len(y))
-    saved = {"jax": _saved(w, x, y, routing), "tf": _saved(w, x, y, flipped)}  # a tie broken differently too
-    saved[culprit] = _saved(w, x, y, routing if culprit == "jax" else flipped, {"conv2.kernel": 5 * tol})
+    routings = {"jax": ("routing", routing), "tf": ("flipped", flipped)}  # a tie broken differently too
+    saved = {fw: _saved(exact[k], r) for fw, (k, r) in routings.items()}
+    k, r = routings[culprit]
+    saved[culprit] = _saved(exact[k], r, {"conv2.kernel": 5 * tol})
     g = _check(w, x, y, saved)[GRADS]
     assert not g["passed"]
     other = "jax" if culprit == "tf" else "tf"
@@ -224,9 +234,9 @@ def test_a_planted_error_names_the_framework_and_parameter(batch_with_a_tie, cul
     assert short(other) not in g["detail"]
 
 
-def test_one_framework_is_judged_alone(batch_with_a_tie):
+def test_one_framework_is_judged_alone(batch_with_a_tie, exact):
     w, x, y, routing, _ = batch_with_a_tie
-    rows = _check(w, x, y, {"jax": _saved(w, x, y, routing, {"dense1.bias": 1e-2})})
+    rows = _check(w, x, y, {"jax": _saved(exact["routing"], routing, {"dense1.bias": 1e-2})})
     assert set(rows[GRADS]["figures"]) == {"jax_vs_f64"}
     assert not rows[GRADS]["passed"] and rows["loss (one batch)"]["passed"]
 
