@@ -58,6 +58,7 @@ def start(rnd) -> tuple[dict[tuple[str, str], tuple], list[str]]:
     kind's kind_cases, for its rows to use, and the workers asked (`finish` waits for their compiling). Until then
     a worker takes only its parity round's calls; the round's timed variants are known now (Round.timed)."""
     cfg, planned, ask, trains = rnd.cfg, {}, {}, {}
+    references.resume()  # the parity checks' float64 references go on beside the rounds (parity.common.references)
     for wl in (wl for wl in cfg.workloads if WORKLOADS[wl].suite is not None):  # the trained workloads
         for kind in WORKLOADS[wl].kinds:
             spec, extra, todo = planned[(wl, kind.name)] = kind_cases(rnd, wl, kind)
@@ -77,15 +78,15 @@ def start(rnd) -> tuple[dict[tuple[str, str], tuple], list[str]]:
 
 def finish(rnd, asked: list[str]) -> None:
     """Wait for the compiling that `start` left in the background of each worker `asked`, and say what it compiled;
-    then for the parity checks' float64 references begun beside the rounds (parity.common.references), so that
-    none computes beside a timed call."""
+    then pause the parity checks' float64 references computed beside the rounds (parity.common.references): none
+    computes beside a timed call."""
     for key in asked:
         log(rnd.cfg, f"{rnd.workers[key].label}: waiting for its rows' programs, compiling since they were built")
         rnd.workers[key].send(AheadDone())
     for key in asked:
         _said(rnd, rnd.workers[key], rnd.workers[key].answer())
-    if (waited := references.settle()) > 0.5:
-        log(rnd.cfg, f"waited {waited:.1f} s for the parity checks' float64 references, computed beside the rounds")
+    if (waited := references.pause()) > 0.5:
+        log(rnd.cfg, f"waited {waited:.1f} s for a float64 reference of the parity checks, computed beside the rounds")
 
 
 def mark_timed(rnd, kind: RowKind, todo: list[Case]) -> None:
