@@ -27,6 +27,10 @@ from pathlib import Path
 from parity.engine.repetitions import OP_CALLS_PER_TURN
 
 AHEAD = "rows built, their programs compiled ahead"  # the phase parity.engine.ahead opens
+# parity.engine.ahead.finish's line, said after the wait: its seconds move from the phase before to their own, and
+# the line opens no phase
+REFERENCES = "float64 references, waited for before the rows"
+_WAITED = re.compile(r"waited (\d+\.\d) s for a float64 reference")
 _STAMP = re.compile(r"\[(\d\d):(\d\d):(\d\d)\] (.*)")
 _PHASES = (  # (pattern on the line's text, the phase it opens; \1: the row kind or workload)
     (re.compile(r"(starting|measuring) "), "starting workers, measuring peaks"),
@@ -51,7 +55,10 @@ def phases(lines: list[str]) -> dict[str, int]:
     ]
     phase = "other"
     for (t0, text), (t1, _) in zip(stamped, stamped[1:], strict=False):
-        if not _CONTINUES.match(text):
+        if waited := _WAITED.match(text):
+            out[phase] -= round(float(waited[1]))
+            out[REFERENCES] += round(float(waited[1]))
+        if not (_CONTINUES.match(text) or waited):
             phase = next((m.expand(name) for pat, name in _PHASES if (m := pat.match(text))), "other")
         out[phase] += (t1 - t0) % 86400  # a run across midnight
     return dict(out)

@@ -103,6 +103,7 @@ def said() -> dict[str, str]:
             if n.startswith("one owner of the device at a time: JAX")
         ),
     )
+    waited = re.search(r"waited (\d+\.\d) s for a float64 reference", (TPU / "default-log.txt").read_text())[1]
     again = [
         _at(log, f"starting the {w}") - _at(log, f"measuring the {m} rows again")
         for w, m in (("Keras", "JAX"), ("PyTorch", "Keras 3 (JAX)"))
@@ -162,10 +163,11 @@ def said() -> dict[str, str]:
             f"on JAX's {_note_s(doc, 'Keras 3 (JAX)')} s (the run's notes)"
         ),
         "LEFT_AGAIN": f"The rows timed again at each owner's end (drift): {again[0]} s and {again[1]} s",
-        "LEFT_END": (
-            f"one workload after another: {_span(log[-1][0] - _at(log, 'starting the PyTorch'))} with PyTorch's one "
-            f"line. JAX's start with the shared weights: {_span(jax[0])}"
+        "REFERENCES": (
+            f"In the default run JAX's rows waited {waited} s for the one under way; after the last worker the checks "
+            f"took {_span(log[-1][0] - _at(log, 'starting the PyTorch'))} with PyTorch's one line"
         ),
+        "LEFT_END": f"JAX's start with the shared weights: {_span(jax[0])}",
         "DRIFT": f"JAX's moved {drift.group(1)} when timed again",
     }
 
@@ -212,7 +214,8 @@ def test_run_phases_gives_compiling_ahead_its_own_phase():
     log = _stamped("default-log.txt")
     found = rp.phases((TPU / "default-log.txt").read_text().splitlines())
     (jbuild, _, jwait), (kbuild, _, kwait) = _parts(log, "JAX", 11), _parts(log, "Keras 3 (JAX)", 11)
-    assert found[rp.AHEAD] == jbuild + jwait + kbuild + kwait == 8 + 15
+    assert found[rp.AHEAD] == jbuild + jwait + kbuild + kwait == 8 + 17
+    assert found[rp.REFERENCES] == 2  # JAX's rows waited 2.5 s for a float64 reference (the log's line)
     old = rp.phases((TPU / "default-stopped-log.txt").read_text().splitlines())  # a log of the old words still reads
     assert rp.AHEAD not in old and sum(old.values()) > 0
 
@@ -234,6 +237,24 @@ def test_run_phases_gives_the_wait_after_the_parity_rounds_to_compiling_ahead():
         "[00:00:31]   first call 0.805 s, output verified",
     ]
     assert rp.phases(lines) == {rp.AHEAD: 5 + 10, "cnn parity checks": 15, "conv compiling, first epoch": 1}
+
+
+def test_run_phases_gives_the_wait_for_a_float64_reference_its_own_phase():
+    """The wait for a float64 reference under way before a worker's rows (parity.engine.ahead.finish), said after
+    it: its seconds move from the phase before to their own."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_phases", ROOT / "benchmarks/run_phases.py")
+    rp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rp)
+    lines = [
+        "[00:00:00] JAX: waiting for its rows' programs, compiling since they were built",
+        "[00:00:10]   JAX: 6 programs compiled, the longest in 24.0 s",
+        "[00:00:14] waited 4.1 s for a float64 reference of the parity checks, computed beside the rounds",
+        "[00:00:14] conv: compiling JAX jit x1",
+        "[00:00:15]   first call 0.805 s, output verified",
+    ]
+    assert rp.phases(lines) == {rp.AHEAD: 10, rp.REFERENCES: 4, "conv compiling, first epoch": 1}
 
 
 def test_tpu_page_gives_compiling_ahead_on_a_cpu_as_its_logs_do():
