@@ -5,6 +5,7 @@ cycle, each module and function stays short enough to read, framework keys are w
 complete."""
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -36,9 +37,17 @@ def _modules() -> dict[str, Path]:
 MODULES = _modules()
 
 
-def _imports(path: Path, module: str, top_level_only: bool) -> set[str]:
-    """The project modules that `module` imports (`from a import b` counts a.b where that is a module)."""
-    tree = ast.parse(path.read_text())
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """A source file's syntax tree, parsed once for all the tests here (which only read it)."""
+    return ast.parse(path.read_text())
+
+
+@functools.cache
+def _imports(path: Path, module: str, top_level_only: bool) -> frozenset[str]:
+    """The project modules that `module` imports (`from a import b` counts a.b where that is a module); found once
+    for all the tests here."""
+    tree = _tree(path)
     nodes = tree.body if top_level_only else list(ast.walk(tree))
     found = set()
     for node in nodes:
@@ -51,7 +60,7 @@ def _imports(path: Path, module: str, top_level_only: bool) -> set[str]:
                 base = ".".join(pkg[: len(pkg) - node.level + 1] + ([base] if base else []))
             found.add(base)
             found.update(f"{base}.{a.name}" for a in node.names)
-    return {m for m in found if m in MODULES and m != module}
+    return frozenset(m for m in found if m in MODULES and m != module)
 
 
 def test_the_implementations_import_only_the_contract_from_parity():
@@ -97,7 +106,7 @@ def test_modules_and_functions_stay_short():
     long_functions = [
         (m, node.name, node.end_lineno - node.lineno + 1)
         for m, p in MODULES.items()
-        for node in ast.walk(ast.parse(p.read_text()))
+        for node in ast.walk(_tree(p))
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
         and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
     ]
@@ -113,7 +122,7 @@ def test_framework_keys_are_written_once():
         (m, node.lineno)
         for m, p in MODULES.items()
         if m.startswith("parity") and m != "parity.common.frameworks"
-        for node in ast.walk(ast.parse(p.read_text()))
+        for node in ast.walk(_tree(p))
         if isinstance(node, ast.Constant) and node.value in keys
     ]
     assert not found
@@ -189,7 +198,7 @@ def test_the_implementations_hold_the_same_modules():
         assert set(ROLES) <= stems, pkg
         assert stems <= set(ROLES) | set(WORKLOADS) | OWN.get(pkg, set()), (pkg, stems - set(ROLES) - set(WORKLOADS))
         # the same lookups with the same meaning: every variant, those offered here, the one offered by name; settings
-        tree = ast.parse((ROOT / pkg / "catalog.py").read_text())
+        tree = _tree(ROOT / pkg / "catalog.py")
         defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
         assert {"table", "variants", "variant", "settings"} <= defined, pkg
 
@@ -204,7 +213,7 @@ def test_every_adapter_declares_its_variants():
 
     for name in WORKLOADS:
         for fw in frameworks.TABLE.values():
-            tree = ast.parse((ROOT / fw.module / f"{name}.py").read_text())
+            tree = _tree(ROOT / fw.module / f"{name}.py")
             targets = [t for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign)) for t in _targets(n)]
             assert "VARIANTS" in targets, f"{fw.module}/{name}.py declares no VARIANTS"
 
@@ -252,7 +261,7 @@ def test_the_peak_is_measured_by_a_call_a_workload_offers():
     assert offered and all(callable(w.calls.get(w.peak_call)) for w in offered)
     names = set(WORKLOADS) | {k.name for w in WORKLOADS.values() for k in w.kinds}
     for module in ("parity.engine.peaks", "parity.judging.roofline"):
-        tree = ast.parse(MODULES[module].read_text())
+        tree = _tree(MODULES[module])
         named = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in names]
         assert not named, (module, named)
 
@@ -276,7 +285,6 @@ def test_every_workload_is_one_package_plus_one_module_per_implementation():
     and tolerance, and an adapter <impl>/<name>.py in every implementation (a module that declares WORKLOAD = its
     name, read without importing the frameworks); an operation's prepare is its adapter's. (Each implementation's
     variants of each row kind: tests/test_surface.py; adapters found by listing: tests/test_adapters.py.)"""
-    import ast
     import importlib
     from types import SimpleNamespace
 
@@ -287,7 +295,7 @@ def test_every_workload_is_one_package_plus_one_module_per_implementation():
         assert (ROOT / "parity" / "workloads" / name / "__init__.py").exists(), name
         assert importlib.import_module(f"parity.workloads.{name}").WORKLOAD is w, name
         for fw in frameworks.TABLE.values():
-            assert _declared_workload(ast.parse((ROOT / fw.module / f"{name}.py").read_text())) == name, fw.module
+            assert _declared_workload(_tree(ROOT / fw.module / f"{name}.py")) == name, fw.module
         for kind in w.kinds:
             assert callable(kind.case) and callable(kind.tolerance), kind.name
             if kind.prepare is not None:
