@@ -253,6 +253,25 @@ def test_tuning_pages_tpu_column_is_its_files():
     assert tuning_tpu_rows() in page
 
 
+def tuning_tpu_keras_rows() -> str:
+    """docs/tuning.md's Keras 3 on JAX rows of the `tpu-v5e` column, rendered from default.json's comparisons."""
+    rows = []
+    for c in _doc("default.json")["comparisons"]:
+        if c["pair"] != "tuned_vs_default" or c["num"]["framework"] != "keras-jax":
+            continue
+        r, lo, hi = re.search(r"(\d+\.\d\d)x \(95% CI (\d+\.\d\d)-(\d+\.\d\d)", c["text"]).groups()
+        num, den = c["text"].split(" ")[0].split("/")
+        fmt = " bfloat16" if c["dtype"] == "bfloat16" else ""
+        tie = "~" if "no difference" in c["text"] else ""
+        rows.append(f"| {c['kind']} x1{fmt}: Keras 3 on JAX `{num}` / `{den}` | {r}x{tie} ({lo}-{hi}) |")
+    return "\n".join(rows)
+
+
+def test_tuning_pages_keras_rows_on_the_chip_are_its_default_runs():
+    rows = tuning_tpu_keras_rows()
+    assert rows.count("\n") >= 5 and rows in (ROOT / "docs/tuning.md").read_text()
+
+
 def _stamped(name: str) -> list[tuple[int, str]]:
     """A run's log as (seconds since midnight, line) for each stamped line."""
     lines = re.findall(r"\[(\d\d):(\d\d):(\d\d)\] (.*)", (TPU / name).read_text())
