@@ -19,13 +19,16 @@ WAIT_S = 10  # far longer than any job below takes: a wait that runs out is a fa
 
 
 class Model:
-    """A workload's model: two of them share a method's name, not its answers. Each answer is recorded with the
-    thread that computed it, and `done` is set."""
+    """A workload's model: two of them share a method's name, not its answers. `started` is set as a job begins
+    (which then waits for `release`, where given); each answer is recorded with the thread that computed it, and
+    `done` is set."""
 
     def __init__(self, scale: float, release: threading.Event | None = None):
-        self.scale, self.calls, self.done, self.release = scale, [], threading.Event(), release
+        self.scale, self.calls, self.release = scale, [], release
+        self.started, self.done = threading.Event(), threading.Event()
 
     def oracle(self, w: list, x: np.ndarray) -> float:
+        self.started.set()
         if self.release is not None:
             assert self.release.wait(WAIT_S)
         self.calls.append(threading.current_thread().name)
@@ -69,6 +72,7 @@ def test_pause_waits_for_the_job_under_way_and_begins_none_until_resume():
     refs = References(ahead=True)
     for m in (running, queued, taken):
         refs.start(m.oracle, w, x)
+    assert running.started.wait(WAIT_S)  # under way (pause before it begins would leave it queued, as the others)
     threading.Timer(0.1, release.set).start()
     references.pause()
     assert running.calls == ["float64"]  # the job under way ended before pause returned
