@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from parity.judging import stats
 from parity.judging.stats import common_rounds, median_ratio, modes
 
 
@@ -95,3 +96,13 @@ def test_two_groups_of_times_are_two_modes():
 @pytest.mark.parametrize("times", [[1.0, 1.05, 0.98, 1.02, 1.1], [1.0, 1.0, 1.0, 5.0], [1.0, 2.0, 3.0, 4.0, 5.0]])
 def test_one_spread_group_or_a_lone_outlier_is_not_two_modes(times):
     assert modes(times) is None
+
+
+@pytest.mark.parametrize("n", [5, 6, 7, 20, 31])
+def test_the_bootstraps_medians_are_numpys_to_the_bit(n):
+    """stats._medians, each resample's median from one sort, is np.median(axis=1) exactly: odd and even counts, ties,
+    times that differ in their last bits."""
+    rng = np.random.default_rng(n)
+    draws = np.concatenate([rng.random((300, n)), rng.integers(0, 3, (300, n)) * 0.1 + 1])
+    draws[:, 0] = np.nextafter(draws[:, 1], 2)  # neighbours a bit apart
+    assert np.array_equal(stats._medians(draws), np.median(draws, axis=1))

@@ -91,7 +91,7 @@ def median_ratio(
         shared = rng.integers(0, len(common), (m, len(common)))  # rounds drawn once, for both rows
         xs = _resample(rng, x, num_rounds if common else None, common, shared)
         ys = _resample(rng, y, den_rounds if common else None, common, shared)
-        boot[at : at + m] = np.median(xs, axis=1) / np.median(ys, axis=1)
+        boot[at : at + m] = _medians(xs) / _medians(ys)
     tail = 100 * (1 - LEVEL) / 2
     low, high = (float(v) for v in np.percentile(boot, [tail, 100 - tail]))
     return Ratio(point, low, high, len(common), (x.size, y.size))
@@ -108,14 +108,18 @@ def median_interval(
     rng = np.random.default_rng(seed)
     step = max(1, CHUNK_VALUES // t.size)
     boot = np.concatenate(
-        [
-            np.median(t[rng.integers(0, t.size, (min(step, resamples - at), t.size))], axis=1)
-            for at in range(0, resamples, step)
-        ]
+        [_medians(t[rng.integers(0, t.size, (min(step, resamples - at), t.size))]) for at in range(0, resamples, step)]
     )
     tail = 100 * (1 - LEVEL) / 2
     low, high = (float(v) for v in np.percentile(boot, [tail, 100 - tail]))
     return float(np.median(t)), low, high
+
+
+def _medians(draws: np.ndarray) -> np.ndarray:
+    """Each row's median of a (resamples, n) array, as np.median(draws, axis=1) computes it (the middle value, or the
+    two middle ones' sum halved) from one sort of each row: several times faster on the few calls a row has."""
+    s, n = np.sort(draws, axis=1), draws.shape[1]
+    return (s[:, (n - 1) // 2] + s[:, n // 2]) / 2
 
 
 def _resample(rng, t: np.ndarray, rounds, common: list[int], shared: np.ndarray) -> np.ndarray:
