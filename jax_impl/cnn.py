@@ -16,7 +16,7 @@ from jax_impl.catalog import variant as variant_record
 from jax_impl.conv_grads import bias_add, conv_rewritten_grads, max_pool, pool_elementwise
 from jax_impl.devices import lowered_flops, on_host, placement
 from jax_impl.masks import keep_mask
-from jax_impl.models import Classifier, cross_entropy, infer_blocks
+from jax_impl.models import Classifier, abstract, cross_entropy, infer_blocks
 from parity.api import Gradients, Prepared
 from parity.api.cnn import CNN_ARCHITECTURE, STEPS_PER_DISPATCH, check_weights
 from parity.api.inputs import check_seed
@@ -149,8 +149,7 @@ def build(seed: int = 0, dropout: bool = True) -> CNN:
 def mixed_precision(model: CNN) -> CNN:
     """A bfloat16-compute copy of `model` (float32 parameters and statistics, the same values): what the '+bf16'
     variants train, as Flax's dtype=jnp.bfloat16, param_dtype=jnp.float32."""
-    with on_host():
-        copy = CNN(nnx.Rngs(params=0), dropout=any(model.rates), dtype=jnp.bfloat16)
+    copy = abstract(lambda: CNN(nnx.Rngs(params=0), dropout=any(model.rates), dtype=jnp.bfloat16))
     copy.rates = model.rates
     nnx.update(copy, nnx.state(model))
     return copy

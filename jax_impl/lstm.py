@@ -16,6 +16,7 @@ from jax_impl.devices import on_host
 from jax_impl.models import (
     TIME_LOOP,
     Classifier,
+    abstract,
     block_outputs,
     param_count,
     param_loss_and_grads,
@@ -128,8 +129,7 @@ def build(units: int, seed: int = 0) -> LSTM:
 
 def mixed_precision(model: LSTM) -> LSTM:
     """A bfloat16-compute copy of `model` (float32 parameters, the same values; the same unroll)."""
-    with on_host():
-        copy = LSTM(model.arch.units, nnx.Rngs(params=0), dtype=jnp.bfloat16)
+    copy = abstract(lambda: LSTM(model.arch.units, nnx.Rngs(params=0), dtype=jnp.bfloat16))
     copy.unroll = model.unroll
     nnx.update(copy, nnx.state(model))
     return copy

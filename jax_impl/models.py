@@ -22,6 +22,13 @@ from parity.api import Gradients, Prepared
 TIME_LOOP = "XLA cost analysis: not counted (the time steps in a loop)"
 
 
+def abstract(build: Callable[[], nnx.Module]) -> nnx.Module:
+    """The module build() makes, each variable its shape and dtype only (nnx.eval_shape: no initialiser compiled or
+    run, where eagerly each compiles at its first use, seconds a model), for set_weights or nnx.update to fill; a
+    model here holds no other state (a dropout key comes with each call)."""
+    return nnx.eval_shape(build)
+
+
 class Classifier(nnx.Module):
     """A trained model whose `blocks(x, train, key)` gives every block's output by name, its logits and softmax
     probabilities ("logits", "probs") among them."""

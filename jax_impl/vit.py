@@ -17,6 +17,7 @@ from jax_impl.catalog import variant as variant_record
 from jax_impl.devices import on_host
 from jax_impl.models import (
     Classifier,
+    abstract,
     block_outputs,
     param_count,
     param_loss_and_grads,
@@ -206,8 +207,7 @@ def build(dim: int, depth: int, heads: int, mlp: int, seed: int = 0) -> VIT:
 
 def mixed_precision(model: VIT) -> VIT:
     """A bfloat16-compute copy of `model` (float32 parameters, the same values; the same attention path)."""
-    with on_host():
-        copy = VIT(model.arch, nnx.Rngs(params=0), dtype=jnp.bfloat16)
+    copy = abstract(lambda: VIT(model.arch, nnx.Rngs(params=0), dtype=jnp.bfloat16))
     copy.attention = model.attention
     nnx.update(copy, nnx.state(model))
     return copy

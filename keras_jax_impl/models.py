@@ -14,7 +14,8 @@ from jax_impl.devices import on_host  # where a Keras model is built (KerasTrain
 from jax_impl.ops import rows
 from keras_jax_impl.catalog import variant as variant_record
 from keras_jax_impl.devices import lowered_flops, placement
-from keras_models.models import KerasTrained, check_no_dropout, logits_copy, logits_loss
+# unfilled: how a model given its weights is built here (KerasTrained.build_with), its initialisers left out
+from keras_models.models import KerasTrained, check_no_dropout, logits_copy, logits_loss, unfilled
 from parity.api import Gradients, Prepared
 
 if keras.backend.backend() != "jax":
@@ -43,7 +44,7 @@ def loss_and_grads(model, x: np.ndarray, y: np.ndarray, pools: tuple[str, ...] =
     check_no_dropout(model)
     trainable, frozen = _values(model.trainable_variables), _values(model.non_trainable_variables)
     x, y = jax.numpy.asarray(x, jax.numpy.float32), jax.numpy.asarray(y)
-    to_logits, loss_of = logits_copy(model), logits_loss()
+    to_logits, loss_of = unfilled(lambda: logits_copy(model)), logits_loss()  # its weights: the call's own
 
     def loss_fn(params, frozen, x, y):
         logits, _ = to_logits.stateless_call(params, frozen, x, training=True)

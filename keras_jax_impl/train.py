@@ -15,7 +15,7 @@ from keras.src.backend.jax import trainer as keras_jax_trainer
 from keras_jax_impl import catalog
 from keras_jax_impl.devices import distribution
 from keras_jax_impl.models import built_for, kernel_path, uncounted
-from keras_models.models import KerasTrained, StepLogs, logits_copy, logits_loss
+from keras_models.models import KerasTrained, StepLogs, logits_copy, logits_loss, unfilled
 from parity.api.inputs import check_count, check_examples
 
 
@@ -47,7 +47,7 @@ class Trainer:
         # a copy for one device is built where built_for says (an accelerator's host), its weights then set on the
         # device; a distributed one in its scope
         with self._scope(), nullcontext() if self.distributed else built_for(devices[0]):
-            self.m = _copy(code, model, o)
+            self.m = unfilled(lambda: _copy(code, model, o))  # its weights set below
         with self._scope(), jax.default_device(devices[0]):
             self.m.set_weights(model.get_weights())
             self.m.compile(

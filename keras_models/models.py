@@ -7,12 +7,14 @@ keras_jax_impl.models and their train modules); and the model functions, losses 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import ModuleType
 from typing import Any
 
 import keras
 import numpy as np
+from keras.src.backend.common import global_state
+from keras.src.backend.common.variables import initialize_all_variables
 
 from parity.api import Gradients, Prepared, adapters
 from parity.api.inputs import check_examples, check_images
@@ -21,12 +23,13 @@ from parity.api.inputs import check_examples, check_images
 class KerasTrained(adapters.Trained):
     """`code`: the implementation's module of the workload; `backend`: the module whose
     `loss_and_grads(model, x, y, pools)` (`pools`: the model code's POOLS, its max-pooling layers by name),
-    `prepare_inference(adapter, model, images, devices, variant)` and `on_host()` (where a model is built) serve every
-    Keras model on that backend."""
+    `prepare_inference(adapter, model, images, devices, variant)`, `on_host()` (where a model is built) and `unfilled`
+    (parity.api.adapters.Trained's: a function, or None) serve every Keras model on that backend."""
 
     def __init__(self, code: ModuleType, trainer: str, backend: str):
-        super().__init__(code, trainer, importlib.import_module(f"{__package__}.{code.WORKLOAD}"))
         self.backend = importlib.import_module(backend)
+        model_code = importlib.import_module(f"{__package__}.{code.WORKLOAD}")
+        super().__init__(code, trainer, model_code, self.backend.unfilled)
 
     def build(self, *sizes: int, **options: Any) -> Any:
         """As every adapter's, where the backend builds a model (its `on_host()`: Keras 3 on JAX on an accelerator
@@ -38,10 +41,15 @@ class KerasTrained(adapters.Trained):
         """What a variant with these options runs: its own copy of `model` ('+unroll', built where build builds), the
         model's weights on it, or the model itself."""
         with self.backend.on_host():
-            copy = self.model_code.variant_copy(model, options)
+            copy = self.unfilled_copy(lambda: self.model_code.variant_copy(model, options))
         if copy is not model:
             copy.set_weights(model.get_weights())
         return copy
+
+    def unfilled_copy(self, copy: Callable[[], Any]) -> Any:
+        """copy() (a copy of a model, its weights to be set), its initialisers not run where the backend leaves
+        them out (`unfilled`)."""
+        return copy() if self._unfilled is None else self._unfilled(copy)
 
     def loss_and_grads(self, model: Any, x: np.ndarray, y: np.ndarray) -> Gradients:
         check_examples(x, y, 1)
@@ -113,6 +121,24 @@ def logits_copy(model) -> keras.Sequential:
         return keras.layers.Activation("linear", dtype="float32", name=f"{softmax}_logits")
 
     return keras.models.clone_model(model, clone_function=layer)
+
+
+def unfilled(build: Callable[[], Any]) -> Any:
+    """The model build() makes (and any it copies on the way), each weight zeros from NumPy, not its initialiser's
+    values, for set_weights to replace: built in Keras's stateless scope, where its variables wait uninitialised, then
+    initialised at once (Keras's deferred initialisation, variables.initialize_all_variables). Only an Initializer's
+    values are left out: a dropout layer's seed state keeps its own."""
+    with keras.StatelessScope(initialize_variables=False):
+        model = build()
+    for v in global_state.get_global_attribute("uninitialized_variables", []):
+        if isinstance(v._initializer, keras.initializers.Initializer):  # its private slot: Keras 3 reads it here
+            v._initializer = _zeros
+    initialize_all_variables()
+    return model
+
+
+def _zeros(shape, dtype=None) -> np.ndarray:
+    return np.zeros(shape, dtype or "float32")
 
 
 def logits_loss() -> keras.losses.Loss:

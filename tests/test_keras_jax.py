@@ -66,6 +66,18 @@ def test_its_surface_is_the_declared_one_on_8_devices(probe):
     assert one and eight == one
 
 
+def test_a_model_built_with_its_weights_is_one_built_then_given_them(probe):
+    """build_with leaves Keras's initialisers out (keras_models.models.unfilled): every variable two plain builds set
+    alike is the same in it, a dropout layer's seed state among them (the CNN's), and the CNN trains from it as from
+    the other, dropout on: the same two steps' losses and weights."""
+    found, _, _ = probe
+    built = found["built_with"]
+    for wl in ("cnn", "lstm", "vit"):
+        assert built[wl]["differ"] == [] and built[wl]["alike"] >= built[wl]["weights"], (wl, built[wl])
+    assert built["cnn"]["alike"] > built["cnn"]["weights"]  # the dropout layers' seed states are compared too
+    assert built["cnn_fit_same"]
+
+
 def test_weights_load_across_all_three_implementations(probe):
     """TF's and JAX's files load into Keras on JAX and give their own forward pass; its file loads into both."""
     found, arrays, req = probe

@@ -25,6 +25,11 @@ def on_host():
     return nullcontext()
 
 
+# How a model given its weights is built (KerasTrained.build_with): by build() itself, its initialisers run (TensorFlow
+# runs them in milliseconds; Keras 3 on JAX leaves them out: keras_models.models.unfilled)
+unfilled = None
+
+
 def loss_and_grads(model, x: np.ndarray, y: np.ndarray, pools: tuple[str, ...] = ()) -> Gradients:
     """Training-mode loss and gradients of one batch, grads in Keras's trainable_weights order, and how
     each max-pooling layer (`pools`, by name) routed its gradient in this pass (a model without any: routing []).

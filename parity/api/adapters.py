@@ -15,7 +15,7 @@ import importlib.util
 import pkgutil
 import sys
 from collections.abc import Callable, Sequence
-from functools import cache
+from functools import cache, partial
 from types import ModuleType
 from typing import Any, Protocol
 
@@ -46,10 +46,20 @@ class Trained:
     every framework, before any framework sees it: a model this workload's `build` did not make (or a copy of one:
     the bfloat16 copy) is refused, never run as another's; images, labels and the trainer's numbers go through
     parity.api.inputs. `model_code` is the module whose model functions it calls: `code` itself, or where a framework
-    writes the model once for two implementations (Keras's keras_models.<workload>), that one."""
+    writes the model once for two implementations (Keras's keras_models.<workload>), that one. `unfilled(build)`: the
+    model build() makes with placeholders for weights, its initialisers not run, where the framework's initialisers
+    cost what set_weights then discards (JAX's and Keras 3 on JAX's compile each at its first use: seconds a model);
+    None: build() itself."""
 
-    def __init__(self, code: ModuleType, trainer: str, model_code: ModuleType | None = None):
+    def __init__(
+        self,
+        code: ModuleType,
+        trainer: str,
+        model_code: ModuleType | None = None,
+        unfilled: Callable[[Callable[[], Any]], Any] | None = None,
+    ):
         self.code, self.model_code, self.trainer = code, model_code or code, trainer
+        self._unfilled = unfilled
         self.WORKLOAD, self.TRAIN, self.INFER = code.WORKLOAD, code.TRAIN, code.INFER  # its row kinds
 
     def __repr__(self) -> str:
@@ -63,6 +73,19 @@ class Trained:
     def build(self, *sizes: int, **options: Any) -> Any:
         """A new model of the workload at the architecture's sizes (none for the CNN), initialised from `seed`."""
         return self.code.build(*sizes, **options)
+
+    def unfilled(self, *sizes: int, **options: Any) -> Any:
+        """A new model as build() makes it, its weights placeholders for set_weights to replace (build_with), its
+        initialisers not run where the framework's cost seconds (`unfilled`, above); else build() itself."""
+        build = partial(self.build, *sizes, **options)
+        return build() if self._unfilled is None else self._unfilled(build)
+
+    def build_with(self, weights: Sequence[np.ndarray], *sizes: int, **options: Any) -> Any:
+        """A new model holding `weights` (Keras's order, checked as set_weights checks them): what build() then
+        set_weights() make, without the initialisers' work where the framework leaves it out (unfilled)."""
+        model = self.unfilled(*sizes, **options)
+        self.set_weights(model, weights)
+        return model
 
     def owned(self, model: Any) -> Any:
         """`model`, when this workload's `build` made it (its MODEL: a type it is an instance of, or a Keras model's

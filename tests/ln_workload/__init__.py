@@ -70,7 +70,7 @@ def model(oracle) -> TrainedModel:
     """The TrainedModel the shared checks read (parity.workloads.trained.model_checks), judged by `oracle` (a
     FrameworkOracle): its forward checks need only the blocks, their bounds and the architecture."""
     return TrainedModel(
-        name=WORKLOAD, full=None, fields=_unused, warm={}, build=_unused, weights_tag=_unused, reading=_unused,
+        name=WORKLOAD, full=None, fields=_unused, warm={}, sizes=_unused, weights_tag=_unused, reading=_unused,
         size=_unused, full_why="", block_tolerances=block_tolerances, bounds=_unused, tolerances=_unused,
         architecture=lambda w: LnArchitecture(np.shape(w[1])[0]), grads_check="gradients", float64=oracle,
     )  # fmt: skip

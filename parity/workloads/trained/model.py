@@ -15,23 +15,23 @@ from parity.workloads.trained.float64 import NUMPY, FrameworkOracle
 class TrainedModel:
     """name: the workload's (its rows' prefix, its files' and checks'). full: its full-size spec (the accuracy check
     judges from its schedule's length on, and the CPU's note names it). fields: a spec's size as the init-weights
-    request's fields; warm: the smallest such fields a framework's one-off set-up builds; build(impl, fields, seed):
-    the model from those fields via the implementation's surface. weights_tag: the size in the weights file's name.
-    reading: how an image is read and the size (the data's note); size: the size in the CPU note, full_why: why the
-    full size is what it is. notebook: a row at the full size gets the notebook's epoch estimates. The float64
-    oracle, one of two: forward and loss_and_grads, the workload's own in NumPy; or float64, the same model run in
-    float64 by a framework (parity.workloads.trained.float64); either is called through oracle_forward and
-    oracle_loss_and_grads, and named in every check it judges (oracle). block_tolerances(w, x, device, precision),
-    bounds(w, x, y, device, precision): its derived bounds; tolerances(device, precision, dtype, spec): the
-    trajectory and accuracy thresholds; architecture: a weights list's architecture. absolute_grads: a gradient is
-    judged as an absolute error against bounds' 'grad_abs' (else relative to its float64 scale against bounds'
+    request's fields; warm: the smallest such fields a framework's one-off set-up builds; sizes(fields): the
+    architecture's sizes as the adapter's build takes them, before the seed. weights_tag: the size in the weights
+    file's name. reading: how an image is read and the size (the data's note); size: the size in the CPU note,
+    full_why: why the full size is what it is. notebook: a row at the full size gets the notebook's epoch estimates.
+    The float64 oracle, one of two: forward and loss_and_grads, the workload's own in NumPy; or float64, the same
+    model run in float64 by a framework (parity.workloads.trained.float64); either is called through oracle_forward
+    and oracle_loss_and_grads, and named in every check it judges (oracle). block_tolerances(w, x, device,
+    precision), bounds(w, x, y, device, precision): its derived bounds; tolerances(device, precision, dtype, spec):
+    the trajectory and accuracy thresholds; architecture: a weights list's architecture. absolute_grads: a gradient
+    is judged as an absolute error against bounds' 'grad_abs' (else relative to its float64 scale against bounds'
     'grads'); grads_check: that check's name."""
 
     name: str
     full: Any
     fields: Callable[[Any], dict]
     warm: dict
-    build: Callable[[Any, dict, int], Any]
+    sizes: Callable[[dict], tuple]
     weights_tag: Callable[[Any], str]
     reading: Callable[[Any], str]
     size: Callable[[Any], str]

@@ -18,10 +18,9 @@ from parity.workloads.trained.model import TrainedModel
 
 
 def _model(m: TrainedModel, impl, s, weights: str):
-    model = m.build(impl, m.fields(s), s.seed)
-    # every framework starts from the same weights
-    impl.adapter(m.name).set_weights(model, load_npz(weights, s.architecture.weights))
-    return model
+    """The model every framework starts from: the same weights, given as it is built (build_with)."""
+    w = load_npz(weights, s.architecture.weights)
+    return impl.adapter(m.name).build_with(w, *m.sizes(m.fields(s)), s.seed)
 
 
 def train_case(
@@ -102,14 +101,16 @@ def infer_case(
 
 
 def warm(m: TrainedModel, impl, devices, req: dict) -> dict:
-    """A framework's first model build runs its one-off set-up: done before anything is timed."""
-    m.build(impl, {**m.warm, **req}, 0)
+    """A framework's first model build runs its one-off set-up: done before anything is timed (as build_with builds,
+    its initialisers left out where the framework leaves them out)."""
+    impl.adapter(m.name).unfilled(*m.sizes({**m.warm, **req}), 0)
     return {}
 
 
 def init_weights(m: TrainedModel, impl, devices, req: dict) -> dict:
     """This framework's freshly initialised weights for a seed and size, to a .npz every framework starts from."""
-    save_npz(impl.adapter(m.name).get_weights(m.build(impl, req, req["seed"])), req["out"])
+    adapter = impl.adapter(m.name)
+    save_npz(adapter.get_weights(adapter.build(*m.sizes(req), req["seed"])), req["out"])
     return {}
 
 
