@@ -1,7 +1,8 @@
 """A parity round's programs compiled side by side (an accelerator's host, Config.ahead): the gradients' program and
-each trajectory's first program compiled on threads before any trajectory runs, the arrays the same as one at a time,
-a trainer that cannot compile ahead still trained, a failing gradient raised. Stand-ins for the framework; the real
-workers take this path in tests/test_cli.py's `--exclusive --compile-ahead` run."""
+each trajectory's first program compiled on threads before any trajectory runs, the arrays the same as one at a
+time, a trainer that cannot compile ahead still trained, a failing gradient raised; a later round's, no gradients.
+Stand-ins for the framework; the real workers take this path in tests/test_cli.py's `--exclusive --compile-ahead`
+run."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ class Adapter:
         return [model.w]
 
 
-def _run(tmp_path, ahead: bool, **adapter_kw) -> tuple[list, dict]:
+def _run(tmp_path, ahead: bool, grads: bool = True, **adapter_kw) -> tuple[list, dict]:
     log = []
     impl = SimpleNamespace(
         check_compiler=lambda devices: (_check_compiler(), "stand-in"),
@@ -83,6 +84,7 @@ def _run(tmp_path, ahead: bool, **adapter_kw) -> tuple[list, dict]:
     np.savez(tmp_path / "b.npz", x=rng.normal(size=(4, 2, 3)).astype(np.float32), y=np.zeros((4, 2), np.int32))
     out = tmp_path / f"out-{ahead}.npz"
     req = {"weights": "w", "batches": str(tmp_path / "b.npz"), "out": str(out), "bf16": True, "ahead": ahead}
+    req["grads"] = grads
     spec = SimpleNamespace(learning_rate=1e-3, adam_epsilon=1e-7, seed=0)
     said = parity_arrays(impl, Adapter(log, **adapter_kw), [], req, lambda w: None, spec)
     assert said == {"variants": list(VARIANTS)}
@@ -113,3 +115,15 @@ def test_a_trainer_that_cannot_compile_ahead_still_trains(tmp_path):
 def test_a_failing_gradient_is_raised(tmp_path):
     with pytest.raises(RuntimeError, match="gradient's program failed"):
         _run(tmp_path, ahead=True, grads_fail=True)
+
+
+@pytest.mark.parametrize("ahead", [False, True])
+def test_a_round_after_the_first_takes_no_gradients_and_the_same_trajectories(tmp_path, ahead):
+    """The gradients are judged in the run's first round only (one batch on one device: the same at every replica
+    count), so a later round's request (grads false) computes none; its trajectories are the first's."""
+    log, later = _run(tmp_path, ahead=ahead, grads=False)
+    assert not any(e[0] == "grads" for e in log)
+    assert not any(k == "loss" or k.startswith("grad/") for k in later)
+    _, first = _run(tmp_path, ahead=ahead)
+    assert "loss" in first and "grad/000" in first
+    assert all(np.array_equal(later[k], first[k]) for k in later) and set(later) < set(first)

@@ -169,6 +169,7 @@ def parity_collect(
             tuned=cfg.tuned,
             batches=rnd.batches,
             ahead=cfg.ahead,  # its programs compiled side by side (an accelerator's host)
+            grads=first,  # judged once (parity_judge): the same batch on one device at every replica count
         )
     )
     if first and fws:

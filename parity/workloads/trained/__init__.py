@@ -107,8 +107,8 @@ def parity_variants(cfg, timed: dict | None, kind: str, fw: str) -> dict:
 
 
 def parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any], spec) -> dict:
-    """Forward blocks, one batch's loss and gradients, and a short dropout-free trajectory per variant of the
-    adapter's training row kind, to the .npz file req['out'], each program compiled as the implementation compiles
+    """Forward blocks, one batch's loss and gradients (unless req['grads'] is false: rounds after the first), and a
+    short dropout-free trajectory per variant of the adapter's training row kind, to the .npz file req['out'], each program compiled as the implementation compiles
     its checks (check_compiler). model(weights path) builds the framework's model (dropout off) from the shared
     weights; spec: the run's spec (learning rate, Adam's epsilon, seed)."""
     compiler, _ = impl.check_compiler(devices)
@@ -138,16 +138,18 @@ def _parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any
     def trainer(variant: str):
         return adapter.make_trainer(model(w), devices, variant, s.learning_rate, s.adam_epsilon, s.seed)
 
+    grads = req.get("grads", True)  # one batch on one device: judged in the run's first round only
     if req.get("ahead"):  # an accelerator's host: each program compiled beside the others (Config.ahead)
         compiler = partial(_within, lambda: impl.check_compiler(devices)[0])  # each thread's own (check_compiler)
-        g, trainers = _side_by_side(adapter, model(w), x, y, {v: trainer(v) for v in variants}, compiler)
+        g, trainers = _side_by_side(adapter, model(w), x, y, {v: trainer(v) for v in variants}, compiler, grads)
     else:
-        g, trainers = adapter.loss_and_grads(model(w), x[0], y[0]), {}
-    out["loss"] = np.array(g.loss)
-    for i, a in enumerate(g.grads):
-        out[f"grad/{i:03d}"] = a
-    for i, a in enumerate(g.routing):  # how this framework's max pooling broke the batch's ties (the CNN's)
-        out[f"routing/{i}"] = a
+        g, trainers = adapter.loss_and_grads(model(w), x[0], y[0]) if grads else None, {}
+    if g is not None:
+        out["loss"] = np.array(g.loss)
+        for i, a in enumerate(g.grads):
+            out[f"grad/{i:03d}"] = a
+        for i, a in enumerate(g.routing):  # how this framework's max pooling broke the batch's ties (the CNN's)
+            out[f"routing/{i}"] = a
     for variant in variants:
         t = trainers[variant] if variant in trainers else trainer(variant)
         out[f"traj/{variant}/loss"] = np.asarray(t.steps(x, y))[:, 0]
@@ -170,21 +172,21 @@ def _within(context: Callable[[], Any], job: Callable[[], Any]) -> Any:
         return job()
 
 
-def _side_by_side(adapter, m, x, y, trainers: dict, compiler: Callable = lambda job: job()) -> tuple:
-    """One batch's loss and gradients of model `m`, with each trainer's first program (its trajectory's) compiled
-    beside it on threads (parity.common.threads), each job run by `compiler` (in the thread's own check compiler);
-    returns (the gradients, the trainers). A trainer whose framework refuses to compile ahead compiles at its first
-    steps() call, as without; a failing gradient is raised."""
-    got: dict = {}
+def _side_by_side(adapter, m, x, y, trainers: dict, compiler: Callable = lambda job: job(), grads=True) -> tuple:
+    """One batch's loss and gradients of model `m` (where `grads`), with each trainer's first program (its
+    trajectory's) compiled beside it on threads (parity.common.threads), each job run by `compiler` (in the thread's
+    own check compiler); returns (the gradients or None, the trainers). A trainer whose framework refuses to compile
+    ahead compiles at its first steps() call, as without; a failing gradient is raised."""
+    got: dict = {"g": None}
 
-    def grads() -> bool:
+    def gradients() -> bool:
         try:
             got["g"] = adapter.loss_and_grads(m, x[0], y[0])
         except BaseException as e:  # raised below, in the worker's thread
             got["raised"] = e
         return False
 
-    jobs = {"": grads, **{v: partial(t.ahead, x, y) for v, t in trainers.items()}}
+    jobs = {**({"": gradients} if grads else {}), **{v: partial(t.ahead, x, y) for v, t in trainers.items()}}
     side_by_side({k: partial(compiler, job) for k, job in jobs.items()}, PROGRAMMING_ERRORS)
     if "raised" in got:
         raise got["raised"]

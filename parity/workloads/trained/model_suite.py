@@ -140,7 +140,7 @@ class ModelSuite:
         rnd.files.update(
             ask_all(
                 fws, save_dir, f"{n}-parity-{{fw}}-r{rnd.n}.npz", own_req, n, spec=spec.to_dict(),
-                weights=state.weights, tuned=cfg.tuned, batches=rnd.batches, ahead=cfg.ahead,
+                weights=state.weights, tuned=cfg.tuned, batches=rnd.batches, ahead=cfg.ahead, grads=first,
             )
         )  # fmt: skip
         if first and fws:
