@@ -145,7 +145,7 @@ def parity_collect(
     ds = data.Dataset.load(Path(state.data))
     if rnd.b is None:  # the round's batch, fixed by the frameworks known when the first one asks
         round_batch(cfg, spec, rnd, ds, save_dir, key, "cnn")
-    say_round(cfg, rnd, log, "cnn", True, own.values())
+    say_round(cfg, rnd, log, "cnn", True, own.values(), first)
     fws = {}
     for w in own.values():
         if rnd.b % rnd.counts[w.framework]:  # a later owner on another replica count than the first

@@ -131,7 +131,7 @@ class ModelSuite:
         ds = data.Dataset.load(Path(state.data))
         if rnd.b is None:
             round_batch(cfg, spec, rnd, ds, save_dir, key, n)
-        say_round(cfg, rnd, log, n, False, own.values())
+        say_round(cfg, rnd, log, n, False, own.values(), first)
         fws = {w.framework: w for w in own.values() if not rnd.b % rnd.counts[w.framework]}
         keys = {w.framework: k for k, w in own.items()}
         own_req = {

@@ -48,15 +48,14 @@ def round_batch(cfg, spec, rnd: ParityRound, ds, save_dir: Path, key: int, workl
     np.savez(rnd.batches, x=x, y=y)
 
 
-def say_round(cfg, rnd: ParityRound, log, workload: str, dropout: bool, who) -> None:
+def say_round(cfg, rnd: ParityRound, log, workload: str, dropout: bool, who, first: bool = True) -> None:
     """The progress line of a parity round's part that `who` (workers) compute now: one line each part, so that a
-    run's phases (benchmarks/run_phases.py) give every owner's round its own time."""
+    run's phases (benchmarks/run_phases.py) give every owner's round its own time. The gradients are the first
+    round's only (judged once)."""
     off = "dropout off, " if dropout else ""  # a model with dropout takes its parity steps without it
     names = ", ".join(w.label for w in who)
-    log(
-        cfg,
-        f"{workload} parity x{rnd.n}: gradients and a {cfg.parity_steps}-step trajectory ({off}batch {rnd.b}; {names})",
-    )
+    what = f"{'gradients and ' if first else ''}a {cfg.parity_steps}-step trajectory"
+    log(cfg, f"{workload} parity x{rnd.n}: {what} ({off}batch {rnd.b}; {names})")
 
 
 def ask_all(workers: dict, save_dir: Path, name: str, own: dict, workload: str, **req) -> dict[str, str]:
