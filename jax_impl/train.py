@@ -130,6 +130,7 @@ class Trainer:
         params, stats = jax.tree.map(jnp.copy, (params, stats))
         tx = keras_adam(learning_rate, adam_epsilon)
         state = (params, stats, tx.init(params))
+        self._start = jax.tree.map(jnp.copy, state)  # what rewind places again (the steps donate the placed state)
         axis = None if o.parallel == "jit" else "batch"
         step = partial(_train_step, graphdef, tx, seed, axis, o.parallel == "shard_map")
         # XLA:CPU runs a while loop's body without its fast convolution path (a rolled scan trains many times
@@ -143,33 +144,44 @@ class Trainer:
         the variant; sets state, _step and the batches' data_sharding."""
         parallel, n, devices = self.parallel, self.n, self.devices
         if parallel == "jit":
-            self.data_sharding = devices[0]
-            self.state = jax.device_put(state, devices[0])
+            self.data_sharding, self.mesh = devices[0], None
+            self.state = self._put(state)
             self._step = jax.jit(multi if self.scan else step, donate_argnums=0)
             return
         # pmap hands its outputs back on an Auto-typed mesh: state placed on make_mesh's default
         # (Explicit) mesh would differ from the step's output and cost a second compilation.
         axis_types = (AxisType.Auto,) if parallel == "pmap" else None
-        mesh = jax.make_mesh((n,), ("batch",), devices=devices, axis_types=axis_types)
+        self.mesh = mesh = jax.make_mesh((n,), ("batch",), devices=devices, axis_types=axis_types)
         self.data_sharding = NamedSharding(mesh, P("batch"))
-        # put_global: in a multi-process run each process places only its own devices' copies.
+        self.state = self._put(state)
         if parallel == "pmap":
-            stacked = jax.tree.map(lambda a: np.broadcast_to(a, (n, *np.shape(a))), state)
-            self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P("batch"))), stacked)
             self._step = jax.pmap(step, axis_name="batch", in_axes=(0, 0, 0, None), devices=devices, donate_argnums=0)
         elif self.scan:  # stacked batches: the step axis first, each batch split over the replicas
             self.data_sharding = NamedSharding(mesh, P(None, "batch"))
-            self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P())), state)
             specs = (P(), P(None, "batch"), P(None, "batch"), P())
             self._step = jax.jit(
                 jax.shard_map(multi, mesh=mesh, in_specs=specs, out_specs=(P(), P())), donate_argnums=0
             )
         else:
-            self.state = jax.tree.map(lambda a: put_global(a, NamedSharding(mesh, P())), state)
             self._step = jax.jit(
                 jax.shard_map(step, mesh=mesh, in_specs=(P(), P("batch"), P("batch"), P()), out_specs=(P(), P())),
                 donate_argnums=0,
             )
+
+    def _put(self, state):
+        """The training state placed as the variant's step takes it: on the one device, stacked per replica (pmap),
+        or replicated over the mesh. put_global: in a multi-process run each process places only its own copies."""
+        if self.parallel == "jit":
+            return jax.device_put(state, self.devices[0])
+        if self.parallel == "pmap":
+            stacked = jax.tree.map(lambda a: np.broadcast_to(a, (self.n, *np.shape(a))), state)
+            return jax.tree.map(lambda a: put_global(a, NamedSharding(self.mesh, P("batch"))), stacked)
+        return jax.tree.map(lambda a: put_global(a, NamedSharding(self.mesh, P())), state)
+
+    def rewind(self) -> None:
+        """Back to where the trainer started: its first weights, a fresh optimizer state, step 0 (the dropout keys'
+        count); the compiled steps kept (parity.workloads.trained.kept)."""
+        self.state, self.i = self._put(jax.tree.map(jnp.copy, self._start)), 0
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn; returns (K, 2) float64 per-step [loss, accuracy]

@@ -14,12 +14,15 @@ from jax_impl.devices import on_host  # where a Keras model is built (KerasTrain
 from jax_impl.ops import rows
 from keras_jax_impl.catalog import variant as variant_record
 from keras_jax_impl.devices import lowered_flops, placement
-# unfilled: how a model given its weights is built here (KerasTrained.build_with), its initialisers left out
 from keras_models.models import KerasTrained, check_no_dropout, logits_copy, logits_loss, unfilled
 from parity.api import Gradients, Prepared
 
 if keras.backend.backend() != "jax":
     raise ImportError(f"keras_jax_impl needs Keras's JAX backend, got {keras.backend.backend()!r}")
+
+
+# unfilled (imported above): how a model given its weights is built here (KerasTrained.build_with), its initialisers
+# left out
 
 
 def built_for(device: jax.Device):

@@ -57,6 +57,8 @@ class Trainer:
                 jit_compile="auto",  # Keras's default: XLA on the JAX backend
                 steps_per_execution=self.spe,
             )
+            self.m.optimizer.build(self.m.trainable_variables)  # as fit's first call would: rewind's state has it
+            self._start = [np.array(v.numpy()) for v in self.m.variables + self.m.optimizer.variables]
         self.compute_dtype = self.m.get_layer(code.FIRST).compute_dtype
         # DataParallel runs one SPMD program over the global batch: BatchNorm's statistics are the global batch's,
         # where TF's MirroredStrategy and Flax's pmap/shard_map take each replica's own (no BatchNorm: 'none')
@@ -64,6 +66,13 @@ class Trainer:
         self.kernel_path = kernel_path(code, self.m, devices[0])  # which loop its LSTM layers run (the CNN: None)
         self.logs = StepLogs()
         self.batch: tuple[np.ndarray, np.ndarray] | None = None
+
+    def rewind(self) -> None:
+        """Back to where the trainer started (its weights, seed states and optimizer state as made); its compiled
+        steps kept (parity.workloads.trained.kept)."""
+        with self._scope(), jax.default_device(self.devices[0]):
+            for v, a in zip(self.m.variables + self.m.optimizer.variables, self._start, strict=True):
+                v.assign(a)
 
     def _scope(self):
         return distribution(self.devices).scope() if self.distributed else nullcontext()

@@ -134,6 +134,11 @@ SLOW_TESTS = (  # by name, or with its parameters: the CNN's training, its noteb
     "test_example_gru.py::test_the_example_runs_end_to_end_every_row_verified",
     "test_example_gru.py::test_the_example_judged_by_jax_in_float64_runs_end_to_end",
     "test_float64_oracle.py::test_jax_pytorch_and_tensorflow_in_float64_are_the_gru_examples_numpy_oracle",
+    # a rewound trainer against a new one: TF's and the CNN's compile for seconds; JAX's LSTM stays in the fast tier
+    *(
+        f"test_rewind.py::test_a_rewound_trainer_trains_as_a_new_one[{c}]"
+        for c in ("jax-cnn-1", "jax-cnn-2", "tf-cnn-1", "tf-cnn-2", "tf-lstm-1", "tf-lstm-2")
+    ),
     # PyTorch's conv variants against the oracle, torch.compile's among them (each compiles for seconds); every other
     # implementation's stay in the fast tier
     "test_conv.py::test_every_variant_matches_oracle[torch-1]",

@@ -124,6 +124,23 @@ def built_with(devices, x, y) -> dict:
     return out
 
 
+def rewound(devices, x, y) -> dict:
+    """The CNN with its dropout, `fit` on one device and `data_parallel` on all: whether a trainer that took steps
+    of its own and was rewound (its `rewind`) takes the same two steps' losses and weights as a new one."""
+    a, w, out = kj.adapter("cnn"), None, {}
+    w = a.get_weights(a.build(3))
+    for name, devs in (("fit", devices[:1]), ("data_parallel", devices)):
+        runs = []
+        for used in (False, True):
+            t = a.make_trainer(a.build_with(w, 0), devs, name)
+            if used:
+                t.steps(x[1:], y[1:])
+                t.rewind()
+            runs.append([np.asarray(t.steps(x[:2], y[:2]))] + a.get_weights(t.model()))
+        out[name] = all(np.array_equal(p, q) for p, q in zip(*runs, strict=True))
+    return out
+
+
 def main(request: str, out: str) -> None:
     req = json.loads(open(request).read())
     devices = kj.setup_devices("cpu", 8)
@@ -179,6 +196,7 @@ def main(request: str, out: str) -> None:
         for v, d in (("ops", devices[:1]), ("data_parallel", devices))
     ]
     found["built_with"] = built_with(devices, x, y)
+    found["rewound"] = rewound(devices, x, y)
     found["kept_out"] = kept_out()
     found["on_host"] = on_an_accelerator(devices, req, x, y)
     np.savez(req["arrays"], **arrays)

@@ -78,6 +78,14 @@ def test_a_model_built_with_its_weights_is_one_built_then_given_them(probe):
     assert built["cnn_fit_same"]
 
 
+def test_a_rewound_trainer_trains_as_a_new_one(probe):
+    """A trainer that trained on other batches and was rewound (parity.workloads.trained.kept) takes the same steps as
+    a new one, to the bit: the CNN with its dropout, on one device and data-parallel (tests/test_rewind.py: TF's,
+    JAX's)."""
+    found, _, _ = probe
+    assert found["rewound"] == {"fit": True, "data_parallel": True}
+
+
 def test_weights_load_across_all_three_implementations(probe):
     """TF's and JAX's files load into Keras on JAX and give their own forward pass; its file loads into both."""
     found, arrays, req = probe

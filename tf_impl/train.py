@@ -121,6 +121,11 @@ def _copy(code, model, o: catalog.TrainOptions):
     return code.mixed_precision(model) if o.mixed else keras.models.clone_model(model)
 
 
+def _values(m) -> list[np.ndarray]:
+    """Every variable of a compiled model and its built optimizer, as NumPy: what Trainer.rewind restores."""
+    return [np.array(v.numpy()) for v in m.variables + m.optimizer.variables]
+
+
 class Trainer:
     """model.compile + model.fit ('loop': a custom strategy.run loop) under the strategy's scope (a copy
     of the model lives there): the variants of the model's row kind ('<workload>_train')."""
@@ -137,7 +142,7 @@ class Trainer:
         self.spe = o.steps_per_dispatch
         # fit under steps_per_execution logs once per execution: its per-step loss is that execution's mean
         self.steps_per_dispatch, self.loss_every = self.spe, self.spe if o.api == "fit" else 1
-        self.src, self.api, self.distributed = model, o.api, o.distributed
+        self.src, self.api, self.distributed, self.devices = model, o.api, o.distributed, devices
         keras.utils.set_random_seed(seed)  # dropout masks: Keras's own RNG (never the same as JAX's)
         scope = strategy(devices).scope() if self.distributed else nullcontext()
         with scope, tf.device(devices[0]) if not self.distributed else nullcontext():
@@ -150,8 +155,10 @@ class Trainer:
                 jit_compile=True if o.xla else "auto",
                 steps_per_execution=self.spe if o.api == "fit" else 1,
             )
-            if o.api == "loop":  # fit builds it on its first call; the loop's step must not create variables
-                self.m.optimizer.build(self.m.trainable_variables)
+            # built here, not at fit's first call (the loop's step must not create variables), so that rewind has
+            # the state the first step starts from
+            self.m.optimizer.build(self.m.trainable_variables)
+            self._start = _values(self.m)
         self.compute_dtype = self.m.get_layer(code.FIRST).compute_dtype
         # BatchNorm's statistics over each replica's share of the batch (a model without BatchNorm has none)
         self.batchnorm = "replica" if code.BATCHNORM else "none"
@@ -161,6 +168,14 @@ class Trainer:
         if o.api == "loop":
             self.s = strategy(devices)
             self._step = (_loop_step if self.spe == 1 else _loop_steps)(self.s, self.m, o.xla)
+
+    def rewind(self) -> None:
+        """Back to where the trainer started (its weights, seed states and optimizer state as made); its traced
+        functions kept (parity.workloads.trained.kept)."""
+        scope = strategy(self.devices).scope() if self.distributed else nullcontext()
+        with scope, tf.device(self.device) if not self.distributed else nullcontext():
+            for v, a in zip(self.m.variables + self.m.optimizer.variables, self._start, strict=True):
+                v.assign(a)
 
     def ahead(self, x: np.ndarray, y: np.ndarray) -> bool:
         """Nothing compiled ahead: fit's and the loop's tf.function trace and compile at their first call (False)."""

@@ -19,6 +19,7 @@ from parity.api.variants import Variant, out_of_the_box
 from parity.common.protocol import PROGRAMMING_ERRORS
 from parity.common.threads import side_by_side
 from parity.workloads.base import Invalid
+from parity.workloads.trained import kept
 from parity.workloads.trained.data import Dataset, batch_offsets, batches
 
 
@@ -32,9 +33,12 @@ class Epochs:
     """A training row's calls: one epoch each (run), its checks and figures (verify), the test figures at the
     end (finish), and the framework's FLOP count of an epoch (cost)."""
 
-    def __init__(self, impl, devices, device: str, variant: Variant, s, ds: Dataset, trainer, validate: str):
+    def __init__(
+        self, impl, devices, device: str, variant: Variant, s, ds: Dataset, trainer, validate: str, keep_as=None
+    ):
         self.impl, self.devices, self.device, self.variant = impl, devices, device, variant
         self.s, self.ds, self.trainer, self.validate = s, ds, trainer, validate
+        self.keep_as = keep_as  # the trainer's key (kept.key) for the parity round to take, once finished
         self.offsets = batch_offsets(s.seed, s.epochs * s.steps_per_epoch, len(ds.x_train), s.global_batch)
         self.epoch = 0
         self.history: list[dict] = []  # one entry per epoch, first (compiling) epoch included, as Keras's History
@@ -79,6 +83,8 @@ class Epochs:
         return figures
 
     def finish(self) -> dict:
+        if self.keep_as is not None:
+            kept.keep(self.keep_as, self.trainer)
         if self.validate == "epoch" and self.history:
             last = self.history[-1]
             return {
@@ -106,17 +112,22 @@ def parity_variants(cfg, timed: dict | None, kind: str, fw: str) -> dict:
     return {"variants": sorted(timed.get(kind, {}).get(fw, ()))}
 
 
-def parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any], spec) -> dict:
+def parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any], spec, tag: Any = None) -> dict:
     """Forward blocks, one batch's loss and gradients (unless req['grads'] is false: rounds after the first), and a
-    short dropout-free trajectory per variant of the adapter's training row kind, to the .npz file req['out'], each program compiled as the implementation compiles
-    its checks (check_compiler). model(weights path) builds the framework's model (dropout off) from the shared
-    weights; spec: the run's spec (learning rate, Adam's epsilon, seed)."""
+    short dropout-free trajectory per variant of the adapter's training row kind, to the .npz file req['out'], each
+    program compiled as the implementation compiles its checks (check_compiler). model(weights path) builds the
+    framework's model (dropout off) from the shared weights; spec: the run's spec (learning rate, Adam's epsilon,
+    seed); tag: the model's part of its trainers' keys (kept.key): a trajectory takes the trainer a timed row of the
+    same key left (kept.take), rewound."""
     compiler, _ = impl.check_compiler(devices)
-    with compiler:
-        return _parity_arrays(impl, adapter, devices, req, model, spec)
+    try:
+        with compiler:
+            return _parity_arrays(impl, adapter, devices, req, model, spec, tag)
+    finally:
+        kept.drop(adapter.TRAIN)  # the rows' trainers the round did not take
 
 
-def _parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any], spec) -> dict:
+def _parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any], spec, tag) -> dict:
     s, w, out, kind = spec, req["weights"], {}, adapter.TRAIN
     if req.get("forward"):
         x = np.load(req["forward"])
@@ -136,7 +147,8 @@ def _parity_arrays(impl, adapter, devices, req: dict, model: Callable[[str], Any
     records = {v.name: v for v in every}
 
     def trainer(variant: str):
-        return adapter.make_trainer(model(w), devices, variant, s.learning_rate, s.adam_epsilon, s.seed)
+        ready = kept.take(kept.key(kind, variant, devices, tag, w, s, x.shape[1]))  # a timed row's, rewound
+        return ready or adapter.make_trainer(model(w), devices, variant, s.learning_rate, s.adam_epsilon, s.seed)
 
     grads = req.get("grads", True)  # one batch on one device: judged in the run's first round only
     if req.get("ahead"):  # an accelerator's host: each program compiled beside the others (Config.ahead)

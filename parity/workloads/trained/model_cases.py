@@ -13,7 +13,7 @@ from parity.api.variants import Variant
 from parity.api.weights import load_npz, save_npz
 from parity.workloads.base import RowKind, Timed, judged_by_checks, output_verifier
 from parity.workloads.ops import _saving
-from parity.workloads.trained import Epochs, dataset, parity_arrays
+from parity.workloads.trained import Epochs, dataset, kept, parity_arrays
 from parity.workloads.trained.model import TrainedModel
 
 
@@ -42,7 +42,9 @@ def train_case(
     trainer = impl.adapter(m.name).make_trainer(
         _model(m, impl, s, weights), devices, variant.name, s.learning_rate, s.adam_epsilon, s.seed
     )
-    epochs = Epochs(impl, devices, device, variant, s, ds, trainer, validate)
+    # kept for the parity round's trajectory of the same variant, model, weights and batch (parity.workloads.kept)
+    keep_as = kept.key(kind.name, variant.name, devices, m.sizes(m.fields(s)), weights, s, s.global_batch)
+    epochs = Epochs(impl, devices, device, variant, s, ds, trainer, validate, keep_as)
     k = s.steps_per_epoch
     info = {
         "flops": s.step_flops() * k,
@@ -117,7 +119,8 @@ def init_weights(m: TrainedModel, impl, devices, req: dict) -> dict:
 def parity(m: TrainedModel, impl, devices, req: dict) -> dict:
     """Forward blocks, one batch's loss and gradients, and a short trajectory per variant, to .npz."""
     s = type(m.full)(**req["spec"])
-    return parity_arrays(impl, impl.adapter(m.name), devices, req, lambda w: _model(m, impl, s, w), s)
+    model = lambda w: _model(m, impl, s, w)  # noqa: E731
+    return parity_arrays(impl, impl.adapter(m.name), devices, req, model, s, m.sizes(m.fields(s)))
 
 
 def kinds(m: TrainedModel, infer_tolerance) -> tuple[RowKind, RowKind]:
