@@ -2,7 +2,7 @@
 row left) trains as a new one: the same losses and weights, to the bit, after steps of its own before the rewind. Each
 in-process implementation's trainer at one device and data-parallel, the CNN with its dropout on (the dropout keys'
 and seed states' rewind); Keras 3 on JAX's in tests/test_keras_jax.py (its probe's `rewound`). And the registry: a
-trainer is taken only under its own key, rewound, once; the rest released."""
+trainer is taken only under its own key, rewound, once; the rest released, and none kept after its kind's round."""
 
 from __future__ import annotations
 
@@ -76,3 +76,6 @@ def test_a_kept_trainer_is_taken_only_under_its_key_rewound_once_and_the_rest_re
     assert kept.take(k) is t and t.rewound == 1 and kept.take(k) is None
     kept.drop("lstm_train")
     assert kept.KEPT == {} and other.rewound == 0
+    kept.keep(k, t)  # a row finished after its kind's round (an accelerator's host takes the rounds first)
+    assert kept.KEPT == {}
+    kept.TAKEN.discard("lstm_train")

@@ -2,13 +2,15 @@
 same variant, devices, model, starting weights, numbers and batch shape as a row timed before it trains that row's
 trainer, rewound to where it started (its `rewind`: the weights, optimizer state and step count it was made with),
 instead of a new one whose programs compile again. Only where the rows come before the round (a CPU: an
-accelerator's host takes its parity rounds first, parity.engine.ahead), and only a trainer that can rewind."""
+accelerator's host takes its parity rounds first, parity.engine.ahead; a row finished after its kind's round keeps
+nothing), and only a trainer that can rewind."""
 
 from __future__ import annotations
 
 from typing import Any
 
 KEPT: dict[tuple, Any] = {}  # key() -> the trainer a finished row left
+TAKEN: set[str] = set()  # the row kinds whose parity round this worker has taken: their rows keep nothing after it
 
 
 def key(kind: str, variant: str, devices, model: Any, weights: str, spec, batch: int) -> tuple:
@@ -19,8 +21,9 @@ def key(kind: str, variant: str, devices, model: Any, weights: str, spec, batch:
 
 
 def keep(k: tuple, trainer: Any) -> None:
-    """A finished row's trainer, kept for the round's trajectory of the same key (one that cannot rewind is not)."""
-    if callable(getattr(trainer, "rewind", None)):
+    """A finished row's trainer, kept for the round's trajectory of the same key (one that cannot rewind is not, nor
+    one whose kind's round has been taken)."""
+    if callable(getattr(trainer, "rewind", None)) and k[0] not in TAKEN:
         KEPT[k] = trainer
 
 
@@ -33,6 +36,7 @@ def take(k: tuple) -> Any | None:
 
 
 def drop(kind: str) -> None:
-    """Release every trainer of row kind `kind` the round did not take."""
+    """Release every trainer of row kind `kind` the round did not take; its rows keep none from now on."""
+    TAKEN.add(kind)
     for k in [k for k in KEPT if k[0] == kind]:
         del KEPT[k]
