@@ -41,15 +41,10 @@ class KerasTrained(adapters.Trained):
         """What a variant with these options runs: its own copy of `model` ('+unroll', built where build builds), the
         model's weights on it, or the model itself."""
         with self.backend.on_host():
-            copy = self.unfilled_copy(lambda: self.model_code.variant_copy(model, options))
+            copy = self.unfilled_of(lambda: self.model_code.variant_copy(model, options))
         if copy is not model:
             copy.set_weights(model.get_weights())
         return copy
-
-    def unfilled_copy(self, copy: Callable[[], Any]) -> Any:
-        """copy() (a copy of a model, its weights to be set), its initialisers not run where the backend leaves
-        them out (`unfilled`)."""
-        return copy() if self._unfilled is None else self._unfilled(copy)
 
     def loss_and_grads(self, model: Any, x: np.ndarray, y: np.ndarray) -> Gradients:
         check_examples(x, y, 1)

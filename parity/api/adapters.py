@@ -77,8 +77,12 @@ class Trained:
     def unfilled(self, *sizes: int, **options: Any) -> Any:
         """A new model as build() makes it, its weights placeholders for set_weights to replace (build_with), its
         initialisers not run where the framework's cost seconds (`unfilled`, above); else build() itself."""
-        build = partial(self.build, *sizes, **options)
-        return build() if self._unfilled is None else self._unfilled(build)
+        return self.unfilled_of(partial(self.build, *sizes, **options))
+
+    def unfilled_of(self, make: Callable[[], Any]) -> Any:
+        """make() (a model, or a copy of one, whose weights are to be set), its initialisers not run where the
+        framework leaves them out (`unfilled`)."""
+        return make() if self._unfilled is None else self._unfilled(make)
 
     def build_with(self, weights: Sequence[np.ndarray], *sizes: int, **options: Any) -> Any:
         """A new model holding `weights` (Keras's order, checked as set_weights checks them): what build() then
