@@ -58,7 +58,10 @@ def test_pytorchs_trainer_compiles_nothing_to_keep_so_none_is_kept():
     assert not hasattr(t, "rewind")
 
 
-def test_a_kept_trainer_is_taken_only_under_its_key_rewound_once_and_the_rest_released():
+def test_a_kept_trainer_is_taken_only_under_its_key_rewound_once_and_the_rest_released(monkeypatch):
+    monkeypatch.setattr(kept, "KEPT", {})  # this process's own, whatever a test before this one left
+    monkeypatch.setattr(kept, "TAKEN", set())
+
     class Trainer:
         rewound = 0
 
@@ -78,4 +81,3 @@ def test_a_kept_trainer_is_taken_only_under_its_key_rewound_once_and_the_rest_re
     assert kept.KEPT == {} and other.rewound == 0
     kept.keep(k, t)  # a row finished after its kind's round (an accelerator's host takes the rounds first)
     assert kept.KEPT == {}
-    kept.TAKEN.discard("lstm_train")
