@@ -15,7 +15,15 @@ from keras.src.backend.jax import trainer as keras_jax_trainer
 from keras_jax_impl import catalog
 from keras_jax_impl.devices import distribution
 from keras_jax_impl.models import built_for, kernel_path, uncounted
-from keras_models.models import KerasTrained, StepLogs, logits_copy, logits_loss, unfilled
+from keras_models.models import (
+    KerasTrained,
+    StepLogs,
+    logits_copy,
+    logits_loss,
+    restore_state,
+    trained_state,
+    unfilled,
+)
 from parity.api.inputs import check_count, check_examples
 
 
@@ -58,7 +66,7 @@ class Trainer:
                 steps_per_execution=self.spe,
             )
             self.m.optimizer.build(self.m.trainable_variables)  # as fit's first call would: rewind's state has it
-            self._start = [np.array(v.numpy()) for v in self.m.variables + self.m.optimizer.variables]
+            self._start = trained_state(self.m)
         self.compute_dtype = self.m.get_layer(code.FIRST).compute_dtype
         # DataParallel runs one SPMD program over the global batch: BatchNorm's statistics are the global batch's,
         # where TF's MirroredStrategy and Flax's pmap/shard_map take each replica's own (no BatchNorm: 'none')
@@ -71,8 +79,7 @@ class Trainer:
         """Back to where the trainer started (its weights, seed states and optimizer state as made); its compiled
         steps kept (parity.workloads.trained.kept)."""
         with self._scope(), jax.default_device(self.devices[0]):
-            for v, a in zip(self.m.variables + self.m.optimizer.variables, self._start, strict=True):
-                v.assign(a)
+            restore_state(self.m, self._start)
 
     def _scope(self):
         return distribution(self.devices).scope() if self.distributed else nullcontext()

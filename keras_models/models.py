@@ -136,6 +136,18 @@ def _zeros(shape, dtype=None) -> np.ndarray:
     return np.zeros(shape, dtype or "float32")
 
 
+def trained_state(m) -> list[np.ndarray]:
+    """Every variable of a compiled model and of its built optimizer, as NumPy, in order: what a Keras trainer holds
+    at its start for its rewind (restore_state)."""
+    return [np.array(v.numpy()) for v in m.variables + m.optimizer.variables]
+
+
+def restore_state(m, values: list[np.ndarray]) -> None:
+    """Every variable trained_state read, set back (inside the trainer's scope and device)."""
+    for v, a in zip(m.variables + m.optimizer.variables, values, strict=True):
+        v.assign(a)
+
+
 def logits_loss() -> keras.losses.Loss:
     """The sparse cross-entropy from the logits: what TensorFlow's Keras computes for a softmax output (from its
     cached logits) and Flax from its logits, set explicitly so that Keras on JAX computes it too."""

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from keras_models.models import KerasTrained, StepLogs, cross_entropy
+from keras_models.models import KerasTrained, StepLogs, cross_entropy, restore_state, trained_state
 from parity.api.inputs import check_count, check_examples
 from tf_impl import catalog
 from tf_impl.devices import graph_flops, multiworker, strategy
@@ -121,11 +121,6 @@ def _copy(code, model, o: catalog.TrainOptions):
     return code.mixed_precision(model) if o.mixed else keras.models.clone_model(model)
 
 
-def _values(m) -> list[np.ndarray]:
-    """Every variable of a compiled model and its built optimizer, as NumPy: what Trainer.rewind restores."""
-    return [np.array(v.numpy()) for v in m.variables + m.optimizer.variables]
-
-
 class Trainer:
     """model.compile + model.fit ('loop': a custom strategy.run loop) under the strategy's scope (a copy
     of the model lives there): the variants of the model's row kind ('<workload>_train')."""
@@ -158,7 +153,7 @@ class Trainer:
             # built here, not at fit's first call (the loop's step must not create variables), so that rewind has
             # the state the first step starts from
             self.m.optimizer.build(self.m.trainable_variables)
-            self._start = _values(self.m)
+            self._start = trained_state(self.m)
         self.compute_dtype = self.m.get_layer(code.FIRST).compute_dtype
         # BatchNorm's statistics over each replica's share of the batch (a model without BatchNorm has none)
         self.batchnorm = "replica" if code.BATCHNORM else "none"
@@ -174,8 +169,7 @@ class Trainer:
         functions kept (parity.workloads.trained.kept)."""
         scope = strategy(self.devices).scope() if self.distributed else nullcontext()
         with scope, tf.device(self.device) if not self.distributed else nullcontext():
-            for v, a in zip(self.m.variables + self.m.optimizer.variables, self._start, strict=True):
-                v.assign(a)
+            restore_state(self.m, self._start)
 
     def ahead(self, x: np.ndarray, y: np.ndarray) -> bool:
         """Nothing compiled ahead: fit's and the loop's tf.function trace and compile at their first call (False)."""

@@ -42,7 +42,10 @@ def check_divisible(batch: int, replicas: int) -> int:
 
 
 class Trainer(Protocol):
-    """What a trained adapter's make_trainer returns (parity.api.adapters.Trained), in every implementation."""
+    """What a trained adapter's make_trainer returns (parity.api.adapters.Trained), in every implementation. A trainer
+    whose programs compile may also offer `rewind()`: back to its first weights, optimizer state and step count, its
+    compiled programs kept (parity.workloads.trained.kept gives it a parity trajectory; PyTorch's compile nothing to
+    keep and offer none)."""
 
     steps_per_dispatch: int  # training steps per host dispatch: 1, or STEPS_PER_DISPATCH in '+spe'/'+scan'
     loss_every: int  # 1: steps() gives each step's own loss; k: each k-step dispatch's mean, for each of its steps
