@@ -106,6 +106,7 @@ SLOW_FILES = (
     "test_cli.py",
     "test_cnn.py",
     "test_cnn_training.py",
+    "test_ddp_ranks.py",
     "test_faults.py",
     "test_html_browser.py",
     "test_keras_jax.py",

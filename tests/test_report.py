@@ -78,9 +78,9 @@ def test_the_fp32_lanes_follow_the_units_not_only_the_instructions(vendor, famil
 
 def test_the_peak_divides_by_the_larger_and_keeps_the_best():
     low = roofline.Peak("cpu", "fp32", 157e9, 30e9, "test", computed_flops=157e9, measured_flops=120e9)
-    again = peaks.remeasured(low, n=256)
+    again = peaks.remeasured(low, n=256, copy_mib=16)
     assert again.measured_flops >= 120e9 and again.flops == max(again.measured_flops, 157e9)
-    assert peaks.remeasured(again, n=256).source.count("best of") == 1
+    assert peaks.remeasured(again, n=256, copy_mib=16).source.count("best of") == 1
     row = _row(median_s=CONV_FULL.flops() / 150e9)  # 150 GFLOP/s: above the busy measurement, below computed
     row = _judged(row, low)
     assert row["verified"] and row["pct_peak"] <= 100
@@ -107,7 +107,7 @@ def test_this_cpu_is_described():
 
 
 def test_measured_cpu_peak_is_checked_and_plausible():
-    flops, bw = cpuinfo.measure_cpu(n=512, reps=2)
+    flops, bw = cpuinfo.measure_cpu(n=512, reps=2, copy_mib=16)
     assert 1e8 < flops < 1e14 and 1e8 < bw < 1e13
 
 
@@ -549,7 +549,7 @@ def test_bf16_rows_only_where_the_hardware_has_it(monkeypatch):
     # TF calls its CPU 'CPU': an 8-replica bfloat16 row is still judged against the one CPU, not 8 of them
     tf8 = Row(**_row(device_kind="CPU", variant="strategy+bf16", dtype="bfloat16", replicas=8, median_s=1.0))
     assert roofline.roofline(tf8, roofline.bf16_peak("cpu", "CPU", run), 8)["peak_flops"] == 7.2e14
-    again = peaks.remeasured(dataclasses.replace(CPU, measured_bf16={"tf": 9e14}), n=256)
+    again = peaks.remeasured(dataclasses.replace(CPU, measured_bf16={"tf": 9e14}), n=256, copy_mib=16)
     assert again.measured_bf16 == {"tf": 9e14}  # re-measuring the float32 peak keeps it
 
 

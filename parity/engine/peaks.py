@@ -154,10 +154,10 @@ def cpu_peak(measure: bool = True, n: int = 4096) -> Peak:
     )
 
 
-def remeasured(peak: Peak, n: int = 4096) -> Peak:
-    """The CPU peak with one more measurement: the best of all taken so far. A machine that was busy for
-    one measurement (another job, a frequency dip) would otherwise set a peak that honest rows exceed."""
-    measured, bw = measure_cpu(n)
+def remeasured(peak: Peak, n: int = 4096, copy_mib: int = 256) -> Peak:
+    """The CPU peak with one more measurement (measure_cpu's): the best of all taken so far. A machine that was busy
+    for one measurement (another job, a frequency dip) would otherwise set a peak that honest rows exceed."""
+    measured, bw = measure_cpu(n, copy_mib=copy_mib)
     m = max(measured, peak.measured_flops or 0.0)
     b = max(bw, peak.measured_bandwidth or 0.0)
     tag = " (best of measurements before and after each round of workers)"
