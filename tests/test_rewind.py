@@ -1,5 +1,6 @@
 """A trainer rewound (its `rewind`: parity.workloads.trained.kept gives a parity round's trajectory the trainer a timed
-row left) trains as a new one: the same losses and weights, to the bit, after steps of its own before the rewind. Each
+row left) trains as a new one: the same losses and weights, to the bit, as its own first steps when new, after steps
+on other batches before the rewind (one trainer, one compilation). Each
 in-process implementation's trainer at one device and data-parallel, the CNN with its dropout on (the dropout keys'
 and seed states' rewind); Keras 3 on JAX's in tests/test_keras_jax.py (its probe's `rewound`). And the registry: a
 trainer is taken only under its own key, rewound, once; the rest released, and none kept after its kind's round."""
@@ -36,16 +37,13 @@ def test_a_rewound_trainer_trains_as_a_new_one(name, workload, replicas):
     w = adapter.get_weights(adapter.build(*sizes, 3))
     x, y = _batches(0)
 
-    def trainer():
-        model = adapter.build_with(w, *sizes, 0)
-        return adapter.make_trainer(model, devices[:replicas], variants[name, replicas], 1e-3, 1e-7, 0)
-
-    fresh = trainer()
-    want = [np.asarray(fresh.steps(x, y))] + adapter.get_weights(fresh.model())
-    used = trainer()
-    used.steps(*_batches(1))  # other batches first: its weights, optimizer state and step count move on
-    used.rewind()
-    got = [np.asarray(used.steps(x, y))] + adapter.get_weights(used.model())
+    t = adapter.make_trainer(
+        adapter.build_with(w, *sizes, 0), devices[:replicas], variants[name, replicas], 1e-3, 1e-7, 0
+    )
+    want = [np.asarray(t.steps(x, y))] + adapter.get_weights(t.model())  # what the new trainer takes
+    t.steps(*_batches(1))  # other batches: its weights, optimizer state and step count move on
+    t.rewind()
+    got = [np.asarray(t.steps(x, y))] + adapter.get_weights(t.model())
     assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
 
 
