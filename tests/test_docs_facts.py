@@ -131,6 +131,35 @@ def test_zen4s_times_across_hosts_are_the_files():
     assert cells[4] == f"{span}; fast tier {tier.split('|')[4].strip()}"
 
 
+def _stamped(log: Path) -> str:
+    """'1 min 27 s' from a run's log: its first stamped line ('[11:20:44] ...') to its last."""
+    stamps = re.findall(r"^\[(\d\d):(\d\d):(\d\d)\]", log.read_text(), re.M)
+    stamps = [int(h) * 3600 + int(m) * 60 + int(s) for h, m, s in stamps]
+    s = (stamps[-1] - stamps[0]) % 86400
+    return f"{s // 60} min {s % 60} s"
+
+
+def test_zen5s_times_are_its_current_files():
+    """The README's `zen5` row: the default's wall time from its log, `--quick` from its stamped lines, each as the
+    class README gives it beside its file's commit and counts; the tests as docs/tests.md gives them."""
+    zen5 = DOCS / "results/zen5"
+    row = next(ln for ln in README.splitlines() if ln.startswith("| `zen5`:"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    default, quick = _wall(zen5 / "cpu-default-log.txt"), _stamped(zen5 / "cpu-quick-log.txt")
+    assert cells[1] == f"{default} with PyTorch and the ViT" and cells[3] == f"{quick} with PyTorch and the ViT"
+    for name, said in (("cpu-default", default), ("cpu-quick", quick)):
+        line, doc = _class_row(name, zen5), _doc(f"docs/results/zen5/{name}.json")
+        checks = [c["passed"] for c in doc["checks"]]
+        counts = f"{sum(r['verified'] for r in doc['rows'])} of {len(doc['rows'])} rows verified, "
+        counts += f"{checks.count(True)} checks passed, {checks.count(None)} not judged"
+        assert said in line and f"at {doc['env']['git_commit']}" in line and counts in line and False not in checks
+    tests = (DOCS / "tests.md").read_text().splitlines()
+    whole = next(ln for ln in tests if ln.startswith("| `zen5` | `.ci/run` on a clean clone |"))
+    tier = next(ln for ln in tests if ln.startswith('| `zen5` | `python -m pytest -q -m "not slow"` |'))
+    first = re.search(r"\| (\d+ min \d+ s), then", whole)[1]
+    assert cells[4] == f"{first}; fast tier {tier.split('|')[4].strip()}"
+
+
 def test_the_readme_quotes_no_zen4_time_outside_its_table():
     """The times are said once, in the table: none before "## The answer" and none in the run commands' comments."""
     head = README[: README.index("## The answer")]
@@ -355,6 +384,28 @@ def test_the_row_lstm_bullet_holds_in_every_grid_file():
             assert hi < 1, p
     assert tied == ties
     assert f"PyTorch trains it fastest on the {WORDS_BY[len(torch)]} classes that ran it" in bullet
+
+
+def test_the_vit_clause_and_what_is_not_measured_hold_in_the_grid_files():
+    """'PyTorch trains the ViT fastest on three of the four classes that ran it (0.57x, `xeon-amx`)', and 'PyTorch and
+    the ViT on `zen1` and the Xeons without AMX' not measured: counted from the grid's files."""
+    text = _flat(README)
+    ran, fastest, lacking = [], [], set()
+    for p in _grid_files():
+        doc = _doc(p.as_posix())
+        if _best(doc, "vit_train", "torch") is None:
+            lacking.add(p.parent.name)
+            continue
+        ran.append(p.parent.name)
+        if min((_best(doc, "vit_train", fw) or 1e9, fw) for fw in frameworks.TABLE)[1] == "torch":
+            fastest.append(p.parent.name)
+    said = f"PyTorch trains the ViT fastest on {WORDS_BY[len(fastest)]} of the {WORDS_BY[len(ran)]} classes that ran it"
+    assert said in text and "xeon-amx" in fastest
+    amx = _doc("docs/results/xeon-amx/cpu-default.json")
+    assert f"({_best(amx, 'vit_train', 'torch') / _best(amx, 'vit_train', 'tf'):.2f}x, `xeon-amx`)" in text
+    assert "PyTorch and the ViT on `zen1` and the Xeons without AMX" in text
+    xeons = {p.parent.name for p in _grid_files() if p.parent.name.startswith("xeon-")}
+    assert lacking == {"zen1"} | xeons - {"xeon-amx"}
 
 
 def test_the_gaps_pages_bests_on_xeon_amx_are_each_frameworks_fastest_row():

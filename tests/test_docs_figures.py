@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 CLASSES = ("zen1", "zen4", "zen5", "xeon-avx512bf16", "xeon-amx")
 # each class's default run with three frameworks (TF, JAX, Keras 3 on JAX): the files tuning.md's table reads
-# zen4's and xeon-amx's cpu-default.json hold four frameworks: their three-framework runs are named so
+# zen4's, zen5's and xeon-amx's cpu-default.json hold four frameworks: their three-framework runs are named so
 THREE = {k: f"docs/results/{k}/cpu-default.json" for k in CLASSES} | {
-    k: f"docs/results/{k}/cpu-default-three-frameworks.json" for k in ("zen4", "xeon-amx")
+    k: f"docs/results/{k}/cpu-default-three-frameworks.json" for k in ("zen4", "zen5", "xeon-amx")
 }
 FIGURE = re.compile(r"(\d+\.\d\d)x \(95% CI (\d+\.\d\d)-(\d+\.\d\d)(; no difference)?")  # a comparison's text
 QUOTED = re.compile(r"`([^`]+)` / `([^`]+)` (\d+\.\d\d)x \((\d+\.\d\d)-(\d+\.\d\d)(, no difference)?\)")

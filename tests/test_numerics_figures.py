@@ -20,9 +20,9 @@ PAGE = (ROOT / "docs/numerics.md").read_text()
 TEXT = " ".join(PAGE.split())  # the page's line breaks fall anywhere in a sentence
 CLASSES = ("zen1", "zen4", "zen5", "xeon-avx512bf16", "xeon-amx")
 # each class's default run with three frameworks (TF, JAX, Keras 3 on JAX): the files the page's table reads
-# zen4's and xeon-amx's cpu-default.json hold four frameworks: their three-framework runs are named so
+# zen4's, zen5's and xeon-amx's cpu-default.json hold four frameworks: their three-framework runs are named so
 FILES = {k: f"{k}/cpu-default.json" for k in CLASSES} | {
-    k: f"{k}/cpu-default-three-frameworks.json" for k in ("zen4", "xeon-amx")
+    k: f"{k}/cpu-default-three-frameworks.json" for k in ("zen4", "zen5", "xeon-amx")
 }
 CITED = re.compile(r"(\S+) \(`([\w-]+)`(?:, (\w+))?\)")  # a table figure: '4.5e-7 (`zen5`, logits)'
 
@@ -238,10 +238,10 @@ def test_the_gradient_notes_and_the_lstm_bounds_are_the_files():
     blocks = ", ".join(f"{b} {_e(tol[f'lstm forward {b}'])}" for b in ("lstm1", "lstm2", "logits", "probs"))
     cancels = re.search(r"where a sum cancels \((.+)\)$", notes["zen5"])[1]
     said = [
-        f'e.g. "{cancels}" (`docs/results/zen5/cpu-default.json`)',
+        f'e.g. "{cancels}" (`docs/results/zen5/cpu-default-three-frameworks.json`)',
         f"none of the {windows} windows was one in the five default runs above (their gradient notes)",
         f"the bounds read {blocks}, and the loss {_e(tol['lstm loss (one batch)'])} "
-        "(`docs/results/zen5/cpu-default.json`)",
+        "(`docs/results/zen5/cpu-default-three-frameworks.json`)",
     ]
     assert not _missing(said)
 
