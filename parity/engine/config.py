@@ -59,7 +59,7 @@ PRESETS = {
             "best-known configuration, every row against float64, every timed variant's trajectory against one "
             "reference",
             "10 min 2 s to 13 min 14 s on zen4 hosts with PyTorch and the ViT (bfloat16 rows too); 7 min 10 s on "
-            "xeon-avx512, three frameworks, no ViT, no bfloat16 rows, the conv on 128 images; 5 min 31 s on one TPU "
+            "xeon-avx512, three frameworks, no ViT, no bfloat16 rows, the conv on 128 images; 5 min 18 s on one TPU "
             "v5e, JAX and Keras 3 on JAX (docs/tpu.md)",
             "best", "device", 3.0, 30, 20, 4096, (1,), "timed",
         ),
