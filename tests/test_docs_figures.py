@@ -542,3 +542,32 @@ def test_zen4s_default_run_after_the_adapters_is_its_files():
     assert "the first two nearer the file before's, PyTorch's ViT slower than either" in text
     epochs = ms(new, "lstm_train", "torch", key="times_s")
     assert f"its epochs rising from {epochs[0] * 1e3:.0f} to {max(epochs) * 1e3:.0f} ms" in text
+
+
+def test_the_zen5_pytorch_matmul_gap_is_its_files():
+    """docs/gaps.md's zen5 matmul: the default run's rows and ratio, and each setting's `torch.mm` and NumPy's
+    product from benchmarks/torch_matmul_blas.py's records."""
+    text = " ".join((DOCS / "gaps.md").read_text().split())
+    doc = _doc("docs/results/zen5/cpu-default.json")
+    ms = {
+        r["framework"]: r["median_s"] * 1e3
+        for r in doc["rows"]
+        if (r["kind"], r["dtype"], r["variant"]) in {("matmul", "float32", "eager"), ("matmul", "float32", "function")}
+    }
+    (c,) = [
+        c for c in doc["comparisons"] if c["pair"] == "torch_vs_tf" and (c["kind"], c["dtype"]) == ("matmul", "float32")
+    ]
+    lo, hi = c["ci95"]
+    said = f"PyTorch `eager` {ms['torch']:.2f} ms against TF `function` {ms['tf']:.2f} ms, `eager` / `function` "
+    assert said + f"{c['ratio']:.2f}x ({lo:.2f}-{hi:.2f})" in text
+    recs = {r["setting"]: r for r in map(json.loads, (DOCS / "results/zen5/torch-matmul-blas.jsonl").open())}
+    mm = {k: f"{r['torch_mm_ms']:.1f} ms" for k, r in recs.items()}
+    assert (
+        f"took {mm['default']} as it is, {mm['MKL_ENABLE_INSTRUCTIONS=AVX512']} with `MKL_ENABLE_INSTRUCTIONS" in text
+    )
+    assert f"{mm['MKL_DEBUG_CPU_TYPE=5']} with `MKL_DEBUG_CPU_TYPE=5`" in text and f"mm) {mm['compiled']}" in text
+    numpy = sorted(r["numpy_ms"] for r in recs.values())
+    assert f"NumPy's product in the same processes took {numpy[0]:.1f}-{numpy[-1]:.1f} ms" in text
+    assert {r["blas"] for r in recs.values()} == {"mkl"} and all(
+        "oneMKL 2024.0 Update 2" in r["mkl"] for r in recs.values()
+    )
