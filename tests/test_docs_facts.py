@@ -140,14 +140,16 @@ def _stamped(log: Path) -> str:
 
 
 def test_zen5s_times_are_its_current_files():
-    """The README's `zen5` row: the default's wall time from its log, `--quick` from its stamped lines, each as the
-    class README gives it beside its file's commit and counts; the tests as docs/tests.md gives them."""
+    """The README's `zen5` row: the default's and `--preset full`'s wall times from their logs, `--quick`'s from its
+    stamped lines, each as the class README gives it beside its file's commit and counts; the tests as docs/tests.md
+    gives them."""
     zen5 = DOCS / "results/zen5"
     row = next(ln for ln in README.splitlines() if ln.startswith("| `zen5`:"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    default, quick = _wall(zen5 / "cpu-default-log.txt"), _stamped(zen5 / "cpu-quick-log.txt")
-    assert cells[1] == f"{default} with PyTorch and the ViT" and cells[3] == f"{quick} with PyTorch and the ViT"
-    for name, said in (("cpu-default", default), ("cpu-quick", quick)):
+    default, full = _wall(zen5 / "cpu-default-log.txt"), _wall(zen5 / "cpu-full-log.txt")
+    quick = _stamped(zen5 / "cpu-quick-log.txt")
+    assert cells[1:4] == [f"{s} with PyTorch and the ViT" for s in (default, full, quick)]
+    for name, said in (("cpu-default", default), ("cpu-full", full), ("cpu-quick", quick)):
         line, doc = _class_row(name, zen5), _doc(f"docs/results/zen5/{name}.json")
         checks = [c["passed"] for c in doc["checks"]]
         counts = f"{sum(r['verified'] for r in doc['rows'])} of {len(doc['rows'])} rows verified, "
