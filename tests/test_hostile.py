@@ -767,8 +767,8 @@ def test_a_worker_that_never_answers_is_waited_for_no_longer_than_the_timeout(tm
     from parity.engine.workerproc import Worker, await_workers
 
     w = Worker("jax", "cpu", 1, "default", 1, python=_interpreter(tmp_path, "sleep 30"))
-    with pytest.raises(HarnessError, match="JAX worker gave no answer in 1 s; stopped it"):
-        await_workers(Config(timeout_s=1, progress=False), {"jax": w})
+    with pytest.raises(HarnessError, match="JAX worker gave no answer in 0.3 s; stopped it"):
+        await_workers(Config(timeout_s=0.3, progress=False), {"jax": w})
 
 
 def test_an_exclusive_worker_takes_the_lock_every_run_shares(tmp_path, monkeypatch):
@@ -841,10 +841,10 @@ def test_the_interpreter_probe_waits_no_longer_than_the_timeout(tmp_path, capsys
 
     hangs = _interpreter(tmp_path, "echo 'Python 3.12'\nexec sleep 60")
     start = time.monotonic()
-    assert run.main(["--python", f"jax={hangs}", "--timeout", "1", "--out", str(tmp_path / "out")]) == 2
+    assert run.main(["--python", f"jax={hangs}", "--timeout", "0.3", "--out", str(tmp_path / "out")]) == 2
     assert time.monotonic() - start < 15
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "no answer within 1 s (--timeout)" in err[0], err
+    assert len(err) == 1 and "no answer within 0.3 s (--timeout)" in err[0], err
 
 
 def test_a_path_with_a_newline_is_one_line_of_error(tmp_path, capsys):

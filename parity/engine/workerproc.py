@@ -95,7 +95,7 @@ class Worker:
         except queue.Empty:  # a worker that did not answer in time reads no request either: killed at once
             self.close(kill=True)
             raise HarnessError(
-                f"{self.label} worker gave no answer in {timeout_s or self.timeout_s:.0f} s; stopped it"
+                f"{self.label} worker gave no answer in {timeout_s or self.timeout_s:g} s; stopped it"
             ) from None
         if line is None:
             raise self._died()
