@@ -15,8 +15,9 @@ import os
 import subprocess
 import sys
 
-# Each setting: the variables its process starts with. oneMKL picks its code path by the CPU's vendor; the two
-# variables are its documented ways to ask for AVX-512 (MKL_DEBUG_CPU_TYPE is ignored by oneMKL 2020.1 and later).
+# Each setting: the variables its process starts with. MKL_ENABLE_INSTRUCTIONS is oneMKL's documented cap on the
+# instruction set; MKL_DEBUG_CPU_TYPE=5, an undocumented variable older MKLs read on AMD CPUs, is ignored by oneMKL
+# 2020.1 and later (timed to show that it changes nothing).
 # "compiled" is the product through torch.compile's max-autotune, at the default variables.
 SETTINGS = {
     "default": ({}, "mm"),
