@@ -575,3 +575,28 @@ def test_the_zen5_pytorch_matmul_gap_is_its_files():
     assert {r["blas"] for r in recs.values()} == {"mkl"} and all(
         "oneMKL 2024.0 Update 2" in r["mkl"] for r in recs.values()
     )
+
+
+def test_zen5s_cnn_rows_from_the_default_to_the_full_run_are_their_files():
+    """The zen5 README's CNN rows of TF and PyTorch in the default run, then in `--preset full`, and how far each
+    framework's moved."""
+    text = " ".join((DOCS / "results/zen5/README.md").read_text().split())
+    runs = [_doc(f"docs/results/zen5/{n}.json") for n in ("cpu-default", "cpu-full")]
+
+    def ms(doc, fw, kind, variant):
+        key = (kind, {"TF": "tf", "PyTorch": "torch"}[fw], variant, 1)
+        (r,) = [r for r in doc["rows"] if (r["kind"], r["framework"], r["variant"], r["replicas"]) == key]
+        return r["median_s"] * 1e3
+
+    moved = {}
+    for fw, kind, variant in [
+        ("TF", "cnn_train", "fit+spe"),
+        ("TF", "cnn_infer", "predict"),
+        ("PyTorch", "cnn_train", "eager+cl+thp"),
+        ("PyTorch", "cnn_infer", "predict+cl+compile+thp"),
+    ]:
+        before, after = (ms(doc, fw, kind, variant) for doc in runs)
+        assert f"{fw} `{variant}` {before:.2f} ms, then {after:.2f} ms" in text
+        moved.setdefault(fw, []).append(after / before)
+    assert max(abs(m - 1) for m in moved["TF"]) <= 0.03
+    assert f"PyTorch's by {min(moved['PyTorch']):.2f}x to {max(moved['PyTorch']):.2f}x" in text
