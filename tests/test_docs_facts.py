@@ -388,6 +388,32 @@ def test_the_row_lstm_bullet_holds_in_every_grid_file():
     assert f"PyTorch trains it fastest on the {WORDS_BY[len(torch)]} classes that ran it" in bullet
 
 
+def test_the_cnn_training_bullets_hold_in_every_grid_file():
+    """'Out of the box, TF trains the article's CNN fastest on AVX-512'; 'at each framework's best in float32, TF
+    leads or ties CNN training on AVX-512 ...; JAX leads on AVX2': on each grid class, AVX-512 or AVX2 as
+    docs/results.md's table of classes says."""
+    from parity.judging import summary
+
+    text = _flat(README)
+    assert "TF trains the article's CNN fastest on AVX-512" in text
+    assert "TF leads or ties CNN training on AVX-512" in text and "JAX leads on AVX2" in text
+    table = (DOCS / "results.md").read_text().splitlines()
+    avx512 = {re.search(r"`([\w-]+)`", ln)[1] for ln in table if ln.startswith("| [`") and ": AVX-512" in ln}
+    avx512 |= {re.search(r"`([\w-]+)`", ln)[1] for ln in table if ln.startswith("| [`") and "(AVX-512" in ln}
+    assert {"zen4", "zen5", "xeon-amx"} <= avx512 and not {"zen1", "zen3"} & avx512
+    for p in _grid_files():
+        rows, klass = _doc(p.as_posix())["rows"], p.parent.name
+        plain = {fw: summary.fastest(rows, "cnn_train", 1, "float32", fw, False) for fw in frameworks.TABLE}
+        best = {fw: summary.fastest(rows, "cnn_train", 1, "float32", fw) for fw in frameworks.TABLE}
+        others = [fw for fw in frameworks.TABLE if fw != "tf" and best[fw]]
+        if klass in avx512:
+            assert all(plain[fw]["median_s"] > plain["tf"]["median_s"] for fw in others if plain[fw]), klass
+            assert not [fw for fw in others if summary.ratio(best[fw], best["tf"]).high < 1], klass
+        else:
+            assert min(others + ["tf"], key=lambda fw: best[fw]["median_s"]) == "jax", klass
+            assert summary.ratio(best["jax"], best["tf"]).high < 1, klass
+
+
 def test_the_vit_clause_and_what_is_not_measured_hold_in_the_grid_files():
     """'PyTorch trains the ViT fastest on three of the four classes that ran it (0.57x, `xeon-amx`)', and 'PyTorch and
     the ViT on `zen1` and the Xeons without AMX' not measured: counted from the grid's files."""
