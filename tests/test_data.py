@@ -106,6 +106,30 @@ def test_synthetic_is_deterministic_and_has_ten_distinct_classes():
     assert d[~np.eye(10, dtype=bool)].min() > 100  # class means far apart: learnable
 
 
+def _synthetic_at_once(train_size, test_size, seed):
+    """synthetic()'s images as one whole-array expression each: what its chunks must equal to the bit."""
+    rng, tpl = np.random.default_rng(seed), data._templates()
+
+    def make(n):
+        y = rng.integers(0, 10, n).astype(np.int32)
+        dy, dx = rng.integers(-3, 4, (2, n))
+        rows = (np.arange(28)[None, :] - dy[:, None]) % 28
+        cols = (np.arange(28)[None, :] - dx[:, None]) % 28
+        img = tpl[y[:, None, None], rows[:, :, None], cols[:, None, :]]
+        img = img * rng.uniform(120, 255, (n, 1, 1)) + rng.normal(0, 30, (n, 28, 28))
+        return np.clip(img, 0, 255).astype(np.uint8)[..., None], y
+
+    return (*make(train_size), *make(test_size))
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 512])
+def test_synthetic_made_in_chunks_is_the_whole_array_expression(monkeypatch, chunk):
+    monkeypatch.setattr(data, "_CHUNK", chunk)
+    got = data.synthetic.__wrapped__(600, 50, seed=3)
+    for a, b in zip((got.x_train, got.y_train, got.x_test, got.y_test), _synthetic_at_once(600, 50, 3), strict=True):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
 def test_tfds_mock_data():
     import tensorflow_datasets as tfds
 
