@@ -162,6 +162,31 @@ def test_zen5s_times_are_its_current_files():
     assert cells[4] == f"{first}; fast tier {tier.split('|')[4].strip()}"
 
 
+def test_every_classs_test_times_in_the_readme_are_docs_tests_mds():
+    """The README's tests column: each time it gives for a class (and each fast-tier range) is one that docs/tests.md's
+    rows for that class give, so a figure measured once and never updated cannot stand there alone."""
+    tests = (DOCS / "tests.md").read_text().splitlines()
+    rows = [ln for ln in README.splitlines() if re.match(r"\| `[a-z0-9-]+`: ", ln)]
+    assert len(rows) >= 6
+    for row in rows:
+        klass = re.match(r"\| `([a-z0-9-]+)`", row)[1]
+        cell = [c.strip() for c in row.strip("|").split("|")][4]
+        theirs = " ".join(ln for ln in tests if ln.startswith(f"| `{klass}`"))
+        if not theirs:  # a class docs/tests.md has no row for: its README folder is the source (zen1)
+            continue
+        said = re.findall(r"\d+ min \d+ s", cell) + re.findall(r"fast tier (\d+-\d+ s)", cell)
+        assert said and all(t in theirs for t in said), (klass, cell)
+
+
+def test_each_grid_file_has_its_ratio_chart_beside_it():
+    """docs/results.md: each file the README's grid reads has its summary chart beside it (`-ratios.png`)."""
+    grid = re.search(r"<!-- results grid: python -m parity.report --grid (.+?) -->", README)[1].split()
+    assert len(grid) >= 7
+    assert "each file above has one beside it (`-ratios.png`)" in " ".join((DOCS / "results.md").read_text().split())
+    missing = [f for f in grid if not (ROOT / f.replace(".json", "-ratios.png")).is_file()]
+    assert not missing, missing
+
+
 def test_the_readme_quotes_no_zen4_time_outside_its_table():
     """The times are said once, in the table: none before "## The answer" and none in the run commands' comments."""
     head = README[: README.index("## The answer")]
@@ -440,7 +465,7 @@ def test_the_gaps_pages_bests_on_xeon_amx_are_each_frameworks_fastest_row():
     """gaps.md's 'the others' bests are over the line: ...': each row it quotes outside parentheses is its
     framework's fastest verified row of that kind in the file the paragraph names."""
     text = _flat((DOCS / "gaps.md").read_text())
-    para = text[text.index("In the README's file for the class") : text.index("TF's ViT training is now best")]
+    para = text[text.index("In the README's file for the class") : text.index("TF's ViT training is best under XLA")]
     path = re.search(r"`(docs/results/xeon-amx/[\w-]+\.json)`", para)[1]
     rows = [r for r in _doc(path)["rows"] if r["verified"] and r["replicas"] == 1 and r["dtype"] == "float32"]
     names = {"TF": "tf", "JAX": "jax", "Keras-JAX": "keras-jax", "PyTorch": "torch"}
