@@ -178,6 +178,18 @@ def test_every_classs_test_times_in_the_readme_are_docs_tests_mds():
         assert said and all(t in theirs for t in said), (klass, cell)
 
 
+def test_every_classs_run_times_in_the_readme_are_its_folders():
+    """The README's default, `--preset full` and `--quick` columns: each time is one its class folder's README gives
+    (beside the file and log it was read from)."""
+    rows = [ln for ln in README.splitlines() if re.match(r"\| `[a-z0-9-]+`: ", ln)]
+    assert len(rows) >= 7
+    for row in rows:
+        klass = re.match(r"\| `([a-z0-9-]+)`", row)[1]
+        folder = " ".join((DOCS / f"results/{klass}/README.md").read_text().split())
+        said = [t for c in row.strip("|").split("|")[1:4] for t in re.findall(r"\d+ min \d+ s", c)]
+        assert [t for t in said if t not in folder] == [], klass
+
+
 def test_each_grid_file_has_its_ratio_chart_beside_it():
     """docs/results.md: each file the README's grid reads has its summary chart beside it (`-ratios.png`)."""
     grid = re.search(r"<!-- results grid: python -m parity.report --grid (.+?) -->", README)[1].split()
