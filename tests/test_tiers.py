@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import conftest
 import pytest
+from test_no_frameworks import ENGINE_TESTS
 
 TESTS = Path(__file__).resolve().parent
 
@@ -21,7 +22,7 @@ def test_the_files_the_fast_tier_leaves_unimported_hold_only_slow_tests():
     assert not conftest.all_slow("test_cli.py") and not conftest.all_slow("test_data.py")
     for name in sorted(p.name for p in TESTS.glob("test_*.py")):
         ignored = conftest.pytest_ignore_collect(TESTS / name, _config("not slow"))
-        engine = name in {Path(f).name for f in __import__("test_no_frameworks").ENGINE_TESTS}
+        engine = name in {Path(f).name for f in ENGINE_TESTS}
         assert ignored is (True if name in whole or engine else None), name
 
 
