@@ -3,6 +3,8 @@ error figures; the CNN's oracle is parity.workloads.cnn.oracle)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from parity.common.padding import same_pads
@@ -51,13 +53,20 @@ def patches(x: np.ndarray, kh: int, kw: int, stride: int = 1):
 
 
 def errors(got: np.ndarray, ref: np.ndarray) -> dict[str, float]:
-    """Max abs error and max abs error relative to max |ref| (shapes must match)."""
-    got = np.asarray(got, dtype=np.float64)
+    """Max abs error and max abs error relative to max |ref| (shapes must match); infinite where `got` holds a
+    value that is not finite. In one float64 copy of `got`, worked in place: every timed call's output is checked
+    with it (a CPU conv's two oracle rows are 8.4 million values), and each pass or array it spared is a call's
+    worth of memory traffic (the same figures to the bit: the same subtraction, absolute value and maximum)."""
+    got = np.asarray(got)
     ref = np.asarray(ref, dtype=np.float64)
     if got.shape != ref.shape:
         raise ValueError(f"shape {got.shape} does not match reference shape {ref.shape}")
-    if not np.all(np.isfinite(got)):
+    if not got.size:
+        return {"max_abs_err": 0.0, "max_rel_err": 0.0}
+    diff = got.astype(np.float64)  # a copy, whatever got's type
+    np.subtract(diff, ref, out=diff)
+    err = float(np.abs(diff, out=diff).max())
+    if not math.isfinite(err) and not np.isfinite(got.astype(np.float64)).all():  # a finite one: every got is
         return {"max_abs_err": float("inf"), "max_rel_err": float("inf")}
-    err = float(np.max(np.abs(got - ref))) if got.size else 0.0
-    scale = float(np.max(np.abs(ref))) if ref.size else 0.0
+    scale = max(float(ref.max()), -float(ref.min()))  # max |ref|, without an array of |ref|
     return {"max_abs_err": err, "max_rel_err": err / scale if scale > 0 else err}
