@@ -7,6 +7,7 @@ imported."""
 
 import argparse
 import ast
+import importlib.util
 import json
 import re
 import tomllib
@@ -129,6 +130,38 @@ def test_zen4s_times_across_hosts_are_the_files():
     tier = next(ln for ln in tests if ln.startswith('| `zen4` | `python -m pytest -q -m "not slow"` |'))
     span = re.search(r"\| (\d+ min \d+ s to \d+ min \d+ s) \(", whole)[1]
     assert cells[4] == f"{span}; fast tier {tier.split('|')[4].strip()}"
+
+
+def test_the_third_zen4_hosts_runs_are_their_files():
+    """The class README's rows for the default and `--quick` on a third host: each wall time from its log, its span
+    from the first stamped line to the last, its commit and verdict from its file, and the host's conv and peak."""
+    for name in ("cpu-default-third-host", "cpu-quick-third-host"):
+        line, doc = _class_row(name), _doc(f"docs/results/zen4/{name}.json")
+        log = ZEN4 / f"{name}-log.txt"
+        checks = [c["passed"] for c in doc["checks"]]
+        counts = f"{sum(r['verified'] for r in doc['rows'])} of {len(doc['rows'])} rows verified, "
+        counts += f"{checks.count(True)} checks passed, {checks.count(None)} not judged"
+        assert counts in line and False not in checks and f"at {doc['env']['git_commit']}" in line
+        assert f"{_stamped(log)} from the first stamped line to the last" in line and line.endswith(f" {_wall(log)} |")
+    line, doc = _class_row("cpu-default-third-host"), _doc("docs/results/zen4/cpu-default-third-host.json")
+    conv = next(r for r in doc["rows"] if r["kind"] == "conv" and r["framework"] == "tf" and r["dtype"] == "float32")
+    assert f"TF's conv on 32 images {conv['median_s'] * 1e3:.0f} ms" in line
+    assert f"NumPy's matmul {doc['env']['peak']['measured_flops'] / 1e9:.1f} GFLOP/s" in line
+    spec = importlib.util.spec_from_file_location("run_phases", ROOT / "benchmarks/run_phases.py")
+    rp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rp)
+    found = rp.phases((ZEN4 / "cpu-default-third-host-log.txt").read_text().splitlines())
+    assert f"its floor {_mmss(round(sum(rp.floor(found, doc).values())))} (" in line
+    said = "the CNN's parity checks ({}), the CNN's and the ViT's compiling and first epochs ({}, {}) and the CNN's "
+    said += "and the conv's timed calls ({}, {})"
+    phases = ("cnn parity checks", "cnn_train compiling, first epoch", "vit_train compiling, first epoch")
+    phases += ("cnn_train timed calls", "conv timed calls")
+    assert said.format(*(_mmss(found[p]) for p in phases)) in line
+
+
+def _mmss(s: int) -> str:
+    """'1 min 15 s', or '58 s' under a minute."""
+    return f"{s // 60} min {s % 60} s" if s >= 60 else f"{s} s"
 
 
 def _stamped(log: Path) -> str:
