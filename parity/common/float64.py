@@ -54,9 +54,9 @@ def patches(x: np.ndarray, kh: int, kw: int, stride: int = 1):
 
 def errors(got: np.ndarray, ref: np.ndarray) -> dict[str, float]:
     """Max abs error and max abs error relative to max |ref| (shapes must match); infinite where `got` holds a
-    value that is not finite. In one float64 copy of `got`, worked in place: every timed call's output is checked
-    with it (a CPU conv's two oracle rows are 8.4 million values), and each pass or array it spared is a call's
-    worth of memory traffic (the same figures to the bit: the same subtraction, absolute value and maximum)."""
+    value that is not finite. Every timed call's output is checked with it (a CPU conv's two oracle rows are 8.4
+    million values): one float64 copy of `got`, worked in place, six passes where the whole-array expression made
+    five arrays in eight (zen4: 25 ms instead of 50-80 for those rows), the same figures to the bit."""
     got = np.asarray(got)
     ref = np.asarray(ref, dtype=np.float64)
     if got.shape != ref.shape:
