@@ -2,24 +2,17 @@
 each run (the wall time from the `/usr/bin/time -v` lines its log ends with), and the phases of the default before and
 after it timed one device (benchmarks/run_phases.py on the logs). No framework is imported."""
 
-import importlib.util
 import json
 import re
 from pathlib import Path
 
 import pytest
+from phases import run_phases
 
 ROOT = Path(__file__).resolve().parents[1]
 CLASS = ROOT / "docs/results/xeon-avx512"
 FORMAT = (ROOT / "docs/results-format.md").read_text()
 CLASS_README = (CLASS / "README.md").read_text()
-
-
-def _phases_module():
-    spec = importlib.util.spec_from_file_location("run_phases", ROOT / "benchmarks/run_phases.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _wall(log: Path) -> str:
@@ -68,7 +61,7 @@ def test_the_readme_and_help_give_the_class_wall_times():
 
 
 def test_the_phases_before_and_after_are_the_logs():
-    rp = _phases_module()
+    rp = run_phases()
     full = (CLASS / "cpu-full-log.txt").read_text().splitlines()
     cut = next(i for i, ln in enumerate(full) if "workers on cpu x8" in ln)
     one, eight, both = rp.phases(full[: cut + 1]), rp.phases(full[cut:]), rp.phases(full)

@@ -7,7 +7,6 @@ imported."""
 
 import argparse
 import ast
-import importlib.util
 import json
 import re
 import tomllib
@@ -15,6 +14,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from phases import run_phases
 
 from parity import launch
 from parity.cli import flags
@@ -147,9 +147,7 @@ def test_the_third_zen4_hosts_runs_are_their_files():
     conv = next(r for r in doc["rows"] if r["kind"] == "conv" and r["framework"] == "tf" and r["dtype"] == "float32")
     assert f"TF's conv on 32 images {conv['median_s'] * 1e3:.0f} ms" in line
     assert f"NumPy's matmul {doc['env']['peak']['measured_flops'] / 1e9:.1f} GFLOP/s" in line
-    spec = importlib.util.spec_from_file_location("run_phases", ROOT / "benchmarks/run_phases.py")
-    rp = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rp)
+    rp = run_phases()
     found = rp.phases((ZEN4 / "cpu-default-third-host-log.txt").read_text().splitlines())
     assert f"its floor {_mmss(round(sum(rp.floor(found, doc).values())))} (" in line
     said = "the CNN's parity checks ({}), the CNN's and the ViT's compiling and first epochs ({}, {}) and the CNN's "

@@ -10,6 +10,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from phases import run_phases
 
 from parity.output.loading import current_names
 
@@ -469,11 +470,7 @@ def test_every_zen4_profiled_rows_coverage_is_its_files():
 def test_zen4s_default_run_with_the_conv_on_32_images_is_its_files():
     """Its phases and floor, the conv's phases against the run at 128, TF's conv call and its estimate at 128, the
     parity checks in turn and at once, and the rows compare found slower, as the class README gives them."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("run_phases", ROOT / "benchmarks/run_phases.py")
-    rp = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rp)
+    rp = run_phases()
     klass, now, before = DOCS / "results/zen4", "cpu-default-conv32", "cpu-default-trained"
     new, old = _doc(f"docs/results/zen4/{now}.json"), _doc(f"docs/results/zen4/{before}.json")
     found, earlier = (rp.phases((klass / f"{n}-log.txt").read_text().splitlines()) for n in (now, before))
@@ -512,11 +509,7 @@ def test_zen4s_default_run_with_the_conv_on_32_images_is_its_files():
 def test_zen4s_default_run_after_the_adapters_is_its_files():
     """Its phases and floor (benchmarks/run_phases.py on its log), and the three steps compare calls slower, each
     against the class's file before and the profiled runs of the same code, as the class README gives them."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("run_phases", ROOT / "benchmarks/run_phases.py")
-    rp = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rp)
+    rp = run_phases()
     klass = DOCS / "results/zen4"
     new = _doc("docs/results/zen4/cpu-default-trained.json")
     found = rp.phases((klass / "cpu-default-trained-log.txt").read_text().splitlines())

@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+from phases import run_phases
+
 ROOT = Path(__file__).resolve().parent.parent
 TPU = ROOT / "docs/results/tpu-v5e"
 
@@ -204,19 +206,9 @@ def test_tpu_page_quotes_the_torchax_probe():
     assert f"torchax {r['torchax']}, the newest on PyPI" in page and f"torch {r['torch'].split('+')[0]}" in page
 
 
-def _run_phases():
-    """benchmarks/run_phases.py, loaded as a module."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("run_phases", ROOT / "benchmarks/run_phases.py")
-    rp = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rp)
-    return rp
-
-
 def test_run_phases_gives_compiling_ahead_its_own_phase():
     """benchmarks/run_phases.py puts each worker's building and compiling ahead, to its answer, in one phase."""
-    rp = _run_phases()
+    rp = run_phases()
     log = _stamped("default-log.txt")
     found = rp.phases((TPU / "default-log.txt").read_text().splitlines())
     (jbuild, _, jwait), (kbuild, _, kwait) = _parts(log, "JAX", 11), _parts(log, "Keras 3 (JAX)", 11)
@@ -229,7 +221,7 @@ def test_run_phases_gives_compiling_ahead_its_own_phase():
 def test_run_phases_gives_the_wait_after_the_parity_rounds_to_compiling_ahead():
     """A worker that computed its parity rounds while its rows' programs compiled: its building and its wait for the
     compiling are the compiling-ahead phase, the rounds theirs (the log's words: parity.engine.ahead)."""
-    rp = _run_phases()
+    rp = run_phases()
     lines = [
         "[00:00:00] JAX: building 6 rows (3 training, 3 inference), their programs compiled side by side where it can",
         "[00:00:05] cnn parity x1: gradients and a 3-step trajectory (dropout off, batch 32; JAX)",
@@ -244,7 +236,7 @@ def test_run_phases_gives_the_wait_after_the_parity_rounds_to_compiling_ahead():
 def test_run_phases_gives_the_wait_for_a_float64_reference_its_own_phase():
     """The wait for a float64 reference under way before a worker's rows (parity.engine.ahead.finish), said after
     it: its seconds move from the phase before to their own."""
-    rp = _run_phases()
+    rp = run_phases()
     lines = [
         "[00:00:00] JAX: waiting for its rows' programs, compiling since they were built",
         "[00:00:10]   JAX: 6 programs compiled, the longest in 24.0 s",

@@ -4,10 +4,11 @@
 between `zen4`'s runs beyond their intervals, and the `xeon-amx` host's peaks and times against its class's earlier
 file. No framework is imported."""
 
-import importlib.util
 import json
 import statistics
 from pathlib import Path
+
+from phases import run_phases
 
 from parity.output.loading import current_names
 
@@ -23,10 +24,7 @@ def _text(folder: Path) -> str:
 
 
 def _phases(folder: Path, name: str) -> dict[str, int]:
-    spec = importlib.util.spec_from_file_location("run_phases", ROOT / "benchmarks/run_phases.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.phases((folder / f"{name}-log.txt").read_text().splitlines())
+    return run_phases().phases((folder / f"{name}-log.txt").read_text().splitlines())
 
 
 def _mmss(s: float) -> str:
@@ -156,9 +154,7 @@ def test_the_amx_runs_unsettled_comparisons_are_its_printout():
 def test_the_default_with_the_conv_on_32_images_is_its_files():
     """results-format.md's figures for the default with the CPU's conv on 32 images: its wall time, floor, the conv's
     phases against the run at 128, the trained workloads' parity checks and PyTorch's compiled first calls."""
-    spec = importlib.util.spec_from_file_location("run_phases", ROOT / "benchmarks/run_phases.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = run_phases()
     name, before = "cpu-default-conv32", "cpu-default-trained"
     now, doc = _phases(ZEN4, name), _doc(ZEN4, name)
     conv = [
