@@ -1,11 +1,11 @@
-"""Each call's check against the float64 oracle: `errors`, worked in place, gives the figures of the whole-array
+"""Each call's check against the float64 oracle: `errors`, a chunk at a time, gives the figures of the whole-array
 expression to the bit; an operation's oracle rows are saved for the cross-framework check once, at the row's first
 call (no framework, no timing of this machine)."""
 
 import numpy as np
 import pytest
 
-from parity.common.float64 import errors
+from parity.common.float64 import CHUNK, errors
 from parity.workloads.ops import _saving
 
 
@@ -41,11 +41,12 @@ def _cases():
     }
 
 
+@pytest.mark.parametrize("chunk", [1, 7, 64, CHUNK])  # a value, chunks that end inside a row, a nan in a later one
 @pytest.mark.parametrize("case", list(_cases()))
-def test_errors_gives_the_whole_array_figures_to_the_bit(case):
+def test_errors_gives_the_whole_array_figures_to_the_bit(case, chunk):
     got, ref = _cases()[case]
     before = got.copy()
-    np.testing.assert_equal(errors(got, ref), _whole_array(got, ref))  # exactly; nan where both are nan
+    np.testing.assert_equal(errors(got, ref, chunk), _whole_array(got, ref))  # exactly; nan where both are nan
     assert np.array_equal(got, before, equal_nan=True)  # the copy is worked, never the caller's array
 
 
