@@ -52,7 +52,7 @@ def patches(x: np.ndarray, kh: int, kw: int, stride: int = 1):
         yield slice(s, s + step), win.transpose(0, 1, 2, 4, 5, 3).reshape(-1, kh * kw * cin)
 
 
-# errors()' pass: this many float64 values at a time, in one scratch buffer of 512 KiB that stays in a core's cache;
+# errors()' pass: this many float64 values at a time, in one scratch buffer of 512 KiB reused chunk after chunk;
 # a float64 copy of a whole output (67 MB for a CPU conv's two oracle rows) is fresh pages to fault in at every call
 CHUNK = 1 << 16
 
