@@ -61,14 +61,14 @@ def test_the_readme_answer_quotes_only_figures_its_grids_hold():
 
 
 def test_the_readme_answers_on_one_screen():
-    """The question, the set-up, at most six bullets, the grid and the chart before "Run it yourself", in about 60 lines
-    as a reader sees them (the grid's two generated markers are HTML comments, not shown): 4 frameworks' 3 ratios over
-    8 row kinds make the grid 27 of them."""
+    """The question and what to read next, the set-up, the article and the workloads, at most six bullets, the grid and
+    the chart before "Run it yourself", in about 65 lines as a reader sees them (the grid's two generated markers are
+    HTML comments, not shown): 4 frameworks' 3 ratios over 8 row kinds make the grid 27 of them."""
     text = README.read_text()
     screen = text[: text.index("## Run it yourself")].splitlines()
     shown = [line for line in screen if not line.startswith("<!--")]
     answer = text[text.index("## The answer") : text.index("<!-- results grid")]
-    assert len(shown) <= 65, len(shown)
+    assert len(shown) <= 68, len(shown)
     assert len(re.findall(r"^- \*\*", answer, flags=re.M)) <= 6
     assert "![" in "\n".join(shown)  # the chart across classes
 

@@ -103,7 +103,8 @@ def test_tpu_page_quotes_its_files():
     lay = next(r for r in rows if r["variant"] == "jit+layout")
     mm16 = next(r for r in rows if r["kind"] == "matmul" and r["dtype"] == "bfloat16")
     floor = lay["min_bytes"] / 819e9
-    said = f"JAX's conv took {_ms(lay)} ({lay['median_s'] / floor:.2f}x its memory floor), a bfloat16 8192 matmul "
+    said = f"JAX's conv took {_ms(lay)} ({lay['median_s'] / floor:.2f}x its [memory floor](docs/glossary.md#terms)), "
+    said += "a bfloat16 8192 matmul "
     assert said + f"{mm16['pct_peak']:.1f}% of peak" in readme
 
 

@@ -64,9 +64,9 @@ def test_the_default_runs_wall_times_and_counts_are_their_files():
     assert f"(`docs/results/zen4/{NOW}-log.txt`)" in FORMAT and f"with the ViT too {_wall(ZEN4, NOW)}" in FORMAT
     # the README's zen4 times across hosts: tests/test_docs_facts.py
     now = _wall(AMX, "cpu-default")  # the README's grid's file for the class, beside the slower host's
-    row = f"| `xeon-amx`: Intel Xeon with AMX exposed | {now} with PyTorch and the ViT ({_wall(AMX, NOW)} on a slower "
-    row += "host of the class) | 14 min 23 s | "
-    assert row + f"{_wall(AMX, QUICK)} with PyTorch and the ViT |" in README
+    row = f"| `xeon-amx`: Intel Xeon with AMX exposed (family 6 model 167 or 207) | {now} with PyTorch and the ViT "
+    row += f"({_wall(AMX, NOW)} on a slower host of the class) | 14 min 23 s without PyTorch and the ViT | "
+    assert row + f"{_wall(AMX, QUICK)} with PyTorch and the ViT, on the slower host " in README
 
 
 def test_results_formats_phases_are_the_logs():
