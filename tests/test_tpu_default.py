@@ -43,7 +43,7 @@ def _parts(log, who: str, rows: int) -> tuple[int, int, int]:
 
 
 def _clock() -> dict[str, int]:
-    """The seconds the device tool's clock read around each command (clock.txt, as the command printed them)."""
+    """The seconds the clock read around each command (clock.txt, as the command printed them)."""
     return {m[1]: int(m[2]) for m in re.finditer(r"(\w+) rc=0 (\d+) s", (TPU / "clock.txt").read_text())}
 
 

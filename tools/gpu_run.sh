@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Issue 24's one call on a lent GPU machine (docs/gpu.md): the harness at full size with both
-# precisions, profiles and peak memory, the independent conv timing, and what the traces hold, packed into at most
-# 8 files under $OUT. The machine's own Python, JAX and Flax run it; TensorFlow is absent there and the run says so.
+# One command on a GPU machine, within 10 minutes (docs/gpu.md): the harness at full size with both precisions,
+# profiles and peak memory, the independent conv timing, and what the traces hold, packed into at most 8 files
+# under $OUT. The machine's own Python, JAX and Flax run it; where TensorFlow is absent the run says so.
 # Try it on a CPU first: DEVICE=cpu EXTRA=--quick PY=/path/to/python OUT=/tmp/out bash tools/gpu_run.sh
 set -u
 DEVICE=${DEVICE:-gpu}
 EXTRA=${EXTRA:-}
 PY=${PY:-python3}
-: "${OUT:?set OUT to the folder that comes back}"
+: "${OUT:?set OUT to the folder for its files}"
 export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 work=$(mktemp -d)
 {
