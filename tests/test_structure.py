@@ -177,8 +177,10 @@ ROLES = {
 }
 # a framework's own modules, named for what they do (beside the roles and one adapter per workload)
 OWN = {
-    "jax_impl": {"conv_grads", "masks"},  # the CNN's rewritten gradients; dropout's masks drawn as Keras's
-    "torch_impl": {"adam", "ddp"},  # Keras's Adam in PyTorch; DistributedDataParallel's processes
+    # the CNN's rewritten gradients; dropout's masks drawn as Keras's; a light workload's generic adapter (the Keras
+    # implementations have none: a model on one page is JAX's and PyTorch's, docs/your-workload.md)
+    "jax_impl": {"conv_grads", "masks", "light"},
+    "torch_impl": {"adam", "ddp", "light"},  # Keras's Adam in PyTorch; DistributedDataParallel's processes; as JAX's
     "keras_models": set(),
 }
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from parity.api import Gradients, Prepared
 from parity.api.inputs import check_examples, check_images, check_training
+from parity.api.light import LIGHTS
 from parity.api.variants import Variant
 from parity.api.weights import load_npz, save_npz
 
@@ -161,6 +162,7 @@ def declaring(package: str, declares: Callable[[str, ModuleType], bool]) -> list
 # package, then workload -> the module that holds it ('parity_gru.jax_impl'), imported at first use as
 # `<package>.<workload>`, so that every lookup here, and Keras's of keras_models.<workload>, finds it as its own.
 PLUGGED: dict[str, dict[str, str]] = {}
+SHARED = ("keras_models",)  # model code an implementation imports by workload (keras_models.models.KerasTrained)
 
 
 def plug(package: str, workload: str, module: str) -> None:
@@ -179,7 +181,9 @@ class _Plugged(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec):
         package, _, workload = spec.name.rpartition(".")
         module = importlib.import_module(PLUGGED[package][workload])
-        module.__dict__.setdefault("__plugged_spec__", module.__spec__)
+        if workload in LIGHTS and not hasattr(module, "TRAIN"):  # a light workload's model: its generic adapter
+            module = importlib.import_module(f"{package}.light").adapt(module, workload)
+        module.__dict__.setdefault("__plugged_spec__", module.__spec__ or spec)
         return module
 
     def exec_module(self, module) -> None:

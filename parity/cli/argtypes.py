@@ -75,6 +75,16 @@ def out_dir(text: str) -> Path:
     return Path(text)
 
 
+def framework_list(text: str) -> str:
+    """An argparse type: 'all', one framework or a comma list of them ('jax,torch'), as given once checked
+    (parity.common.frameworks.chosen reads it)."""
+    try:
+        frameworks.parse(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def interpreter(text: str) -> tuple[str, str]:
     """An argparse type: FW=PATH, FW one of the frameworks, PATH an executable file (not run yet)."""
     fw, sep, path = text.partition("=")

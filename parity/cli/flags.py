@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from parity.cli import workloads
-from parity.cli.argtypes import Parser, at_least, interpreter, out_dir, seconds, whole
+from parity.cli.argtypes import Parser, at_least, framework_list, interpreter, out_dir, seconds, whole
 from parity.common import frameworks
 from parity.engine.cluster import MAX_LOCAL_DEVICES
 from parity.engine.config import PRESETS
@@ -51,9 +51,11 @@ def parser() -> argparse.ArgumentParser:
     )
     ap.add_argument(
         "--framework",
-        choices=(*frameworks.KEYS, "all"),
+        type=framework_list,
         default="all",
-        help="which implementation(s) to run, each in its own process (default: all)",
+        metavar="FW[,FW...]",
+        help=f"which implementation(s) to run, each in its own process: one of {', '.join(frameworks.KEYS)}, a comma "
+        "list of them (--framework jax,torch), or all (default: all)",
     )
     ap.add_argument(
         "--workload", type=workloads.workload, nargs="+", default=["all"], metavar="W", help=workloads.help_text()

@@ -129,14 +129,30 @@ def pairs(keys: Iterable[str]) -> list[tuple[str, str]]:
 
 
 def chosen(name: str, multiprocess: bool) -> tuple[tuple[str, ...], list[str]]:
-    """The frameworks `--framework name` runs ('all': the table's) and those 'all' leaves out of a multi-process run
-    (they take no part in one). Raises ValueError where the one named takes no part in one."""
+    """The frameworks `--framework name` runs, in the table's order: 'all' (the table's), one key, or a comma list
+    ('jax,torch'); and those 'all' leaves out of a multi-process run (they take no part in one). Raises ValueError
+    where one named takes no part in one."""
     if name != "all":
-        if multiprocess and not TABLE[name].multiprocess:
-            raise ValueError(f"{TABLE[name].label} takes no part in a multi-process run: run it without --coordinator")
-        return (name,), []
+        named = ordered(parse(name))
+        absent = [TABLE[k].label for k in named if multiprocess and not TABLE[k].multiprocess]
+        if absent:
+            raise ValueError(f"{', '.join(absent)} takes no part in a multi-process run: run it without --coordinator")
+        return tuple(named), []
     out = tuple(k for k in KEYS if TABLE[k].multiprocess or not multiprocess)
     return out, [k for k in KEYS if k not in out]
+
+
+def parse(text: str) -> tuple[str, ...]:
+    """`--framework`'s value as keys: 'all', one key, or keys joined by commas ('jax,torch'), each once. Raises
+    ValueError naming what is not a framework."""
+    if text == "all":
+        return KEYS
+    names = [n.strip() for n in text.split(",")]
+    bad = [n for n in names if n not in TABLE]
+    if bad or not names:
+        said = ", ".join(repr(b) for b in bad)
+        raise ValueError(f"not a framework: {said} (one of {', '.join(KEYS)}, comma-separated, or all)")
+    return tuple(dict.fromkeys(names))
 
 
 def ratios(keys: Iterable[str]) -> list[tuple[str, str]]:

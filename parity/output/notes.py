@@ -27,7 +27,7 @@ def roofline_notes(doc: dict) -> list[str]:
         )
     seen: dict[tuple, list[dict]] = {}
     for r in doc["rows"]:
-        if r.get("compiler_flops") is not None:
+        if r.get("compiler_flops") is not None and r.get("flops"):  # a count to cross-check a formula with
             seen.setdefault((r["kind"], r.get("compiler_flops_source")), []).append(r)
     for (kind, src), rs in seen.items():
         r = rs[0]

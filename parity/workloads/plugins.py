@@ -19,13 +19,13 @@ import pkgutil
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from parity.api.adapters import plug
+from parity.api.adapters import SHARED, plug
+from parity.api.light import Light
 from parity.common import frameworks
 from parity.workloads.base import Workload
 
 GROUP = "parity.workloads"  # the entry-point group: `<name> = <module path>`
 ENV = "PARITY_WORKLOAD_MODULES"  # the module paths the command line named, for the workers (os.pathsep between)
-SHARED = ("keras_models",)  # model code an implementation imports by workload (keras_models.models.KerasTrained)
 BUILT_IN = "parity (built in)"
 
 
@@ -61,7 +61,7 @@ class Plugin:
 def _adapters(name: str, path: str, module) -> tuple[str, ...]:
     """Plug the module's adapter modules (never imported here: a framework's own process imports its one) and
     return the frameworks they serve."""
-    subs = {info.name for info in pkgutil.iter_modules(getattr(module, "__path__", []))}
+    subs = _subs(module)
     have = []
     for fw in frameworks.KEYS:
         package = frameworks.TABLE[fw].module
@@ -86,6 +86,8 @@ def load(path: str, how: str, taken: Mapping[str, Workload], others: Mapping[str
     except Exception as e:  # whatever the user's import raises: said, and the other workloads run
         raise PluginError(f"{who}: its import failed: {type(e).__name__}: {e}") from None
     w = getattr(module, "WORKLOAD", None)
+    if isinstance(w, Light):  # a model on one page: its workload made here (parity.workloads.trained.light)
+        w = _light(w, path, module, who)
     if not isinstance(w, Workload):
         got = "nothing" if w is None else type(w).__name__
         raise PluginError(f"{who}: declares no WORKLOAD (a parity.workloads.base.Workload), found {got}")
@@ -98,7 +100,22 @@ def load(path: str, how: str, taken: Mapping[str, Workload], others: Mapping[str
     have = _adapters(w.name, path, module)
     found = Plugin(w, path, how, have)
     note = f"{w.name}: {found.adapters()}" if found.left_out else None  # said once, among the workload's notes
-    return replace(found, workload=_guarded(w, f"workload plug-in {path}", note))
+    return replace(found, workload=_guarded(w, f"workload plug-in {path}", note, have))
+
+
+def _subs(module) -> set[str]:
+    return {info.name for info in pkgutil.iter_modules(getattr(module, "__path__", []))}
+
+
+def _light(light: Light, path: str, module, who: str) -> Workload:
+    """The workload of a light record, judged by the float64 run of one of the frameworks it has a module for."""
+    from parity.workloads.trained.light import workload
+
+    have = tuple(fw for fw in frameworks.KEYS if frameworks.TABLE[fw].module in _subs(module))
+    try:
+        return workload(light, path, have)
+    except ValueError as e:
+        raise PluginError(f"{who}: {e}") from None
 
 
 def _origin(others: Mapping[str, Plugin], name: str) -> str:
@@ -125,22 +142,30 @@ def _named(fn, who: str):
     return call
 
 
-def _guarded(w: Workload, who: str, note: str | None) -> Workload:
-    """A plug-in's record with its cases and calls named (_named) and its parent side guarded (_Guarded)."""
+def _guarded(w: Workload, who: str, note: str | None, have: tuple[str, ...]) -> Workload:
+    """A plug-in's record with its cases and calls named (_named) and its parent side guarded (_Guarded), which
+    asks only the workers of the frameworks it has adapters for (`have`)."""
     kinds = tuple(replace(k, case=_named(k.case, who)) for k in w.kinds)
     calls = {name: _named(fn, who) for name, fn in w.calls.items()}
-    suite = None if w.suite is None else _Guarded(w.suite, w.name, who, note)
+    suite = None if w.suite is None else _Guarded(w.suite, w.name, who, note, have)
     return replace(w, kinds=kinds, calls=calls, suite=suite)
 
 
 class _Guarded:
     """A plug-in's parent side, its hooks the suite's own: one that fails (a worker's refusal: the plug-in's adapter
     raised) gives the round one failed check naming the plug-in, and the run goes on with the other workloads. Its
-    notes say which frameworks it leaves out (`note`)."""
+    notes say which frameworks it leaves out (`note`); its hooks see only the workers of those it has adapters for
+    (`have`): the others have nothing of it to answer."""
 
-    def __init__(self, suite, name: str, who: str, note: str | None):
-        self._suite, self._name, self._who, self._note = suite, name, who, note
+    def __init__(self, suite, name: str, who: str, note: str | None, have: tuple[str, ...]):
+        self._suite, self._name, self._who, self._note, self._have = suite, name, who, note, have
         self._failed: dict = {}  # round key (None: the set-up) -> what failed
+
+    def _own(self, workers: dict) -> dict:
+        return {k: w for k, w in workers.items() if w.framework in self._have}
+
+    def case_args(self, spec, seed_offset: int, workers: dict, save_dir, state):
+        return self._suite.case_args(spec, seed_offset, self._own(workers), save_dir, state)
 
     def __getattr__(self, attr: str):
         return getattr(self._suite, attr)
@@ -163,11 +188,11 @@ class _Guarded:
         return state, [*notes, self._note] if self._note else notes
 
     def warm(self, cfg, workers: dict, state) -> None:
-        self._try(None, "its set-up", self._suite.warm, cfg, workers, state)
+        self._try(None, "its set-up", self._suite.warm, cfg, self._own(workers), state)
 
     def parity_collect(self, cfg, spec, workers, hello, save_dir, state, first, log, key, timed=None) -> None:
-        hook = self._suite.parity_collect
-        self._try(key, "its parity arrays", hook, cfg, spec, workers, hello, save_dir, state, first, log, key, timed)
+        hook, own = self._suite.parity_collect, self._own(workers)
+        self._try(key, "its parity arrays", hook, cfg, spec, own, hello, save_dir, state, first, log, key, timed)
 
     def parity_judge(self, cfg, spec, save_dir, state, first, log, key) -> list[dict]:
         if key not in self._failed:

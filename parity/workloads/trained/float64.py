@@ -86,13 +86,20 @@ class FrameworkOracle:
         out = self._run(weights, x, y)
         return float(out["loss"]), [out[f"grad/{i:03d}"] for i in range(len(weights))]
 
-    def _run(self, weights, x: np.ndarray, y: np.ndarray | None = None, cache: Path | None = None) -> dict:
+    def vjp(self, weights: Sequence[np.ndarray], x: np.ndarray, ct: np.ndarray) -> list[np.ndarray]:
+        """The logits' vector-Jacobian product with the cotangent `ct` for every weight, in Keras's order, in float64:
+        a light workload's gradient terms (its adapter's `vjp`: parity.workloads.trained.light)."""
+        out = self._run(weights, x, extra={"ct": np.asarray(ct, np.float64)})
+        return [out[f"grad/{i:03d}"] for i in range(len(weights))]
+
+    def _run(self, weights, x: np.ndarray, y=None, cache: Path | None = None, extra: dict | None = None) -> dict:
         """The child's arrays for these inputs: run once a process for each (_DONE), and once for every process
         where they share a cache folder."""
         w = _float32(weights)
         arrays = {f"w{i:03d}": a for i, a in enumerate(w)} | {"x": np.asarray(x)}
         if y is not None:
             arrays["y"] = np.asarray(y)
+        arrays |= extra or {}
         meta = {"framework": self.framework, "workload": self.workload, "package": self.package}
         meta["sizes"] = [int(s) for s in self.sizes(w)]
         digest = hashlib.sha256(json.dumps(meta, sort_keys=True).encode())
@@ -172,8 +179,7 @@ def _adapter(meta: dict):
     """The framework's adapter for the workload, in this (the child) process, a plug-in's plugged first."""
     import importlib.util
 
-    from parity.api.adapters import plug
-    from parity.workloads.plugins import SHARED
+    from parity.api.adapters import SHARED, plug
 
     module = frameworks.TABLE[meta["framework"]].module
     for package in (module, *SHARED) if meta["package"] else ():  # the model code Keras's adapters share, too
@@ -194,7 +200,10 @@ def run(meta: dict, arrays: dict) -> dict[str, np.ndarray]:
     model = adapter.build(*meta["sizes"], seed=0)
     adapter.set_weights(model, [arrays[k] for k in sorted(arrays) if k.startswith("w")])
     model = widen(model)
-    if "y" not in arrays:
+    if "ct" in arrays:
+        grads = code.vjp(adapter.owned(model), arrays["x"], arrays["ct"])
+        out = {f"grad/{i:03d}": np.asarray(a) for i, a in enumerate(grads)}
+    elif "y" not in arrays:
         out = {f"forward/{k}": np.asarray(v) for k, v in adapter.forward_layers(model, arrays["x"]).items()}
     else:
         g = adapter.loss_and_grads(model, arrays["x"], arrays["y"])

@@ -17,6 +17,11 @@ from parity.workloads.trained import Epochs, dataset, kept, parity_arrays
 from parity.workloads.trained.model import TrainedModel
 
 
+def _times(flops: int | None, n: int) -> int | None:
+    """A formula's FLOPs n times; None where the workload declares none (a light one: the framework's count)."""
+    return None if flops is None else flops * n
+
+
 def _model(m: TrainedModel, impl, s, weights: str):
     """The model every framework starts from: the same weights, given as it is built (build_with)."""
     w = load_npz(weights, s.architecture.weights)
@@ -47,7 +52,7 @@ def train_case(
     epochs = Epochs(impl, devices, device, variant, s, ds, trainer, validate, keep_as)
     k = s.steps_per_epoch
     info = {
-        "flops": s.step_flops() * k,
+        "flops": _times(s.step_flops(), k),
         "flops_formula": type(s).step_flops.__doc__,
         "min_bytes": s.step_min_bytes() * k,
         "images": k * s.global_batch,
@@ -86,7 +91,7 @@ def infer_case(
         p.shape, _saving(p.rows, save), p.placement, (len(x), 10), idx, ref, tol, device, len(devices)
     )
     info = {
-        "flops": spec.architecture.forward_flops() * len(x),
+        "flops": _times(spec.architecture.forward_flops(), len(x)),
         "flops_formula": spec.architecture.forward_flops.__doc__,
         "min_bytes": spec.infer_min_bytes(len(x)),
         "images": len(x),
