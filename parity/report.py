@@ -15,13 +15,12 @@ from parity.output.charts import ratio_chart
 from parity.output.files import (
     ResultsError,
     chart,
-    check_out_dir,
+    check_outputs,
     csv_text,
     load_results,
     write_json,
     write_staged,
     write_text,
-    written_through,
 )
 from parity.output.machines import label, machine_of, pair_line
 from parity.workloads import WORKLOADS, row_kind, trained
@@ -220,6 +219,12 @@ def report_main(argv: list[str] | None = None) -> int:
     return guarded("parity.report", lambda: _readme(args) if tables else _report(args), "nothing written")
 
 
+def _error(said) -> int:
+    """`said` on stderr as one error line; 2, the exit status of a command that could not do what it was asked."""
+    print(text(f"error: {said}"), file=sys.stderr)
+    return 2
+
+
 def _readme(args) -> int:
     from parity.output.grid import grid_main
     from parity.output.readme import readme_main
@@ -231,6 +236,10 @@ def _readme(args) -> int:
     if args.html or (args.ratios and not args.grid):
         print(f"error: {flag} takes only results files, not {'--html' if args.html else '--ratios'}", file=sys.stderr)
         return 2
+    try:  # the grid's chart (parity.output.grid draws it), checked as every output
+        args.ratios = check_outputs(args.files, {"--ratios": args.ratios})["--ratios"]
+    except OSError as e:
+        return _error(e)
     return grid_main(args) if args.grid else readme_main(args)
 
 
@@ -251,27 +260,22 @@ def _report(args) -> int:
         for i, (name, doc) in enumerate(docs):
             if (twice := next((n for n, d in docs[:i] if d == doc), None)) is not None:
                 raise ResultsError(f"{name} holds the same results as {twice}: each would be counted twice")
-        if args.out:
-            check_out_dir(args.out, MERGED_FILES)
-        if args.html:
-            args.html = written_through(args.html, "--html")
+        named = check_outputs(args.files, {"--html": args.html, "--ratios": args.ratios}, args.out, MERGED_FILES)
+        args.html, args.ratios = named["--html"], named["--ratios"]
         if args.ratios and len(docs) != 1:
             raise ResultsError(f"--ratios draws one file's summary; {len(docs)} files were given")
         kinds = _selected(args)
     except (ResultsError, OSError) as e:
-        print(text(f"error: {e}"), file=sys.stderr)
-        return 2
+        return _error(e)
     rows = [r for r in merged_rows(docs, article=not args.no_article) if kinds is None or r["kind"] in kinds]
     if not rows and kinds is not None:
         said = " and ".join(
             f"{f} {v!r}" for f, v in (("workload", args.workload), ("kind", args.kind)) if v is not None
         )
-        print(text(f"error: no rows of {said} in the files"), file=sys.stderr)
-        return 2
+        return _error(f"no rows of {said} in the files")
     bases = add_speedups(rows, baseline)
     if baseline and not bases:
-        print(text(f"error: no verified row matches --baseline {args.baseline}"), file=sys.stderr)
-        return 2
+        return _error(f"no verified row matches --baseline {args.baseline}")
     print(cross_table(rows))
     for kind, b in bases.items():
         what = b["source"] if b["reference"] else f"{b['source']} {b['framework']} {b['variant']} x{b['replicas']}"
@@ -299,14 +303,9 @@ def _write_ratios(path: Path, doc: dict) -> int:
     try:
         drawn = ratio_chart(doc, path)
     except OSError as e:
-        print(text(f"error: cannot write {path}: {e.strerror or e}"), file=sys.stderr)
-        return 2
+        return _error(f"cannot write {path}: {e.strerror or e}")
     if not drawn:
-        print(
-            text(f"error: {path}: no ratio to draw (fewer than two frameworks with verified rows, or no matplotlib)"),
-            file=sys.stderr,
-        )
-        return 2
+        return _error(f"{path}: no ratio to draw (fewer than two frameworks with verified rows, or no matplotlib)")
     print(text(f"wrote {path}"))
     return 0
 
@@ -319,8 +318,7 @@ def _write_html(path: Path, docs: list[tuple[str, dict]]) -> int:
     try:
         write_staged(path.parent, {path.name: lambda p: write_text(p, page.page(shown))}, (path.name,))
     except OSError as e:
-        print(text(f"error: {e}"), file=sys.stderr)
-        return 2
+        return _error(e)
     print(text(f"wrote {path}"))
     return 0
 
@@ -340,8 +338,7 @@ def _write_merged(out, docs: list, rows: list[dict]) -> int:
             MERGED_FILES,
         )
     except OSError as e:
-        print(text(f"error: {e}"), file=sys.stderr)
-        return 2
+        return _error(e)
     print(text(f"wrote {', '.join(p.name for p in made)} in {out}"))
     return 0
 

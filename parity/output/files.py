@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -59,13 +60,27 @@ RESULT_FILES = (
 )
 
 
+_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"))
+_KINDS += ((stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+def not_regular(path: Path) -> str | None:
+    """What `path` is where it exists and is neither a regular file nor a folder, through a symbolic link (a pipe,
+    a device, a socket: what a write must never replace), or None."""
+    mode = st.st_mode if (st := _stat(path)) else None  # absent, or a link that leads nowhere: a new file
+    if mode is None or stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return next((what for kind, what in _KINDS if kind(mode)), "not a file")
+
+
 def check_out_dir(
     out: Path, names: tuple[str, ...] | None = None, dirs: tuple[str, ...] = (), flag: str = "--out"
 ) -> None:
     """Make sure results can be written to `out` before any work is done: it is (or can be made) a writable
-    directory, none of the files to be written (`names`) is a directory, and none of the folders (`dirs`) is a file
-    or a symbolic link. By default the set parity.run writes: RESULT_FILES and its PROFILES folder. Raises OSError
-    with one clear line naming `flag`, the option that chose `out`."""
+    directory, none of the files to be written (`names`) is a directory or anything else that is not a regular file
+    (a pipe, a device: not_regular), and none of the folders (`dirs`) is a file or a symbolic link. By default the
+    set parity.run writes: RESULT_FILES and its PROFILES folder. Raises OSError with one clear line naming `flag`,
+    the option that chose `out`."""
     if names is None:
         names, dirs = RESULT_FILES, (PROFILES,)
     out = Path(out)
@@ -73,15 +88,17 @@ def check_out_dir(
         raise OSError(f"{flag} {out}: a symbolic link that leads nowhere (a loop, or a missing target)")
     if out.exists() and not out.is_dir():
         raise OSError(f"{flag} {out}: exists and is not a directory")
+    for name in names:
+        if (out / name).is_dir():
+            raise OSError(f"{flag} {out}: {name} there is a directory; results would not fit")
+        if (what := not_regular(out / name)) is not None:
+            raise OSError(f"{flag} {out}: {name} there is {what}, not a regular file; it is left as it is")
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = tempfile.NamedTemporaryFile(dir=out, prefix=".parity-probe-")
         probe.close()
     except OSError as e:
         raise OSError(f"{flag} {out}: cannot write there ({e.strerror or e})") from None
-    for name in names:
-        if (out / name).is_dir():
-            raise OSError(f"{flag} {out}: {name} there is a directory; results would not fit")
     for name in dirs:
         p = out / name
         if p.is_symlink() or (p.exists() and not p.is_dir()):
@@ -98,6 +115,33 @@ def written_through(given: Path, flag: str) -> Path:
         raise OSError(f"{flag} {given}: a symbolic link that leads nowhere (a loop)")
     check_out_dir(path.parent, (path.name,), flag=flag)
     return path
+
+
+def check_outputs(
+    inputs: list[Path], named: dict[str, Path | None], out: Path | None = None, names: tuple[str, ...] = ()
+) -> dict[str, Path | None]:
+    """Every output of a command that reads `inputs`, checked before any work: the files `named` (flag -> the path it
+    gives, or None), each written through a symbolic link (written_through), and the set `names` in the directory
+    `out` (check_out_dir, its flag --out); none of them one of the inputs, the same file by its device and inode
+    whatever names or links lead to it. Returns `named` with each path as it will be written. Raises OSError with
+    one line naming the flag."""
+    if out is not None:
+        check_out_dir(out, names)
+    named = {flag: p and written_through(p, flag) for flag, p in named.items()}
+    outputs = [(flag, p) for flag, p in named.items() if p] + [("--out", out / n) for n in names if out is not None]
+    read = {(st.st_dev, st.st_ino): p for p in reversed(inputs) if (st := _stat(p))}  # by identity, not by name
+    for flag, p in outputs:
+        if (st := _stat(p)) and (hit := read.get((st.st_dev, st.st_ino))) is not None:
+            raise OSError(f"{flag} {p}: is the input {hit}; writing it would replace what it reads")
+    return named
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    """The file `path` leads to (through links), or None where there is none to read."""
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
 
 
 _HELD: dict[tuple[int, int], int] = {}  # output directories this process holds the lock of: (device, inode) -> fd
