@@ -25,11 +25,13 @@ from parity.api.variants import ONE, Variant
 
 @dataclass(frozen=True)
 class LightOptions:
-    """What jax_impl.train reads of a training variant: one device, one step a dispatch; bfloat16 compute (mixed)."""
+    """What jax_impl.train reads of a training variant: one device, one step a dispatch; bfloat16 compute (mixed); the
+    batches fed from the host (prefetch 0)."""
 
     parallel: str = "jit"
     steps_per_dispatch: int = 1
     mixed: bool = False
+    prefetch: int = 0  # batches put on the device ahead of their steps (jax_impl.catalog.PREFETCH); 0: the host's feed
 
 
 class Wrapped(nnx.Module):

@@ -23,7 +23,7 @@ from parity.engine.config import Config, chips
 from parity.engine.environment import compilation_cache_notes
 from parity.engine.workerproc import Worker, owner, start_owner, start_workers, tuned_configs, with_workers
 from parity.judging import roofline
-from parity.judging.judge import drift_note, judge_row, parity_note
+from parity.judging.judge import by_checks, drift_note, judge_row, parity_note
 from parity.record.rows import Row
 from parity.workloads import WORKLOADS, RowKind
 from parity.workloads.base import Suite
@@ -336,6 +336,7 @@ def _judge_parity(rnd: Round | None) -> None:
 def _judge_all(cfg: Config, run: RunState) -> None:
     """After every round: rows against each other and the peak, then each workload's closing checks."""
     run.notes += run.said.values()
+    by_checks(run.rows, run.checks)  # a training row whose framework fails a float64 check is not verified
     cross_check(run.rows)
     run.peak, notes = peaks.after_rows(cfg, run.peak, run.rows)
     for row in run.rows:

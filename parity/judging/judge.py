@@ -38,6 +38,22 @@ def judge_row(row: Row, peak: roofline.Peak | None) -> None:
     )
 
 
+def by_checks(rows: list[Row], checks: list[dict]) -> None:
+    """A training row whose framework fails one of its workload's checks against float64 (a forward block, the
+    loss, the gradients: a figure `<framework>_vs_f64` above the check's tolerance) is not verified, naming the
+    first such check: the row timed a model that computes something else (in place)."""
+    failed: dict[tuple[str, str], str] = {}
+    for c in checks:
+        for fw in {k.removesuffix("_vs_f64") for k in c.get("figures", {}) if k.endswith("_vs_f64")}:
+            got, tol = c["figures"][f"{fw}_vs_f64"], c.get("tolerance")
+            if c.get("passed") is False and got is not None and tol is not None and got > tol:
+                failed.setdefault((c["workload"], fw), f"{c['check']}: {got:.3g} against a bound of {tol:.2g}")
+    for row in rows:
+        said = failed.get((row.kind.removesuffix("_train"), row.framework)) if row.kind.endswith("_train") else None
+        if row.verified and said:
+            row.verified, row.invalid_reason = False, f"its framework fails the check against float64, {said}"
+
+
 def drift_note(owner: str, first: list[Row], again: list[Row]) -> str:
     """What an owner's rows did when timed again at its end (one owner of the device at a time); each first row gets
     its `drift`."""

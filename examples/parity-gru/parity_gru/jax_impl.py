@@ -29,6 +29,7 @@ class GruOptions:
     parallel: str = "jit"
     steps_per_dispatch: int = 1
     mixed: bool = False
+    prefetch: int = 0  # batches put on the device ahead of their steps; 0: the host's feed
     unroll: int | bool = 1  # lax.scan's unroll over the 28 steps
 
 

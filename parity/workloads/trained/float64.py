@@ -86,15 +86,16 @@ class FrameworkOracle:
         out = self._run(weights, x, y)
         return float(out["loss"]), [out[f"grad/{i:03d}"] for i in range(len(weights))]
 
-    def vjp(self, weights: Sequence[np.ndarray], x: np.ndarray, ct: np.ndarray) -> list[np.ndarray]:
-        """The logits' vector-Jacobian product with the cotangent `ct` for every weight, in Keras's order, in float64:
-        a light workload's gradient terms (its adapter's `vjp`: parity.workloads.trained.light)."""
-        out = self._run(weights, x, extra={"ct": np.asarray(ct, np.float64)})
-        return [out[f"grad/{i:03d}"] for i in range(len(weights))]
+    def terms(self, weights: Sequence[np.ndarray], x: np.ndarray, y: np.ndarray) -> dict[str, np.ndarray]:
+        """A light workload's figures for its bounds in one run (its adapter's `vjp`: `_terms`), by name: forward/*,
+        loss, grad/*, abs/* and terms/*. The loss and gradients then answer loss_and_grads too."""
+        out = self._run(weights, x, y, extra={"terms": np.ones(1)})
+        key = self._request(weights, x, y)[0]
+        _DONE.setdefault(key, {k: v for k, v in out.items() if k == "loss" or k.startswith("grad/")})
+        return out
 
-    def _run(self, weights, x: np.ndarray, y=None, cache: Path | None = None, extra: dict | None = None) -> dict:
-        """The child's arrays for these inputs: run once a process for each (_DONE), and once for every process
-        where they share a cache folder."""
+    def _request(self, weights, x: np.ndarray, y=None, extra: dict | None = None) -> tuple[str, dict, dict]:
+        """A request's digest (its answer's key), its meta and its arrays."""
         w = _float32(weights)
         arrays = {f"w{i:03d}": a for i, a in enumerate(w)} | {"x": np.asarray(x)}
         if y is not None:
@@ -106,7 +107,30 @@ class FrameworkOracle:
         for k in sorted(arrays):
             digest.update(k.encode() + arrays[k].dtype.str.encode() + str(arrays[k].shape).encode())
             digest.update(np.ascontiguousarray(arrays[k]).tobytes())
-        key = digest.hexdigest()
+        return digest.hexdigest(), meta, arrays
+
+    def ahead(self, requests: Sequence[tuple]) -> None:
+        """Answer every request not answered yet, (weights, x, y or None, extra or None) each, in one child process:
+        the framework imported once for all (the calls that then ask find their answers)."""
+        todo = {}
+        for r in requests:
+            key, meta, arrays = self._request(*r)
+            if key not in _DONE:
+                todo[key] = (meta, arrays)
+        if len(todo) == 1:
+            key, (meta, arrays) = next(iter(todo.items()))
+            _DONE[key] = _child(meta, arrays, self.timeout_s, OFFERS[self.framework].env)
+        elif todo:
+            metas = [m for m, _ in todo.values()]
+            arrays = {f"j{j}/{k}": a for j, (_, arr) in enumerate(todo.values()) for k, a in arr.items()}
+            out = _child(metas, arrays, self.timeout_s, OFFERS[self.framework].env)
+            for j, key in enumerate(todo):
+                _DONE[key] = {k.split("/", 1)[1]: v for k, v in out.items() if k.startswith(f"j{j}/")}
+
+    def _run(self, weights, x: np.ndarray, y=None, cache: Path | None = None, extra: dict | None = None) -> dict:
+        """The child's arrays for these inputs: run once a process for each (_DONE), and once for every process
+        where they share a cache folder."""
+        key, meta, arrays = self._request(weights, x, y, extra)
         kept = Path(cache) / f"float64-{key[:32]}.npz" if cache is not None else None
         if key not in _DONE and kept is not None and kept.exists():
             with np.load(kept) as f:
@@ -141,7 +165,8 @@ def _child(meta: dict, arrays: dict, timeout_s: float, env: dict[str, str]) -> d
     with tempfile.TemporaryDirectory(prefix="parity-float64-") as tmp:
         req, out = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
         np.savez(req, meta=np.array(json.dumps(meta)), **arrays)
-        python, path = _python(meta["framework"])
+        first = meta[0] if isinstance(meta, list) else meta  # several requests: one framework's, one workload's
+        python, path = _python(first["framework"])
         cmd = [python, "-m", "parity.workloads.trained.float64", str(req), str(out)]
         try:
             p = subprocess.run(
@@ -171,7 +196,8 @@ def _python(framework: str) -> tuple[str, dict[str, str]]:
     return chosen, {"PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
 
 
-def _who(meta: dict) -> str:
+def _who(meta: dict | list) -> str:
+    meta = meta[0] if isinstance(meta, list) else meta
     return f"the float64 run of {meta['workload']!r} in {OFFERS[meta['framework']].label}"
 
 
@@ -200,9 +226,8 @@ def run(meta: dict, arrays: dict) -> dict[str, np.ndarray]:
     model = adapter.build(*meta["sizes"], seed=0)
     adapter.set_weights(model, [arrays[k] for k in sorted(arrays) if k.startswith("w")])
     model = widen(model)
-    if "ct" in arrays:
-        grads = code.vjp(adapter.owned(model), arrays["x"], arrays["ct"])
-        out = {f"grad/{i:03d}": np.asarray(a) for i, a in enumerate(grads)}
+    if "terms" in arrays:
+        out = _terms(adapter, meta, arrays, model, widen)
     elif "y" not in arrays:
         out = {f"forward/{k}": np.asarray(v) for k, v in adapter.forward_layers(model, arrays["x"]).items()}
     else:
@@ -211,6 +236,34 @@ def run(meta: dict, arrays: dict) -> dict[str, np.ndarray]:
     narrow = [k for k, v in out.items() if v.dtype.kind == "f" and v.dtype != np.float64]
     if narrow:
         raise Float64Error(f"{code.__name__}'s float64 model gave {narrow[0]} in {out[narrow[0]].dtype}, not float64")
+    return out
+
+
+def _terms(adapter, meta: dict, arrays: dict, model, widen) -> dict[str, np.ndarray]:
+    """A light workload's figures for its bounds (parity.workloads.trained.light), in one run: the forward blocks,
+    the loss and gradients, then the same model on |weights| and |images|: its blocks (`abs/`) and its logits'
+    vector-Jacobian product with |dL/dlogits| (`terms/`: every gradient's terms in absolute value)."""
+    x, y = arrays["x"], arrays["y"]
+    out = {f"forward/{k}": np.asarray(v) for k, v in adapter.forward_layers(model, x).items()}
+    g = adapter.loss_and_grads(model, x, y)
+    out |= {"loss": np.asarray(g.loss, np.float64)} | {f"grad/{i:03d}": np.asarray(a) for i, a in enumerate(g.grads)}
+    z = out["forward/logits"]
+    p = np.exp(z - z.max(-1, keepdims=True))
+    ct = np.abs(p / p.sum(-1, keepdims=True) - np.eye(z.shape[-1])[np.asarray(y)]) / len(y)
+    absolute = adapter.build(*meta["sizes"], seed=0)
+    adapter.set_weights(absolute, [np.abs(arrays[k]) for k in sorted(arrays) if k.startswith("w")])
+    absolute = widen(absolute)
+    out |= {f"abs/{k}": np.asarray(v) for k, v in adapter.forward_layers(absolute, np.abs(x)).items()}
+    terms = adapter.model_code.vjp(adapter.owned(absolute), np.abs(x), ct)
+    return out | {f"terms/{i:03d}": np.asarray(a) for i, a in enumerate(terms)}
+
+
+def _jobs(metas: list[dict], arrays: dict) -> dict[str, np.ndarray]:
+    """Several requests (FrameworkOracle.ahead), each one's arrays under j<k>/, answered under the same prefix."""
+    out = {}
+    for j, meta in enumerate(metas):
+        job = {k.split("/", 1)[1]: v for k, v in arrays.items() if k.startswith(f"j{j}/")}
+        out |= {f"j{j}/{k}": v for k, v in run(meta, job).items()}
     return out
 
 
@@ -223,7 +276,8 @@ def main(argv: list[str]) -> int:
         with np.load(argv[0]) as f:
             arrays = {k: f[k] for k in f.files}
         meta = json.loads(str(arrays.pop("meta")))
-        np.savez(argv[1], **run(meta, arrays))
+        out = _jobs(meta, arrays) if isinstance(meta, list) else run(meta, arrays)
+        np.savez(argv[1], **out)
     except Exception as e:  # the adapter's code, whatever it raises: one line for the parent
         said = str(e) if isinstance(e, Float64Error) else f"{type(e).__name__}: {e}"
         Path(argv[1]).with_suffix(".error").write_text((said.splitlines() or [type(e).__name__])[0])

@@ -132,8 +132,12 @@ class Bounds:
 
     def block_tolerances(self, weights: list, x, device: str, precision: str) -> dict[str, float]:
         """Each block's bound, relative to max |float64|: the walk times the absolute run's scale over the block's."""
-        ref = self.oracle.forward(weights, x)
-        scale = self.oracle.forward([np.abs(w) for w in weights], np.abs(x))
+        absolute = ([np.abs(w) for w in weights], np.abs(x), None, None)
+        self.oracle.ahead([(weights, x, None, None), absolute])  # both in one float64 run
+        ref, scale = self.oracle.forward(weights, x), self.oracle.forward(*absolute[:2])
+        return self._blocks(ref, scale, device, precision)
+
+    def _blocks(self, ref: dict, scale: dict, device: str, precision: str) -> dict[str, float]:
         walk, floor = _walk(self.light, device, precision), _floor(device, precision)
         out = {b: max(walk * _peak(scale[b]) / max(_peak(ref[b]), 1e-300), floor) for b in self.light.blocks}
         dz = out[LOGITS] * _peak(ref[LOGITS])  # softmax: each probability moves by at most half the logits' error
@@ -143,21 +147,19 @@ class Bounds:
     def bounds(self, weights: list, x, y, device: str, precision: str) -> dict:
         """The loss's bound relative to it, and each gradient's relative to its max |float64|: its terms' scale (the
         absolute backward pass) times the forward and backward walks plus its own sum over the batch and positions."""
-        loss, grads = self.oracle.loss_and_grads(weights, x, y)
-        logits = self.oracle.forward(weights, x)[LOGITS]
-        p = np.exp(logits - logits.max(-1, keepdims=True))
-        p /= p.sum(-1, keepdims=True)
-        ct = np.abs(p - np.eye(logits.shape[-1])[np.asarray(y)]) / len(y)  # |dL/dlogits|
-        terms = self.oracle.vjp([np.abs(w) for w in weights], np.abs(x), ct)
+        t = self.oracle.terms(weights, x, y)  # one float64 run: blocks, loss, gradients, the absolute ones
+        ref = {b: t[f"forward/{b}"] for b in self.light.block_names}
+        blocks = self._blocks(ref, {b: t[f"abs/{b}"] for b in self.light.block_names}, device, precision)
         walk, floor = _walk(self.light, device, precision), _floor(device, precision)
         own = ROUNDING_LAMBDA * F32_UNIT_ROUNDOFF * math.sqrt(len(y) * IMAGE[0] * IMAGE[1])
-        out = [
-            max((2 * walk + own) * _peak(t) / _peak(g), floor) if _peak(g) > 0 else math.inf
-            for g, t in zip(grads, terms, strict=True)
-        ]
-        dz = self.block_tolerances(weights, x, device, precision)[LOGITS] * _peak(logits)
+        out = []
+        for i in range(len(weights)):
+            g, terms = _peak(t[f"grad/{i:03d}"]), _peak(t[f"terms/{i:03d}"])
+            out.append(max((2 * walk + own) * terms / g, floor) if g > 0 else math.inf)
+        dz = blocks[LOGITS] * _peak(ref[LOGITS])
+        loss = float(t["loss"])
         rel_loss = (2 * dz + ROUNDING_LAMBDA * F32_UNIT_ROUNDOFF * math.sqrt(len(y))) / max(abs(loss), 1e-3)
-        return {"forward": dz / _peak(logits), "loss": max(rel_loss, floor), "grads": out}
+        return {"forward": blocks[LOGITS], "loss": max(rel_loss, floor), "grads": out}
 
     def tolerances(self, device: str, precision: str, dtype: str = "float32", spec=None) -> dict[str, float]:
         """The trajectory and accuracy thresholds every trained model uses (reduced where the device's products

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from parity.common.float64 import errors
-from parity.common.frameworks import pairs, short
+from parity.common.frameworks import label, pairs, short
 from parity.common.references import References
 from parity.workloads.trained.model import TrainedModel
 
@@ -54,6 +54,35 @@ def forward(
         apart = [f"{short(a)}-{short(b)}" for a, b in pairs(fws) if figs[f"{a}_vs_{b}"] > 2 * tol]
         detail = f"frameworks apart beyond twice the bound: {', '.join(apart)}" if apart else ""
         rows.append(_row(m.oracle, f"forward {block}", figs, tol, judged, detail))
+    return _first_to_leave(rows, fws)
+
+
+def _first_to_leave(rows: list[dict], fws: list[str]) -> list[dict]:
+    """Each framework that fails a block, named once at the first block it fails, in the model's order: that row's
+    detail opens with 'PyTorch leaves float64 at block dw1 (1.07 against a bound of 5.4e-05)', the rows after it say
+    whose error they carry on. A row's `leaves` lists the frameworks that leave float64 there."""
+    left: dict[str, str] = {}
+    for r in rows:
+        block = r["check"].removeprefix("forward ")
+        new = [fw for fw in fws if fw not in left and r["figures"][f"{fw}_vs_f64"] > r["tolerance"]]
+        said = [
+            f"{label(fw)} leaves float64 at block {block} ({r['figures'][f'{fw}_vs_f64']:.3g} against a bound of "
+            f"{r['tolerance']:.2g})"
+            for fw in new
+        ]
+        carried = [
+            f"{label(fw)} left at {left[fw]}"
+            for fw in fws
+            if fw in left and r["figures"][f"{fw}_vs_f64"] > r["tolerance"]
+        ]
+        r["detail"] = "; ".join(
+            filter(
+                None, [*said, ", ".join(carried) and f"after the block it left at: {', '.join(carried)}", r["detail"]]
+            )
+        )
+        if new:
+            r["leaves"] = new
+        left.update({fw: block for fw in new})
     return rows
 
 
