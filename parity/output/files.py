@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import stat
 import tempfile
@@ -28,8 +29,19 @@ def write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def finite(doc):
+    """`doc` (JSON data) with every number that is not finite (NaN, an infinity: none is a JSON number) as null: a
+    results file holds finite numbers only (parity.output.loading refuses the rest). The checks and rows such a
+    number comes from are failed, naming it, where they are judged (parity.judging.judge)."""
+    if isinstance(doc, float):
+        return doc if math.isfinite(doc) else None
+    if isinstance(doc, dict):
+        return {k: finite(v) for k, v in doc.items()}
+    return [finite(v) for v in doc] if isinstance(doc, (list, tuple)) else doc
+
+
 def write_json(path: Path, doc: dict) -> None:
-    write_text(path, json.dumps(doc, indent=2) + "\n")
+    write_text(path, json.dumps(finite(doc), indent=2, allow_nan=False) + "\n")
 
 
 CSV_FIELDS = rows.CSV_FIELDS  # the fields tools most often want, in parity.record.rows.Row's order
@@ -297,10 +309,10 @@ def write_all(doc: dict, out: Path, profiles: Path | None = None) -> list[Path]:
     (when a training row was validated per epoch), results.html (parity.output.page, the charts embedded) and,
     given `profiles`, a copy of that folder as profiles/, under `out`, as one unit (write_staged): a previous run's
     profiles/ does not outlive its results. A string longer than a results file may hold (MAX_TEXT: a framework's
-    runaway error message) is cut, saying so."""
+    runaway error message) is cut, saying so; a number that is not finite is null (finite)."""
     import shutil
 
-    doc = bounded(doc)
+    doc = finite(bounded(doc))
     env = doc["env"]
     title = f"{env['device']} ({env.get('host_cpu', '')}), precision {env['precision']}"
     return write_staged(

@@ -1,14 +1,59 @@
 """What a results file holds beside its rows (parity.record.rows.Row), as every reader reads it: its parity checks,
 its comparisons, and the run's notes, skipped frameworks and command in its env. Each `*_problem` says in a few
-words what makes its part unreadable, or None (parity.output.loading names the file)."""
+words what makes its part unreadable, or None (parity.output.loading names the file); `judgeable` is the writer's
+side, what a run's checks and rows become before they are said or written."""
 
 from __future__ import annotations
+
+import math
 
 from parity.common.safe import text
 
 
 def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def bound_problem(v) -> str | None:
+    """Why `v` can be neither a bound nor a figure (an error, an accuracy): it is not a finite number from zero;
+    None where it can."""
+    if _number(v) and math.isfinite(v) and v >= 0:
+        return None
+    return f"{text(repr(v), limit=40)} is not a finite number from zero"
+
+
+def judgeable(checks: list[dict], rows: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The checks and rows as a results file may hold them, before they are said or written: a check whose tolerance
+    or a figure is not a finite number from zero (a plug-in's bound of infinity would pass anything, a float64 answer
+    of NaN nothing) fails, its detail opening with the cause; a row whose tolerance is not is not verified, naming it,
+    and has none."""
+    return [_judgeable(c) for c in checks], [_verifiable(r) for r in rows]
+
+
+def _judgeable(c: dict) -> dict:
+    """A check as judgeable says: a figure that is not a finite number is left out (JSON has none), and a failed
+    check gives a tolerance (checks_problem), 0 in place of one that is not a finite number from zero."""
+    tol, figs = c.get("tolerance"), c.get("figures", {})
+    why = [] if isinstance(figs, dict) else [f"figures {text(repr(figs), limit=40)} are not an object"]
+    figs = figs if isinstance(figs, dict) else {}
+    kept = {k: v for k, v in figs.items() if _number(v) and math.isfinite(v)}
+    why += [
+        f"figure {k} {p}" + ("" if k in kept else " (left out)") for k, v in figs.items() if (p := bound_problem(v))
+    ]
+    if not why and (tol is None or bound_problem(tol) is None):
+        return c
+    ok_tol = tol is not None and bound_problem(tol) is None
+    why = why if ok_tol else [f"tolerance {bound_problem(tol) if tol is not None else 'absent'} (shown as 0)", *why]
+    detail = f"failed, not judgeable: {', '.join(why)}" + (f"; {c['detail']}" if c.get("detail") else "")
+    return {**c, "figures": kept, "tolerance": tol if ok_tol else 0.0, "passed": False, "detail": detail}
+
+
+def _verifiable(r: dict) -> dict:
+    """A row as judgeable says: a tolerance that is not a finite number from zero verifies nothing."""
+    if r.get("tolerance") is None or (p := bound_problem(r["tolerance"])) is None:
+        return r
+    why = f"its tolerance {p}: nothing is verified against it"
+    return {**r, "verified": False, "invalid_reason": r.get("invalid_reason") or why, "tolerance": None}
 
 
 def checks_problem(checks) -> str | None:
