@@ -9,6 +9,7 @@ import importlib.util
 import sys
 
 from parity.common import frameworks
+from parity.common.safe import text
 from parity.workloads import PLUGIN_ERRORS, PLUGINS, WORKLOADS, add, plugins
 
 ALL = "all"
@@ -16,9 +17,10 @@ SAID: set[str] = set()  # plug-in errors already printed (a parser parses once a
 
 
 def help_text() -> str:
-    """--workload's help: the workloads by origin, and how to name one from outside."""
+    """--workload's help: the workloads by origin, and how to name one from outside (a plug-in's names escaped:
+    parity.common.safe)."""
     built = [n for n in WORKLOADS if n not in PLUGINS]
-    more = [f"{n} (from {PLUGINS[n].path})" for n in WORKLOADS if n in PLUGINS]
+    more = [text(f"{n} (from {PLUGINS[n].path})") for n in WORKLOADS if n in PLUGINS]
     return (
         f"which workload(s) to run: one or several of {', '.join([*built, *more])} (run in that order), or all "
         "(default: all); or a module that declares a WORKLOAD, e.g. mypkg.gru (docs/your-workload.md); "
@@ -26,18 +28,18 @@ def help_text() -> str:
     )
 
 
-def workload(text: str) -> str | None:
+def workload(given: str) -> str | None:
     """An argparse type: a workload's name, 'all', or a module path whose workload is loaded (its name). A module
     that cannot be found is an invalid choice; one found that cannot be used (its import fails, it declares no
     WORKLOAD, its name is taken) is None, its error in PLUGIN_ERRORS, said once by `report_errors`."""
-    if text == ALL or text in WORKLOADS:
-        return text
-    choices = ", ".join([*WORKLOADS, ALL])
-    invalid = f"invalid choice: {text!r} (choose from {choices}, or a module path that declares a WORKLOAD)"
-    if not plugins.is_path(text) or not _found(text):
+    if given == ALL or given in WORKLOADS:
+        return given
+    choices = text(", ".join([*WORKLOADS, ALL]))
+    invalid = f"invalid choice: {given!r} (choose from {choices}, or a module path that declares a WORKLOAD)"
+    if not plugins.is_path(given) or not _found(given):
         raise argparse.ArgumentTypeError(invalid)
     try:
-        return add(text)
+        return add(given)
     except plugins.PluginError as e:
         PLUGIN_ERRORS.append(str(e))
         return None
@@ -55,11 +57,12 @@ def report_errors(out=None) -> None:
     for line in PLUGIN_ERRORS:
         if line not in SAID:
             SAID.add(line)
-            print(f"error: {line}; left out, the other workloads run", file=out or sys.stderr)
+            print(text(f"error: {line}; left out, the other workloads run"), file=out or sys.stderr)
 
 
 def listing() -> str:
-    """Every workload, its row kinds and where it comes from, then the plug-ins that could not be loaded."""
+    """Every workload, its row kinds and where it comes from, then the plug-ins that could not be loaded: each line
+    escaped (parity.common.safe), as a plug-in's names, paths and errors are text from outside."""
     width = max(len(n) for n in WORKLOADS)
     lines = ["workloads (run in this order):"]
     for name, w in WORKLOADS.items():
@@ -72,7 +75,7 @@ def listing() -> str:
     where = ", ".join(frameworks.TABLE[fw].module for fw in frameworks.KEYS)
     lines.append(f"a workload from outside: an entry point in group {plugins.GROUP!r}, or --workload <module>;")
     lines.append(f"its adapters are its modules named {where} (docs/your-workload.md)")
-    return "\n".join(lines)
+    return "\n".join(text(line) for line in lines)
 
 
 class ListWorkloads(argparse.Action):
