@@ -46,11 +46,12 @@ def _modules(folder: Path) -> set[str]:
 # --- the README's layout, from the tree ----------------------------------------------------------------------------
 
 
-def test_the_layout_names_every_package_of_parity_and_every_command():
+def test_the_layout_names_every_package_and_top_level_module_of_parity():
     named = set(re.findall(r"^parity/(\w+)/", _layout(), flags=re.M))
     assert named == _packages(ROOT / "parity"), named ^ _packages(ROOT / "parity")
     commands = set(re.findall(r"(\w+)\.py", _line("parity/run.py")))
-    assert commands == _modules(ROOT / "parity"), commands ^ _modules(ROOT / "parity")
+    modules = commands | set(re.findall(r"^parity/(\w+)\.py", _layout(), flags=re.M))  # a module on a line of its own
+    assert modules == _modules(ROOT / "parity"), modules ^ _modules(ROOT / "parity")
 
 
 def test_the_layout_names_every_workload_package_and_what_the_trained_ones_share():
