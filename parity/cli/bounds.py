@@ -13,10 +13,12 @@ from parity.common import frameworks
 from parity.common.messages import HarnessError
 from parity.workloads import WORKLOADS
 
-# A PyTorch DDP rank is a process of its own (torch_impl.ddp), an interpreter that has imported torch before it holds
-# any model: 285 MiB of memory of its own, which no other process shares (/proc/self/smaps_rollup's Pss_Anon after
-# `python -c "import torch"`, torch 2.x on zen4). A floor: a rank training the CNN held about 0.9 GB (issue 88).
-RANK_BYTES = 285 * 2**20
+# What a PyTorch DDP rank holds (torch_impl.ddp: a process each, an interpreter that imported torch, its copy of the
+# model and of Adam's state, its share of each batch's activations): the memory of its own at its peak
+# (/proc/<pid>/smaps_rollup's Pss_Anon; the libraries' pages are shared by every rank), the most over the built-in
+# trained workloads at the CPU's default sizes and --quick's, rounded up. Measured, not derived: the figures and the
+# command that measures them are in docs/pytorch.md ("What a rank holds"). A plug-in's rank is taken to hold no more.
+RANK_BYTES = 768 * 2**20
 # An epoch's batches are drawn ahead (parity.workloads.trained.data.batches): a uint8 stack of its images, then its
 # float32 copy, both alive at once: 1 + 4 bytes a pixel
 DRAWN_BYTES_PER_PIXEL = 1 + 4
@@ -31,7 +33,7 @@ def process_limit() -> int | None:
 
 def max_ranks() -> tuple[int, str]:
     """The most PyTorch DDP ranks this machine can hold, and the arithmetic: each is a process (a task at least,
-    within the process limit) of RANK_BYTES at least (within physical memory)."""
+    within the process limit) that holds RANK_BYTES (within physical memory)."""
     memory = physical_memory()
     by_memory = memory // RANK_BYTES
     why = f"{memory / GIB:.1f} GiB of memory / {RANK_BYTES / GIB:.2f} GiB a rank = {by_memory}"
