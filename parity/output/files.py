@@ -139,13 +139,13 @@ def check_outputs(
     one line naming the flag."""
     if out is not None:
         check_out_dir(out, names)
-    named = {flag: p and written_through(p, flag) for flag, p in named.items()}
+    through = {flag: p and written_through(p, flag) for flag, p in named.items()}
     outputs = [(flag, p) for flag, p in named.items() if p] + [("--out", out / n) for n in names if out is not None]
     read = {(st.st_dev, st.st_ino): p for p in reversed(inputs) if (st := _stat(p))}  # by identity, not by name
-    for flag, p in outputs:
+    for flag, p in outputs:  # as given: os.stat follows a link as the write does
         if (st := _stat(p)) and (hit := read.get((st.st_dev, st.st_ino))) is not None:
             raise OSError(f"{flag} {p}: is the input {hit}; writing it would replace what it reads")
-    return named
+    return through
 
 
 def _stat(path: Path) -> os.stat_result | None:
