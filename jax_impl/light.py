@@ -81,7 +81,8 @@ class _Code:
         return [np.asarray(w) for w in self.read(model.inner)]
 
     def set_weights(self, model: Wrapped, weights: Sequence[np.ndarray]) -> None:
-        check_shapes(self.light, [np.shape(w) for w in weights], "JAX")
+        check_shapes(self.light, [np.shape(w) for w in self.read(model.inner)], "JAX", [p for p, _ in self.paths])
+        check_shapes(self.light, [np.shape(w) for w in weights], "the weights given to JAX")
         for (p, perm), w in zip(self.paths, weights, strict=True):
             var, value = _at(model.inner, p), jnp.asarray(w, _dtype(model))
             var.value = value if perm is None else jnp.transpose(value, np.argsort(perm))

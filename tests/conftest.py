@@ -144,6 +144,14 @@ SLOW_TESTS = (  # by name, or with its parameters: the CNN's training, its noteb
         f"test_rewind.py::test_a_rewound_trainer_trains_as_a_new_one[{c}]"
         for c in ("jax-cnn-1", "jax-cnn-2", "tf-cnn-1", "tf-cnn-2", "tf-lstm-1", "tf-lstm-2")
     ),
+    # a model on one page: its example and four of its planted bugs judged in-process (a float64 child each), and a
+    # run of two; the padding bug and the record's checks stay in the fast tier
+    "test_light.py::test_the_example_passes_every_check_against_float64",
+    *(
+        f"test_light.py::test_a_planted_bug_is_caught_and_named[{b}]"
+        for b in ("dw_kernel_transposed", "groups_1", "missing_bias", "dropout_in_inference")
+    ),
+    "test_light.py::test_a_run_times_both_and_does_not_verify_the_training_row_of_a_framework_that_fails",
     # PyTorch's conv variants against the oracle, torch.compile's among them (each compiles for seconds); every other
     # implementation's stay in the fast tier
     "test_conv.py::test_every_variant_matches_oracle[torch-1]",

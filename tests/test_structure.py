@@ -138,7 +138,7 @@ LAYERS = (
     ("parity.output",),  # what a user reads and tools parse, and the one reader of results files
     ("parity.engine",),  # what a run does: workers, rounds, timing
     ("parity.cli",),  # the flags and their bounds
-    ("parity.run", "parity.report", "parity.compare", "parity.launch"),  # the commands
+    ("parity.run", "parity.report", "parity.compare", "parity.launch", "parity.check"),  # the commands
 )  # fmt: skip
 
 

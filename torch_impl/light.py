@@ -81,7 +81,7 @@ class _Code:
     def set_weights(self, model: Wrapped, weights: Sequence[np.ndarray]) -> None:
         slots = self.slots(model)
         shapes = [tuple(p.shape[i] for i in perm) if perm else tuple(p.shape) for _, p, perm in slots]
-        check_shapes(self.light, shapes, "PyTorch")
+        check_shapes(self.light, shapes, "PyTorch", [n for n, _, _ in slots])
         check_shapes(self.light, [np.shape(w) for w in weights], "the weights given to PyTorch")
         with torch.no_grad():
             for (_, p, perm), w in zip(slots, weights, strict=True):

@@ -83,10 +83,15 @@ class Light:
 LIGHTS: dict[str, Light] = {}
 
 
-def check_shapes(light: Light, shapes: list[tuple[int, ...]], framework: str) -> None:
-    """Raise ValueError naming the weight where a framework's arrays (in the shared layout) do not fit the table."""
-    if len(shapes) != len(light.weights):
-        raise ValueError(f"{framework}'s model has {len(shapes)} weights; {light.name} declares {len(light.weights)}")
-    for (k, want), got in zip(light.weights.items(), shapes, strict=True):
-        if tuple(got) != tuple(want):
-            raise ValueError(f"{framework}'s {k} is {tuple(got)} in the shared layout; {light.name} declares {want}")
+def check_shapes(light: Light, shapes: list[tuple[int, ...]], framework: str, names: list[str] | None = None) -> None:
+    """Raise ValueError naming the first weight where a framework's arrays (in the shared layout, in order; `names`:
+    its own names for them) do not fit the declared table: a missing bias, a depthwise kernel of groups=1."""
+    table = list(light.weights.items())
+    for i in range(max(len(shapes), len(table))):
+        want = table[i] if i < len(table) else None
+        got = tuple(shapes[i]) if i < len(shapes) else None
+        if want is None or got != tuple(want[1]):
+            own = f" ({names[i]})" if names and i < len(names) else ""
+            has = f"{framework}'s weight {i}{own} is {got}" if got is not None else f"{framework}'s model ends"
+            said = f"{light.name} declares {want[0]} {tuple(want[1])}" if want else f"{light.name} declares no more"
+            raise ValueError(f"{has} in the shared layout where {said} ({len(shapes)} weights, {len(table)} declared)")

@@ -162,7 +162,9 @@ class _Guarded:
         self._failed: dict = {}  # round key (None: the set-up) -> what failed
 
     def _own(self, workers: dict) -> dict:
-        return {k: w for k, w in workers.items() if w.framework in self._have}
+        """The workers of the frameworks it has adapter modules for (one with none, its adapters plugged another way:
+        every worker)."""
+        return {k: w for k, w in workers.items() if w.framework in self._have or not self._have}
 
     def case_args(self, spec, seed_offset: int, workers: dict, save_dir, state):
         return self._suite.case_args(spec, seed_offset, self._own(workers), save_dir, state)

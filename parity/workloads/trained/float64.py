@@ -90,8 +90,15 @@ class FrameworkOracle:
         """A light workload's figures for its bounds in one run (its adapter's `vjp`: `_terms`), by name: forward/*,
         loss, grad/*, abs/* and terms/*. The loss and gradients then answer loss_and_grads too."""
         out = self._run(weights, x, y, extra={"terms": np.ones(1)})
-        key = self._request(weights, x, y)[0]
-        _DONE.setdefault(key, {k: v for k, v in out.items() if k == "loss" or k.startswith("grad/")})
+        answers = {  # what the same run answers of the plain requests: the forward blocks, both ways; the gradients
+            self._request(weights, x, y)[0]: {k: v for k, v in out.items() if k == "loss" or k.startswith("grad/")},
+            self._request(weights, x)[0]: {k: v for k, v in out.items() if k.startswith("forward/")},
+            self._request([np.abs(w) for w in weights], np.abs(x))[0]: {
+                f"forward/{k[4:]}": v for k, v in out.items() if k.startswith("abs/")
+            },
+        }
+        for key, answer in answers.items():
+            _DONE.setdefault(key, answer)
         return out
 
     def _request(self, weights, x: np.ndarray, y=None, extra: dict | None = None) -> tuple[str, dict, dict]:

@@ -167,6 +167,9 @@ class Bounds:
         return dict(REDUCED if _floor(device, precision) or dtype == "bfloat16" else TOLERANCES)
 
 
+MODELS: dict[str, TrainedModel] = {}  # by name: each light workload's record (parity.check.numerics judges from it)
+
+
 def workload(light: Light, package: str, have: tuple[str, ...]) -> Workload:
     """The workload of `light`, whose adapters are `package`'s modules for the frameworks `have`; judged by the
     float64 run of its `oracle` (else the first of `have` that offers one)."""
@@ -177,7 +180,7 @@ def workload(light: Light, package: str, have: tuple[str, ...]) -> Workload:
         raise ValueError(f"a float64 run of {light.name} needs a module for {offered}: it has none (oracle {fw!r})")
     oracle = FrameworkOracle(fw, light.name, package, sizes=lambda w: ())
     b = Bounds(light, oracle)
-    model = _model(light, oracle, b)
+    model = MODELS[light.name] = _model(light, oracle, b)
     return Workload(
         light.name,
         model.full,
