@@ -12,7 +12,7 @@ from jax.experimental import multihost_utils
 from jax.sharding import NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from parity.api import Cluster, DeviceUnavailable, port_free, split_address
+from parity.api import Cluster, Counted, DeviceUnavailable, port_free, split_address
 
 
 def setup_devices(device: str, replicas: int, cluster: Cluster | None = None) -> list[jax.Device]:
@@ -157,15 +157,26 @@ def _optimization_level(level: str):
     return jax_config.optimization_level(level)
 
 
-def lowered_flops(fn, *args, devices: int = 1) -> tuple[float | None, str]:
-    """FLOPs of one call of jitted/pmapped `fn` by XLA's cost analysis (per device, times `devices`)."""
+def lowered_flops(fn, *args, devices: int = 1, text: bool = True) -> Counted:
+    """FLOPs of one call of jitted/pmapped `fn` by XLA's cost analysis (per device, times `devices`), with one device's
+    compiled program's text beside them (Counted.program: the program compiled for the call, which JAX keeps; not
+    with `text` False, where `fn` is not what the call ran)."""
     try:
-        ca = fn.lower(*args).cost_analysis()
+        lowered = fn.lower(*args)
+        ca = lowered.cost_analysis()
     except Exception as e:  # best effort: the analytic count stays the primary figure
-        return None, f"XLA cost analysis failed ({type(e).__name__})"
+        return Counted(None, f"XLA cost analysis failed ({type(e).__name__})")
     ca = ca[0] if isinstance(ca, (list, tuple)) and ca else ca
     flops = ca.get("flops") if isinstance(ca, dict) else None
-    return (flops * devices if flops else None), "XLA cost analysis"
+    return Counted(flops * devices if flops else None, "XLA cost analysis", compiled_text(lowered) if text else None)
+
+
+def compiled_text(lowered) -> str | None:
+    """The compiled program's text of `lowered` (XLA's HLO after optimisation), or None where it cannot be had."""
+    try:
+        return lowered.compile().as_text()
+    except Exception:  # best effort, as the FLOP count
+        return None
 
 
 def put_global(a, sharding):

@@ -35,7 +35,12 @@ def prepare_op(op: Callable, v: Variant, x: np.ndarray, w: np.ndarray, devices: 
             w.astype(dtype), keras.distribution.TensorLayout([None] * w.ndim, dp.device_mesh)
         )  # replicated
     # the FLOP count of the same op jitted (the eager op is one XLA program of it): on sharded inputs the lowered
-    # program is the global one, before XLA partitions it, so its count is every device's already
+    # program is the global one, before XLA partitions it, so its count is every device's already; lowered, not
+    # compiled (no program text: Keras's eager op ran its own, and reading this one would compile it again)
     return Prepared(
-        lambda: op(a, b), lambda o: tuple(o.shape), rows, placement, lambda: lowered_flops(jax.jit(op), a, b)
+        lambda: op(a, b),
+        lambda o: tuple(o.shape),
+        rows,
+        placement,
+        lambda: lowered_flops(jax.jit(op), a, b, text=False),
     )

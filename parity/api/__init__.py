@@ -82,6 +82,26 @@ class Trainer(Protocol):
         """The devices ('cpu:0', ...) that hold this process's copies of the parameters."""
 
 
+class Counted(tuple):
+    """What a cost callable may return (Prepared.cost, Trainer.step_cost): the pair (FLOPs or None, which counter),
+    and beside it, where the framework compiles one program for the call, that program's text as its compiler
+    optimised it (`program`: XLA's HLO) and how many times one call runs it (`calls`). The harness reads each op's
+    FLOPs and bytes from the text (parity.judging.program): the row's attainable time."""
+
+    program: str | None
+    calls: float
+
+    def __new__(cls, flops: float | None, source: str, program: str | None = None, calls: float = 1.0):
+        self = super().__new__(cls, (flops, source))
+        self.program, self.calls = program, calls
+        return self
+
+    def times(self, k: float) -> Counted:
+        """The count of `k` runs of the program (a training epoch's steps)."""
+        flops, source = self
+        return Counted(flops * k if flops else None, source, self.program, self.calls * k)
+
+
 @dataclass(frozen=True)
 class Prepared:
     """A computation with its inputs already placed on the devices, ready to call.
@@ -91,7 +111,8 @@ class Prepared:
     rows: copies the given global batch rows of an output to a NumPy array.
     placement: the devices ('cpu:3', 'gpu:0', ...) that computed an output.
     cost: FLOPs of one call as the framework's compiler or profiler counts them, and which counter
-        said so; (None, why) where the framework offers no count. Cross-checks the analytic formula.
+        said so; (None, why) where the framework offers no count. Cross-checks the analytic formula. A Counted
+        brings the compiled program's text beside them.
     program: the compiled program's text (XLA's HLO, with each op's metadata), which maps a profile's ops
         back to the code's scopes; None where the framework's op names carry them already (TensorFlow).
     ahead: compiles, without running it, the program run() will run, so that the first call finds it compiled

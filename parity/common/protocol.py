@@ -72,6 +72,7 @@ class Result:
     min_bytes: float | None = None
     compiler_flops: float | None = None
     compiler_flops_source: str = ""
+    program_ops: dict | None = None  # the compiled program's ops a call (parity.judging.roofline.Counted's `ops`)
     max_abs_err: float | None = None
     max_rel_err: float | None = None
     peak_memory_bytes: int | None = None

@@ -121,6 +121,7 @@ def make_row(
         flops_formula=" ".join(res.flops_formula.split()),
         compiler_flops=res.compiler_flops,
         compiler_flops_source=res.compiler_flops_source,
+        program_ops=res.program_ops,  # judged into attainable_s (parity.judging.roofline.attainable), not saved
         min_bytes=res.min_bytes,
         max_abs_err=res.max_abs_err,
         max_rel_err=res.max_rel_err,

@@ -28,6 +28,7 @@ from parity.engine.devicelock import DEVICE_LOCK, DEVICE_LOCK_WAIT, own_device
 from parity.engine.environment import env_flags
 from parity.engine.timing import Timer
 from parity.judging import roofline
+from parity.judging.program import ops_of
 from parity.workloads import WORKLOADS, row_kind
 
 PROGRAMMING_ERRORS = protocol.PROGRAMMING_ERRORS
@@ -175,6 +176,7 @@ def _result(impl, devices, args, timers: dict, req: protocol.GetResult) -> proto
 
 
 RESULT_FIGURES = ("flops", "flops_unpadded", "flops_formula", "min_bytes", "compiler_flops", "compiler_flops_source")
+RESULT_FIGURES += ("program_ops",)  # the compiled program's ops (parity.judging.program), judged into attainable_s
 
 
 def _profile(impl, devices, args, timers: dict, req: protocol.Profile) -> protocol.Profiled:
@@ -279,7 +281,9 @@ def _prepare(impl, devices, args, timers: dict, req: protocol.Prepare) -> protoc
     cost = info.pop("cost")
     timer.program = info.pop("program", None)  # the compiled program's text, for a profile's op names
     # after the first call: the compiler's own FLOP count, to cross-check the formula
-    info["compiler_flops"], info["compiler_flops_source"] = cost() if compile_s is not None else (None, "")
+    counted = cost() if compile_s is not None else (None, "")
+    info["compiler_flops"], info["compiler_flops_source"] = counted
+    info["program_ops"] = ops_of(counted, args.device)  # its compiled program's ops, where the count brings it
     return protocol.Prepared(compile_s, timer.m.invalid, timer.ahead_s or None)
 
 

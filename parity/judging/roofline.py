@@ -5,6 +5,10 @@ device is one core, half a chip; later TPUs and GPUs are one chip). CPUs: a comp
 the machine reports (cores x FMA units x SIMD lanes x 2 x clock) and a measured one (a large float32
 matrix product timed in the same run), because the reported clock is often the base clock and turbo
 runs faster. A row faster than every peak it could run at is a broken measurement, never a result.
+
+Beside % of peak, each row's share of its attainable time: the compiled program's ops, each at the larger of its
+FLOPs at the peak and its bytes at the memory bandwidth, summed (attainable(); the ops as parity.judging.program reads
+them from the program's text, on a TPU with the matrix unit's 128-wide tiles counted as the chip runs them).
 """
 
 from __future__ import annotations
@@ -176,6 +180,35 @@ def impossible(row: Row, peak: Peak | None, devices: int) -> str | None:
     )
 
 
+def attainable(ops: dict | None, peak: Peak, replicas: int = 1) -> tuple[float | None, str | None]:
+    """The seconds one call of a compiled program takes at best on `peak`'s device: over its ops (program.summary),
+    each at the larger of its FLOPs at the peak and its bytes at the bandwidth; and how it was counted, or why there
+    is none. Simulated CPU devices share the CPU whose peak it is: `replicas` programs, one after another."""
+    if not ops:
+        return None, None
+    if "unreadable" in ops:
+        return None, f"the compiled program's text could not be read ({ops['unreadable']})"
+    if not (peak.flops and peak.bandwidth):
+        return None, "no peak or bandwidth on record for this device"
+    if ops.get("unknown_calls"):
+        return None, (
+            f"not counted: {ops['unknown_calls']} of the program's ops call a library's kernel, whose FLOPs its text "
+            "does not give"
+        )
+    share = replicas if peak.device_kind == "cpu" else 1
+    seconds = share * sum(n * max(f / peak.flops, b / peak.bandwidth) for f, b, n in ops["ops"])
+    tile = ops.get("tile", 1)
+    said = (
+        f"the compiled program's {sum(n for *_, n in ops['ops']):g} ops a call, each at the larger of its FLOPs at "
+        f"{peak.flops / T:.4g} TFLOP/s and its bytes at {peak.bandwidth / G:.4g} GB/s; FLOPs of its convolutions and "
+        "dots" + (f" in whole {tile}-wide tiles" if tile > 1 else "") + ", bytes of its operands and results in main "
+        "memory" + (" as stored (tiles)" if tile > 1 else "")
+    )
+    if ops.get("unknown_loops"):
+        said += f"; {ops['unknown_loops']} loop(s) of unknown trip count counted once"
+    return (seconds or None), said
+
+
 def roofline(row: Row, peak: Peak, devices: int) -> dict:
     """Achieved throughput against the peak of the `devices` the row ran on (simulated CPU devices share
     the same cores, so a CPU row is judged against the whole CPU whatever its replica count).
@@ -193,6 +226,9 @@ def roofline(row: Row, peak: Peak, devices: int) -> dict:
         "above_peak": None,
         "impossible": impossible(row, peak, devices),
     }
+    out["attainable_s"], out["attainable_source"] = attainable(row.program_ops, peak, devices)
+    if out["attainable_s"] and med and not out["impossible"]:
+        out["pct_attainable"] = 100 * out["attainable_s"] / med
     if out["impossible"] or not (flops and med):
         return out
     achieved = (row.flops_unpadded or flops) / med

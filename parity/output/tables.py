@@ -44,6 +44,7 @@ def _cells(r: dict) -> list[str]:
         time_cell(_first(r)) if ok else "-",
         fmt(r["gflops_per_s"], ".1f") if ok else "-",
         fmt(r.get("pct_peak"), ".1f") if ok else "-",
+        fmt(r.get("pct_attainable"), ".1f") if ok else "-",
         (r.get("bound") or "-") if ok else "-",
         fmt(r.get("images_per_s"), ".1f") if ok else "-",
         (">=" * at_least(r) + bytes_cell(r.get("peak_memory_bytes"))) if ok else "-",

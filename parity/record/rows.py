@@ -92,6 +92,11 @@ class Row:
     peak_flops: float | None = _f(csv=True)  # the peak this row is judged against (FLOP/s)
     peak_format: str | None = None  # that peak's number format
     pct_peak: float | None = _f(csv=True, column="% peak")
+    # the compiled program's attainable time a call (parity.judging.roofline.attainable: each op at the larger of its
+    # FLOPs at the peak and its bytes at the bandwidth), and the share of it the median reaches: attainable_s / median_s
+    attainable_s: float | None = _f(csv=True)
+    pct_attainable: float | None = _f(csv=True, column="% attain")
+    attainable_source: str | None = None  # how it was counted, or why there is none (None: no program's ops)
     min_bytes: float | None = _f(csv=True)  # bytes that must cross memory at least once
     arith_intensity: float | None = _f(csv=True)  # flops / min_bytes
     bound: str | None = _f(csv=True, column="bound")  # 'compute' or 'memory'
@@ -135,6 +140,8 @@ class Row:
     invalid_reason: str | None = _f(csv=True)
     drift: float | None = None  # one owner at a time: the re-measured median's change
     saved: str | None = field(default=None, repr=False, metadata={"internal": True})  # the oracle rows' .npy
+    # the compiled program's ops a call, as the worker read them (a roofline.Counted's `ops`): judged, not saved
+    program_ops: dict | None = field(default=None, repr=False, metadata={"internal": True})
 
     def update(self, values: dict) -> None:
         """Set fields from a mapping; a name that is no field is an error, not a silent new key."""
