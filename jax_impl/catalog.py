@@ -24,6 +24,12 @@ class OpOptions:
     layout: bool = False
 
 
+# The '+prefetch' training variants: each batch put on the device this many steps ahead of the step that takes it,
+# while the steps before it run (double-buffered, as flax's prefetch_to_device(size=2)); 0, out of the box: the
+# epoch's batches sliced on the host first, each put on the device just before its step (the notebook's feed).
+PREFETCH = 2
+
+
 @dataclass(frozen=True)
 class CnnOptions:
     """How the CNN trains: 'jit', 'pmap' or 'shard_map'; several steps in one dispatch (lax.scan over stacked batches);
@@ -36,7 +42,7 @@ class CnnOptions:
     bias='float32'); each convolution's kernel gradient JAX's own over the whole batch (wgrad 0) or summed over chunks
     of `wgrad` images (jax_impl.conv_grads.conv_chunked_kernel_grad); dropout's masks 'jax' (jax.random.bernoulli: on
     CPU threefry as a rolled loop) or 'straight-line' (jax_impl.masks.keep_mask: the same masks, threefry as
-    straight-line code)."""
+    straight-line code); `prefetch`: batches put on the device ahead of their steps (PREFETCH; 0: the host's feed)."""
 
     parallel: str = "jit"
     steps_per_dispatch: int = 1
@@ -46,6 +52,7 @@ class CnnOptions:
     dgrad: str = "jax"
     wgrad: int = 0
     masks: str = "jax"
+    prefetch: int = 0
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from jax_impl.catalog import PREFETCH
 from jax_impl.catalog import variant as variant_record
 from jax_impl.devices import on_host
 from jax_impl.models import (
@@ -142,12 +143,14 @@ def mixed_precision(model: LSTM) -> LSTM:
 class LstmOptions:
     """How the row LSTM trains: 'jit' or 'shard_map' (no pmap variant); mixed precision (bfloat16 compute, float32
     parameters and Adam state); lax.scan's unroll over the 28 time steps (1: a rolled loop, as nnx.RNN out of the box;
-    k: k steps per loop iteration; True: every step as straight-line code). One training step per dispatch."""
+    k: k steps per loop iteration; True: every step as straight-line code). One training step per dispatch;
+    `prefetch`: as catalog.CnnOptions's."""
 
     parallel: str = "jit"
     unroll: int | bool = 1
     mixed: bool = False
     steps_per_dispatch: int = 1
+    prefetch: int = 0
 
 
 @dataclass(frozen=True)
@@ -163,12 +166,45 @@ WORKLOAD = "lstm"  # an adapter (parity.api.adapters): its workload
 # four steps per iteration. Unrolled training loses on every CPU class measured
 # (docs/results/zen4/cpu-default-unrolled-lstm.json): in `levers`, not the best-known. Unrolled inference is the
 # best-known (docs/tuning.md; docs/results/xeon-avx512/cpu-levers.json). On a TPU unrolled training is the best-known
-# in float32 (docs/tpu.md, "Best-known on the chip").
+# in float32 (docs/tpu.md, "Best-known on the chip"), and there each format's best-known puts each batch on the chip
+# ahead of its step ('+prefetch'), not ranked elsewhere (a CPU's host is its device).
+ON_TPU = (("tpu", 0),)
 VARIANTS: tuple[Variant, ...] = (
-    Variant("jit", TRAIN, ONE, rank=1, options=LstmOptions()),
-    Variant("jit+unroll", TRAIN, ONE, tuned=True, ranks=(("tpu", 0),), options=LstmOptions(unroll=True)),
+    Variant("jit", TRAIN, ONE, rank=1, ranks=(("tpu", 2),), options=LstmOptions()),
+    Variant("jit+unroll", TRAIN, ONE, tuned=True, ranks=(("tpu", 1),), options=LstmOptions(unroll=True)),
     Variant("jit+unroll4", TRAIN, ONE, tuned=True, options=LstmOptions(unroll=4)),
-    Variant("jit+bf16", TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="jit", options=LstmOptions(mixed=True)),
+    Variant(
+        "jit+bf16",
+        TRAIN,
+        ONE,
+        "bfloat16",
+        tuned=True,
+        rank=0,
+        ranks=(("tpu", 1),),
+        float32="jit",
+        options=LstmOptions(mixed=True),
+    ),
+    Variant("jit+prefetch", TRAIN, ONE, tuned=True, dispatch=True, options=LstmOptions(prefetch=PREFETCH)),
+    Variant(
+        "jit+unroll+prefetch",
+        TRAIN,
+        ONE,
+        tuned=True,
+        dispatch=True,
+        ranks=ON_TPU,
+        options=LstmOptions(unroll=True, prefetch=PREFETCH),
+    ),
+    Variant(
+        "jit+bf16+prefetch",
+        TRAIN,
+        ONE,
+        "bfloat16",
+        tuned=True,
+        dispatch=True,
+        ranks=ON_TPU,
+        float32="jit+prefetch",
+        options=LstmOptions(mixed=True, prefetch=PREFETCH),
+    ),
     Variant(
         "jit+bf16+unroll",
         TRAIN,

@@ -3,19 +3,25 @@ shard_map) step, and the Trainer that make_trainer returns for any of them (mirr
 
 from __future__ import annotations
 
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
 from functools import partial
+from itertools import islice
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import nnx
+from jax._src import config as jax_config  # the thread's optimization level (jax_impl.devices.check_compiler)
 from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from jax_impl.catalog import variant as variant_record
-from jax_impl.devices import local_device, lowered_flops, placement, put_global
+from jax_impl.devices import compiled_text, local_device, lowered_flops, placement, put_global
 from jax_impl.models import TIME_LOOP, cross_entropy
+from parity.api import Counted
 from parity.api.adapters import Trained
 from parity.api.inputs import check_count, check_examples
 
@@ -86,6 +92,38 @@ def _infer_logits(model, x):
     return model.logits(x, train=False)
 
 
+# One device's jitted steps by what they compile (the model's graph, Adam's settings, the seed, the loop): trainers of
+# one configuration share one jax.jit, so a variant that differs only in how its batches reach the device ('+prefetch')
+# runs the program another's first call compiled, and compiles nothing of its own (JAX keeps each compiled program
+# with its jax.jit). A lock per program and batch shape makes a second ahead() wait for the first, then find it.
+_STEPS: dict[tuple, Callable] = {}
+_COMPILING: dict[tuple, threading.Lock] = {}
+_GUARD = threading.Lock()
+
+
+def _shared(key: tuple, make: Callable[[], Callable]) -> Callable:
+    with _GUARD:
+        if key not in _STEPS:
+            _STEPS[key] = make()
+        return _STEPS[key]
+
+
+def _compiling(step: Callable, x) -> threading.Lock:
+    """The lock of one program (`step`) at one batch shape and this thread's optimization level."""
+    key = (id(step), tuple(x.shape), str(x.dtype), str(jax_config.optimization_level.value))
+    with _GUARD:
+        return _COMPILING.setdefault(key, threading.Lock())
+
+
+def _ahead(units: Iterator, depth: int) -> Iterator:
+    """`units` (each dispatch's batches, placed as they are drawn) drawn `depth` ahead of the one handed out: while
+    the step of the one handed out runs, the next is put on the devices."""
+    queue = deque(islice(units, depth))
+    while queue:
+        yield queue.popleft()
+        queue.extend(islice(units, 1))
+
+
 class Trainer:
     """Data-parallel training of any trained model: a pure jitted step over split state (no graph walk per step)."""
 
@@ -112,6 +150,8 @@ class Trainer:
             code.TRAIN, variant, n
         ).options  # the adapter's options record: catalog.CnnOptions, lstm.LstmOptions, ...
         self.scan, self.steps_per_dispatch = o.steps_per_dispatch > 1, o.steps_per_dispatch
+        # batches put on the devices ahead of their steps (steps_from); 0 (or no such field): the host's feed
+        self.prefetch = vars(o).get("prefetch", 0)
         self.loss_every = 1  # per-step figures are exact in every variant
         self.model_, self.parallel, self.n, self.i, self.devices = model, o.parallel, n, 0, devices
         # what trains and evaluates: the model itself, or its bfloat16-compute copy (Keras's evaluate runs the
@@ -136,17 +176,22 @@ class Trainer:
         # XLA:CPU runs a while loop's body without its fast convolution path (a rolled scan trains many times
         # slower: docs/tuning.md). Unrolled there, the same steps are straight-line code in one program;
         # accelerators keep the loop (a smaller program).
-        multi = partial(_scan_steps, step, devices[0].platform in self.UNROLL_ON)
-        self._place(state, step, multi)
+        unroll = devices[0].platform in self.UNROLL_ON
+        multi = partial(_scan_steps, step, unroll)
+        # what `step` compiles: the options but the feed, each by its repr (unroll True is no unroll 1, though equal)
+        options = tuple((k, repr(v)) for k, v in sorted(vars(o).items()) if k != "prefetch")
+        program = (graphdef, options, learning_rate, adam_epsilon, seed, unroll)
+        self._place(state, step, multi, program)
 
-    def _place(self, state, step, multi) -> None:
+    def _place(self, state, step, multi, program: tuple) -> None:
         """Put the training state on the devices and compile-wrap `step` (or `multi`, the scanned steps) for
-        the variant; sets state, _step and the batches' data_sharding."""
+        the variant; sets state, _step and the batches' data_sharding. On one device the jitted step is shared
+        with every trainer of the same `program` (_shared)."""
         parallel, n, devices = self.parallel, self.n, self.devices
         if parallel == "jit":
             self.data_sharding, self.mesh = devices[0], None
             self.state = self._put(state)
-            self._step = jax.jit(multi if self.scan else step, donate_argnums=0)
+            self._step = _shared(program, lambda: jax.jit(multi if self.scan else step, donate_argnums=0))
             return
         # pmap hands its outputs back on an Auto-typed mesh: state placed on make_mesh's default
         # (Explicit) mesh would differ from the step's output and cost a second compilation.
@@ -185,32 +230,43 @@ class Trainer:
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
         """Train on each global batch x[k], y[k] in turn; returns (K, 2) float64 per-step [loss, accuracy]
-        (reading them waits for the last step)."""
+        (reading them waits for the last step). Each dispatch's batches are put on the devices just before it."""
         check_examples(x, y, 2)  # steps x batch images and their labels, before the framework sees them
-        if self.scan:
-            return self._scan(x, y)
+        k = self.steps_per_dispatch if self.scan else 1
+        return self._train(self._placed(x[s : s + k], y[s : s + k]) if self.scan else self._placed(x[s], y[s])
+                           for s in range(0, len(x), k))  # fmt: skip
+
+    def steps_from(self, epoch) -> np.ndarray:
+        """steps() over an epoch handed over batch by batch (parity.workloads.trained.data.Epoch: epoch[k] is
+        global batch k's images and labels): each dispatch's batches sliced, checked and put on the devices
+        `prefetch` dispatches ahead of the step that takes them, while the steps before it run (the '+prefetch'
+        variants; 2: double-buffered). The same steps and figures as steps() on the stacked arrays."""
+        k = self.steps_per_dispatch if self.scan else 1
+
+        def unit(s: int) -> tuple:
+            if not self.scan:
+                x, y = epoch[s]
+                check_examples(x[None], y[None], 2)
+                return self._placed(x, y)
+            x, y = (np.stack(a) for a in zip(*(epoch[j] for j in range(s, min(s + k, len(epoch)))), strict=True))
+            check_examples(x, y, 2)
+            return self._placed(x, y)
+
+        return self._train(_ahead(map(unit, range(0, len(epoch), k)), max(self.prefetch, 1)))
+
+    def _train(self, placed: Iterator[tuple]) -> np.ndarray:
+        """One step (or one scan of steps) per dispatch's placed batches, drawn as the steps are dispatched; the
+        per-step [loss, accuracy] read once the last is dispatched."""
         out = []
-        for xb, yb in zip(x, y, strict=True):
-            xb, yb = self._batch = self._placed(xb, yb)
+        for xb, yb in placed:
+            self._batch = (xb, yb)
             self.state, m = self._step(self.state, xb, yb, self.i)
             m = m.addressable_data(0)  # this process's copy (pmap: its first device's row)
             out.append(m[0] if self.parallel == "pmap" else m)
-            self.i += 1
+            self.i += xb.shape[0] if self.scan else 1
             if self.serial:
                 jax.block_until_ready(m)
-        return np.asarray(jnp.stack(out), np.float64)
-
-    def _scan(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """steps() steps_per_dispatch at a time, each chunk one dispatch (the remainder a shorter one)."""
-        out = []
-        for s in range(0, len(x), self.steps_per_dispatch):
-            xc, yc = self._batch = self._placed(x[s : s + self.steps_per_dispatch], y[s : s + self.steps_per_dispatch])
-            self.state, m = self._step(self.state, xc, yc, self.i)
-            out.append(m.addressable_data(0))
-            self.i += len(xc)
-            if self.serial:
-                jax.block_until_ready(m)
-        return np.asarray(jnp.concatenate(out), np.float64)
+        return np.asarray(jnp.concatenate(out) if self.scan else jnp.stack(out), np.float64)
 
     def _placed(self, xb: np.ndarray, yb: np.ndarray) -> tuple:
         """One dispatch's batches (one global batch, or the scan's stack of them) placed as its step takes them."""
@@ -228,21 +284,24 @@ class Trainer:
         check_examples(x, y, 2)
         k = self.steps_per_dispatch if self.scan else 1
         xb, yb = self._placed(x[:k], y[:k]) if self.scan else self._placed(x[0], y[0])
-        self._step.lower(self.state, xb, yb, self.i).compile()
+        with _compiling(self._step, xb):  # a trainer sharing the program waits, then finds it compiled
+            self._step.lower(self.state, xb, yb, self.i).compile()
         return True
 
     def placement(self) -> list[str]:
         """Devices holding this process's copies of the parameters."""
         return placement(self.state[0])
 
-    def step_cost(self) -> tuple[float | None, str]:
-        """FLOPs of one global training step by XLA's cost analysis (after at least one step)."""
-        if self.scan:  # XLA's cost analysis counts a loop's body once, whatever its trip count
-            return None, "XLA cost analysis: not counted (several steps in one loop)"
-        if self.time_loop:
-            return None, TIME_LOOP
+    def step_cost(self) -> Counted:
+        """FLOPs of one global training step by XLA's cost analysis (after at least one step), with the compiled
+        program beside them (Counted: a scan's, one dispatch of its steps, counted 1/steps a step)."""
         per = 1 if self.parallel == "jit" else self.n  # sharded programs are costed per device
-        return lowered_flops(self._step, self.state, *self._batch, self.i, devices=per)
+        args = (self.state, *self._batch, self.i)
+        if self.scan or self.time_loop:  # XLA's cost analysis counts a loop's body once, whatever its trip count
+            text = compiled_text(self._step.lower(*args))  # its text gives each loop's trip count
+            said = "XLA cost analysis: not counted (several steps in one loop)" if self.scan else TIME_LOOP
+            return Counted(None, said, text, 1 / self._batch[0].shape[0] if self.scan else 1)
+        return lowered_flops(self._step, *args, devices=per)
 
     def program_text(self) -> str | None:
         """The compiled step's HLO, with each op's metadata (after at least one step): compiled again, the same

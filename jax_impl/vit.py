@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from jax_impl.catalog import PREFETCH
 from jax_impl.catalog import variant as variant_record
 from jax_impl.devices import on_host
 from jax_impl.models import (
@@ -35,23 +36,48 @@ from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, check_vit_w
 class VitOptions:
     """How the ViT trains ('jit' or 'shard_map', no pmap variant; mixed precision as jax_impl.lstm.LstmOptions's) and,
     its attention alone, infers: 'einsum' (written out, two einsums and a softmax over the keys) or 'fused'
-    (jax.nn.dot_product_attention). One training step per dispatch."""
+    (jax.nn.dot_product_attention). One training step per dispatch; `prefetch`: as catalog.CnnOptions's."""
 
     parallel: str = "jit"
     attention: str = "einsum"
     mixed: bool = False
     steps_per_dispatch: int = 1
+    prefetch: int = 0
 
 
 TRAIN, INFER = "vit_train", "vit_infer"  # its row kinds, each with its variants below
 WORKLOAD = "vit"  # an adapter (parity.api.adapters): its workload
 # Out of the box its attention written out (VitOptions), ranked as the LSTM's; '+fused' jax.nn.dot_product_attention,
 # a lever: faster than jit alone but level under the runtime settings, slower than predict in inference, on zen4
-# (docs/results/zen4/cpu-levers-vit.json).
+# (docs/results/zen4/cpu-levers-vit.json). On a TPU the best-known is the same step with each batch put on the chip
+# ahead of it ('+prefetch': docs/tpu.md), not ranked elsewhere (a CPU's host is its device).
+ON_TPU = (("tpu", 0),)
 VARIANTS: tuple[Variant, ...] = (
     Variant("jit", TRAIN, ONE, rank=1, options=VitOptions()),
     Variant("jit+fused", TRAIN, ONE, tuned=True, options=VitOptions(attention="fused")),
-    Variant("jit+bf16", TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="jit", options=VitOptions(mixed=True)),
+    Variant(
+        "jit+bf16",
+        TRAIN,
+        ONE,
+        "bfloat16",
+        tuned=True,
+        rank=0,
+        ranks=(("tpu", 1),),
+        float32="jit",
+        options=VitOptions(mixed=True),
+    ),
+    Variant("jit+prefetch", TRAIN, ONE, tuned=True, dispatch=True, ranks=ON_TPU, options=VitOptions(prefetch=PREFETCH)),
+    Variant(
+        "jit+bf16+prefetch",
+        TRAIN,
+        ONE,
+        "bfloat16",
+        tuned=True,
+        dispatch=True,
+        ranks=ON_TPU,
+        float32="jit+prefetch",
+        options=VitOptions(mixed=True, prefetch=PREFETCH),
+    ),
     Variant("shard_map", TRAIN, MANY, rank=1, options=VitOptions("shard_map")),
     Variant("predict", INFER, ONE, rank=1, options=VitOptions()),
     Variant("predict+fused", INFER, ONE, tuned=True, options=VitOptions(attention="fused")),

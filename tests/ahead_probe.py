@@ -36,7 +36,11 @@ if variant.startswith("predict"):  # an inference program (parity.api.Prepared.a
         out[name]["steps"] = list(seen)
     print(json.dumps(out))
     sys.exit(0)
-ahead, cold = (ad.make_trainer(model, jax.devices()[:1], variant, 1e-3, 1e-7, 0) for _ in range(2))
+ahead = ad.make_trainer(model, jax.devices()[:1], variant, 1e-3, 1e-7, 0)
+# a trainer of the same configuration runs the first's jitted step (jax_impl.train's shared programs): the cold one is
+# built with none kept, so that it compiles its own
+getattr(importlib.import_module(f"{impl_name}.train"), "_STEPS", {}).clear()
+cold = ad.make_trainer(model, jax.devices()[:1], variant, 1e-3, 1e-7, 0)
 for name, t in (("ahead", ahead), ("cold", cold)):
     seen.clear()  # the models' initialisers: not the step
     out[name] = {"compiled": t.ahead(x, y) if name == "ahead" else None, "in_ahead": list(seen)}

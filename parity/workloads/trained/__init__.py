@@ -11,22 +11,34 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache, partial
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from parity.api import Counted
 from parity.api.variants import Variant, out_of_the_box
 from parity.common.protocol import PROGRAMMING_ERRORS
 from parity.common.threads import side_by_side
 from parity.workloads.base import Invalid
 from parity.workloads.trained import kept
-from parity.workloads.trained.data import Dataset, batch_offsets, batches
+from parity.workloads.trained.data import Dataset, Epoch, batch_offsets, batches
 
 
 @cache
 def dataset(path: str) -> Dataset:
     """The run's dataset (.npz), read once a worker."""
     return Dataset.load(path)
+
+
+@runtime_checkable
+class Prefetching(Protocol):
+    """A trainer that can take its epoch batch by batch (data.Epoch), each put on its devices `prefetch` steps ahead of
+    the step that takes it while the steps before it run (jax_impl.train.Trainer.steps_from). `prefetch` 0: its
+    variant takes the epoch's arrays, sliced on the host before the first step, as the notebook fed them."""
+
+    prefetch: int
+
+    def steps_from(self, epoch: Epoch) -> np.ndarray: ...
 
 
 class Epochs:
@@ -47,7 +59,10 @@ class Epochs:
         # a call beyond the schedule (--profile's, after the row's result) takes the schedule's batches again
         k, e = self.s.steps_per_epoch, self.epoch % self.s.epochs
         self.epoch += 1
-        return self.trainer.steps(*batches(self.ds, self.offsets[e * k : (e + 1) * k], self.s.global_batch))
+        offsets = self.offsets[e * k : (e + 1) * k]
+        if isinstance(self.trainer, Prefetching) and self.trainer.prefetch:  # each batch sliced as it is put ahead
+            return self.trainer.steps_from(Epoch(self.ds, offsets, self.s.global_batch))
+        return self.trainer.steps(*batches(self.ds, offsets, self.s.global_batch))
 
     def ahead(self) -> bool:
         """The first epoch's program compiled, not run (the trainer's `ahead`: False where it has nothing to)."""
@@ -98,9 +113,10 @@ class Epochs:
             return {"test_loss": ev["loss"], "test_accuracy": ev["accuracy"], "epochs_run": self.epoch}
         return {"epochs_run": self.epoch}
 
-    def cost(self):
-        flops, source = self.trainer.step_cost()
-        return (flops * self.s.steps_per_epoch if flops else None), source
+    def cost(self) -> Counted:
+        """An epoch's FLOPs by the framework's count of a step, and its compiled program where the count brings it."""
+        step = self.trainer.step_cost()
+        return (step if isinstance(step, Counted) else Counted(*step)).times(self.s.steps_per_epoch)
 
 
 def parity_variants(cfg, timed: dict | None, kind: str, fw: str) -> dict:

@@ -192,6 +192,23 @@ def batch_offsets(seed: int, steps: int, n_train: int, batch: int) -> np.ndarray
     return np.random.default_rng(seed).integers(0, n_train - batch + 1, steps)
 
 
+@dataclass(frozen=True)
+class Epoch:
+    """An epoch's global batches at `offsets`, each sliced when asked for: epoch[k] is batches()'s x[k], y[k] (what a
+    trainer that puts each batch on its devices ahead of its step takes: parity.workloads.trained.Prefetching)."""
+
+    ds: Dataset
+    offsets: np.ndarray
+    batch: int
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def __getitem__(self, k: int) -> tuple[np.ndarray, np.ndarray]:
+        o = self.offsets[k]
+        return self.ds.x_train[o : o + self.batch].astype(np.float32), self.ds.y_train[o : o + self.batch]
+
+
 def batches(ds: Dataset, offsets: np.ndarray, batch: int) -> tuple[np.ndarray, np.ndarray]:
     """(steps, batch, 28, 28, 1) float32 raw pixels and (steps, batch) int32 labels for `offsets`."""
     x = np.stack([ds.x_train[o : o + batch] for o in offsets]).astype(np.float32)
