@@ -32,6 +32,59 @@ class LightOptions:
     steps_per_dispatch: int = 1
     mixed: bool = False
     prefetch: int = 0  # batches put on the device ahead of their steps (jax_impl.catalog.PREFETCH); 0: the host's feed
+    shifts: bool = False  # each depthwise convolution as shifted products (depthwise_shifts)
+
+
+@dataclass(frozen=True)
+class LightInferOptions:
+    shifts: bool = False  # as LightOptions'
+
+
+def depthwise_shifts(lhs, rhs, window_strides, padding, lhs_dilation=None, rhs_dilation=None, dimension_numbers=None,
+                     feature_group_count=1, precision=None, **kwargs):  # fmt: skip
+    """jax.lax.conv_general_dilated for nnx.Conv, a depthwise convolution (NHWC, HWIO, one input channel a group)
+    written as the sum of its kernel's shifted products: XLA:CPU runs a grouped convolution's gradient without its
+    fast convolution path (docs/your-workload.md, "Speed"); the same terms, summed in the kernel's order. Any other
+    convolution is lax's own."""
+    c, (kh, kw, i, o) = lhs.shape[-1], rhs.shape
+    nhwc = jax.lax.conv_dimension_numbers(lhs.shape, rhs.shape, ("NHWC", "HWIO", "NHWC"))
+    dilated = any(d != 1 for d in (*(lhs_dilation or ()), *(rhs_dilation or ())))
+    if lhs.ndim != 4 or feature_group_count != c or i != 1 or o != c or dilated or dimension_numbers != nhwc:
+        return jax.lax.conv_general_dilated(
+            lhs, rhs, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers, feature_group_count,
+            precision=precision, **kwargs,
+        )  # fmt: skip
+    pads = (
+        jax.lax.padtype_to_pads(lhs.shape[1:3], (kh, kw), window_strides, padding)
+        if isinstance(padding, str)
+        else padding
+    )
+    x = jnp.pad(lhs, ((0, 0), tuple(pads[0]), tuple(pads[1]), (0, 0)))
+    (sh, sw), oh, ow = (
+        window_strides,
+        (x.shape[1] - kh) // window_strides[0] + 1,
+        (x.shape[2] - kw) // window_strides[1] + 1,
+    )
+    out = None
+    for a in range(kh):
+        for b in range(kw):
+            term = x[:, a : a + (oh - 1) * sh + 1 : sh, b : b + (ow - 1) * sw + 1 : sw, :] * rhs[a, b, 0]
+            out = term if out is None else out + term
+    return out
+
+
+def _convs(model) -> list:
+    """The model's depthwise convolutions (nnx.Conv, as many groups as input channels, more than one)."""
+    return [
+        m for _, m in nnx.iter_graph(model) if isinstance(m, nnx.Conv) and 1 < m.feature_group_count == m.in_features
+    ]
+
+
+def _shifted(model, on: bool) -> str | None:
+    """The model's depthwise convolutions as shifted products (on) or lax's; the kernel path a row reports."""
+    for conv in _convs(model):
+        conv.conv_general_dilated = depthwise_shifts if on else jax.lax.conv_general_dilated
+    return "depthwise as shifted products" if on else None
 
 
 class Wrapped(nnx.Module):
@@ -102,7 +155,8 @@ class _Code:
         return [np.asarray(g) for g in self.read(pull(jnp.asarray(ct, _dtype(model)))[0]["inner"])]
 
     def prepare_inference(self, model: Wrapped, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
-        variant_record(f"{self.light.name}_infer", variant, 1)  # one of this adapter's variants, or ValueError
+        o = variant_record(f"{self.light.name}_infer", variant, 1).options  # one of this adapter's, or ValueError
+        path = _shifted(model, o.shifts)
         graphdef, state = nnx.split(model)
         state = jax.device_put(state, devices[0])
         x = jax.device_put(jnp.asarray(images, jnp.float32), devices[0])
@@ -113,6 +167,7 @@ class _Code:
             lambda out, idx: np.asarray(out)[list(idx)],
             placement,
             lambda: lowered_flops(f, state, x),
+            kernel_path=path,
         )
 
 
@@ -125,15 +180,20 @@ def adapt(user: types.ModuleType, name: str) -> types.ModuleType:
     a.VARIANTS = (
         Variant("jit", a.TRAIN, ONE, rank=1, options=LightOptions()),
         Variant("jit+bf16", a.TRAIN, ONE, "bfloat16", tuned=True, rank=0, float32="jit", options=bf16),
-        Variant("predict", a.INFER, ONE, rank=0),
+        Variant("predict", a.INFER, ONE, rank=1, options=LightInferOptions()),
     )
+    if _convs(nnx.eval_shape(lambda: user.Model(nnx.Rngs(0)))):  # a depthwise convolution: its lever too
+        a.VARIANTS += (
+            Variant("jit+shifts", a.TRAIN, ONE, tuned=True, rank=0, options=LightOptions(shifts=True)),
+            Variant("predict+shifts", a.INFER, ONE, tuned=True, rank=0, options=LightInferOptions(shifts=True)),
+        )
     for f in ("build", "get_weights", "set_weights", "loss_and_grads", "vjp", "prepare_inference"):
         setattr(a, f, getattr(code, f))
     a.count_params = lambda model: _counts(code.light)
     a.forward_layers = lambda model, x: {k: np.asarray(v) for k, v in _forward(model, np.asarray(x)).items()}
     a.mixed_precision = lambda model: Wrapped(model.inner, mixed=True)
     a.float64 = _float64
-    a.train_with = lambda model, o: (None, "none", False)  # no recurrent kernel, no BatchNorm, no time loop
+    a.train_with = lambda model, o: (_shifted(model, o.shifts), "none", False)  # no BatchNorm, no time loop
     a.compute_dtype = lambda model: "bfloat16" if model.mixed else "float32"
     return a
 

@@ -23,7 +23,7 @@ from parity.common import frameworks
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "parity-gru"
-PAGE = ROOT / "docs" / "your-workload.md"
+PAGE = ROOT / "docs" / "your-workload-full.md"
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +65,7 @@ def test_the_oracle_is_the_gradient_of_its_loss():
 
 
 def test_the_page_quotes_the_example_as_it_is():
-    """docs/your-workload.md's python and toml blocks are the example's own lines, and its tree names its files."""
+    """docs/your-workload-full.md's python and toml blocks are the example's own lines, and its tree names its files."""
     text = PAGE.read_text()
     sources = "\n".join(
         f.read_text() for f in [EXAMPLE / "pyproject.toml", *sorted(EXAMPLE.rglob("parity_gru/**/*.py"))]

@@ -61,6 +61,32 @@ def test_a_weight_that_does_not_fit_is_named_with_the_first_one_off():
         check_shapes(light, [(3, 3, 16, 16), (16,), (16, 10)], "PyTorch")  # a depthwise conv of groups=1
 
 
+def test_the_bounds_numerics_derived_md_quotes_are_its_files():
+    """docs/numerics-derived.md's figures of the example's quick run, read from the file it names."""
+    import json
+
+    doc = json.loads((ROOT / "docs" / "results" / "xeon-amx" / "dwsep-quick.json").read_text())
+    forward = {c["check"].split()[-1]: c for c in doc["checks"] if " forward " in c["check"]}
+    page = (ROOT / "docs" / "numerics-derived.md").read_text()
+    worst = max(v for c in forward.values() for k, v in c["figures"].items() if k.endswith("_vs_f64"))
+    said = f"{forward['conv']['tolerance']:.1e} at the first convolution to {forward['logits']['tolerance']:.1e}"
+    assert said.replace("e-05", "e-5").replace("e-02", "e-2") in page
+    assert f"errors of at most {worst:.1e}".replace("e-07", "e-7") in page
+    assert all(c["passed"] for c in doc["checks"] if c["passed"] is not None)
+
+
+def test_the_page_quotes_the_example_as_it_is():
+    """docs/your-workload.md's python blocks are the example's own lines, and its tree names its files."""
+    import re
+
+    text = (ROOT / "docs" / "your-workload.md").read_text()
+    sources = "\n".join(f.read_text() for f in sorted(EXAMPLE.glob("*.py")))
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    assert len(blocks) == 3 and all(b in sources for b in blocks)
+    tree = re.search(r"```\nexamples/parity-dwsep/parity_dwsep/\n(.*?)```", text, flags=re.S)[1]
+    assert set(re.findall(r"^\s*(\S+\.py)\s", tree, flags=re.M)) == {p.name for p in EXAMPLE.glob("*.py")}
+
+
 def test_framework_lists():
     assert frameworks.parse("all") == frameworks.KEYS
     assert frameworks.chosen("torch,jax", False) == ((frameworks.JAX, frameworks.TORCH), [])

@@ -20,8 +20,7 @@ from parity.api.light import LIGHTS, LOGITS, PROBS, Light, check_shapes
 from parity.api.variants import ONE, Variant
 from torch_impl.catalog import InferOptions, TrainOptions, autocast_variant
 from torch_impl.catalog import variant as variant_record
-from torch_impl.devices import placement
-from torch_impl.ops import compiled
+from torch_impl.models import prepare
 
 PERMS = {4: (2, 3, 1, 0), 2: (1, 0)}  # PyTorch's layout -> the shared one, by a parameter's dimensions
 
@@ -112,15 +111,7 @@ class _Code:
 
     def prepare_inference(self, model: Wrapped, images: np.ndarray, devices, variant: str = "predict") -> Prepared:
         o = variant_record(f"{self.light.name}_infer", variant, 1).options
-        model = model.to(devices[0])
-        x = self.images(model, images)
-
-        def run():
-            with torch.inference_mode():
-                return model.blocks(x)[PROBS]
-
-        call = compiled(run, o.compile, devices[0])
-        return Prepared(call, lambda out: tuple(out.shape), lambda out, i: out[list(i)].to("cpu").numpy(), placement)
+        return prepare(model, images, devices, o.compile, None, None)
 
 
 def adapt(user: types.ModuleType, name: str) -> types.ModuleType:

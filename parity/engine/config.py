@@ -8,7 +8,7 @@ from parity.api.cluster import Cluster
 from parity.common import frameworks as known  # the table (Config.frameworks: the keys a run asked for)
 from parity.common.frameworks import KEYS
 from parity.common.messages import HarnessError
-from parity.workloads import WORKLOADS
+from parity.workloads import PLUGINS, WORKLOADS
 
 
 @dataclass(frozen=True)
@@ -185,13 +185,28 @@ class Config:
     def left_out(self, replicas: int) -> list[dict]:
         """The frameworks that offer no variant over `replicas` devices (0: every chip, which may be one, is not
         several), each with why: the run's skipped notes."""
-        return [
+        out = [
             {
                 "framework": fw,
                 "reason": f"over {replicas} devices: {known.label(fw)} offers no data-parallel variant",
             }
             for fw in self.frameworks
             if replicas > 1 and fw in known.TABLE and not known.TABLE[fw].data_parallel
+        ]
+        return out + self.without_adapters([s["framework"] for s in out])
+
+    def without_adapters(self, skipped: list[str] = ()) -> list[dict]:
+        """The frameworks that have an adapter for none of the run's workloads (a plug-in's package with modules for
+        some frameworks only), each with why: no worker of theirs starts."""
+
+        def has(wl: str, fw: str) -> bool:
+            found = PLUGINS.get(wl)
+            return found is None or not found.frameworks or fw in found.frameworks
+
+        return [
+            {"framework": fw, "reason": f"no adapter for {', '.join(self.workloads)}"}
+            for fw in self.frameworks
+            if fw not in skipped and self.workloads and not any(has(wl, fw) for wl in self.workloads)
         ]
 
     def matmul_size(self) -> int:
