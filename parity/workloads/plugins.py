@@ -4,29 +4,37 @@ group `parity.workloads` (its value a module path, as pytest's `pytest11` plug-i
 does. Its adapters are its own modules, named as the implementation packages (`mypkg/gru/jax_impl.py`,
 `torch_impl.py`, `tf_impl.py`, `keras_jax_impl.py`; the Keras model code both Keras ones share, `keras_models.py`):
 each is plugged into parity.api.adapters, so the implementation finds it as its own module of the workload, and a
-framework without one is left out of the workload's rows. A plug-in that cannot be loaded is one error naming it
-(PluginError), and one whose code raises in a run fails only its own rows and checks, named (PluginFailure,
-_Guarded): never the end of the other workloads (docs/your-workload.md)."""
+framework without one is left out of the workload's rows. A plug-in that cannot be loaded (its import raises
+or prints, its record is malformed or takes a name already taken or reserved) is one error naming it (PluginError),
+and one whose code raises in a run fails only its own rows and checks, named (parity.workloads.guarded): never the
+end of the other workloads (docs/your-workload.md)."""
 
 from __future__ import annotations
 
-import functools
+import contextlib
 import importlib
 import importlib.metadata
 import importlib.util
+import math
 import os
 import pkgutil
+import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from parity.api.adapters import SHARED, plug
 from parity.api.light import Light
 from parity.common import frameworks
-from parity.workloads.base import Workload
+from parity.workloads.base import RowKind, Workload
+from parity.workloads.guarded import PluginFailure, guarded  # noqa: F401  (PluginFailure: named here too)
 
 GROUP = "parity.workloads"  # the entry-point group: `<name> = <module path>`
 ENV = "PARITY_WORKLOAD_MODULES"  # the module paths the command line named, for the workers (os.pathsep between)
 BUILT_IN = "parity (built in)"
+ALL = "all"  # --workload's every workload
+RESERVED = (ALL,)  # names a flag gives a meaning of its own: no workload's
+NAME = re.compile(r"\w[\w.-]*", re.ASCII)  # a workload's or row kind's name: a word of a file name and a flag
 
 
 class PluginError(Exception):
@@ -79,18 +87,18 @@ def load(path: str, how: str, taken: Mapping[str, Workload], others: Mapping[str
     found (an entry point, the command line); taken: the workloads already known (a name or a row kind of theirs is
     not to be taken again); others: those of them from outside (the rest: built in). Raises PluginError naming the
     plug-in."""
-    origin = f"{path} ({how})"
-    who = f"workload plug-in {origin}"
-    try:
-        module = importlib.import_module(path)
-    except Exception as e:  # whatever the user's import raises: said, and the other workloads run
-        raise PluginError(f"{who}: its import failed: {type(e).__name__}: {e}") from None
+    who = f"workload plug-in {path} ({how})"
+    module = _import(path, who)
     w = getattr(module, "WORKLOAD", None)
     if isinstance(w, Light):  # a model on one page: its workload made here (parity.workloads.trained.light)
         w = _light(w, path, module, who)
     if not isinstance(w, Workload):
         got = "nothing" if w is None else type(w).__name__
         raise PluginError(f"{who}: declares no WORKLOAD (a parity.workloads.base.Workload), found {got}")
+    if problem := malformed(w):
+        raise PluginError(f"{who}: its WORKLOAD's {problem}")
+    if w.name in RESERVED:
+        raise PluginError(f"{who}: its name {w.name!r} is reserved (--workload {w.name} means every workload)")
     if w.name in taken:
         raise PluginError(f"{who}: its name {w.name!r} is taken by the workload from {_origin(others, w.name)}")
     kinds = {k.name for t in taken.values() for k in t.kinds}
@@ -100,7 +108,96 @@ def load(path: str, how: str, taken: Mapping[str, Workload], others: Mapping[str
     have = _adapters(w.name, path, module)
     found = Plugin(w, path, how, have)
     note = f"{w.name}: {found.adapters()}" if found.left_out else None  # said once, among the workload's notes
-    return replace(found, workload=_guarded(w, f"workload plug-in {path}", note, have))
+    return replace(found, workload=guarded(w, f"workload plug-in {path}", note, have))
+
+
+def _import(path: str, who: str):
+    """The module at `path`, whatever its import prints on stderr (a worker's stdout is the protocol's, and
+    --list-workloads' the listing's). Raises PluginError for whatever the import raises, SystemExit and
+    KeyboardInterrupt too: a plug-in's import never ends the command that loads it."""
+    try:
+        with contextlib.redirect_stdout(sys.stderr), _stdout_to_stderr():
+            return importlib.import_module(path)
+    except BaseException as e:  # noqa: BLE001 - the user's import, whatever it raises: said, the others run
+        raise PluginError(f"{who}: its import failed: {type(e).__name__}: {e}") from None
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+    """File descriptor 1 pointed at 2 meanwhile (what a plug-in's C code writes), where both are open."""
+    try:
+        sys.__stdout__ and sys.__stdout__.flush()
+        saved = os.dup(1)
+        os.dup2(2, 1)
+    except (OSError, ValueError):  # no descriptor 1 or 2 here: Python's own redirect is all there is
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.__stdout__ and sys.__stdout__.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def _is(kind):
+    """A field's test: an instance of `kind` (a bool is no number)."""
+    return lambda v: isinstance(v, kind) and (kind is bool or not isinstance(v, bool))
+
+
+def _all(test, v) -> bool:
+    return isinstance(v, (tuple, list)) and all(test(x) for x in v)
+
+
+def _named_word(v) -> bool:
+    return isinstance(v, str) and NAME.fullmatch(v) is not None
+
+
+# A record's fields as the engine reads them: (field, its test, what it must be)
+_FIELDS = (
+    ("name", _named_word, "a name of letters, digits, '_', '-' and '.'"),
+    ("kinds", lambda v: _all(_is(RowKind), v) and len(v) > 0, "a tuple of one or more RowKind records"),
+    ("options", lambda v: _all(_named_word, v), "a tuple of spec field names"),
+    ("layers", lambda v: _all(_is(str), v), "a tuple of layer names"),
+    ("calls", lambda v: isinstance(v, Mapping) and all(_is(str)(k) and callable(f) for k, f in v.items()),
+     "a mapping of name -> callable"),
+    ("notebook", lambda v: isinstance(v, Mapping) and all(_is(str)(k) and _is(int)(n) for k, n in v.items()),
+     "a mapping of spec field -> whole number"),
+    ("rank", lambda v: _is((int, float))(v) and math.isfinite(v), "a finite number"),
+    ("peak_call", lambda v: v is None or _is(str)(v), "None or the name of one of its calls"),
+)  # fmt: skip
+_KIND_FIELDS = (
+    ("name", _named_word, "a name of letters, digits, '_', '-' and '.'"),
+    ("case", lambda v: v is None or callable(v), "a callable"),
+    ("tolerance", callable, "a callable"),
+    ("prepare", lambda v: v is None or callable(v), "None or a callable"),
+    *((f, _is(bool), "True or False") for f in ("epochs", "seeded", "ceiling")),
+)
+SUITE_HOOKS = ("prepare", "warm", "case_args", "row_extra", "parity_collect", "parity_judge", "summary")
+
+
+def malformed(w: Workload) -> str | None:
+    """What of a record the engine cannot read, in a few words naming the field (None: nothing)."""
+    for field, test, want in _FIELDS:
+        if not test(getattr(w, field)):
+            return f"{field} is {_shown(getattr(w, field))}, not {want}"
+    for i, k in enumerate(w.kinds):
+        for field, test, want in _KIND_FIELDS:
+            if not test(getattr(k, field)):
+                return f"row kind {i} ({_shown(k.name)}): {field} is {_shown(getattr(k, field))}, not {want}"
+    names = [k.name for k in w.kinds]
+    if len(set(names)) < len(names):
+        return f"kinds name a row kind twice ({', '.join(names)})"
+    if w.peak_call is not None and w.peak_call not in w.calls:
+        return f"peak_call {w.peak_call!r} is none of its calls"
+    lacks = [h for h in SUITE_HOOKS if w.suite is not None and not callable(getattr(w.suite, h, None))]
+    return f"suite has no {', '.join(lacks)} (parity.workloads.base.Suite's hooks)" if lacks else None
+
+
+def _shown(v) -> str:
+    said = repr(v)
+    return said if len(said) <= 40 else said[:37] + "..."
 
 
 def _subs(module) -> set[str]:
@@ -116,97 +213,12 @@ def _light(light: Light, path: str, module, who: str) -> Workload:
         return workload(light, path, have)
     except ValueError as e:
         raise PluginError(f"{who}: {e}") from None
+    except Exception as e:  # a field the record's reader could not read: the record's, said as the others
+        raise PluginError(f"{who}: its Light record: {type(e).__name__}: {e}") from None
 
 
 def _origin(others: Mapping[str, Plugin], name: str) -> str:
     return others[name].origin if name in others else BUILT_IN
-
-
-class PluginFailure(RuntimeError):
-    """What a plug-in's code raised, named: the row it fails is INVALID, an untimed call's a refusal, never a bug of
-    the harness (which would end the run)."""
-
-
-def _named(fn, who: str):
-    """`fn` (a plug-in's case or untimed call, run in a worker), whatever it raises said as PluginFailure."""
-
-    @functools.wraps(fn)
-    def call(*args, **kwargs):
-        try:
-            return fn(*args, **kwargs)
-        except PluginFailure:
-            raise
-        except Exception as e:
-            raise PluginFailure(f"{who}: {type(e).__name__}: {e}") from e
-
-    return call
-
-
-def _guarded(w: Workload, who: str, note: str | None, have: tuple[str, ...]) -> Workload:
-    """A plug-in's record with its cases and calls named (_named) and its parent side guarded (_Guarded), which
-    asks only the workers of the frameworks it has adapters for (`have`)."""
-    kinds = tuple(replace(k, case=_named(k.case, who)) for k in w.kinds)
-    calls = {name: _named(fn, who) for name, fn in w.calls.items()}
-    suite = None if w.suite is None else _Guarded(w.suite, w.name, who, note, have)
-    return replace(w, kinds=kinds, calls=calls, suite=suite)
-
-
-class _Guarded:
-    """A plug-in's parent side, its hooks the suite's own: one that fails (a worker's refusal: the plug-in's adapter
-    raised) gives the round one failed check naming the plug-in, and the run goes on with the other workloads. Its
-    notes say which frameworks it leaves out (`note`); its hooks see only the workers of those it has adapters for
-    (`have`): the others have nothing of it to answer."""
-
-    def __init__(self, suite, name: str, who: str, note: str | None, have: tuple[str, ...]):
-        self._suite, self._name, self._who, self._note, self._have = suite, name, who, note, have
-        self._failed: dict = {}  # round key (None: the set-up) -> what failed
-
-    def _own(self, workers: dict) -> dict:
-        """The workers of the frameworks it has adapter modules for (one with none, its adapters plugged another way:
-        every worker)."""
-        return {k: w for k, w in workers.items() if w.framework in self._have or not self._have}
-
-    def case_args(self, spec, seed_offset: int, workers: dict, save_dir, state):
-        return self._suite.case_args(spec, seed_offset, self._own(workers), save_dir, state)
-
-    def __getattr__(self, attr: str):
-        return getattr(self._suite, attr)
-
-    def _try(self, key, what: str, hook, *args, **kwargs):
-        try:
-            return hook(*args, **kwargs)
-        except Exception as e:  # the plug-in's code, or a worker's refusal of it
-            self._failed.setdefault(key, f"{what}: {type(e).__name__}: {e}")
-            return None
-
-    def _check(self, key, cfg, log) -> dict:
-        detail = self._failed[key] if self._failed[key].startswith(self._who) else f"{self._who}: {self._failed[key]}"
-        log(cfg, f"  FAIL {self._name} plug-in: {detail}")
-        return {"check": f"{self._name} plug-in", "replicas": key, "figures": {}, "max_rel_err": None,
-                "tolerance": 0.0, "passed": False, "detail": detail}  # fmt: skip
-
-    def prepare(self, cfg, spec, save_dir):
-        state, notes = self._suite.prepare(cfg, spec, save_dir)
-        return state, [*notes, self._note] if self._note else notes
-
-    def warm(self, cfg, workers: dict, state) -> None:
-        self._try(None, "its set-up", self._suite.warm, cfg, self._own(workers), state)
-
-    def parity_collect(self, cfg, spec, workers, hello, save_dir, state, first, log, key, timed=None) -> None:
-        hook, own = self._suite.parity_collect, self._own(workers)
-        self._try(key, "its parity arrays", hook, cfg, spec, own, hello, save_dir, state, first, log, key, timed)
-
-    def parity_judge(self, cfg, spec, save_dir, state, first, log, key) -> list[dict]:
-        if key not in self._failed:
-            rows = self._try(key, "its checks", self._suite.parity_judge, cfg, spec, save_dir, state, first, log, key)
-            if key not in self._failed:
-                return rows
-        return [self._check(key, cfg, log)]
-
-    def summary(self, cfg, rows: list[dict], state) -> tuple[list[dict], list[str]]:
-        out = self._try("summary", "its closing checks", self._suite.summary, cfg, rows, state) or ([], [])
-        failed = [f"{self._who}: {self._failed[k]}" for k in (None, "summary") if k in self._failed]
-        return out[0], [*out[1], *failed]
 
 
 def entry_points() -> list[tuple[str, str]]:
