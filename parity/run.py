@@ -96,8 +96,12 @@ def config(args, argv: list[str] = ()) -> Config:
 
 
 def _workloads(args) -> tuple[str, ...]:
-    """--workload's names in WORKLOADS' order, each once ('all': every one)."""
-    return tuple(wl for wl in WORKLOADS if wl in args.workload or "all" in args.workload)
+    """--workload's names in WORKLOADS' order, each once ('all': every one). Raises HarnessError where every one it
+    named was left out (a plug-in that could not be loaded: said above, one line each)."""
+    chosen = tuple(wl for wl in WORKLOADS if wl in args.workload or "all" in args.workload)
+    if not chosen:
+        raise HarnessError("--workload: no workload left to run (each one named was left out, said above)")
+    return chosen
 
 
 def _schedule_flags(args) -> dict:
@@ -227,7 +231,7 @@ def _run(argv: list[str] | None, extra_settings: dict | None, temporary: list[Pa
         return 3
     res["checks"], res["rows"] = parts.judgeable(res["checks"], res["rows"])  # a plug-in's infinite bound: failed
     if not res["rows"]:
-        print("error: nothing ran: " + "; ".join(s["reason"] for s in res["skipped"]), file=sys.stderr)
+        print(text(f"error: nothing ran: {_why_nothing(cfg, res['skipped'])}"), file=sys.stderr)
         return 2
     ok = all(r["verified"] for r in res["rows"]) and all(c["passed"] is not False for c in res["checks"])
     if not any(h.get("process_id") for h in res["hello"].values()):  # process 0 prints and writes the results
@@ -239,6 +243,12 @@ def _run(argv: list[str] | None, extra_settings: dict | None, temporary: list[Pa
             who = f"{r['kind']} {r['framework']} {r['variant']} x{r['replicas']}"
             print(text(f"invalid: {who}: {r['invalid_reason']}"), file=sys.stderr)
     return 0 if ok else 1
+
+
+def _why_nothing(cfg: Config, skipped: list[dict]) -> str:
+    """Why a run timed no row: each framework left out and why, else that none offered a variant; never empty."""
+    why = "; ".join(s["reason"] for s in skipped if s.get("reason"))
+    return why or f"no framework offered a variant of {', '.join(cfg.workloads)}"
 
 
 def error_line(who: str, e: Exception) -> str:

@@ -18,6 +18,7 @@ from test_plugins import PEAK, distribution, package
 
 import parity.workloads as wl
 from parity import run
+from parity.api import adapters
 from parity.cli import workloads as cli
 from parity.common import frameworks
 from parity.output import files
@@ -197,3 +198,37 @@ def test_a_plug_ins_bug_in_compiling_ahead_costs_what_it_touched(site, tmp_path,
     failed = [c for c in doc["checks"] if c["passed"] is False]
     assert [c["check"] for c in failed] == ["mlp plug-in"]
     assert "workload plug-in hx_mlp: TypeError: the plug-in's own bug" in failed[0]["detail"]
+
+
+@pytest.fixture
+def notes():
+    """PLUGIN_NOTES as they were, put back after (the site fixture keeps the other lists)."""
+    saved = list(wl.PLUGIN_NOTES)
+    yield wl.PLUGIN_NOTES
+    wl.PLUGIN_NOTES[:] = saved
+
+
+def test_a_module_named_on_the_command_line_takes_the_place_of_an_entry_points_workload(site, notes, capsys):
+    """The example judged by JAX in float64 beside the installed example (docs/your-workload.md): both are 'gru'."""
+    record = TOY + "WORKLOAD = " + RECORD.format(name='"gru"', kinds=KINDS, rank=9, calls={})
+    package(site, "ep_pkg", record, {"jax_impl": "WORKLOAD = 'gru'\n", "torch_impl": "WORKLOAD = 'gru'\n"})
+    package(site, "ep_pkg/f64", record, {"jax_impl": "WORKLOAD = 'gru'\n"})
+    distribution(site, "ep-dist", {"gru": "ep_pkg"})
+    wl.discover()
+    assert wl.PLUGINS["gru"].path == "ep_pkg"
+    assert run.parser().parse_args(["--workload", "ep_pkg.f64"]).workload == ["gru"] and not wl.PLUGIN_ERRORS
+    assert wl.PLUGINS["gru"].origin == "ep_pkg.f64 (--workload)" and list(wl.WORKLOADS).count("gru") == 1
+    assert adapters.PLUGGED["jax_impl"]["gru"] == "ep_pkg.f64.jax_impl" and "gru" not in adapters.PLUGGED["torch_impl"]
+    said = "note: workload 'gru' from ep_pkg.f64 (--workload) takes the place of the one from ep_pkg (entry point gru"
+    assert capsys.readouterr().err.startswith(said)
+    wl.PLUGINS.pop("gru"), wl.WORKLOADS.pop("gru")  # a worker: the entry point, then what the run named
+    wl.discover()
+    assert wl.PLUGINS["gru"].path == "ep_pkg.f64" and not wl.PLUGIN_ERRORS
+
+
+def test_every_workload_named_left_out_is_one_line_not_an_empty_reason(site, capsys):
+    package(site, "clash_pkg", TOY + "WORKLOAD = " + RECORD.format(name='"cnn"', kinds=KINDS, rank=9, calls={}))
+    assert run.main(["--workload", "clash_pkg", "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "error: --workload: no workload left to run (each one named was left out, said above)"
+    assert "its name 'cnn' is taken" in err[0] and len(err) == 2

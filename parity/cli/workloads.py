@@ -10,7 +10,7 @@ import sys
 
 from parity.common import frameworks
 from parity.common.safe import text
-from parity.workloads import PLUGIN_ERRORS, PLUGINS, WORKLOADS, add, plugins
+from parity.workloads import PLUGIN_ERRORS, PLUGIN_NOTES, PLUGINS, WORKLOADS, add, plugins
 
 ALL = plugins.ALL  # every workload: a name no plug-in may take
 SAID: set[str] = set()  # plug-in errors already printed (a parser parses once a run; tests build many)
@@ -53,11 +53,12 @@ def _found(path: str) -> bool:
 
 
 def report_errors(out=None) -> None:
-    """Each plug-in error not yet said, one line each (on stderr)."""
-    for line in PLUGIN_ERRORS:
+    """Each plug-in error not yet said, then each workload replaced (PLUGIN_NOTES), one line each (on stderr)."""
+    lines = [f"error: {e}; left out, the other workloads run" for e in PLUGIN_ERRORS]
+    for line in [*lines, *(f"note: {n}" for n in PLUGIN_NOTES)]:
         if line not in SAID:
             SAID.add(line)
-            print(text(f"error: {line}; left out, the other workloads run"), file=out or sys.stderr)
+            print(text(line), file=out or sys.stderr)
 
 
 def listing() -> str:
@@ -71,7 +72,7 @@ def listing() -> str:
         lines.append(f"  {name:<{width}}  {origin}; row kinds: {kinds}")
         if name in PLUGINS:
             lines.append(f"  {'':<{width}}  {PLUGINS[name].adapters()}")
-    lines += [f"  not loaded: {e}" for e in PLUGIN_ERRORS]
+    lines += [f"  not loaded: {e}" for e in PLUGIN_ERRORS] + [f"  note: {n}" for n in PLUGIN_NOTES]
     where = ", ".join(frameworks.TABLE[fw].module for fw in frameworks.KEYS)
     lines.append(f"a workload from outside: an entry point in group {plugins.GROUP!r}, or --workload <module>;")
     lines.append(f"its adapters are its modules named {where} (docs/your-workload.md)")

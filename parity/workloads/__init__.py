@@ -16,6 +16,7 @@ __all__ = [
     "DEVICES",
     "PLUGINS",
     "PLUGIN_ERRORS",
+    "PLUGIN_NOTES",
     "PRECISIONS",
     "WORKLOADS",
     "RowKind",
@@ -43,6 +44,7 @@ def _listed() -> dict[str, Workload]:
 WORKLOADS: dict[str, Workload] = _listed()
 PLUGINS: dict[str, plugins.Plugin] = {}  # a workload from outside: where it came from, its adapters (built-in: absent)
 PLUGIN_ERRORS: list[str] = []  # one line for each plug-in that could not be loaded
+PLUGIN_NOTES: list[str] = []  # one line for each entry point's workload a module named on the command line replaced
 
 
 def _join(found: plugins.Plugin) -> None:
@@ -53,25 +55,39 @@ def _join(found: plugins.Plugin) -> None:
     PLUGINS[found.workload.name] = found
 
 
+def _load(path: str, how: str) -> plugins.Plugin:
+    """Load one plug-in into the list. A module the command line names takes the place of an entry point's
+    workload of the same name (the example judged another way: docs/your-workload.md), said in PLUGIN_NOTES. Raises
+    plugins.PluginError naming it."""
+    named = how == plugins.NAMED
+    replaceable = [n for n, p in PLUGINS.items() if p.how != plugins.NAMED] if named else []
+    found = plugins.load(path, how, WORKLOADS, PLUGINS, replaceable)
+    name = found.workload.name
+    if name in PLUGINS:
+        old = PLUGINS.pop(name)
+        del WORKLOADS[name]
+        plugins.unplug(old, found)
+        PLUGIN_NOTES.append(f"workload {name!r} from {found.origin} takes the place of the one from {old.origin}")
+    _join(found)
+    return found
+
+
 def _plug_in(path: str, how: str) -> str | None:
-    """Load one plug-in into the list; its name, or None with its error in PLUGIN_ERRORS."""
+    """Load one plug-in into the list (_load); its name, or None with its error in PLUGIN_ERRORS."""
     try:
-        found = plugins.load(path, how, WORKLOADS, PLUGINS)
+        return _load(path, how).workload.name
     except plugins.PluginError as e:
         PLUGIN_ERRORS.append(str(e))
         return None
-    _join(found)
-    return found.workload.name
 
 
 def add(path: str) -> str:
-    """The workload the module at `path` declares (`--workload mypkg.gru`), loaded into WORKLOADS once and passed
-    to the workers; its name. Raises plugins.PluginError naming it."""
+    """The workload the module at `path` declares (`--workload mypkg.gru`), loaded into WORKLOADS once (in place of
+    an entry point's of its name) and passed to the workers; its name. Raises plugins.PluginError naming it."""
     for name, p in PLUGINS.items():
         if p.path == path:
             return name
-    found = plugins.load(path, "--workload", WORKLOADS, PLUGINS)
-    _join(found)
+    found = _load(path, plugins.NAMED)
     plugins.name_for(path)
     return found.workload.name
 

@@ -20,10 +20,10 @@ import os
 import pkgutil
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 
-from parity.api.adapters import SHARED, plug
+from parity.api.adapters import PLUGGED, SHARED, listed, plug
 from parity.api.light import Light
 from parity.common import frameworks
 from parity.workloads.base import RowKind, Workload
@@ -32,6 +32,7 @@ from parity.workloads.guarded import PluginFailure, guarded  # noqa: F401  (Plug
 GROUP = "parity.workloads"  # the entry-point group: `<name> = <module path>`
 ENV = "PARITY_WORKLOAD_MODULES"  # the module paths the command line named, for the workers (os.pathsep between)
 BUILT_IN = "parity (built in)"
+NAMED = "--workload"  # how a module the command line named was found
 ALL = "all"  # --workload's every workload
 RESERVED = (ALL,)  # names a flag gives a meaning of its own: no workload's
 NAME = re.compile(r"\w[\w.-]*", re.ASCII)  # a workload's or row kind's name: a word of a file name and a flag
@@ -82,11 +83,14 @@ def _adapters(name: str, path: str, module) -> tuple[str, ...]:
     return tuple(have)
 
 
-def load(path: str, how: str, taken: Mapping[str, Workload], others: Mapping[str, Plugin]) -> Plugin:
+def load(
+    path: str, how: str, taken: Mapping[str, Workload], others: Mapping[str, Plugin], replaceable: Collection[str] = ()
+) -> Plugin:
     """The workload the module at `path` declares, its adapters plugged, its code guarded (_guarded). how: how it was
     found (an entry point, the command line); taken: the workloads already known (a name or a row kind of theirs is
-    not to be taken again); others: those of them from outside (the rest: built in). Raises PluginError naming the
-    plug-in."""
+    not to be taken again); others: those of them from outside (the rest: built in); replaceable: those of them whose
+    name, and row kinds, it may take (the caller then drops the one it replaces: unplug). Raises PluginError naming
+    the plug-in."""
     who = f"workload plug-in {path} ({how})"
     module = _import(path, who)
     w = getattr(module, "WORKLOAD", None)
@@ -99,9 +103,9 @@ def load(path: str, how: str, taken: Mapping[str, Workload], others: Mapping[str
         raise PluginError(f"{who}: its WORKLOAD's {problem}")
     if w.name in RESERVED:
         raise PluginError(f"{who}: its name {w.name!r} is reserved (--workload {w.name} means every workload)")
-    if w.name in taken:
+    if w.name in taken and w.name not in replaceable:
         raise PluginError(f"{who}: its name {w.name!r} is taken by the workload from {_origin(others, w.name)}")
-    kinds = {k.name for t in taken.values() for k in t.kinds}
+    kinds = {k.name for n, t in taken.items() if n != w.name for k in t.kinds}
     clash = [k.name for k in w.kinds if k.name in kinds]
     if clash:
         raise PluginError(f"{who}: its row kinds {', '.join(clash)} are another workload's")
@@ -200,6 +204,16 @@ def _shown(v) -> str:
     return said if len(said) <= 40 else said[:37] + "..."
 
 
+def unplug(old: Plugin, new: Plugin) -> None:
+    """The adapters of `old` that `new` (its workload's name) did not plug in place of its own: unplugged, so that no
+    implementation finds one of them as the workload's."""
+    for package in (*(frameworks.TABLE[fw].module for fw in frameworks.KEYS), *SHARED):
+        mine = PLUGGED.get(package, {})
+        if mine.get(new.workload.name) == f"{old.path}.{package}":
+            del mine[new.workload.name]
+    listed.cache_clear()
+
+
 def _subs(module) -> set[str]:
     return {info.name for info in pkgutil.iter_modules(getattr(module, "__path__", []))}
 
@@ -234,7 +248,7 @@ def _ep_origin(e) -> str:
 
 def named() -> list[tuple[str, str]]:
     """(module path, how it was found) of the modules the command line named (ENV, for a worker)."""
-    return [(p, "--workload") for p in os.environ.get(ENV, "").split(os.pathsep) if p]
+    return [(p, NAMED) for p in os.environ.get(ENV, "").split(os.pathsep) if p]
 
 
 def name_for(path: str) -> None:
