@@ -35,10 +35,10 @@ _NAME = re.compile(r"%?([\w.\-]+)")
 # ops that move nothing of their own (an async copy is counted at its start)
 NO_WORK = {
     "parameter", "constant", "get-tuple-element", "tuple", "bitcast", "after-all", "partition-id", "replica-id",
-    "opt-barrier", "add-dependency", "copy-done", "domain", "send-done", "recv-done", "all-reduce-done",
-    "all-gather-done", "collective-permute-done", "async-done", "async-update", "get-dimension-size",
+    "opt-barrier", "add-dependency", "domain", "async-update", "get-dimension-size",
 }  # fmt: skip
-_NO_FLOPS_CALLS = ("AllocateBuffer", "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "annotate_device")
+# custom calls that are a library's kernel (their FLOPs unknown here); others move data (a TPU's ConcatBitcast)
+_KERNELS = re.compile(r"custom_call_target=\"[^\"]*(onednn|mkl|cublas|cudnn|tpu_custom_call|mosaic|triton|ynn)", re.I)
 
 
 @dataclass(frozen=True)
@@ -95,15 +95,11 @@ class Computation:
 
 def _closing(text: str, start: int) -> int:
     """The index just past the bracket that closes the one at `start`."""
-    depth, pairs = 0, {"(": ")", "{": "}", "[": "]"}
+    depth = 0
     for i in range(start, len(text)):
-        c = text[i]
-        if c in pairs:
-            depth += 1
-        elif c in ")}]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
+        depth += (text[i] in "({[") - (text[i] in ")}]")
+        if depth == 0:
+            return i + 1
     return len(text)
 
 
@@ -113,15 +109,10 @@ def _instr(line: str) -> Instr | None:
         return None
     name = head.strip().removeprefix("ROOT ").strip().lstrip("%")
     rest = rest.strip()
-    if rest.startswith("("):
-        end = _closing(rest, 0)
-    else:
-        end = rest.find(" ")
-    if end <= 0:
-        return None
+    end = _closing(rest, 0) if rest.startswith("(") else rest.find(" ")
     shape, rest = rest[:end], rest[end:].strip()
     paren = rest.find("(")
-    if paren <= 0:
+    if end <= 0 or paren <= 0:
         return None
     opcode = rest[:paren]
     close = _closing(rest, paren)
@@ -198,13 +189,19 @@ def matrix_flops(ins: Instr, shapes: dict[str, str], tile: int = 1) -> float:
         if not labels:
             return 0.0
         _, kl, ol = labels.groups()
+        # each output's taps: a dilated input (a transposed convolution, or a batch of products written as a window
+        # over the batch, as XLA writes a batched dot on a TPU) meets a tap of the window only every dilation'th
         window = re.search(r"window=\{size=([\dx]+)", ins.attrs)
-        taps = math.prod(int(x) for x in window.group(1).split("x")) if window else 1
+        dilate = re.search(r"lhs_dilate=([\dx]+)", ins.attrs)
+        size = [int(x) for x in window.group(1).split("x")] if window else []
+        step = [int(x) for x in dilate.group(1).split("x")] if dilate else [1] * len(size)
+        taps = math.prod(-(-w // d) for w, d in zip(size, step, strict=False))
         k = taps * (b[kl.index("i")] if "i" in kl and kl.index("i") < len(b) else 1)
         n = o[ol.index("f")] if "f" in ol and ol.index("f") < len(o) else 1
     if not (k and n):
         return 0.0
-    return 2.0 * elems / n * _up(n, tile) * _up(k, tile)
+    m = elems // n  # the matrix unit holds a tile of k x n or of k x m, whichever runs fewer passes
+    return 2.0 * _up(k, tile) * min(_up(n, tile) * m, n * _up(m, tile))
 
 
 def _fused_flops(comps: dict[str, Computation], name: str, tile: int, seen: frozenset = frozenset()) -> float:
@@ -253,8 +250,11 @@ def _moved(comps: dict[str, Computation], c: Computation, ins: Instr) -> float:
         return 2 * _bytes(ins.shape) if _bytes(shapes[0]) else _bytes(ins.shape)
     if ins.opcode == IN_PLACE:
         return 2 * _bytes(shapes[1]) if len(shapes) > 1 and _bytes(shapes[0]) else _bytes(ins.shape)
-    if ins.opcode == "copy-start":  # (destination, source, context): the source read, the destination written
-        return _bytes(shapes[0]) + sum(a.bytes() for a in arrays(ins.shape)[:1] if a.space == 0)
+    if ins.opcode.endswith("-start"):  # an asynchronous copy or slice: (destination, source, ...) or ((source), ...)
+        parts = arrays(ins.shape)
+        dest = parts[1] if ins.shape.startswith("((") and len(parts) > 1 else parts[0]
+        read = (dest.bytes() if ins.opcode == "slice-start" else _bytes(shapes[0])) if _bytes(shapes[0]) else 0.0
+        return read + (dest.bytes() if dest.space == 0 else 0.0)  # the part read, and written where in main memory
     fused = comps.get(next(iter(_called(ins.attrs, "calls")), "")) if ins.opcode == "fusion" else None
     if fused is None:
         return sum(_bytes(s) for s in shapes) + _bytes(ins.shape)
@@ -287,7 +287,7 @@ def _run(comps: dict[str, Computation], name: str, tile: int, depth: int = 0) ->
         return out
     for ins in c.instrs:
         op = ins.opcode
-        if op in NO_WORK:
+        if op in NO_WORK or op.endswith("-done"):  # an asynchronous op is counted at its start
             continue
         if op == "while":
             trips = _trips(ins.attrs)
@@ -305,7 +305,7 @@ def _run(comps: dict[str, Computation], name: str, tile: int, depth: int = 0) ->
         flops = matrix_flops(ins, c.shapes, tile)
         if op == "fusion":
             flops = sum(_fused_flops(comps, s, tile) for s in _called(ins.attrs, "calls"))
-        elif op == "custom-call" and not any(t in ins.attrs for t in _NO_FLOPS_CALLS):
+        elif op == "custom-call" and _KERNELS.search(ins.attrs):
             out.unknown_calls += 1
         out.ops.append((flops, moved))
     return out
