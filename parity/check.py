@@ -34,12 +34,13 @@ LIGHT = ORACLES  # the frameworks with a light workload's generic adapter: JAX a
 class Verdict:
     """checks: every check's record (as results.json holds them); rows: every timed row's (run only); failures: one
     line for each failed check, invalid row or framework that could not take part; leaves: by framework, the first
-    forward block where it leaves float64."""
+    forward block where it leaves float64; screen: the run's printed tables."""
 
     checks: list[dict]
     rows: list[dict] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     leaves: dict[str, str] = field(default_factory=dict)
+    screen: str = ""  # run only: the first screen the run printed (the speed table, the verdict)
 
     def __bool__(self) -> bool:
         return not self.failures
@@ -109,4 +110,6 @@ def run(workloads: str | Sequence[str], *flags: str, out: Path | None = None, py
     if not (out / "results.json").exists():
         raise RuntimeError((p.stderr.strip().splitlines() or [f"exit {p.returncode}"])[-1])
     doc = json.loads((out / "results.json").read_text())
-    return Verdict.of(doc["checks"], doc["rows"])
+    verdict = Verdict.of(doc["checks"], doc["rows"])
+    verdict.screen = p.stdout
+    return verdict

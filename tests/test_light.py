@@ -75,6 +75,32 @@ def test_the_bounds_numerics_derived_md_quotes_are_its_files():
     assert all(c["passed"] for c in doc["checks"] if c["passed"] is not None)
 
 
+def _printed(text: str) -> tuple[float, float]:
+    """A time as printed ('1.23 s', '72.5 ms') in seconds, and half its last digit's unit (its rounding)."""
+    number, unit = text.split()
+    scale = {"s": 1.0, "ms": 1e-3}[unit]
+    digits = len(number.split(".")[1]) if "." in number else 0
+    return float(number) * scale, 0.5 * 10.0**-digits * scale
+
+
+def test_the_speed_your_workload_md_quotes_is_its_files():
+    """docs/your-workload.md's depthwise table and ratios, each median read from the file it names."""
+    import json
+    import re
+
+    doc = json.loads((ROOT / "docs" / "results" / "xeon-amx" / "dwsep-levers.json").read_text())
+    median = {(r["framework"], r["variant"]): r["median_s"] for r in doc["rows"]}
+    page = (ROOT / "docs" / "your-workload.md").read_text()
+    label = {"JAX": frameworks.JAX, "PyTorch": frameworks.TORCH}
+    cells = re.findall(r"\| (JAX|PyTorch) `([\w+]+)` \| ([\d.]+ m?s) ", page)
+    assert len(cells) == 8
+    for fw, variant, time in cells:
+        value, rounding = _printed(time)
+        assert abs(median[(label[fw], variant)] - value) <= rounding, (fw, variant, time)
+    jit, shifts, eager = (median[k] for k in (("jax", "jit"), ("jax", "jit+shifts"), ("torch", "eager")))
+    assert f"{jit / shifts:.1f} times faster in training, still\n{shifts / eager:.1f} times" in page
+
+
 def test_the_page_quotes_the_example_as_it_is():
     """docs/your-workload.md's python blocks are the example's own lines, and its tree names its files."""
     import re
@@ -206,6 +232,7 @@ def test_a_run_times_both_and_does_not_verify_the_training_row_of_a_framework_th
     assert not torch_row["verified"] and "forward dw1" in torch_row["invalid_reason"]
     assert bad[("dwsep_symmetric_padding_train", frameworks.JAX)]["verified"]
     assert verdict.leaves == {frameworks.TORCH: "dw1"}
+    assert "PyTorch/JAX" in verdict.screen and "verdict:" in verdict.screen  # the speed table, as printed
 
 
 # ---- the ViT (the full road, its hand-derived bounds): LayerNorm's epsilon and GELU's form, named alike ----

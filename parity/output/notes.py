@@ -142,8 +142,9 @@ def notebook_notes(rows: list[dict]) -> list[str]:
 
 
 def kernel_note(rows: list[dict]) -> list[str]:
-    """Which kernel each recurrent row ran (a framework may choose among several silently: Keras's cuDNN path on a
-    GPU), grouped by path."""
+    """Which kernel path each row reports (a recurrent layer's: a framework may choose among several silently,
+    Keras's cuDNN path on a GPU; a lever's: a depthwise convolution written another way), grouped by path; worded
+    for every model, not only the recurrent ones."""
     paths: dict[str, list[str]] = {}
     for r in rows:
         if r.get("kernel_path"):
@@ -151,7 +152,7 @@ def kernel_note(rows: list[dict]) -> list[str]:
     if not paths:
         return []
     said = "; ".join(f"{p}: {', '.join(dict.fromkeys(names))}" for p, names in paths.items())
-    return [f"recurrent kernel each row ran (kernel_path): {said}"]
+    return [f"kernel path each row reports (kernel_path): {said}"]
 
 
 STALL = 20  # a timed call this many times the row's median: the process stood still (stopped, starved, swapped)
