@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import signal
 import sys
@@ -27,6 +28,7 @@ from parity.output import files, screen, tables
 from parity.record import parts
 from parity.record.schema import PROFILES
 from parity.workloads import WORKLOADS
+from parity.workloads.trained import child
 
 
 def _cluster(args):
@@ -197,6 +199,7 @@ def _main(argv: list[str] | None, extra_settings: dict | None) -> int:
 def _run(argv: list[str] | None, extra_settings: dict | None, temporary: list[Path], held: contextlib.ExitStack) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parser().parse_args(argv)
+    held.enter_context(_bounding_children(args.timeout))
     who = ""  # in a multi-process run, which process an error comes from
     try:
         cfg = config(args, argv)
@@ -243,6 +246,21 @@ def _run(argv: list[str] | None, extra_settings: dict | None, temporary: list[Pa
             who = f"{r['kind']} {r['framework']} {r['variant']} x{r['replicas']}"
             print(text(f"invalid: {who}: {r['invalid_reason']}"), file=sys.stderr)
     return 0 if ok else 1
+
+
+@contextlib.contextmanager
+def _bounding_children(timeout_s: float):
+    """The run's --timeout in its environment while it runs (child.TIMEOUT): its workers inherit it, and a float64
+    run (parity.workloads.trained.float64), in a worker or here, is bounded by it as any worker step is."""
+    before = os.environ.get(child.TIMEOUT)
+    os.environ[child.TIMEOUT] = repr(timeout_s)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(child.TIMEOUT, None)
+        else:
+            os.environ[child.TIMEOUT] = before
 
 
 def _why_nothing(cfg: Config, skipped: list[dict]) -> str:

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from parity.common import frameworks
+from parity.workloads.trained import child
 
 
 @dataclass(frozen=True)
@@ -58,13 +59,14 @@ class FrameworkOracle:
     workload: the workload's name (its adapter's); package: the module holding its adapter modules (a plug-in's:
     `parity_gru` for `parity_gru/jax_impl.py`), None where the implementation's own adapter serves (a built-in
     workload's); sizes(weights): what the adapter's build takes for a weight list in Keras's order (the GRU's
-    (units,)); timeout_s: how long a run may take. forward and loss_and_grads are the oracle's, as a NumPy one's."""
+    (units,)); timeout_s: how long a run may take (None: the run's --timeout, child.TIMEOUT; the lower of the two
+    where both are given). forward and loss_and_grads are the oracle's, as a NumPy one's."""
 
     framework: str
     workload: str
     package: str | None
     sizes: Callable[[Sequence[np.ndarray]], tuple[int, ...]]
-    timeout_s: float = 600.0
+    timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         if self.framework not in OFFERS:
@@ -126,11 +128,11 @@ class FrameworkOracle:
                 todo[key] = (meta, arrays)
         if len(todo) == 1:
             key, (meta, arrays) = next(iter(todo.items()))
-            _DONE[key] = _child(meta, arrays, self.timeout_s, OFFERS[self.framework].env)
+            _DONE[key] = _child(meta, arrays, child.timeout(self.timeout_s), OFFERS[self.framework].env)
         elif todo:
             metas = [m for m, _ in todo.values()]
             arrays = {f"j{j}/{k}": a for j, (_, arr) in enumerate(todo.values()) for k, a in arr.items()}
-            out = _child(metas, arrays, self.timeout_s, OFFERS[self.framework].env)
+            out = _child(metas, arrays, child.timeout(self.timeout_s), OFFERS[self.framework].env)
             for j, key in enumerate(todo):
                 _DONE[key] = {k.split("/", 1)[1]: v for k, v in out.items() if k.startswith(f"j{j}/")}
 
@@ -143,7 +145,7 @@ class FrameworkOracle:
             with np.load(kept) as f:
                 _DONE[key] = {k: f[k] for k in f.files}
         if key not in _DONE:
-            _DONE[key] = _child(meta, arrays, self.timeout_s, OFFERS[self.framework].env)
+            _DONE[key] = _child(meta, arrays, child.timeout(self.timeout_s), OFFERS[self.framework].env)
         if kept is not None and not kept.exists():  # written whole, then named: a reader never finds half of it
             np.savez(kept.with_suffix(f".{os.getpid()}.npz"), **_DONE[key])
             os.replace(kept.with_suffix(f".{os.getpid()}.npz"), kept)
@@ -168,7 +170,8 @@ def _float32(weights: Sequence[np.ndarray]) -> list[np.ndarray]:
 
 def _child(meta: dict, arrays: dict, timeout_s: float, env: dict[str, str]) -> dict[str, np.ndarray]:
     """`python -m parity.workloads.trained.float64 IN OUT` in `env`; its arrays. Raises Float64Error with the child's
-    one-line reason, or when it takes longer than timeout_s."""
+    one-line reason, or when it takes longer than timeout_s. The child dies with this process on every path
+    (parity.workloads.trained.child)."""
     with tempfile.TemporaryDirectory(prefix="parity-float64-") as tmp:
         req, out = Path(tmp) / "in.npz", Path(tmp) / "out.npz"
         np.savez(req, meta=np.array(json.dumps(meta)), **arrays)
@@ -176,17 +179,13 @@ def _child(meta: dict, arrays: dict, timeout_s: float, env: dict[str, str]) -> d
         python, path = _python(first["framework"])
         cmd = [python, "-m", "parity.workloads.trained.float64", str(req), str(out)]
         try:
-            p = subprocess.run(
-                cmd, capture_output=True, text=True, env={**os.environ, **path, **env}, timeout=timeout_s
-            )
+            code, err = child.run(cmd, {**os.environ, **path, **env}, timeout_s)
         except OSError as e:
             raise Float64Error(f"{_who(meta)}: cannot start {python} ({e.strerror or e})") from None
         except subprocess.TimeoutExpired:
-            raise Float64Error(f"{_who(meta)}: no answer within {timeout_s:g} s") from None
-        error = out.with_suffix(".error")
-        if p.returncode != 0 or not out.exists():
-            said = error.read_text() if error.exists() else (p.stderr.strip().splitlines() or ["no message"])[-1]
-            raise Float64Error(f"{_who(meta)}: {said}")
+            raise Float64Error(f"{_who(meta)}: no answer within {timeout_s:g} s (stopped)") from None
+        if code != 0 or not out.exists():
+            raise Float64Error(f"{_who(meta)}: {child.why(code, err, out.with_suffix('.error'))}")
         with np.load(out) as f:
             return {k: f[k] for k in f.files}
 
@@ -240,7 +239,7 @@ def run(meta: dict, arrays: dict) -> dict[str, np.ndarray]:
     else:
         g = adapter.loss_and_grads(model, arrays["x"], arrays["y"])
         out = {"loss": np.asarray(g.loss, np.float64)} | {f"grad/{i:03d}": np.asarray(a) for i, a in enumerate(g.grads)}
-    narrow = [k for k, v in out.items() if v.dtype.kind == "f" and v.dtype != np.float64]
+    narrow = [k for k, v in out.items() if v.dtype != np.float64]  # float32, and an int64 that is no answer
     if narrow:
         raise Float64Error(f"{code.__name__}'s float64 model gave {narrow[0]} in {out[narrow[0]].dtype}, not float64")
     return out
@@ -275,9 +274,17 @@ def _jobs(metas: list[dict], arrays: dict) -> dict[str, np.ndarray]:
 
 
 def main(argv: list[str]) -> int:
-    """The child of _child: `IN OUT`; a failure's one line to OUT with the suffix .error."""
+    """The child of _child: `IN OUT`; a failure's one line to OUT with the suffix .error (a path refused: on stderr,
+    exit 2)."""
+    child.die_with_parent()
     if len(argv) != 2:
         print("usage: python -m parity.workloads.trained.float64 IN.npz OUT.npz", file=sys.stderr)
+        return 2
+    bad = f"{argv[0]}: not a regular file" if not Path(argv[0]).is_file() else None  # a FIFO would never end
+    if not Path(argv[1]).parent.is_dir():
+        bad = f"{Path(argv[1]).parent}: no such folder for the answer"
+    if bad:
+        print(f"error: {bad}", file=sys.stderr)
         return 2
     try:
         with np.load(argv[0]) as f:
@@ -285,7 +292,7 @@ def main(argv: list[str]) -> int:
         meta = json.loads(str(arrays.pop("meta")))
         out = _jobs(meta, arrays) if isinstance(meta, list) else run(meta, arrays)
         np.savez(argv[1], **out)
-    except Exception as e:  # the adapter's code, whatever it raises: one line for the parent
+    except BaseException as e:  # noqa: BLE001 - the adapter's code, whatever it raises (sys.exit too): one line
         said = str(e) if isinstance(e, Float64Error) else f"{type(e).__name__}: {e}"
         Path(argv[1]).with_suffix(".error").write_text((said.splitlines() or [type(e).__name__])[0])
         return 1
