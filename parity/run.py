@@ -124,7 +124,25 @@ def _schedule_flags(args) -> dict:
             f"{', '.join(ignored)} sets the trained workloads' schedule ({takers}): "
             f"--workload {' '.join(workloads)} has none"
         )
+    _notebook_schedule(args, workloads)
     return given
+
+
+def _notebook_schedule(args, workloads: tuple[str, ...]) -> None:
+    """--schedule notebook, which is --preset notebook: refused where none of the workloads has a notebook schedule
+    (it would only run them under that preset), and said in one line where some have none."""
+    if args.schedule != "notebook":
+        return
+    without = [wl for wl in workloads if not WORKLOADS[wl].notebook]
+    takers = ", ".join(wl for wl in WORKLOADS if WORKLOADS[wl].notebook)
+    if len(without) == len(workloads):
+        raise HarnessError(
+            f"--schedule notebook sets the trained workloads' schedule ({takers}): --workload {' '.join(workloads)} "
+            "has none (--preset notebook runs them under the notebook's preset)"
+        )
+    if without and not args.quiet:
+        print(f"note: --schedule notebook is --preset notebook: {', '.join(without)} (no notebook schedule) run under "
+              "it too", file=sys.stderr)  # fmt: skip
 
 
 def _pythons(args) -> dict[str, str]:

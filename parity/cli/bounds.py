@@ -58,17 +58,24 @@ def check_replicas(counts: tuple[int, ...], chosen: tuple[str, ...]) -> None:
 
 def check_epochs(cfg) -> None:
     """Raise HarnessError where a trained workload's epoch, drawn ahead in memory at once, cannot fit in this
-    machine's memory: steps per epoch x global batch x pixels an image x DRAWN_BYTES_PER_PIXEL."""
+    machine's memory: steps per epoch x global batch x pixels an image x DRAWN_BYTES_PER_PIXEL. Every workload whose
+    rows train epochs, whether or not the command line may set its schedule (a plug-in's record need not offer it)."""
     memory, pixels = physical_memory(), math.prod(CNN_ARCHITECTURE.image)  # Fashion-MNIST's, every trained model's
     for wl in cfg.workloads:
-        if "steps_per_epoch" not in WORKLOADS[wl].options:
-            continue
-        s = cfg.spec(wl)
-        need = s.steps_per_epoch * s.global_batch * pixels * DRAWN_BYTES_PER_PIXEL
+        w, s = WORKLOADS[wl], cfg.spec(wl)
+        steps, batch = getattr(s, "steps_per_epoch", None), getattr(s, "global_batch", None)
+        if not any(k.epochs for k in w.kinds) or not all(isinstance(v, int) for v in (steps, batch)):
+            continue  # no epoch drawn ahead, or sizes that are not counts: the workload's own checks refuse them
+        need = steps * batch * pixels * DRAWN_BYTES_PER_PIXEL
         if need > memory:
             raise HarnessError(
-                f"{wl}: an epoch of {s.steps_per_epoch} steps x batch {s.global_batch} is drawn ahead in memory: "
-                f"{s.steps_per_epoch} x {s.global_batch} x {pixels} pixels x {DRAWN_BYTES_PER_PIXEL} bytes = "
-                f"{need / GIB:.1f} GiB, more than this machine's {memory / GIB:.1f} GiB; lower --steps-per-epoch "
-                "or --batch"
+                f"{wl}: an epoch of {steps} steps x batch {batch} is drawn ahead in memory: {steps} x {batch} x "
+                f"{pixels} pixels x {DRAWN_BYTES_PER_PIXEL} bytes = {need / GIB:.1f} GiB, more than this machine's "
+                f"{memory / GIB:.1f} GiB; {_lower(w.options)}"
             )
+
+
+def _lower(options: tuple[str, ...]) -> str:
+    """How to draw less: the flags the workload takes, or its spec where it takes none."""
+    flags = [f for f, o in (("--steps-per-epoch", "steps_per_epoch"), ("--batch", "global_batch")) if o in options]
+    return f"lower {' or '.join(flags)}" if flags else "its spec sets both (no flag changes them): lower them there"
