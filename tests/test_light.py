@@ -188,12 +188,31 @@ def planted(tmp_path_factory):
     _plant(folder, "dwsep_ok", None)
     for name, (change, _) in BUGS.items():
         _plant(folder, f"dwsep_{name}", change)
+    import copy
+
+    import frameworks_setup  # noqa: F401 (the frameworks started as every test process starts them, before any)
+
+    import parity.workloads as wl
+    from parity.api import adapters, light
+    from parity.workloads import plugins
+    from parity.workloads.trained import light as trained_light
+
+    # every registry a plug-in's loading adds to, and the variables it sets, put back after (as test_plugins' site)
+    lists = (wl.WORKLOADS, wl.PLUGINS, wl.PLUGIN_ERRORS, adapters.PLUGGED, light.LIGHTS, trained_light.MODELS)
+    saved, before = [copy.deepcopy(x) if x is adapters.PLUGGED else copy.copy(x) for x in lists], set(sys.modules)
+    env = {k: os.environ.get(k) for k in ("PYTHONPATH", plugins.ENV)}
     sys.path.insert(0, str(folder))
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(folder), old) if p)  # the float64 child's
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(folder), env["PYTHONPATH"]) if p)  # the float64 child's
     yield folder
     sys.path.remove(str(folder))
-    os.environ.pop("PYTHONPATH") if old is None else os.environ.__setitem__("PYTHONPATH", old)
+    for k, v in env.items():
+        os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    for name in set(sys.modules) - before:
+        del sys.modules[name]
+    for live, old in zip(lists, saved, strict=True):
+        live.clear()
+        live.update(old) if isinstance(live, dict) else live.extend(old)
+    adapters.listed.cache_clear()
 
 
 def test_the_example_passes_every_check_against_float64(planted):
@@ -246,6 +265,7 @@ UNDONE = {  # the torch_impl.vit name the model reads, PyTorch's other choice pu
 
 @pytest.mark.parametrize("name, value", UNDONE.values(), ids=UNDONE)
 def test_a_vit_convention_undone_is_named_at_its_first_block(name, value, monkeypatch):
+    import frameworks_setup  # noqa: F401 (the frameworks started as every test process starts them, before any)
     import torch
 
     import jax_impl

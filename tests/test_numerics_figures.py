@@ -16,7 +16,7 @@ from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_toleran
 from parity.workloads.trained.rounds import PARITY_BATCH
 
 ROOT = Path(__file__).resolve().parent.parent
-PAGE = (ROOT / "docs/numerics.md").read_text()
+PAGE = (ROOT / "docs/numerics.md").read_text() + (ROOT / "docs/numerics-models.md").read_text()  # the LSTM's
 TEXT = " ".join(PAGE.split())  # the page's line breaks fall anywhere in a sentence
 CLASSES = ("zen1", "zen4", "zen5", "xeon-avx512bf16", "xeon-amx")
 # each class's default run with three frameworks (TF, JAX, Keras 3 on JAX): the files the page's table reads

@@ -297,13 +297,14 @@ def test_reduced_precision_and_bfloat16_tables():
 
 
 def test_numerics_page_quotes_the_bfloat16_bounds():
-    """docs/numerics.md's mixed-precision figures are bf16_loss_tolerance's at the CPU default's and the full depth."""
+    """docs/numerics-models.md's mixed-precision figures are bf16_loss_tolerance's at the CPU default's and the full
+    depth."""
     from pathlib import Path
 
     from parity.workloads.vit.spec import VIT_CPU, VIT_FULL
     from parity.workloads.vit.tolerances import bf16_loss_tolerance
 
-    page = " ".join((Path(__file__).resolve().parent.parent / "docs/numerics.md").read_text().split())
+    page = " ".join((Path(__file__).resolve().parent.parent / "docs/numerics-models.md").read_text().split())
     cpu, full = (f"{bf16_loss_tolerance(s.depth):.3f}" for s in (VIT_CPU, VIT_FULL))
     assert (
         f"**{cpu}** at the CPU default's {VIT_CPU.depth} blocks, **{full}** at the full size's {VIT_FULL.depth}" in page
