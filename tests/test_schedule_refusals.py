@@ -13,9 +13,19 @@ from parity.cli import bounds
 from parity.cli.flags import parser
 from parity.common.messages import HarnessError
 from parity.run import config
+from parity.workloads import plugins
 
 GIB = 2**30
 site = test_plugins.site  # the fixture: a folder on sys.path for the tests' packages, the lists put back after
+
+
+@pytest.fixture(autouse=True)
+def named_modules(monkeypatch):
+    """The modules a run names for its workers (plugins.ENV), as they were after each test: a parsed --workload
+    module sets them in this process's environment."""
+    monkeypatch.setenv(plugins.ENV, "")
+
+
 FIXED = """
 import dataclasses, mlp_workload
 w = mlp_workload.WORKLOAD

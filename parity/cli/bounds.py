@@ -61,11 +61,11 @@ def check_epochs(cfg) -> None:
     machine's memory: steps per epoch x global batch x pixels an image x DRAWN_BYTES_PER_PIXEL. Every workload whose
     rows train epochs, whether or not the command line may set its schedule (a plug-in's record need not offer it)."""
     memory, pixels = physical_memory(), math.prod(CNN_ARCHITECTURE.image)  # Fashion-MNIST's, every trained model's
-    for wl in cfg.workloads:
+    for wl in (wl for wl in cfg.workloads if any(k.epochs for k in WORKLOADS[wl].kinds)):  # an epoch drawn ahead
         w, s = WORKLOADS[wl], cfg.spec(wl)
         steps, batch = getattr(s, "steps_per_epoch", None), getattr(s, "global_batch", None)
-        if not any(k.epochs for k in w.kinds) or not all(isinstance(v, int) for v in (steps, batch)):
-            continue  # no epoch drawn ahead, or sizes that are not counts: the workload's own checks refuse them
+        if not all(isinstance(v, int) for v in (steps, batch)):
+            continue  # sizes that are not counts: the workload's own checks refuse them
         need = steps * batch * pixels * DRAWN_BYTES_PER_PIXEL
         if need > memory:
             raise HarnessError(

@@ -60,16 +60,35 @@ def _counted(cost, who: str):
 BROKEN = "plugin_broken"  # a case's extra field: why its plug-in's parent side could not set it up (_Guarded)
 
 
-def _case(case, who: str):
+FINISHED = "plugin_finish_failed"  # a result's extra field: why its closing step failed (_Guarded.row_extra reads it)
+
+
+def _case(case, who: str, judged: bool):
     """A row kind's case, named (_named); one whose parent side failed its set-up (BROKEN) fails at once, saying so:
-    its row is INVALID naming the plug-in."""
+    its row is INVALID naming the plug-in. judged: a parent side reads each row (_Guarded.row_extra), and a closing
+    step that fails (a trained row's evaluation) is said to it in the result (FINISHED), the row INVALID there."""
     named = _named(case, who)
 
     @functools.wraps(named)
     def call(*args, **kwargs):
         if BROKEN in kwargs:
             raise PluginFailure(kwargs[BROKEN])
-        return named(*args, **kwargs)
+        t = named(*args, **kwargs)
+        return replace(t, finish=_said(t.finish)) if judged and isinstance(t, Timed) else t
+
+    return call
+
+
+def _said(finish):
+    """A closing step whose failure (a PluginFailure: _named) is the result's FINISHED field, not the worker's error
+    (which would end the run)."""
+
+    @functools.wraps(finish)
+    def call():
+        try:
+            return finish()
+        except PluginFailure as e:
+            return {FINISHED: str(e)}
 
     return call
 
@@ -77,7 +96,7 @@ def _case(case, who: str):
 def guarded(w: Workload, who: str, note: str | None, have: tuple[str, ...]) -> Workload:
     """A plug-in's record with its cases and calls named (_case, _named) and its parent side guarded (_Guarded),
     which asks only the workers of the frameworks it has adapters for (`have`)."""
-    kinds = tuple(replace(k, case=_case(k.case, who)) for k in w.kinds)
+    kinds = tuple(replace(k, case=_case(k.case, who, w.suite is not None)) for k in w.kinds)
     calls = {name: _named(fn, who) for name, fn in w.calls.items()}
     suite = None if w.suite is None else _Guarded(w.suite, w.name, who, note, have)
     return replace(w, kinds=kinds, calls=calls, suite=suite)
@@ -113,6 +132,16 @@ class _Guarded:
 
     def __getattr__(self, attr: str):
         return getattr(self._suite, attr)
+
+    def row_extra(self, kind, res, spec) -> dict:
+        """The suite's figures of a row; the row INVALID, naming the plug-in, where its closing step failed in the
+        worker (FINISHED) or the suite's reading of it fails here."""
+        failed = res.extra.get(FINISHED)
+        try:
+            extra = self._suite.row_extra(kind, res, spec)
+        except Exception as e:  # the plug-in's reading of its row's figures
+            extra, failed = {}, failed or f"{self._who}: its row's figures: {type(e).__name__}: {e}"
+        return {**extra, "verified": False, "invalid_reason": failed} if failed else extra
 
     def _try(self, key, what: str, hook, *args, **kwargs):
         try:
