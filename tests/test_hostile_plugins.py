@@ -213,8 +213,11 @@ def notes():
     wl.PLUGIN_NOTES[:] = saved
 
 
-def test_a_module_named_on_the_command_line_takes_the_place_of_an_entry_points_workload(site, notes, capsys):
+def test_a_module_named_on_the_command_line_takes_the_place_of_an_entry_points_workload(
+    site, notes, capsys, monkeypatch
+):
     """The example judged by JAX in float64 beside the installed example (docs/your-workload.md): both are 'gru'."""
+    monkeypatch.setattr(cli, "SAID", set())  # said once a process: this test's line said here
     record = TOY + "WORKLOAD = " + RECORD.format(name='"gru"', kinds=KINDS, rank=9, calls={})
     package(site, "ep_pkg", record, {"jax_impl": "WORKLOAD = 'gru'\n", "torch_impl": "WORKLOAD = 'gru'\n"})
     package(site, "ep_pkg/f64", record, {"jax_impl": "WORKLOAD = 'gru'\n"})
@@ -231,9 +234,10 @@ def test_a_module_named_on_the_command_line_takes_the_place_of_an_entry_points_w
     assert wl.PLUGINS["gru"].path == "ep_pkg.f64" and not wl.PLUGIN_ERRORS
 
 
-def test_every_workload_named_left_out_is_one_line_not_an_empty_reason(site, capsys):
-    package(site, "clash_pkg", TOY + "WORKLOAD = " + RECORD.format(name='"cnn"', kinds=KINDS, rank=9, calls={}))
-    assert run.main(["--workload", "clash_pkg", "--quiet"]) == 2
+def test_every_workload_named_left_out_is_one_line_not_an_empty_reason(site, capsys, monkeypatch):
+    monkeypatch.setattr(cli, "SAID", set())  # said once a process: this test's line said here
+    package(site, "taken_pkg", TOY + "WORKLOAD = " + RECORD.format(name='"cnn"', kinds=KINDS, rank=9, calls={}))
+    assert run.main(["--workload", "taken_pkg", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "error: --workload: no workload left to run (each one named was left out, said above)"
     assert "its name 'cnn' is taken" in err[0] and len(err) == 2
