@@ -35,14 +35,19 @@ def named_modules(monkeypatch):
 
 
 TOY = "from parity.workloads.base import RowKind, Workload, judged_by_checks\n"
-RECORD = "Workload({name}, None, None, None, {kinds}, rank={rank}, calls={calls})\n"
 KINDS = '(RowKind("toy_op", None, judged_by_checks),)'
+
+
+def _record(**fields: str) -> str:
+    """A plug-in's module declaring a toy record, `fields` (as source) in place of its defaults."""
+    f = {"name": '"toy"', "kinds": KINDS, "rank": "9", "calls": "{}", "quick": "None"} | fields
+    return TOY + "WORKLOAD = Workload({name}, None, None, {quick}, {kinds}, rank={rank}, calls={calls})\n".format(**f)
 
 
 def _loaded(site, init: str, how: str, monkeypatch=None) -> list[str]:
     """Plug-in `bad_pkg` (its __init__ `init`) loaded as `how` finds it, beside a good one: the errors said."""
     package(site, "bad_pkg", init)
-    package(site, "good_pkg", TOY + "WORKLOAD = " + RECORD.format(name='"good"', kinds=KINDS, rank=9, calls={}))
+    package(site, "good_pkg", _record(name='"good"'))
     if how == "entry point":
         distribution(site, "two", {"bad": "bad_pkg", "good": "good_pkg"})
         wl.discover()
@@ -74,7 +79,7 @@ def test_what_an_import_prints_goes_to_stderr(site, capfd):
     """A worker's stdout is the protocol's, --list-workloads' the listing: a plug-in's print, Python's or its C
     code's, lands on stderr."""
     init = "import os, sys\nprint('hello from the plug-in')\nos.write(1, b'and from its C code\\n')\n"
-    init += TOY + "WORKLOAD = " + RECORD.format(name='"chatty"', kinds=KINDS, rank=9, calls={})
+    init += _record(name='"chatty"')
     package(site, "chatty_pkg", init)
     assert cli.workload("chatty_pkg") == "chatty"
     out, err = capfd.readouterr()
@@ -90,11 +95,11 @@ def test_what_an_import_prints_goes_to_stderr(site, capfd):
         ({"rank": "'10'"}, "rank is '10', not a finite number"),
         ({"name": "7"}, "name is 7, not a name"),
         ({"kinds": '(RowKind("toy_op", None, None),)'}, "row kind 0 ('toy_op'): tolerance is None, not a callable"),
+        ({"quick": "'small'"}, "quick is 'small', not a spec record (a dataclass instance with to_dict())"),
     ],
 )
 def test_a_malformed_record_is_one_line_naming_the_field(site, fields, said):
-    record = {"name": '"toy"', "kinds": KINDS, "rank": 9, "calls": {}} | fields
-    errors = _loaded(site, TOY + "WORKLOAD = " + RECORD.format(**record), "entry point")
+    errors = _loaded(site, _record(**fields), "entry point")
     assert (
         len(errors) == 1
         and f"workload plug-in bad_pkg (entry point bad of two 0.1): its WORKLOAD's {said}" in (errors[0])
@@ -103,8 +108,7 @@ def test_a_malformed_record_is_one_line_naming_the_field(site, fields, said):
 
 
 def test_a_reserved_name_is_refused(site):
-    record = RECORD.format(name='"all"', kinds=KINDS, rank=9, calls={})
-    errors = _loaded(site, TOY + "WORKLOAD = " + record, "command line")
+    errors = _loaded(site, _record(name='"all"'), "command line")
     assert errors == ["workload plug-in bad_pkg (--workload): its name 'all' is reserved (--workload all means every "
                       "workload)"]  # fmt: skip
     assert list(wl.WORKLOADS).count("all") == 0
@@ -218,7 +222,7 @@ def test_a_module_named_on_the_command_line_takes_the_place_of_an_entry_points_w
 ):
     """The example judged by JAX in float64 beside the installed example (docs/your-workload.md): both are 'gru'."""
     monkeypatch.setattr(cli, "SAID", set())  # said once a process: this test's line said here
-    record = TOY + "WORKLOAD = " + RECORD.format(name='"gru"', kinds=KINDS, rank=9, calls={})
+    record = _record(name='"gru"')
     package(site, "ep_pkg", record, {"jax_impl": "WORKLOAD = 'gru'\n", "torch_impl": "WORKLOAD = 'gru'\n"})
     package(site, "ep_pkg/f64", record, {"jax_impl": "WORKLOAD = 'gru'\n"})
     distribution(site, "ep-dist", {"gru": "ep_pkg"})
@@ -236,7 +240,7 @@ def test_a_module_named_on_the_command_line_takes_the_place_of_an_entry_points_w
 
 def test_every_workload_named_left_out_is_one_line_not_an_empty_reason(site, capsys, monkeypatch):
     monkeypatch.setattr(cli, "SAID", set())  # said once a process: this test's line said here
-    package(site, "taken_pkg", TOY + "WORKLOAD = " + RECORD.format(name='"cnn"', kinds=KINDS, rank=9, calls={}))
+    package(site, "taken_pkg", _record(name='"cnn"'))
     assert run.main(["--workload", "taken_pkg", "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1] == "error: --workload: no workload left to run (each one named was left out, said above)"

@@ -12,6 +12,7 @@ end of the other workloads (docs/your-workload.md)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import importlib.metadata
 import importlib.util
@@ -158,9 +159,15 @@ def _named_word(v) -> bool:
     return isinstance(v, str) and NAME.fullmatch(v) is not None
 
 
+def _spec(v) -> bool:
+    """A size the engine reads: a dataclass instance with to_dict() (None: a record only listed, never run)."""
+    return v is None or (dataclasses.is_dataclass(v) and not isinstance(v, type) and callable(getattr(v, "to_dict", 0)))
+
+
 # A record's fields as the engine reads them: (field, its test, what it must be)
 _FIELDS = (
     ("name", _named_word, "a name of letters, digits, '_', '-' and '.'"),
+    *((f, _spec, "a spec record (a dataclass instance with to_dict())") for f in ("full", "cpu", "quick")),
     ("kinds", lambda v: _all(_is(RowKind), v) and len(v) > 0, "a tuple of one or more RowKind records"),
     ("options", lambda v: _all(_named_word, v), "a tuple of spec field names"),
     ("layers", lambda v: _all(_is(str), v), "a tuple of layer names"),
