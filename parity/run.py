@@ -268,17 +268,18 @@ def _run(argv: list[str] | None, extra_settings: dict | None, temporary: list[Pa
 
 @contextlib.contextmanager
 def _bounding_children(timeout_s: float):
-    """The run's --timeout in its environment while it runs (child.TIMEOUT): its workers inherit it, and a float64
-    run (parity.workloads.trained.float64), in a worker or here, is bounded by it as any worker step is."""
-    before = os.environ.get(child.TIMEOUT)
-    os.environ[child.TIMEOUT] = repr(timeout_s)
+    """The run's --timeout and process id in its environment while it runs (child.TIMEOUT, child.RUN), its workers'
+    too: a float64 run (parity.workloads.trained.child), here or in a worker, is bounded by one, ends with the other."""
+    before = {k: os.environ.get(k) for k in (child.TIMEOUT, child.RUN)}
+    os.environ.update({child.TIMEOUT: repr(timeout_s), child.RUN: str(os.getpid())})
     try:
         yield
     finally:
-        if before is None:
-            os.environ.pop(child.TIMEOUT, None)
-        else:
-            os.environ[child.TIMEOUT] = before
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _why_nothing(cfg: Config, skipped: list[dict]) -> str:

@@ -69,7 +69,7 @@ def _hanging(tmp_path: Path) -> str:
 def test_the_run_s_timeout_bounds_a_float64_run(monkeypatch):
     monkeypatch.delenv(child.TIMEOUT, raising=False)
     assert child.timeout(None) == child.DEFAULT_TIMEOUT_S and child.timeout(20) == 20
-    monkeypatch.setenv(child.TIMEOUT, "30.0")  # parity.run's --timeout 30
+    monkeypatch.setenv(child.TIMEOUT, "40.0")  # parity.run's --timeout 40: a worker step's bound, the child's within
     assert child.timeout(None) == 30 and child.timeout(600) == 30 and child.timeout(5) == 5
     monkeypatch.setenv(child.TIMEOUT, "nan")
     assert child.timeout(None) == child.DEFAULT_TIMEOUT_S
@@ -82,7 +82,7 @@ def test_a_child_out_of_time_is_killed_with_what_it_started(tmp_path, monkeypatc
     python.write_text(f"#!/bin/sh\nexec {sys.executable} {tmp_path / 'hang.py'}\n")
     python.chmod(0o755)
     monkeypatch.setenv(float64.PYTHONS, json.dumps({"jax": str(python)}))
-    monkeypatch.setenv(child.TIMEOUT, "3")
+    monkeypatch.setenv(child.TIMEOUT, "4")  # 3 s of it the child's
     oracle = FrameworkOracle("jax", "hang", None, sizes=lambda w: ())
     t0 = time.monotonic()
     with pytest.raises(Float64Error, match=r"^the float64 run of 'hang' in JAX float64 \(x64\): no answer within 3 s"):
@@ -122,6 +122,23 @@ def test_a_child_dies_with_its_parent_stopped_or_killed(tmp_path, sig):
         for pid in _pids(tmp_path, 2, 0):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_a_child_dies_with_its_run_though_its_parent_lives_on(tmp_path):
+    """A worker the run's death left running (its float64 run's parent, here this process) keeps no child of it."""
+    run = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])  # the run, as a process
+    env = {**os.environ, child.RUN: str(run.pid), child.PARENT: str(os.getpid())}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    code = "import time\nfrom parity.workloads.trained import child\nchild.die_with_parent()\nprint(flush=True)\n"
+    orphan = subprocess.Popen([sys.executable, "-c", code + "time.sleep(120)"], env=env, stdout=subprocess.PIPE)
+    try:
+        orphan.stdout.readline()  # it watches the run now
+        run.kill()
+        run.wait()
+        assert orphan.wait(10) == 1
+    finally:
+        orphan.kill(), run.kill()
+        orphan.wait(), run.wait()
 
 
 def test_a_child_that_dies_says_its_error_not_a_warning_after_it(tmp_path):
@@ -170,18 +187,20 @@ def test_an_answer_in_int64_is_refused_as_not_float64(monkeypatch):
 
 
 def test_a_run_bounds_its_workers_and_float64_runs_by_its_timeout(monkeypatch, tmp_path):
-    """parity.run's --timeout in its environment while it runs (its workers inherit it), as it was after."""
+    """parity.run's --timeout and process id in its environment while it runs (its workers inherit them), as they
+    were after."""
     from parity import run
     from parity.common.messages import HarnessError
 
     seen = []
 
     def suite(cfg, tmp):
-        seen.append(os.environ.get(child.TIMEOUT))
+        seen.append((os.environ.get(child.TIMEOUT), os.environ.get(child.RUN)))
         raise HarnessError("stopped here")
 
     monkeypatch.setattr(run, "run_suite", suite)
     monkeypatch.delenv(child.TIMEOUT, raising=False)
+    monkeypatch.delenv(child.RUN, raising=False)
     argv = ["--timeout", "30", "--workload", "conv", "--framework", "jax", "--out", str(tmp_path / "out"), "--quiet"]
     assert run.main(argv) == 2
-    assert seen == ["30.0"] and child.TIMEOUT not in os.environ
+    assert seen == [("30.0", str(os.getpid()))] and child.TIMEOUT not in os.environ and child.RUN not in os.environ

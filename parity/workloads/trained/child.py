@@ -1,8 +1,9 @@
 """A child process bound to its run (the float64 oracle's: parity.workloads.trained.float64): it dies with the
 process that started it on every path, and within the run's --timeout. It runs in a session of its own, whose whole
 process group is killed when its parent is stopped (Ctrl-C, SIGTERM), runs out of time or fails; on Linux the
-kernel kills it when its parent dies (prctl's PR_SET_DEATHSIG: a parent killed by SIGKILL, a worker the run stopped),
-which it asks for itself at its start (die_with_parent)."""
+kernel kills it when its parent dies (prctl's PR_SET_DEATHSIG: a worker the run stopped), which it asks for itself
+at its start (die_with_parent), and it ends itself when the run does (a run killed by SIGKILL, its worker left
+running)."""
 
 from __future__ import annotations
 
@@ -13,21 +14,29 @@ import re
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
-# the run's --timeout, which parity.run sets for itself and its workers: a child's bound too, as any worker step's
+# the run's --timeout, which parity.run sets for itself and its workers: it bounds a child as it bounds a worker step
 TIMEOUT = "PARITY_TIMEOUT_S"
+# A child's share of it: a child run inside a worker step (an inference row's float64 answer) runs out of time before
+# the step does, so that its row is INVALID, saying so, rather than the worker stopped and the run ended
+SHARE = 0.75
 DEFAULT_TIMEOUT_S = 600.0  # where neither the run nor the caller bounds it
 PARENT = "PARITY_CHILD_PARENT"  # the process that started the child, whose death it does not outlive
+RUN = (
+    "PARITY_RUN_PID"  # the run (parity.run sets it for itself and its workers), whose death it does not outlive either
+)
 # the line a Python process that died of an exception ends its traceback with ("KeyError: 'x'", "jaxlib...Error: ..")
 RAISED = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)(?::|$)|^Fatal Python error")
 
 
 def timeout(own: float | None) -> float:
-    """A child's bound in seconds: the caller's (`own`) and the run's (TIMEOUT), the lower; DEFAULT_TIMEOUT_S without
-    either."""
+    """A child's bound in seconds: the caller's (`own`) and SHARE of the run's (TIMEOUT), the lower;
+    DEFAULT_TIMEOUT_S without either."""
     try:
-        run_s = float(os.environ.get(TIMEOUT) or "nan")
+        run_s = SHARE * float(os.environ.get(TIMEOUT) or "nan")
     except ValueError:
         run_s = float("nan")
     given = [t for t in (own, run_s) if t is not None and 0 < t < float("inf")]
@@ -71,13 +80,22 @@ def why(code: int, err: str, error: Path) -> str:
 
 def die_with_parent() -> None:
     """In the child, first: on Linux, this process killed when its parent dies (the one that started it, PARENT, or
-    an interpreter's wrapper between them), and gone at once where PARENT already has."""
-    parent = os.environ.get(PARENT, "")
+    an interpreter's wrapper between them), and gone at once where PARENT already has; and, where a run started that
+    one (RUN: a worker of it), gone when the run is (a worker the run's death left running is not its business)."""
+    parent, run = os.environ.get(PARENT, ""), os.environ.get(RUN, "")
     if sys.platform.startswith("linux") and parent.isdigit():
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1: PR_SET_DEATHSIG
         if os.getppid() != int(parent) and not _alive(int(parent)):
             os._exit(1)
+    if run.isdigit() and int(run) != os.getppid():
+        threading.Thread(target=_watch, args=(int(run),), daemon=True).start()
+
+
+def _watch(pid: int, every_s: float = 0.5) -> None:
+    while _alive(pid):
+        time.sleep(every_s)
+    os._exit(1)
 
 
 def _alive(pid: int) -> bool:
