@@ -114,6 +114,13 @@ def test_the_page_quotes_the_example_as_it_is():
     assert set(re.findall(r"^\s*(\S+\.py)\s", tree, flags=re.M)) == {p.name for p in EXAMPLE.glob("*.py")}
 
 
+def test_the_frameworks_a_package_has_no_module_for_are_one_line():
+    from parity.output.screen import not_measured
+
+    skipped = [{"framework": fw, "reason": "no adapter for dwsep"} for fw in ("tf", "keras-jax")]
+    assert not_measured({"skipped": skipped}) == ["not run: tf, keras-jax: no adapter for dwsep"]
+
+
 def test_framework_lists():
     assert frameworks.parse("all") == frameworks.KEYS
     assert frameworks.chosen("torch,jax", False) == ((frameworks.JAX, frameworks.TORCH), [])

@@ -150,7 +150,10 @@ def _unsettled(comps: list[dict]) -> int:
 def not_measured(env: dict) -> list[str]:
     """What the run left out or measured on a stand-in: said on the first screen, not only in the files."""
     notes = [n.split("; ")[0] for n in env.get("notes", []) if "not run" in n or "SYNTHETIC" in n]
-    return notes + [f"not run: {s['framework']}: {s['reason']}" for s in env.get("skipped", [])]
+    by_reason: dict[str, list[str]] = {}  # the frameworks one reason leaves out, said in one line
+    for s in env.get("skipped", []):
+        by_reason.setdefault(s["reason"], []).append(s["framework"])
+    return notes + [f"not run: {', '.join(fws)}: {reason}" for reason, fws in by_reason.items()]
 
 
 def first_screen(doc: dict) -> str:
