@@ -30,7 +30,8 @@ from parity.api.inputs import check_count, check_examples
 def _copy(code, model, o: catalog.TrainOptions):
     """The copy of `model` a trainer trains (its weights not set): unrolled (the LSTM's '+unroll'), under the
     mixed-precision policy ('+bf16'), its softmax replaced by the logits (the loss from the logits, as TF's Keras and
-    Flax compute it: keras_models.cnn.cross_entropy says why). `code`: the model's Keras code (keras_models.<name>)."""
+    Flax compute it: keras_models.models.cross_entropy says why). `code`: the model's Keras code
+    (keras_models.<name>)."""
     model = code.variant_copy(model, o)
     return logits_copy(code.mixed_precision(model) if o.mixed else model)
 

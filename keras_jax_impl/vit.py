@@ -1,7 +1,7 @@
 """The small ViT in Keras 3 on the JAX backend: the model is keras_models.vit's (the code tf_impl runs on TensorFlow).
 It holds no recurrent layer, so nothing here needs JAX itself: the model functions (keras_jax_impl.models) and the
 Trainer (keras_jax_impl.train) take it as every model, through its adapter (keras_models.models.KerasTrained), and its
-kernel path is None (keras_jax_impl.lstm.kernel_path asks the code)."""
+kernel path is None (keras_jax_impl.models.kernel_path asks the code: keras_models.vit.kernel_path)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The small ViT in Keras 3 on the TensorFlow backend: the model is keras_models.vit's (the code keras_jax_impl runs on
 JAX). It holds no recurrent layer, so nothing here needs TensorFlow itself: the model functions (tf_impl.models) and
 the Trainer (tf_impl.train) take it as every model, through its adapter (keras_models.models.KerasTrained), and its
-kernel path is None (tf_impl.lstm.kernel_path asks the code)."""
+kernel path is None (tf_impl.models.kernel_path asks the code: keras_models.vit.kernel_path)."""
 
 from __future__ import annotations
 

@@ -123,7 +123,7 @@ def ordered(keys: Iterable[str]) -> list[str]:
 
 
 def pairs(keys: Iterable[str]) -> list[tuple[str, str]]:
-    """Every pair of the distinct `keys`, each in table order: [('tf', 'jax')] for today's two."""
+    """Every pair of the distinct `keys`, each in table order: [('tf', 'jax')] for the keys 'jax' and 'tf'."""
     ks = ordered(keys)
     return [(a, b) for i, a in enumerate(ks) for b in ks[i + 1 :]]
 
@@ -158,7 +158,7 @@ def parse(text: str) -> tuple[str, ...]:
 def ratios(keys: Iterable[str]) -> list[tuple[str, str]]:
     """The (numerator, denominator) pairs a summary gives for the distinct `keys`: each after the first over the
     first (the reference), then each over those it declares `versus`: [('jax', 'tf'), ('keras-jax', 'tf'),
-    ('keras-jax', 'jax')] for today's three."""
+    ('keras-jax', 'jax')] for the keys 'tf', 'jax' and 'keras-jax'."""
     ks = ordered(keys)
     extra = [(k, d) for k in ks if k in TABLE for d in TABLE[k].versus if d in ks and d != ks[0]]
     return [(k, ks[0]) for k in ks[1:]] + extra

@@ -17,7 +17,7 @@ make markup or script in results.html.
   the comment nor split its line nor its list of words, and `unquote` gives it back exactly;
 - `limit`: at most that many characters shown, the rest said as cut.
 
-Lengths are bounded where files are read (parity.output.files.MAX_TEXT) and written (`bounded`).
+Lengths are bounded where files are read (parity.output.loading, by MAX_TEXT below) and written (`bounded`).
 """
 
 from __future__ import annotations

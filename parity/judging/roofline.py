@@ -57,7 +57,8 @@ class Peak:
     computed_flops: float | None = None  # CPU: from the reported clock and SIMD width
     measured_flops: float | None = None  # CPU: a timed float32 matrix product
     measured_bandwidth: float | None = None
-    # CPU: the best bfloat16 matrix product a framework ran in this run (cases.bf16_matmul_peak), by framework
+    # CPU: the highest bfloat16 matrix product a framework ran in this run (parity.workloads.matmul.bf16_matmul_peak),
+    # by framework
     measured_bf16: dict | None = None
     # How far above limit() a row may be before it is impossible rather than a sign that the peak is
     # low. Accelerator tables quote boost-clock peaks (1.0); a CPU's computed peak uses the clock

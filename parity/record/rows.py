@@ -42,7 +42,7 @@ class Row:
     # what was measured
     # its row kind (conv, cnn_train, ...: a workload's, parity.workloads' RowKind.name); 'workload' in older files
     kind: str = _f("", required=True, key=True, csv=True, column="kind")
-    framework: str = _f("", required=True, key=True, csv=True, column="framework")  # 'tf' or 'jax'
+    framework: str = _f("", required=True, key=True, csv=True, column="framework")  # frameworks.TABLE's key: 'tf', ...
     variant: str = _f("", required=True, key=True, csv=True, column="variant")  # with a tuned configuration: 'jit+ynn'
     # the environment of the worker's setting (XLA_FLAGS, ...), the setting named in the variant; 'config_env' in
     # files written before (parity.output.loading.current_names)
