@@ -27,7 +27,7 @@ if "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
 # with AVX-512, AVX-VNNI or AMX; an AVX2-only one has no capped pass, so no default-level run). The caller's level wins.
 if "xla_backend_optimization_level" not in os.environ["XLA_FLAGS"]:
     os.environ["XLA_FLAGS"] += " --xla_backend_optimization_level=0"
-# One JAX compilation cache for the session's test processes and every run they start, fresh each session: the same
+# One JAX compilation cache for a pytest run's test processes and every run they start, fresh each time: the same
 # program at the same shapes is compiled by several tests and runs (the quick CNN's step, Keras's probes), and XLA's
 # compilation took a tenth of the suite's CPU time (xeon-amx: 6 min 47-56 s without, 5 min 53 s to 6 min 10 s with;
 # docs/tests.md).
@@ -220,7 +220,7 @@ def impl(request):
 
 
 def pytest_unconfigure(config):
-    """The controller removes the session's JAX and Inductor compilation caches (above), when it made them."""
+    """The controller removes this pytest run's JAX and Inductor compilation caches (above), when it made them."""
     import shutil
 
     for own in (_OWN_JAX_CACHE, _OWN_TORCH_CACHE):
