@@ -10,6 +10,11 @@ from parity.output.loading import current_names
 
 ROOT = Path(__file__).resolve().parent.parent
 TPU = ROOT / "docs/results/tpu-v5e"
+PAGES = ("docs/tpu.md", "docs/tpu-time.md")  # the TPU page and the page split from it: where a run's time goes
+
+
+def _pages() -> str:
+    return "\n".join((ROOT / p).read_text() for p in PAGES)
 
 
 def _doc(name: str) -> dict:
@@ -68,7 +73,7 @@ def _matmul_and_lstm() -> list[str]:
 
 
 def test_tpu_page_quotes_its_files():
-    page = (ROOT / "docs/tpu.md").read_text()
+    page = _pages()
     page = " ".join(page.split())  # the page's line breaks fall anywhere in a sentence
     quick, conv = _doc("quick.json"), _doc("conv.json")
     judged = [c["passed"] for c in quick["checks"]]
@@ -109,7 +114,7 @@ def test_tpu_page_quotes_its_files():
 
 
 def test_tpu_pages_log_lines_are_the_shipped_logs():
-    page = (ROOT / "docs/tpu.md").read_text()
+    page = _pages()
     block = page.split("## What the first lines of a good run look like", 1)[1].split("```")[1]
     log = (TPU / "cnn-stopped-log.txt").read_text().splitlines()
     lines = [ln for ln in block.strip().splitlines() if ln != "..."]
@@ -145,7 +150,7 @@ def test_tpu_page_quotes_the_vit_file():
         f"{s(('keras-jax', 'fit+bf16'))}; inference {ms(('jax', 'predict'))} (JAX) and {ms(('keras-jax', 'predict'))} "
         f"(Keras 3 on JAX) for {VIT_FULL.global_batch:,} images",
     ]
-    page = " ".join((ROOT / "docs/tpu.md").read_text().split())
+    page = " ".join(_pages().split())
     assert [x for x in said if x not in page] == []
 
 
@@ -214,7 +219,7 @@ def levers_said() -> dict[str, str]:
 
 def _unsaid(said: dict[str, str]) -> dict[str, str]:
     """Each sentence docs/tpu.md does not say as its file does (line breaks anywhere)."""
-    page = " ".join((ROOT / "docs/tpu.md").read_text().split())
+    page = " ".join(_pages().split())
     return {k: v for k, v in said.items() if " ".join(v.split()) not in page}
 
 
@@ -324,7 +329,7 @@ def runs_said() -> dict[str, str]:
     return {
         "STOPPED": (
             f"the same default had spent {_min_s(sum(v for k, v in ph.items() if 'compiling' in k))} on first epochs "
-            f"and first calls when the device tool's 10-minute limit stopped it, at {_min_s(total)}"
+            f"and first calls when its command's 10-minute limit stopped it, at {_min_s(total)}"
         ),
         "FIRST_CNN": f"the CNN's step took {min(cnn):.1f} to {max(cnn):.1f} s",
         "FIRST_UNROLL": f"(`jit+unroll`, the TPU's best-known) {unroll:.1f} s",
@@ -351,25 +356,19 @@ def test_tpu_page_quotes_the_runs_where_the_time_went():
 
 
 def test_the_chips_profiled_run_is_as_the_page_says():
-    """docs/tpu.md's training bullet: the profiled run's rows all verified, each with its trace and its layer split,
-    and the figures the page gives from them."""
+    """docs/tpu.md's training bullet: the profiled run's rows (JAX's of every workload) all verified, each with its
+    trace and its layer split, and the figures the page gives from them."""
     doc = json.loads((TPU / "profile.json").read_text())
     rows = doc["rows"]
     judged = [c["passed"] for c in doc["checks"]]
-    assert [r["framework"] for r in rows] == ["jax"] * 6 and {r["kind"].split("_")[0] for r in rows} == {"cnn", "vit"}
+    assert {r["framework"] for r in rows} == {"jax"} and {r["kind"].split("_")[0] for r in rows} == {
+        "conv", "matmul", "cnn", "lstm", "vit",
+    }  # fmt: skip
     assert all(r["verified"] and r["profile_dir"] and r["layers"] for r in rows)
     assert False not in judged
     cnn, vit = (next(r for r in rows if r["kind"] == k and r["variant"] == "jit") for k in ("cnn_train", "vit_train"))
     steps = cnn["spec"]["steps_per_epoch"]
     assert vit["spec"]["steps_per_epoch"] == steps
-
-    def ms(row: dict, what: str) -> str:
-        lines = row["layers"]
-        if what == "ops":
-            return f"{sum(line['seconds'] for line in lines) * 1e3:.2f} ms"
-        if what == "idle":
-            return f"{sum(line['wall_s'] for line in lines if line['pass'] == 'idle') * 1e3:.2f} ms"
-        return f"{row['median_s'] / steps * 1e3:.2f} ms"
 
     def share(row: dict, prefix: str) -> str:
         return f"{sum(line['share'] for line in row['layers'] if line['layer'].startswith(prefix)):.0%}"
@@ -379,18 +378,29 @@ def test_the_chips_profiled_run_is_as_the_page_says():
 
     assert vit["flops_unpadded"] in (None, vit["flops"])  # the ViT pads nothing: one count
     batch_mb = steps * cnn["spec"]["global_batch"] * 28 * 28 * 4 / 1e6
-    page = " ".join((ROOT / "docs/tpu.md").read_text().split())
+    page = " ".join(_pages().split())
     for said in (
         f"The harness's epochs give less, counted the same way {padded(cnn):.1f}% and {padded(vit):.1f}%",
         f"the CNN's {cnn['pct_peak']:.1f}% in the run's `% peak`, which leaves out SAME padding's zeros",
-        f"and ViT at the default, each row traced for one more epoch of {steps} steps with `--profile`, "
+        f"JAX's rows of every workload at the default, each row traced for one more call with `--profile`, "
         f"{sum(r['verified'] for r in rows)} of {len(rows)} rows verified;",
-        f"in the CNN's `jit` epoch the chip ran an op {cnn['profile_coverage']:.0%} of the time, {ms(cnn, 'ops')} of "
-        f"each step's {ms(cnn, 'step')}, and between its first op and its last it was idle {ms(cnn, 'idle')} a step",
-        f"An epoch's call slices its {steps} batches from the dataset on the host ({batch_mb:.0f} MB in float32)",
+        f"in the CNN's `jit` epoch the chip ran an op {cnn['profile_coverage']:.0%} of the time, {step_ms(cnn, 'ops')} "
+        f"of each step's {step_ms(cnn, 'step')}, and between its first op and its last it was idle "
+        f"{step_ms(cnn, 'idle')} a step",
+        f"where the call slices its {steps} batches from the dataset on the host ({batch_mb:.0f} MB in float32)",
         f"the three convolutions took {share(cnn, 'conv')} (forward and backward), the pooling {share(cnn, 'pool')}, "
         f"the dropout {share(cnn, 'drop')}",
-        f"The ViT's `jit` epoch ran an op {vit['profile_coverage']:.0%} of the time ({ms(vit, 'ops')} of "
-        f"{ms(vit, 'step')} a step), its six blocks {share(vit, 'block')} of that",
+        f"The ViT's `jit` epoch ran an op {vit['profile_coverage']:.0%} of the time ({step_ms(vit, 'ops')} of "
+        f"{step_ms(vit, 'step')} a step), its six blocks {share(vit, 'block')} of that",
     ):
         assert " ".join(said.split()) in page, said
+
+
+def step_ms(row: dict, what: str) -> str:
+    """A profiled training row's op time a step ('ops'), its idle time between ops ('idle'), or its step ('step')."""
+    lines = row["layers"]
+    if what == "ops":
+        return f"{sum(line['seconds'] for line in lines) * 1e3:.2f} ms"
+    if what == "idle":
+        return f"{sum(line['wall_s'] for line in lines if line['pass'] == 'idle') * 1e3:.2f} ms"
+    return f"{row['median_s'] / row['spec']['steps_per_epoch'] * 1e3:.2f} ms"
