@@ -21,9 +21,9 @@ class Framework:
     distributions: tuple[str, ...]
     color: str  # in charts: matplotlib's name
     # modules its worker never loads: TF's lite converter imports JAX wherever JAX is installed (another
-    # framework's runtime in TF's process, and 0.5-0.6 s of each TF worker's start-up); Keras imports matplotlib's
-    # pyplot for one plotting helper (keras.src.visualization), which no worker calls: 0.4 s of each Keras worker's
-    # start on xeon-amx (its resident memory after the import the same, 499 MiB for TF's, either way)
+    # framework's runtime in TF's process, and time on each TF worker's start-up); Keras imports matplotlib's
+    # pyplot for one plotting helper (keras.src.visualization), which no worker calls: time on each Keras worker's
+    # start (its resident memory after the import the same either way)
     keeps_out: tuple[str, ...] = ()
     # frameworks the summary also divides this one by, besides the reference (the table's first): Keras on JAX by
     # Flax, the same runtime under other model code ('is hand-written Flax worth it?')

@@ -48,8 +48,8 @@ PRESETS = {
             "tiny shapes at 1 and 2 replicas, each framework out of the box, every check",
             "1 min 27 s on zen5 and 2 min 6 s to 3 min 59 s on zen4 hosts with PyTorch and the ViT; 3 min 42 s on "
             "xeon-avx512 at batch 64 (docs/results/<class>/README.md); 1 min 45 s on one TPU v5e (docs/tpu.md)",
-            # the peak's products at 1024: 0.3 s a measurement on one xeon-amx core where 2048's took 2.1 s, the
-            # same peak within 10% on 2 (348 against 382 GFLOP/s); a quick run's tiny rows are far below either
+            # the peak's products at 1024: a fraction of 2048's time a measurement on one xeon-amx core, and about the
+            # same peak on 2; a quick run's tiny rows are far below either
             "default", "quick", 2.0, 50, 3, 1024, (1, 2),
         ),
         Preset(

@@ -278,7 +278,7 @@ def _timed_reps(rnd: Round, kind: RowKind, spec, todo: list[Case]) -> dict[str, 
     back: an operation's timed calls (two to a turn: repetitions.OP_CALLS_PER_TURN, each its own round) follow an
     untimed call of its own, a training row's epochs follow each other. On
     a VM that hands freed memory back to its host, a call after another worker's finds its fresh buffers slow to
-    touch (an epoch up to 1.5x: docs/statistics.md). Returns each case's rounds: the round of each of its timed
+    touch (docs/statistics.md gives the times). Returns each case's rounds: the round of each of its timed
     calls, in order, numbered on from the run's last (a call that came back invalid is no timed call)."""
     cfg, workers = rnd.cfg, rnd.workers
     for _ in range(0 if kind.epochs else cfg.warmup):

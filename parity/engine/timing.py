@@ -3,8 +3,8 @@
 Every timed call is synchronised (the framework's `block` on every output) and its output is
 verified afterwards (shape, placement, values against the float64 oracle on a few rows), outside the timed
 interval; the release of the output is timed, as a user's loop pays it, and so is the work the framework's own
-threads go on doing after that (`busy_after`: a standalone JAX bfloat16 conv's execution thread computed for 0.2 s
-after its call had returned), which would otherwise land in the next row's time. A call
+threads go on doing after that (`busy_after`: a standalone JAX bfloat16 conv's execution thread went on computing
+after its call had returned; docs/statistics.md), which would otherwise land in the next row's time. A call
 that fails verification invalidates the whole measurement: its row is never printed as a result.
 Compile (first call) time is kept apart from the steady-state repetitions.
 """

@@ -181,8 +181,8 @@ RESULT_FIGURES += ("program_ops",)  # the compiled program's ops (parity.judging
 
 def _profile(impl, devices, args, timers: dict, req: protocol.Profile) -> protocol.Profiled:
     """One more call, after the row's result, under the framework's profiler. A traced call before it is thrown
-    away: the first call a profiler traces pays a start-up of its own (TF's float32 `fit` of the row LSTM ran 3.2-3.8x
-    its median so, its traced ops holding a third of it; after a call thrown away, 1.13x: docs/layers.md)."""
+    away: the first call a profiler traces pays a start-up of its own (TF's float32 `fit` of the row LSTM ran several
+    times its median so; docs/layers.md, "The profiler's first call, thrown away", gives the figures)."""
     timer = timers.pop(req.id)[0]
     if timer.m.invalid is not None:
         return protocol.Profiled(False)
@@ -340,7 +340,7 @@ def main(argv=None) -> None:
     print(f"worker {args.framework} {args.device} x{args.replicas} on {platform.node()}", file=sys.stderr)
     serve(args, out)
     out.close()
-    if args.cluster is None:  # gone without the interpreter's teardown (TensorFlow's: about 1 s, on every round's
+    if args.cluster is None:  # gone without the interpreter's teardown (TensorFlow's is slow, and on every round's
         sys.stdout.flush()  # path); a process of a multi-process run exits in full, so that its runtime leaves in step
         sys.stderr.flush()
         os._exit(0)

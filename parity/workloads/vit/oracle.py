@@ -16,7 +16,7 @@ from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, architectur
 @cache
 def _erf():
     """SciPy's erf where a framework brought SciPy (NumPy is the only dependency), math.erf's elsewhere: imported at
-    the first call, not with the workloads (scipy.special took 0.15 s of every worker's start)."""
+    the first call, not with the workloads (importing scipy.special would slow every worker's start, a ViT's or not)."""
     try:
         from scipy.special import erf
     except ImportError:  # pragma: no cover - every framework extra installs SciPy
