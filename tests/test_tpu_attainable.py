@@ -137,3 +137,16 @@ def test_a_jax_programs_count_brings_its_compiled_text_on_a_cpu():
     assert [f for f, _, _ in ops["ops"] if f] == [2 * 32 * 48 * 16] and ops["tile"] == 1
     assert program.ops_of((flops, source), "cpu") is None  # a plain pair: a framework without its program
     assert counted.times(20).calls == 20 and counted.times(20)[0] == 20 * flops
+
+
+def test_the_speed_table_shows_the_share_where_a_row_has_it():
+    """'% attain' beside '% peak' where some row has its share; a file written before the field reads as it did."""
+    from parity.output.tables import table
+
+    row = Row(kind="conv", framework="jax", variant="jit", device="tpu", device_kind="TPU v5 lite", replicas=1)
+    row.update({"median_s": 0.010, "reps": 5, "verified": True, "precision": "default", "max_rel_err": 0.0})
+    row.update({"gflops_per_s": 1.0, "iqr_s": 0.0})
+    older = row.to_dict()
+    row.update({"pct_attainable": 50.0})
+    assert "% attain" in table([row.to_dict()]) and "50.0" in table([row.to_dict()])
+    assert "% attain" not in table([older]) and "% peak" in table([older])

@@ -21,7 +21,7 @@ from parity.output.notes import (
     stall_note,
 )
 from parity.record.rows import COLUMNS
-from parity.workloads import row_kind, trained
+from parity.workloads import row_kind, times_epochs
 
 
 def _first(r: dict) -> float | None:
@@ -35,8 +35,19 @@ def _iqr(r: dict) -> str:
     return time_cell(r["iqr_s"]) + (" !" if r.get("noisy") else "") + (" 2 modes" if r.get("modes") else "")
 
 
-def _cells(r: dict) -> list[str]:
-    """One row's figures in COLUMNS order from 'median' on; an invalid row shows none."""
+ATTAIN = "% attain"  # a column where some row has its share of its attainable time (files before it: none)
+
+
+def _attain(rows: list[dict]) -> bool:
+    return any(r.get("pct_attainable") is not None for r in rows)
+
+
+def _columns(rows: list[dict]) -> tuple[str, ...]:
+    return COLUMNS if _attain(rows) else tuple(c for c in COLUMNS if c != ATTAIN)
+
+
+def _cells(r: dict, attain: bool = True) -> list[str]:
+    """One row's figures in COLUMNS order from 'median' on (`attain`: with '% attain'); an invalid row shows none."""
     ok = r["verified"]
     return [
         time_cell(r["median_s"]) if ok else "INVALID",
@@ -44,7 +55,7 @@ def _cells(r: dict) -> list[str]:
         time_cell(_first(r)) if ok else "-",
         fmt(r["gflops_per_s"], ".1f") if ok else "-",
         fmt(r.get("pct_peak"), ".1f") if ok else "-",
-        fmt(r.get("pct_attainable"), ".1f") if ok else "-",
+        *([fmt(r.get("pct_attainable"), ".1f") if ok else "-"] if attain else []),
         (r.get("bound") or "-") if ok else "-",
         fmt(r.get("images_per_s"), ".1f") if ok else "-",
         (">=" * at_least(r) + bytes_cell(r.get("peak_memory_bytes"))) if ok else "-",
@@ -69,12 +80,12 @@ def table(rows: list[dict]) -> str:
             r["device"],
             replicas_cell(r),
             r["precision"],
-            *_cells(r),
+            *_cells(r, _attain(rows)),
             "yes" if r["verified"] else f"NO: {r['invalid_reason']}",
         )
         for r in rows
     ]
-    return grid(COLUMNS, body)
+    return grid(_columns(rows), body)
 
 
 def summary_columns(doc: dict) -> tuple[str, ...]:
@@ -183,7 +194,7 @@ def layer_groups(doc: dict) -> list[LayerGroup]:
             for layer, p, s, c in figures
         ]
         cov, what = _coverage(b, covered, bool(walled))
-        title = f"{kind} x{n} {dtype}, per {'step' if trained(kind) else 'call'}, {what} (profile coverage: {cov})"
+        title = f"{kind} x{n} {dtype}, per {'step' if times_epochs(kind) else 'call'}, {what} (profile coverage: {cov})"
         most = layers.loses_most(lines, fws, blind)
         said = "; ".join(f"{fw} loses most in {ly} {p} (+{g * 1e3:.2f} ms)" for fw, (ly, p, g) in most.items())
         if walled and len(walled) < len(fws):
@@ -194,7 +205,7 @@ def layer_groups(doc: dict) -> list[LayerGroup]:
         idle = {fw: share for i, fw in enumerate(fws) if walled and (share := layers.idle_share(lines, i)) > IDLE_SAID}
         if idle:
             said += "; " + ", ".join(f"{fw} {share:.0%}" for fw, share in idle.items())
-            said += f" of the {'step' if trained(kind) else 'call'} with no traced op running (work on threads the"
+            said += f" of the {'step' if times_epochs(kind) else 'call'} with no traced op running (work on threads the"
             said += " profiler does not see): no layer can be named for it"
         out.append(LayerGroup(title, fws, columns, body, said.removeprefix("; ")))
     return out
@@ -240,7 +251,7 @@ def footnotes(doc: dict) -> str:
         "err vs f64: max |out - oracle| / max |oracle| on the first and last batch rows (float64 NumPy oracle); "
         f"err vs other: the same against {other}",
     ]
-    for kind in dict.fromkeys(r["kind"] for r in doc["rows"] if trained(r["kind"])):
+    for kind in dict.fromkeys(r["kind"] for r in doc["rows"] if times_epochs(r["kind"])):
         notes.append(
             f"{kind}: median/IQR per epoch after the first; first call = the first epoch (includes "
             "compilation); img/s = images per second of a steady-state epoch; err columns: see checks"
@@ -310,7 +321,7 @@ def markdown(doc: dict) -> str:
             r["variant"],
             replicas_cell(r),
             r["precision"],
-            *_cells(r),
+            *_cells(r, _attain(doc["rows"])),
             "yes" if r["verified"] else f"no: {r['invalid_reason']}",
         )
         for r in doc["rows"]
@@ -319,7 +330,8 @@ def markdown(doc: dict) -> str:
     if body := summary_body(doc):
         notes = [n for n in (summary.interval_note(doc), summary.unsettled_note(doc)) if n]
         out += [md_table(summary_columns(doc), body), "", *(x for n in notes for x in (text(n + ".", "markdown"), ""))]
-    out += [md_table(COLUMNS[:3] + COLUMNS[4:], rows)]
+    columns = _columns(doc["rows"])
+    out += [md_table(columns[:3] + columns[4:], rows)]
     if doc.get("checks"):
         out += ["", md_table(CHECK_COLUMNS, [_check_cells(c, "not judged") for c in doc["checks"]])]
     header, body = history_rows(doc["rows"])
