@@ -23,7 +23,7 @@ from parity.output.files import (
     write_text,
 )
 from parity.output.machines import label, machine_of, pair_line
-from parity.workloads import WORKLOADS, row_kind, trained
+from parity.workloads import WORKLOADS, row_kind, times_epochs
 
 
 def machine(doc: dict) -> str:
@@ -60,7 +60,7 @@ def _time_metric(r: dict) -> tuple[float | None, bool]:
     step time); for an operation, a call at the workload's full size (the article's conv, the 4096 matmul), a row run
     at another (the CPU's default) scaled by its FLOPs (each image's or block's work the same at either size); none
     from --quick's sizes."""
-    if trained(r["kind"]):
+    if times_epochs(r["kind"]):
         return r.get("est_5_notebook_epochs_s"), True
     med, flops, size = r.get("median_s"), r.get("flops"), getattr(row_kind(r["kind"])[0].full, "flops", None)
     full = size() if size else None  # an operation's full size (a trained model's inference: as measured)

@@ -229,11 +229,11 @@ def _declared(package: str, workload: str) -> tuple[Variant, ...]:
         return ()
 
 
-def bound(package: str, workload: str, trained: Callable[[ModuleType], Trained]) -> Any:
+def bound(package: str, workload: str, bind: Callable[[ModuleType], Trained]) -> Any:
     """`package`'s adapter for `workload`: an operation's module as it is (OpAdapter), a trained model's module bound
-    by `trained` (to a Trained). Raises ValueError naming those it has, for a workload it has none for."""
+    by `bind` (to a Trained). Raises ValueError naming those it has, for a workload it has none for."""
     module = find(package, workload)
-    return trained(module) if hasattr(module, "TRAIN") else module
+    return bind(module) if hasattr(module, "TRAIN") else module
 
 
 def _name(model: Any) -> str | None:

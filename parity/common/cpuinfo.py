@@ -35,7 +35,7 @@ BF16_SOURCE = (
 
 
 def computed_cpu_bf16_peak(info: dict) -> float | None:
-    """cores x bfloat16 FLOP/cycle x clock, from the best bfloat16 unit the CPU reports; None without one."""
+    """cores x bfloat16 FLOP/cycle x clock, from the widest bfloat16 unit the CPU reports; None without one."""
     fp32 = computed_cpu_peak(info)
     if not (fp32 and info.get("bf16")):
         return None
@@ -112,8 +112,8 @@ def computed_cpu_peak(info: dict) -> float | None:
 
 
 def measure_cpu(n: int = 4096, reps: int = 5, copy_mib: int = 256) -> tuple[float, float]:
-    """(FLOP/s of the best n x n float32 matmul, bytes/s of the best copy of `copy_mib` MiB), both checked. A run
-    copies 256 MiB, more than any CPU's caches hold; tests copy less (they check the arithmetic, not the figure).
+    """(FLOP/s of the quickest n x n float32 matmul, bytes/s of the quickest copy of `copy_mib` MiB), both checked. A
+    run copies 256 MiB, more than any CPU's caches hold; tests copy less (they check the arithmetic, not the figure).
 
     NumPy's BLAS (OpenBLAS in the pinned wheels) is the fastest float32 matmul on most CPUs; the
     product is spot-checked against float64 so a broken BLAS cannot inflate the peak.
@@ -122,11 +122,11 @@ def measure_cpu(n: int = 4096, reps: int = 5, copy_mib: int = 256) -> tuple[floa
     a = rng.standard_normal((n, n), dtype=np.float32)
     b = rng.standard_normal((n, n), dtype=np.float32)
     c = a @ b
-    best = float("inf")
+    least = float("inf")
     for _ in range(reps):
         t0 = time.perf_counter()
         c = a @ b
-        best = min(best, time.perf_counter() - t0)
+        least = min(least, time.perf_counter() - t0)
     ref = a[:4].astype(np.float64) @ b.astype(np.float64)
     if not np.allclose(c[:4], ref, rtol=1e-3, atol=1e-2 * np.sqrt(n)):
         raise RuntimeError("the peak-measuring matrix product gave wrong numbers; refusing to use it")
@@ -139,4 +139,4 @@ def measure_cpu(n: int = 4096, reps: int = 5, copy_mib: int = 256) -> tuple[floa
         copy = min(copy, time.perf_counter() - t0)
     if y[-1] != 1.0:
         raise RuntimeError("the bandwidth-measuring copy did not copy")
-    return 2 * n**3 / best, 2 * x.nbytes / copy
+    return 2 * n**3 / least, 2 * x.nbytes / copy

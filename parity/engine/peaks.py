@@ -1,5 +1,5 @@
 """The run's peaks, measured and measured again in this one place: a CPU's float32 peak and bandwidth before and after
-each round of workers, its bfloat16 peak from each framework's best bfloat16 matrix product (the untimed call a
+each round of workers, its bfloat16 peak from each framework's highest bfloat16 matrix product (the untimed call a
 workload offers for it, Workload.peak_call, or the run's own verified bfloat16 matmul rows), an accelerator's from
 its datasheet; and what the run says of them. What a peak is (Peak, the datasheet table, the bfloat16 peak a row is
 judged against) and how a row is judged against it: parity.judging.roofline."""
@@ -40,7 +40,7 @@ def before_workers(cfg: Config) -> Peak | None:
 
 
 def after_round(cfg: Config, peak: Peak | None) -> Peak | None:
-    """The workers are gone: a measured CPU peak is measured again, and the best kept."""
+    """The workers are gone: a measured CPU peak is measured again, and the highest kept."""
     if peak is None or not peak.measured_flops:
         return peak
     peak = remeasured(peak, n=cfg.matmul_size())
@@ -57,7 +57,7 @@ def with_workers(
     cfg: Config, peak: Peak | None, workers: dict[str, Worker], hello: dict, rows: list[Row]
 ) -> Peak | None:
     """The peak once a round's workers have timed their rows (every row is judged after the last round): an
-    accelerator's, from the device kind they report; on a CPU with bfloat16 hardware, each framework's best
+    accelerator's, from the device kind they report; on a CPU with bfloat16 hardware, each framework's highest
     bfloat16 matrix product (untimed), which the bfloat16 peak takes where it beats the computed one. A framework
     whose verified bfloat16 matmul row is among `rows` is not asked: after_rows counts that row's fastest call."""
     if peak is None and not (cfg.device == "cpu" and cfg.cluster is not None):
@@ -101,7 +101,7 @@ def bf16_ceiling_rows(rows: list[Row]) -> list[Row]:
 
 def with_bf16_matmul_rows(peak: Peak, rows: list[Row]) -> Peak:
     """The CPU peak with the run's verified bfloat16 rows of a ceiling kind (the matmul) among its bfloat16
-    measurements (each row's fastest call), as NumPy's matmul measures the float32 peak: the best bfloat16 matrix
+    measurements (each row's fastest call), as NumPy's matmul measures the float32 peak: the highest bfloat16 matrix
     product measured in the run."""
     rows_said = {}
     for r in bf16_ceiling_rows(rows):
@@ -155,7 +155,7 @@ def cpu_peak(measure: bool = True, n: int = 4096) -> Peak:
 
 
 def remeasured(peak: Peak, n: int = 4096, copy_mib: int = 256) -> Peak:
-    """The CPU peak with one more measurement (measure_cpu's): the best of all taken so far. A machine that was busy
+    """The CPU peak with one more measurement (measure_cpu's): the highest of all taken so far. A machine that was busy
     for one measurement (another job, a frequency dip) would otherwise set a peak that honest rows exceed."""
     measured, bw = measure_cpu(n, copy_mib=copy_mib)
     m = max(measured, peak.measured_flops or 0.0)

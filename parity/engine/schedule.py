@@ -1,6 +1,6 @@
 """The schedule: every workload x framework x variant x replica count, in rounds of workers.
 
-Two strategies share one expansion of configurations (workerproc.tuned_configs): every framework's workers at
+Two strategies share one expansion of configurations (workerproc.tuned_settings): every framework's workers at
 once, their timed calls interleaved; or, on a device that takes one owner at a time, each worker alone.
 """
 
@@ -21,7 +21,7 @@ from parity.engine import ahead, cluster, devicelock, peaks, profiling, repetiti
 from parity.engine.assemble import Case, cross_check, make_row, timed_under
 from parity.engine.config import Config, chips
 from parity.engine.environment import compilation_cache_notes
-from parity.engine.workerproc import Worker, owner, start_owner, start_workers, tuned_configs, with_workers
+from parity.engine.workerproc import Worker, owner, start_owner, start_workers, tuned_settings, with_workers
 from parity.judging import roofline
 from parity.judging.judge import by_checks, drift_note, judge_row, parity_note
 from parity.record.rows import Row
@@ -143,9 +143,9 @@ def _one_owner_at_a_time(rnd: Round) -> None:
             continue
         key = next(iter(rnd.workers))
         if name == "default" and cfg.tuned:  # its tuned configurations follow it, each an owner of its own
-            configs = tuned_configs(cfg, fw, rnd.hello[key])
-            owners[k:k] = [(fw, n, e, i) for i, (n, e) in enumerate(configs.items(), 1)]
-            _timed_by_tuned_owners(rnd, key, configs)  # checked in this owner's parity round
+            envs = tuned_settings(cfg, fw, rnd.hello[key])
+            owners[k:k] = [(fw, n, e, i) for i, (n, e) in enumerate(envs.items(), 1)]
+            _timed_by_tuned_owners(rnd, key, envs)  # checked in this owner's parity round
         rnd.kept = [] if not cfg.profile else None  # --profile releases each case after its profiled call
         # the next owner imports its framework while this one compiles ahead, then waits for the device
         early = (
@@ -154,13 +154,13 @@ def _one_owner_at_a_time(rnd: Round) -> None:
         run.rows += with_workers(rnd.workers, lambda: _rows(rnd) + _again(rnd), early)
 
 
-def _timed_by_tuned_owners(rnd: Round, key: str, configs: dict[str, dict]) -> None:
-    """The code variants a framework's tuned owners will time (`configs`: their settings), known from its default
-    owner's tables before they start (parity.engine.selection), into the round's `timed`: the default owner's parity
-    round, which its tuned owners do not take again, checks them too."""
+def _timed_by_tuned_owners(rnd: Round, key: str, envs: dict[str, dict]) -> None:
+    """The code variants a framework's tuned owners will time (`envs`: their settings' environments, by name), known
+    from its default owner's tables before they start (parity.engine.selection), into the round's `timed`: the
+    default owner's parity round, which its tuned owners do not take again, checks them too."""
     w, hello = rnd.workers[key], rnd.hello[key]
     declared = {d["name"]: setting_from_wire(d) for d in hello.get("settings", ())}
-    running = [declared.get(n) or Setting(n, env, None) for n, env in configs.items()]
+    running = [declared.get(n) or Setting(n, env, None) for n, env in envs.items()]
     for wl in rnd.cfg.workloads:
         for kind in WORKLOADS[wl].kinds:
             names = timed_under(rnd.cfg, kind, w, running)
@@ -199,18 +199,18 @@ def _rows(rnd: Round) -> list[Row]:
     for key, h in rnd.hello.items():
         run.hello.setdefault(key, h)
     rows, (planned, asked) = [], ahead.start(rnd) if cfg.ahead else ({}, [])
-    trained = [wl for wl in cfg.workloads if wl in run.suites]
-    for wl in trained if cfg.ahead else ():  # beside the rows' programs compiling
+    with_suites = [wl for wl in cfg.workloads if wl in run.suites]
+    for wl in with_suites if cfg.ahead else ():  # beside the rows' programs compiling
         _parity(rnd, wl)
     ahead.finish(rnd, asked)
-    for wl in trained:  # a worker that built the model ahead: no warming
+    for wl in with_suites:  # a worker that built the model ahead: no warming
         built = {c.worker for (w, _), (_, _, todo) in planned.items() if w == wl for c in todo}
         run.suites[wl].warm(cfg, {k: w for k, w in rnd.workers.items() if k not in built}, run.ctxs[wl])
     for wl in cfg.workloads:
         for kind in WORKLOADS[wl].kinds:
             for k in range(cfg.seeds if kind.seeded else 1):
                 rows += _run_kind(rnd, wl, kind, k, None if k else planned.get((wl, kind.name)))
-        if wl in trained and not cfg.ahead:
+        if wl in with_suites and not cfg.ahead:
             _parity(rnd, wl)
     run.peak = peaks.with_workers(cfg, run.peak, rnd.workers, rnd.hello, rows)
     return rows

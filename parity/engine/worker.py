@@ -209,11 +209,11 @@ def _named_call(impl, devices, args, timers: dict, req: protocol.Call) -> dict:
 
 def _build(impl, devices, args, timers: dict, req: protocol.Prepare):
     """Build a row's case (its Timed, timed by a Timer) into `timers`; returns its `ahead` (None: it has none)."""
-    wl, kind = row_kind(req.kind)
-    spec = type(wl.full)(**req.spec)
+    workload, rkind = row_kind(req.kind)
+    spec = type(workload.full)(**req.spec)
     n = len(devices)
-    variant = lookup(impl.variants(kind.name, n), kind.name, req.variant, n, args.framework)
-    timed = kind.case(impl, devices, kind, spec, variant, args.device, args.precision, req.save, **req.extra)
+    variant = lookup(impl.variants(rkind.name, n), rkind.name, req.variant, n, args.framework)
+    timed = rkind.case(impl, devices, rkind, spec, variant, args.device, args.precision, req.save, **req.extra)
     timers[req.id] = (Timer(timed.run, impl.block, timed.verify, impl.slowest), timed.info, timed.finish)
     return timed.ahead
 

@@ -199,7 +199,7 @@ def _environment(
     return env
 
 
-def tuned_configs(cfg: Config, fw: str, hello: dict) -> dict[str, dict]:
+def tuned_settings(cfg: Config, fw: str, hello: dict) -> dict[str, dict]:
     """The settings a framework's workers run with besides its default, in order (parity.engine.selection): those
     its implementation names in its hello, then the command line's. name -> environment."""
     offered = [setting_from_wire(d) for d in hello.get("settings", ())]
@@ -236,7 +236,7 @@ def start_workers(
     if cfg.tuned:  # each implementation names its own process-wide settings in its hello
         tuned = {}
         for fw in list(ready):
-            for k, (name, env) in enumerate(tuned_configs(cfg, fw, hello[fw]).items(), 1):
+            for k, (name, env) in enumerate(tuned_settings(cfg, fw, hello[fw]).items(), 1):
                 tuned[f"{fw}+{name}"] = spawn(fw, k, name, env)
         try:
             more, more_hello, _ = await_workers(cfg, tuned)

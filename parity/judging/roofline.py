@@ -109,7 +109,7 @@ def native_bf16(device: str, device_kind: str, env=None) -> bool:
 
 def bf16_peak(device: str, device_kind: str, run_peak: Peak) -> Peak:
     """The peak a bfloat16 row is judged against: the table's bf16 figure; on a CPU the larger of the one computed
-    from its bfloat16 unit and the best bfloat16 matrix product measured in the run (each framework's, on one
+    from its bfloat16 unit and the highest bfloat16 matrix product measured in the run (each framework's, on one
     device; the float32 peak measured in the run bounds it from below too)."""
     if device == "cpu":
         info = cpu_info()
@@ -126,12 +126,12 @@ def bf16_peak(device: str, device_kind: str, run_peak: Peak) -> Peak:
                 + ", ".join(f"{fw} {f / G:.1f}" for fw, f in measured.items())
                 + " GFLOP/s"
             )
-        best = max([f for f in (bf16, *measured.values()) if f], default=None)
+        highest = max([f for f in (bf16, *measured.values()) if f], default=None)
         # the run's CPU, whatever a framework calls it ('CPU', 'cpu'): roofline() judges simulated devices together
         return Peak(
             run_peak.device_kind,
             "bf16",
-            best,
+            highest,
             run_peak.bandwidth,
             "; ".join(said),
             computed_flops=bf16,

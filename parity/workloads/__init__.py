@@ -117,8 +117,3 @@ def row_kind(name: str) -> tuple[Workload, RowKind]:
 def times_epochs(kind: str) -> bool:
     """Whether rows of the row kind named `kind` time training epochs (the first apart) rather than calls."""
     return row_kind(kind)[1].epochs
-
-
-# The old name, which hid the `trained` subpackage once imported: kept until its last callers (parity/report.py,
-# parity/output/tables.py) import times_epochs
-trained = times_epochs

@@ -251,5 +251,5 @@ def parity_judge(cfg, spec, save_dir: Path, state: CnnState, first: bool, log, k
 def summary(cfg, rows: list[dict], state: CnnState) -> tuple[list[dict], list[str]]:
     """After every replica count: the accuracy check over the training rows, and the notes gathered."""
     band = cnn_tolerances(cfg.device, cfg.precision)["accuracy_band"]
-    trained = [r for r in rows if r["kind"] == "cnn_train" and r["verified"]]
-    return checks.accuracy(trained, band), [state.traj_skipped] if state.traj_skipped else []
+    training = [r for r in rows if r["kind"] == "cnn_train" and r["verified"]]
+    return checks.accuracy(training, band), [state.traj_skipped] if state.traj_skipped else []

@@ -166,8 +166,8 @@ class ModelSuite:
         n = self.m.name
         w_fwd = save_dir / f"{n}-w_fwd.npz"
         if not w_fwd.exists():  # trained weights: the first trajectory of the first framework with one
-            trained = (dict(np.load(rnd.files[fw])) for fw in fws)
-            saved = next((t for t in trained if variants(t)), None)
+            trajs = (dict(np.load(rnd.files[fw])) for fw in fws)
+            saved = next((t for t in trajs if variants(t)), None)
             if saved is None:  # no framework offers a trainer here (a multi-process run): the initial weights
                 save_npz(load_npz(state.weights, spec.architecture.weights), w_fwd)
             else:
@@ -212,8 +212,8 @@ class ModelSuite:
     def summary(self, cfg, rows: list[dict], state: ModelState) -> tuple[list[dict], list[str]]:
         """After every replica count: the accuracy check over the workload's training rows, and the notes gathered."""
         band = self.m.tolerances(cfg.device, cfg.precision)["accuracy_band"]
-        trained = [r for r in rows if r["kind"] == f"{self.m.name}_train" and r["verified"]]
-        out = accuracy(trained, band, self.m.min_accuracy_steps) if trained else []
+        training = [r for r in rows if r["kind"] == f"{self.m.name}_train" and r["verified"]]
+        out = accuracy(training, band, self.m.min_accuracy_steps) if training else []
         for r in out:
             r["check"] = f"{self.m.name} {r['check']}"
         return out, [state.traj_skipped] if state.traj_skipped else []
