@@ -20,7 +20,7 @@ from parity.output.notes import (
     roofline_notes,
     stall_note,
 )
-from parity.record.rows import COLUMNS
+from parity.record.rows import COLUMNS, columns
 from parity.workloads import row_kind, times_epochs
 
 
@@ -35,19 +35,8 @@ def _iqr(r: dict) -> str:
     return time_cell(r["iqr_s"]) + (" !" if r.get("noisy") else "") + (" 2 modes" if r.get("modes") else "")
 
 
-ATTAIN = "% attain"  # a column where some row has its share of its attainable time (files before it: none)
-
-
-def _attain(rows: list[dict]) -> bool:
-    return any(r.get("pct_attainable") is not None for r in rows)
-
-
-def _columns(rows: list[dict]) -> tuple[str, ...]:
-    return COLUMNS if _attain(rows) else tuple(c for c in COLUMNS if c != ATTAIN)
-
-
-def _cells(r: dict, attain: bool = True) -> list[str]:
-    """One row's figures in COLUMNS order from 'median' on (`attain`: with '% attain'); an invalid row shows none."""
+def _cells(r: dict, cols: tuple[str, ...] = COLUMNS) -> list[str]:
+    """One row's figures in the order of `cols` (rows.columns) from 'median' on; an invalid row shows none."""
     ok = r["verified"]
     return [
         time_cell(r["median_s"]) if ok else "INVALID",
@@ -55,7 +44,7 @@ def _cells(r: dict, attain: bool = True) -> list[str]:
         time_cell(_first(r)) if ok else "-",
         fmt(r["gflops_per_s"], ".1f") if ok else "-",
         fmt(r.get("pct_peak"), ".1f") if ok else "-",
-        *([fmt(r.get("pct_attainable"), ".1f") if ok else "-"] if attain else []),
+        *([fmt(r.get("pct_attainable"), ".1f") if ok else "-"] if "% attain" in cols else []),
         (r.get("bound") or "-") if ok else "-",
         fmt(r.get("images_per_s"), ".1f") if ok else "-",
         (">=" * at_least(r) + bytes_cell(r.get("peak_memory_bytes"))) if ok else "-",
@@ -80,12 +69,12 @@ def table(rows: list[dict]) -> str:
             r["device"],
             replicas_cell(r),
             r["precision"],
-            *_cells(r, _attain(rows)),
+            *_cells(r, columns(rows)),
             "yes" if r["verified"] else f"NO: {r['invalid_reason']}",
         )
         for r in rows
     ]
-    return grid(_columns(rows), body)
+    return grid(columns(rows), body)
 
 
 def summary_columns(doc: dict) -> tuple[str, ...]:
@@ -321,7 +310,7 @@ def markdown(doc: dict) -> str:
             r["variant"],
             replicas_cell(r),
             r["precision"],
-            *_cells(r, _attain(doc["rows"])),
+            *_cells(r, columns(doc["rows"])),
             "yes" if r["verified"] else f"no: {r['invalid_reason']}",
         )
         for r in doc["rows"]
@@ -330,8 +319,7 @@ def markdown(doc: dict) -> str:
     if body := summary_body(doc):
         notes = [n for n in (summary.interval_note(doc), summary.unsettled_note(doc)) if n]
         out += [md_table(summary_columns(doc), body), "", *(x for n in notes for x in (text(n + ".", "markdown"), ""))]
-    columns = _columns(doc["rows"])
-    out += [md_table(columns[:3] + columns[4:], rows)]
+    out += [md_table(columns(doc["rows"])[:3] + columns(doc["rows"])[4:], rows)]
     if doc.get("checks"):
         out += ["", md_table(CHECK_COLUMNS, [_check_cells(c, "not judged") for c in doc["checks"]])]
     header, body = history_rows(doc["rows"])

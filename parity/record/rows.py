@@ -172,6 +172,14 @@ REQUIRED = _names("required")
 COLUMNS = tuple(f.metadata["column"] for f in FIELDS.values() if f.metadata.get("column"))
 
 
+def columns(rows: list[dict]) -> tuple[str, ...]:
+    """The speed table's columns for `rows`: COLUMNS, less '% attain' where no row has its share of its attainable
+    time (a results file written before the field reads as it was written)."""
+    if any(r.get("pct_attainable") is not None for r in rows):
+        return COLUMNS
+    return tuple(c for c in COLUMNS if c != FIELDS["pct_attainable"].metadata["column"])
+
+
 def key(row: dict) -> tuple:
     """The identity of a row read from a results file (older files may lack a key field: None, 1 process)."""
     out = []
