@@ -87,12 +87,8 @@ LEAST = re.compile(r"Python (3\.\d+)(?:\+| or (?:newer|later)| and (?:newer|late
 
 # Files issue 108 lists whose mending is still to land beside this test: each entry goes when its file is mended
 # (the test then passes there and says so, XPASS).
-PYTHON_TO_MEND = {"docs/tpu.md": "issue 108: its error table's --python line says 'Python 3.10+'"}
-WORDS_TO_MEND = {
-    "docs/tpu.md": "issue 108: 'the device tool', 'lent' (lines 97, 167, 210)",
-    "docs/results/tpu-v5e/README.md": "issue 108: 'the device machine', 'the device tool', 'session'",
-    "tests/test_tpu_figures.py": "issue 108: pins docs/tpu.md's 'the device tool's 10-minute limit' until it changes",
-}
+PYTHON_TO_MEND: dict[str, str] = {}
+WORDS_TO_MEND: dict[str, str] = {}
 
 
 def _params(paths: list[Path], to_mend: dict[str, str]) -> list:

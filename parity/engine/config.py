@@ -47,7 +47,7 @@ PRESETS = {
             "quick",
             "tiny shapes at 1 and 2 replicas, each framework out of the box, every check",
             "1 min 27 s on zen5 and 2 min 6 s to 3 min 59 s on zen4 hosts with PyTorch and the ViT; 3 min 42 s on "
-            "xeon-avx512 at batch 64 (docs/results/<class>/README.md); 1 min 45 s on one TPU v5e (docs/tpu.md)",
+            "xeon-avx512 at batch 64 (docs/results/<class>/README.md); 1 min 50 s on one TPU v5e (docs/tpu.md)",
             # the peak's products at 1024: a fraction of 2048's time a measurement on one xeon-amx core, and about the
             # same peak on 2; a quick run's tiny rows are far below either
             "default", "quick", 2.0, 50, 3, 1024, (1, 2),
@@ -59,7 +59,7 @@ PRESETS = {
             "best-known configuration, every row against float64, every timed variant's trajectory against one "
             "reference",
             "10 min 2 s to 13 min 14 s on zen4 hosts with PyTorch and the ViT (bfloat16 rows too); 7 min 10 s on "
-            "xeon-avx512, three frameworks, no ViT, no bfloat16 rows, the conv on 128 images; 5 min 18 s on one TPU "
+            "xeon-avx512, three frameworks, no ViT, no bfloat16 rows, the conv on 128 images; 5 min 0 s on one TPU "
             "v5e, JAX and Keras 3 on JAX (docs/tpu.md)",
             "best", "device", 3.0, 30, 20, 4096, (1,), "timed",
         ),
