@@ -197,6 +197,27 @@ def test_a_plug_ins_own_bug_fails_its_rows_and_the_others_are_written(
     assert conv and all(r["verified"] for r in conv)
 
 
+TOLERANCE_BUG = """
+import dataclasses, mlp_workload
+
+def tolerance(device, precision, dtype):
+    raise KeyError("the plug-in's own bug")
+
+w = mlp_workload.WORKLOAD
+WORKLOAD = dataclasses.replace(w, kinds=tuple(dataclasses.replace(k, tolerance=tolerance) for k in w.kinds))
+"""
+
+
+def test_a_plug_ins_tolerance_that_raises_fails_its_rows_in_the_parent(site, tmp_path, monkeypatch):
+    """A plug-in's tolerance function, which the parent calls as it makes each row: its rows INVALID naming it."""
+    code, doc = _run(site, tmp_path, monkeypatch, MlpFake, TOLERANCE_BUG)
+    assert code == 1 and doc, code
+    bad = [r for r in doc["rows"] if not r["verified"]]
+    assert {r["kind"] for r in bad} == {"mlp_train", "mlp_infer"}
+    assert all("workload plug-in hx_mlp: KeyError" in r["invalid_reason"] for r in bad), bad
+    assert all(r["verified"] for r in doc["rows"] if r["kind"] == "conv")
+
+
 def test_a_plug_ins_bug_in_compiling_ahead_costs_what_it_touched(site, tmp_path, monkeypatch):
     """--compile-ahead: each row's program compiled ahead fails (its row compiles at its first call) and so does its
     parity round's (one failed check naming the plug-in); the rows and the conv's stand."""

@@ -17,6 +17,7 @@ from parity.engine.config import Config
 from parity.engine.workerproc import Worker
 from parity.record.rows import Row
 from parity.workloads import RowKind
+from parity.workloads.guarded import PluginFailure
 
 
 @dataclass(frozen=True)
@@ -82,12 +83,24 @@ def running_settings(workers: dict[str, Worker], hello: dict) -> dict[str, dict[
 MEMORY = ("bytes", "source", "at_least")
 
 
+def _tolerance(cfg: Config, kind: RowKind, c: Case, res: Result) -> tuple[float | None, str | None]:
+    """A row's tolerance (one its case derived from the row's own inputs, the LSTM's inference; else its kind's) and
+    why it is invalid: the worker's reason, or a plug-in's tolerance function that failed (PluginFailure: that row
+    INVALID, named; a built-in's failure is the harness's own and ends the run)."""
+    try:
+        tol = res.extra.get("tolerance", kind.tolerance(cfg.device, cfg.precision, c.dtype))
+    except PluginFailure as e:
+        return None, res.invalid or str(e)
+    return tol, res.invalid
+
+
 def make_row(
     cfg: Config, kind: RowKind, c: Case, res: Result, more: dict, worker: Worker, hello: dict, save_dir: Path
 ) -> Row:
     """A result row: what ran where, its times, its figures and its verdict, from the worker's result (`more`: what
     the schedule adds, its rounds and --profile's figures). The one place a result becomes a Row."""
     med = res.median_s
+    tol, invalid = _tolerance(cfg, kind, c, res)
     return Row(
         kind=kind.name,
         framework=worker.framework,
@@ -126,10 +139,9 @@ def make_row(
         max_abs_err=res.max_abs_err,
         max_rel_err=res.max_rel_err,
         # a training row is checked for finite losses and placement; its numbers are judged by the checks
-        # (a tolerance derived from the row's own inputs, where its case derives one: the LSTM's inference)
-        tolerance=res.extra.get("tolerance", kind.tolerance(cfg.device, cfg.precision, c.dtype)),
-        verified=res.invalid is None and med is not None,
-        invalid_reason=res.invalid if res.invalid is not None or med is not None else "no timed call completed",
+        tolerance=tol,
+        verified=invalid is None and med is not None,
+        invalid_reason=invalid if invalid is not None or med is not None else "no timed call completed",
         saved=str(save_dir / f"{c.key}.npy"),
     )
 

@@ -96,7 +96,9 @@ def _said(finish):
 def guarded(w: Workload, who: str, note: str | None, have: tuple[str, ...]) -> Workload:
     """A plug-in's record with its cases and calls named (_case, _named) and its parent side guarded (_Guarded),
     which asks only the workers of the frameworks it has adapters for (`have`)."""
-    kinds = tuple(replace(k, case=_case(k.case, who, w.suite is not None)) for k in w.kinds)
+    kinds = tuple(
+        replace(k, case=_case(k.case, who, w.suite is not None), tolerance=_named(k.tolerance, who)) for k in w.kinds
+    )  # its tolerance too: called in the parent (parity.engine.assemble), what it raises fails that row
     calls = {name: _named(fn, who) for name, fn in w.calls.items()}
     suite = None if w.suite is None else _Guarded(w.suite, w.name, who, note, have)
     return replace(w, kinds=kinds, calls=calls, suite=suite)
