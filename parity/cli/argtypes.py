@@ -158,11 +158,10 @@ def _check_torch_threads(env) -> None:
         )
 
 
-# The compilation caches a framework writes in the directory a variable names (made there if absent)
-CACHE_DIRS = {
-    "TORCHINDUCTOR_CACHE_DIR": (frameworks.TORCH,),
-    "JAX_COMPILATION_CACHE_DIR": tuple(k for k in frameworks.KEYS if frameworks.on_jax(k)),
-}
+# The compilation caches a framework writes in the directory a variable names (made there if absent): each row's
+# cache_dir_env in the frameworks table, by variable
+_CACHE_VARS = dict.fromkeys(f.cache_dir_env for f in frameworks.TABLE.values() if f.cache_dir_env)
+CACHE_DIRS = {v: tuple(k for k, f in frameworks.TABLE.items() if f.cache_dir_env == v) for v in _CACHE_VARS}
 
 
 def _unusable_dir(path: str) -> str | None:

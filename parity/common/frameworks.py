@@ -35,11 +35,25 @@ class Framework:
     # its package imports beside every other's that does in one process (the tests' own): Keras on JAX's cannot, Keras's
     # backend being fixed once a process (TensorFlow for tf_impl's Keras)
     shares_process: bool = True
+    # what it reads from the environment that changes what its rows measure, recorded with every run
+    # (parity.engine.environment.env_flags): by name, and by prefix (a whole family of knobs)
+    env_read: tuple[str, ...] = ()
+    env_prefixes: tuple[str, ...] = ()
+    # refused where it runs, each making a variant's rows something else than their label says: (variable, why)
+    env_refused: tuple[tuple[str, str], ...] = ()
+    # the variable naming the directory it writes its compilation cache in (parity.cli.argtypes checks it)
+    cache_dir_env: str | None = None
 
 
 # The keys, for code about one framework in particular (TF's multi-worker cluster, JAX's platform names); code about
 # frameworks in general reads TABLE and KEYS
 TF, JAX, KERAS_JAX, TORCH = "tf", "jax", "keras-jax", "torch"
+
+# What JAX's runtime reads, under JAX and under Keras on JAX alike
+_JAX_ENV = ("XLA_FLAGS", "JAX_DEFAULT_MATMUL_PRECISION", "XLA_PYTHON_CLIENT_PREALLOCATE", "JAX_COMPILATION_CACHE_DIR",
+            "JAX_ENABLE_X64", "JAX_PLATFORMS", "JAX_NUM_CPU_DEVICES")  # fmt: skip
+_ONEDNN_ENV = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ONEDNN_DEFAULT_FPMATH_MODE", "DNNL_DEFAULT_FPMATH_MODE")
+_JIT_OFF = "would run op by op, still labelled compiled"
 
 
 TABLE = {
@@ -53,8 +67,27 @@ TABLE = {
             ("tensorflow", "tensorflow-cpu", "keras"),
             "tab:orange",
             keeps_out=("jax", "matplotlib"),
+            env_read=(
+                "TF_ENABLE_ONEDNN_OPTS",
+                "TF_XLA_FLAGS",
+                "TF_NUM_INTRAOP_THREADS",
+                "TF_NUM_INTEROP_THREADS",
+                "TF_FORCE_GPU_ALLOW_GROWTH",
+                "KERAS_BACKEND",
+                *_ONEDNN_ENV,
+            ),
         ),
-        Framework(JAX, "JAX", "JAX", "jax_impl", ("jax", "jaxlib", "flax", "optax"), "tab:blue"),
+        Framework(
+            JAX,
+            "JAX",
+            "JAX",
+            "jax_impl",
+            ("jax", "jaxlib", "flax", "optax"),
+            "tab:blue",
+            env_read=_JAX_ENV,
+            env_refused=(("JAX_DISABLE_JIT", f"the 'jit' variants {_JIT_OFF}"),),
+            cache_dir_env="JAX_COMPILATION_CACHE_DIR",
+        ),
         # Keras 3 on JAX: the same Keras model code as TF's, on JAX's runtime. Keras's backend is fixed once a process,
         # so its worker keeps TensorFlow out (Keras would otherwise load it for its data adapters).
         Framework(
@@ -68,6 +101,9 @@ TABLE = {
             versus=(JAX,),
             multiprocess=False,  # Keras's multi-process DataParallel (keras.distribution.initialize) is not wired
             shares_process=False,
+            env_read=(*_JAX_ENV, "KERAS_BACKEND"),
+            env_refused=(("JAX_DISABLE_JIT", f"its compiled variants {_JIT_OFF}"),),
+            cache_dir_env="JAX_COMPILATION_CACHE_DIR",
         ),
         # PyTorch on its own kernels (eager, or Inductor by torch.compile), one device: its worker keeps the other
         # runtimes out, as each framework's does
@@ -80,6 +116,18 @@ TABLE = {
             "tab:red",
             keeps_out=("tensorflow", "jax"),
             multiprocess=False,  # its data parallelism (DDP over gloo) starts its own processes, not the launcher's
+            env_read=(
+                "THP_MEM_ALLOC_ENABLE",  # huge pages for its CPU allocator: its 'thp' setting's, else out of the box
+                "ATEN_CPU_CAPABILITY",  # the vector ISA of its own kernels
+                "TORCHINDUCTOR_CACHE_DIR",
+                "PYTORCH_CUDA_ALLOC_CONF",
+                *_ONEDNN_ENV,
+            ),
+            env_prefixes=("TORCHINDUCTOR_", "TORCH_COMPILE", "TORCHDYNAMO_"),  # Inductor's and Dynamo's knobs
+            env_refused=(
+                ("TORCH_COMPILE_DISABLE", "the 'compile' variants would run eagerly, still labelled compiled"),
+            ),
+            cache_dir_env="TORCHINDUCTOR_CACHE_DIR",
         ),
     )
 }

@@ -9,49 +9,23 @@ import sys
 import time
 from pathlib import Path
 
-from parity.common.frameworks import JAX, KERAS_JAX, TF, TORCH, on_jax
+from parity.common.frameworks import TABLE, TORCH, on_jax
 from parity.common.host import this_host
 from parity.record.schema import SCHEMA_VERSION
 
 # What each framework reads from the environment that changes what its rows measure, recorded with every run (env's
-# env_flags, each worker's in its hello), by name or by prefix (a framework's whole family of knobs). Variables that
-# would make a row's label false are refused before work instead (REFUSED, parity.cli.argtypes.check_environment).
+# env_flags, each worker's in its hello), by name or by prefix: its row's env_read and env_prefixes in the frameworks
+# table. Variables that would make a row's label false are refused before work instead (REFUSED, its row's
+# env_refused; parity.cli.argtypes.check_environment).
 COMMON_FLAGS = (
     "OMP_NUM_THREADS",  # PyTorch's compute threads (torch_impl.devices.threads); OpenMP's in every oneDNN build
     "MKL_NUM_THREADS",
     "GLIBC_TUNABLES",  # malloc's behaviour in every process (JAX's '+heap' setting appends to it)
     "PARITY_LOCK_DIR",  # where --exclusive's device locks live, when not the fixed default (engine.devicelock)
 )
-_JAX = ("XLA_FLAGS", "JAX_DEFAULT_MATMUL_PRECISION", "XLA_PYTHON_CLIENT_PREALLOCATE", "JAX_COMPILATION_CACHE_DIR",
-        "JAX_ENABLE_X64", "JAX_PLATFORMS", "JAX_NUM_CPU_DEVICES")  # fmt: skip
-_ONEDNN = ("ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA", "ONEDNN_DEFAULT_FPMATH_MODE", "DNNL_DEFAULT_FPMATH_MODE")
-FRAMEWORK_FLAGS = {
-    JAX: _JAX,
-    TF: (
-        "TF_ENABLE_ONEDNN_OPTS",
-        "TF_XLA_FLAGS",
-        "TF_NUM_INTRAOP_THREADS",
-        "TF_NUM_INTEROP_THREADS",
-        "TF_FORCE_GPU_ALLOW_GROWTH",
-        "KERAS_BACKEND",
-        *_ONEDNN,
-    ),
-    KERAS_JAX: (*_JAX, "KERAS_BACKEND"),
-    TORCH: (
-        "THP_MEM_ALLOC_ENABLE",  # huge pages for its CPU allocator: its 'thp' setting's, out of the box otherwise
-        "ATEN_CPU_CAPABILITY",  # the vector ISA of its own kernels
-        "TORCHINDUCTOR_CACHE_DIR",
-        "PYTORCH_CUDA_ALLOC_CONF",
-        *_ONEDNN,
-    ),
-}
-FRAMEWORK_PREFIXES = {TORCH: ("TORCHINDUCTOR_", "TORCH_COMPILE", "TORCHDYNAMO_")}  # Inductor's and Dynamo's knobs
-# Refused where the framework runs: each makes the rows of a variant something else than their label says
-REFUSED = {
-    TORCH: {"TORCH_COMPILE_DISABLE": "the 'compile' variants would run eagerly, still labelled compiled"},
-    JAX: {"JAX_DISABLE_JIT": "the 'jit' variants would run op by op, still labelled compiled"},
-    KERAS_JAX: {"JAX_DISABLE_JIT": "its compiled variants would run op by op, still labelled compiled"},
-}
+FRAMEWORK_FLAGS = {k: f.env_read for k, f in TABLE.items()}
+FRAMEWORK_PREFIXES = {k: f.env_prefixes for k, f in TABLE.items() if f.env_prefixes}
+REFUSED = {k: dict(f.env_refused) for k, f in TABLE.items() if f.env_refused}
 ENV_FLAGS = tuple(dict.fromkeys([*COMMON_FLAGS, *(k for names in FRAMEWORK_FLAGS.values() for k in names)]))
 
 

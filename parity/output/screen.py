@@ -206,6 +206,7 @@ def _fitted(header: tuple[str, ...], body: list[tuple[str, ...]], n: int, ref: s
     ]
 
 
+# Names JAX and Keras on JAX, not from the table: a footnote on two rows at once, JAX's runtime under Keras's code
 def same_runtime(rows: list[dict]) -> list[str]:
     """A footnote where Keras on JAX's tuned rows ran with the process-wide settings JAX's did: the two frameworks'
     code then meets on one runtime (docs/keras-jax.md)."""
