@@ -1,4 +1,5 @@
-"""`python -m parity.run`: measure the workloads in TensorFlow and JAX, check them, print the table."""
+"""`python -m parity.run`: measure the workloads in every framework of parity.common.frameworks' table, check them,
+print the table."""
 
 from __future__ import annotations
 

@@ -44,7 +44,6 @@ PENDING = {
     "parity/workloads/cnn/spec.py",
     "parity/workloads/conv/__init__.py",
     "parity/workloads/matmul/__init__.py",
-    "parity/workloads/trained/data.py",
 }
 
 

@@ -169,8 +169,7 @@ def synthetic(train_size: int = 60000, test_size: int = 10000, seed: int = 0) ->
         out = np.empty((n, 28, 28, 1), np.uint8)
         # `_CHUNK` images at a time, in the cache: the same draws in the same order (a Generator's normals are one
         # stream, however many calls take them) and the same float64 arithmetic as the whole array at once
-        # (tests/test_data.py), without three 376 MB temporaries to fault in: Fashion-MNIST's sizes in 0.8 s, not
-        # 3.4 s (zen5), once a run
+        # (tests/test_data.py), without three whole-set float64 temporaries to fault in, once a run
         for s in range(0, n, _CHUNK):
             e = min(n, s + _CHUNK)
             img = tpl[y[s:e, None, None], rows[s:e, :, None], cols[s:e, None, :]]
