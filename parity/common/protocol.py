@@ -94,19 +94,32 @@ class Profiled:
 
 @dataclass(frozen=True)
 class Request:
+    """A request: its command on the wire (`cmd`) and the type of its answer (`answer`; None: a mapping), given in its
+    class's header (`class Rep(CaseRequest, cmd="rep", answer=Called)`)."""
+
     cmd: ClassVar[str]
     answer: ClassVar[type | None]
 
+    def __init_subclass__(cls, cmd: str | None = None, answer: type | None = None, **kw) -> None:
+        super().__init_subclass__(**kw)
+        if cmd is not None:
+            cls.cmd, cls.answer = cmd, answer
+
 
 @dataclass(frozen=True)
-class AskVariants(Request):
+class CaseRequest(Request):
+    """A request about case `id`, which a Prepare built."""
+
+    id: str
+
+
+@dataclass(frozen=True)
+class AskVariants(Request, cmd="variants", answer=Offered):
     kind: str
-    cmd: ClassVar[str] = "variants"
-    answer: ClassVar[type] = Offered
 
 
 @dataclass(frozen=True)
-class Prepare(Request):
+class Prepare(Request, cmd="prepare", answer=Prepared):
     """Build case `id` of row kind `kind` for `variant` on `spec` (the spec's fields); `save`: where its oracle rows
     go for the cross-framework check; `extra`: what its workload's parent side adds (data, weights, validate)."""
 
@@ -116,12 +129,10 @@ class Prepare(Request):
     spec: dict
     save: str | None = None
     extra: dict = field(default_factory=dict)
-    cmd: ClassVar[str] = "prepare"
-    answer: ClassVar[type] = Prepared
 
 
 @dataclass(frozen=True)
-class Ahead(Request):
+class Ahead(Request, cmd="ahead", answer=Compiled):
     """Build each case (`cases`: Prepare's fields) without calling it, then compile what each first call will run,
     all at once on threads of this process (parity.engine.ahead); each case's Prepare then makes its first call.
     With `wait` False the answer comes once the cases are built (its `failed`: those refused), the compiling going on
@@ -130,69 +141,48 @@ class Ahead(Request):
 
     cases: list
     wait: bool = True
-    cmd: ClassVar[str] = "ahead"
-    answer: ClassVar[type] = Compiled
 
 
 @dataclass(frozen=True)
-class AheadDone(Request):
+class AheadDone(Request, cmd="ahead_done", answer=Compiled):
     """The compiling an Ahead(wait=False) left in the background, waited for: its seconds and failures."""
 
-    cmd: ClassVar[str] = "ahead_done"
-    answer: ClassVar[type] = Compiled
-
 
 @dataclass(frozen=True)
-class Warm(Request):
+class Warm(CaseRequest, cmd="warm", answer=Called):
     """An untimed call of case `id` (what a user's loop makes between two timed ones)."""
 
-    id: str
-    cmd: ClassVar[str] = "warm"
-    answer: ClassVar[type] = Called
-
 
 @dataclass(frozen=True)
-class Rep(Request):
+class Rep(CaseRequest, cmd="rep", answer=Called):
     """A timed call of case `id`."""
 
-    id: str
-    cmd: ClassVar[str] = "rep"
-    answer: ClassVar[type] = Called
-
 
 @dataclass(frozen=True)
-class GetResult(Request):
+class GetResult(CaseRequest, cmd="result", answer=Result):
     """Case `id`'s figures; with `keep`, the case stays for a Profile after it (which releases it)."""
 
-    id: str
     keep: bool = False
-    cmd: ClassVar[str] = "result"
-    answer: ClassVar[type] = Result
 
 
 @dataclass(frozen=True)
-class Profile(Request):
-    id: str
+class Profile(CaseRequest, cmd="profile", answer=Profiled):
     dir: str
-    cmd: ClassVar[str] = "profile"
-    answer: ClassVar[type] = Profiled
 
 
 @dataclass(frozen=True)
-class Call(Request):
-    """An untimed call a workload's parent side makes: its `workload`'s calls[fn](impl, devices, args)."""
+class Call(Request, cmd="call", answer=None):
+    """An untimed call a workload's parent side makes: its `workload`'s calls[fn](impl, devices, args); its answer a
+    mapping, the workload's own."""
 
     workload: str
     fn: str
     args: dict = field(default_factory=dict)
-    cmd: ClassVar[str] = "call"
-    answer: ClassVar[None] = None  # a mapping, the workload's own
 
 
 @dataclass(frozen=True)
-class Quit(Request):
-    cmd: ClassVar[str] = "quit"
-    answer: ClassVar[None] = None
+class Quit(Request, cmd="quit", answer=None):
+    """The worker's last request: it answers nothing and exits."""
 
 
 REQUESTS: dict[str, type[Request]] = {
