@@ -25,3 +25,22 @@ def run_parity(*args, timeout: float = 600, env=None) -> subprocess.CompletedPro
     return subprocess.run(
         [sys.executable, "-m", "parity.run", *with_out(args)], capture_output=True, text=True, timeout=timeout, env=env
     )
+
+
+GIB = 2**30
+
+
+def config(*argv: str):
+    """The Config that `python -m parity.run ARGV` would run, parsed and bounded as its command line, here."""
+    from parity.cli.flags import parser
+    from parity.run import config as run_config
+
+    return run_config(parser().parse_args(list(argv)), list(argv))
+
+
+def pretend_memory(monkeypatch, gib: int) -> None:
+    """parity.cli.bounds reads this machine as one of `gib` GiB and no process limit, whatever this one is."""
+    from parity.cli import bounds
+
+    monkeypatch.setattr(bounds, "physical_memory", lambda: gib * GIB)
+    monkeypatch.setattr(bounds, "process_limit", lambda: None)

@@ -6,25 +6,15 @@ import signal
 from pathlib import Path
 
 import pytest
+import results_doc
+from signal_guard import fails_unhandled
 
 from parity.common import signals
 from parity.output import files
 from parity.record.rows import Row
-from parity.record.schema import SCHEMA_VERSION
 
-ENV = {
-    "schema_version": SCHEMA_VERSION,
-    "device": "cpu",
-    "host_cpu": "test",
-    "host_cores": 2,
-    "precision": "default",
-    "python": "3.12",
-    "timestamp": "t",
-    "git_commit": "c",
-    "frameworks": {},
-}
-ROW = {"kind": "conv", "framework": "tf", "variant": "function", "device": "cpu", "device_kind": "cpu", "replicas": 1}
-ROW |= {"precision": "default", "median_s": 1.0, "flops": 1e9, "reps": 5, "verified": True}
+ENV = {**results_doc.ENV, "timestamp": "t", "git_commit": "c", "frameworks": {}}
+ROW = results_doc.ROW
 
 
 def doc(*medians: float) -> dict:
@@ -134,16 +124,8 @@ def test_a_stage_a_killed_command_left_is_removed_by_the_next_write_and_said(pre
 @pytest.fixture
 def no_sighup_death():
     """SIGHUP raises here unless the code under test handles it: an unhandled one fails the test, not pytest."""
-
-    class Unhandled(Exception):
-        pass
-
-    def unhandled(signum, frame):
-        raise Unhandled("SIGHUP reached the default handler")
-
-    previous = signal.signal(signal.SIGHUP, unhandled)
-    yield
-    signal.signal(signal.SIGHUP, previous)
+    with fails_unhandled(signal.SIGHUP):
+        yield
 
 
 def test_sighup_is_handled_as_sigterm(no_sighup_death, capsys):

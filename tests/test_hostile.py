@@ -11,6 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
+from signal_guard import fails_unhandled
 
 from parity import compare, launch, report, run
 from parity.record.schema import SCHEMA_VERSION
@@ -534,15 +535,8 @@ def no_sigterm_death():
     not kill pytest."""
     import signal
 
-    class Unhandled(Exception):
-        pass
-
-    def unhandled(signum, frame):
-        raise Unhandled("SIGTERM reached the default handler: the command does not handle it")
-
-    previous = signal.signal(signal.SIGTERM, unhandled)
-    yield
-    signal.signal(signal.SIGTERM, previous)
+    with fails_unhandled(signal.SIGTERM):
+        yield
 
 
 def _signal_then_wait(sig):

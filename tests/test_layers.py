@@ -308,21 +308,26 @@ def test_idle_time_is_never_where_a_framework_loses_and_a_mostly_idle_profile_is
     )  # TF's 2% is not said
 
 
-def test_each_frameworks_trace_gives_its_ops_with_start_and_thread(impl, tmp_path):
-    """A real trace of one small conv: every op timed, its wall share within the traced call's wall time."""
+def _traced(mod, p, folder) -> tuple[list, float]:
+    """One call of `p` (after one untimed) under `mod`'s profiler, its trace in `folder`: its ops, and its wall time."""
     import time
 
+    mod.block(p.run())
+    with mod.trace(str(folder)):
+        t0 = time.perf_counter()
+        mod.block(p.run())
+        wall = time.perf_counter() - t0
+    return mod.trace_ops(str(folder), p.program()), wall
+
+
+def test_each_frameworks_trace_gives_its_ops_with_start_and_thread(impl, tmp_path):
+    """A real trace of one small conv: every op timed, its wall share within the traced call's wall time."""
     mod, devices = impl
     rng = np.random.default_rng(0)
     images, kernels = rng.normal(size=(8, 32, 32, 3)), rng.normal(size=(3, 3, 3, 16))
     variant = mod.variants("conv", 1)[0].name
     p = mod.adapter("conv").prepare(variant, images.astype(np.float32), kernels.astype(np.float32), devices[:1])
-    mod.block(p.run())
-    with mod.trace(str(tmp_path)):
-        t0 = time.perf_counter()
-        mod.block(p.run())
-        wall = time.perf_counter() - t0
-    ops = mod.trace_ops(str(tmp_path), p.program())
+    ops, wall = _traced(mod, p, tmp_path)
     assert ops and all(len(op) == 4 and op[1] >= 0 and op[2] >= 0 and isinstance(op[3], str) for op in ops)
     (row,), _ = layers.one_op("conv", ops, wall)
     assert 0 < row["wall_s"] <= wall and row["wall_s"] <= row["seconds"] + 1e-12
@@ -332,21 +337,13 @@ def test_tfs_xla_compiled_ops_are_traced_under_kerass_layer_scopes(tmp_path):
     """TF's jit_compile rows ('predict+xla' here): the ops XLA compiled are in the trace, each named by its HLO
     instruction's op_name (Keras's layer scopes, from the module the trace holds), and the cluster's launch is not
     counted beside them: the ops' wall time stays within the call's."""
-    import time
-
     from frameworks_setup import TF_DEVICES
 
     import tf_impl
 
     lstm = tf_impl.adapter("lstm")
     model, x = lstm.build(8, 0), np.random.default_rng(0).uniform(0, 255, (16, 28, 28, 1)).astype(np.float32)
-    p = lstm.prepare_inference(model, x, TF_DEVICES[:1], "predict+xla")
-    tf_impl.block(p.run())
-    with tf_impl.trace(str(tmp_path)):
-        t0 = time.perf_counter()
-        tf_impl.block(p.run())
-        wall = time.perf_counter() - t0
-    ops = tf_impl.trace_ops(str(tmp_path), p.program())
+    ops, wall = _traced(tf_impl, lstm.prepare_inference(model, x, TF_DEVICES[:1], "predict+xla"), tmp_path)
     scopes = {op[0] for op in ops}
     assert any("/lstm1" in s for s in scopes) and any("/lstm2" in s for s in scopes), scopes
     # what XLA added without metadata ('copy.18') keeps its instruction's name, as in JAX's traces: the rest is scoped

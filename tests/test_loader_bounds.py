@@ -9,21 +9,16 @@ import statistics
 import time
 
 import pytest
+import results_doc
 
 from parity import compare, report
 from parity.judging import summary
 from parity.judging.stats import RESAMPLES
 from parity.output import loading, page
 from parity.record.rows import FIELDS
-from parity.record.schema import SCHEMA_VERSION
 
 ENV = {
-    "schema_version": SCHEMA_VERSION,
-    "device": "cpu",
-    "host_cpu": "test",
-    "host_cores": 2,
-    "precision": "default",
-    "python": "3.12",
+    **results_doc.ENV,
     "frameworks": {"tf": {"versions": {"tf": "2"}, "device_kind": "cpu"}},
     "notes": ["a note"],
     "skipped": [{"framework": "torch", "reason": "absent"}],

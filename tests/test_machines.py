@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from results_doc import timed_row
 
 from parity import compare, report
 from parity.common.cpuinfo import processors
@@ -130,23 +131,7 @@ def test_one_machine_with_other_libraries_is_the_same_class():
 
 
 def _row(variant: str, scale: float, rng) -> dict:
-    t = [float(x) for x in scale * np.exp(rng.normal(0, 0.02, 8))]
-    return {
-        "kind": "conv",
-        "framework": "jax",
-        "variant": variant,
-        "device": "cpu",
-        "device_kind": "cpu",
-        "replicas": 1,
-        "precision": "default",
-        "dtype": "float32",
-        "median_s": float(np.median(t)),
-        "reps": len(t),
-        "times_s": t,
-        "rounds": list(range(len(t))),
-        "verified": True,
-        "invalid_reason": None,
-    }
+    return timed_row("jax", variant, scale * np.exp(rng.normal(0, 0.02, 8)))
 
 
 def _files(tmp_path, old_env: dict, new_env: dict, slow: float = 2.0) -> list[str]:

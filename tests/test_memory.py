@@ -28,6 +28,14 @@ class FakeProc:
     def source(self):
         return memory.HostMemory(self.status, self.clear)
 
+    def build(self, held_mb: int) -> memory.RowMemory:
+        """A row's case built: its memory record begun, then `held_mb` more resident (inputs, weights, program)."""
+        row = memory.RowMemory(self.source())
+        self.rss += held_mb
+        self.write()
+        row.built()
+        return row
+
 
 def _call(proc, row, rise_mb, keep_mb=0):
     """A call: a peak `rise_mb` above the level before it, `keep_mb` of it still resident after."""
@@ -57,10 +65,7 @@ def test_a_rows_peak_is_its_resident_state_plus_its_largest_call(tmp_path):
 
 def test_an_output_the_framework_keeps_for_the_next_call_counts_once(tmp_path):
     proc = FakeProc(tmp_path, 1000)
-    row = memory.RowMemory(proc.source())
-    proc.rss += 300
-    proc.write()
-    row.built()
+    row = proc.build(300)
     _call(proc, row, 2100, keep_mb=2100)  # TF's allocator keeps the freed output's memory for the next call
     row.settled()
     for _ in range(3):
@@ -70,10 +75,7 @@ def test_an_output_the_framework_keeps_for_the_next_call_counts_once(tmp_path):
 
 def test_memory_the_worker_frees_during_the_first_call_does_not_hide_the_rows_inputs(tmp_path):
     proc = FakeProc(tmp_path, 1000)
-    row = memory.RowMemory(proc.source())
-    proc.rss += 128  # the inputs
-    proc.write()
-    row.built()
+    row = proc.build(128)  # the inputs
     _call(proc, row, 64, keep_mb=-500)  # meanwhile an earlier row's garbage (500) goes back to the system
     row.settled()
     _call(proc, row, 64)
@@ -82,16 +84,10 @@ def test_memory_the_worker_frees_during_the_first_call_does_not_hide_the_rows_in
 
 def test_other_cases_alive_in_the_worker_do_not_count(tmp_path):
     proc = FakeProc(tmp_path, 1000)
-    a = memory.RowMemory(proc.source())
-    proc.rss += 100
-    proc.write()
-    a.built()
+    a = proc.build(100)
     _call(proc, a, 50)
     a.settled()
-    b = memory.RowMemory(proc.source())  # a second case built later, and kept alive while a's calls run
-    proc.rss += 5000
-    proc.write()
-    b.built()
+    b = proc.build(5000)  # a second case built later, and kept alive while a's calls run
     _call(proc, b, 700)
     b.settled()
     for _ in range(2):  # the timed calls, interleaved

@@ -145,15 +145,20 @@ def test_the_command_line_names_a_module_and_says_a_bad_one_in_one_line(site, ca
     assert "invalid choice: 'no_such_pkg.gru'" in capsys.readouterr().err
 
 
-def test_a_plug_in_named_on_the_command_line_runs_end_to_end(site, tmp_path, monkeypatch):
-    """The test MLP (tests/mlp_workload) offered from a module outside parity, every framework an MlpFake."""
+def _mlp_plugin_run(site, out, monkeypatch, fakes: dict, workloads=("mlp_plugin",)) -> tuple[int, dict]:
+    """The test MLP (tests/mlp_workload) offered from a module outside parity, run quick on synthetic data at one
+    replica, every framework an MlpFake but those in `fakes` (framework -> its fake): the exit and the results."""
     package(site, "mlp_plugin", "from mlp_workload import WORKLOAD\n")
     monkeypatch.setattr(files, "chart", lambda *a, **k: False)
-    fake_engine(monkeypatch, PEAK, {fw: {"default": MlpFake()} for fw in frameworks.KEYS})
-    out = tmp_path / "out"
-    argv = ["--quick", "--workload", "mlp_plugin", "--data", "synthetic", "--replicas", "1", "--out", str(out)]
-    assert run.main([*argv, "--quiet"]) == 0
-    doc = files.load_results(out / "results.json")
+    fake_engine(monkeypatch, PEAK, {fw: {"default": fakes.get(fw, MlpFake())} for fw in frameworks.KEYS})
+    argv = ["--quick", "--workload", *workloads, "--data", "synthetic", "--replicas", "1", "--out", str(out)]
+    return run.main([*argv, "--quiet"]), files.load_results(out / "results.json")
+
+
+def test_a_plug_in_named_on_the_command_line_runs_end_to_end(site, tmp_path, monkeypatch):
+    """The test MLP (tests/mlp_workload) offered from a module outside parity, every framework an MlpFake."""
+    code, doc = _mlp_plugin_run(site, tmp_path / "out", monkeypatch, {})
+    assert code == 0
     assert {r["kind"] for r in doc["rows"]} == {k.name for k in mlp_workload.WORKLOAD.kinds}
     assert all(r["verified"] for r in doc["rows"]) and all(c["passed"] is not False for c in doc["checks"])
     assert sum(c["passed"] is True for c in doc["checks"]) > 5  # forward, loss, gradients, trajectories
@@ -173,15 +178,9 @@ def test_an_adapter_that_raises_fails_its_own_rows_and_checks_and_the_others_run
     """PyTorch's adapter of the plug-in raises: its inference row is INVALID and the plug-in's parity round is one
     failed check, each naming the plug-in; the conv and the plug-in's other rows run and are verified (exit 1: a
     failed check, not the harness's bug)."""
-    package(site, "mlp_plugin", "from mlp_workload import WORKLOAD\n")
-    monkeypatch.setattr(files, "chart", lambda *a, **k: False)
-    fakes = {fw: {"default": MlpFake()} for fw in frameworks.KEYS}
-    fakes[frameworks.TORCH] = {"default": Refusing()}
-    fake_engine(monkeypatch, PEAK, fakes)
-    out = tmp_path / "out"
-    argv = ["--quick", "--workload", "conv", "mlp_plugin", "--data", "synthetic", "--replicas", "1"]
-    assert run.main([*argv, "--out", str(out), "--quiet"]) == 1
-    doc = files.load_results(out / "results.json")
+    fakes = {frameworks.TORCH: Refusing()}
+    code, doc = _mlp_plugin_run(site, tmp_path / "out", monkeypatch, fakes, ("conv", "mlp_plugin"))
+    assert code == 1
     bad = {(r["kind"], r["framework"]) for r in doc["rows"] if not r["verified"]}
     assert bad == {("mlp_infer", frameworks.TORCH)} and {r["kind"] for r in doc["rows"]} >= {"conv", "mlp_train"}
     reason = next(r["invalid_reason"] for r in doc["rows"] if not r["verified"])
@@ -202,15 +201,8 @@ class NoBuild(MlpFake):
 def test_an_adapter_that_cannot_build_leaves_the_weights_to_the_next_framework(site, tmp_path, monkeypatch):
     """TF's adapter (the first framework, which makes the shared initial weights) cannot build: JAX's makes them,
     TF's rows are INVALID naming the plug-in, its set-up a note, and the others' rows and checks stand."""
-    package(site, "mlp_plugin", "from mlp_workload import WORKLOAD\n")
-    monkeypatch.setattr(files, "chart", lambda *a, **k: False)
-    fakes = {fw: {"default": MlpFake()} for fw in frameworks.KEYS}
-    fakes[frameworks.TF] = {"default": NoBuild()}
-    fake_engine(monkeypatch, PEAK, fakes)
-    out = tmp_path / "out"
-    argv = ["--quick", "--workload", "mlp_plugin", "--data", "synthetic", "--replicas", "1", "--out", str(out)]
-    assert run.main([*argv, "--quiet"]) == 1
-    doc = files.load_results(out / "results.json")
+    code, doc = _mlp_plugin_run(site, tmp_path / "out", monkeypatch, {frameworks.TF: NoBuild()})
+    assert code == 1
     bad = [r for r in doc["rows"] if not r["verified"]]
     assert {r["framework"] for r in bad} == {frameworks.TF} and len(bad) == 2
     assert all("workload plug-in mlp_plugin: RuntimeError: no model here" in r["invalid_reason"] for r in bad)

@@ -3,28 +3,19 @@
 before any work, in one line with the arithmetic; a count that fits still runs."""
 
 import pytest
+from parity_cli import config, pretend_memory
 
-from parity.cli import bounds
-from parity.cli.flags import parser
 from parity.common.messages import HarnessError
-from parity.run import config
-
-GIB = 2**30
-
-
-def _config(*argv: str):
-    return config(parser().parse_args(list(argv)), list(argv))
 
 
 @pytest.fixture
 def machine(monkeypatch):
     """The issue's machine: 23 GiB and no process limit, whatever this one is."""
-    monkeypatch.setattr(bounds, "physical_memory", lambda: 23 * GIB)
-    monkeypatch.setattr(bounds, "process_limit", lambda: None)
+    pretend_memory(monkeypatch, 23)
 
 
 def test_ranks_that_a_training_rank_s_memory_does_not_fit_are_refused(machine):
     flags = ("--quick", "--workload", "lstm", "--framework", "torch", "--data", "synthetic")
     with pytest.raises(HarnessError, match=r"--replicas 32: PyTorch runs one process per replica .*23.0 GiB of memory"):
-        _config(*flags, "--replicas", "32")
-    _config(*flags, "--replicas", "1", "2", "4")  # fits
+        config(*flags, "--replicas", "32")
+    config(*flags, "--replicas", "1", "2", "4")  # fits

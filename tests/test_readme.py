@@ -155,17 +155,22 @@ def test_the_markers_name_the_files_and_read_back(tmp_path, monkeypatch):
         readme.files_named("# a README without one\n")
 
 
+def _refuses_files_of_no_class_or_two_of_one(flag: str, a: Path, capsys) -> None:
+    """`report FLAG` refuses a second file of `a`'s class and a file in no folder, each in one line, exit 2."""
+    c = _write(Path("r/one/other.json"), [_row("tf", 0.2)])
+    assert report.report_main([flag, str(a), str(c)]) == 2
+    assert "two files of one machine class (folder) one" in capsys.readouterr().err
+    _write(Path("loose.json"), [_row("tf", 0.2)])
+    assert report.report_main([flag, "loose.json"]) == 2
+    assert "loose.json: in no folder" in capsys.readouterr().err
+
+
 def test_the_command_prints_the_block_and_refuses_what_it_cannot_use(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     a = _write(Path("r/one/cpu-default.json"), [_row("tf", 0.2), _row("jax", 0.1)])
     assert report.report_main(["--readme", str(a)]) == 0
     assert capsys.readouterr().out == readme.block([a]) + "\n"
-    b = _write(Path("r/one/other.json"), [_row("tf", 0.2)])
-    assert report.report_main(["--readme", str(a), str(b)]) == 2
-    assert "two files of one machine class (folder) one" in capsys.readouterr().err
-    _write(Path("loose.json"), [_row("tf", 0.2)])
-    assert report.report_main(["--readme", "loose.json"]) == 2
-    assert "loose.json: in no folder" in capsys.readouterr().err
+    _refuses_files_of_no_class_or_two_of_one("--readme", a, capsys)
     Path("r/bad.json").write_text("{")
     assert report.report_main(["--readme", "r/bad.json"]) == 2
     assert "bad.json: not JSON" in capsys.readouterr().err
@@ -198,12 +203,7 @@ def test_the_grid_command_prints_the_grid_and_refuses_what_it_cannot_use(tmp_pat
     assert out == grid.grid([a, b]) + "\n"
     assert "| conv, JAX/TF | 0.50x / 1.50x | 1.00x~ / 1.00x~ |" in out  # five equal calls: no spread, 1 held
     assert "| file, at commit | cpu-default at abc1234 | cpu-default at abc1234 |" in out
-    c = _write(Path("r/one/other.json"), [_row("tf", 0.2)])
-    assert report.report_main(["--grid", str(a), str(c)]) == 2
-    assert "two files of one machine class (folder) one" in capsys.readouterr().err
-    _write(Path("loose.json"), [_row("tf", 0.2)])
-    assert report.report_main(["--grid", "loose.json"]) == 2
-    assert "loose.json: in no folder" in capsys.readouterr().err
+    _refuses_files_of_no_class_or_two_of_one("--grid", a, capsys)
     assert report.report_main(["--grid", "--readme", str(a)]) == 2
     assert "--grid takes only results files, not --readme and --grid at once" in capsys.readouterr().err
 
