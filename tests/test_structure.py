@@ -308,12 +308,14 @@ def test_every_workload_is_one_package_plus_one_module_per_implementation():
 
 
 def test_the_workloads_are_found_by_listing():
-    """Every package under parity/workloads/ that declares a Workload record is one of WORKLOADS, no other, in the
-    order of the records' ranks (the order a run takes them)."""
+    """Every package under parity/workloads/ that declares a Workload record (as a Workload, or a trained model's
+    made by parity.workloads.trained.model_workload.workload) is one of WORKLOADS, no other, in the order of the
+    records' ranks (the order a run takes them)."""
     from parity.workloads import WORKLOADS
 
     packages = (ROOT / "parity" / "workloads").glob("*/__init__.py")
-    assert sorted(WORKLOADS) == sorted(p.parent.name for p in packages if "WORKLOAD = Workload(" in p.read_text())
+    declared = ("WORKLOAD = Workload(", "WORKLOAD = workload(")
+    assert sorted(WORKLOADS) == sorted(p.parent.name for p in packages if any(d in p.read_text() for d in declared))
     ranks = [w.rank for w in WORKLOADS.values()]
     assert ranks == sorted(ranks) and len(set(ranks)) == len(ranks)
 

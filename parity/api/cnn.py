@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from parity.api.weights import check_table
+
 
 @dataclass(frozen=True)
 class ConvBlock:
@@ -166,17 +168,5 @@ CNN_PARAMS = {
 
 def check_weights(weights: Sequence[np.ndarray], dtype=np.float32) -> None:
     """Raise ValueError naming the layer when a weight list does not fit CNN_WEIGHTS (length, shape, dtype), or
-    holds a value that is not finite."""
-    if isinstance(weights, np.ndarray | str | bytes) or not isinstance(weights, Sequence):
-        raise ValueError(f"expected a list of {len(CNN_WEIGHTS)} weight arrays, got {type(weights).__name__}")
-    if len(weights) != len(CNN_WEIGHTS):
-        raise ValueError(f"expected {len(CNN_WEIGHTS)} weight arrays (Keras get_weights() order), got {len(weights)}")
-    for i, (a, w) in enumerate(zip(weights, CNN_WEIGHTS, strict=True)):
-        a = np.asarray(a)
-        if tuple(a.shape) != w.shape:
-            raise ValueError(f"weight {i} (layer {w.layer}): shape {tuple(a.shape)}, expected {w.shape}")
-        if a.dtype != dtype:
-            raise ValueError(f"weight {i} (layer {w.layer}): dtype {a.dtype}, expected {np.dtype(dtype)}")
-        if not np.all(np.isfinite(a)):  # a NaN or an infinity would only come back as NaN from the forward pass
-            bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
-            raise ValueError(f"weight {i} (layer {w.layer}): {bad} value(s) not finite (NaN or infinity); refused")
+    holds a value that is not finite (parity.api.weights.check_table)."""
+    check_table(weights, CNN_WEIGHTS, dtype, label=lambda w: f"layer {w.layer}")

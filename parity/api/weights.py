@@ -117,9 +117,10 @@ def _read_member(z, name: str, path, cap: int) -> np.ndarray:
     return np.frombuffer(body, dtype).reshape(shape, order="F" if fortran else "C").copy()
 
 
-def check_table(weights: Sequence[np.ndarray], table: Sequence, dtype=np.float32) -> None:
-    """Raise ValueError naming the array (its index and `Weight.name`) when a weight list does not fit `table`
-    (length, shape, dtype), or holds a value that is not finite: the one check of a trained model's weight list."""
+def check_table(weights: Sequence[np.ndarray], table: Sequence, dtype=np.float32, label=lambda w: w.name) -> None:
+    """Raise ValueError naming the array (its index and `label(Weight)`, its name unless told) when a weight list
+    does not fit `table` (length, shape, dtype), or holds a value that is not finite (a NaN or an infinity would only
+    come back as NaN from the forward pass): the one check of a trained model's weight list."""
     if isinstance(weights, np.ndarray | str | bytes) or not isinstance(weights, Sequence):
         raise ValueError(f"expected a list of {len(table)} weight arrays, got {type(weights).__name__}")
     if len(weights) != len(table):
@@ -127,9 +128,22 @@ def check_table(weights: Sequence[np.ndarray], table: Sequence, dtype=np.float32
     for i, (a, w) in enumerate(zip(weights, table, strict=True)):
         a = np.asarray(a)
         if tuple(a.shape) != w.shape:
-            raise ValueError(f"weight {i} ({w.name}): shape {tuple(a.shape)}, expected {w.shape}")
+            raise ValueError(f"weight {i} ({label(w)}): shape {tuple(a.shape)}, expected {w.shape}")
         if a.dtype != dtype:
-            raise ValueError(f"weight {i} ({w.name}): dtype {a.dtype}, expected {np.dtype(dtype)}")
+            raise ValueError(f"weight {i} ({label(w)}): dtype {a.dtype}, expected {np.dtype(dtype)}")
         if not np.all(np.isfinite(a)):
             bad = int(np.size(a) - np.count_nonzero(np.isfinite(a)))
-            raise ValueError(f"weight {i} ({w.name}): {bad} value(s) not finite (NaN or infinity); refused")
+            raise ValueError(f"weight {i} ({label(w)}): {bad} value(s) not finite (NaN or infinity); refused")
+
+
+def by_name(weights: Sequence[np.ndarray], table: Sequence, dtype=np.float64) -> dict[str, np.ndarray]:
+    """A weight list in Keras's order as arrays by their `Weight.name` ('lstm1.kernel', ...), in `dtype` (a float64
+    oracle's). Raises ValueError naming the array where the list does not fit `table` in length or shape."""
+    if len(weights) != len(table):
+        raise ValueError(f"expected {len(table)} weight arrays (Keras order), got {len(weights)}")
+    out = {}
+    for w, a in zip(table, weights, strict=True):
+        if np.shape(a) != w.shape:
+            raise ValueError(f"{w.name}: shape {np.shape(a)}, expected {w.shape}")
+        out[w.name] = np.asarray(a, dtype)
+    return out

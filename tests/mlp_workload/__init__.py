@@ -11,10 +11,8 @@ from __future__ import annotations
 from mlp_workload.oracle import mlp_forward, mlp_loss_and_grads
 from mlp_workload.spec import BLOCKS, MLP_CPU, MLP_FULL, MLP_QUICK, MlpArchitecture
 from mlp_workload.tolerances import mlp_block_tolerances, mlp_bounds, mlp_infer_tolerance, mlp_tolerances
-from parity.workloads.base import Workload
-from parity.workloads.trained import model_cases
 from parity.workloads.trained.model import TrainedModel
-from parity.workloads.trained.model_suite import ModelSuite
+from parity.workloads.trained.model_workload import workload
 
 MLP_LAYERS = ("flatten", *BLOCKS, "loss")  # --profile's per-layer attribution, in order
 
@@ -43,14 +41,4 @@ MODEL = TrainedModel(
     grads_check="gradients (every parameter)",
 )
 
-WORKLOAD = Workload(
-    "mlp",
-    MLP_FULL,
-    MLP_CPU,
-    MLP_QUICK,
-    model_cases.kinds(MODEL, mlp_infer_tolerance),
-    options=("global_batch", "epochs", "steps_per_epoch"),
-    suite=ModelSuite(MODEL),
-    layers=MLP_LAYERS,
-    calls=model_cases.calls(MODEL),
-)
+WORKLOAD = workload(MODEL, MLP_CPU, MLP_QUICK, MLP_LAYERS, infer_tolerance=mlp_infer_tolerance, rank=0, notebook=False)

@@ -3,9 +3,10 @@ Fashion-MNIST's images (or their synthetic stand-in) flattened, one tanh hidden 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from parity.api.cnn import Weight
+from parity.workloads.trained.spec import TrainedSpec
 
 PIXEL_SCALE = 1.0 / 255.0  # the model's first op: uint8 pixels to [0, 1]
 FEATURES, CLASSES = 28 * 28, 10  # the trained workloads' data: Fashion-MNIST's image and classes
@@ -40,22 +41,13 @@ class MlpArchitecture:
 
 
 @dataclass(frozen=True)
-class MlpSpec:
+class MlpSpec(TrainedSpec):
     """A training run of the two-layer MLP (global batch = per-replica batch x replicas)."""
 
     hidden: int = 128
     global_batch: int = 256
     steps_per_epoch: int = 20
     epochs: int = 5
-    learning_rate: float = 1e-3
-    adam_epsilon: float = 1e-7  # Keras 3's default, as the trained workloads set it on every side
-    seed: int = 0
-    train_size: int = 60000
-    test_size: int = 10000
-
-    @property
-    def batch(self) -> int:
-        return self.global_batch
 
     @property
     def architecture(self) -> MlpArchitecture:
@@ -65,19 +57,8 @@ class MlpSpec:
         """Training FLOPs of one step: forward + backward = 3 x forward (Adam's elementwise work not counted)."""
         return 3 * self.global_batch * self.architecture.forward_flops()
 
-    def params(self) -> int:
+    def params(self, trainable: bool = True) -> int:
         return (FEATURES + 1) * self.hidden + (self.hidden + 1) * CLASSES
-
-    def step_min_bytes(self) -> int:
-        """The batch read once (float32 pixels, int32 labels); parameters and Adam's two moments read and written."""
-        return self.global_batch * (4 * FEATURES + 4) + 6 * 4 * self.params()
-
-    def infer_min_bytes(self, images: int) -> int:
-        """The images, every weight once, the probabilities."""
-        return images * 4 * (FEATURES + CLASSES) + 4 * self.params()
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 MLP_FULL = MlpSpec()

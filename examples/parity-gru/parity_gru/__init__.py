@@ -8,11 +8,8 @@ workload judged by JAX in float64 instead of its NumPy oracle: jax_float64 (`--w
 
 from __future__ import annotations
 
-from parity.common.tolerances import tolerance
-from parity.workloads.base import Workload, notebook_schedule
-from parity.workloads.trained import model_cases
 from parity.workloads.trained.model import TrainedModel
-from parity.workloads.trained.model_suite import ModelSuite
+from parity.workloads.trained.model_workload import workload
 from parity_gru import bounds, oracle
 from parity_gru.spec import GRU_CPU, GRU_FULL, GRU_QUICK, GruArchitecture, units_of
 
@@ -35,16 +32,6 @@ MODEL = TrainedModel(
     grads_check="gradients through time (every parameter)",
 )
 
-WORKLOAD = Workload(
-    "gru",
-    GRU_FULL,
-    GRU_CPU,
-    GRU_QUICK,
-    model_cases.kinds(MODEL, tolerance),  # inference: the device's table, replaced by the bound of its own weights
-    options=("global_batch", "epochs", "steps_per_epoch"),
-    suite=ModelSuite(MODEL),
-    layers=(*GruArchitecture(1).names, "loss"),
-    calls=model_cases.calls(MODEL),
-    notebook=notebook_schedule(GRU_FULL),
-    rank=10,  # after the built-in workloads
-)
+# Its row kinds, untimed calls and parent side from MODEL, its inference judged by the bound of its own weights; after
+# the built-in workloads (rank 10)
+WORKLOAD = workload(MODEL, GRU_CPU, GRU_QUICK, (*GruArchitecture(1).names, "loss"))

@@ -5,12 +5,13 @@ from here; its weight table, FLOPs and bounds come from here."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
 from parity.api.cnn import Weight
 from parity.api.weights import check_table
+from parity.workloads.trained.spec import TrainedSpec
 
 GATES = ("z", "r", "h")  # Keras's column order in the kernels and the bias: update, reset, candidate
 PIXEL_SCALE = 1.0 / 255.0  # raw pixels would saturate the gates
@@ -74,22 +75,11 @@ def check_gru_weights(weights: Sequence[np.ndarray], units: int) -> None:
 
 
 @dataclass(frozen=True)
-class GruSpec:
-    """A training run of the GRU on Fashion-MNIST (global batch = per-replica batch x replicas)."""
+class GruSpec(TrainedSpec):
+    """A training run of the GRU on Fashion-MNIST: its width, beside the schedule and data every trained workload's spec
+    declares (global batch = per-replica batch x replicas; parity.workloads.trained.spec.TrainedSpec)."""
 
     units: int = 128
-    global_batch: int = 1024
-    steps_per_epoch: int = 100
-    epochs: int = 10
-    learning_rate: float = 1e-3
-    adam_epsilon: float = 1e-7  # Keras's, set on every side
-    seed: int = 0
-    train_size: int = 60000
-    test_size: int = 10000
-
-    @property
-    def batch(self) -> int:
-        return self.global_batch
 
     @property
     def architecture(self) -> GruArchitecture:
@@ -98,19 +88,6 @@ class GruSpec:
     def step_flops(self) -> int:
         """Training FLOPs of one step: 3 x forward (the backward pass: two products per product)."""
         return 3 * self.global_batch * self.architecture.forward_flops()
-
-    def step_min_bytes(self) -> int:
-        """The batch read once, and parameters and Adam's two moments each read and written once (float32)."""
-        a = self.architecture
-        return self.global_batch * (4 * a.steps * a.features + 4) + 6 * 4 * a.params()
-
-    def infer_min_bytes(self, images: int) -> int:
-        """The images, every weight once, the probabilities."""
-        a = self.architecture
-        return images * 4 * (a.steps * a.features + a.classes) + 4 * a.params()
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 GRU_FULL = GruSpec()  # an accelerator's: the notebook's batch and schedule

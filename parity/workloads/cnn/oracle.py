@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from parity.api.cnn import CNN_CONVS, CNN_TRAINABLE, CNN_WEIGHTS
+from parity.api.weights import by_name
 from parity.common.float64 import conv2d, patches
 
 BN_EPSILON = 1e-3  # Keras's default, set explicitly on both sides
@@ -70,9 +71,7 @@ def pool_window_stats(a: np.ndarray, routings: dict[str, np.ndarray], ulps: int 
 
 def _named(weights: list[np.ndarray]) -> dict[str, np.ndarray]:
     """Keras-order arrays by name ('conv1.kernel', ...), in float64."""
-    if len(weights) != len(CNN_WEIGHTS):
-        raise ValueError(f"expected {len(CNN_WEIGHTS)} weight arrays (Keras order), got {len(weights)}")
-    return {w.name: np.asarray(a, np.float64) for w, a in zip(CNN_WEIGHTS, weights, strict=True)}
+    return by_name(weights, CNN_WEIGHTS)
 
 
 def cnn_forward(weights: list[np.ndarray], x: np.ndarray) -> dict[str, np.ndarray]:

@@ -3,29 +3,16 @@ formulas (the architecture itself is parity.api.cnn, which both implementations 
 
 from __future__ import annotations
 
-import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
-from parity.api.cnn import CNN_CONVS, CNN_DENSE, CNN_IMAGE, CNN_PARAMS
+from parity.api.cnn import CNN_CONVS, CNN_DENSE, CNN_PARAMS
 from parity.common.padding import valid_taps
+from parity.workloads.trained.spec import TrainedSpec
 
 
 @dataclass(frozen=True)
-class CnnSpec:
+class CnnSpec(TrainedSpec):
     """The notebook's Fashion-MNIST CNN training run (global batch = per-replica batch x replicas)."""
-
-    global_batch: int = 1024
-    steps_per_epoch: int = 100
-    epochs: int = 10
-    learning_rate: float = 1e-3
-    adam_epsilon: float = 1e-7  # Keras 3's default, set on both sides (optax's is 1e-8)
-    seed: int = 0
-    train_size: int = 60000
-    test_size: int = 10000
-
-    @property
-    def batch(self) -> int:
-        return self.global_batch
 
     def step_flops(self, padded: bool = True) -> int:
         """Training FLOPs of one step: forward + backward = 3 x forward (the backward pass computes two
@@ -33,17 +20,9 @@ class CnnSpec:
         only, BatchNorm/ELU/pooling/Adam's elementwise work not counted)."""
         return 3 * self.global_batch * cnn_forward_flops(padded)
 
-    def step_min_bytes(self) -> int:
-        """A lower bound on one step's memory traffic: the batch (float32 pixels, int32 labels) read
-        once, and parameters and Adam's two moments each read and written once (float32)."""
-        return self.global_batch * (4 * math.prod(CNN_IMAGE) + 4) + 6 * 4 * CNN_PARAMS["trainable"]
-
-    def infer_min_bytes(self, images: int) -> int:
-        """A lower bound on inference traffic: the images, every weight once, the probabilities."""
-        return images * 4 * (math.prod(CNN_IMAGE) + CNN_DENSE[-1]) + 4 * CNN_PARAMS["total"]
-
-    def to_dict(self) -> dict:
-        return asdict(self)
+    def params(self, trainable: bool = True) -> int:
+        """The CNN's parameters: those Adam updates (`trainable`), else every weight, BatchNorm's statistics too."""
+        return CNN_PARAMS["trainable" if trainable else "total"]
 
 
 # The notebook's schedule (GPU/TPU default), the CPU default (shortened to finish in minutes on

@@ -22,8 +22,8 @@ from parity.workloads.cnn import oracle as cnn_oracle
 from parity.workloads.cnn.oracle import cnn_forward
 from parity.workloads.cnn.spec import CNN_FULL
 from parity.workloads.cnn.tolerances import cnn_grad_tolerance, cnn_loss_tolerance, cnn_tolerances
-from parity.workloads.trained import data, log_checks, parity_variants, row_figures, sources
-from parity.workloads.trained.rounds import ParityRound, ask_all, round_batch, say_round
+from parity.workloads.trained import log_checks, parity_variants, row_figures, sources
+from parity.workloads.trained.rounds import ParityRound, ask_all, open_round
 from parity.workloads.trained.trajectories import global_batchnorm, trajectories, variants
 
 
@@ -137,15 +137,10 @@ def parity_collect(
 
     One batch's gradients and a dropout-free trajectory per variant; with `first`, also each block's inference
     output from the trained weights of the first framework's first trajectory."""
-    own = {k: w for k, w in workers.items() if w.setting == "default"}  # parity: out of the box
-    if not own:
+    opened = open_round(cfg, spec, workers, hello, state, save_dir, key, log, "cnn", True, first)
+    if opened is None:
         return
-    rnd = state.parity.setdefault(key, ParityRound())
-    rnd.counts.update({w.framework: hello[k]["replicas"] for k, w in own.items()})
-    ds = data.Dataset.load(Path(state.data))
-    if rnd.b is None:  # the round's batch, fixed by the frameworks known when the first one asks
-        round_batch(cfg, spec, rnd, ds, save_dir, key, "cnn")
-    say_round(cfg, rnd, log, "cnn", True, own.values(), first)
+    own, rnd, ds = opened
     fws = {}
     for w in own.values():
         if rnd.b % rnd.counts[w.framework]:  # a later owner on another replica count than the first

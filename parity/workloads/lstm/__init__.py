@@ -7,24 +7,15 @@ tf_impl/lstm.py, keras_jax_impl/lstm.py, keras_models/lstm.py and torch_impl/lst
 from __future__ import annotations
 
 from parity.api.lstm import LstmArchitecture, units_of
-from parity.common.tolerances import tolerance
-from parity.workloads.base import Workload, accelerator_schedule, notebook_schedule
 from parity.workloads.lstm import oracle
 from parity.workloads.lstm.spec import LSTM_CPU, LSTM_FULL, LSTM_QUICK, LstmSpec
 from parity.workloads.lstm.tolerances import lstm_block_tolerances, lstm_bounds, lstm_tolerances
-from parity.workloads.trained import model_cases
 from parity.workloads.trained.model import TrainedModel
-from parity.workloads.trained.model_suite import ModelSuite
+from parity.workloads.trained.model_workload import workload
 
 # The layers in order, as Keras names them (the JAX side's named scopes use the same names), and the loss: what
 # --profile's ops are attributed to.
 LSTM_LAYERS = (*LstmArchitecture(1).names, "loss")
-
-
-def lstm_infer_tolerance(device: str, precision: str, dtype: str) -> float:
-    """The device's agreement table: the inference case replaces it by the bound derived for its own weights and
-    images (parity.workloads.lstm.tolerances.lstm_block_tolerances' "probs"), which the row records."""
-    return tolerance(device, precision, dtype)
 
 
 def _tolerances(device: str, precision: str, dtype: str = "float32", spec: LstmSpec | None = None) -> dict:
@@ -51,17 +42,4 @@ MODEL = TrainedModel(
     notebook=True,  # the Shakespeare notebook's epochs estimated at its width
 )
 
-WORKLOAD = Workload(
-    "lstm",
-    LSTM_FULL,
-    LSTM_CPU,
-    LSTM_QUICK,
-    model_cases.kinds(MODEL, lstm_infer_tolerance),
-    options=("global_batch", "epochs", "steps_per_epoch"),
-    suite=ModelSuite(MODEL),
-    layers=LSTM_LAYERS,
-    calls=model_cases.calls(MODEL),
-    notebook=notebook_schedule(LSTM_FULL),
-    accelerator=accelerator_schedule(LSTM_FULL),
-    rank=2,
-)
+WORKLOAD = workload(MODEL, LSTM_CPU, LSTM_QUICK, LSTM_LAYERS, rank=2, accelerator=True)

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from parity.api.lstm import PIXEL_SCALE, LstmArchitecture, units_of
+from parity.api.weights import by_name
+from parity.workloads.trained.loss import cross_entropy
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
@@ -16,15 +18,7 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 
 def named(weights: list[np.ndarray]) -> dict[str, np.ndarray]:
     """Keras-order arrays by name ('lstm1.kernel', ...), in float64; units read off the weights."""
-    table = LstmArchitecture(units_of(weights)).weights
-    if len(weights) != len(table):
-        raise ValueError(f"expected {len(table)} weight arrays (Keras order), got {len(weights)}")
-    out = {}
-    for w, a in zip(table, weights, strict=True):
-        if np.shape(a) != w.shape:
-            raise ValueError(f"{w.name}: shape {np.shape(a)}, expected {w.shape}")
-        out[w.name] = np.asarray(a, np.float64)
-    return out
+    return by_name(weights, LstmArchitecture(units_of(weights)).weights)
 
 
 def rows(x: np.ndarray) -> np.ndarray:
@@ -163,16 +157,7 @@ class Backward:
 
 def lstm_backward(tr: Trace, y: np.ndarray) -> Backward:
     """Mean sparse cross-entropy of the trace's logits against labels `y` (B,), and its gradients."""
-    y = np.asarray(y).astype(np.int64)
-    b = len(y)
-    if tr.logits.shape[0] != b:
-        raise ValueError(f"{b} labels for a batch of {tr.logits.shape[0]}")
-    top = tr.logits.max(-1, keepdims=True)
-    lse = top[:, 0] + np.log(np.exp(tr.logits - top).sum(-1))
-    loss = float(np.mean(lse - tr.logits[np.arange(b), y]))
-    d = tr.probs.copy()
-    d[np.arange(b), y] -= 1.0
-    d /= b
+    loss, d = cross_entropy(tr.logits, tr.probs, y)
     p, l1, l2 = tr.weights, tr.lstm1, tr.lstm2
     dh2 = d @ p["dense.kernel"].T
     dh_out = np.zeros(l2.h[:, 1:].shape)

@@ -4,28 +4,18 @@ implementation builds from). Why each size: docs/workloads.md, "The row LSTM".""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from parity.api.lstm import LstmArchitecture
+from parity.workloads.trained.spec import TrainedSpec
 
 
 @dataclass(frozen=True)
-class LstmSpec:
-    """A training run of the row LSTM on Fashion-MNIST (global batch = per-replica batch x replicas)."""
+class LstmSpec(TrainedSpec):
+    """A training run of the row LSTM on Fashion-MNIST (global batch = per-replica batch x replicas; the Shakespeare
+    notebook's 1024, and the CNN notebook's)."""
 
     units: int = 512  # per LSTM layer: the Shakespeare notebook's
-    global_batch: int = 1024  # the Shakespeare notebook's (and the CNN notebook's)
-    steps_per_epoch: int = 100
-    epochs: int = 10
-    learning_rate: float = 1e-3
-    adam_epsilon: float = 1e-7  # Keras 3's default, set on every side (optax's is 1e-8)
-    seed: int = 0
-    train_size: int = 60000
-    test_size: int = 10000
-
-    @property
-    def batch(self) -> int:
-        return self.global_batch
 
     @property
     def architecture(self) -> LstmArchitecture:
@@ -37,20 +27,6 @@ class LstmSpec:
         two products per product, for the input gradient and the weight gradient; the gates' elementwise work
         and Adam's not counted)."""
         return 3 * self.global_batch * self.architecture.forward_flops()
-
-    def step_min_bytes(self) -> int:
-        """A lower bound on one step's memory traffic: the batch (float32 pixels, int32 labels) read once, and
-        parameters and Adam's two moments each read and written once (float32)."""
-        a = self.architecture
-        return self.global_batch * (4 * a.steps * a.features + 4) + 6 * 4 * a.params()
-
-    def infer_min_bytes(self, images: int) -> int:
-        """A lower bound on inference traffic: the images, every weight once, the probabilities."""
-        a = self.architecture
-        return images * 4 * (a.steps * a.features + a.classes) + 4 * a.params()
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # The full size (GPU/TPU default): the notebook's width and batch, and the CNN notebook's schedule.

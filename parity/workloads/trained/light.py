@@ -17,18 +17,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
 
-from parity.api.light import CLASSES, IMAGE, LIGHTS, LOGITS, PROBS, Light
+from parity.api.light import IMAGE, LIGHTS, LOGITS, PROBS, Light
 from parity.common import frameworks
 from parity.common.tolerances import F32_UNIT_ROUNDOFF, ROUNDING_LAMBDA, operand_roundoff, tolerance
-from parity.workloads.base import Workload, notebook_schedule
-from parity.workloads.trained import model_cases
+from parity.workloads.base import Workload
+from parity.workloads.trained import model_workload
 from parity.workloads.trained.float64 import FrameworkOracle
 from parity.workloads.trained.model import TrainedModel
-from parity.workloads.trained.model_suite import ModelSuite
+from parity.workloads.trained.spec import TrainedSpec
 
 ULPS = 4  # an elementwise step (ReLU's compare, a bias add, exp, log): within a few ulps in every framework's kernels
 ORACLES = (frameworks.JAX, frameworks.TORCH)  # the frameworks whose generic adapter offers a float64 run
@@ -64,22 +64,14 @@ class LightArchitecture:
 
 
 @dataclass(frozen=True)
-class LightSpec:
+class LightSpec(TrainedSpec):
     """A training run of a light workload on Fashion-MNIST (its record found by `workload`, in LIGHTS)."""
 
     workload: str
+    _: KW_ONLY  # the CPU default's schedule in place of the full one's (TrainedSpec's)
     global_batch: int = 256
     steps_per_epoch: int = 2
     epochs: int = 6
-    learning_rate: float = 1e-3
-    adam_epsilon: float = 1e-7  # Keras's, set on every side
-    seed: int = 0
-    train_size: int = 60000
-    test_size: int = 10000
-
-    @property
-    def batch(self) -> int:
-        return self.global_batch
 
     @property
     def architecture(self) -> LightArchitecture:
@@ -89,21 +81,12 @@ class LightSpec:
         """Not declared: the framework's count stands (a row's compiler FLOPs)."""
         return None
 
-    def step_min_bytes(self) -> int:
-        """The batch read once, and parameters and Adam's two moments each read and written once (float32)."""
-        return self.global_batch * (4 * math.prod(IMAGE) + 4) + 6 * 4 * self.architecture.params()
-
-    def infer_min_bytes(self, images: int) -> int:
-        """The images, every weight once, the probabilities."""
-        return images * 4 * (math.prod(IMAGE) + CLASSES) + 4 * self.architecture.params()
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
 
 def _spec(light: Light, size) -> LightSpec:
     s = size
-    return LightSpec(light.name, s.batch, s.steps, s.epochs, train_size=s.train, test_size=s.test)
+    return LightSpec(
+        light.name, global_batch=s.batch, steps_per_epoch=s.steps, epochs=s.epochs, train_size=s.train, test_size=s.test
+    )
 
 
 def _floor(device: str, precision: str) -> float:
@@ -181,18 +164,8 @@ def workload(light: Light, package: str, have: tuple[str, ...]) -> Workload:
     oracle = FrameworkOracle(fw, light.name, package, sizes=lambda w: ())
     b = Bounds(light, oracle)
     model = MODELS[light.name] = _model(light, oracle, b)
-    return Workload(
-        light.name,
-        model.full,
-        _spec(light, light.cpu),
-        _spec(light, light.quick),
-        model_cases.kinds(model, tolerance),
-        options=("global_batch", "epochs", "steps_per_epoch"),
-        suite=ModelSuite(model),
-        layers=(*light.block_names, "loss"),
-        calls=model_cases.calls(model),
-        notebook=notebook_schedule(model.full),
-        rank=10,  # after the built-in workloads
+    return model_workload.workload(
+        model, _spec(light, light.cpu), _spec(light, light.quick), (*light.block_names, "loss")
     )
 
 

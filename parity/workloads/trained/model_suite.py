@@ -16,10 +16,10 @@ import numpy as np
 from parity.api.weights import load_npz, save_npz
 from parity.common.messages import HarnessError
 from parity.common.protocol import Call
-from parity.workloads.trained import data, float64, log_checks, model_checks, parity_variants, row_figures, sources
+from parity.workloads.trained import float64, log_checks, model_checks, parity_variants, row_figures, sources
 from parity.workloads.trained.checks import accuracy
 from parity.workloads.trained.model import TrainedModel
-from parity.workloads.trained.rounds import ParityRound, answers, ask_all, round_batch, say_round
+from parity.workloads.trained.rounds import ParityRound, answers, ask_all, open_round
 from parity.workloads.trained.trajectories import trajectories, variants
 
 
@@ -123,15 +123,10 @@ class ModelSuite:
         """The parity arrays of this round's out-of-the-box workers: one batch's gradients and a trajectory per
         variant; with `first`, also each block's inference output from the first framework's trained weights."""
         n = self.m.name
-        own = {k: w for k, w in workers.items() if w.setting == "default"}  # parity: out of the box
-        if not own:
+        opened = open_round(cfg, spec, workers, hello, state, save_dir, key, log, n, False, first)
+        if opened is None:
             return
-        rnd = state.parity.setdefault(key, ParityRound())
-        rnd.counts.update({w.framework: hello[k]["replicas"] for k, w in own.items()})
-        ds = data.Dataset.load(Path(state.data))
-        if rnd.b is None:
-            round_batch(cfg, spec, rnd, ds, save_dir, key, n)
-        say_round(cfg, rnd, log, n, False, own.values(), first)
+        own, rnd, ds = opened
         fws = {w.framework: w for w in own.values() if not rnd.b % rnd.counts[w.framework]}
         keys = {w.framework: k for k, w in own.items()}
         own_req = {

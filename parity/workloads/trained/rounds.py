@@ -48,6 +48,25 @@ def round_batch(cfg, spec, rnd: ParityRound, ds, save_dir: Path, key: int, workl
     np.savez(rnd.batches, x=x, y=y)
 
 
+def open_round(
+    cfg, spec, workers: dict, hello: dict, state, save_dir: Path, key: int, log, workload: str, dropout: bool, first
+) -> tuple[dict, ParityRound, data.Dataset] | None:
+    """The part of replica count `key`'s parity round that this turn's out-of-the-box workers compute: the round
+    (`state.parity`'s) with their replica counts, its batch fixed by the frameworks known when the first one asks, its
+    progress line said (`first`: the gradients' round). Returns (those workers by key, the round, the data), or None
+    where none is out of the box."""
+    own = {k: w for k, w in workers.items() if w.setting == "default"}  # parity: out of the box
+    if not own:
+        return None
+    rnd = state.parity.setdefault(key, ParityRound())
+    rnd.counts.update({w.framework: hello[k]["replicas"] for k, w in own.items()})
+    ds = data.Dataset.load(Path(state.data))
+    if rnd.b is None:
+        round_batch(cfg, spec, rnd, ds, save_dir, key, workload)
+    say_round(cfg, rnd, log, workload, dropout, own.values(), first)
+    return own, rnd, ds
+
+
 def say_round(cfg, rnd: ParityRound, log, workload: str, dropout: bool, who, first: bool = True) -> None:
     """The progress line of a parity round's part that `who` (workers) compute now: one line each part, so that a
     run's phases (benchmarks/run_phases.py) give every owner's round its own time. The gradients are the first

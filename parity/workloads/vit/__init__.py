@@ -8,11 +8,8 @@ tf_impl/vit.py, keras_jax_impl/vit.py, keras_models/vit.py and torch_impl/vit.py
 from __future__ import annotations
 
 from parity.api.vit import architecture_of
-from parity.common.tolerances import tolerance
-from parity.workloads.base import Workload, accelerator_schedule, notebook_schedule
-from parity.workloads.trained import model_cases
 from parity.workloads.trained.model import TrainedModel
-from parity.workloads.trained.model_suite import ModelSuite
+from parity.workloads.trained.model_workload import workload
 from parity.workloads.vit import oracle
 from parity.workloads.vit.spec import VIT_CPU, VIT_FULL, VIT_QUICK, VitSpec
 from parity.workloads.vit.tolerances import vit_block_tolerances, vit_bounds, vit_tolerances
@@ -21,12 +18,6 @@ from parity.workloads.vit.tolerances import vit_block_tolerances, vit_bounds, vi
 # --profile's ops are attributed to: the full size's (a shallower ViT's blocks are among them).
 VIT_LAYERS = (*VIT_FULL.architecture.names, "loss")
 WARM = {"dim": 8, "depth": 1, "heads": 2, "mlp": 16}  # the smallest ViT a framework's one-off set-up builds
-
-
-def vit_infer_tolerance(device: str, precision: str, dtype: str) -> float:
-    """The device's agreement table: the inference case replaces it by the bound derived for its own weights and
-    images (parity.workloads.vit.tolerances.vit_block_tolerances' "probs"), which the row records."""
-    return tolerance(device, precision, dtype)
 
 
 def _tolerances(device: str, precision: str, dtype: str = "float32", spec: VitSpec | None = None) -> dict:
@@ -62,17 +53,4 @@ MODEL = TrainedModel(
     absolute_grads=True,  # the key bias's gradient, zero in exact arithmetic, judged on the scale of its terms
 )
 
-WORKLOAD = Workload(
-    "vit",
-    VIT_FULL,
-    VIT_CPU,
-    VIT_QUICK,
-    model_cases.kinds(MODEL, vit_infer_tolerance),
-    options=("global_batch", "epochs", "steps_per_epoch"),
-    suite=ModelSuite(MODEL),
-    layers=VIT_LAYERS,
-    calls=model_cases.calls(MODEL),
-    notebook=notebook_schedule(VIT_FULL),
-    accelerator=accelerator_schedule(VIT_FULL),
-    rank=3,
-)
+WORKLOAD = workload(MODEL, VIT_CPU, VIT_QUICK, VIT_LAYERS, rank=3, accelerator=True)

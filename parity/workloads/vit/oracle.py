@@ -11,6 +11,8 @@ from functools import cache
 import numpy as np
 
 from parity.api.vit import LN_EPSILON, PIXEL_SCALE, VitArchitecture, architecture_of
+from parity.api.weights import by_name
+from parity.workloads.trained.loss import cross_entropy
 
 
 @cache
@@ -55,15 +57,7 @@ def named(weights: list[np.ndarray], dtype=np.float64) -> tuple[VitArchitecture,
     """The architecture read off the weights, and the Keras-order arrays by name ('block1_attn.query_kernel', ...)
     in `dtype`."""
     arch = architecture_of(weights)
-    table = arch.weights
-    if len(weights) != len(table):
-        raise ValueError(f"expected {len(table)} weight arrays (Keras order), got {len(weights)}")
-    out = {}
-    for w, a in zip(table, weights, strict=True):
-        if np.shape(a) != w.shape:
-            raise ValueError(f"{w.name}: shape {np.shape(a)}, expected {w.shape}")
-        out[w.name] = np.asarray(a, dtype)
-    return arch, out
+    return arch, by_name(weights, arch.weights, dtype)
 
 
 def patches(x: np.ndarray, patch: int, dtype=np.float64) -> np.ndarray:
@@ -313,16 +307,8 @@ class Backward:
 
 def vit_backward(tr: Trace, y: np.ndarray) -> Backward:
     """Mean sparse cross-entropy of the trace's logits against labels `y` (B,), and its gradients."""
-    y = np.asarray(y).astype(np.int64)
-    b, p, arch = len(y), tr.weights, tr.arch
-    if tr.logits.shape[0] != b:
-        raise ValueError(f"{b} labels for a batch of {tr.logits.shape[0]}")
-    top = tr.logits.max(-1, keepdims=True)
-    lse = top[:, 0] + np.log(np.exp(tr.logits - top).sum(-1))
-    loss = float(np.mean(lse - tr.logits[np.arange(b), y]))
-    d = tr.probs.copy()
-    d[np.arange(b), y] -= 1.0
-    d /= b
+    p, arch = tr.weights, tr.arch
+    loss, d = cross_entropy(tr.logits, tr.probs, y)
     dpool = d @ p["dense.kernel"].T
     dt, gamma, beta = tr.norm.backward(np.repeat(dpool[:, None] / arch.tokens, arch.tokens, axis=1))
     dnorm, adjoints = dt, []

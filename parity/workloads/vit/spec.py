@@ -4,13 +4,14 @@ docs/workloads.md, "The vision transformer"."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from parity.api.vit import VitArchitecture
+from parity.workloads.trained.spec import TrainedSpec
 
 
 @dataclass(frozen=True)
-class VitSpec:
+class VitSpec(TrainedSpec):
     """A training run of the ViT on Fashion-MNIST (global batch = per-replica batch x replicas), with the CNN's
     optimiser (Adam), loss (cross-entropy) and schedule."""
 
@@ -18,18 +19,6 @@ class VitSpec:
     depth: int = 6
     heads: int = 3
     mlp: int = 768  # 4 x dim, as every ViT
-    global_batch: int = 1024  # the CNN notebook's
-    steps_per_epoch: int = 100
-    epochs: int = 10
-    learning_rate: float = 1e-3
-    adam_epsilon: float = 1e-7  # Keras 3's default, set on every side (optax's is 1e-8, PyTorch's 1e-8)
-    seed: int = 0
-    train_size: int = 60000
-    test_size: int = 10000
-
-    @property
-    def batch(self) -> int:
-        return self.global_batch
 
     @property
     def architecture(self) -> VitArchitecture:
@@ -40,20 +29,6 @@ class VitSpec:
         per product, for the input gradient and the weight gradient; LayerNorm, softmax, GELU and Adam's
         elementwise work not counted)."""
         return 3 * self.global_batch * self.architecture.forward_flops()
-
-    def step_min_bytes(self) -> int:
-        """A lower bound on one step's memory traffic: the batch (float32 pixels, int32 labels) read once, and
-        parameters and Adam's two moments each read and written once (float32)."""
-        a = self.architecture
-        return self.global_batch * (4 * a.image_size**2 + 4) + 6 * 4 * a.params()
-
-    def infer_min_bytes(self, images: int) -> int:
-        """A lower bound on inference traffic: the images, every weight once, the probabilities."""
-        a = self.architecture
-        return images * 4 * (a.image_size**2 + a.classes) + 4 * a.params()
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 # The full size (GPU/TPU default): ViT-Tiny's width at 6 blocks, the CNN notebook's batch and schedule.
