@@ -16,7 +16,7 @@ from jax_impl.catalog import variant as variant_record
 from jax_impl.conv_grads import bias_add, conv_rewritten_grads, max_pool, pool_elementwise
 from jax_impl.devices import lowered_flops, on_host, placement
 from jax_impl.masks import keep_mask
-from jax_impl.models import Classifier, abstract, cross_entropy, infer_blocks
+from jax_impl.models import Classifier, abstract, cross_entropy, infer_blocks, output_head
 from parity.api import Gradients, Prepared
 from parity.api.cnn import CNN_ARCHITECTURE, STEPS_PER_DISPATCH, check_weights
 from parity.api.inputs import check_seed
@@ -125,14 +125,8 @@ class CNN(Classifier):
             out[ends[elu]] = h
             with jax.named_scope(dropout):
                 h = drop(h, i)
-        # Softmax and loss in float32 whatever the compute dtype: Keras's mixed-precision rule (its last
-        # Activation layer keeps a float32 policy), applied here by hand. A no-op in float32.
         dense, softmax = arch.output.names
-        with jax.named_scope(dense):
-            out["logits"] = getattr(self, dense)(h).astype(jnp.float32)
-        with jax.named_scope(softmax):
-            out["probs"] = jax.nn.softmax(out["logits"])
-        return out
+        return out | output_head(getattr(self, dense), h, (dense, softmax))  # in float32, as Keras's
 
 
 MODEL = CNN  # what `build` returns: the surface's model functions find this adapter by it

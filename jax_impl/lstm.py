@@ -19,6 +19,7 @@ from jax_impl.models import (
     Classifier,
     abstract,
     block_outputs,
+    output_head,
     param_count,
     param_loss_and_grads,
     param_weights,
@@ -108,13 +109,7 @@ class LSTM(Classifier):
         with jax.named_scope(lstm2):
             (_, h), _ = getattr(self, lstm2)(out[lstm1], initial_carry=carry, return_carry=True)
             out[lstm2] = h  # the last step's h, the carry's second: Keras's return_sequences=False
-        # Softmax and loss in float32 whatever the compute dtype: Keras's mixed-precision rule (its softmax keeps a
-        # float32 policy), applied here by hand, as the CNN's. A no-op in float32.
-        with jax.named_scope(dense):
-            out["logits"] = getattr(self, dense)(h).astype(jnp.float32)
-        with jax.named_scope(probs):
-            out["probs"] = jax.nn.softmax(out["logits"])
-        return out
+        return out | output_head(getattr(self, dense), h, (dense, probs))  # in float32, as Keras's
 
 
 MODEL = LSTM  # what `build` returns: the surface's model functions find this adapter by it

@@ -47,6 +47,16 @@ def infer_blocks(model, x):
     return model.blocks(x, train=False)
 
 
+def output_head(dense: nnx.Module, h, names: tuple[str, str]) -> dict:
+    """The logits of `h` through the `dense` layer and their softmax, each in a named scope of its Keras layer's name
+    (`names`), in float32 whatever the compute dtype: Keras's mixed-precision rule (the model's last Activation keeps
+    a float32 policy), applied here by hand. A no-op in float32."""
+    with jax.named_scope(names[0]):
+        logits = dense(h).astype(jnp.float32)
+    with jax.named_scope(names[1]):
+        return {"logits": logits, "probs": jax.nn.softmax(logits)}
+
+
 def cross_entropy(logits, y):
     """Mean sparse cross-entropy of the model's logits and integer labels (Keras's loss takes the softmax output
     instead, and computes it from the softmax's cached logits: the same quantity)."""

@@ -44,9 +44,7 @@ if "tensorflow" in sys.modules and sys.modules["tensorflow"] is None:
     del sys.modules["tensorflow"]
     sys.meta_path.insert(0, _KeptOut("tensorflow"))
 
-from keras_jax_impl.adapters import adapter  # noqa: E402
-from keras_jax_impl.catalog import SETTINGS, settings, table, variants  # noqa: E402
-from keras_jax_impl.devices import (  # noqa: E402
+from jax_impl.devices import (  # noqa: E402 (Keras on JAX runs on JAX's runtime: its devices are JAX's)
     block,
     check_compiler,
     describe_devices,
@@ -60,6 +58,8 @@ from keras_jax_impl.devices import (  # noqa: E402
     setup_devices,
     slowest,
 )
+from keras_jax_impl.adapters import adapter  # noqa: E402
+from keras_jax_impl.catalog import SETTINGS, settings, table, variants  # noqa: E402
 from keras_jax_impl.profile import trace, trace_ops  # noqa: E402
 from parity.api import SURFACE  # noqa: E402
 

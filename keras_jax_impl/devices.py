@@ -1,26 +1,10 @@
-"""Devices for Keras on JAX: JAX's own (jax_impl.devices: simulated CPU devices, presence checks, precision,
-placement, memory), since Keras's JAX backend runs on JAX's runtime; and Keras's DataParallel distribution over
-them."""
+"""Devices for Keras on JAX: Keras's DataParallel distribution over JAX's devices. The devices themselves (simulated
+CPU devices, presence checks, precision, placement, memory) are JAX's own, jax_impl.devices, which the package's
+surface and its modules import, since Keras's JAX backend runs on JAX's runtime."""
 
 from __future__ import annotations
 
 import keras
-
-from jax_impl.devices import (  # noqa: F401 (re-exported: the same runtime)
-    block,
-    check_compiler,
-    describe_devices,
-    device_kind,
-    list_devices,
-    lowered_flops,
-    memory_stats,
-    placement,
-    process_info,
-    reset_memory_peak,
-    set_precision,
-    setup_devices,
-    slowest,
-)
 
 _distributions: dict[tuple, keras.distribution.DataParallel] = {}
 

@@ -10,10 +10,9 @@ import jax
 import keras
 import numpy as np
 
-from jax_impl.devices import on_host  # where a Keras model is built (KerasTrained.build): as JAX's
+from jax_impl.devices import lowered_flops, on_host, placement  # on_host: where KerasTrained.build builds, as JAX's
 from jax_impl.ops import rows
 from keras_jax_impl.catalog import variant as variant_record
-from keras_jax_impl.devices import lowered_flops, placement
 from keras_models.models import KerasTrained, check_no_dropout, logits_copy, logits_loss, unfilled
 from parity.api import Gradients, Prepared
 

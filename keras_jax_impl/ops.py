@@ -11,8 +11,9 @@ import jax.numpy as jnp
 import keras
 import numpy as np
 
+from jax_impl.devices import lowered_flops, placement
 from jax_impl.ops import rows
-from keras_jax_impl.devices import distribution, lowered_flops, placement
+from keras_jax_impl.devices import distribution
 from parity.api import Prepared, check_divisible
 from parity.api.variants import Variant
 

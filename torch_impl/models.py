@@ -11,8 +11,8 @@ import torch
 import torch.nn.functional as F
 
 from parity.api import Prepared
-from torch_impl.devices import placement, to_numpy
-from torch_impl.ops import compiled, counted_flops
+from torch_impl.devices import to_numpy
+from torch_impl.ops import compiled, counted_flops, prepared
 
 try:  # bfloat16 as NumPy holds it (JAX's and TF's outputs carry it too); float32 without it
     from ml_dtypes import bfloat16 as _np_bfloat16
@@ -77,27 +77,13 @@ def prepare(
         with computing(mixed, devices[0]):
             return model.blocks(xt, train=False)["probs"]
 
-    f = compiled(probs, compile_, devices[0])
-
-    def run():
-        with torch.inference_mode():
-            return f(xt)
-
     def cost():
         if uncounted:
             return None, uncounted
         with torch.inference_mode():
             return counted_flops(probs, xt)
 
-    return Prepared(
-        run,
-        lambda out: tuple(out.shape),
-        lambda out, idx: to_numpy(out[list(idx)]),
-        placement,
-        cost,
-        lambda: None,  # PyTorch's profiled op names are its own (aten::...); there is no compiled program text
-        kernel_path,
-    )
+    return prepared(compiled(probs, compile_, devices[0]), (xt,), cost, kernel_path)
 
 
 def to_keras(t: torch.Tensor) -> np.ndarray:

@@ -71,16 +71,23 @@ def prepare_op(
     o = v.options
     dtype = torch.bfloat16 if o.bfloat16 else torch.float32
     a, b = layout(*(torch.from_numpy(np.ascontiguousarray(m)).to(devices[0], dtype) for m in (x, w)), o)
-    f = compiled(op, o.compile, devices[0])
+    return prepared(compiled(op, o.compile, devices[0]), (a, b), lambda: counted_flops(op, a, b))
+
+
+def prepared(f: Callable, args: tuple, cost: Callable, kernel_path: str | None = None) -> Prepared:
+    """`f(*args)` under torch.inference_mode, its operands placed already: an output tensor's shape, its rows copied to
+    NumPy, its device; no compiled program text (PyTorch's profiled op names are its own, aten::...)."""
 
     def run():
         with torch.inference_mode():
-            return f(a, b)
+            return f(*args)
 
     return Prepared(
         run,
         lambda out: tuple(out.shape),
         lambda out, idx: to_numpy(out[list(idx)]),
         placement,
-        lambda: counted_flops(op, a, b),
+        cost,
+        lambda: None,
+        kernel_path,
     )

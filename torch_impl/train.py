@@ -56,7 +56,12 @@ class Trainer:
         seed: int,
     ):
         o = self._describe(adapter, model, devices, variant)
-        # what trains and evaluates: a copy on the device (the model passed in keeps working at its own weights)
+        self._build(model, devices, o, learning_rate, adam_epsilon, seed)
+        self._batch = None  # the last global batch trained on, which step_cost counts
+
+    def _build(self, model: Model, devices, o, learning_rate: float, adam_epsilon: float, seed: int) -> None:
+        """What trains and evaluates, with `o` the variant's options: a copy on the device (the model passed in keeps
+        working at its own weights), its trainable parameters, Adam's state and the step."""
         self.compute = copy.deepcopy(model).to(self.device)
         self.code.train_with(self.compute, o)  # channels-last memory format where the variant says
         torch.manual_seed(seed)  # dropout masks: PyTorch's own RNG (never the same as JAX's or Keras's)
@@ -65,7 +70,6 @@ class Trainer:
         args = (self.compute, self.params, self.state, learning_rate, adam_epsilon, self.mixed)
         self._eager = partial(_train_step, *args)
         self._step = compiled(self._eager, o.compile, self.device)
-        self._batch = None
 
     def _describe(self, adapter: Trained, model: Model, devices, variant: str):
         """What every trainer records of its model and variant (device, code, compute dtype, BatchNorm's scope, the
@@ -139,17 +143,8 @@ class DistributedTrainer(Trainer):
     """Training over `len(devices)` replicas of the CPU by DDP over gloo, one process a replica, this one rank 0
     (torch_impl.ddp): rank 0's copy is what model(), evaluate() and step_cost() read, as the one-device Trainer's."""
 
-    def __init__(
-        self,
-        adapter: Trained,
-        model: Model,
-        devices,
-        variant: str,
-        learning_rate: float,
-        adam_epsilon: float,
-        seed: int,
-    ):
-        o = self._describe(adapter, model, devices, variant)
+    def _build(self, model: Model, devices, o, learning_rate: float, adam_epsilon: float, seed: int) -> None:
+        """Every rank's copy built, this process's (rank 0) among them."""
         if self.device.type != "cpu":
             raise DeviceUnavailable(
                 "PyTorch's data parallelism is wired on a CPU only (DDP over gloo): not over GPUs or TPUs"
@@ -162,7 +157,6 @@ class DistributedTrainer(Trainer):
         with ddp.compute_threads(ddp.rank_threads(self.world)):
             self.replica = ddp.Replica(copy.deepcopy(model), self.code.WORKLOAD, o, learning_rate, adam_epsilon, seed)
         self.compute, self.params, self.state = self.replica.model, self.replica.params, self.replica.state
-        self._batch = None
         weakref.finalize(self, self.ranks.send, "drop", self.key)
 
     def steps(self, x: np.ndarray, y: np.ndarray) -> np.ndarray:
