@@ -4,14 +4,12 @@ three implementations, DataParallel's trajectory against one device's, and a cle
 Keras on TensorFlow. Its numbers against float64 and the others' (forward, gradients, trajectories), and its CLI
 path, are the end-to-end runs' (tests/test_cli.py)."""
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 from frameworks_setup import IMPLS
+from probes import run_probe
 
 from parity.api.cnn import CNN_WEIGHTS
 from parity.api.weights import load_npz
@@ -38,16 +36,7 @@ def probe(tmp_path_factory):
         d / "batches.npz", x=(rng.random((3, 16, 28, 28, 1)) * 255).astype(np.float32), y=rng.integers(0, 10, (3, 16))
     )
     req = {"weights": weights, "x": str(d / "x.npy"), "seed": 2, "save": str(d / "w-kj.npz")}
-    req.update(batches=str(d / "batches.npz"), arrays=str(d / "arrays.npz"))
-    (d / "req.json").write_text(json.dumps(req))
-    p = subprocess.run(
-        [sys.executable, str(PROBE), str(d / "req.json"), str(d / "found.json")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads((d / "found.json").read_text()), dict(np.load(d / "arrays.npz")), req
+    return (*run_probe(PROBE, d, req), req)
 
 
 def test_its_surface_is_the_declared_one_on_8_devices(probe):

@@ -3,6 +3,7 @@ tests PyTorch's too, BOTH), every training variant, mixed precision and inferenc
 
 import numpy as np
 import pytest
+from adapter_checks import check_float32_counterparts, check_weights_round_trip
 from frameworks_setup import JAX_DEVICES
 
 import jax_impl
@@ -83,14 +84,11 @@ def model_with(weights, units=UNITS, mod=jax_impl):
 
 @BOTH
 def test_weights_round_trip_in_keras_order(mod, tmp_path):
-    w = random_weights()
-    m = model_with(w, mod=mod)
-    assert [a.shape for a in mod.adapter("lstm").get_weights(m)] == [t.shape for t in LstmArchitecture(UNITS).weights]
-    assert all(np.array_equal(a, b) for a, b in zip(w, mod.adapter("lstm").get_weights(m), strict=True))
-    mod.adapter("lstm").save_weights(m, tmp_path / "w.npz")
-    other = mod.adapter("lstm").build(UNITS, seed=5)
-    mod.adapter("lstm").load_weights(other, tmp_path / "w.npz")
-    assert all(np.array_equal(a, b) for a, b in zip(w, mod.adapter("lstm").get_weights(other), strict=True))
+    w, adapter = random_weights(), mod.adapter("lstm")
+    other = adapter.build(UNITS, seed=5)
+    check_weights_round_trip(
+        adapter, model_with(w, mod=mod), w, other, tmp_path / "w.npz", LstmArchitecture(UNITS).weights
+    )
 
 
 @BOTH
@@ -273,10 +271,7 @@ def test_lstm_variants_are_their_own_row_kinds():
         jax_impl.adapter("lstm").prepare_inference(
             jax_impl.adapter("lstm").build(UNITS), images()[0], JAX_DEVICES, "predict+dots"
         )
-    for v in jax_impl.VARIANTS:  # a bfloat16 variant's float32 counterpart: the same program in float32
-        if v.kind == "lstm_train" and v.dtype == "bfloat16":
-            f32 = jax_impl.catalog.variant(v.kind, v.float32, 1 if v.span == ONE else 2)
-            assert f32.options == type(v.options)(**{**vars(v.options), "mixed": False}), v.name
+    check_float32_counterparts(jax_impl, "lstm_train")  # each bfloat16 variant's float32 counterpart: the same program
 
 
 # ---- mixed precision and inference ----

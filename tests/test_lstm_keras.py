@@ -3,15 +3,13 @@ process of its own (tests/keras_jax_lstm_probe.py). Weights in Keras's order and
 against Keras's equations written here in float64 NumPy (and the oracle), a check that fails when the gate order or
 the carry order is swapped; every training variant, mixed precision, inference and the kernel path each reports."""
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import keras
 import numpy as np
 import pytest
 from frameworks_setup import TF_DEVICES
+from probes import run_probe
 
 import tf_impl
 from keras_models import lstm
@@ -283,16 +281,7 @@ def probe(model, data, trained, tmp_path_factory):
     tf_impl.adapter("lstm").save_weights(model, d / "w.npz")
     np.save(d / "x.npy", x), np.save(d / "y.npy", y), np.savez(d / "batches.npz", x=bx, y=by)
     req = {"units": UNITS, "weights": str(d / "w.npz"), "x": str(d / "x.npy"), "y": str(d / "y.npy")}
-    req.update(batches=str(d / "batches.npz"), arrays=str(d / "arrays.npz"))
-    (d / "req.json").write_text(json.dumps(req))
-    p = subprocess.run(
-        [sys.executable, str(PROBE), str(d / "req.json"), str(d / "found.json")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads((d / "found.json").read_text()), dict(np.load(d / "arrays.npz"))
+    return run_probe(PROBE, d, req)
 
 
 def test_keras_on_jax_takes_tf_weights_and_gives_the_same_blocks(probe, model, data):

@@ -5,6 +5,7 @@ inference; tiny widths."""
 import numpy as np
 import pytest
 import torch
+from adapter_checks import check_float32_counterparts, check_torch_variants_are_its_own
 from frameworks_setup import JAX_DEVICES, TORCH_DEVICES
 from test_lstm_jax import BATCH, TOL, UNITS, images, random_weights, ref_loss, reference, rel
 
@@ -148,17 +149,9 @@ def test_a_cnn_trainer_has_no_recurrent_kernel():
 
 
 def test_lstm_variants_are_their_own_row_kinds():
-    m, x = torch_impl.adapter("lstm").build(UNITS), images()[0]
-    with pytest.raises(ValueError, match="lstm_train"):
-        torch_impl.adapter("lstm").make_trainer(m, TORCH_DEVICES, "eager+cl")  # the CNN's
-    with pytest.raises(ValueError, match="lstm_train"):
-        torch_impl.adapter("lstm").make_trainer(m, TORCH_DEVICES * 2, "eager")  # one device's, over several
-    with pytest.raises(ValueError, match="lstm_infer"):
-        torch_impl.adapter("lstm").prepare_inference(m, x, TORCH_DEVICES, "predict+nothing")
-    for v in torch_impl.VARIANTS:  # a bfloat16 variant's float32 counterpart: the same step in float32
-        if v.kind == "lstm_train" and v.dtype == "bfloat16":
-            f32 = torch_impl.catalog.variant(v.kind, v.float32, 1 if v.span == ONE else 2)
-            assert f32.options == type(v.options)(**{**vars(v.options), "mixed": False}), v.name
+    adapter = torch_impl.adapter("lstm")
+    check_torch_variants_are_its_own(adapter, adapter.build(UNITS), images()[0], TORCH_DEVICES, "lstm")
+    check_float32_counterparts(torch_impl, "lstm_train")  # each bfloat16 variant's float32 counterpart: the same step
 
 
 # ---- mixed precision, inference, the kernel it runs ----

@@ -6,6 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from adapter_checks import check_float32_counterparts, check_weights_round_trip
 from flax import nnx
 from frameworks_setup import JAX_DEVICES
 
@@ -67,14 +68,9 @@ def grad_bounds(weights, x, y) -> tuple[float, list[float]]:
 
 
 def test_weights_round_trip_in_keras_order(tmp_path):
-    w = random_weights()
-    m = model_with(w)
-    assert [a.shape for a in jax_impl.adapter("vit").get_weights(m)] == [t.shape for t in ARCH.weights]
-    assert all(np.array_equal(a, b) for a, b in zip(w, jax_impl.adapter("vit").get_weights(m), strict=True))
-    jax_impl.adapter("vit").save_weights(m, tmp_path / "w.npz")
-    other = jax_impl.adapter("vit").build(ARCH.dim, ARCH.depth, ARCH.heads, ARCH.mlp, seed=5)
-    jax_impl.adapter("vit").load_weights(other, tmp_path / "w.npz")
-    assert all(np.array_equal(a, b) for a, b in zip(w, jax_impl.adapter("vit").get_weights(other), strict=True))
+    w, adapter = random_weights(), jax_impl.adapter("vit")
+    m, other = model_with(w), adapter.build(ARCH.dim, ARCH.depth, ARCH.heads, ARCH.mlp, seed=5)
+    check_weights_round_trip(adapter, m, w, other, tmp_path / "w.npz", ARCH.weights)
     n = ARCH.params()
     assert jax_impl.adapter("vit").count_params(m) == {"total": n, "trainable": n, "non_trainable": 0}
 
@@ -289,10 +285,7 @@ def test_vit_variants_are_their_own_row_kinds():
         jax_impl.adapter("vit").make_trainer(m, JAX_DEVICES, "pmap")
     with pytest.raises(ValueError, match="vit_infer"):
         jax_impl.adapter("vit").prepare_inference(m, images()[0], JAX_DEVICES, "predict+unroll")
-    for v in jax_impl.VARIANTS:  # a bfloat16 variant's float32 counterpart: the same program in float32
-        if v.kind == "vit_train" and v.dtype == "bfloat16":
-            f32 = jax_impl.catalog.variant(v.kind, v.float32, 1 if v.span == ONE else 2)
-            assert f32.options == type(v.options)(**{**vars(v.options), "mixed": False}), v.name
+    check_float32_counterparts(jax_impl, "vit_train")  # each bfloat16 variant's float32 counterpart: the same program
 
 
 # ---- mixed precision and inference ----

@@ -11,14 +11,13 @@ import pytest
 from frameworks_setup import TF_DEVICES
 from test_vit_keras_jax import (
     ARCH,
-    BATCH,
     MIXED,
     REPLICAS,
     STEPS,
+    batches,
     block_bounds,
     first_loss_bound,
     grads_over_bound,
-    images,
     keras_path,
     over_bounds,
     random_weights,
@@ -47,9 +46,7 @@ def build(weights=None, seed: int = 0):
 
 @pytest.fixture(scope="module")
 def data():
-    x, y = images()
-    bx, by = images(STEPS * BATCH, seed=5)
-    return x, y, bx.reshape(STEPS, BATCH, 28, 28, 1), by.reshape(STEPS, BATCH)
+    return batches()
 
 
 @pytest.fixture(scope="module")

@@ -42,6 +42,13 @@ def images(n: int = BATCH, seed: int = 4) -> tuple[np.ndarray, np.ndarray]:
     return (rng.random((n, 28, 28, 1)) * 255).astype(np.float32), rng.integers(0, 10, n)
 
 
+def batches() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The tests' images and labels, and STEPS training batches of BATCH beside them (the Keras tests' `data`)."""
+    x, y = images()
+    bx, by = images(STEPS * BATCH, seed=5)
+    return x, y, bx.reshape(STEPS, BATCH, 28, 28, 1), by.reshape(STEPS, BATCH)
+
+
 def random_weights(arch: VitArchitecture = ARCH, seed: int = 1) -> list[np.ndarray]:
     """Every array drawn, the biases and LayerNorms' offsets included, so that each matters to the blocks; the gains
     about 1 and each kernel's sd 1.5/sqrt(its fan-in), so that GELU's input spans its curved part."""
@@ -169,9 +176,7 @@ if __name__ == "__main__":
 
 @pytest.fixture(scope="module")
 def data():
-    x, y = images()
-    bx, by = images(STEPS * BATCH, seed=5)
-    return x, y, bx.reshape(STEPS, BATCH, 28, 28, 1), by.reshape(STEPS, BATCH)
+    return batches()
 
 
 @pytest.fixture(scope="module")

@@ -6,6 +6,7 @@ default would break, every variant on the one device; tiny sizes (the compiled o
 import numpy as np
 import pytest
 import torch
+from adapter_checks import check_float32_counterparts, check_torch_variants_are_its_own, check_weights_round_trip
 from frameworks_setup import TORCH_DEVICES
 from test_torch_conventions import _poured
 
@@ -55,14 +56,8 @@ def rel(got, ref):
 
 
 def test_weights_round_trip_in_keras_order(tmp_path):
-    w = random_weights()
-    m = model_with(w)
-    assert [a.shape for a in torch_impl.adapter("vit").get_weights(m)] == [t.shape for t in ARCH.weights]
-    assert all(np.array_equal(a, b) for a, b in zip(w, torch_impl.adapter("vit").get_weights(m), strict=True))
-    torch_impl.adapter("vit").save_weights(m, tmp_path / "w.npz")
-    other = torch_impl.adapter("vit").build(*SIZES, seed=5)
-    torch_impl.adapter("vit").load_weights(other, tmp_path / "w.npz")
-    assert all(np.array_equal(a, b) for a, b in zip(w, torch_impl.adapter("vit").get_weights(other), strict=True))
+    w, adapter = random_weights(), torch_impl.adapter("vit")
+    check_weights_round_trip(adapter, model_with(w), w, adapter.build(*SIZES, seed=5), tmp_path / "w.npz", ARCH.weights)
 
 
 def test_weights_taken_are_a_copy_training_leaves_alone():
@@ -303,19 +298,11 @@ def test_the_compiled_step_is_the_eager_step():
 
 
 def test_vit_variants_are_their_own_row_kinds():
-    m, x = torch_impl.adapter("vit").build(*SIZES), images()[0]
-    with pytest.raises(ValueError, match="vit_train"):
-        torch_impl.adapter("vit").make_trainer(m, TORCH_DEVICES, "eager+cl")  # the CNN's
-    with pytest.raises(ValueError, match="vit_train"):
-        torch_impl.adapter("vit").make_trainer(m, TORCH_DEVICES * 2, "eager")  # one device's, over several
-    with pytest.raises(ValueError, match="vit_infer"):
-        torch_impl.adapter("vit").prepare_inference(m, x, TORCH_DEVICES, "predict+nothing")
+    adapter = torch_impl.adapter("vit")
+    check_torch_variants_are_its_own(adapter, adapter.build(*SIZES), images()[0], TORCH_DEVICES, "vit")
     with pytest.raises(ValueError, match="not a model torch_impl.vit builds"):
         torch_impl.adapter("vit").get_weights(torch.nn.Linear(2, 2))
-    for v in torch_impl.VARIANTS:  # a bfloat16 variant's float32 counterpart: the same step in float32
-        if v.kind == "vit_train" and v.dtype == "bfloat16":
-            f32 = torch_impl.catalog.variant(v.kind, v.float32, 1 if v.span == ONE else 2)
-            assert f32.options == type(v.options)(**{**vars(v.options), "mixed": False}), v.name
+    check_float32_counterparts(torch_impl, "vit_train")  # each bfloat16 variant's float32 counterpart: the same step
 
 
 # ---- mixed precision and inference ----
