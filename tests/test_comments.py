@@ -40,11 +40,7 @@ ALLOWED = {
     ("parity/workloads/cnn/spec.py", "31% of conv3's on 7x7 maps"): "multiply-adds counted, not timed",
 }
 # Modules whose measured figures are not mended yet (issue 108): left out until they are
-PENDING = {
-    "parity/workloads/cnn/spec.py",
-    "parity/workloads/conv/__init__.py",
-    "parity/workloads/matmul/__init__.py",
-}
+PENDING: set[str] = set()
 
 
 def _prose(path: Path) -> list[tuple[int, str]]:

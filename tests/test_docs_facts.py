@@ -225,7 +225,8 @@ def test_each_grid_file_has_its_ratio_chart_beside_it():
     """docs/results.md: each file the README's grid reads has its summary chart beside it (`-ratios.png`)."""
     grid = re.search(r"<!-- results grid: python -m parity.report --grid (.+?) -->", README)[1].split()
     assert len(grid) >= 7
-    assert "each CPU class's file above has one beside it (`-ratios.png`)" in " ".join((DOCS / "results.md").read_text().split())
+    said = " ".join((DOCS / "results.md").read_text().split())
+    assert "each CPU class's file above has one beside it (`-ratios.png`)" in said
     missing = [f for f in grid if not (ROOT / f.replace(".json", "-ratios.png")).is_file()]
     assert not missing, missing
 

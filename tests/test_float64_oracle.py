@@ -107,7 +107,8 @@ def test_the_float64_run_says_which_framework_is_off(ln):
 def test_two_float32_frameworks_sharing_a_mismatch_agree_and_both_fail_against_float64(ln):
     saved = {"jax": _float32(jax_impl, ln, KERAS_EPSILON), "torch": _float32(torch_impl, ln, KERAS_EPSILON)}
     norm = _judged(ln, saved)["norm"]
-    assert norm["figures"]["jax_vs_torch"] <= 2 * norm["tolerance"] and "apart" not in norm["detail"]  # the cross-check passes
+    # the cross-check passes
+    assert norm["figures"]["jax_vs_torch"] <= 2 * norm["tolerance"] and "apart" not in norm["detail"]
     assert min(norm["figures"]["jax_vs_f64"], norm["figures"]["torch_vs_f64"]) > norm["tolerance"]
     assert not norm["passed"]
 
@@ -129,7 +130,8 @@ def test_a_mismatch_within_the_float32_cross_checks_slack_fails_against_float64(
     epsilon = EPSILON + trial * 1.5 * bound / _norm_effect(ln, EPSILON + trial)  # the effect is linear this small
     assert 1.3 * bound < _norm_effect(ln, epsilon) < 1.7 * bound
     norm = _judged(ln, {"jax": _float32(jax_impl, ln, EPSILON), "torch": _float32(torch_impl, ln, epsilon)})["norm"]
-    assert norm["figures"]["jax_vs_torch"] <= 2 * norm["tolerance"] and "apart" not in norm["detail"]  # the cross-check passes
+    # the cross-check passes
+    assert norm["figures"]["jax_vs_torch"] <= 2 * norm["tolerance"] and "apart" not in norm["detail"]
     assert norm["figures"]["jax_vs_f64"] <= norm["tolerance"] < norm["figures"]["torch_vs_f64"]
     assert not norm["passed"]
 

@@ -84,7 +84,8 @@ def said() -> dict[str, str]:
     doc = json.loads((TPU / "default.json").read_text())
     judged = [c["passed"] for c in doc["checks"]]
     jax, keras = _turn(log, "JAX", JAX_ROWS), _turn(log, "Keras 3 (JAX)", KERAS_ROWS)
-    (jbuild, jrounds, jwait), (kbuild, krounds, kwait) = _parts(log, "JAX", JAX_ROWS), _parts(log, "Keras 3 (JAX)", KERAS_ROWS)
+    jbuild, jrounds, jwait = _parts(log, "JAX", JAX_ROWS)
+    kbuild, krounds, kwait = _parts(log, "Keras 3 (JAX)", KERAS_ROWS)
     clock = _clock()
     rest_jax = _at(log, "starting the Keras") - _at(log, f"  JAX: {JAX_ROWS} programs compiled")
     rest_keras = _at(log, "starting the PyTorch") - _at(log, "  Keras 3 (JAX): 11 programs compiled")

@@ -31,7 +31,7 @@ CNN_FULL = CnnSpec()
 # 5 timed epochs of 2 steps: a median, and a ratio's 95% interval needs 5 calls a side (parity.judging.stats.MIN_CALLS)
 CNN_CPU = CnnSpec(global_batch=256, steps_per_epoch=2, epochs=6)
 # --quick: the smallest schedule that runs every code path (a batch 2 and 8 replicas split, two epochs: the first
-# apart, one timed); at batch 32 x 2 steps its CNN runs take a quarter less than at 64 x 3 (zen4: 82 s against 108 s)
+# apart, one timed); batch 32 x 2 steps, the least that does
 CNN_QUICK = CnnSpec(global_batch=32, steps_per_epoch=2, epochs=2, train_size=2048, test_size=512)
 
 

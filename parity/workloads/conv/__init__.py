@@ -92,8 +92,8 @@ class ConvSpec:
 
 CONV_FULL = ConvSpec()
 # The CPU's default: the article's conv at a quarter of its batch, 32 images (20.1 GFLOP a call, its output 537 MB:
-# still far past any cache, each image's work independent of the others'). At 128 the conv took 2 of the zen4
-# default's 10.5 minutes (11 rows of 0.25-1.9 s calls, and their 100 MB inputs and 2.1 GB outputs made and checked).
+# still far past any cache, each image's work independent of the others'); 32, not 128, so that its rows, their
+# inputs and outputs made and checked, stay a small part of the CPU's default run.
 CONV_CPU = ConvSpec(batch=32)
 CONV_QUICK = ConvSpec(batch=16, height=64, width=64, cout=32)
 

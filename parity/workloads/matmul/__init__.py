@@ -67,9 +67,9 @@ class MatmulSpec:
 
 
 MATMUL_FULL = MatmulSpec()
-# The CPU's default: 2048 on a side, 17.2 GFLOP a call (about 90 ms on 2 cores), still bound by the multiplies (about
-# 340 FLOPs a byte of its operands and output): a row's 5 timed calls take half a second, where 4096's took 3 s (a
-# row's minimum, parity.judging.stats.MIN_CALLS, reached the default's budget by itself).
+# The CPU's default: 2048 on a side (docs/workloads.md gives its FLOPs), still bound by the multiplies (about 340
+# FLOPs a byte of its operands and output), where 4096's row minimum (parity.judging.stats.MIN_CALLS) reached the
+# default's budget by itself.
 MATMUL_CPU = MatmulSpec(m=2048, k=2048, n=2048)
 MATMUL_QUICK = MatmulSpec(m=256, k=256, n=256)
 # A GPU's or TPU's default: 8192 on a side, 1.1 TFLOP a call. At 4096 (0.14 TFLOP) a call's launch and
@@ -90,7 +90,7 @@ def _prepare(impl):
 
 
 def bf16_matmul_peak(impl, devices, req: dict) -> dict:
-    """FLOP/s of this framework's bfloat16 n x n matrix product on one device, the best of `reps` calls, each
+    """FLOP/s of this framework's bfloat16 n x n matrix product on one device, the least time of `reps` calls, each
     checked against float64 (the CPU's measured bfloat16 peak, as NumPy's matmul measures the float32 one)."""
     variants = [v.name for v in impl.variants("matmul", 1) if v.dtype == "bfloat16"]
     if not variants:
@@ -98,16 +98,16 @@ def bf16_matmul_peak(impl, devices, req: dict) -> dict:
     spec = MatmulSpec(m=req["n"], k=req["n"], n=req["n"])
     inputs, idx, ref = op_inputs(spec)
     p = impl.adapter("matmul").prepare(variants[0], *inputs, devices[:1], **spec.op_args())
-    best = float("inf")
+    least = float("inf")
     for _ in range(req.get("reps", 3) + 1):  # the first call compiles
         t0 = time.perf_counter()
         out = p.run()
         impl.block(out)
-        best = min(best, time.perf_counter() - t0)
+        least = min(least, time.perf_counter() - t0)
         err = np.max(np.abs(p.rows(out, idx).astype(np.float64) - ref)) / np.max(np.abs(ref))
         if not err <= BF16_TOLERANCE:
             return {"flops": None, "why": f"its bfloat16 matrix product is {err:.1e} off float64: not used"}
-    return {"flops": spec.flops() / best, "variant": variants[0]}
+    return {"flops": spec.flops() / least, "variant": variants[0]}
 
 
 WORKLOAD = Workload(

@@ -47,7 +47,7 @@ def train_case(
     trainer = impl.adapter(m.name).make_trainer(
         _model(m, impl, s, weights), devices, variant.name, s.learning_rate, s.adam_epsilon, s.seed
     )
-    # kept for the parity round's trajectory of the same variant, model, weights and batch (parity.workloads.kept)
+    # kept for the parity round's trajectory of the same variant, model, weights and batch (trained.kept)
     keep_as = kept.key(kind.name, variant.name, devices, m.sizes(m.fields(s)), weights, s, s.global_batch)
     epochs = Epochs(impl, devices, device, variant, s, ds, trainer, validate, keep_as)
     k = s.steps_per_epoch
