@@ -1,4 +1,4 @@
-"""The chip at its limit (docs/tpu.md, docs/tuning.md, docs/results/tpu-v5e/): how busy each timed epoch kept the chip
+"""The chip at its limit (docs/tpu.md, tuning-tpu.md, docs/results/tpu-v5e/): how busy each timed epoch kept the chip
 (profile.json), each row's share of its attainable time (default.json), the layers that hold the CNN's and the ViT's
 steps back (the compiled steps beside profile.json's traces), the `+prefetch` lever's gain, and the results folder's
 words. Each sentence or table is rendered from its file and must appear as written. No framework is imported."""
@@ -68,7 +68,7 @@ def test_the_prefetch_levers_gain_is_the_default_runs():
     doc = _doc("default.json")
     cnn, vit = (_ratio(doc, k, "float32", "jit+prefetch/jit") for k in ("cnn_train", "vit_train"))
     assert f"`jit+prefetch` took {cnn} of `jit`'s epoch for the CNN and {vit} for the ViT" in _page()
-    tuning = _page("docs/tuning.md")
+    tuning = _page("docs/tuning-tpu.md")
     for kind, dtype, num in (
         ("cnn_train", "float32", "jit+prefetch"), ("cnn_train", "bfloat16", "jit+bf16+prefetch"),
         ("lstm_train", "float32", "jit+unroll+prefetch"), ("lstm_train", "bfloat16", "jit+bf16+prefetch"),

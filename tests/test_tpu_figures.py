@@ -230,7 +230,7 @@ def test_tpu_page_quotes_the_chips_levers_roofline_and_time():
 
 
 def tuning_tpu_rows() -> str:
-    """docs/tuning.md's `tpu-v5e` column, rendered from default-ops.json's comparisons and levers-trained.jsonl."""
+    """docs/tuning-tpu.md's `tpu-v5e` column, rendered from default-ops.json's comparisons and levers-trained.jsonl."""
     ops = _doc("default-ops.json")
     rows = []
     for c in ops["comparisons"]:
@@ -255,12 +255,12 @@ def tuning_tpu_rows() -> str:
 
 
 def test_tuning_pages_tpu_column_is_its_files():
-    page = (ROOT / "docs/tuning.md").read_text()
+    page = (ROOT / "docs/tuning-tpu.md").read_text()
     assert tuning_tpu_rows() in page
 
 
 def tuning_tpu_keras_rows() -> str:
-    """docs/tuning.md's Keras 3 on JAX rows of the `tpu-v5e` column, rendered from default.json's comparisons."""
+    """docs/tuning-tpu.md's Keras 3 on JAX rows of the `tpu-v5e` column, rendered from default.json's comparisons."""
     rows = []
     for c in _doc("default.json")["comparisons"]:
         if c["pair"] != "tuned_vs_default" or c["num"]["framework"] != "keras-jax":
@@ -275,7 +275,7 @@ def tuning_tpu_keras_rows() -> str:
 
 def test_tuning_pages_keras_rows_on_the_chip_are_its_default_runs():
     rows = tuning_tpu_keras_rows()
-    assert rows.count("\n") >= 5 and rows in (ROOT / "docs/tuning.md").read_text()
+    assert rows.count("\n") >= 5 and rows in (ROOT / "docs/tuning-tpu.md").read_text()
 
 
 def _stamped(name: str) -> list[tuple[int, str]]:
