@@ -11,13 +11,17 @@ form's largest difference from the convolution (first two images) over its large
 from __future__ import annotations
 
 import argparse
-import time
+import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from parity.workloads.conv import CONV_FULL
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for benchmarks.helpers
+
+from benchmarks.helpers.timing import call_times  # noqa: E402
+from parity.workloads.conv import CONV_FULL  # noqa: E402
 
 DN = ("NHWC", "HWIO", "NHWC")
 
@@ -48,11 +52,7 @@ def main() -> None:
         ref = got if ref is None else ref
         diff = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
         del out
-        times = []
-        for _ in range(5):
-            t = time.perf_counter()
-            f(x, k).block_until_ready()
-            times.append(time.perf_counter() - t)
+        times = call_times(lambda f=f: f(x, k).block_until_ready(), 5, warmup=0)  # the call above was the first
         print(f"{name}: median {np.median(times) * 1e3:.0f} ms (min {min(times) * 1e3:.0f}), difference {diff:.1e}")
 
 

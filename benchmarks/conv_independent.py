@@ -15,8 +15,13 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for benchmarks.helpers
+
+from benchmarks.helpers.timing import write_json  # noqa: E402
 
 CHILD = r"""
 import os, sys, time, json
@@ -119,9 +124,7 @@ def main() -> int:
                 + ": "
                 + "; ".join(f"{fw} median {np.median(t):.3f} s {[round(v, 3) for v in t]}" for fw, t in per.items())
             )
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+    write_json(args.json, out)
     return 0
 
 

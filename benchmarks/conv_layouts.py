@@ -13,23 +13,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import time
+import sys
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for benchmarks.helpers
+
+from benchmarks.helpers.timing import call_times  # noqa: E402
 from parity.workloads.conv import CONV_FULL  # noqa: E402
 
 
 def best_of(f, n: int = 3) -> float:
-    f()
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    return min(call_times(f, n))
 
 
 def jax_layouts(x, w, xc, wc) -> dict:

@@ -20,27 +20,20 @@ import argparse
 import json
 import os
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.helpers.timing import call_times  # noqa: E402
 from parity.api.cnn import CNN_ARCHITECTURE  # noqa: E402
 
 BATCH = 256  # the CPU schedule's global batch
 
 
 def _median_ms(call, calls: int) -> float:
-    for _ in range(3):
-        call()
-    times = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - t0)
-    return round(1e3 * float(np.median(times)), 1)
+    return round(1e3 * float(np.median(call_times(call, calls, warmup=3))), 1)
 
 
 def _jax(x, k, g, calls: int, chunks: list[int], dtype: str) -> dict:

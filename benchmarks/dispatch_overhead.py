@@ -9,13 +9,17 @@ figure includes and a user's pipelined loop would hide (docs/gpu.md).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
+from pathlib import Path
 
 import jax
 import numpy as np
 from jax import lax
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for benchmarks.helpers
+
+from benchmarks.helpers.timing import write_json  # noqa: E402
 
 
 def cases():
@@ -57,9 +61,7 @@ def main() -> int:
             with jax.default_matmul_precision(precision):
                 out[f"{name} {precision}"] = r = timed(jax.jit(f), x, y, args.calls)
             print(name, precision, {k: round(v * 1e3, 3) if k.endswith("_s") else v for k, v in r.items()}, "(ms)")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+    write_json(args.json, out)
     return 0
 
 

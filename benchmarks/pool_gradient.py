@@ -9,14 +9,18 @@ the two gradients are the same array.
 from __future__ import annotations
 
 import argparse
-import time
+import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jax_impl.conv_grads import pool_elementwise
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root, for benchmarks.helpers
+
+from benchmarks.helpers.timing import call_times  # noqa: E402
+from jax_impl.conv_grads import pool_elementwise  # noqa: E402
 
 
 def own(h: jax.Array, size: int = 2) -> jax.Array:
@@ -34,11 +38,8 @@ def main() -> None:
         for name, pool in (("own", own), ("elementwise", pool_elementwise)):
             f = jax.jit(lambda x, g, pool=pool: jax.vjp(pool, x)[1](g)[0])
             grads[name] = f(x, g).block_until_ready()
-            times = []
-            for _ in range(10):
-                t0 = time.perf_counter()
-                f(x, g).block_until_ready()
-                times.append(time.perf_counter() - t0)
+            # the call above was the first
+            times = call_times(lambda f=f, x=x, g=g: f(x, g).block_until_ready(), 10, warmup=0)
             print(f"{shape} {name}: {1e3 * np.median(times):.1f} ms")
         print(f"  the same array: {bool(jnp.array_equal(grads['own'], grads['elementwise']))}")
 

@@ -14,6 +14,9 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
+
+ROOT = str(Path(__file__).resolve().parent.parent)  # the child imports benchmarks.helpers from here
 
 # Each setting: the variables its process starts with. MKL_ENABLE_INSTRUCTIONS is oneMKL's documented cap on the
 # instruction set; MKL_DEBUG_CPU_TYPE=5, an undocumented variable older MKLs read on AMD CPUs, is ignored by oneMKL
@@ -27,22 +30,17 @@ SETTINGS = {
 }
 
 CHILD = r"""
-import json, re, sys, time
+import json, re, sys
 import numpy as np
 import torch
 n, calls, how = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+sys.path.insert(0, sys.argv[4])  # the repository root
+from benchmarks.helpers.timing import call_times
 rng = np.random.default_rng(0)
 a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
 ta, tb = torch.from_numpy(a), torch.from_numpy(b)
 def median_ms(f):
-    for _ in range(3):
-        f()
-    times = []
-    for _ in range(calls):
-        t0 = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * float(np.median(times))
+    return 1e3 * float(np.median(call_times(f, calls, warmup=3)))
 mm = torch.mm
 if how == "max-autotune":
     import torch._inductor.config as inductor
@@ -79,7 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, (extra, how) in SETTINGS.items():
         env = {**os.environ, **extra}
         p = subprocess.run(
-            [sys.executable, "-c", CHILD, str(args.n), str(args.calls), how], env=env, capture_output=True, text=True
+            [sys.executable, "-c", CHILD, str(args.n), str(args.calls), how, ROOT],
+            env=env,
+            capture_output=True,
+            text=True,
         )
         if p.returncode != 0:
             print(f"error: the {name} process failed: {p.stderr.strip().splitlines()[-1:]}", file=sys.stderr)

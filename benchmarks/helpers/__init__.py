@@ -1,0 +1,1 @@
+"""What several benchmark scripts share (not a script: benchmarks/*.py are the scripts)."""
