@@ -104,9 +104,13 @@ def test_every_pending_module_still_quotes_one():
     ],
 )
 def test_a_planted_figure_is_caught(tmp_path, planted):
-    module = tmp_path / "planted.py"
-    module.write_text(f"{planted}\nX = 1\n")
-    assert [hit.split(": ", 1)[0] for hit in figures(module)] == ["planted.py:1"]
+    assert [hit.split(": ", 1)[0] for hit in _figures_in(tmp_path / "planted.py", planted)] == ["planted.py:1"]
+
+
+def _figures_in(module, line: str) -> list[str]:
+    """figures() of `module` written as `line` above one statement."""
+    module.write_text(f"{line}\nX = 1\n")
+    return figures(module)
 
 
 @pytest.mark.parametrize(
@@ -122,6 +126,4 @@ def test_a_planted_figure_is_caught(tmp_path, planted):
     ],
 )
 def test_shapes_sizes_and_tolerances_are_not_figures(tmp_path, words):
-    module = tmp_path / "shapes.py"
-    module.write_text(f"{words}\nX = 1\n")
-    assert figures(module) == []
+    assert _figures_in(tmp_path / "shapes.py", words) == []

@@ -118,18 +118,29 @@ def test_the_install_is_said_as_pyproject_declares_it():
 def test_zen4s_times_across_hosts_are_the_files():
     """The README's `zen4` row: the default from the faster host's log (`cpu-default-conv32`) to the current run's,
     `--quick` as the class README gives its two runs with PyTorch and the ViT, the tests as docs/tests.md does."""
-    row = next(ln for ln in README.splitlines() if ln.startswith("| `zen4`:"))
-    cells = [c.strip() for c in row.strip("|").split("|")]
+    cells = _readme_cells("zen4")
     fast, now = _wall(ZEN4 / "cpu-default-conv32-log.txt"), _wall(ZEN4 / "cpu-default-log.txt")
     assert cells[1].startswith(f"{fast} to {now} across hosts")
     assert now in _class_row("cpu-default") and "at 950051b" in _class_row("cpu-default")
     quick = [re.findall(r"\d+ min \d+ s", _class_row(n).split("|")[-2])[0] for n in ("cpu-quick-vit", "cpu-quick")]
     assert cells[3] == f"{quick[0]} to {quick[1]} across hosts"
-    tests = (DOCS / "tests.md").read_text().splitlines()
-    whole = next(ln for ln in tests if ln.startswith("| `zen4` | `python -m pytest -q` |"))
-    tier = next(ln for ln in tests if ln.startswith('| `zen4` | `python -m pytest -q -m "not slow"` |'))
+    whole, tier = _tests_rows("zen4", "`python -m pytest -q`")
     span = re.search(r"\| (\d+ min \d+ s to \d+ min \d+ s) \(", whole)[1]
-    assert cells[4] == f"{span}; fast tier {tier.split('|')[4].strip()}"
+    assert cells[4] == f"{span}; fast tier {tier}"
+
+
+def _readme_cells(host: str) -> list[str]:
+    """The README's row for a class of host (`zen4`), cell by cell."""
+    row = next(ln for ln in README.splitlines() if ln.startswith(f"| `{host}`:"))
+    return [c.strip() for c in row.strip("|").split("|")]
+
+
+def _tests_rows(host: str, whole: str) -> tuple[str, str]:
+    """docs/tests.md on a class of host: its row for the whole suite (run as `whole`), and the fast tier's time."""
+    tests = (DOCS / "tests.md").read_text().splitlines()
+    row = next(ln for ln in tests if ln.startswith(f"| `{host}` | {whole} |"))
+    tier = next(ln for ln in tests if ln.startswith(f'| `{host}` | `python -m pytest -q -m "not slow"` |'))
+    return row, tier.split("|")[4].strip()
 
 
 def test_the_third_zen4_hosts_runs_are_their_files():
@@ -138,9 +149,7 @@ def test_the_third_zen4_hosts_runs_are_their_files():
     for name in ("cpu-default-third-host", "cpu-quick-third-host"):
         line, doc = _class_row(name), _doc(f"docs/results/zen4/{name}.json")
         log = ZEN4 / f"{name}-log.txt"
-        checks = [c["passed"] for c in doc["checks"]]
-        counts = f"{sum(r['verified'] for r in doc['rows'])} of {len(doc['rows'])} rows verified, "
-        counts += f"{checks.count(True)} checks passed, {checks.count(None)} not judged"
+        checks, counts = _counts(doc)
         assert counts in line and False not in checks and f"at {doc['env']['git_commit']}" in line
         assert f"{_stamped(log)} from the first stamped line to the last" in line and line.endswith(f" {_wall(log)} |")
     line, doc = _class_row("cpu-default-third-host"), _doc("docs/results/zen4/cpu-default-third-host.json")
@@ -155,6 +164,15 @@ def test_the_third_zen4_hosts_runs_are_their_files():
     phases = ("cnn parity checks", "cnn_train compiling, first epoch", "vit_train compiling, first epoch")
     phases += ("cnn_train timed calls", "conv timed calls")
     assert said.format(*(_mmss(found[p]) for p in phases)) in line
+
+
+def _counts(doc: dict) -> tuple[list, str]:
+    """A results file's checks' verdicts (True, False, None), and its counts as the class README gives them: '40 of 42
+    rows verified, 12 checks passed, 3 not judged'."""
+    checks = [c["passed"] for c in doc["checks"]]
+    counts = f"{sum(r['verified'] for r in doc['rows'])} of {len(doc['rows'])} rows verified, "
+    counts += f"{checks.count(True)} checks passed, {checks.count(None)} not judged"
+    return checks, counts
 
 
 def _mmss(s: int) -> str:
@@ -175,22 +193,17 @@ def test_zen5s_times_are_its_current_files():
     stamped lines, each as the class README gives it beside its file's commit and counts; the tests as docs/tests.md
     gives them."""
     zen5 = DOCS / "results/zen5"
-    row = next(ln for ln in README.splitlines() if ln.startswith("| `zen5`:"))
-    cells = [c.strip() for c in row.strip("|").split("|")]
+    cells = _readme_cells("zen5")
     default, full = _wall(zen5 / "cpu-default-log.txt"), _wall(zen5 / "cpu-full-log.txt")
     quick = _stamped(zen5 / "cpu-quick-log.txt")
     assert cells[1:4] == [f"{s} with PyTorch and the ViT" for s in (default, full, quick)]
     for name, said in (("cpu-default", default), ("cpu-full", full), ("cpu-quick", quick)):
         line, doc = _class_row(name, zen5), _doc(f"docs/results/zen5/{name}.json")
-        checks = [c["passed"] for c in doc["checks"]]
-        counts = f"{sum(r['verified'] for r in doc['rows'])} of {len(doc['rows'])} rows verified, "
-        counts += f"{checks.count(True)} checks passed, {checks.count(None)} not judged"
+        checks, counts = _counts(doc)
         assert said in line and f"at {doc['env']['git_commit']}" in line and counts in line and False not in checks
-    tests = (DOCS / "tests.md").read_text().splitlines()
-    whole = next(ln for ln in tests if ln.startswith("| `zen5` | `.ci/run` on a clean clone |"))
-    tier = next(ln for ln in tests if ln.startswith('| `zen5` | `python -m pytest -q -m "not slow"` |'))
+    whole, tier = _tests_rows("zen5", "`.ci/run` on a clean clone")
     first = re.search(r"\| (\d+ min \d+ s(?: to \d+ min \d+ s)?), then", whole)[1]
-    assert cells[4] == f"{first}; fast tier {tier.split('|')[4].strip()}"
+    assert cells[4] == f"{first}; fast tier {tier}"
 
 
 def test_every_classs_test_times_in_the_readme_are_docs_tests_mds():
