@@ -27,6 +27,7 @@ from parity.common import float64 as oracle
 from parity.common.frameworks import label
 from parity.common.protocol import decode_request, encode
 from parity.engine import memory, peaks, timing, worker, workerproc
+from parity.engine.config import Config
 from parity.engine.workerproc import Worker
 from parity.judging import roofline
 
@@ -283,6 +284,22 @@ class LocalWorker:
         pass
 
     close = Worker.close
+
+
+def quick_config(frameworks, workloads, reps: int, **more) -> Config:
+    """A `--quick` run's Config for the fakes: exactly `reps` timed calls a row (no time budget, the cap at `reps`),
+    no warm-up, no progress lines; `more` (replicas, exclusive, ...) on top."""
+    return Config(
+        frameworks=frameworks,
+        workloads=workloads,
+        quick=True,
+        reps=reps,
+        max_reps=reps,
+        budget_s=0.0,
+        warmup=0,
+        progress=False,
+        **more,
+    )
 
 
 def fake_engine(monkeypatch, peak: roofline.Peak, fakes: dict[str, dict[str, FakeImpl]]) -> FakeClock:

@@ -155,9 +155,8 @@ RSS_SLACK = 2 * 64 * os.sysconf("SC_PAGE_SIZE") * max(os.cpu_count() or 1, threa
 
 def test_a_row_that_touches_memory_reports_at_least_that(tmp_path, monkeypatch):
     assert memory.HostMemory().works, "Linux 4.0+ offers /proc/self/clear_refs: the CPU's peak memory needs it"
-    from fakeimpl import FakeImpl, fake_engine
+    from fakeimpl import FakeImpl, fake_engine, quick_config
 
-    from parity.engine.config import Config
     from parity.engine.schedule import run_suite
     from parity.judging import roofline
 
@@ -165,17 +164,7 @@ def test_a_row_that_touches_memory_reports_at_least_that(tmp_path, monkeypatch):
     # the calls' 0.1 s on the fake clock; their memory is real: a workspace several times what the row holds without
     # it (its inputs and output), so that a figure which missed it fails
     fake_engine(monkeypatch, peak, {"jax": {"default": FakeImpl(delay_s=0.1, workspace_mb=64)}})
-    cfg = Config(
-        frameworks=("jax",),
-        workloads=("conv",),
-        replicas=(1,),
-        quick=True,
-        reps=2,
-        budget_s=0.0,
-        max_reps=2,
-        warmup=0,
-        progress=False,
-    )
+    cfg = quick_config(("jax",), ("conv",), 2, replicas=(1,))
     rows = run_suite(cfg, tmp_path)["rows"]
     for r in rows:  # each call maps 64 MB, writes every page and unmaps it
         said = {k: v for k, v in r.items() if "memory" in k}

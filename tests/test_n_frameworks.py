@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from fakeimpl import FakeImpl, LocalWorker, fake_engine
+from fakeimpl import FakeImpl, LocalWorker, fake_engine, quick_config
 from test_oracle import _saved, random_cnn_weights
 
 from parity import compare
@@ -349,18 +349,8 @@ DELAY = {"tf": 0.1, "jax": 0.12, "kjax": 0.15}  # seconds per call on the fake c
 def test_a_third_framework_runs_end_to_end_into_the_summary(three, tmp_path, monkeypatch, exclusive):
     fakes = {fw: {"default": FakeImpl(delay_s=DELAY[fw])} for fw in three}
     fake_engine(monkeypatch, PEAK, fakes)  # each fake's calls advance its clock by DELAY
-    cfg = Config(
-        frameworks=three,  # Config's default is the table's keys as imported
-        workloads=("conv", "matmul"),
-        replicas=(1,),
-        quick=True,
-        reps=5,
-        max_reps=5,
-        budget_s=0.0,
-        warmup=0,
-        progress=False,
-        exclusive=exclusive,
-    )
+    # frameworks named: Config's default is the table's keys as imported
+    cfg = quick_config(three, ("conv", "matmul"), 5, replicas=(1,), exclusive=exclusive)
     res = run_suite(cfg, tmp_path)
     got = {(r["kind"], r["framework"], r["variant"]) for r in res["rows"]}
     assert got == {(wl, fw, v) for wl in ("conv", "matmul") for fw in three for v in ("op", "op+tuned")}
@@ -430,8 +420,7 @@ def test_a_framework_without_data_parallelism_starts_no_worker_over_several_devi
     monkeypatch.setattr(
         LocalWorker, "__init__", lambda w, fw, dev, n, *a, **k: started.append((fw, n)) or init(w, fw, dev, n, *a, **k)
     )
-    cfg = Config(frameworks=three, workloads=("conv",), replicas=(1, 2), quick=True, reps=3, max_reps=3, budget_s=0.0,
-                 warmup=0, progress=False)  # fmt: skip
+    cfg = quick_config(three, ("conv",), 3, replicas=(1, 2))
     res = run_suite(cfg, tmp_path)
     assert sorted(started) == sorted([(fw, 1) for fw in three] + [("tf", 2), ("jax", 2)])
     assert {(r["framework"], r["replicas"]) for r in res["rows"]} == {*((fw, 1) for fw in three), ("tf", 2), ("jax", 2)}
