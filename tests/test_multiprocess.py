@@ -220,26 +220,17 @@ def test_run_two_processes_end_to_end(tmp_path):
 @pytest.mark.parametrize("framework", ["jax", "tf"])
 def test_unreachable_coordinator(framework):
     port = api_cluster.free_port(span=8)
-    p, took = run(
-        [
-            "--coordinator",
-            f"127.0.0.1:{port}",
-            "--num-processes",
-            "2",
-            "--process-id",
-            "1",
-            "--join-timeout",
-            "1",
-            "--framework",
-            framework,
-            "--workload",
-            "conv",
-            "--quick",
-        ]
-    )
+    p, took = run(_one_process(port, 2, 1, framework, "--join-timeout", "1"))
     assert p.returncode == 2
     assert "error: process 1:" in p.stderr and "could not reach" in p.stderr, p.stderr[-2000:]
     assert took < 120
+
+
+def _one_process(port: int, processes: int, process_id: int, framework: str, *more: str) -> list[str]:
+    """parity.run's arguments for one process of a cluster of `processes` whose coordinator is 127.0.0.1:`port`: the
+    conv, --quick, on `framework`, with `more` after the process's id."""
+    cluster = ["--coordinator", f"127.0.0.1:{port}", "--num-processes", str(processes), "--process-id", str(process_id)]
+    return [*cluster, *more, "--framework", framework, "--workload", "conv", "--quick"]
 
 
 def _hold(port: int) -> socket.socket:
@@ -253,21 +244,7 @@ def _hold(port: int) -> socket.socket:
 def test_port_taken(framework, offset):
     port = api_cluster.free_port(span=8)
     with _hold(port + offset):
-        p, took = run(
-            [
-                "--coordinator",
-                f"127.0.0.1:{port}",
-                "--num-processes",
-                "1",
-                "--process-id",
-                "0",
-                "--framework",
-                framework,
-                "--workload",
-                "conv",
-                "--quick",
-            ]
-        )
+        p, took = run(_one_process(port, 1, 0, framework))
     assert p.returncode == 2
     assert f"{port + offset}" in p.stderr and "already taken" in p.stderr, p.stderr[-2000:]
 
