@@ -62,23 +62,35 @@ def test_a_profiles_entry_that_is_no_folder_is_refused_before_work_and_the_set_i
     assert snapshot(out) == before and list(elsewhere.iterdir()) == []
 
 
-def test_a_member_that_cannot_be_moved_in_puts_the_previous_set_back(previous, monkeypatch):
-    out, traces = previous
-    before = snapshot(out)
+def failing_move_in(out: Path, nth: int, then=lambda: None):
+    """os.replace, but its `nth` move into `out` fails with an I/O error (after calling `then`)."""
     real, moved = os.replace, []
 
-    def third_fails(src, dst):
+    def replace(src, dst):
         if Path(dst).parent == out:
             moved.append(Path(dst).name)
-            if len(moved) == 3:
+            if len(moved) == nth:
+                then()
                 raise OSError(5, "Input/output error")
         return real(src, dst)
 
-    monkeypatch.setattr(os, "replace", third_fails)
+    return replace
+
+
+def write_failing(monkeypatch, out: Path, traces, replace) -> str:
+    """What files.write_all's OSError says where os.replace is `replace`."""
+    monkeypatch.setattr(os, "replace", replace)
     with pytest.raises(OSError) as e:
         files.write_all(doc(9.0), out, traces)
     monkeypatch.undo()
-    assert "Input/output error" in str(e.value) and "the previous files there are as they were" in str(e.value)
+    return str(e.value)
+
+
+def test_a_member_that_cannot_be_moved_in_puts_the_previous_set_back(previous, monkeypatch):
+    out, traces = previous
+    before = snapshot(out)
+    said = write_failing(monkeypatch, out, traces, failing_move_in(out, 3))
+    assert "Input/output error" in said and "the previous files there are as they were" in said
     assert snapshot(out) == before  # what it says is true: no new json beside an old chart, no stage left
 
 
@@ -91,17 +103,8 @@ def test_a_failure_that_cannot_be_undone_says_where_the_previous_files_are(previ
             raise OSError(30, "Read-only file system")
         return real(src, dst)
 
-    def first_in_fails(src, dst):
-        if Path(dst).parent == out:
-            monkeypatch.setattr(os, "replace", stuck)
-            raise OSError(5, "Input/output error")
-        return real(src, dst)
-
-    monkeypatch.setattr(os, "replace", first_in_fails)
-    with pytest.raises(OSError) as e:
-        files.write_all(doc(9.0), out, traces)
-    monkeypatch.undo()
-    said = str(e.value)
+    first_in_fails = failing_move_in(out, 1, then=lambda: monkeypatch.setattr(os, "replace", stuck))
+    said = write_failing(monkeypatch, out, traces, first_in_fails)
     assert "as they were" not in said and "putting the previous files back failed" in said
     stage = next(out.glob(".parity-stage-*"))
     assert (stage / ".previous-results.json").is_file() and str(stage) in said
