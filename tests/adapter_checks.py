@@ -34,3 +34,16 @@ def check_torch_variants_are_its_own(adapter, model, x, devices, workload: str) 
         adapter.make_trainer(model, devices * 2, "eager")  # one device's, over several
     with pytest.raises(ValueError, match=f"{workload}_infer"):
         adapter.prepare_inference(model, x, devices, "predict+nothing")
+
+
+def trained_variants(impl, workload: str, replicas: int, devices, copy, bx, by, skip=lambda v: False) -> dict:
+    """Every `workload`_train variant of `impl` at one device and at `replicas` (but those `skip` names), each on a
+    fresh model from `copy()` and `devices[:n]`, run over the batches `bx`, `by`: (per-step losses, trainer) by name."""
+    out = {}
+    for n in (1, replicas):
+        for v in impl.variants(f"{workload}_train", n):
+            if skip(v):
+                continue
+            t = impl.adapter(workload).make_trainer(copy(), devices[:n], v.name)
+            out[v.name] = (t.steps(bx, by)[:, 0], t)
+    return out

@@ -8,6 +8,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
+from adapter_checks import trained_variants
 from frameworks_setup import TF_DEVICES
 from probes import run_probe
 
@@ -90,14 +91,13 @@ def model():
 def trained(model, data):
     """Every lstm_train variant's two steps from the model's weights: (per-step losses, trainer) by name."""
     _, _, bx, by = data
-    out = {}
-    for n in (1, REPLICAS):
-        for v in tf_impl.variants("lstm_train", n):
-            m = tf_impl.adapter("lstm").build(UNITS)
-            tf_impl.adapter("lstm").set_weights(m, tf_impl.adapter("lstm").get_weights(model))
-            t = tf_impl.adapter("lstm").make_trainer(m, TF_DEVICES[:n], v.name)
-            out[v.name] = (t.steps(bx, by)[:, 0], t)
-    return out
+
+    def copy():
+        m = tf_impl.adapter("lstm").build(UNITS)
+        tf_impl.adapter("lstm").set_weights(m, tf_impl.adapter("lstm").get_weights(model))
+        return m
+
+    return trained_variants(tf_impl, "lstm", REPLICAS, TF_DEVICES, copy, bx, by)
 
 
 def test_weights_are_keras_order_and_round_trip(model, tmp_path):

@@ -8,6 +8,7 @@ inputs (parity.workloads.vit.tolerances)."""
 import keras
 import numpy as np
 import pytest
+from adapter_checks import trained_variants
 from frameworks_setup import TF_DEVICES
 from test_vit_keras_jax import (
     ARCH,
@@ -151,16 +152,14 @@ def test_every_block_the_loss_and_the_gradients_meet_the_float64_oracle(model, d
 def trained(model, data):
     """Every vit_train variant's two steps from the model's weights: (per-step losses, trainer) by name."""
     _, _, bx, by = data
-    out = {}
-    for n in (1, REPLICAS):
-        for v in tf_impl.variants("vit_train", n):
-            if v.dtype == "bfloat16" and not BF16:
-                continue
-            t = tf_impl.adapter("vit").make_trainer(
-                build(tf_impl.adapter("vit").get_weights(model)), TF_DEVICES[:n], v.name
-            )
-            out[v.name] = (t.steps(bx, by)[:, 0], t)
-    return out
+
+    def copy():
+        return build(tf_impl.adapter("vit").get_weights(model))
+
+    def skip(v):
+        return v.dtype == "bfloat16" and not BF16
+
+    return trained_variants(tf_impl, "vit", REPLICAS, TF_DEVICES, copy, bx, by, skip)
 
 
 @pytest.mark.slow
