@@ -9,6 +9,8 @@ import sys
 import numpy as np
 
 sys.modules["tensorflow"] = None  # as the harness's worker does (parity.common.frameworks: keeps_out)
+from probes import mixed_precision_findings  # noqa: E402
+
 import keras_jax_impl as kj  # noqa: E402
 
 
@@ -57,10 +59,7 @@ def main(request: str, out: str) -> None:
         p = kj.adapter("lstm").prepare_inference(model, x, devices[:1], v)
         arrays[f"infer/{v}"] = np.asarray(p.run())
         found[f"infer/{v}"] = {"kernel_path": p.kernel_path, "cost": list(p.cost())}
-    mixed = kj.adapter("lstm").mixed_precision(model)
-    kj.adapter("lstm").set_weights(mixed, kj.adapter("lstm").get_weights(model))
-    found["mixed/dtypes"] = {layer.name: layer.compute_dtype for layer in mixed.layers}
-    arrays["mixed/probs"] = kj.adapter("lstm").forward_layers(mixed, x)["probs"]
+    mixed_precision_findings(kj.adapter("lstm"), model, x, found, arrays)
     try:
         kj.adapter("lstm").set_weights(
             model, kj.adapter("lstm").get_weights(kj.adapter("lstm").build(units + 2, 0))

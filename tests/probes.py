@@ -22,3 +22,12 @@ def run_probe(probe: Path, d: Path, req: dict) -> tuple[dict, dict]:
     )
     assert p.returncode == 0, p.stderr[-3000:]
     return json.loads((d / "found.json").read_text()), dict(np.load(d / "arrays.npz"))
+
+
+def mixed_precision_findings(adapter, model, x: np.ndarray, found: dict, arrays: dict) -> None:
+    """In a probe: the adapter's mixed-precision copy of `model`, given the model's weights: its layers' compute dtypes
+    (found["mixed/dtypes"]) and its probabilities on `x` (arrays["mixed/probs"])."""
+    mixed = adapter.mixed_precision(model)
+    adapter.set_weights(mixed, adapter.get_weights(model))
+    found["mixed/dtypes"] = {layer.name: layer.compute_dtype for layer in mixed.layers}
+    arrays["mixed/probs"] = adapter.forward_layers(mixed, x)["probs"]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from probes import mixed_precision_findings
 
 from parity.api.cnn import Weight
 from parity.api.vit import ATTENTION_FIELDS, VitArchitecture
@@ -150,10 +151,7 @@ def probe(request: str, out: str) -> None:
     p = kj.adapter("vit").prepare_inference(model, x, devices[:1], "predict")
     arrays["infer/predict"] = np.asarray(p.run())
     found["infer/predict"] = {"kernel_path": p.kernel_path, "cost": list(p.cost())}
-    mixed = kj.adapter("vit").mixed_precision(model)
-    kj.adapter("vit").set_weights(mixed, kj.adapter("vit").get_weights(model))
-    found["mixed/dtypes"] = {layer.name: layer.compute_dtype for layer in mixed.layers}
-    arrays["mixed/probs"] = kj.adapter("vit").forward_layers(mixed, x)["probs"]
+    mixed_precision_findings(kj.adapter("vit"), model, x, found, arrays)
     try:
         kj.adapter("vit").set_weights(
             model,
