@@ -540,28 +540,6 @@ def test_the_gaps_pages_bests_on_xeon_amx_are_each_frameworks_fastest_row():
         assert any(r["median_s"] == fastest[r["framework"], r["kind"]] for r in found), (fw, variant, ms)
 
 
-def test_the_seams_before_and_after_are_the_same_rows_and_verdicts_and_their_ab_is_as_said():
-    """docs/results/zen4/README.md's before/after of the modules' renames: the same rows, every one verified, the same
-    checks passed, and its A/B's ratios as the README gives them (rendered from cpu-default-seams-ab.jsonl)."""
-    import statistics
-
-    zen4 = ROOT / "docs/results/zen4"
-    before, after = (json.loads((zen4 / f"cpu-default-seams-{s}.json").read_text()) for s in ("before", "after"))
-    keys = lambda d: sorted((r["kind"], r["framework"], r["variant"], r["replicas"]) for r in d["rows"])  # noqa: E731
-    assert keys(before) == keys(after) and all(r["verified"] for d in (before, after) for r in d["rows"])
-    passed = lambda d: sorted(c["check"] for c in d["checks"] if c["passed"])  # noqa: E731
-    assert passed(before) == passed(after)
-    ab: dict = {}
-    for line in (zen4 / "cpu-default-seams-ab.jsonl").read_text().splitlines():
-        r = json.loads(line)
-        ab.setdefault((r["framework"], r["kind"], r["variant"]), {}).setdefault(r["side"], []).append(r["median_ms"])
-    ratios = [statistics.mean(v["after"]) / statistics.mean(v["before"]) for v in ab.values()]
-    spread = max(max(ms) / min(ms) for v in ab.values() for ms in v.values())
-    page = " ".join((zen4 / "README.md").read_text().split())
-    said = f"after over before {min(ratios):.2f}x to {max(ratios):.2f}x (each the mean of its two passes), where one "
-    assert said + f"side's own two passes differ by up to {spread:.2f}x" in page
-
-
 def test_the_results_format_page_lists_every_variable_a_framework_reads():
     """docs/results-format.md names each variable parity.engine.environment records or refuses, each prefix too."""
     from parity.engine.environment import COMMON_FLAGS, FRAMEWORK_FLAGS, FRAMEWORK_PREFIXES, REFUSED
